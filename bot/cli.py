@@ -1,0 +1,406 @@
+"""``herald``: the command line, and the composition root of the whole program.
+
+It builds the settings, the store and the use cases once, acts as ``local:$USER``,
+prints results (``--json`` for scripts) and turns every HeraldError into one line on
+stderr with exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import sys
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+from typing import Any, TextIO
+
+from core import db, timeexpr, views
+from core.clock import Clock, SystemClock
+from core.errors import HeraldError, InvalidInput
+from core.importer import ImportRejected, import_schedules
+from core.models import Schedule
+from core.settings import Settings, load_settings
+from core.store import Store
+from core.usecases import Herald
+
+log = logging.getLogger("herald.cli")
+
+EXIT_ERROR = 2
+
+
+@asynccontextmanager
+async def open_herald(settings: Settings, clock: Clock | None = None) -> AsyncIterator[Herald]:
+    """The use cases over the configured database (SQLite is upgraded on first use)."""
+    store = await Store.open(settings.database_url)
+    try:
+        yield Herald(store, settings, clock or SystemClock())
+    finally:
+        await store.close()
+
+
+class Cli:
+    """One invocation: parsed arguments, settings and where output goes."""
+
+    def __init__(self, args: argparse.Namespace, settings: Settings, out: TextIO) -> None:
+        self.args = args
+        self.settings = settings
+        self.out = out
+        self.actor = settings.local_actor
+
+    def emit(self, text: str = "") -> None:
+        self.out.write(text + "\n")
+
+    def emit_json(self, data: Any) -> None:
+        self.out.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+
+    def schedule_line(self, s: Schedule) -> str:
+        text = s.body.replace("\n", " ")
+        if len(text) > 40:
+            text = text[:39] + "…"
+        nxt = views.local(s.next_run_at, s.timezone)
+        return f"{s.id:>6}  {s.state:<9}  {nxt:<21}  {s.destination:<28}  {text}"
+
+    def show_schedule(self, s: Schedule) -> None:
+        self.emit(f"Schedule {s.id} ({s.state}, version {s.version})")
+        self.emit(f"  to:      {s.destination}")
+        self.emit(f"  when:    {s.expression}  [{views.describe(s)}]")
+        self.emit(f"  next:    {views.local(s.next_run_at, s.timezone)} {s.timezone}")
+        self.emit(f"  owner:   {s.owner}")
+        self.emit(f"  text:    {s.body}")
+
+    # --- commands ---------------------------------------------------------------------
+
+    async def cmd_schedule(self, herald: Herald) -> None:
+        a = self.args
+        schedule, created = await herald.create_schedule(
+            self.actor, to=a.to, when=a.when, text=a.text, tz=a.tz, key=a.key
+        )
+        if a.json:
+            self.emit_json({**views.schedule_dict(schedule), "created": created})
+            return
+        if not created:
+            print(  # noqa: T201 - CLI output
+                f"Schedule {schedule.id} already exists with key {a.key!r}; nothing new created.",
+                file=sys.stderr,
+            )
+        self.emit(str(schedule.id))
+
+    async def cmd_list(self, herald: Herald) -> None:
+        a = self.args
+        rows = await herald.list_schedules(
+            self.actor,
+            everyone=a.all,
+            state=a.state,
+            destination=a.to,
+            text=a.search,
+            limit=a.limit,
+        )
+        if a.json:
+            self.emit_json([views.schedule_dict(s) for s in rows])
+            return
+        if not rows:
+            self.emit("No schedules.")
+            return
+        self.emit(f"{'ID':>6}  {'STATE':<9}  {'NEXT (local)':<21}  {'TO':<28}  TEXT")
+        for s in rows:
+            self.emit(self.schedule_line(s))
+
+    async def cmd_show(self, herald: Herald) -> None:
+        detail = await herald.show_schedule(self.actor, self.args.id)
+        if self.args.json:
+            self.emit_json(views.detail_dict(detail))
+            return
+        self.show_schedule(detail.schedule)
+        self.emit("  jobs:")
+        for job in detail.jobs:
+            err = f"  {job.last_error}" if job.last_error else ""
+            self.emit(
+                f"    {job.id:>6}  {job.state:<9}  due {views.iso(job.due_at)}  "
+                f"attempts {job.attempts}{err}"
+            )
+        if detail.attempts:
+            self.emit("  attempts:")
+            for at in detail.attempts:
+                code = f" {at.status_code}" if at.status_code is not None else ""
+                self.emit(f"    {views.iso(at.started_at)}  job {at.job_id}  {at.outcome}{code}")
+
+    async def cmd_edit(self, herald: Herald) -> None:
+        a = self.args
+        schedule = await herald.edit_schedule(
+            self.actor,
+            a.id,
+            when=a.when,
+            text=a.text,
+            to=a.to,
+            tz=a.tz,
+            expected_version=a.version,
+        )
+        self._changed(schedule, "updated")
+
+    async def cmd_pause(self, herald: Herald) -> None:
+        s = await herald.pause_schedule(self.actor, self.args.id, expected_version=self.args.version)
+        self._changed(s, "paused")
+
+    async def cmd_resume(self, herald: Herald) -> None:
+        s = await herald.resume_schedule(
+            self.actor, self.args.id, expected_version=self.args.version
+        )
+        self._changed(s, "resumed")
+
+    async def cmd_cancel(self, herald: Herald) -> None:
+        s = await herald.cancel_schedule(
+            self.actor, self.args.id, expected_version=self.args.version
+        )
+        self._changed(s, "cancelled")
+
+    def _changed(self, schedule: Schedule, what: str) -> None:
+        if self.args.json:
+            self.emit_json(views.schedule_dict(schedule))
+        elif schedule.next_run_at is None:
+            self.emit(f"Schedule {schedule.id} {what}.")
+        else:
+            nxt = views.local(schedule.next_run_at, schedule.timezone)
+            self.emit(f"Schedule {schedule.id} {what}; next: {nxt} {schedule.timezone}.")
+
+    async def cmd_import(self, herald: Herald) -> None:
+        a = self.args
+        stream = sys.stdin if a.file == "-" else _open_text(a.file)
+        tty = sys.stderr.isatty()
+
+        def progress(done: int, total: int) -> None:
+            if tty and total:
+                sys.stderr.write(f"\rimporting {done:,}/{total:,} ({100 * done // total}%)")
+                sys.stderr.flush()
+
+        try:
+            with stream:
+                report = await import_schedules(
+                    herald, self.actor, stream, skip_invalid=a.skip_invalid, progress=progress
+                )
+        finally:
+            if tty:
+                sys.stderr.write("\n")
+        for number, why in report.invalid:
+            print(f"line {number}: skipped: {why}", file=sys.stderr)  # noqa: T201
+        summary = {
+            "imported": report.imported,
+            "skipped_existing": report.skipped_existing,
+            "skipped_duplicate": report.skipped_duplicate,
+            "invalid": len(report.invalid),
+        }
+        if a.json:
+            self.emit_json({**summary, "ids": report.ids})
+        else:
+            self.emit(
+                f"Imported {report.imported:,}; skipped {report.skipped_existing:,} already "
+                f"imported, {report.skipped_duplicate:,} repeated keys, "
+                f"{len(report.invalid):,} invalid."
+            )
+
+    async def cmd_timezone(self, herald: Herald) -> None:
+        if self.args.zone:
+            name = await herald.set_timezone(self.actor, self.args.zone)
+            self.emit(f"Your time zone is now {name}.")
+        else:
+            actor = await herald.actor(self.actor)
+            zone = actor.timezone or f"{self.settings.default_tz} (the default)"
+            self.emit(f"Your time zone is {zone}.")
+
+    async def cmd_member_role(self, herald: Herald) -> None:
+        await herald.set_role(self.actor, self.args.member, self.args.role)
+        self.emit(f"{self.args.member} is now {self.args.role}.")
+
+    # --- commands that need no use case ------------------------------------------------
+
+    def cmd_when(self) -> None:
+        a = self.args
+        now = _parse_now(a.now) if a.now else datetime.now(UTC)
+        tz = timeexpr.zone(a.tz or self.settings.default_tz).key
+        if a.count < 1:
+            raise InvalidInput("--count must be at least 1.")
+        reading = timeexpr.parse_when(a.expression, tz=tz, now=now)
+        upcoming = reading.occurrences(count=a.count)
+        if a.json:
+            self.emit_json(
+                {
+                    "expression": reading.expression,
+                    "timezone": tz,
+                    "recurring": reading.recurring,
+                    "rule": reading.rule,
+                    "description": reading.description,
+                    "occurrences": [views.iso(t) for t in upcoming],
+                }
+            )
+            return
+        self.emit(reading.description)
+        for t in upcoming:
+            self.emit(f"  {views.local(t, tz)} {tz}   ({views.iso(t)})")
+
+    def cmd_db(self) -> None:
+        url = self.settings.database_url
+        if self.args.db_command == "upgrade":
+            db.upgrade(url)
+            self.emit(f"Database {db.redacted(url)} is at {db.current_revision(url)}.")
+        elif self.args.db_command == "downgrade":
+            db.downgrade(url, self.args.revision)
+            self.emit(f"Database {db.redacted(url)} is at {db.current_revision(url) or 'base'}.")
+        else:
+            current = db.current_revision(url) or "none"
+            self.emit(f"Database {db.redacted(url)} is at {current}; code head is {db.head_revision()}.")
+
+
+def _open_text(path: str) -> TextIO:
+    try:
+        return open(path, encoding="utf-8")  # noqa: SIM115 - closed by the caller's with
+    except OSError as exc:
+        raise InvalidInput(f"Cannot read {path}: {exc.strerror}.") from exc
+
+
+def _parse_now(text: str) -> datetime:
+    try:
+        value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise InvalidInput(f"--now {text!r} is not an ISO-8601 time.") from exc
+    if value.tzinfo is None:
+        raise InvalidInput("--now needs an offset or Z, e.g. 2026-03-30T07:00:00Z.")
+    return value.astimezone(UTC)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports usage errors as one line, exit status 2."""
+
+    def error(self, message: str) -> Any:  # type: ignore[override]
+        self.exit(EXIT_ERROR, f"herald: error: {message} (see `{self.prog} --help`)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="herald", description="Scheduled messages for teams.")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    def add(name: str, help_text: str) -> argparse.ArgumentParser:
+        return sub.add_parser(name, help=help_text, description=help_text)
+
+    def versioned(cmd: argparse.ArgumentParser) -> None:
+        cmd.add_argument("id", type=int, help="schedule id")
+        cmd.add_argument("--version", type=int, help="refuse if the schedule is not at this version")
+        cmd.add_argument("--json", action="store_true", help="print the record as JSON")
+
+    c = add("schedule", "Schedule a message.")
+    c.add_argument("--to", required=True, help="destination, e.g. slack:C0123 or log:")
+    c.add_argument("--when", required=True, help='when, e.g. "2026-04-01 08:00"')
+    c.add_argument("--text", required=True, help="the message")
+    c.add_argument("--tz", help="IANA time zone to read --when in (default: yours)")
+    c.add_argument("--key", help="idempotency key: a repeat with the same key creates nothing")
+    c.add_argument("--json", action="store_true", help="print the whole record as JSON")
+
+    c = add("list", "List schedules.")
+    c.add_argument("--all", action="store_true", help="everyone's (operators and admins)")
+    c.add_argument("--state", help="active, paused, cancelled or completed")
+    c.add_argument("--to", help="only this destination")
+    c.add_argument("--search", help="only messages containing this text")
+    c.add_argument("--limit", type=int, default=200)
+    c.add_argument("--json", action="store_true")
+
+    c = add("show", "Show one schedule with its jobs and attempts.")
+    c.add_argument("id", type=int)
+    c.add_argument("--json", action="store_true")
+
+    c = add("edit", "Change a schedule's time, text or destination.")
+    versioned(c)
+    c.add_argument("--when")
+    c.add_argument("--text")
+    c.add_argument("--to")
+    c.add_argument("--tz")
+
+    for name, text in (("pause", "Pause"), ("resume", "Resume"), ("cancel", "Cancel")):
+        versioned(add(name, f"{text} a schedule."))
+
+    c = add("import", "Import schedules from JSON Lines (to, when, text, tz, key).")
+    c.add_argument("file", help="path, or - for standard input")
+    c.add_argument("--skip-invalid", action="store_true", help="import the good lines anyway")
+    c.add_argument("--json", action="store_true")
+
+    c = add("when", "Preview how a time expression is read.")
+    c.add_argument("expression")
+    c.add_argument("--tz")
+    c.add_argument("--now", help="ISO-8601 instant to read from (default: now)")
+    c.add_argument("--count", type=int, default=5)
+    c.add_argument("--json", action="store_true")
+
+    c = add("timezone", "Show or set your time zone.")
+    c.add_argument("zone", nargs="?")
+
+    c = add("member", "Manage members (admins).")
+    msub = c.add_subparsers(dest="member_command", required=True, parser_class=_Parser)
+    r = msub.add_parser("role", help="give a member a role")
+    r.add_argument("member", help="member id, e.g. slack:U123")
+    r.add_argument("role", choices=["member", "operator", "admin"])
+
+    c = add("db", "Database schema.")
+    dsub = c.add_subparsers(dest="db_command", required=True, parser_class=_Parser)
+    dsub.add_parser("upgrade", help="apply migrations")
+    d = dsub.add_parser("downgrade", help="revert migrations")
+    d.add_argument("revision", help="target revision, or base")
+    dsub.add_parser("current", help="show the schema revision")
+
+    add("demo", "Run the local demo on a fresh SQLite file.")
+    return p
+
+
+Command = Callable[[Cli, Herald], Coroutine[Any, Any, None]]
+
+_STORE_COMMANDS: dict[str, Command] = {
+    "schedule": Cli.cmd_schedule,
+    "list": Cli.cmd_list,
+    "show": Cli.cmd_show,
+    "edit": Cli.cmd_edit,
+    "pause": Cli.cmd_pause,
+    "resume": Cli.cmd_resume,
+    "cancel": Cli.cmd_cancel,
+    "import": Cli.cmd_import,
+    "timezone": Cli.cmd_timezone,
+    "member": Cli.cmd_member_role,
+}
+
+
+async def _run_store_command(cli: Cli, command: Command) -> None:
+    async with open_herald(cli.settings) as herald:
+        await command(cli, herald)
+
+
+def main(argv: Sequence[str] | None = None, *, settings: Settings | None = None) -> int:
+    """Entry point of the ``herald`` console script. Returns the exit status."""
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    args = build_parser().parse_args(argv)
+    try:
+        cfg = settings or load_settings()
+        cli = Cli(args, cfg, sys.stdout)
+        if args.command in _STORE_COMMANDS:
+            asyncio.run(_run_store_command(cli, _STORE_COMMANDS[args.command]))
+        elif args.command == "when":
+            cli.cmd_when()
+        elif args.command == "db":
+            cli.cmd_db()
+        elif args.command == "demo":
+            from bot.demo import run_demo
+
+            return run_demo(cfg, sys.stdout)
+    except ImportRejected as exc:
+        print(f"herald: error: {exc}", file=sys.stderr)  # noqa: T201
+        for number, why in exc.invalid:
+            print(f"line {number}: {why}", file=sys.stderr)  # noqa: T201
+        return EXIT_ERROR
+    except HeraldError as exc:
+        log.debug("command failed", exc_info=True)
+        print(f"herald: error: {exc}", file=sys.stderr)  # noqa: T201
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,180 @@
+"""Database connection and schema management (Alembic).
+
+Users give one URL (``sqlite:///herald.db`` or ``postgresql://user@host/db``); this
+module turns it into the async engine the store uses and the sync one Alembic uses,
+sets SQLite up for concurrent use, and checks or upgrades the schema.
+"""
+
+from __future__ import annotations
+
+import logging
+from importlib.util import find_spec
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+
+from core.errors import DatabaseError
+
+log = logging.getLogger(__name__)
+
+SQLITE_BUSY_TIMEOUT_MS = 10_000
+
+
+def _parse(url: str) -> URL:
+    try:
+        return make_url(url)
+    except Exception as exc:  # noqa: BLE001 - SQLAlchemy raises ArgumentError and others
+        raise DatabaseError(
+            "HERALD_DATABASE_URL is not a database URL: use sqlite:///herald.db "
+            "or postgresql://user@host:5432/dbname."
+        ) from exc
+
+
+def backend(url: str) -> str:
+    """``"sqlite"`` or ``"postgresql"``; DatabaseError for anything else."""
+    name = _parse(url).get_backend_name()
+    if name not in ("sqlite", "postgresql"):
+        raise DatabaseError(f"Herald runs on SQLite or PostgreSQL, not {name!r}.")
+    return name
+
+
+def sync_url(url: str) -> URL:
+    """The URL with the synchronous driver Herald uses (sqlite3 / psycopg)."""
+    parsed = _parse(url)
+    if backend(url) == "sqlite":
+        return parsed.set(drivername="sqlite")
+    return parsed.set(drivername="postgresql+psycopg")
+
+
+def async_url(url: str) -> URL:
+    """The URL with the asyncio driver Herald uses (aiosqlite / psycopg)."""
+    parsed = _parse(url)
+    if backend(url) == "sqlite":
+        return parsed.set(drivername="sqlite+aiosqlite")
+    return parsed.set(drivername="postgresql+psycopg")
+
+
+def redacted(url: str) -> str:
+    """The URL with any password hidden, fit for logs and messages."""
+    return _parse(url).render_as_string(hide_password=True)
+
+
+def _sqlite_setup(engine: sa.Engine) -> None:
+    """WAL, a busy timeout, foreign keys, and ``BEGIN IMMEDIATE`` so that two writers
+    wait for each other instead of failing with "database is locked"."""
+
+    @sa.event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None  # we issue BEGIN ourselves
+        cursor = dbapi_connection.cursor()
+        cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA journal_mode = WAL")
+        cursor.execute("PRAGMA synchronous = NORMAL")
+        cursor.execute("PRAGMA foreign_keys = ON")
+        cursor.close()
+
+    @sa.event.listens_for(engine, "begin")
+    def _on_begin(connection: sa.Connection) -> None:
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def make_async_engine(url: str, **kwargs: Any) -> AsyncEngine:
+    """The async engine for ``url``."""
+    if backend(url) == "sqlite":
+        engine = create_async_engine(async_url(url), **kwargs)
+        _sqlite_setup(engine.sync_engine)
+        return engine
+    kwargs.setdefault("pool_pre_ping", True)
+    return create_async_engine(async_url(url), **kwargs)
+
+
+def make_sync_engine(url: str, **kwargs: Any) -> sa.Engine:
+    """The sync engine for ``url`` (migrations, tooling)."""
+    engine = sa.create_engine(sync_url(url), **kwargs)
+    if backend(url) == "sqlite":
+        _sqlite_setup(engine)
+    return engine
+
+
+# --- schema (Alembic) -------------------------------------------------------------
+
+
+def _migrations_dir() -> Path:
+    spec = find_spec("migrations")
+    if spec is None or not spec.submodule_search_locations:
+        raise DatabaseError("Herald's migrations are not installed; reinstall the package.")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def alembic_config(url: str) -> Any:
+    """An Alembic ``Config`` pointing at Herald's migrations and ``url``."""
+    from alembic.config import Config
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(_migrations_dir()))
+    cfg.attributes["herald_url"] = url
+    return cfg
+
+
+def head_revision() -> str:
+    """The newest migration revision shipped with this code."""
+    from alembic.script import ScriptDirectory
+
+    head = ScriptDirectory.from_config(alembic_config("sqlite://")).get_current_head()
+    assert head is not None
+    return head
+
+
+def current_revision(url: str) -> str | None:
+    """The revision the database is at, None if it has no Herald schema yet."""
+    from alembic.migration import MigrationContext
+
+    engine = make_sync_engine(url)
+    try:
+        with engine.connect() as conn:
+            return MigrationContext.configure(conn).get_current_revision()
+    except sa.exc.OperationalError as exc:
+        raise DatabaseError(f"Cannot reach the database at {redacted(url)}: {exc.orig}") from exc
+    finally:
+        engine.dispose()
+
+
+def upgrade(url: str, revision: str = "head") -> None:
+    """Apply migrations up to ``revision``."""
+    from alembic import command
+
+    try:
+        command.upgrade(alembic_config(url), revision)
+    except sa.exc.OperationalError as exc:
+        raise DatabaseError(f"Cannot reach the database at {redacted(url)}: {exc.orig}") from exc
+
+
+def downgrade(url: str, revision: str) -> None:
+    """Revert migrations down to ``revision`` (``"base"`` removes everything)."""
+    from alembic import command
+
+    command.downgrade(alembic_config(url), revision)
+
+
+def ensure_schema(url: str) -> None:
+    """Make sure the database is at the head revision.
+
+    SQLite (the embedded default) is upgraded automatically. PostgreSQL, shared by many
+    processes, is upgraded only by ``herald db upgrade``; until then this raises a
+    DatabaseError that says so.
+    """
+    current = current_revision(url)
+    head = head_revision()
+    if current == head:
+        return
+    if backend(url) == "sqlite":
+        log.info("upgrading database schema", extra={"from_revision": current, "to": head})
+        upgrade(url)
+        return
+    raise DatabaseError(
+        f"The database at {redacted(url)} is at schema {current or 'none'}, "
+        f"this Herald needs {head}: run `herald db upgrade`."
+    )

@@ -1,0 +1,78 @@
+"""Destination URIs: where a message goes.
+
+``slack:C0123`` (optionally ``slack:C0123/1700000000.000100`` for a thread reply),
+``discord:123456789012345678``, ``webhook:https://...``, ``email:ops@example.com``,
+``log:`` (the service log) and ``null:`` (discards; for benchmarks).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from core.errors import InvalidInput
+
+EXAMPLES = (
+    "slack:C0123ABC, discord:123456789012345678, webhook:https://example.com/hook, "
+    "email:ops@example.com or log:"
+)
+
+_SLACK = re.compile(r"^[CGD][A-Z0-9]{2,}(/\d{10}\.\d{6})?$")
+_DISCORD = re.compile(r"^\d{17,20}$")
+_EMAIL = re.compile(r"^[^@\s<>,;]+@[^@\s<>,;]+\.[^@\s<>,;]+$")
+
+
+@dataclass(frozen=True)
+class Destination:
+    """A parsed destination: its kind (the URI scheme) and the rest."""
+
+    kind: str
+    target: str
+
+    def __str__(self) -> str:
+        return f"{self.kind}:{self.target}"
+
+    def redacted(self) -> str:
+        """The URI fit for logs and audit rows: a webhook's path and query (which often
+        carry a secret token) are hidden."""
+        if self.kind == "webhook":
+            parts = urlsplit(self.target)
+            return f"webhook:{parts.scheme}://{parts.hostname}/…"
+        return str(self)
+
+
+def parse_destination(uri: str) -> Destination:
+    """Parse and check a destination URI; InvalidInput says what is wrong."""
+    raw = uri.strip()
+    kind, sep, target = raw.partition(":")
+    kind = kind.lower()
+    if not sep or not kind:
+        raise InvalidInput(f"Destination {raw!r} has no kind: use {EXAMPLES}.")
+    if kind == "slack":
+        if not _SLACK.match(target):
+            raise InvalidInput(
+                f"{raw!r} is not a Slack channel: use the channel id, e.g. slack:C0123ABC "
+                "(thread reply: slack:C0123ABC/1700000000.000100)."
+            )
+    elif kind == "discord":
+        if not _DISCORD.match(target):
+            raise InvalidInput(
+                f"{raw!r} is not a Discord channel: use its numeric id, "
+                "e.g. discord:123456789012345678."
+            )
+    elif kind == "webhook":
+        parts = urlsplit(target)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise InvalidInput(
+                f"{raw!r} is not a webhook URL: use webhook:https://example.com/hook."
+            )
+    elif kind == "email":
+        if not _EMAIL.match(target):
+            raise InvalidInput(f"{raw!r} is not an email address: use email:ops@example.com.")
+    elif kind in ("log", "null"):
+        if target:
+            raise InvalidInput(f"{kind}: takes nothing after the colon; use {kind}: alone.")
+    else:
+        raise InvalidInput(f"Unknown destination kind {kind!r} in {raw!r}: use {EXAMPLES}.")
+    return Destination(kind, target)

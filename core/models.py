@@ -1,0 +1,186 @@
+"""Herald's tables (SQLModel). Times are aware UTC in Python, whatever the database.
+
+The store (``core.store``) is the only module that queries them.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Dialect
+from sqlalchemy.types import TypeDecorator
+from sqlmodel import JSON, Field, SQLModel
+
+SQLModel.metadata.naming_convention = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+#: Integer on SQLite (so it is the rowid and autoincrements), BIGINT elsewhere.
+BigId = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """A timestamp that is always aware UTC in Python.
+
+    PostgreSQL stores ``timestamptz``; SQLite stores the UTC wall time as text in a
+    fixed-width format, so comparisons and ordering stay correct.
+    """
+
+    impl = sa.DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime given to a UTC column")
+        value = value.astimezone(UTC)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value.astimezone(UTC)
+
+
+class ScheduleState(StrEnum):
+    ACTIVE = "active"
+    PAUSED = "paused"
+    CANCELLED = "cancelled"
+    COMPLETED = "completed"
+
+
+class JobState(StrEnum):
+    PENDING = "pending"
+    CLAIMED = "claimed"
+    RETRYING = "retrying"
+    DELIVERED = "delivered"
+    DEAD = "dead"
+    CANCELLED = "cancelled"
+    EXPIRED = "expired"
+    DISCARDED = "discarded"
+
+
+#: Job states that still wait to be sent (cancelling a schedule cancels these).
+OPEN_JOB_STATES = (JobState.PENDING, JobState.RETRYING)
+
+
+class Role(StrEnum):
+    MEMBER = "member"
+    OPERATOR = "operator"
+    ADMIN = "admin"
+
+
+def _utc(**kw: Any) -> Any:
+    return Field(sa_type=UTCDateTime, **kw)
+
+
+class Member(SQLModel, table=True):
+    """A platform user: ``slack:U123``, ``discord:456``, ``local:alice``."""
+
+    id: str = Field(primary_key=True, max_length=200)
+    display_name: str = Field(default="", max_length=200)
+    role: str = Field(default=Role.MEMBER.value, max_length=16)
+    timezone: str | None = Field(default=None, max_length=64)
+    created_at: datetime = _utc()
+    updated_at: datetime = _utc()
+
+
+class Schedule(SQLModel, table=True):
+    """What a person asked for: a body, a destination and when (once or a rule)."""
+
+    __table_args__ = (
+        sa.Index("ix_schedule_owner_state", "owner", "state"),
+        sa.Index("ix_schedule_state_next", "state", "next_run_at"),
+        sa.Index("ux_schedule_owner_key", "owner", "idempotency_key", unique=True),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    workspace: str = Field(default="", max_length=200)
+    owner: str = Field(max_length=200)
+    destination: str = Field(max_length=2000, index=True)
+    body: str = Field(sa_type=sa.Text)
+    expression: str = Field(max_length=1000)
+    timezone: str = Field(max_length=64)
+    #: RFC 5545 text (DTSTART;TZID=... and RRULE lines), or None for a one-off.
+    rrule: str | None = Field(default=None, sa_type=sa.Text)
+    #: The first occurrence (UTC).
+    starts_at: datetime = _utc()
+    #: The next planned occurrence (UTC), None once nothing is left to send.
+    next_run_at: datetime | None = _utc(default=None)
+    state: str = Field(default=ScheduleState.ACTIVE.value, max_length=16)
+    idempotency_key: str | None = Field(default=None, max_length=200)
+    max_lateness_s: int | None = Field(default=None)
+    version: int = Field(default=1)
+    created_at: datetime = _utc()
+    updated_at: datetime = _utc()
+
+
+class Job(SQLModel, table=True):
+    """One planned send of a schedule."""
+
+    __table_args__ = (
+        sa.UniqueConstraint("schedule_id", "occurrence_at", name="uq_job_schedule_occurrence"),
+        sa.Index("ix_job_state_due", "state", "due_at"),
+        sa.Index("ix_job_state_finished", "state", "finished_at"),
+        sa.Index("ix_job_lease", "state", "lease_expires_at"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True, sa_type=BigId)
+    schedule_id: int = Field(foreign_key="schedule.id", ondelete="CASCADE")
+    occurrence_at: datetime = _utc()
+    due_at: datetime = _utc()
+    state: str = Field(default=JobState.PENDING.value, max_length=16)
+    attempts: int = Field(default=0)
+    lease_owner: str | None = Field(default=None, max_length=200)
+    lease_expires_at: datetime | None = _utc(default=None)
+    idempotency_key: str = Field(max_length=64, unique=True)
+    last_error: str | None = Field(default=None, sa_type=sa.Text)
+    created_at: datetime = _utc()
+    updated_at: datetime = _utc()
+    finished_at: datetime | None = _utc(default=None)
+
+
+class Attempt(SQLModel, table=True):
+    """The delivery log: one row per try."""
+
+    __table_args__ = (
+        sa.Index("ix_attempt_job_started", "job_id", "started_at"),
+        sa.Index("ix_attempt_started", "started_at"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True, sa_type=BigId)
+    job_id: int = Field(sa_type=BigId, foreign_key="job.id", ondelete="CASCADE")
+    started_at: datetime = _utc()
+    finished_at: datetime | None = _utc(default=None)
+    outcome: str = Field(max_length=16)
+    status_code: int | None = Field(default=None)
+    error: str | None = Field(default=None, sa_type=sa.Text)
+    provider_message_id: str | None = Field(default=None, max_length=200)
+    worker: str = Field(default="", max_length=200)
+
+
+class Audit(SQLModel, table=True):
+    """Who did what to which object, when. Append-only."""
+
+    __table_args__ = (
+        sa.Index("ix_audit_object", "object_type", "object_id"),
+        sa.Index("ix_audit_at", "at"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True, sa_type=BigId)
+    at: datetime = _utc()
+    actor: str = Field(max_length=200)
+    action: str = Field(max_length=64)
+    object_type: str = Field(max_length=32)
+    object_id: str = Field(max_length=64)
+    details: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)

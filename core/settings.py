@@ -1,0 +1,71 @@
+"""One typed settings object, read once from the environment (and an optional ``.env``).
+
+Build it at start-up with :func:`load_settings` and pass it in; nothing else in Herald
+reads ``os.environ``.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+from typing import Annotated
+
+from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from core.errors import ConfigError
+
+
+class Settings(BaseSettings):
+    """Herald's configuration. Secrets are ``SecretStr`` so they never print."""
+
+    model_config = SettingsConfigDict(
+        env_file=".env", env_file_encoding="utf-8", extra="ignore", populate_by_name=True
+    )
+
+    database_url: str = Field(default="sqlite:///herald.db", alias="HERALD_DATABASE_URL")
+    admins: Annotated[frozenset[str], NoDecode] = Field(
+        default=frozenset(), alias="HERALD_ADMINS"
+    )
+    default_tz: str = Field(default="UTC", alias="HERALD_DEFAULT_TZ")
+    user: str = Field(default="", alias="USER")
+
+    slack_bot_token: SecretStr | None = Field(default=None, alias="SLACK_BOT_TOKEN")
+    slack_app_token: SecretStr | None = Field(default=None, alias="SLACK_APP_TOKEN")
+    slack_signing_secret: SecretStr | None = Field(default=None, alias="SLACK_SIGNING_SECRET")
+    slack_api_url: str = Field(default="https://slack.com/api/", alias="SLACK_API_URL")
+    discord_bot_token: SecretStr | None = Field(default=None, alias="DISCORD_BOT_TOKEN")
+    discord_api_url: str = Field(default="https://discord.com/api/v10", alias="DISCORD_API_URL")
+    http_host: str = Field(default="127.0.0.1", alias="HERALD_HTTP_HOST")
+    http_port: int = Field(default=8080, alias="HERALD_HTTP_PORT")
+
+    @field_validator("admins", mode="before")
+    @classmethod
+    def _split_admins(cls, value: object) -> object:
+        if isinstance(value, str):
+            return frozenset(part.strip() for part in value.split(",") if part.strip())
+        return value
+
+    @property
+    def local_actor(self) -> str:
+        """The actor id of the person at this terminal: ``local:$USER``."""
+        if self.user:
+            return f"local:{self.user}"
+        try:
+            return f"local:{pwd.getpwuid(os.getuid()).pw_name}"
+        except (KeyError, OSError):
+            return "local:unknown"
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Read the environment once. Keyword overrides win (used by tests and the CLI).
+
+    Raises ConfigError naming each bad variable (never its value: it may be a secret).
+    """
+    try:
+        return Settings(**overrides)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(part) for part in err['loc'])}: {err['msg']}" for err in exc.errors()
+        )
+        raise ConfigError(f"The configuration is not valid: {problems}.") from None

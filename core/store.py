@@ -1,0 +1,413 @@
+"""The gateway: every query Herald runs lives here.
+
+The use cases, the dispatcher, the chat adapters and the console call these named
+methods; none of them builds a query or holds a session. The same API runs on
+SQLite and PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from collections.abc import AsyncIterator, Iterable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession
+from sqlmodel import col, select
+
+from core import db
+from core.errors import Conflict, DatabaseError, HeraldError
+from core.models import (
+    OPEN_JOB_STATES,
+    Attempt,
+    Audit,
+    Job,
+    JobState,
+    Member,
+    Schedule,
+)
+
+SCHEDULE = Schedule.__table__  # type: ignore[attr-defined]
+JOB = Job.__table__  # type: ignore[attr-defined]
+AUDIT = Audit.__table__  # type: ignore[attr-defined]
+MEMBER = Member.__table__  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True)
+class AuditEntry:
+    """One audit row to write in the same transaction as the change it records."""
+
+    actor: str
+    action: str
+    object_type: str
+    object_id: str = ""
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ScheduleQuery:
+    """Filters for :meth:`Store.list_schedules`. ``None`` means "any"."""
+
+    owner: str | None = None
+    states: tuple[str, ...] | None = None
+    destination: str | None = None
+    text: str | None = None
+    limit: int = 200
+
+
+def new_idempotency_key() -> str:
+    """A fresh job idempotency key: 22 url-safe characters (fits Discord's nonce)."""
+    return secrets.token_urlsafe(16)
+
+
+def _like(text: str) -> str:
+    escaped = text.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+class Store:
+    """Named queries over one database. Create with :meth:`open`, finish with :meth:`close`."""
+
+    def __init__(self, engine: AsyncEngine, url: str) -> None:
+        self._engine = engine
+        self.url = url
+        self.backend = db.backend(url)
+
+    @classmethod
+    async def open(cls, url: str, *, migrate: bool = True, **engine_kwargs: Any) -> Store:
+        """Connect to ``url``. With ``migrate`` the schema is checked (and, on SQLite,
+        upgraded) first; DatabaseError if it cannot be used."""
+        if migrate:
+            await asyncio.to_thread(db.ensure_schema, url)
+        return cls(db.make_async_engine(url, **engine_kwargs), url)
+
+    async def close(self) -> None:
+        await self._engine.dispose()
+
+    # --- plumbing ---------------------------------------------------------------
+
+    @asynccontextmanager
+    async def _session(self) -> AsyncIterator[AsyncSession]:
+        """A session in one transaction, committed on success; driver errors become
+        DatabaseError (the cause stays chained for the log)."""
+        try:
+            async with AsyncSession(self._engine, expire_on_commit=False) as session:
+                async with session.begin():
+                    yield session
+        except HeraldError:
+            raise
+        except sa.exc.IntegrityError:
+            raise
+        except (sa.exc.OperationalError, sa.exc.InterfaceError) as exc:
+            raise DatabaseError(
+                f"The database at {db.redacted(self.url)} failed: {exc.orig}"
+            ) from exc
+
+    @asynccontextmanager
+    async def _conn(self) -> AsyncIterator[AsyncConnection]:
+        async with self._session() as session:
+            yield await session.connection()
+
+    @staticmethod
+    async def _audit(conn: AsyncConnection | AsyncSession, entry: AuditEntry, at: datetime) -> None:
+        await conn.execute(
+            sa.insert(AUDIT).values(
+                at=at,
+                actor=entry.actor,
+                action=entry.action,
+                object_type=entry.object_type,
+                object_id=entry.object_id,
+                details=entry.details,
+            )
+        )
+
+    # --- members ----------------------------------------------------------------
+
+    async def get_member(self, member_id: str) -> Member | None:
+        async with self._session() as s:
+            return await s.get(Member, member_id)
+
+    async def save_member(
+        self,
+        member_id: str,
+        *,
+        now: datetime,
+        role: str | None = None,
+        timezone: str | None = None,
+        display_name: str | None = None,
+        audit: AuditEntry | None = None,
+    ) -> Member:
+        """Create the member or update the given fields; returns the stored row."""
+        async with self._session() as s:
+            member = await s.get(Member, member_id)
+            if member is None:
+                member = Member(id=member_id, created_at=now, updated_at=now)
+                s.add(member)
+            if role is not None:
+                member.role = role
+            if timezone is not None:
+                member.timezone = timezone
+            if display_name is not None:
+                member.display_name = display_name
+            member.updated_at = now
+            if audit is not None:
+                await self._audit(s, audit, now)
+            return member
+
+    # --- schedules: create --------------------------------------------------------
+
+    async def find_schedule_by_key(self, owner: str, key: str) -> Schedule | None:
+        async with self._session() as s:
+            result = await s.execute(
+                select(Schedule).where(
+                    col(Schedule.owner) == owner, col(Schedule.idempotency_key) == key
+                )
+            )
+            return result.scalars().first()
+
+    async def create_schedule(
+        self, schedule: Schedule, *, first_run: datetime | None, audit: AuditEntry, now: datetime
+    ) -> tuple[Schedule, bool]:
+        """Insert ``schedule``, its first job (when ``first_run`` is set) and the audit
+        row in one transaction. Returns ``(schedule, created)``: when the owner already
+        has a schedule with the same idempotency key, that one and ``False``."""
+        if schedule.idempotency_key is not None:
+            existing = await self.find_schedule_by_key(schedule.owner, schedule.idempotency_key)
+            if existing is not None:
+                return existing, False
+        try:
+            async with self._session() as s:
+                s.add(schedule)
+                await s.flush()
+                assert schedule.id is not None
+                if first_run is not None:
+                    await self._arm(s, schedule.id, first_run, now)
+                entry = AuditEntry(
+                    audit.actor, audit.action, "schedule", str(schedule.id), audit.details
+                )
+                await self._audit(s, entry, now)
+        except sa.exc.IntegrityError:
+            # Lost a race with the same idempotency key: the other insert won.
+            if schedule.idempotency_key is not None:
+                existing = await self.find_schedule_by_key(
+                    schedule.owner, schedule.idempotency_key
+                )
+                if existing is not None:
+                    return existing, False
+            raise
+        return schedule, True
+
+    async def existing_keys(self, owner: str, keys: Iterable[str]) -> set[str]:
+        """Which of ``keys`` the owner already used for a schedule."""
+        wanted = list(set(keys))
+        found: set[str] = set()
+        async with self._session() as s:
+            for start in range(0, len(wanted), 500):
+                chunk = wanted[start : start + 500]
+                result = await s.execute(
+                    sa.select(SCHEDULE.c.idempotency_key).where(
+                        SCHEDULE.c.owner == owner, SCHEDULE.c.idempotency_key.in_(chunk)
+                    )
+                )
+                found.update(row[0] for row in result)
+        return found
+
+    async def create_schedules_bulk(
+        self,
+        rows: Sequence[dict[str, Any]],
+        *,
+        details: Sequence[dict[str, Any]],
+        actor: str,
+        action: str,
+        now: datetime,
+    ) -> list[int]:
+        """Insert many schedules (column dicts, each with ``starts_at``), one job and one
+        audit row each (``details`` in the same order), in one transaction. Returns the new ids in input order."""
+        if not rows:
+            return []
+        try:
+            async with self._conn() as conn:
+                result = await conn.execute(
+                    sa.insert(SCHEDULE).returning(SCHEDULE.c.id, sort_by_parameter_order=True),
+                    list(rows),
+                )
+                ids = [row[0] for row in result]
+                await conn.execute(
+                    sa.insert(JOB),
+                    [
+                        {
+                            "schedule_id": sid,
+                            "occurrence_at": row["starts_at"],
+                            "due_at": row["starts_at"],
+                            "state": JobState.PENDING.value,
+                            "attempts": 0,
+                            "idempotency_key": new_idempotency_key(),
+                            "created_at": now,
+                            "updated_at": now,
+                        }
+                        for sid, row in zip(ids, rows, strict=True)
+                    ],
+                )
+                await conn.execute(
+                    sa.insert(AUDIT),
+                    [
+                        {
+                            "at": now,
+                            "actor": actor,
+                            "action": action,
+                            "object_type": "schedule",
+                            "object_id": str(sid),
+                            "details": detail,
+                        }
+                        for sid, detail in zip(ids, details, strict=True)
+                    ],
+                )
+        except sa.exc.IntegrityError as exc:
+            raise Conflict(
+                "Another import added some of the same keys at the same time; "
+                "run the import again (lines already imported are skipped)."
+            ) from exc
+        return ids
+
+    # --- schedules: read ------------------------------------------------------------
+
+    async def get_schedule(self, schedule_id: int) -> Schedule | None:
+        async with self._session() as s:
+            return await s.get(Schedule, schedule_id)
+
+    async def list_schedules(self, query: ScheduleQuery) -> list[Schedule]:
+        """Schedules matching ``query``: soonest next run first, then newest."""
+        stmt = select(Schedule)
+        if query.owner is not None:
+            stmt = stmt.where(col(Schedule.owner) == query.owner)
+        if query.states:
+            stmt = stmt.where(col(Schedule.state).in_(query.states))
+        if query.destination is not None:
+            stmt = stmt.where(col(Schedule.destination) == query.destination)
+        if query.text:
+            stmt = stmt.where(sa.func.lower(col(Schedule.body)).like(_like(query.text), escape="\\"))
+        stmt = stmt.order_by(
+            col(Schedule.next_run_at).is_(None), col(Schedule.next_run_at), col(Schedule.id).desc()
+        ).limit(query.limit)
+        async with self._session() as s:
+            return list((await s.execute(stmt)).scalars())
+
+    async def schedule_jobs(self, schedule_id: int, limit: int = 50) -> list[Job]:
+        """A schedule's jobs, latest occurrence first."""
+        stmt = (
+            select(Job)
+            .where(col(Job.schedule_id) == schedule_id)
+            .order_by(col(Job.occurrence_at).desc())
+            .limit(limit)
+        )
+        async with self._session() as s:
+            return list((await s.execute(stmt)).scalars())
+
+    async def job_attempts(self, job_ids: Sequence[int]) -> list[Attempt]:
+        """Attempts of the given jobs, newest first."""
+        if not job_ids:
+            return []
+        stmt = (
+            select(Attempt)
+            .where(col(Attempt.job_id).in_(list(job_ids)))
+            .order_by(col(Attempt.started_at).desc())
+        )
+        async with self._session() as s:
+            return list((await s.execute(stmt)).scalars())
+
+    async def audit_trail(self, object_type: str, object_id: str) -> list[Audit]:
+        """The audit rows of one object, oldest first."""
+        stmt = (
+            select(Audit)
+            .where(col(Audit.object_type) == object_type, col(Audit.object_id) == object_id)
+            .order_by(col(Audit.id))
+        )
+        async with self._session() as s:
+            return list((await s.execute(stmt)).scalars())
+
+    # --- schedules: change ----------------------------------------------------------
+
+    async def change_schedule(
+        self,
+        schedule_id: int,
+        *,
+        expected_version: int,
+        values: dict[str, Any],
+        now: datetime,
+        audit: AuditEntry,
+        cancel_open_jobs: bool = False,
+        arm_at: datetime | None = None,
+    ) -> Schedule:
+        """Apply ``values`` to a schedule if it is still at ``expected_version``, bump
+        the version, optionally cancel its waiting jobs and arm a job at ``arm_at``,
+        and write the audit row: all in one transaction.
+
+        Raises Conflict when the schedule changed since it was read.
+        """
+        async with self._session() as s:
+            result = await s.execute(
+                sa.update(SCHEDULE)
+                .where(SCHEDULE.c.id == schedule_id, SCHEDULE.c.version == expected_version)
+                .values(**values, version=SCHEDULE.c.version + 1, updated_at=now)
+            )
+            if result.rowcount != 1:  # type: ignore[attr-defined]
+                raise Conflict(
+                    f"Schedule {schedule_id} was changed by someone else since you read it; "
+                    "look at it again and retry."
+                )
+            if cancel_open_jobs:
+                await s.execute(
+                    sa.update(JOB)
+                    .where(
+                        JOB.c.schedule_id == schedule_id,
+                        JOB.c.state.in_([state.value for state in OPEN_JOB_STATES]),
+                    )
+                    .values(state=JobState.CANCELLED.value, updated_at=now, finished_at=now)
+                )
+            if arm_at is not None:
+                await self._arm(s, schedule_id, arm_at, now)
+            await self._audit(s, audit, now)
+            updated = await s.get(Schedule, schedule_id, populate_existing=True)
+            assert updated is not None
+            return updated
+
+    @staticmethod
+    async def _arm(s: AsyncSession, schedule_id: int, occurrence: datetime, now: datetime) -> None:
+        """Make sure a pending job exists for this occurrence: revive a cancelled one
+        (pause then resume, or an edit back to an earlier time) or insert a new one."""
+        revived = await s.execute(
+            sa.update(JOB)
+            .where(
+                JOB.c.schedule_id == schedule_id,
+                JOB.c.occurrence_at == occurrence,
+                JOB.c.state == JobState.CANCELLED.value,
+            )
+            .values(
+                state=JobState.PENDING.value,
+                due_at=occurrence,
+                attempts=0,
+                last_error=None,
+                finished_at=None,
+                updated_at=now,
+            )
+        )
+        if revived.rowcount == 0:  # type: ignore[attr-defined]
+            await s.execute(
+                sa.insert(JOB).values(
+                    schedule_id=schedule_id,
+                    occurrence_at=occurrence,
+                    due_at=occurrence,
+                    state=JobState.PENDING.value,
+                    attempts=0,
+                    idempotency_key=new_idempotency_key(),
+                    created_at=now,
+                    updated_at=now,
+                )
+            )
+        await s.execute(
+            sa.update(SCHEDULE).where(SCHEDULE.c.id == schedule_id).values(next_run_at=occurrence)
+        )

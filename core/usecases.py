@@ -1,0 +1,405 @@
+"""The use-case layer: every user action, from any surface, is one method here.
+
+Each method takes the acting member's id (``local:alice``, ``slack:U123``...), checks
+permission, validates input, changes the store in one transaction and writes one audit
+row. Bad input raises a :class:`~core.errors.HeraldError` subclass whose message a
+person can read, and changes nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from core import timeexpr
+from core.clock import Clock
+from core.destinations import parse_destination
+from core.errors import Conflict, InvalidInput, NotFound, PermissionDenied
+from core.models import Attempt, Job, Role, Schedule, ScheduleState
+from core.settings import Settings
+from core.store import AuditEntry, ScheduleQuery, Store
+
+MAX_TEXT = 4000
+MAX_KEY = 200
+_ACTOR = re.compile(r"^[a-z][a-z0-9_-]*:[^\s:][^\s]*$")
+
+
+@dataclass(frozen=True)
+class Actor:
+    """Who is acting, with the role that decides what they may do."""
+
+    id: str
+    role: Role
+    timezone: str | None
+
+    @property
+    def sees_everything(self) -> bool:
+        return self.role in (Role.OPERATOR, Role.ADMIN)
+
+    @property
+    def is_admin(self) -> bool:
+        return self.role is Role.ADMIN
+
+
+@dataclass(frozen=True)
+class ScheduleDetail:
+    """A schedule with its jobs (latest first) and their attempts (newest first)."""
+
+    schedule: Schedule
+    jobs: list[Job]
+    attempts: list[Attempt]
+
+
+def check_text(text: str) -> str:
+    """The message body, refused when empty or over the limit."""
+    if not text.strip():
+        raise InvalidInput("The message is empty: say what to send.")
+    if len(text) > MAX_TEXT:
+        raise InvalidInput(
+            f"The message is {len(text):,} characters long; the limit is {MAX_TEXT:,}."
+        )
+    return text
+
+
+def check_key(key: str | None) -> str | None:
+    if key is None:
+        return None
+    if not key.strip() or len(key) > MAX_KEY:
+        raise InvalidInput(f"The idempotency key must be 1 to {MAX_KEY} characters.")
+    return key
+
+
+class Herald:
+    """The use cases over one store, one clock and the settings."""
+
+    def __init__(self, store: Store, settings: Settings, clock: Clock) -> None:
+        self.store = store
+        self.settings = settings
+        self.clock = clock
+
+    # --- who is acting ------------------------------------------------------------
+
+    async def actor(self, actor_id: str) -> Actor:
+        """Resolve an actor id to its role: ``HERALD_ADMINS`` first, then the member table."""
+        if not _ACTOR.match(actor_id):
+            raise InvalidInput(
+                f"{actor_id!r} is not a member id: use platform:id, e.g. local:alice or slack:U123."
+            )
+        member = await self.store.get_member(actor_id)
+        role = Role(member.role) if member is not None else Role.MEMBER
+        if actor_id in self.settings.admins:
+            role = Role.ADMIN
+        return Actor(actor_id, role, member.timezone if member is not None else None)
+
+    def _zone_for(self, actor: Actor, tz: str | None) -> str:
+        name = tz or actor.timezone or self.settings.default_tz
+        timezone = timeexpr.zone(name)
+        return timezone.key
+
+    async def set_timezone(self, actor_id: str, tz: str) -> str:
+        """Remember the actor's preferred zone; returns its canonical name."""
+        actor = await self.actor(actor_id)
+        name = timeexpr.zone(tz).key
+        await self.store.save_member(
+            actor.id,
+            now=self.clock.now(),
+            timezone=name,
+            audit=AuditEntry(actor.id, "member.timezone", "member", actor.id, {"timezone": name}),
+        )
+        return name
+
+    async def set_role(self, actor_id: str, member_id: str, role: str) -> None:
+        """An admin gives ``member_id`` a role (member, operator, admin)."""
+        actor = await self.actor(actor_id)
+        if not actor.is_admin:
+            raise PermissionDenied("Only an admin can change roles.")
+        try:
+            new_role = Role(role)
+        except ValueError as exc:
+            raise InvalidInput(f"Unknown role {role!r}: use member, operator or admin.") from exc
+        await self.actor(member_id)  # validates the id
+        await self.store.save_member(
+            member_id,
+            now=self.clock.now(),
+            role=new_role.value,
+            audit=AuditEntry(actor.id, "member.role", "member", member_id, {"role": new_role.value}),
+        )
+
+    # --- schedules ----------------------------------------------------------------
+
+    def read_when(self, when: str, tz: str) -> timeexpr.When:
+        """Read a time expression now, in ``tz`` (InvalidInput if it cannot be read)."""
+        return timeexpr.parse_when(when, tz=tz, now=self.clock.now())
+
+    def build_schedule(
+        self, actor: Actor, *, to: str, when: str, text: str, tz: str | None, key: str | None
+    ) -> tuple[Schedule, timeexpr.When]:
+        """Validate one request and build its row without storing it (create and import share it)."""
+        destination = parse_destination(to)
+        body = check_text(text)
+        zone_name = self._zone_for(actor, tz)
+        reading = self.read_when(when, zone_name)
+        now = self.clock.now()
+        schedule = Schedule(
+            owner=actor.id,
+            workspace=actor.id.partition(":")[0],
+            destination=str(destination),
+            body=body,
+            expression=reading.expression,
+            timezone=zone_name,
+            rrule=reading.rule,
+            starts_at=reading.first,
+            next_run_at=reading.first,
+            state=ScheduleState.ACTIVE.value,
+            idempotency_key=check_key(key),
+            version=1,
+            created_at=now,
+            updated_at=now,
+        )
+        return schedule, reading
+
+    async def create_schedule(
+        self,
+        actor_id: str,
+        *,
+        to: str,
+        when: str,
+        text: str,
+        tz: str | None = None,
+        key: str | None = None,
+    ) -> tuple[Schedule, bool]:
+        """Schedule ``text`` to ``to`` at ``when``. Returns ``(schedule, created)``;
+        with a ``key`` the owner already used, the existing schedule and ``False``."""
+        actor = await self.actor(actor_id)
+        schedule, reading = self.build_schedule(
+            actor, to=to, when=when, text=text, tz=tz, key=key
+        )
+        return await self.store.create_schedule(
+            schedule,
+            first_run=reading.first,
+            now=self.clock.now(),
+            audit=AuditEntry(
+                actor.id,
+                "schedule.create",
+                "schedule",
+                details=audit_summary(schedule),
+            ),
+        )
+
+    async def list_schedules(
+        self,
+        actor_id: str,
+        *,
+        everyone: bool = False,
+        state: str | None = None,
+        destination: str | None = None,
+        text: str | None = None,
+        limit: int = 200,
+    ) -> list[Schedule]:
+        """The actor's schedules (or, for operators and admins, everyone's)."""
+        actor = await self.actor(actor_id)
+        if everyone and not actor.sees_everything:
+            raise PermissionDenied("Only operators and admins can list everyone's schedules.")
+        states: tuple[str, ...] | None = None
+        if state is not None:
+            try:
+                states = (ScheduleState(state).value,)
+            except ValueError as exc:
+                choices = ", ".join(s.value for s in ScheduleState)
+                raise InvalidInput(f"Unknown state {state!r}: use one of {choices}.") from exc
+        if destination is not None:
+            destination = str(parse_destination(destination))
+        if limit < 1:
+            raise InvalidInput("The limit must be at least 1.")
+        return await self.store.list_schedules(
+            ScheduleQuery(
+                owner=None if everyone else actor.id,
+                states=states,
+                destination=destination,
+                text=text,
+                limit=limit,
+            )
+        )
+
+    async def _visible(self, actor: Actor, schedule_id: int) -> Schedule:
+        schedule = await self.store.get_schedule(schedule_id)
+        if schedule is None or (schedule.owner != actor.id and not actor.sees_everything):
+            raise NotFound(f"There is no schedule {schedule_id} of yours.")
+        return schedule
+
+    async def _changeable(
+        self, actor: Actor, schedule_id: int, expected_version: int | None
+    ) -> Schedule:
+        schedule = await self._visible(actor, schedule_id)
+        if schedule.owner != actor.id and not actor.is_admin:
+            raise PermissionDenied(
+                f"Schedule {schedule_id} belongs to {schedule.owner}; "
+                "only its owner or an admin can change it."
+            )
+        if expected_version is not None and expected_version != schedule.version:
+            raise Conflict(
+                f"Schedule {schedule_id} is at version {schedule.version}, not "
+                f"{expected_version}: it changed since you read it; look at it again and retry."
+            )
+        return schedule
+
+    async def show_schedule(self, actor_id: str, schedule_id: int) -> ScheduleDetail:
+        """One schedule with its jobs and their attempts."""
+        actor = await self.actor(actor_id)
+        schedule = await self._visible(actor, schedule_id)
+        assert schedule.id is not None
+        jobs = await self.store.schedule_jobs(schedule.id)
+        attempts = await self.store.job_attempts([job.id for job in jobs if job.id is not None])
+        return ScheduleDetail(schedule, jobs, attempts)
+
+    async def edit_schedule(
+        self,
+        actor_id: str,
+        schedule_id: int,
+        *,
+        when: str | None = None,
+        text: str | None = None,
+        to: str | None = None,
+        tz: str | None = None,
+        expected_version: int | None = None,
+    ) -> Schedule:
+        """Change a schedule's time, text or destination. A stale ``expected_version``
+        (or a concurrent edit) is refused with Conflict."""
+        actor = await self.actor(actor_id)
+        schedule = await self._changeable(actor, schedule_id, expected_version)
+        if when is None and text is None and to is None:
+            raise InvalidInput("Nothing to change: give a new time, text or destination.")
+        if tz is not None and when is None:
+            raise InvalidInput("A new time zone needs a new time too (--when).")
+        _require_state(schedule, ScheduleState.ACTIVE, ScheduleState.PAUSED, verb="edited")
+        values: dict[str, Any] = {}
+        changed: dict[str, Any] = {}
+        if text is not None:
+            values["body"] = check_text(text)
+            changed["text_chars"] = len(text)
+        if to is not None:
+            destination = parse_destination(to)
+            values["destination"] = str(destination)
+            changed["destination"] = destination.redacted()
+        arm_at: datetime | None = None
+        if when is not None:
+            zone_name = self._zone_for(actor, tz or schedule.timezone)
+            reading = self.read_when(when, zone_name)
+            values.update(
+                expression=reading.expression,
+                timezone=zone_name,
+                rrule=reading.rule,
+                starts_at=reading.first,
+                next_run_at=reading.first,
+            )
+            changed.update(when=reading.expression, timezone=zone_name)
+            if schedule.state == ScheduleState.ACTIVE.value:
+                arm_at = reading.first
+        assert schedule.id is not None
+        return await self.store.change_schedule(
+            schedule.id,
+            expected_version=schedule.version,
+            values=values,
+            now=self.clock.now(),
+            cancel_open_jobs=when is not None,
+            arm_at=arm_at,
+            audit=AuditEntry(actor.id, "schedule.edit", "schedule", str(schedule.id), changed),
+        )
+
+    async def pause_schedule(
+        self, actor_id: str, schedule_id: int, *, expected_version: int | None = None
+    ) -> Schedule:
+        """Stop sending until resumed; waiting jobs are cancelled."""
+        actor = await self.actor(actor_id)
+        schedule = await self._changeable(actor, schedule_id, expected_version)
+        _require_state(schedule, ScheduleState.ACTIVE, verb="paused")
+        return await self._set_state(actor, schedule, ScheduleState.PAUSED, cancel=True)
+
+    async def resume_schedule(
+        self, actor_id: str, schedule_id: int, *, expected_version: int | None = None
+    ) -> Schedule:
+        """Start sending again from the next occurrence after now."""
+        actor = await self.actor(actor_id)
+        schedule = await self._changeable(actor, schedule_id, expected_version)
+        _require_state(schedule, ScheduleState.PAUSED, verb="resumed")
+        now = self.clock.now()
+        if schedule.rrule is None:
+            if schedule.starts_at <= now:
+                raise InvalidInput(
+                    f"Schedule {schedule_id} was due {schedule.starts_at:%Y-%m-%d %H:%M} UTC, "
+                    "which passed while it was paused: give it a new time with edit."
+                )
+            upcoming: datetime | None = schedule.starts_at
+        else:
+            upcoming = timeexpr.next_occurrence(schedule.rrule, now)
+            if upcoming is None:
+                raise InvalidInput(
+                    f"Schedule {schedule_id} has no occurrence left after now: "
+                    "its rule ended while it was paused."
+                )
+        return await self._set_state(actor, schedule, ScheduleState.ACTIVE, arm_at=upcoming)
+
+    async def cancel_schedule(
+        self, actor_id: str, schedule_id: int, *, expected_version: int | None = None
+    ) -> Schedule:
+        """Stop for good; waiting jobs are cancelled."""
+        actor = await self.actor(actor_id)
+        schedule = await self._changeable(actor, schedule_id, expected_version)
+        _require_state(schedule, ScheduleState.ACTIVE, ScheduleState.PAUSED, verb="cancelled")
+        return await self._set_state(actor, schedule, ScheduleState.CANCELLED, cancel=True)
+
+    async def _set_state(
+        self,
+        actor: Actor,
+        schedule: Schedule,
+        state: ScheduleState,
+        *,
+        cancel: bool = False,
+        arm_at: datetime | None = None,
+    ) -> Schedule:
+        assert schedule.id is not None
+        values: dict[str, Any] = {"state": state.value}
+        if cancel:
+            values["next_run_at"] = None
+        return await self.store.change_schedule(
+            schedule.id,
+            expected_version=schedule.version,
+            values=values,
+            now=self.clock.now(),
+            cancel_open_jobs=cancel,
+            arm_at=arm_at,
+            audit=AuditEntry(
+                actor.id,
+                f"schedule.{_VERBS[state]}",
+                "schedule",
+                str(schedule.id),
+                {"from": schedule.state, "to": state.value},
+            ),
+        )
+
+
+_VERBS = {
+    ScheduleState.PAUSED: "pause",
+    ScheduleState.ACTIVE: "resume",
+    ScheduleState.CANCELLED: "cancel",
+}
+
+
+def _require_state(schedule: Schedule, *allowed: ScheduleState, verb: str) -> None:
+    if schedule.state == verb:
+        raise Conflict(f"Schedule {schedule.id} is already {verb}.")
+    if schedule.state not in {state.value for state in allowed}:
+        raise Conflict(f"Schedule {schedule.id} is {schedule.state}, so it cannot be {verb}.")
+
+
+def audit_summary(schedule: Schedule) -> dict[str, Any]:
+    """Audit details for a new schedule: no message text, no secret."""
+    return {
+        "destination": parse_destination(schedule.destination).redacted(),
+        "when": schedule.expression,
+        "timezone": schedule.timezone,
+        "recurring": schedule.rrule is not None,
+        "key": schedule.idempotency_key,
+    }

@@ -1,0 +1,90 @@
+"""Plain-data views of Herald's records, shared by every surface (JSON, chat, console)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from core import timeexpr
+from core.models import Attempt, Job, Schedule
+from core.usecases import ScheduleDetail
+
+
+def iso(value: datetime | None) -> str | None:
+    """ISO-8601 UTC with a ``Z``, or None."""
+    if value is None:
+        return None
+    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def local(value: datetime | None, zone: str) -> str:
+    """``Mon 30 Mar 2026 09:00`` in ``zone``; ``-`` for None."""
+    if value is None:
+        return "-"
+    return value.astimezone(ZoneInfo(zone)).strftime("%a %d %b %Y %H:%M")
+
+
+def describe(schedule: Schedule) -> str:
+    """How the schedule's time reads in words."""
+    if schedule.rrule is not None:
+        return timeexpr.describe(schedule.rrule)
+    return f"once, {local(schedule.starts_at, schedule.timezone)} ({schedule.timezone})"
+
+
+def schedule_dict(schedule: Schedule) -> dict[str, Any]:
+    return {
+        "id": schedule.id,
+        "owner": schedule.owner,
+        "destination": schedule.destination,
+        "text": schedule.body,
+        "expression": schedule.expression,
+        "timezone": schedule.timezone,
+        "recurring": schedule.rrule is not None,
+        "rule": schedule.rrule,
+        "description": describe(schedule),
+        "starts_at": iso(schedule.starts_at),
+        "next_run_at": iso(schedule.next_run_at),
+        "state": schedule.state,
+        "key": schedule.idempotency_key,
+        "version": schedule.version,
+        "created_at": iso(schedule.created_at),
+        "updated_at": iso(schedule.updated_at),
+    }
+
+
+def job_dict(job: Job) -> dict[str, Any]:
+    return {
+        "id": job.id,
+        "occurrence_at": iso(job.occurrence_at),
+        "due_at": iso(job.due_at),
+        "state": job.state,
+        "attempts": job.attempts,
+        "lease_owner": job.lease_owner,
+        "lease_expires_at": iso(job.lease_expires_at),
+        "idempotency_key": job.idempotency_key,
+        "last_error": job.last_error,
+        "finished_at": iso(job.finished_at),
+    }
+
+
+def attempt_dict(attempt: Attempt) -> dict[str, Any]:
+    return {
+        "id": attempt.id,
+        "job_id": attempt.job_id,
+        "started_at": iso(attempt.started_at),
+        "finished_at": iso(attempt.finished_at),
+        "outcome": attempt.outcome,
+        "status_code": attempt.status_code,
+        "error": attempt.error,
+        "provider_message_id": attempt.provider_message_id,
+        "worker": attempt.worker,
+    }
+
+
+def detail_dict(detail: ScheduleDetail) -> dict[str, Any]:
+    return {
+        **schedule_dict(detail.schedule),
+        "jobs": [job_dict(job) for job in detail.jobs],
+        "attempts": [attempt_dict(attempt) for attempt in detail.attempts],
+    }
