@@ -141,7 +141,9 @@ class Cli:
         self._changed(schedule, "updated")
 
     async def cmd_pause(self, herald: Herald) -> None:
-        s = await herald.pause_schedule(self.actor, self.args.id, expected_version=self.args.version)
+        s = await herald.pause_schedule(
+            self.actor, self.args.id, expected_version=self.args.version
+        )
         self._changed(s, "paused")
 
     async def cmd_resume(self, herald: Herald) -> None:
@@ -249,7 +251,9 @@ class Cli:
             self.emit(f"Database {db.redacted(url)} is at {db.current_revision(url) or 'base'}.")
         else:
             current = db.current_revision(url) or "none"
-            self.emit(f"Database {db.redacted(url)} is at {current}; code head is {db.head_revision()}.")
+            self.emit(
+                f"Database {db.redacted(url)} is at {current}; code head is {db.head_revision()}."
+            )
 
 
 def _open_text(path: str) -> TextIO:
@@ -285,7 +289,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     def versioned(cmd: argparse.ArgumentParser) -> None:
         cmd.add_argument("id", type=int, help="schedule id")
-        cmd.add_argument("--version", type=int, help="refuse if the schedule is not at this version")
+        cmd.add_argument(
+            "--version", type=int, help="refuse if the schedule is not at this version"
+        )
         cmd.add_argument("--json", action="store_true", help="print the record as JSON")
 
     c = add("schedule", "Schedule a message.")

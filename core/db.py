@@ -57,6 +57,13 @@ def async_url(url: str) -> URL:
     return parsed.set(drivername="postgresql+psycopg")
 
 
+def reason(exc: BaseException) -> str:
+    """The first line of a driver error: what went wrong, without the driver's hints."""
+    cause = getattr(exc, "orig", None) or exc
+    lines = str(cause).strip().splitlines()
+    return lines[0] if lines else type(cause).__name__
+
+
 def redacted(url: str) -> str:
     """The URL with any password hidden, fit for logs and messages."""
     return _parse(url).render_as_string(hide_password=True)
@@ -137,7 +144,7 @@ def current_revision(url: str) -> str | None:
         with engine.connect() as conn:
             return MigrationContext.configure(conn).get_current_revision()
     except sa.exc.OperationalError as exc:
-        raise DatabaseError(f"Cannot reach the database at {redacted(url)}: {exc.orig}") from exc
+        raise DatabaseError(f"Cannot reach the database at {redacted(url)}: {reason(exc)}") from exc
     finally:
         engine.dispose()
 
@@ -149,7 +156,7 @@ def upgrade(url: str, revision: str = "head") -> None:
     try:
         command.upgrade(alembic_config(url), revision)
     except sa.exc.OperationalError as exc:
-        raise DatabaseError(f"Cannot reach the database at {redacted(url)}: {exc.orig}") from exc
+        raise DatabaseError(f"Cannot reach the database at {redacted(url)}: {reason(exc)}") from exc
 
 
 def downgrade(url: str, revision: str) -> None:

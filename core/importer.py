@@ -55,7 +55,9 @@ def _read_line(line: str) -> dict[str, Any]:
         raise InvalidInput("each line must be a JSON object with to, when and text")
     unknown = sorted(set(obj) - FIELDS)
     if unknown:
-        raise InvalidInput(f"unknown field {', '.join(unknown)} (known: {', '.join(sorted(FIELDS))})")
+        raise InvalidInput(
+            f"unknown field {', '.join(unknown)} (known: {', '.join(sorted(FIELDS))})"
+        )
     missing = [name for name in REQUIRED if name not in obj]
     if missing:
         raise InvalidInput(f"missing {', '.join(missing)}")
@@ -88,7 +90,7 @@ async def import_schedules(
             continue
         try:
             obj = _read_line(raw)
-            schedule, _ = herald.build_schedule(
+            values = herald.build_schedule(
                 actor,
                 to=obj["to"],
                 when=obj["when"],
@@ -99,14 +101,14 @@ async def import_schedules(
         except HeraldError as exc:
             report.invalid.append((number, str(exc).rstrip(".")))
             continue
-        key = schedule.idempotency_key
+        key = values["idempotency_key"]
         if key is not None:
             if key in seen_keys:
                 report.skipped_duplicate += 1
                 continue
             seen_keys.add(key)
-        rows.append(schedule.model_dump(exclude={"id"}))
-        details.append(audit_summary(schedule))
+        rows.append(values)
+        details.append(audit_summary(values))
     if report.invalid and not skip_invalid:
         raise ImportRejected(report.invalid)
     existing = await herald.store.existing_keys(

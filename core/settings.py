@@ -24,9 +24,7 @@ class Settings(BaseSettings):
     )
 
     database_url: str = Field(default="sqlite:///herald.db", alias="HERALD_DATABASE_URL")
-    admins: Annotated[frozenset[str], NoDecode] = Field(
-        default=frozenset(), alias="HERALD_ADMINS"
-    )
+    admins: Annotated[frozenset[str], NoDecode] = Field(default=frozenset(), alias="HERALD_ADMINS")
     default_tz: str = Field(default="UTC", alias="HERALD_DEFAULT_TZ")
     user: str = Field(default="", alias="USER")
 

@@ -104,7 +104,7 @@ class Store:
             raise
         except (sa.exc.OperationalError, sa.exc.InterfaceError) as exc:
             raise DatabaseError(
-                f"The database at {db.redacted(self.url)} failed: {exc.orig}"
+                f"The database at {db.redacted(self.url)} failed: {db.reason(exc)}"
             ) from exc
 
     @asynccontextmanager
@@ -193,9 +193,7 @@ class Store:
         except sa.exc.IntegrityError:
             # Lost a race with the same idempotency key: the other insert won.
             if schedule.idempotency_key is not None:
-                existing = await self.find_schedule_by_key(
-                    schedule.owner, schedule.idempotency_key
-                )
+                existing = await self.find_schedule_by_key(schedule.owner, schedule.idempotency_key)
                 if existing is not None:
                     return existing, False
             raise
@@ -226,16 +224,13 @@ class Store:
         now: datetime,
     ) -> list[int]:
         """Insert many schedules (column dicts, each with ``starts_at``), one job and one
-        audit row each (``details`` in the same order), in one transaction. Returns the new ids in input order."""
+        audit row each (``details`` in the same order), in one transaction.
+        Returns the new ids in input order."""
         if not rows:
             return []
         try:
             async with self._conn() as conn:
-                result = await conn.execute(
-                    sa.insert(SCHEDULE).returning(SCHEDULE.c.id, sort_by_parameter_order=True),
-                    list(rows),
-                )
-                ids = [row[0] for row in result]
+                ids = await self._insert_schedules(conn, rows)
                 await conn.execute(
                     sa.insert(JOB),
                     [
@@ -273,6 +268,30 @@ class Store:
             ) from exc
         return ids
 
+    async def _insert_schedules(
+        self, conn: AsyncConnection, rows: Sequence[dict[str, Any]]
+    ) -> list[int]:
+        """Insert rows and return their ids in input order, in as few statements as the
+        database allows."""
+        if self.backend == "postgresql":
+            result = await conn.execute(
+                sa.insert(SCHEDULE).returning(SCHEDULE.c.id, sort_by_parameter_order=True),
+                list(rows),
+            )
+            return [row[0] for row in result]
+        # SQLite cannot promise the order of RETURNING rows, and SQLAlchemy then falls
+        # back to one statement per row. But this transaction began IMMEDIATE, so it is
+        # the only writer: an executemany assigns rowids max+1, max+2, ... in order.
+        before = (await conn.execute(sa.select(sa.func.max(SCHEDULE.c.id)))).scalar() or 0
+        await conn.execute(sa.insert(SCHEDULE), list(rows))
+        result = await conn.execute(
+            sa.select(SCHEDULE.c.id).where(SCHEDULE.c.id > before).order_by(SCHEDULE.c.id)
+        )
+        ids = [row[0] for row in result]
+        if len(ids) != len(rows):
+            raise DatabaseError("Another process wrote schedules during a bulk insert.")
+        return ids
+
     # --- schedules: read ------------------------------------------------------------
 
     async def get_schedule(self, schedule_id: int) -> Schedule | None:
@@ -289,7 +308,9 @@ class Store:
         if query.destination is not None:
             stmt = stmt.where(col(Schedule.destination) == query.destination)
         if query.text:
-            stmt = stmt.where(sa.func.lower(col(Schedule.body)).like(_like(query.text), escape="\\"))
+            stmt = stmt.where(
+                sa.func.lower(col(Schedule.body)).like(_like(query.text), escape="\\")
+            )
         stmt = stmt.order_by(
             col(Schedule.next_run_at).is_(None), col(Schedule.next_run_at), col(Schedule.id).desc()
         ).limit(query.limit)
@@ -370,7 +391,10 @@ class Store:
                 )
             if arm_at is not None:
                 await self._arm(s, schedule_id, arm_at, now)
-            await self._audit(s, audit, now)
+            entry = AuditEntry(
+                audit.actor, audit.action, "schedule", str(schedule_id), audit.details
+            )
+            await self._audit(s, entry, now)
             updated = await s.get(Schedule, schedule_id, populate_existing=True)
             assert updated is not None
             return updated

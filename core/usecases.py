@@ -124,7 +124,9 @@ class Herald:
             member_id,
             now=self.clock.now(),
             role=new_role.value,
-            audit=AuditEntry(actor.id, "member.role", "member", member_id, {"role": new_role.value}),
+            audit=AuditEntry(
+                actor.id, "member.role", "member", member_id, {"role": new_role.value}
+            ),
         )
 
     # --- schedules ----------------------------------------------------------------
@@ -135,30 +137,31 @@ class Herald:
 
     def build_schedule(
         self, actor: Actor, *, to: str, when: str, text: str, tz: str | None, key: str | None
-    ) -> tuple[Schedule, timeexpr.When]:
-        """Validate one request and build its row without storing it (create and import share it)."""
+    ) -> dict[str, Any]:
+        """Validate one request and return its schedule row's values, unstored (create
+        and import share it)."""
         destination = parse_destination(to)
         body = check_text(text)
         zone_name = self._zone_for(actor, tz)
         reading = self.read_when(when, zone_name)
         now = self.clock.now()
-        schedule = Schedule(
-            owner=actor.id,
-            workspace=actor.id.partition(":")[0],
-            destination=str(destination),
-            body=body,
-            expression=reading.expression,
-            timezone=zone_name,
-            rrule=reading.rule,
-            starts_at=reading.first,
-            next_run_at=reading.first,
-            state=ScheduleState.ACTIVE.value,
-            idempotency_key=check_key(key),
-            version=1,
-            created_at=now,
-            updated_at=now,
-        )
-        return schedule, reading
+        return {
+            "owner": actor.id,
+            "workspace": actor.id.partition(":")[0],
+            "destination": str(destination),
+            "body": body,
+            "expression": reading.expression,
+            "timezone": zone_name,
+            "rrule": reading.rule,
+            "starts_at": reading.first,
+            "next_run_at": reading.first,
+            "state": ScheduleState.ACTIVE.value,
+            "idempotency_key": check_key(key),
+            "max_lateness_s": None,
+            "version": 1,
+            "created_at": now,
+            "updated_at": now,
+        }
 
     async def create_schedule(
         self,
@@ -173,18 +176,17 @@ class Herald:
         """Schedule ``text`` to ``to`` at ``when``. Returns ``(schedule, created)``;
         with a ``key`` the owner already used, the existing schedule and ``False``."""
         actor = await self.actor(actor_id)
-        schedule, reading = self.build_schedule(
-            actor, to=to, when=when, text=text, tz=tz, key=key
-        )
+        values = self.build_schedule(actor, to=to, when=when, text=text, tz=tz, key=key)
+        schedule = Schedule(**values)
         return await self.store.create_schedule(
             schedule,
-            first_run=reading.first,
+            first_run=schedule.starts_at,
             now=self.clock.now(),
             audit=AuditEntry(
                 actor.id,
                 "schedule.create",
                 "schedule",
-                details=audit_summary(schedule),
+                details=audit_summary(values),
             ),
         )
 
@@ -394,12 +396,12 @@ def _require_state(schedule: Schedule, *allowed: ScheduleState, verb: str) -> No
         raise Conflict(f"Schedule {schedule.id} is {schedule.state}, so it cannot be {verb}.")
 
 
-def audit_summary(schedule: Schedule) -> dict[str, Any]:
-    """Audit details for a new schedule: no message text, no secret."""
+def audit_summary(values: dict[str, Any]) -> dict[str, Any]:
+    """Audit details for a new schedule's values: no message text, no secret."""
     return {
-        "destination": parse_destination(schedule.destination).redacted(),
-        "when": schedule.expression,
-        "timezone": schedule.timezone,
-        "recurring": schedule.rrule is not None,
-        "key": schedule.idempotency_key,
+        "destination": parse_destination(values["destination"]).redacted(),
+        "when": values["expression"],
+        "timezone": values["timezone"],
+        "recurring": values["rrule"] is not None,
+        "key": values["idempotency_key"],
     }

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from alembic import context
+from sqlmodel import SQLModel
 
 import core.models  # noqa: F401  (registers the tables)
 from core.db import make_sync_engine
-from sqlmodel import SQLModel
 
 config = context.config
 target_metadata = SQLModel.metadata

@@ -1,0 +1,1 @@
+"""Herald's benchmarks. Run them with `make bench` (or `python -m bench`)."""

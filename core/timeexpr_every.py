@@ -1,0 +1,307 @@
+"""Recurring phrases: "every weekday at 9am", "every other friday at 16:00", ...
+
+A phrase becomes a draft :class:`Rule` whose DTSTART is an anchor (today, or the
+given start, at the requested time); :mod:`core.timeexpr` then moves DTSTART to the
+first occurrence after "now", so the stored rule starts where it first fires and
+nothing of "now" but the day leaks into it.
+
+Grammar: ``every <what> [at <times>] [starting <when>] [until <day> | for N times]``
+where <what> is a day, N days, weekday(s), weekend, a weekday list, (N) week(s) on
+<days>, (N) month(s) on the <Nth|last day|first monday>, <first monday> of the
+month, (N) year(s) on <month day>, N minutes, N hours. Adjectives work too: "daily
+at 9am", "hourly", "mondays at 10:00". A recurrence without a time of day fires at
+00:00 (shown in its description); one without a day (every week, every month) takes
+the day from its start and is refused when no start is given.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import date, datetime, time, timedelta
+from zoneinfo import ZoneInfo
+
+from core.timeexpr_once import read_moment
+from core.timeexpr_rule import DAY_CODES, MAX_COUNT, Rule, check_parts, format_stamp, localize
+from core.timeexpr_rule import wall_clock as wall_of
+from core.timeexpr_words import (
+    CLOCK_RE,
+    NUMBER_RE,
+    ORDINAL_RE,
+    WEEKDAY_RE,
+    WEEKDAYS,
+    clock,
+    clock_list,
+    month_day,
+    number,
+    ordinal,
+    refuse,
+    weekday_list,
+)
+
+_DAYS_LIST_RE = rf"(?:{WEEKDAY_RE})(?:(?:,\s*|\s+and\s+|\s*&\s*|\s+)(?:{WEEKDAY_RE}))*"
+_N = rf"(?:(?P<n>[+-]?(?:{NUMBER_RE})|other) )?"
+_ADJECTIVES = {"daily": "day", "hourly": "hour", "weekly": "week", "monthly": "month",
+               "yearly": "year", "annually": "year", "fortnightly": "other week"}  # fmt: skip
+_CLAUSE = re.compile(
+    r",? \b(until|till|through|starting on|starting at|starting from|starting|beginning"
+    r"|from|for)\b "
+)
+_COUNT = re.compile(rf"^(?:(?:{NUMBER_RE}) )?(?P<n>[+-]?(?:{NUMBER_RE})) (?:times|occurrences)$")
+_TRAILING_COUNT = re.compile(rf",? (?P<n>[+-]?(?:{NUMBER_RE})) times$")
+_SUB_DAILY = re.compile(
+    rf"^{_N}(?P<u>minutes?|mins?|hours?|hrs?)$|^(?P<half>half an? hour|half hour)$"
+    rf"|^(?P<quarter>quarter (?:of an )?hour)$"
+)
+_DAYS = re.compile(rf"^{_N}days?$")
+_WORKDAYS = re.compile(r"^(?:week ?days?|work ?days?|working days?|business days?)$")
+_WEEKEND = re.compile(r"^weekends?(?: days?)?$")
+_WEEKS = re.compile(rf"^{_N}weeks?(?: on (?P<days>{_DAYS_LIST_RE}))?$")
+_WEEKDAYS = re.compile(rf"^{_N}(?P<days>{_DAYS_LIST_RE})$")
+_MONTHS = re.compile(rf"^{_N}months?(?: on (?:the )?(?P<spec>.+))?$")
+_OF_MONTH = re.compile(r"^(?:the )?(?P<spec>.+?) of (?:the|every|each) month$")
+_YEARS = re.compile(rf"^{_N}years?(?: on (?P<date>.+))?$")
+_NTH_DAY = re.compile(rf"^(?:the )?(?P<spec>(?:{ORDINAL_RE})(?: day)?)$")
+
+
+@dataclass(frozen=True)
+class Draft:
+    """A recurrence read from a phrase: the rule, and whether DTSTART may move."""
+
+    rule: Rule
+    move_start: bool
+
+
+def _interval(raw: str | None, text: str) -> int:
+    if raw is None:
+        return 1
+    if raw == "other":
+        return 2
+    n = number(raw.lstrip("+-"))
+    if n is None or raw.startswith("-") or n < 1:
+        raise refuse(text, "the interval must be a positive whole number, for example every 2 hours")
+    if n > 1000:
+        raise refuse(text, "that interval is too long")
+    return n
+
+
+def _month_spec(spec: str, text: str) -> dict[str, str]:
+    """``15th``, ``1st and 15th``, ``last day``, ``first monday`` as RRULE parts."""
+    items = [w for w in re.split(r",\s*|\s+and\s+|\s*&\s*", spec) if w]
+    month_days: list[int] = []
+    week_days: list[str] = []
+    for item in items:
+        m = re.fullmatch(rf"({ORDINAL_RE})(?: (day|{WEEKDAY_RE}))?", item)
+        nth = ordinal(m.group(1)) if m else None
+        if m is None or nth is None:
+            raise refuse(spec, 'name the day of the month, e.g. "the 15th", "the last day" or "the first monday"')
+        kind = m.group(2)
+        if kind in (None, "day"):
+            if nth == 0 or abs(nth) > 31:
+                raise refuse(spec, "a month has days 1 to 31")
+            month_days.append(nth)
+        else:
+            if not 1 <= abs(nth) <= 5:
+                raise refuse(spec, "a weekday comes at most five times a month (first to fifth, or last)")
+            week_days.append(f"{nth}{DAY_CODES[WEEKDAYS[kind]]}")
+    if month_days and week_days:
+        raise refuse(text, "mix either days of the month or weekdays, not both")
+    if month_days:
+        return {"BYMONTHDAY": ",".join(str(d) for d in sorted(set(month_days)))}
+    return {"BYDAY": ",".join(dict.fromkeys(week_days))}
+
+
+def _what(core: str, text: str) -> tuple[dict[str, str], bool]:
+    """RRULE parts for the <what> of a phrase, and whether it needs a day from the start."""
+    m = _SUB_DAILY.match(core)
+    if m:
+        if m["half"] or m["quarter"]:
+            return {"FREQ": "MINUTELY", "INTERVAL": "30" if m["half"] else "15"}, False
+        n = _interval(m["n"], text)
+        freq = "HOURLY" if m["u"].startswith("h") else "MINUTELY"
+        return {"FREQ": freq, "INTERVAL": str(n)}, False
+    if m := _DAYS.match(core):
+        return {"FREQ": "DAILY", "INTERVAL": str(_interval(m["n"], text))}, False
+    if _WORKDAYS.match(core):
+        return {"FREQ": "WEEKLY", "BYDAY": "MO,TU,WE,TH,FR"}, False
+    if _WEEKEND.match(core):
+        return {"FREQ": "WEEKLY", "BYDAY": "SA,SU"}, False
+    m = _WEEKS.match(core) or _WEEKDAYS.match(core)
+    if m:
+        parts = {"FREQ": "WEEKLY", "INTERVAL": str(_interval(m["n"], text))}
+        days = weekday_list(m["days"]) if m["days"] else None
+        if days:
+            parts["BYDAY"] = ",".join(DAY_CODES[d] for d in days)
+        return parts, days is None
+    if m := _MONTHS.match(core):
+        parts = {"FREQ": "MONTHLY", "INTERVAL": str(_interval(m["n"], text))}
+        if m["spec"]:
+            parts.update(_month_spec(m["spec"], text))
+        return parts, not m["spec"]
+    if m := _OF_MONTH.match(core) or _NTH_DAY.match(core):
+        return {"FREQ": "MONTHLY", **_month_spec(m["spec"], text)}, False
+    m = _YEARS.match(core)
+    found = month_day(m["date"]) if m and m["date"] else month_day(core) if not m else None
+    if m and m["date"] and found is None:
+        raise refuse(m["date"], 'name a day of the year, e.g. "every year on june 5 at 9am"')
+    if m or found:
+        parts = {"FREQ": "YEARLY", "INTERVAL": str(_interval(m["n"] if m else None, text))}
+        if found is not None:
+            parts.update({"BYMONTH": str(found[0]), "BYMONTHDAY": str(found[1])})
+        return parts, found is None
+    raise refuse(text)
+
+
+def _split_clauses(body: str, text: str) -> tuple[str, dict[str, str]]:
+    """``day at 9am until june 30`` -> (``day at 9am``, {"until": "june 30"})."""
+    clauses: dict[str, str] = {}
+    m = _TRAILING_COUNT.search(body)
+    if m:
+        clauses["count"] = m["n"]
+        body = body[: m.start()]
+    pieces = _CLAUSE.split(body)
+    core = pieces[0]
+    for keyword, value in zip(pieces[1::2], pieces[2::2], strict=True):
+        kind = {"until": "until", "till": "until", "through": "until", "for": "count"}.get(
+            keyword, "start"
+        )
+        if kind in clauses:
+            raise refuse(text, f'say "{keyword}" only once')
+        if kind == "count":
+            c = _COUNT.match(value)
+            if not c:
+                raise refuse(f"for {value}", 'say how many times, for example "for 5 times"')
+            value = c["n"]
+        clauses[kind] = value
+    if "count" in clauses and "until" in clauses:
+        raise refuse(text, 'give either "until <day>" or "for N times", not both')
+    return core, clauses
+
+
+def _times(core: str) -> tuple[str, list[time] | None]:
+    """Split the clock times off the end of the <what> part."""
+    m = re.fullmatch(r"(?P<what>.+?) (?:at|@) (?P<at>.+)", core)
+    if m:
+        times = clock_list(m["at"])
+        if times is None:
+            raise refuse(m["at"], 'that is not a clock time (try "9am", "17:30" or "9am and 5pm")')
+        return m["what"], times
+    m = re.fullmatch(rf"(?P<what>.+?),? (?P<at>{CLOCK_RE})", core)
+    if m and not m["at"].isdigit():
+        found = clock(m["at"])
+        if found is not None:
+            return m["what"], [found]
+    return core, None
+
+
+def _normalise(text: str) -> str | None:
+    """The phrase starting with "every ", or None if it is not a recurrence."""
+    first, _, rest = text.partition(" ")
+    if first == "each":
+        return "every " + rest
+    if first in _ADJECTIVES:
+        return f"every {_ADJECTIVES[first]} {rest}".rstrip()
+    m = re.match(r"^(?:on )?(weekdays|weekends|mondays|tuesdays|wednesdays|thursdays|fridays|saturdays|sundays)\b", text)
+    if m:
+        return "every " + text[m.start(1):]
+    return text if first == "every" else None
+
+
+def _time_lines(parts: dict[str, str], times: list[time]) -> list[dict[str, str]]:
+    """One RRULE line per group of times sharing minutes and seconds."""
+    if len(times) == 1:
+        return [parts]
+    groups: dict[tuple[int, int], list[int]] = {}
+    for t in times:
+        groups.setdefault((t.minute, t.second), []).append(t.hour)
+    return [
+        {**parts, "BYHOUR": ",".join(map(str, hours)), "BYMINUTE": str(mi), "BYSECOND": str(se)}
+        for (mi, se), hours in groups.items()
+    ]
+
+
+def parse_every(text: str, tz: str, zi: ZoneInfo, now: datetime) -> Draft | None:
+    """A recurrence draft for ``text``, or None if it is not a recurring phrase."""
+    phrase = _normalise(text)
+    if phrase is None:
+        return None
+    core, clauses = _split_clauses(phrase.removeprefix("every").strip(), text)
+    what, times = _times(core)
+    parts, needs_day = _what(what, text)
+    sub_daily = parts["FREQ"] in ("HOURLY", "MINUTELY")
+    if sub_daily and times:
+        raise refuse(text, 'give the first time with "starting", e.g. "every 2 hours starting at 9:15"')
+
+    local_today = wall_of(now, zi).date()
+    start_day: date | None = None
+    start_time: time | None = None
+    if "start" in clauses:
+        moment = read_moment(clauses["start"], zi, now)
+        if isinstance(moment, datetime):
+            if moment <= now:
+                raise refuse(clauses["start"], "that start is in the past")
+            local = wall_of(moment, zi)
+            start_day, start_time = local.date(), local.time()
+        else:
+            start_day, start_time = moment
+            if start_day < local_today:
+                raise refuse(clauses["start"], "that start is in the past")
+        if times and start_time is not None and start_time not in times:
+            raise refuse(text, 'give the time once, e.g. "every day at 9am starting june 5"')
+    if needs_day and start_day is None:
+        raise refuse(text, 'say which day, e.g. "every week on monday" or "every month on the 15th"')
+
+    if sub_daily:
+        dtstart = _sub_daily_start(parts, zi, now, start_day, start_time)
+        lines = [parts]
+    else:
+        times = times or [start_time or time(0, 0)]
+        dtstart = datetime.combine(start_day or local_today, times[0])
+        lines = _time_lines(parts, times)
+    if "count" in clauses:
+        count = _interval(clauses["count"], text)
+        if count > MAX_COUNT:
+            raise refuse(text, f"Herald repeats a message at most {MAX_COUNT} times")
+        lines = [{**p, "COUNT": str(count)} for p in lines]
+    if "until" in clauses:
+        lines = [{**p, "UNTIL": _until(clauses["until"], zi, now)} for p in lines]
+    for p in lines:
+        check_parts(p)
+    lines = [{k: v for k, v in p.items() if (k, v) != ("INTERVAL", "1")} for p in lines]
+    return Draft(Rule(tz, dtstart, tuple(lines)), move_start=not sub_daily)
+
+
+def _sub_daily_start(
+    parts: dict[str, str], zi: ZoneInfo, now: datetime, day: date | None, at: time | None
+) -> datetime:
+    """DTSTART of an hourly/minutely rule: the given start, else the clock grid.
+
+    Without a start the grid is aligned to local midnight on today's clock ("every
+    hour" at :00, "every 30 minutes" at :00 and :30); DTSTART is its first point
+    after now.
+    """
+    if day is not None:
+        return datetime.combine(day, at or time(0, 0))
+    unit = timedelta(hours=1) if parts["FREQ"] == "HOURLY" else timedelta(minutes=1)
+    step = unit * int(parts.get("INTERVAL", "1"))
+    local = wall_of(now, zi)
+    offset = now.astimezone(zi).utcoffset() or timedelta(0)
+    midnight = local.replace(hour=0, minute=0, second=0, microsecond=0)
+    first_fixed = midnight + step * ((local - midnight) // step + 1)
+    return wall_of(first_fixed.replace(tzinfo=None) - offset + timedelta(0), zi) if False else \
+        wall_of((first_fixed - offset).replace(tzinfo=__import__("datetime").UTC), zi)
+
+
+def _until(text: str, zi: ZoneInfo, now: datetime) -> str:
+    """The UNTIL stamp (UTC) for "until <day>": the end of that whole local day."""
+    moment = read_moment(text, zi, now)
+    if isinstance(moment, datetime):
+        instant = moment
+    else:
+        day, at = moment
+        if at is not None:
+            instant = localize(datetime.combine(day, at), zi)
+        else:
+            instant = localize(datetime.combine(day + timedelta(days=1), time(0)), zi)
+            instant -= timedelta(seconds=1)
+    return format_stamp(instant.replace(tzinfo=None)) + "Z"

@@ -1,0 +1,90 @@
+"""Last resort for one-off dates Herald's own grammar does not know, via dateparser.
+
+dateparser reads much more English than our grammar ("April 1st, 2026 8:00 AM",
+"friday afternoon", "12:00 on 1 may") but it guesses where Herald must not: it
+fills a missing time from "now", reads 04/05 month-first, and maps zone
+abbreviations (CST is three different zones) to one offset. So its answer is taken
+only when the text names a time of day; all-numeric day/month dates and zone
+abbreviations other than UTC/GMT are refused. It is imported lazily (slow to load)
+and asked only after every exact reader failed.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from datetime import UTC, datetime
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from core.timeexpr_rule import localize, wall_clock
+from core.timeexpr_words import refuse
+
+_AMBIGUOUS = re.compile(r"(?<![\d/])(\d{1,2})/(\d{1,2})(?:/\d{2,4})?|\b(\d{1,2})\.(\d{1,2})\.\d{2,4}\b")
+_WORDY = re.compile(r"[a-z]{3}")
+_MAX_LENGTH = 80
+_UTC_NAMES = frozenset({"UTC", "GMT", "Z"})
+
+
+def _dateparser() -> tuple[Any, Any]:
+    with warnings.catch_warnings():
+        # dateparser's first import can warn about deprecated APIs of its own
+        # dependencies on newer Pythons; those warnings are not Herald's to fix.
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from dateparser.date import DateDataParser  # type: ignore[import-untyped]
+        from dateparser.timezone_parser import (  # type: ignore[import-untyped]
+            pop_tz_offset_from_string,
+        )
+    return DateDataParser, pop_tz_offset_from_string
+
+
+def parse_freeform(text: str, zi: ZoneInfo, now: datetime) -> datetime | None:
+    """The instant dateparser reads in ``text`` (aware UTC), or None.
+
+    Raises InvalidInput when the text names a day but no time, a numeric date whose
+    day and month could be swapped, or a zone abbreviation.
+    """
+    if len(text) > _MAX_LENGTH or not text.isascii() or not _WORDY.search(text):
+        return None  # every phrase dateparser could add to ours has an English word
+    m = _AMBIGUOUS.search(text)
+    first, second = (m.group(1), m.group(2)) if m and m.group(1) else (m and m.group(3), m and m.group(4))
+    if m and first and second and int(first) <= 12 and int(second) <= 12 and first != second:
+        raise refuse(
+            m.group(0),
+            "the day and the month could be either way round; write the month as a word "
+            '("5 april") or use 2026-04-05',
+        )
+    date_data_parser, pop_zone = _dateparser()
+    try:
+        stripped, named = pop_zone(text)
+        in_utc = named is not None and named.tzname(None).upper() in _UTC_NAMES
+        if named is not None and not in_utc:
+            raise refuse(
+                text,
+                f"the zone {named.tzname(None)} is ambiguous; Herald reads times in your "
+                'zone, or write an offset such as "2026-04-01T17:00-05:00"',
+            )
+        base = now.astimezone(UTC).replace(tzinfo=None) if in_utc else wall_clock(now, zi)
+        parser = date_data_parser(
+            languages=["en"],
+            settings={
+                "PREFER_DATES_FROM": "future",
+                "RELATIVE_BASE": base,
+                "RETURN_TIME_AS_PERIOD": True,
+                "PARSERS": ["relative-time", "absolute-time"],
+                "RETURN_AS_TIMEZONE_AWARE": False,
+            },
+        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            data = parser.get_date_data(stripped if in_utc else text)
+    except (ValueError, OverflowError, TypeError, KeyError, IndexError, AttributeError):
+        # dateparser raises assorted internal errors on odd input; treat as unread.
+        return None
+    value: datetime | None = data.date_obj
+    if value is None:
+        return None
+    if data.period != "time":
+        raise refuse(text, 'say at what time, for example "friday at 9am"')
+    wall = value.replace(tzinfo=None)
+    return wall.replace(tzinfo=UTC) if in_utc else localize(wall, zi)

@@ -1,0 +1,468 @@
+"""Stored recurrence rules: RFC 5545 text in, aware UTC instants out.
+
+A stored rule is a ``DTSTART;TZID=<zone>:<local wall time>`` line followed by one or
+more ``RRULE:`` lines (several lines are a union, as cron needs). dateutil.rrule does
+the calendar work; this module only decides on which clock it runs and turns its
+results into instants:
+
+* Daily and coarser rules (DAILY, WEEKLY, MONTHLY, YEARLY) run on the **local wall
+  clock**: dateutil expands naive local times, and each one becomes an instant with
+  zoneinfo's ``fold=0``. That is RFC 5545's rule: a time inside a spring-forward gap
+  is read with the UTC offset before the gap (so 02:30 becomes 03:30), an ambiguous
+  fall-back time is its first occurrence. "Every day at 09:00" stays at 09:00.
+* Sub-daily rules (HOURLY, MINUTELY) run on the **elapsed-time timeline**: dateutil
+  expands them on a fixed-offset clock, the zone's UTC offset at DTSTART, so the
+  steps are exact elapsed intervals and "every hour" never fires twice at one instant
+  nor skips an hour when the zone changes offset. The rule is aligned to the local
+  clock through DTSTART (":00" stays ":00" across whole-hour DST shifts). The price:
+  any BYHOUR/BYDAY/... filter of a sub-daily rule is read on that fixed-offset clock.
+* UNTIL is an instant (UTC) and is applied here, after the wall-clock mapping. Rules
+  with no COUNT are restarted near the requested point (by whole periods, so their
+  meaning does not change) so that asking for the next occurrence of a rule that
+  started years ago stays cheap.
+"""
+
+from __future__ import annotations
+
+import calendar
+import heapq
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+from itertools import islice
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from dateutil.relativedelta import relativedelta
+from dateutil.rrule import (
+    DAILY,
+    HOURLY,
+    MINUTELY,
+    MONTHLY,
+    WEEKLY,
+    YEARLY,
+    rrule,
+    weekday,
+)
+
+from core.errors import InvalidInput
+
+FREQUENCIES = {
+    "YEARLY": YEARLY,
+    "MONTHLY": MONTHLY,
+    "WEEKLY": WEEKLY,
+    "DAILY": DAILY,
+    "HOURLY": HOURLY,
+    "MINUTELY": MINUTELY,
+}
+SUB_DAILY = frozenset({"HOURLY", "MINUTELY"})
+DAY_CODES = ("MO", "TU", "WE", "TH", "FR", "SA", "SU")
+MAX_COUNT = 10_000
+MIN_YEAR, MAX_YEAR = 1900, 2999
+MAX_INTERVAL = 10_000
+# Order in which rule parts are written back, so equal rules have equal text.
+PART_ORDER = (
+    "FREQ", "INTERVAL", "BYMONTH", "BYWEEKNO", "BYYEARDAY", "BYMONTHDAY", "BYDAY",
+    "BYHOUR", "BYMINUTE", "BYSECOND", "BYSETPOS", "WKST", "UNTIL", "COUNT",
+)  # fmt: skip
+_INT_LIST_RANGES = {
+    "BYMONTH": (1, 12, False),
+    "BYWEEKNO": (1, 53, True),
+    "BYYEARDAY": (1, 366, True),
+    "BYMONTHDAY": (1, 31, True),
+    "BYHOUR": (0, 23, False),
+    "BYMINUTE": (0, 59, False),
+    "BYSECOND": (0, 59, False),
+    "BYSETPOS": (1, 366, True),
+}
+_BYDAY_RE = re.compile(r"^([+-]?\d{1,2})?(MO|TU|WE|TH|FR|SA|SU)$")
+_STAMP_RE = re.compile(r"^(\d{8})(?:T(\d{6})(Z?))?$")
+_DTSTART_RE = re.compile(r"^DTSTART(?:;TZID=([^:;]+))?(?:;VALUE=DATE(?:-TIME)?)?:(\S+)$", re.I)
+# Safety margins, see _wall_instants / _search_start.
+_MAX_UTC_OFFSET = timedelta(hours=26)
+_HORIZON_YEARS = 60  # how far a search for the next occurrence looks
+
+
+def zone(name: str) -> ZoneInfo:
+    """The IANA zone called ``name``; InvalidInput if there is none."""
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError, OSError) as exc:
+        # ZoneInfo raises ValueError for odd keys ("../x") and OSError for some paths.
+        raise InvalidInput(
+            f"Unknown time zone {name!r}: use an IANA name such as Europe/Berlin or America/New_York."
+        ) from exc
+
+
+def bad_rule(what: str) -> InvalidInput:
+    """The InvalidInput for a rule text that cannot be used."""
+    return InvalidInput(
+        f"Could not use the rule: {what}. A rule looks like "
+        '"RRULE:FREQ=WEEKLY;BYDAY=TU,TH;BYHOUR=18;BYMINUTE=0".'
+    )
+
+
+def localize(wall: datetime, zi: ZoneInfo) -> datetime:
+    """The UTC instant of naive local ``wall`` in ``zi`` under RFC 5545 rules.
+
+    ``fold=0`` is exactly RFC 5545: inside a gap the offset before the gap applies
+    (02:30 reads as 03:30 after spring-forward); an ambiguous time is its first
+    occurrence.
+    """
+    return wall.replace(tzinfo=zi, fold=0).astimezone(UTC)
+
+
+def wall_clock(instant: datetime, zi: ZoneInfo) -> datetime:
+    """The naive local wall-clock reading of ``instant`` in ``zi``."""
+    return instant.astimezone(zi).replace(tzinfo=None, fold=0)
+
+
+def format_stamp(value: datetime) -> str:
+    """``YYYYMMDDTHHMMSS`` of a naive datetime."""
+    return f"{value:%Y%m%dT%H%M%S}"
+
+
+def parse_stamp(text: str, what: str) -> tuple[datetime, bool, bool]:
+    """Read an RFC 5545 DATE or DATE-TIME: (value, is_utc, has_time)."""
+    m = _STAMP_RE.match(text.upper())
+    if not m:
+        raise bad_rule(f"{what} {text!r} is not a date like 20260401T090000")
+    day, clock, zulu = m.groups()
+    try:
+        value = datetime.strptime(day + (clock or "000000"), "%Y%m%d%H%M%S")
+    except ValueError:
+        raise bad_rule(f"{what} {text!r} is not a real date and time") from None
+    if not MIN_YEAR <= value.year <= MAX_YEAR:
+        raise bad_rule(f"{what} {text!r} is outside the years {MIN_YEAR}-{MAX_YEAR}")
+    return value, bool(zulu), clock is not None
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A parsed recurrence: zone, local DTSTART and one or more RRULE part maps."""
+
+    tzid: str
+    dtstart: datetime  # naive, local wall clock of ``tzid``
+    lines: tuple[dict[str, str], ...] = field(default=())
+
+    @property
+    def zone(self) -> ZoneInfo:
+        return ZoneInfo(self.tzid)
+
+    def text(self) -> str:
+        """The rule as stored: DTSTART line, then one RRULE line per part map."""
+        out = [f"DTSTART;TZID={self.tzid}:{format_stamp(self.dtstart)}"]
+        for parts in self.lines:
+            ordered = [k for k in PART_ORDER if k in parts]
+            out.append("RRULE:" + ";".join(f"{k}={parts[k]}" for k in ordered))
+        return "\n".join(out)
+
+    def until(self, parts: dict[str, str]) -> datetime | None:
+        """The UNTIL of one line as an aware UTC instant (a DATE means its whole day)."""
+        raw = parts.get("UNTIL")
+        if raw is None:
+            return None
+        value, is_utc, has_time = parse_stamp(raw, "UNTIL")
+        if is_utc:
+            return value.replace(tzinfo=UTC)
+        if not has_time:
+            value = value + timedelta(days=1)
+            return localize(value, self.zone) - timedelta(seconds=1)
+        return localize(value, self.zone)
+
+
+def split_parts(body: str) -> dict[str, str]:
+    """``FREQ=DAILY;INTERVAL=2`` as a dict, keys upper-case; checks every part."""
+    parts: dict[str, str] = {}
+    for chunk in body.strip().strip(";").split(";"):
+        key, sep, value = chunk.partition("=")
+        key, value = key.strip().upper(), value.strip().upper()
+        if not sep or not value:
+            raise bad_rule(f"{chunk!r} is not a NAME=VALUE part")
+        if key not in PART_ORDER:
+            raise bad_rule(f"the part {key} is not one Herald understands")
+        if key in parts:
+            raise bad_rule(f"{key} is given twice")
+        parts[key] = value
+    check_parts(parts)
+    return parts
+
+
+def _int(value: str, what: str) -> int:
+    if not re.fullmatch(r"[+-]?\d{1,6}", value):
+        raise bad_rule(f"{what}={value} is not a whole number")
+    return int(value)
+
+
+def check_parts(parts: dict[str, str]) -> None:
+    """Refuse anything dateutil would choke on, loop forever over, or guess about."""
+    freq = parts.get("FREQ")
+    if freq is None:
+        raise bad_rule("FREQ is missing")
+    if freq == "SECONDLY":
+        raise bad_rule("Herald schedules to the minute, so FREQ=SECONDLY is not supported")
+    if freq not in FREQUENCIES:
+        raise bad_rule(f"FREQ={freq} is not one of {', '.join(FREQUENCIES)}")
+    interval = _int(parts.get("INTERVAL", "1"), "INTERVAL")
+    if not 1 <= interval <= MAX_INTERVAL:
+        raise bad_rule(f"INTERVAL={interval} must be a positive whole number")
+    if "COUNT" in parts:
+        count = _int(parts["COUNT"], "COUNT")
+        if not 1 <= count <= MAX_COUNT:
+            raise bad_rule(f"COUNT={count} must be between 1 and {MAX_COUNT}")
+        if "UNTIL" in parts:
+            raise bad_rule("COUNT and UNTIL cannot both be given")
+    if "UNTIL" in parts:
+        parse_stamp(parts["UNTIL"], "UNTIL")
+    for key, (low, high, signed) in _INT_LIST_RANGES.items():
+        if key in parts:
+            for item in parts[key].split(","):
+                n = _int(item, key)
+                ok = low <= abs(n) <= high if signed else low <= n <= high
+                if not ok or (signed and n == 0):
+                    raise bad_rule(f"{key} value {item} is out of range")
+    if "BYDAY" in parts:
+        for item in parts["BYDAY"].split(","):
+            m = _BYDAY_RE.match(item)
+            if not m:
+                raise bad_rule(f"BYDAY value {item} is not a day like MO or 1MO")
+            if m.group(1) is not None:
+                n = int(m.group(1))
+                if freq not in ("MONTHLY", "YEARLY") or "BYWEEKNO" in parts:
+                    raise bad_rule(f"BYDAY={item} needs FREQ=MONTHLY or FREQ=YEARLY")
+                if n == 0 or abs(n) > (5 if freq == "MONTHLY" else 53):
+                    raise bad_rule(f"BYDAY value {item} is out of range")
+    if "WKST" in parts and parts["WKST"] not in DAY_CODES:
+        raise bad_rule(f"WKST={parts['WKST']} is not a day like MO")
+    if "BYMONTHDAY" in parts:
+        months = [int(v) for v in parts.get("BYMONTH", "1,2,3,4,5,6,7,8,9,10,11,12").split(",")]
+        longest = max(calendar.monthrange(2024, m)[1] for m in months)  # 2024: leap year
+        if all(abs(int(v)) > longest for v in parts["BYMONTHDAY"].split(",")):
+            raise bad_rule("no month in the rule has such a day, so it never happens")
+
+
+def parse_rule(text: str) -> Rule:
+    """Read a stored rule text (DTSTART;TZID=... and RRULE: lines)."""
+    tzid: str | None = None
+    dtstart: datetime | None = None
+    lines: list[dict[str, str]] = []
+    for line in text.split():
+        upper = line.upper()
+        if upper.startswith("RRULE:"):
+            lines.append(split_parts(line[6:]))
+        elif upper.startswith("DTSTART"):
+            m = _DTSTART_RE.match(line)
+            if not m or dtstart is not None:
+                raise bad_rule(f"the start {line!r} is not understood")
+            dtstart, is_utc, _ = parse_stamp(m.group(2), "DTSTART")
+            tzid = "UTC" if is_utc else m.group(1)
+        else:
+            raise bad_rule(f"the line {line!r} is neither DTSTART nor RRULE")
+    if dtstart is None or tzid is None or not lines:
+        raise bad_rule("a stored rule needs a DTSTART;TZID=... line and an RRULE line")
+    zone(tzid)
+    return Rule(tzid, dtstart, tuple(lines))
+
+
+# --------------------------------------------------------------------------- engine
+
+
+def _to_rrule(parts: dict[str, str], dtstart: datetime, horizon: datetime) -> Iterator[datetime]:
+    """dateutil's expansion of one part map on a naive clock, COUNT applied, up to ``horizon``.
+
+    COUNT is applied here rather than by dateutil so that the horizon also bounds
+    counted rules (dateutil refuses COUNT and UNTIL together).
+    """
+
+    def ints(key: str) -> list[int] | None:
+        return [int(v) for v in parts[key].split(",")] if key in parts else None
+
+    days: list[weekday] | None = None
+    if "BYDAY" in parts:
+        days = []
+        for item in parts["BYDAY"].split(","):
+            m = _BYDAY_RE.match(item)
+            assert m is not None  # checked by check_parts
+            day = weekday(DAY_CODES.index(m.group(2)))
+            days.append(day(int(m.group(1))) if m.group(1) else day)
+    expansion = rrule(
+        FREQUENCIES[parts["FREQ"]],
+        dtstart=dtstart,
+        interval=int(parts.get("INTERVAL", "1")),
+        wkst=DAY_CODES.index(parts.get("WKST", "MO")),
+        until=horizon,
+        bysetpos=ints("BYSETPOS"),
+        bymonth=ints("BYMONTH"),
+        bymonthday=ints("BYMONTHDAY"),
+        byyearday=ints("BYYEARDAY"),
+        byweekno=ints("BYWEEKNO"),
+        byweekday=days,
+        byhour=ints("BYHOUR"),
+        byminute=ints("BYMINUTE"),
+        bysecond=ints("BYSECOND"),
+        cache=False,
+    )
+    if "COUNT" in parts:
+        return islice(expansion, int(parts["COUNT"]))
+    return iter(expansion)
+
+
+def explicit_defaults(parts: dict[str, str], dtstart: datetime) -> dict[str, str]:
+    """The part map with the day fields dateutil would take from DTSTART written out.
+
+    After this the rule means the same thing whatever day of its period DTSTART is
+    moved to, which is what lets us restart a rule by whole periods.
+    """
+    day_parts = ("BYWEEKNO", "BYYEARDAY", "BYMONTHDAY", "BYDAY")
+    if any(k in parts for k in day_parts):
+        return parts
+    out = dict(parts)
+    if parts["FREQ"] == "YEARLY":
+        out.setdefault("BYMONTH", str(dtstart.month))
+        out["BYMONTHDAY"] = str(dtstart.day)
+    elif parts["FREQ"] == "MONTHLY":
+        out["BYMONTHDAY"] = str(dtstart.day)
+    elif parts["FREQ"] == "WEEKLY":
+        out["BYDAY"] = DAY_CODES[dtstart.weekday()]
+    return out
+
+
+def _restart(parts: dict[str, str], dtstart: datetime, target: datetime) -> datetime:
+    """The latest DTSTART <= ``target`` a whole number of periods after ``dtstart``."""
+    if "COUNT" in parts or target <= dtstart:
+        return dtstart  # COUNT counts from the real DTSTART
+    freq, n = parts["FREQ"], int(parts.get("INTERVAL", "1"))
+    if freq in ("HOURLY", "MINUTELY"):
+        step = timedelta(hours=n) if freq == "HOURLY" else timedelta(minutes=n)
+        return dtstart + step * ((target - dtstart) // step)
+    if freq in ("DAILY", "WEEKLY"):
+        step_days = n if freq == "DAILY" else 7 * n
+        k = (target.date() - dtstart.date()).days // step_days
+        return dtstart + timedelta(days=k * step_days)
+    months = (target.year - dtstart.year) * 12 + target.month - dtstart.month - 1
+    step_months = n if freq == "MONTHLY" else 12 * n
+    k = max(months, 0) // step_months
+    if k == 0:
+        return dtstart
+    base = dtstart.replace(day=1) if freq == "MONTHLY" else dtstart.replace(month=1, day=1)
+    return base + relativedelta(months=k * step_months)
+
+
+Pair = tuple[datetime, datetime]  # (aware UTC instant, naive reading on the rule's clock)
+
+
+def _line_pairs(rule: Rule, parts: dict[str, str], after: datetime | None) -> Iterator[Pair]:
+    """Sorted, distinct instants of one RRULE line, from near ``after`` on."""
+    until = rule.until(parts)
+    parts = explicit_defaults(parts, rule.dtstart)
+    if parts["FREQ"] in SUB_DAILY:
+        return _elapsed_pairs(rule, parts, after, until)
+    return _wall_pairs(rule, parts, after, until)
+
+
+def _horizon(start: datetime, until: datetime | None, offset: timedelta) -> datetime:
+    """A naive end for dateutil's search: UNTIL (plus margin) or 60 years out.
+
+    dateutil loops silently through periods that match nothing; a horizon keeps a
+    rule that will never fire again from searching up to the year 9999.
+    """
+    far = start.replace(year=start.year + _HORIZON_YEARS, month=1, day=1)
+    if until is not None:
+        far = min(far, until.replace(tzinfo=None) + offset)
+    return far
+
+
+def _wall_pairs(
+    rule: Rule, parts: dict[str, str], after: datetime | None, until: datetime | None
+) -> Iterator[Pair]:
+    zi = rule.zone
+    start = rule.dtstart
+    if after is not None:
+        start = _restart(parts, rule.dtstart, wall_clock(after, zi) - timedelta(days=2))
+    horizon = _horizon(start, until, _MAX_UTC_OFFSET)
+    # A wall time in a gap maps later than the wall times just after it, so hold
+    # instants back until no later wall time can map below them.
+    pending: list[Pair] = []
+    last: datetime | None = None
+    walls = _to_rrule(parts, start, horizon)
+    for wall in walls:
+        heapq.heappush(pending, (localize(wall, zi), wall))
+        floor = wall.replace(tzinfo=UTC) - _MAX_UTC_OFFSET
+        while pending and pending[0][0] < floor:
+            pair = heapq.heappop(pending)
+            if until is not None and pair[0] > until:
+                return
+            if pair[0] != last:
+                last = pair[0]
+                yield pair
+    while pending:
+        pair = heapq.heappop(pending)
+        if until is not None and pair[0] > until:
+            return
+        if pair[0] != last:
+            last = pair[0]
+            yield pair
+
+
+def elapsed_offset(rule: Rule) -> timedelta:
+    """The fixed UTC offset on which a sub-daily rule runs: the zone's at DTSTART."""
+    return localize(rule.dtstart, rule.zone).utcoffset() or timedelta(0)
+
+
+def _elapsed_pairs(
+    rule: Rule, parts: dict[str, str], after: datetime | None, until: datetime | None
+) -> Iterator[Pair]:
+    offset = elapsed_offset(rule)
+    # On the fixed-offset clock DTSTART reads exactly as written (localize used
+    # that very offset), so dateutil can run on DTSTART unchanged.
+    start = rule.dtstart
+    if after is not None:
+        start = _restart(parts, rule.dtstart, after.replace(tzinfo=None) + offset)
+    horizon = _horizon(start, until, offset)
+    for fixed in _to_rrule(parts, start, horizon):
+        instant = (fixed - offset).replace(tzinfo=UTC)
+        if until is not None and instant > until:
+            return
+        yield instant, fixed
+
+
+def rule_pairs(rule: Rule, after: datetime | None = None) -> Iterator[Pair]:
+    """(instant, clock reading) of ``rule`` strictly after ``after``, in order.
+
+    ``after`` None means from DTSTART on. Distinct instants only: two wall times
+    that name one instant (a gap, or two RRULE lines) fire once.
+    """
+    if after is not None:
+        after = after.astimezone(UTC)
+        if after.year > MAX_YEAR + _HORIZON_YEARS:
+            return
+        if after.year < MIN_YEAR:
+            after = None  # every rule starts after 1900
+    streams = [_line_pairs(rule, parts, after) for parts in rule.lines]
+    last: datetime | None = None
+    for pair in heapq.merge(*streams):
+        if pair[0] == last or (after is not None and pair[0] <= after):
+            continue
+        last = pair[0]
+        yield pair
+
+
+def take(rule: Rule, count: int, after: datetime | None = None) -> list[datetime]:
+    """The first ``count`` instants of ``rule`` strictly after ``after``."""
+    if count <= 0:
+        return []
+    return [instant for instant, _ in islice(rule_pairs(rule, after), count)]
+
+
+def with_start(rule: Rule, dtstart: datetime, extra_count: int = 0) -> Rule:
+    """The same rule restarted at ``dtstart`` (day defaults of the old start kept).
+
+    ``extra_count`` is added to any COUNT, for a start moved back over occurrences.
+    """
+    lines = []
+    for parts in rule.lines:
+        moved = explicit_defaults(parts, rule.dtstart)
+        if "COUNT" in moved and extra_count:
+            moved = {**moved, "COUNT": str(int(moved["COUNT"]) + extra_count)}
+        lines.append(moved)
+    return replace(rule, dtstart=dtstart, lines=tuple(lines))

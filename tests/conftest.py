@@ -1,0 +1,107 @@
+"""Shared fixtures: a real SQLite file and a real PostgreSQL schema per test."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime
+
+import psycopg
+import pytest
+from sqlalchemy.engine import make_url
+
+from core.clock import ManualClock
+from core.settings import Settings, load_settings
+from core.store import Store
+from core.usecases import Herald
+
+PG_URL = os.environ.get("HERALD_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+START = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
+
+
+def _pg_conninfo(url: str) -> str:
+    return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+def _pg_available() -> str | None:
+    """None when PostgreSQL answers, else the reason it does not."""
+    try:
+        with psycopg.connect(_pg_conninfo(PG_URL), connect_timeout=3):
+            return None
+    except psycopg.Error as exc:
+        return str(exc).strip().splitlines()[0]
+
+
+_PG_REASON = _pg_available()
+
+
+def require_pg() -> None:
+    """Skip (on a laptop) or fail (in CI) when PostgreSQL is not reachable."""
+    if _PG_REASON is None:
+        return
+    message = f"PostgreSQL at {PG_URL} is not reachable: {_PG_REASON}"
+    if IN_CI:
+        pytest.fail(f"{message} (CI=true: PostgreSQL tests must run)")
+    pytest.skip(f"{message}; set HERALD_TEST_PG_URL to run these tests")
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    """A URL whose connections use a fresh schema of their own, dropped afterwards."""
+    require_pg()
+    schema = f"t_{secrets.token_hex(6)}"
+    with psycopg.connect(_pg_conninfo(PG_URL), autocommit=True) as conn:
+        conn.execute(f'CREATE SCHEMA "{schema}"')
+    url = make_url(PG_URL).update_query_dict({"options": f"-csearch_path={schema}"})
+    try:
+        yield url.render_as_string(hide_password=False)
+    finally:
+        with psycopg.connect(_pg_conninfo(PG_URL), autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: os.PathLike[str]) -> str:
+    return f"sqlite:///{tmp_path}/herald.db"
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def db_url(request: pytest.FixtureRequest) -> str:
+    """Each test using this runs once on SQLite and once on PostgreSQL."""
+    name = "sqlite_url" if request.param == "sqlite" else "pg_url"
+    return str(request.getfixturevalue(name))
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock(START)
+
+
+@pytest.fixture
+def settings(db_url: str) -> Settings:
+    return load_settings(
+        HERALD_DATABASE_URL=db_url,
+        HERALD_ADMINS="local:root-admin",
+        HERALD_DEFAULT_TZ="UTC",
+        _env_file=None,
+    )
+
+
+@pytest.fixture
+async def store(db_url: str) -> AsyncIterator[Store]:
+    from core import db
+
+    if db.backend(db_url) == "postgresql":
+        db.upgrade(db_url)
+    s = await Store.open(db_url)
+    try:
+        yield s
+    finally:
+        await s.close()
+
+
+@pytest.fixture
+def herald(store: Store, settings: Settings, clock: ManualClock) -> Herald:
+    return Herald(store, settings, clock)

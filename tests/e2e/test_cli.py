@@ -1,0 +1,218 @@
+"""The real `herald` command, run as a user runs it, against a real database."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from core import db
+
+
+def run(url: str, *args: str, stdin: str | None = None, user: str = "alice", **env: str):
+    full_env = {
+        **{
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("HERALD_", "SLACK_", "DISCORD_"))
+        },
+        "HERALD_DATABASE_URL": url,
+        "USER": user,
+        "HERALD_ADMINS": "local:boss",
+        **env,
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "bot.cli", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=full_env,
+        timeout=60,
+    )
+
+
+@pytest.fixture
+def url(db_url: str) -> str:
+    if db.backend(db_url) == "postgresql":
+        proc = subprocess.run(
+            [sys.executable, "-m", "bot.cli", "db", "upgrade"],
+            env={**os.environ, "HERALD_DATABASE_URL": db_url},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert proc.returncode == 0, proc.stderr
+    return db_url
+
+
+def assert_error(proc: subprocess.CompletedProcess[str], fragment: str) -> None:
+    assert proc.returncode == 2, proc
+    assert proc.stdout == ""
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("herald: error: "), proc.stderr
+    assert fragment in lines[0]
+    assert "Traceback" not in proc.stderr
+
+
+def test_schedule_list_show_edit_cancel_round_trip(url: str) -> None:
+    made = run(
+        url,
+        "schedule",
+        "--to",
+        "log:",
+        "--when",
+        "2099-04-01 08:00",
+        "--tz",
+        "Europe/Berlin",
+        "--text",
+        "Quarterly review",
+    )
+    assert made.returncode == 0, made.stderr
+    sid = made.stdout.strip()
+    assert sid.isdigit()
+
+    listed = run(url, "list")
+    assert "Quarterly review" in listed.stdout and "Wed 01 Apr 2099 08:00" in listed.stdout
+
+    shown = json.loads(run(url, "show", sid, "--json").stdout)
+    assert shown["starts_at"] == "2099-04-01T06:00:00Z"  # CEST is UTC+2
+    assert shown["jobs"][0]["state"] == "pending"
+
+    edited = run(
+        url, "edit", sid, "--text", "Quarterly review (moved)", "--when", "2099-04-02 09:00"
+    )
+    assert edited.returncode == 0, edited.stderr
+    assert json.loads(run(url, "show", sid, "--json").stdout)["starts_at"] == "2099-04-02T07:00:00Z"
+    assert_error(run(url, "edit", sid, "--text", "x", "--version", "1"), "version 2, not 1")
+
+    assert run(url, "pause", sid).returncode == 0
+    assert run(url, "resume", sid).returncode == 0
+    assert run(url, "cancel", sid).returncode == 0
+    final = json.loads(run(url, "list", "--json", "--state", "cancelled").stdout)
+    assert [s["id"] for s in final] == [int(sid)]
+
+
+def test_schedule_json_and_idempotency_key(url: str) -> None:
+    args = (
+        "schedule",
+        "--to",
+        "discord:123456789012345678",
+        "--when",
+        "2099-01-01T00:00:00Z",
+        "--text",
+        "Happy new year",
+        "--key",
+        "ny-2099",
+        "--json",
+    )
+    first = json.loads(run(url, *args).stdout)
+    second = run(url, *args)
+    assert second.returncode == 0
+    again = json.loads(second.stdout)
+    assert first["created"] is True and again["created"] is False
+    assert again["id"] == first["id"]
+    assert len(json.loads(run(url, "list", "--json").stdout)) == 1
+    # another member's key space is separate
+    other = json.loads(run(url, *args, user="bob").stdout)
+    assert other["created"] is True and other["id"] != first["id"]
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (
+            ("schedule", "--to", "pigeon:home", "--when", "2099-01-01 08:00", "--text", "x"),
+            "Unknown destination kind 'pigeon'",
+        ),
+        (("schedule", "--to", "log:", "--when", "2001-01-01 08:00", "--text", "x"), "in the past"),
+        (("schedule", "--to", "log:", "--when", "2099-01-01 08:00", "--text", ""), "empty"),
+        (
+            (
+                "schedule",
+                "--to",
+                "log:",
+                "--when",
+                "2099-01-01 08:00",
+                "--text",
+                "x",
+                "--tz",
+                "Nowhere/City",
+            ),
+            "Unknown time zone",
+        ),
+        (("show", "4242"), "no schedule 4242"),
+        (("cancel", "4242"), "no schedule 4242"),
+        (("list", "--all"), "Only operators and admins"),
+        (("list", "--state", "zombie"), "Unknown state"),
+        (("schedule", "--to", "log:"), "the following arguments are required"),
+        (("frobnicate",), "invalid choice"),
+    ],
+)
+def test_errors_are_one_line_exit_2_and_change_nothing(url: str, args, fragment) -> None:
+    assert_error(run(url, *args), fragment)
+    assert json.loads(run(url, "list", "--json").stdout) == []
+
+
+def test_admin_acts_on_others_and_member_cannot(url: str) -> None:
+    sid = run(
+        url, "schedule", "--to", "log:", "--when", "2099-01-01 08:00", "--text", "x"
+    ).stdout.strip()
+    assert_error(run(url, "cancel", sid, user="bob"), f"no schedule {sid}")
+    assert run(url, "cancel", sid, user="boss").returncode == 0
+    assert json.loads(run(url, "show", sid, "--json").stdout)["state"] == "cancelled"
+
+
+def test_import_validates_everything_first_then_is_safe_to_rerun(url: str, tmp_path: Path) -> None:
+    good = [
+        {"to": "log:", "when": "2099-01-01 08:00", "text": f"m{i}", "key": f"k{i}"}
+        for i in range(50)
+    ]
+    bad_file = tmp_path / "bad.jsonl"
+    lines = [json.dumps(x) for x in good]
+    lines[9] = '{"to": "log:", "when": "2001-01-01 08:00", "text": "old", "key": "k9"}'
+    lines[19] = "not json"
+    lines[29] = '{"to": "log:", "when": "2099-01-01 08:00", "txt": "typo"}'
+    bad_file.write_text("\n".join(lines) + "\n")
+    proc = run(url, "import", str(bad_file))
+    assert proc.returncode == 2
+    err = proc.stderr.splitlines()
+    assert err[0].startswith("herald: error: Nothing imported: 3 bad line(s)")
+    assert err[1].startswith("line 10: ") and "in the past" in err[1]
+    assert err[2].startswith("line 20: not valid JSON")
+    assert err[3].startswith("line 30: unknown field txt")
+    assert json.loads(run(url, "list", "--json").stdout) == []
+
+    skipped = run(url, "import", str(bad_file), "--skip-invalid", "--json")
+    assert skipped.returncode == 0, skipped.stderr
+    assert json.loads(skipped.stdout)["imported"] == 47
+    assert "line 10: skipped" in skipped.stderr
+
+    good_file = tmp_path / "good.jsonl"
+    good_file.write_text("\n".join(json.dumps(x) for x in good) + "\n")
+    rerun = json.loads(run(url, "import", str(good_file), "--json").stdout)
+    assert (rerun["imported"], rerun["skipped_existing"]) == (3, 47)
+    again = json.loads(run(url, "import", "-", "--json", stdin=good_file.read_text()).stdout)
+    assert (again["imported"], again["skipped_existing"]) == (0, 50)
+    assert len(json.loads(run(url, "list", "--json", "--limit", "1000").stdout)) == 50
+
+
+def test_import_of_a_missing_file(url: str, tmp_path: Path) -> None:
+    assert_error(run(url, "import", str(tmp_path / "nope.jsonl")), "Cannot read")
+
+
+def test_bad_database_url_is_one_line(tmp_path: Path) -> None:
+    assert_error(run("mysql://x@localhost/db", "list"), "SQLite or PostgreSQL")
+    proc = run("postgresql://nobody:s3cret-pw@127.0.0.1:1/none", "list")
+    assert_error(proc, "Cannot reach the database")
+    assert "s3cret-pw" not in proc.stderr
+
+
+def test_fresh_sqlite_file_is_created_and_migrated(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/new.db"
+    assert run(url, "list").stdout.strip() == "No schedules."
+    assert db.current_revision(url) == db.head_revision()
+    assert "is at" in run(url, "db", "current").stdout

@@ -1,0 +1,174 @@
+"""Use cases: permissions, audit, versions, job effects, and bad input that changes nothing."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from core.clock import ManualClock
+from core.errors import Conflict, InvalidInput, NotFound, PermissionDenied
+from core.models import JobState
+from core.store import ScheduleQuery
+from core.usecases import Herald
+from tests.conftest import START
+
+ALICE, BOB, OPS, ADMIN = "local:alice", "local:bob", "local:olga", "local:root-admin"
+LATER = "2026-03-02 15:00"  # START is 12:00 UTC
+
+
+async def snapshot(herald: Herald) -> list[tuple]:
+    """Everything a use case could have changed, to prove a refusal changed nothing."""
+    rows = await herald.store.list_schedules(ScheduleQuery())
+    out = []
+    for s in rows:
+        assert s.id is not None
+        jobs = await herald.store.schedule_jobs(s.id)
+        trail = await herald.store.audit_trail("schedule", str(s.id))
+        out.append((s.model_dump(), [j.model_dump() for j in jobs], len(trail)))
+    return out
+
+
+async def test_create_reads_the_time_in_the_given_zone_and_audits(herald: Herald) -> None:
+    s, created = await herald.create_schedule(
+        ALICE, to="log:", when="2026-03-03 09:00", text="Standup", tz="Europe/Berlin"
+    )
+    assert created and s.starts_at == START.replace(day=3, hour=8)  # 09:00 CET = 08:00 UTC
+    assert s.timezone == "Europe/Berlin"
+    detail = await herald.show_schedule(ALICE, s.id)
+    assert [j.due_at for j in detail.jobs] == [s.starts_at]
+    [row] = await herald.store.audit_trail("schedule", str(s.id))
+    assert (row.actor, row.action) == (ALICE, "schedule.create")
+    assert "Standup" not in str(row.details)  # no message text in the audit log
+
+
+async def test_member_zone_is_the_default(herald: Herald) -> None:
+    await herald.set_timezone(ALICE, "America/New_York")
+    s, _ = await herald.create_schedule(ALICE, to="log:", when="2026-03-03 09:00", text="x")
+    assert s.timezone == "America/New_York" and s.starts_at.hour == 14
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"to": "smoke:signal"}, "Unknown destination kind 'smoke'"),
+        ({"to": "slack:general"}, "not a Slack channel"),
+        ({"to": "webhook:ftp://x"}, "not a webhook URL"),
+        ({"text": "   "}, "The message is empty"),
+        ({"text": "x" * 4001}, "4,001 characters long; the limit is 4,000"),
+        ({"when": "2026-03-01 09:00"}, "in the past"),
+        ({"tz": "Mars/Olympus"}, "Unknown time zone 'Mars/Olympus'"),
+        ({"key": ""}, "idempotency key"),
+    ],
+)
+async def test_bad_input_is_refused_and_changes_nothing(
+    herald: Herald, kwargs: dict, message: str
+) -> None:
+    await herald.create_schedule(ALICE, to="log:", when=LATER, text="keep me")
+    before = await snapshot(herald)
+    request = {"to": "log:", "when": LATER, "text": "hi", **kwargs}
+    with pytest.raises(InvalidInput, match=message):
+        await herald.create_schedule(ALICE, **request)
+    assert await snapshot(herald) == before
+
+
+async def test_text_of_exactly_4000_characters_is_accepted(herald: Herald) -> None:
+    s, _ = await herald.create_schedule(ALICE, to="log:", when=LATER, text="x" * 4000)
+    assert len(s.body) == 4000
+
+
+async def test_members_act_on_their_own_operators_see_all_admins_act_on_all(
+    herald: Herald,
+) -> None:
+    await herald.set_role(ADMIN, OPS, "operator")
+    s, _ = await herald.create_schedule(ALICE, to="log:", when=LATER, text="alice's")
+    assert s.id is not None
+    # another member: cannot see it, cannot tell it exists
+    with pytest.raises(NotFound, match=f"no schedule {s.id} of yours"):
+        await herald.show_schedule(BOB, s.id)
+    with pytest.raises(NotFound):
+        await herald.cancel_schedule(BOB, s.id)
+    with pytest.raises(PermissionDenied):
+        await herald.list_schedules(BOB, everyone=True)
+    assert await herald.list_schedules(BOB) == []
+    # operator: sees everything, changes only their own
+    assert (await herald.show_schedule(OPS, s.id)).schedule.id == s.id
+    assert [x.id for x in await herald.list_schedules(OPS, everyone=True)] == [s.id]
+    with pytest.raises(PermissionDenied, match="only its owner or an admin"):
+        await herald.pause_schedule(OPS, s.id)
+    # admin: may act on anything, and the audit says who did it
+    await herald.pause_schedule(ADMIN, s.id)
+    trail = await herald.store.audit_trail("schedule", str(s.id))
+    assert [(a.actor, a.action) for a in trail] == [
+        (ALICE, "schedule.create"),
+        (ADMIN, "schedule.pause"),
+    ]
+    with pytest.raises(PermissionDenied):
+        await herald.set_role(OPS, BOB, "admin")
+
+
+async def test_edit_moves_the_job_and_a_stale_version_is_refused(herald: Herald) -> None:
+    s, _ = await herald.create_schedule(ALICE, to="log:", when=LATER, text="v1")
+    assert s.id is not None
+    edited = await herald.edit_schedule(
+        ALICE, s.id, when="2026-03-02 18:30", text="v2", to="slack:C0123", expected_version=1
+    )
+    assert (edited.body, edited.destination, edited.version) == ("v2", "slack:C0123", 2)
+    jobs = await herald.store.schedule_jobs(s.id)
+    pending = [j for j in jobs if j.state == JobState.PENDING]
+    assert [j.due_at for j in pending] == [START.replace(hour=18, minute=30)]
+    before = await snapshot(herald)
+    with pytest.raises(Conflict, match="version 2, not 1"):
+        await herald.edit_schedule(ALICE, s.id, text="stale", expected_version=1)
+    with pytest.raises(InvalidInput, match="Nothing to change"):
+        await herald.edit_schedule(ALICE, s.id)
+    assert await snapshot(herald) == before
+
+
+async def test_pause_resume_cancel_lifecycle(herald: Herald, clock: ManualClock) -> None:
+    s, _ = await herald.create_schedule(ALICE, to="log:", when=LATER, text="x")
+    assert s.id is not None
+    paused = await herald.pause_schedule(ALICE, s.id)
+    assert paused.state == "paused" and paused.next_run_at is None
+    assert {j.state for j in await herald.store.schedule_jobs(s.id)} == {JobState.CANCELLED}
+    with pytest.raises(Conflict, match="already paused"):
+        await herald.pause_schedule(ALICE, s.id)
+    resumed = await herald.resume_schedule(ALICE, s.id)
+    assert resumed.state == "active" and resumed.next_run_at == s.starts_at
+    assert [j.state for j in await herald.store.schedule_jobs(s.id)] == [JobState.PENDING]
+    cancelled = await herald.cancel_schedule(ALICE, s.id)
+    assert cancelled.state == "cancelled"
+    assert {j.state for j in await herald.store.schedule_jobs(s.id)} == {JobState.CANCELLED}
+    with pytest.raises(Conflict, match="cancelled, so it cannot be resumed"):
+        await herald.resume_schedule(ALICE, s.id)
+    with pytest.raises(Conflict, match="cannot be edited"):
+        await herald.edit_schedule(ALICE, s.id, text="late")
+
+
+async def test_resuming_a_one_off_whose_time_passed_is_refused(
+    herald: Herald, clock: ManualClock
+) -> None:
+    s, _ = await herald.create_schedule(ALICE, to="log:", when=LATER, text="x")
+    assert s.id is not None
+    await herald.pause_schedule(ALICE, s.id)
+    clock.advance(timedelta(hours=4))
+    with pytest.raises(InvalidInput, match="passed while it was paused"):
+        await herald.resume_schedule(ALICE, s.id)
+    assert (await herald.store.get_schedule(s.id)).state == "paused"  # type: ignore[union-attr]
+
+
+async def test_list_filters(herald: Herald) -> None:
+    a, _ = await herald.create_schedule(ALICE, to="log:", when=LATER, text="Deploy the app")
+    b, _ = await herald.create_schedule(ALICE, to="slack:C0123", when=LATER, text="Lunch")
+    assert b.id is not None
+    await herald.pause_schedule(ALICE, b.id)
+    assert [s.id for s in await herald.list_schedules(ALICE, state="paused")] == [b.id]
+    assert [s.id for s in await herald.list_schedules(ALICE, destination="log:")] == [a.id]
+    assert [s.id for s in await herald.list_schedules(ALICE, text="deploy")] == [a.id]
+    with pytest.raises(InvalidInput, match="Unknown state 'sleeping'"):
+        await herald.list_schedules(ALICE, state="sleeping")
+
+
+async def test_actor_ids_are_checked(herald: Herald) -> None:
+    with pytest.raises(InvalidInput, match="not a member id"):
+        await herald.list_schedules("alice")

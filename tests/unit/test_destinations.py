@@ -1,0 +1,47 @@
+from __future__ import annotations
+
+import pytest
+
+from core.destinations import parse_destination
+from core.errors import InvalidInput
+
+
+@pytest.mark.parametrize(
+    ("uri", "kind", "target"),
+    [
+        ("slack:C0123ABC", "slack", "C0123ABC"),
+        ("slack:C0123ABC/1700000000.000100", "slack", "C0123ABC/1700000000.000100"),
+        ("SLACK:G01ABC", "slack", "G01ABC"),
+        ("discord:123456789012345678", "discord", "123456789012345678"),
+        ("webhook:https://example.com/hook?token=abc", "webhook", "https://example.com/hook?token=abc"),
+        ("email:ops@example.com", "email", "ops@example.com"),
+        ("log:", "log", ""),
+        ("null:", "null", ""),
+    ],
+)
+def test_valid_destinations(uri: str, kind: str, target: str) -> None:
+    dest = parse_destination(uri)
+    assert (dest.kind, dest.target) == (kind, target)
+
+
+@pytest.mark.parametrize(
+    ("uri", "fragment"),
+    [
+        ("C0123", "has no kind"),
+        ("slack:#general", "not a Slack channel"),
+        ("discord:12", "numeric id"),
+        ("webhook:example.com/hook", "not a webhook URL"),
+        ("email:nobody", "not an email address"),
+        ("log:extra", "takes nothing after the colon"),
+        ("fax:+49301234", "Unknown destination kind 'fax'"),
+    ],
+)
+def test_invalid_destinations_say_what_is_wrong(uri: str, fragment: str) -> None:
+    with pytest.raises(InvalidInput, match=fragment):
+        parse_destination(uri)
+
+
+def test_webhook_secrets_are_redacted() -> None:
+    dest = parse_destination("webhook:https://hooks.example.com/services/T0/B0/s3cr3t?sig=abc")
+    assert dest.redacted() == "webhook:https://hooks.example.com/…"
+    assert "s3cr3t" not in dest.redacted()

@@ -1,0 +1,41 @@
+from __future__ import annotations
+
+import pytest
+
+from core.errors import ConfigError
+from core.settings import load_settings
+
+
+def test_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("HERALD_DATABASE_URL", "HERALD_ADMINS", "SLACK_BOT_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    s = load_settings(_env_file=None)
+    assert s.database_url == "sqlite:///herald.db"
+    assert s.admins == frozenset()
+    assert s.slack_bot_token is None
+
+
+def test_environment_is_read_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HERALD_ADMINS", " slack:U1, discord:2 ,,local:alice ")
+    monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-very-secret")
+    monkeypatch.setenv("USER", "carol")
+    s = load_settings(_env_file=None)
+    assert s.admins == {"slack:U1", "discord:2", "local:alice"}
+    assert s.local_actor == "local:carol"
+    assert "xoxb-very-secret" not in repr(s) and "xoxb-very-secret" not in str(s.model_dump())
+    assert s.slack_bot_token is not None
+    assert s.slack_bot_token.get_secret_value() == "xoxb-very-secret"
+
+
+def test_dotenv_file(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("HERALD_DATABASE_URL", raising=False)
+    env = tmp_path / ".env"
+    env.write_text("HERALD_DATABASE_URL=sqlite:///from-dotenv.db\n")
+    assert load_settings(_env_file=env).database_url == "sqlite:///from-dotenv.db"
+
+
+def test_bad_value_names_the_variable_not_the_value(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HERALD_HTTP_PORT", "eighty")
+    with pytest.raises(ConfigError, match="HERALD_HTTP_PORT") as info:
+        load_settings(_env_file=None)
+    assert "eighty" not in str(info.value)
