@@ -120,6 +120,11 @@ class Schedule(SQLModel, table=True):
     state: str = Field(default=ScheduleState.ACTIVE.value, max_length=16)
     idempotency_key: str | None = Field(default=None, max_length=200)
     max_lateness_s: int | None = Field(default=None)
+    #: Presentation options passed to the channel (Slack blocks, sender name, email
+    #: subject...). Never secrets.
+    options: dict[str, Any] = Field(
+        default_factory=dict, sa_type=JSON, sa_column_kwargs={"server_default": "{}"}
+    )
     version: int = Field(default=1)
     created_at: datetime = _utc()
     updated_at: datetime = _utc()
@@ -145,6 +150,10 @@ class Job(SQLModel, table=True):
     lease_expires_at: datetime | None = _utc(default=None)
     idempotency_key: str = Field(max_length=64, unique=True)
     last_error: str | None = Field(default=None, sa_type=sa.Text)
+    #: A dead letter's pending retry request (by a member or operator), until an
+    #: admin approves or rejects it.
+    retry_requested_by: str | None = Field(default=None, max_length=200)
+    retry_requested_at: datetime | None = _utc(default=None)
     created_at: datetime = _utc()
     updated_at: datetime = _utc()
     finished_at: datetime | None = _utc(default=None)
@@ -184,3 +193,14 @@ class Audit(SQLModel, table=True):
     object_type: str = Field(max_length=32)
     object_id: str = Field(max_length=64)
     details: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)
+
+
+class Worker(SQLModel, table=True):
+    """A running dispatcher and its heartbeat (for the console and readiness)."""
+
+    id: str = Field(primary_key=True, max_length=200)
+    host: str = Field(max_length=200)
+    pid: int
+    started_at: datetime = _utc()
+    heartbeat_at: datetime = _utc()
+    stopped_at: datetime | None = _utc(default=None)

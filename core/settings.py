@@ -37,6 +37,19 @@ class Settings(BaseSettings):
     http_host: str = Field(default="127.0.0.1", alias="HERALD_HTTP_HOST")
     http_port: int = Field(default=8080, alias="HERALD_HTTP_PORT")
 
+    # dispatcher
+    concurrency: int = Field(default=64, ge=1, alias="HERALD_CONCURRENCY")
+    batch_size: int = Field(default=1000, ge=1, le=10_000, alias="HERALD_BATCH_SIZE")
+    lease_seconds: float = Field(default=60.0, gt=0, alias="HERALD_LEASE_SECONDS")
+    sweep_seconds: float = Field(default=30.0, gt=0, alias="HERALD_SWEEP_SECONDS")
+    max_attempts: int = Field(default=8, ge=1, alias="HERALD_MAX_ATTEMPTS")
+    backoff_base: float = Field(default=5.0, gt=0, alias="HERALD_BACKOFF_BASE")
+    backoff_cap: float = Field(default=3600.0, gt=0, alias="HERALD_BACKOFF_CAP")
+    max_lateness: float = Field(default=3600.0, gt=0, alias="HERALD_MAX_LATENESS")
+    shutdown_timeout: float = Field(default=30.0, ge=0, alias="HERALD_SHUTDOWN_TIMEOUT")
+    retention_days: float = Field(default=30.0, gt=0, alias="HERALD_RETENTION_DAYS")
+    dead_letter_max: int = Field(default=100_000, ge=1, alias="HERALD_DEAD_LETTER_MAX")
+
     @field_validator("admins", mode="before")
     @classmethod
     def _split_admins(cls, value: object) -> object:

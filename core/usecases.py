@@ -9,6 +9,7 @@ person can read, and changes nothing.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -20,6 +21,7 @@ from core.errors import Conflict, InvalidInput, NotFound, PermissionDenied
 from core.models import Attempt, Job, Role, Schedule, ScheduleState
 from core.settings import Settings
 from core.store import AuditEntry, ScheduleQuery, Store
+from core.store.queue import DeadLetter
 
 MAX_TEXT = 4000
 MAX_KEY = 200
@@ -74,10 +76,20 @@ def check_key(key: str | None) -> str | None:
 class Herald:
     """The use cases over one store, one clock and the settings."""
 
-    def __init__(self, store: Store, settings: Settings, clock: Clock) -> None:
+    def __init__(
+        self,
+        store: Store,
+        settings: Settings,
+        clock: Clock,
+        *,
+        on_due: Callable[[datetime], None] | None = None,
+    ) -> None:
         self.store = store
         self.settings = settings
         self.clock = clock
+        #: Called with the due time whenever a job is created or moved, so an
+        #: in-process dispatcher wakes at once (set by the composition root).
+        self.on_due = on_due
 
     # --- who is acting ------------------------------------------------------------
 
@@ -158,6 +170,7 @@ class Herald:
             "state": ScheduleState.ACTIVE.value,
             "idempotency_key": check_key(key),
             "max_lateness_s": None,
+            "options": {},
             "version": 1,
             "created_at": now,
             "updated_at": now,
@@ -178,7 +191,7 @@ class Herald:
         actor = await self.actor(actor_id)
         values = self.build_schedule(actor, to=to, when=when, text=text, tz=tz, key=key)
         schedule = Schedule(**values)
-        return await self.store.create_schedule(
+        stored, created = await self.store.create_schedule(
             schedule,
             first_run=schedule.starts_at,
             now=self.clock.now(),
@@ -189,6 +202,13 @@ class Herald:
                 details=audit_summary(values),
             ),
         )
+        if created:
+            self._due(schedule.starts_at)
+        return stored, created
+
+    def _due(self, at: datetime | None) -> None:
+        if at is not None and self.on_due is not None:
+            self.on_due(at)
 
     async def list_schedules(
         self,
@@ -300,7 +320,7 @@ class Herald:
             if schedule.state == ScheduleState.ACTIVE.value:
                 arm_at = reading.first
         assert schedule.id is not None
-        return await self.store.change_schedule(
+        updated = await self.store.change_schedule(
             schedule.id,
             expected_version=schedule.version,
             values=values,
@@ -309,6 +329,8 @@ class Herald:
             arm_at=arm_at,
             audit=AuditEntry(actor.id, "schedule.edit", "schedule", str(schedule.id), changed),
         )
+        self._due(arm_at)
+        return updated
 
     async def pause_schedule(
         self, actor_id: str, schedule_id: int, *, expected_version: int | None = None
@@ -365,7 +387,7 @@ class Herald:
         values: dict[str, Any] = {"state": state.value}
         if cancel:
             values["next_run_at"] = None
-        return await self.store.change_schedule(
+        updated = await self.store.change_schedule(
             schedule.id,
             expected_version=schedule.version,
             values=values,
@@ -380,6 +402,67 @@ class Herald:
                 {"from": schedule.state, "to": state.value},
             ),
         )
+        self._due(arm_at)
+        return updated
+
+    # --- dead letters -----------------------------------------------------------------
+
+    async def dead_letters(self, actor_id: str, *, limit: int = 200) -> list[DeadLetter]:
+        """Dead letters, newest first: everyone's for operators and admins, else own."""
+        actor = await self.actor(actor_id)
+        owner = None if actor.sees_everything else actor.id
+        return await self.store.dead_letters(owner=owner, limit=limit)
+
+    async def _dead_visible(self, actor: Actor, job_ids: Sequence[int]) -> list[DeadLetter]:
+        if not job_ids:
+            raise InvalidInput("Name at least one dead letter (its job id).")
+        found = await self.store.dead_letters(ids=job_ids, limit=len(job_ids))
+        visible = {d.job_id: d for d in found if actor.sees_everything or d.owner == actor.id}
+        missing = [job_id for job_id in job_ids if job_id not in visible]
+        if missing:
+            ids = ", ".join(str(m) for m in missing)
+            raise NotFound(f"No dead letter {ids} that you can see (it may have been retried).")
+        return [visible[job_id] for job_id in job_ids]
+
+    async def retry_dead_letters(self, actor_id: str, job_ids: Sequence[int]) -> tuple[str, int]:
+        """An admin's retry puts the jobs back in the queue now (fresh attempt budget,
+        same idempotency key); anyone else's becomes a request an admin decides on.
+        Returns ``("retried" | "requested", count)``."""
+        actor = await self.actor(actor_id)
+        await self._dead_visible(actor, job_ids)
+        now = self.clock.now()
+        if actor.is_admin:
+            audit = AuditEntry(actor.id, "dead.retry", "job")
+            count = await self.store.retry_dead(job_ids, now=now, audit=audit)
+            if count and self.on_due is not None:
+                self.on_due(now)
+            return "retried", count
+        audit = AuditEntry(actor.id, "dead.retry_request", "job")
+        return "requested", await self.store.request_dead_retry(
+            job_ids, actor=actor.id, now=now, audit=audit
+        )
+
+    async def reject_dead_retry(self, actor_id: str, job_ids: Sequence[int]) -> int:
+        """An admin turns down retry requests; the jobs stay dead."""
+        actor = await self.actor(actor_id)
+        if not actor.is_admin:
+            raise PermissionDenied("Only an admin can decide on retry requests.")
+        letters = await self._dead_visible(actor, job_ids)
+        unrequested = [d.job_id for d in letters if d.retry_requested_by is None]
+        if unrequested:
+            ids = ", ".join(str(j) for j in unrequested)
+            raise Conflict(f"Dead letter {ids} has no retry request to reject.")
+        audit = AuditEntry(actor.id, "dead.retry_reject", "job")
+        return await self.store.reject_dead_retry(job_ids, now=self.clock.now(), audit=audit)
+
+    async def discard_dead_letters(self, actor_id: str, job_ids: Sequence[int]) -> int:
+        """Give up on dead letters for good (operators and admins)."""
+        actor = await self.actor(actor_id)
+        if not actor.sees_everything:
+            raise PermissionDenied("Only operators and admins can discard dead letters.")
+        await self._dead_visible(actor, job_ids)
+        audit = AuditEntry(actor.id, "dead.discard", "job")
+        return await self.store.discard_dead(job_ids, now=self.clock.now(), audit=audit)
 
 
 _VERBS = {

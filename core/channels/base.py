@@ -1,0 +1,105 @@
+"""The one delivery interface every channel implements.
+
+A channel is given one :class:`Delivery` and returns a :class:`DeliveryResult`; it
+classifies every provider answer as ok, retryable (optionally with a retry-after) or
+permanent. ``send`` must not raise for anything the provider or the network does: it
+returns a result. If it raises anyway, the dispatcher records the exception as a
+retryable failure (a bug must never lose a message).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any, ClassVar
+
+from core.destinations import Destination
+
+
+class Outcome(StrEnum):
+    OK = "ok"
+    RETRY = "retry"
+    PERMANENT = "permanent"
+
+
+@dataclass(frozen=True)
+class RateLimit:
+    """A token bucket: ``rate`` sends per second on average, bursts up to ``burst``."""
+
+    rate: float
+    burst: float
+
+    @property
+    def unlimited(self) -> bool:
+        return self.rate <= 0
+
+
+UNLIMITED = RateLimit(0, 0)
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """One try at sending one job."""
+
+    job_id: int
+    schedule_id: int
+    destination: Destination
+    body: str
+    idempotency_key: str
+    attempt: int
+    occurrence_at: datetime
+    due_at: datetime
+    #: Per-schedule presentation options (Slack ``blocks``, ``username``, ``icon_url``,
+    #: email ``subject``...). Never secrets.
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class DeliveryResult:
+    """What the provider said. ``retry_after`` (seconds) is the provider's own pause."""
+
+    outcome: Outcome
+    status_code: int | None = None
+    message_id: str | None = None
+    error: str | None = None
+    retry_after: float | None = None
+
+    @classmethod
+    def ok(cls, status_code: int | None = None, message_id: str | None = None) -> DeliveryResult:
+        return cls(Outcome.OK, status_code, message_id)
+
+    @classmethod
+    def retry(
+        cls, error: str, status_code: int | None = None, retry_after: float | None = None
+    ) -> DeliveryResult:
+        return cls(Outcome.RETRY, status_code, None, error, retry_after)
+
+    @classmethod
+    def permanent(cls, error: str, status_code: int | None = None) -> DeliveryResult:
+        return cls(Outcome.PERMANENT, status_code, None, error)
+
+
+class Channel(ABC):
+    """Sends deliveries of one destination kind (``kind`` is the URI scheme).
+
+    Optional capabilities have defaults: ``rate_limit`` is the per-destination bucket
+    the dispatcher applies before calling ``send``; ``close`` releases connections.
+    """
+
+    kind: ClassVar[str]
+    rate_limit: ClassVar[RateLimit] = UNLIMITED
+
+    @abstractmethod
+    async def send(self, delivery: Delivery) -> DeliveryResult:
+        """Send one delivery and classify the answer. Never raises for provider or
+        network errors: those are results."""
+
+    async def validate(self, destination: Destination) -> None:  # noqa: B027
+        """Check, at schedule time, that the destination can be reached (e.g. the bot
+        may post in that channel). Raises InvalidInput with what to do. Default: no check."""
+
+    async def close(self) -> None:  # noqa: B027 - optional capability, empty by default
+        """Release connections; called once when the dispatcher stops."""

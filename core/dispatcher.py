@@ -1,0 +1,509 @@
+"""The dispatcher: delivers every due job, retries what fails, parks what keeps failing.
+
+APScheduler (3.x) is only the clock: a date job wakes the loop at the earliest due
+time, an interval job sweeps (reclaims expired leases, heartbeats) and a cron job does
+housekeeping. The database is the queue and the source of truth.
+
+One loop claims due jobs in batches (up to ``concurrency * 2`` in flight), each job is
+sent by its channel under a global concurrency limit and a per-destination token
+bucket, and a flusher records finished jobs in batches. A lease (renewed while sending)
+guards every claimed job; a job whose worker died is reclaimed by the sweep and sent
+again with the same idempotency key.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import random
+import socket
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from core import timeexpr
+from core.channels.base import Channel, Delivery, DeliveryResult, Outcome
+from core.clock import Clock
+from core.destinations import parse_destination
+from core.errors import HeraldError
+from core.models import JobState
+from core.ratelimit import RateLimiter
+from core.settings import Settings
+from core.store import Store
+from core.store.queue import AttemptRecord, ClaimedJob, Finished
+
+log = logging.getLogger(__name__)
+
+Observer = Callable[[Finished], None]
+
+
+@dataclass(frozen=True)
+class DispatcherConfig:
+    concurrency: int = 64
+    batch_size: int = 1000
+    lease_seconds: float = 60.0
+    sweep_seconds: float = 30.0
+    max_attempts: int = 8
+    backoff_base: float = 5.0
+    backoff_cap: float = 3600.0
+    max_lateness: float = 3600.0
+    shutdown_timeout: float = 30.0
+    #: A job that would wait longer than this for its destination's rate limit is
+    #: handed back (due when the limit allows) instead of holding a slot.
+    max_rate_wait: float = 10.0
+
+    @classmethod
+    def from_settings(cls, s: Settings) -> DispatcherConfig:
+        return cls(
+            concurrency=s.concurrency,
+            batch_size=s.batch_size,
+            lease_seconds=s.lease_seconds,
+            sweep_seconds=s.sweep_seconds,
+            max_attempts=s.max_attempts,
+            backoff_base=s.backoff_base,
+            backoff_cap=s.backoff_cap,
+            max_lateness=s.max_lateness,
+            shutdown_timeout=s.shutdown_timeout,
+        )
+
+    @property
+    def max_inflight(self) -> int:
+        return max(self.concurrency * 2, self.batch_size)
+
+
+def backoff_delay(attempt: int, base: float, cap: float, rng: random.Random) -> float:
+    """Exponential backoff with full jitter: uniform in [0, min(cap, base * 2^(n-1))]."""
+    ceiling = min(cap, base * (2 ** max(0, attempt - 1)))
+    return rng.uniform(0, ceiling)
+
+
+@dataclass
+class DrainSummary:
+    """What a drain run did, by final state, and what it left waiting."""
+
+    outcomes: Counter[str] = field(default_factory=Counter)
+    waiting: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        keys = ("delivered", "retrying", "dead", "expired")
+        return {**{k: self.outcomes.get(k, 0) for k in keys}, "waiting": self.waiting}
+
+
+def default_worker_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{random.randrange(16**6):06x}"
+
+
+class Dispatcher:
+    """Delivers due jobs from ``store`` through ``channels`` (keyed by destination kind)."""
+
+    def __init__(
+        self,
+        store: Store,
+        channels: Mapping[str, Channel],
+        *,
+        clock: Clock,
+        config: DispatcherConfig | None = None,
+        worker_id: str | None = None,
+        rng: random.Random | None = None,
+        observer: Observer | None = None,
+    ) -> None:
+        self.store = store
+        self.channels = dict(channels)
+        self.clock = clock
+        self.config = config or DispatcherConfig()
+        self.worker_id = worker_id or default_worker_id()
+        self.rng = rng or random.Random()
+        self.observer = observer
+        self.outcomes: Counter[str] = Counter()
+        self._limiter = RateLimiter()
+        self._inflight: dict[int, ClaimedJob] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._done: list[Finished] = []
+        self._sem: asyncio.Semaphore | None = None
+        self._kick: asyncio.Event | None = None
+        self._flushed: asyncio.Event | None = None
+        self._stopping = False
+        self._scheduler: Any = None
+
+    # --- wiring -----------------------------------------------------------------------
+
+    def _events(self) -> tuple[asyncio.Semaphore, asyncio.Event, asyncio.Event]:
+        if self._sem is None or self._kick is None or self._flushed is None:
+            self._sem = asyncio.Semaphore(self.config.concurrency)
+            self._kick = asyncio.Event()
+            self._flushed = asyncio.Event()
+        return self._sem, self._kick, self._flushed
+
+    def wake(self, at: datetime | None = None) -> None:
+        """A job was created or moved (due at ``at``): look at the queue again now.
+        Safe to call from the event loop at any time."""
+        _, kick, _ = self._events()
+        kick.set()
+
+    # --- claiming and sending ---------------------------------------------------------
+
+    async def pump(self) -> int:
+        """Claim due jobs up to the free capacity and start sending them."""
+        claimed_total = 0
+        while not self._stopping:
+            room = self.config.max_inflight - len(self._inflight)
+            if room <= 0:
+                break
+            want = min(room, self.config.batch_size)
+            now = self.clock.now()
+            jobs = await self.store.claim_due(
+                now=now,
+                worker=self.worker_id,
+                lease_until=now + timedelta(seconds=self.config.lease_seconds),
+                limit=want,
+            )
+            for job in jobs:
+                self._inflight[job.id] = job
+                task = asyncio.create_task(self._run(job), name=f"herald-job-{job.id}")
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+            claimed_total += len(jobs)
+            if len(jobs) < want:
+                break
+        return claimed_total
+
+    async def _run(self, job: ClaimedJob) -> None:
+        finished = await self._attempt(job)
+        self._done.append(finished)
+        if len(self._done) == 1:
+            asyncio.get_running_loop().call_soon(self._schedule_flush)
+
+    def _schedule_flush(self) -> None:
+        if self._done and not self._stopping_flush:
+            task = asyncio.create_task(self._flush(), name="herald-flush")
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    _stopping_flush = False
+    _flush_lock: asyncio.Lock | None = None
+
+    async def _flush(self) -> None:
+        """Record every finished job so far in one transaction."""
+        if self._flush_lock is None:
+            self._flush_lock = asyncio.Lock()
+        async with self._flush_lock:
+            while self._done:
+                batch, self._done = self._done, []
+                now = self.clock.now()
+                try:
+                    await self.store.finish(batch, worker=self.worker_id, now=now)
+                except HeraldError:
+                    log.exception("could not record outcomes; retrying", extra={"jobs": len(batch)})
+                    self._done[:0] = batch
+                    await asyncio.sleep(1.0)
+                    continue
+                for item in batch:
+                    self._inflight.pop(item.job.id, None)
+                    self.outcomes[item.state] += 1
+                    if self.observer is not None:
+                        self.observer(item)
+            _, kick, flushed = self._events()
+            flushed.set()
+            kick.set()
+
+    async def _attempt(self, job: ClaimedJob) -> Finished:
+        now = self.clock.now()
+        limit = job.max_lateness_s if job.max_lateness_s is not None else self.config.max_lateness
+        late = (now - job.due_at).total_seconds()
+        if late > limit:
+            return Finished(
+                job,
+                JobState.EXPIRED.value,
+                error=(
+                    f"Not sent: it was {_duration(late)} late, over the {_duration(limit)} "
+                    "limit (the dispatcher was probably down)."
+                ),
+                next_run=self._next_run(job, now),
+            )
+        if job.attempts > self.config.max_attempts:
+            return self._dead(job, None, f"Gave up after {job.attempts - 1} tries.", now)
+        try:
+            destination = parse_destination(job.destination)
+        except HeraldError as exc:
+            return self._dead(job, None, str(exc), now)
+        channel = self.channels.get(destination.kind)
+        if channel is None:
+            result = DeliveryResult.retry(
+                f"No {destination.kind} channel is configured on this dispatcher."
+            )
+            return self._outcome(job, result, now, now, destination_key=str(destination))
+        key = str(destination)
+        wait = self._limiter.reserve(key, channel.rate_limit, now)
+        if wait > self.config.max_rate_wait:
+            self._limiter.refund(key)
+            return Finished(
+                job,
+                JobState.RETRYING.value if job.attempts > 1 else JobState.PENDING.value,
+                error=f"Waiting {_duration(wait)} for {destination.kind} rate limits.",
+                retry_at=now + timedelta(seconds=wait),
+                refund_attempt=True,
+            )
+        if wait > 0:
+            await self.clock.sleep(wait)
+        sem, _, _ = self._events()
+        delivery = Delivery(
+            job_id=job.id,
+            schedule_id=job.schedule_id,
+            destination=destination,
+            body=job.body,
+            idempotency_key=job.idempotency_key,
+            attempt=job.attempts,
+            occurrence_at=job.occurrence_at,
+            due_at=job.due_at,
+            options=job.options,
+        )
+        async with sem:
+            started = self.clock.now()
+            try:
+                result = await channel.send(delivery)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # noqa: BLE001 - a channel bug must not lose the job
+                log.exception(
+                    "channel raised", extra={"job_id": job.id, "destination": destination.kind}
+                )
+                result = DeliveryResult.retry(f"Internal error in the {destination.kind} channel.")
+        return self._outcome(job, result, started, self.clock.now(), destination_key=key)
+
+    def _outcome(
+        self,
+        job: ClaimedJob,
+        result: DeliveryResult,
+        started: datetime,
+        finished: datetime,
+        *,
+        destination_key: str,
+    ) -> Finished:
+        attempt = AttemptRecord(
+            started_at=started,
+            finished_at=finished,
+            outcome=result.outcome.value,
+            status_code=result.status_code,
+            error=result.error,
+            message_id=result.message_id,
+        )
+        if result.outcome is Outcome.OK:
+            return Finished(
+                job, JobState.DELIVERED.value, attempt, next_run=self._next_run(job, finished)
+            )
+        if result.outcome is Outcome.PERMANENT:
+            return self._dead(job, attempt, result.error or "The provider refused it.", finished)
+        channel = self.channels.get(destination_key.partition(":")[0])
+        if result.retry_after is not None and channel is not None:
+            until = finished + timedelta(seconds=result.retry_after)
+            self._limiter.pause(destination_key, channel.rate_limit, until)
+        rate_limited = result.retry_after is not None and result.status_code == 429
+        if job.attempts >= self.config.max_attempts and not rate_limited:
+            return self._dead(
+                job, attempt, f"Gave up after {job.attempts} tries: {result.error}", finished
+            )
+        delay = (
+            result.retry_after
+            if result.retry_after is not None
+            else backoff_delay(
+                job.attempts, self.config.backoff_base, self.config.backoff_cap, self.rng
+            )
+        )
+        return Finished(
+            job,
+            JobState.RETRYING.value,
+            attempt,
+            error=result.error,
+            retry_at=finished + timedelta(seconds=delay),
+            refund_attempt=rate_limited,
+        )
+
+    def _dead(
+        self, job: ClaimedJob, attempt: AttemptRecord | None, error: str, now: datetime
+    ) -> Finished:
+        return Finished(
+            job, JobState.DEAD.value, attempt, error=error, next_run=self._next_run(job, now)
+        )
+
+    def _next_run(self, job: ClaimedJob, now: datetime) -> datetime | None:
+        """A recurring schedule's next occurrence after this one and after now (no
+        burst of stale repeats after downtime)."""
+        if job.rrule is None:
+            return None
+        try:
+            return timeexpr.next_occurrence(job.rrule, max(job.occurrence_at, now))
+        except HeraldError:
+            log.exception("stored rule cannot be read", extra={"schedule_id": job.schedule_id})
+            return None
+
+    # --- leases -----------------------------------------------------------------------
+
+    async def sweep(self) -> int:
+        """Reclaim jobs whose worker died; renew this worker's leases."""
+        now = self.clock.now()
+        reclaimed = await self.store.reclaim_expired(now=now)
+        if reclaimed:
+            log.warning("reclaimed jobs with expired leases", extra={"jobs": reclaimed})
+            self.wake()
+        await self._renew(now)
+        return reclaimed
+
+    async def _renew(self, now: datetime) -> None:
+        if self._inflight:
+            await self.store.renew_leases(
+                list(self._inflight),
+                worker=self.worker_id,
+                until=now + timedelta(seconds=self.config.lease_seconds),
+            )
+
+    async def _renew_forever(self) -> None:
+        while True:
+            await asyncio.sleep(self.config.lease_seconds / 3)
+            try:
+                await self._renew(self.clock.now())
+            except HeraldError:
+                log.exception("could not renew leases")
+
+    # --- drain mode -------------------------------------------------------------------
+
+    async def drain(self, retry_window: float = 0.0) -> DrainSummary:
+        """Deliver everything due now; keep going while retries fall due within
+        ``retry_window`` seconds (waiting on the clock); then stop and summarise."""
+        deadline = self.clock.now() + timedelta(seconds=retry_window)
+        _, _, flushed = self._events()
+        renewer = asyncio.create_task(self._renew_forever(), name="herald-renew")
+        before = Counter(self.outcomes)
+        try:
+            await self.store.reclaim_expired(now=self.clock.now())
+            while True:
+                claimed = await self.pump()
+                if self._inflight:
+                    flushed.clear()
+                    await flushed.wait()
+                    continue
+                if claimed:
+                    continue
+                upcoming = await self.store.next_due_at()
+                if upcoming is None or upcoming > deadline:
+                    break
+                await self.clock.sleep((upcoming - self.clock.now()).total_seconds())
+        finally:
+            renewer.cancel()
+            await asyncio.gather(renewer, return_exceptions=True)
+        summary = DrainSummary(self.outcomes - before)
+        counts = await self.store.job_counts()
+        summary.waiting = sum(counts.get(s, 0) for s in ("pending", "retrying", "claimed"))
+        return summary
+
+    # --- service mode -----------------------------------------------------------------
+
+    async def serve(self, stop: asyncio.Event) -> None:
+        """Run until ``stop`` is set, then shut down gracefully: stop claiming, let
+        deliveries in flight finish (up to ``shutdown_timeout``), hand back the rest."""
+        from apscheduler.schedulers.asyncio import AsyncIOScheduler
+
+        _, kick, _ = self._events()
+        host, pid = socket.gethostname(), os.getpid()
+        scheduler = AsyncIOScheduler(timezone=UTC)
+        self._scheduler = scheduler
+
+        async def on_sweep() -> None:
+            try:
+                await self.sweep()
+                await self.store.heartbeat(self.worker_id, host=host, pid=pid, now=self.clock.now())
+            except HeraldError:
+                log.exception("sweep failed")
+
+        async def on_wake() -> None:
+            kick.set()
+
+        scheduler.add_job(
+            on_sweep,
+            "interval",
+            seconds=self.config.sweep_seconds,
+            id="sweep",
+            coalesce=True,
+            max_instances=1,
+            next_run_time=datetime.now(UTC),
+        )
+        self._on_wake = on_wake
+        scheduler.start()
+        renewer = asyncio.create_task(self._renew_forever(), name="herald-renew")
+        stopper = asyncio.create_task(stop.wait(), name="herald-stop")
+        log.info("dispatcher started", extra={"worker": self.worker_id})
+        kick.set()
+        try:
+            while not stop.is_set():
+                kicked = asyncio.create_task(kick.wait())
+                await asyncio.wait({kicked, stopper}, return_when=asyncio.FIRST_COMPLETED)
+                kicked.cancel()
+                if stop.is_set():
+                    break
+                kick.clear()
+                try:
+                    await self.pump()
+                    if len(self._inflight) < self.config.max_inflight:
+                        await self._plan_wake(scheduler)
+                except HeraldError:
+                    log.exception("dispatcher loop failed; retrying at the next sweep")
+        finally:
+            await self._shutdown(renewer, scheduler, host, pid)
+
+    async def _plan_wake(self, scheduler: Any) -> None:
+        upcoming = await self.store.next_due_at()
+        if upcoming is None:
+            return
+        if upcoming <= self.clock.now():
+            self.wake()
+            return
+        scheduler.add_job(
+            self._on_wake,
+            "date",
+            run_date=upcoming,
+            id="wake",
+            replace_existing=True,
+            misfire_grace_time=None,
+        )
+
+    async def _shutdown(
+        self, renewer: asyncio.Task[None], scheduler: Any, host: str, pid: int
+    ) -> None:
+        self._stopping = True
+        scheduler.shutdown(wait=False)
+        senders = [t for t in self._tasks if t.get_name().startswith("herald-job-")]
+        if senders:
+            log.info("waiting for deliveries in flight", extra={"jobs": len(senders)})
+            _, pending = await asyncio.wait(senders, timeout=self.config.shutdown_timeout)
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+        await self._flush()
+        renewer.cancel()
+        await asyncio.gather(renewer, return_exceptions=True)
+        leftover = list(self._inflight)
+        if leftover:
+            released = await self.store.release(
+                leftover, worker=self.worker_id, now=self.clock.now()
+            )
+            log.info("handed back jobs not sent", extra={"jobs": released})
+        self._inflight.clear()
+        await self.store.heartbeat(
+            self.worker_id, host=host, pid=pid, now=self.clock.now(), stopped=True
+        )
+        for channel in self.channels.values():
+            await channel.close()
+        log.info("dispatcher stopped", extra={"worker": self.worker_id})
+
+    _on_wake: Callable[[], Any]
+
+
+def _duration(seconds: float) -> str:
+    seconds = abs(seconds)
+    if seconds < 90:
+        return f"{seconds:.0f}s"
+    if seconds < 90 * 60:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"

@@ -1,0 +1,17 @@
+"""The gateway: every query Herald runs lives in this package.
+
+The use cases, the dispatcher, the chat adapters and the console call named methods of
+:class:`Store`; none of them builds a query or holds a session. The same API runs on
+SQLite and PostgreSQL.
+"""
+
+from core.store.base import AuditEntry, new_idempotency_key
+from core.store.queue import QueueQueries
+from core.store.schedules import ScheduleQueries, ScheduleQuery
+
+
+class Store(ScheduleQueries, QueueQueries):
+    """Every named query, over one engine."""
+
+
+__all__ = ["AuditEntry", "ScheduleQuery", "Store", "new_idempotency_key"]

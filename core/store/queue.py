@@ -1,0 +1,539 @@
+"""Queries of the dispatcher: claim, finish, leases, dead letters, workers.
+
+The hot path is set-based SQLAlchemy Core: one claim statement per batch (``UPDATE …
+RETURNING``, with ``FOR UPDATE SKIP LOCKED`` on PostgreSQL) and one transaction that
+records a whole batch of outcomes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from core import db
+from core.errors import DatabaseError, HeraldError
+from core.models import JobState, ScheduleState, Worker
+from core.store.base import ATTEMPT, JOB, SCHEDULE, AuditEntry, Gateway, new_idempotency_key
+
+WORKER = Worker.__table__  # type: ignore[attr-defined]
+CLAIMABLE = (JobState.PENDING.value, JobState.RETRYING.value)
+TERMINAL_FOR_SCHEDULE = ("delivered", "dead", "expired")
+
+
+@dataclass(frozen=True)
+class ClaimedJob:
+    """A job this worker now holds a lease on, with what it needs to send it."""
+
+    id: int
+    schedule_id: int
+    occurrence_at: datetime
+    due_at: datetime
+    attempts: int
+    idempotency_key: str
+    destination: str
+    body: str
+    rrule: str | None
+    max_lateness_s: int | None
+    options: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class AttemptRecord:
+    """One row of the delivery log."""
+
+    started_at: datetime
+    finished_at: datetime
+    outcome: str
+    status_code: int | None = None
+    error: str | None = None
+    message_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Finished:
+    """The outcome of one claimed job, to record.
+
+    ``state`` is delivered, retrying, dead or expired (or pending, for a job handed
+    back untried). ``next_run`` is a recurring schedule's next occurrence, computed by
+    the dispatcher from ``rrule``; it is inserted only if the schedule is still active
+    with that same rule.
+    """
+
+    job: ClaimedJob
+    state: str
+    attempt: AttemptRecord | None = None
+    error: str | None = None
+    retry_at: datetime | None = None
+    next_run: datetime | None = None
+    refund_attempt: bool = False
+
+
+@dataclass(frozen=True)
+class DeadLetter:
+    job_id: int
+    schedule_id: int
+    owner: str
+    destination: str
+    body: str
+    attempts: int
+    last_error: str | None
+    occurrence_at: datetime
+    finished_at: datetime | None
+    retry_requested_by: str | None
+    retry_requested_at: datetime | None
+
+
+class QueueQueries(Gateway):
+    """The job queue as the dispatcher and the dead-letter desk see it."""
+
+    @asynccontextmanager
+    async def _tx(self) -> AsyncIterator[AsyncConnection]:
+        """A bare Core connection in one transaction (the hot path: no ORM session)."""
+        try:
+            async with self._engine.begin() as conn:
+                yield conn
+        except HeraldError:
+            raise
+        except sa.exc.DBAPIError as exc:
+            raise DatabaseError(
+                f"The database at {db.redacted(self.url)} failed: {db.reason(exc)}"
+            ) from exc
+
+    def _insert(self) -> Any:
+        dialect = postgresql if self.backend == "postgresql" else sqlite
+        return dialect.insert
+
+    # --- claim ----------------------------------------------------------------------
+
+    async def claim_due(
+        self, *, now: datetime, worker: str, lease_until: datetime, limit: int
+    ) -> list[ClaimedJob]:
+        """Atomically lease up to ``limit`` due jobs, oldest due first."""
+        due = (
+            sa.select(JOB.c.id)
+            .where(JOB.c.state.in_(CLAIMABLE), JOB.c.due_at <= now)
+            .order_by(JOB.c.due_at)
+            .limit(limit)
+        )
+        if self.backend == "postgresql":
+            due = due.with_for_update(skip_locked=True)
+        claim = (
+            sa.update(JOB)
+            .where(JOB.c.id.in_(due), JOB.c.state.in_(CLAIMABLE))
+            .values(
+                state=JobState.CLAIMED.value,
+                lease_owner=worker,
+                lease_expires_at=lease_until,
+                attempts=JOB.c.attempts + 1,
+                updated_at=now,
+            )
+            .returning(
+                JOB.c.id,
+                JOB.c.schedule_id,
+                JOB.c.occurrence_at,
+                JOB.c.due_at,
+                JOB.c.attempts,
+                JOB.c.idempotency_key,
+            )
+        )
+        async with self._tx() as conn:
+            jobs = (await conn.execute(claim)).all()
+            if not jobs:
+                return []
+            schedule_ids = list({row.schedule_id for row in jobs})
+            result = await conn.execute(
+                sa.select(
+                    SCHEDULE.c.id,
+                    SCHEDULE.c.destination,
+                    SCHEDULE.c.body,
+                    SCHEDULE.c.rrule,
+                    SCHEDULE.c.max_lateness_s,
+                    SCHEDULE.c.options,
+                ).where(SCHEDULE.c.id.in_(schedule_ids))
+            )
+            schedules = {row.id: row for row in result}
+        claimed = []
+        for row in jobs:
+            s = schedules[row.schedule_id]
+            claimed.append(
+                ClaimedJob(
+                    id=row.id,
+                    schedule_id=row.schedule_id,
+                    occurrence_at=row.occurrence_at,
+                    due_at=row.due_at,
+                    attempts=row.attempts,
+                    idempotency_key=row.idempotency_key,
+                    destination=s.destination,
+                    body=s.body,
+                    rrule=s.rrule,
+                    max_lateness_s=s.max_lateness_s,
+                    options=dict(s.options or {}),
+                )
+            )
+        claimed.sort(key=lambda job: job.due_at)
+        return claimed
+
+    async def next_due_at(self) -> datetime | None:
+        """When the earliest waiting job falls due (None when nothing waits)."""
+        async with self._tx() as conn:
+            value = (
+                await conn.execute(
+                    sa.select(sa.func.min(JOB.c.due_at)).where(JOB.c.state.in_(CLAIMABLE))
+                )
+            ).scalar()
+        return value if isinstance(value, datetime) else None
+
+    # --- leases ---------------------------------------------------------------------
+
+    async def renew_leases(self, job_ids: Sequence[int], *, worker: str, until: datetime) -> int:
+        """Extend this worker's leases; returns how many it still holds."""
+        if not job_ids:
+            return 0
+        async with self._tx() as conn:
+            result = await conn.execute(
+                sa.update(JOB)
+                .where(
+                    JOB.c.id.in_(list(job_ids)),
+                    JOB.c.lease_owner == worker,
+                    JOB.c.state == JobState.CLAIMED.value,
+                )
+                .values(lease_expires_at=until)
+            )
+            return int(result.rowcount)
+
+    async def reclaim_expired(self, *, now: datetime) -> int:
+        """Hand back jobs whose worker died (lease expired) so they are claimed again
+        with the same idempotency key. Returns how many."""
+        async with self._tx() as conn:
+            result = await conn.execute(
+                sa.update(JOB)
+                .where(JOB.c.state == JobState.CLAIMED.value, JOB.c.lease_expires_at <= now)
+                .values(
+                    state=JobState.RETRYING.value,
+                    due_at=now,
+                    lease_owner=None,
+                    lease_expires_at=None,
+                    last_error="The dispatcher holding this job stopped; it was handed back.",
+                    updated_at=now,
+                )
+            )
+            return int(result.rowcount)
+
+    # --- finish ---------------------------------------------------------------------
+
+    async def finish(self, results: Sequence[Finished], *, worker: str, now: datetime) -> int:
+        """Record a batch of outcomes in one transaction: attempts, job states, the next
+        occurrence of recurring schedules, and completed one-offs. Outcomes for jobs
+        whose lease this worker lost are recorded as attempts only. Returns how many
+        jobs were still this worker's."""
+        if not results:
+            return 0
+        ids = [r.job.id for r in results]
+        async with self._tx() as conn:
+            owned_q = sa.select(JOB.c.id).where(
+                JOB.c.id.in_(ids),
+                JOB.c.state == JobState.CLAIMED.value,
+                JOB.c.lease_owner == worker,
+            )
+            if self.backend == "postgresql":
+                owned_q = owned_q.with_for_update()
+            owned = {row[0] for row in await conn.execute(owned_q)}
+            attempts = [
+                {
+                    "job_id": r.job.id,
+                    "started_at": r.attempt.started_at,
+                    "finished_at": r.attempt.finished_at,
+                    "outcome": r.attempt.outcome,
+                    "status_code": r.attempt.status_code,
+                    "error": r.attempt.error,
+                    "provider_message_id": r.attempt.message_id,
+                    "worker": worker,
+                }
+                for r in results
+                if r.attempt is not None
+            ]
+            if attempts:
+                await conn.execute(sa.insert(ATTEMPT), attempts)
+            mine = [r for r in results if r.job.id in owned]
+            await self._set_job_states(conn, mine, now)
+            await self._advance_schedules(conn, mine, now)
+        return len(mine)
+
+    async def _set_job_states(
+        self, conn: AsyncConnection, results: Sequence[Finished], now: datetime
+    ) -> None:
+        delivered = [r.job.id for r in results if r.state == JobState.DELIVERED.value]
+        if delivered:
+            await conn.execute(
+                sa.update(JOB)
+                .where(JOB.c.id.in_(delivered))
+                .values(
+                    state=JobState.DELIVERED.value,
+                    lease_owner=None,
+                    lease_expires_at=None,
+                    last_error=None,
+                    finished_at=now,
+                    updated_at=now,
+                )
+            )
+        others = [r for r in results if r.state != JobState.DELIVERED.value]
+        if not others:
+            return
+        stmt = (
+            sa.update(JOB)
+            .where(JOB.c.id == sa.bindparam("b_id"))
+            .values(
+                state=sa.bindparam("b_state"),
+                due_at=sa.func.coalesce(
+                    sa.bindparam("b_due", type_=JOB.c.due_at.type), JOB.c.due_at
+                ),
+                attempts=JOB.c.attempts - sa.bindparam("b_refund", type_=sa.Integer),
+                last_error=sa.bindparam("b_error"),
+                finished_at=sa.bindparam("b_finished", type_=JOB.c.finished_at.type),
+                lease_owner=None,
+                lease_expires_at=None,
+                updated_at=now,
+            )
+        )
+        terminal = {JobState.DEAD.value, JobState.EXPIRED.value}
+        await conn.execute(
+            stmt,
+            [
+                {
+                    "b_id": r.job.id,
+                    "b_state": r.state,
+                    "b_due": r.retry_at,
+                    "b_refund": 1 if r.refund_attempt else 0,
+                    "b_error": r.error,
+                    "b_finished": now if r.state in terminal else None,
+                }
+                for r in others
+            ],
+        )
+
+    async def _advance_schedules(
+        self, conn: AsyncConnection, results: Sequence[Finished], now: datetime
+    ) -> None:
+        """Insert recurring schedules' next jobs and complete finished one-offs."""
+        done = [r for r in results if r.state in TERMINAL_FOR_SCHEDULE]
+        recurring = [r for r in done if r.job.rrule is not None]
+        active_same_rule = sa.exists().where(
+            SCHEDULE.c.id == sa.bindparam("b_sid"),
+            SCHEDULE.c.state == ScheduleState.ACTIVE.value,
+            SCHEDULE.c.rrule == sa.bindparam("b_rule"),
+        )
+        with_next = [r for r in recurring if r.next_run is not None]
+        if with_next:
+            select_new = sa.select(
+                sa.bindparam("b_sid", type_=sa.Integer),
+                sa.bindparam("b_next", type_=JOB.c.due_at.type),
+                sa.bindparam("b_next2", type_=JOB.c.due_at.type),
+                sa.literal(JobState.PENDING.value),
+                sa.literal(0),
+                sa.bindparam("b_key"),
+                sa.literal(now, JOB.c.created_at.type),
+                sa.literal(now, JOB.c.updated_at.type),
+            ).where(active_same_rule)
+            insert = (
+                self._insert()(JOB)
+                .from_select(
+                    [
+                        "schedule_id",
+                        "occurrence_at",
+                        "due_at",
+                        "state",
+                        "attempts",
+                        "idempotency_key",
+                        "created_at",
+                        "updated_at",
+                    ],
+                    select_new,
+                )
+                .on_conflict_do_nothing(index_elements=["schedule_id", "occurrence_at"])
+            )
+            params = [
+                {
+                    "b_sid": r.job.schedule_id,
+                    "b_next": r.next_run,
+                    "b_next2": r.next_run,
+                    "b_key": new_idempotency_key(),
+                    "b_rule": r.job.rrule,
+                }
+                for r in with_next
+            ]
+            await conn.execute(insert, params)
+            await conn.execute(
+                sa.update(SCHEDULE)
+                .where(
+                    SCHEDULE.c.id == sa.bindparam("b_sid"),
+                    SCHEDULE.c.state == ScheduleState.ACTIVE.value,
+                    SCHEDULE.c.rrule == sa.bindparam("b_rule"),
+                )
+                .values(next_run_at=sa.bindparam("b_next"), updated_at=now),
+                [
+                    {"b_sid": p["b_sid"], "b_rule": p["b_rule"], "b_next": p["b_next"]}
+                    for p in params
+                ],
+            )
+        ended = [r.job.schedule_id for r in done if r.job.rrule is None or r.next_run is None]
+        if ended:
+            open_jobs = sa.exists().where(
+                JOB.c.schedule_id == SCHEDULE.c.id, JOB.c.state.in_(CLAIMABLE)
+            )
+            await conn.execute(
+                sa.update(SCHEDULE)
+                .where(
+                    SCHEDULE.c.id.in_(list(set(ended))),
+                    SCHEDULE.c.state == ScheduleState.ACTIVE.value,
+                    ~open_jobs,
+                )
+                .values(state=ScheduleState.COMPLETED.value, next_run_at=None, updated_at=now)
+            )
+
+    async def release(self, job_ids: Sequence[int], *, worker: str, now: datetime) -> int:
+        """Hand back claimed jobs that were never tried (shutdown), refunding the attempt."""
+        if not job_ids:
+            return 0
+        async with self._tx() as conn:
+            result = await conn.execute(
+                sa.update(JOB)
+                .where(
+                    JOB.c.id.in_(list(job_ids)),
+                    JOB.c.lease_owner == worker,
+                    JOB.c.state == JobState.CLAIMED.value,
+                )
+                .values(
+                    state=sa.case(
+                        (JOB.c.attempts > 1, JobState.RETRYING.value),
+                        else_=JobState.PENDING.value,
+                    ),
+                    attempts=JOB.c.attempts - 1,
+                    lease_owner=None,
+                    lease_expires_at=None,
+                    updated_at=now,
+                )
+            )
+            return int(result.rowcount)
+
+    # --- workers --------------------------------------------------------------------
+
+    async def heartbeat(
+        self, worker: str, *, host: str, pid: int, now: datetime, stopped: bool = False
+    ) -> None:
+        """Record that ``worker`` is alive (or, with ``stopped``, that it stopped)."""
+        values = {
+            "host": host,
+            "pid": pid,
+            "heartbeat_at": now,
+            "stopped_at": now if stopped else None,
+        }
+        insert = self._insert()(WORKER).values(id=worker, started_at=now, **values)
+        async with self._tx() as conn:
+            await conn.execute(insert.on_conflict_do_update(index_elements=["id"], set_=values))
+
+    # --- counts ---------------------------------------------------------------------
+
+    async def job_counts(self) -> dict[str, int]:
+        """How many jobs are in each state."""
+        async with self._tx() as conn:
+            rows = await conn.execute(sa.select(JOB.c.state, sa.func.count()).group_by(JOB.c.state))
+            return {state: int(count) for state, count in rows}
+
+    # --- dead letters ---------------------------------------------------------------
+
+    def _dead_query(self) -> sa.Select[Any]:
+        return (
+            sa.select(
+                JOB.c.id.label("job_id"),
+                JOB.c.schedule_id,
+                SCHEDULE.c.owner,
+                SCHEDULE.c.destination,
+                SCHEDULE.c.body,
+                JOB.c.attempts,
+                JOB.c.last_error,
+                JOB.c.occurrence_at,
+                JOB.c.finished_at,
+                JOB.c.retry_requested_by,
+                JOB.c.retry_requested_at,
+            )
+            .join(SCHEDULE, SCHEDULE.c.id == JOB.c.schedule_id)
+            .where(JOB.c.state == JobState.DEAD.value)
+        )
+
+    async def dead_letters(
+        self, *, owner: str | None = None, ids: Sequence[int] | None = None, limit: int = 200
+    ) -> list[DeadLetter]:
+        """Dead jobs, newest first (optionally one owner's, or the given ids)."""
+        q = self._dead_query()
+        if owner is not None:
+            q = q.where(SCHEDULE.c.owner == owner)
+        if ids is not None:
+            q = q.where(JOB.c.id.in_(list(ids)))
+        q = q.order_by(JOB.c.finished_at.desc(), JOB.c.id.desc()).limit(limit)
+        async with self._tx() as conn:
+            return [DeadLetter(**row._mapping) for row in await conn.execute(q)]
+
+    async def request_dead_retry(
+        self, job_ids: Sequence[int], *, actor: str, now: datetime, audit: AuditEntry
+    ) -> int:
+        """Mark dead letters as awaiting an admin's decision."""
+        return await self._dead_update(
+            job_ids, {"retry_requested_by": actor, "retry_requested_at": now}, now, audit
+        )
+
+    async def reject_dead_retry(
+        self, job_ids: Sequence[int], *, now: datetime, audit: AuditEntry
+    ) -> int:
+        """Clear pending retry requests; the jobs stay dead."""
+        return await self._dead_update(
+            job_ids, {"retry_requested_by": None, "retry_requested_at": None}, now, audit
+        )
+
+    async def retry_dead(self, job_ids: Sequence[int], *, now: datetime, audit: AuditEntry) -> int:
+        """Put dead letters back in the queue, due now, with a fresh attempt budget and
+        the same idempotency key."""
+        values = {
+            "state": JobState.PENDING.value,
+            "attempts": 0,
+            "due_at": now,
+            "last_error": None,
+            "finished_at": None,
+            "retry_requested_by": None,
+            "retry_requested_at": None,
+        }
+        return await self._dead_update(job_ids, values, now, audit)
+
+    async def discard_dead(
+        self, job_ids: Sequence[int], *, now: datetime, audit: AuditEntry
+    ) -> int:
+        """Give up on dead letters for good."""
+        values = {"state": JobState.DISCARDED.value, "retry_requested_by": None}
+        return await self._dead_update(job_ids, values, now, audit)
+
+    async def _dead_update(
+        self, job_ids: Sequence[int], values: dict[str, Any], now: datetime, audit: AuditEntry
+    ) -> int:
+        if not job_ids:
+            return 0
+        async with self._tx() as conn:
+            result = await conn.execute(
+                sa.update(JOB)
+                .where(JOB.c.id.in_(list(job_ids)), JOB.c.state == JobState.DEAD.value)
+                .values(**values, updated_at=now)
+                .returning(JOB.c.id)
+            )
+            changed = sorted(row[0] for row in result)
+            for job_id in changed:
+                await self._audit(
+                    conn,
+                    AuditEntry(audit.actor, audit.action, "job", str(job_id), audit.details),
+                    now,
+                )
+            return len(changed)

@@ -1,0 +1,253 @@
+"""The dispatcher over real SQLite and PostgreSQL, with an injected clock and drain mode."""
+
+from __future__ import annotations
+
+import random
+from datetime import timedelta
+
+import pytest
+
+from core.channels.base import DeliveryResult
+from core.clock import ManualClock
+from core.dispatcher import Dispatcher, DispatcherConfig, backoff_delay
+from core.errors import NotFound, PermissionDenied
+from core.models import JobState
+from core.usecases import Herald
+from tests.conftest import START
+from tests.support.channels import RecordingChannel
+
+ALICE, ADMIN = "local:alice", "local:root-admin"
+CONFIG = DispatcherConfig(max_attempts=4, backoff_base=5, backoff_cap=60, max_lateness=3600)
+
+
+def make_dispatcher(herald: Herald, channel: RecordingChannel, **kw) -> Dispatcher:
+    config = kw.pop("config", CONFIG)
+    return Dispatcher(
+        herald.store,
+        {channel.kind: channel},
+        clock=herald.clock,
+        config=config,
+        rng=random.Random(7),
+        **kw,
+    )
+
+
+async def jobs_of(herald: Herald, schedule_id: int):
+    return sorted(await herald.store.schedule_jobs(schedule_id), key=lambda j: j.occurrence_at)
+
+
+async def test_one_off_is_delivered_once_and_completes(herald: Herald, clock: ManualClock) -> None:
+    s, _ = await herald.create_schedule(ALICE, to="log:", when="in 5 minutes", text="hello")
+    channel = RecordingChannel()
+    d = make_dispatcher(herald, channel)
+    assert (await d.drain()).as_dict()["delivered"] == 0  # nothing due yet
+    clock.advance(timedelta(minutes=5))
+    summary = await d.drain()
+    assert summary.as_dict() == {"delivered": 1, "retrying": 0, "dead": 0, "expired": 0, "waiting": 0}
+    assert [x.body for x in channel.deliveries] == ["hello"]
+    detail = await herald.show_schedule(ALICE, s.id)
+    assert detail.schedule.state == "completed" and detail.schedule.next_run_at is None
+    [job] = detail.jobs
+    assert (job.state, job.attempts, job.lease_owner) == (JobState.DELIVERED, 1, None)
+    [attempt] = detail.attempts
+    assert (attempt.outcome, attempt.status_code, attempt.provider_message_id) == (
+        "ok", 200, f"msg-{job.id}")
+    assert attempt.worker == d.worker_id
+    assert (await d.drain()).as_dict()["delivered"] == 0  # never twice
+
+
+async def test_retries_back_off_then_succeed_with_the_same_key(
+    herald: Herald, clock: ManualClock
+) -> None:
+    calls = []
+
+    def flaky(delivery):
+        calls.append(delivery.attempt)
+        if len(calls) < 3:
+            return DeliveryResult.retry("503 from provider", status_code=503)
+        return DeliveryResult.ok(200)
+
+    s, _ = await herald.create_schedule(ALICE, to="log:", when="in 1 minute", text="x")
+    channel = RecordingChannel(flaky)
+    clock.advance(60)
+    summary = await make_dispatcher(herald, channel).drain(retry_window=3600)
+    assert summary.outcomes["delivered"] == 1 and summary.outcomes["retrying"] == 2
+    assert calls == [1, 2, 3]
+    assert len(channel.per_key()) == 1  # every try carried the job's idempotency key
+    detail = await herald.show_schedule(ALICE, s.id)
+    assert [a.outcome for a in reversed(detail.attempts)] == ["retry", "retry", "ok"]
+    assert detail.jobs[0].attempts == 3
+
+
+def test_backoff_is_full_jitter_within_bounds() -> None:
+    rng = random.Random(1)
+    for attempt, ceiling in [(1, 5), (2, 10), (3, 20), (4, 40), (9, 60), (30, 60)]:
+        delays = [backoff_delay(attempt, 5, 60, rng) for _ in range(200)]
+        assert all(0 <= x <= ceiling for x in delays)
+        assert max(delays) > ceiling * 0.8  # the whole range is used
+
+
+async def test_retry_after_is_obeyed_and_not_counted(herald: Herald, clock: ManualClock) -> None:
+    answers = iter([DeliveryResult.retry("rate limited", 429, retry_after=120), DeliveryResult.ok()])
+    channel = RecordingChannel(lambda d: next(answers))
+    s, _ = await herald.create_schedule(ALICE, to="log:", when="in 1 minute", text="x")
+    clock.advance(60)
+    d = make_dispatcher(herald, channel)
+    await d.drain()
+    [job] = await jobs_of(herald, s.id)
+    assert job.state == JobState.RETRYING and job.attempts == 0
+    first_try = clock.now()
+    assert job.due_at == first_try + timedelta(seconds=120)
+    clock.advance(119)
+    assert (await d.drain()).outcomes["delivered"] == 0
+    clock.advance(1)
+    assert (await d.drain()).outcomes["delivered"] == 1
+
+
+async def test_permanent_failure_is_dead_at_once(herald: Herald, clock: ManualClock) -> None:
+    channel = RecordingChannel(lambda d: DeliveryResult.permanent("channel_not_found: invite the bot", 404))
+    s, _ = await herald.create_schedule(ALICE, to="log:", when="in 1 minute", text="x")
+    clock.advance(60)
+    summary = await make_dispatcher(herald, channel).drain(retry_window=3600)
+    assert summary.outcomes["dead"] == 1 and len(channel.deliveries) == 1
+    [letter] = await herald.dead_letters(ALICE)
+    assert letter.schedule_id == s.id and "invite the bot" in (letter.last_error or "")
+
+
+async def test_attempts_exhausted_become_a_dead_letter(herald: Herald, clock: ManualClock) -> None:
+    channel = RecordingChannel(lambda d: DeliveryResult.retry("timeout"))
+    await herald.create_schedule(ALICE, to="log:", when="in 1 minute", text="x")
+    clock.advance(60)
+    summary = await make_dispatcher(herald, channel).drain(retry_window=24 * 3600)
+    assert len(channel.deliveries) == CONFIG.max_attempts
+    assert summary.outcomes["dead"] == 1
+    [letter] = await herald.dead_letters(ALICE)
+    assert letter.last_error == f"Gave up after {CONFIG.max_attempts} tries: timeout"
+
+
+async def test_dead_letter_retry_needs_an_admin(herald: Herald, clock: ManualClock) -> None:
+    failing = True
+    channel = RecordingChannel(
+        lambda d: DeliveryResult.permanent("gone") if failing else DeliveryResult.ok()
+    )
+    await herald.create_schedule(ALICE, to="log:", when="in 1 minute", text="x")
+    clock.advance(60)
+    d = make_dispatcher(herald, channel)
+    await d.drain()
+    [letter] = await herald.dead_letters(ALICE)
+    key = channel.deliveries[0].idempotency_key
+
+    # a member asks; nothing moves until an admin decides
+    assert await herald.retry_dead_letters(ALICE, [letter.job_id]) == ("requested", 1)
+    [asked] = await herald.dead_letters(ADMIN)
+    assert asked.retry_requested_by == ALICE
+    with pytest.raises(PermissionDenied):
+        await herald.reject_dead_retry(ALICE, [letter.job_id])
+    with pytest.raises(PermissionDenied):
+        await herald.discard_dead_letters(ALICE, [letter.job_id])
+    assert (await d.drain()).outcomes["delivered"] == 0
+
+    # the admin approves: fresh budget, same key, delivered
+    failing = False
+    assert await herald.retry_dead_letters(ADMIN, [letter.job_id]) == ("retried", 1)
+    assert (await d.drain()).outcomes["delivered"] == 1
+    assert channel.deliveries[-1].idempotency_key == key
+    assert channel.deliveries[-1].attempt == 1
+    assert await herald.dead_letters(ADMIN) == []
+    trail = await herald.store.audit_trail("job", str(letter.job_id))
+    assert [(a.actor, a.action) for a in trail] == [
+        (ALICE, "dead.retry_request"),
+        (ADMIN, "dead.retry"),
+    ]
+    with pytest.raises(NotFound):
+        await herald.retry_dead_letters(ADMIN, [letter.job_id])
+
+
+async def test_expired_after_downtime_and_recurring_continues(
+    herald: Herald, clock: ManualClock
+) -> None:
+    s, _ = await herald.create_schedule(
+        ALICE, to="log:", when="every day at 13:00", text="daily", tz="UTC"
+    )  # START is 12:00, first run today 13:00
+    channel = RecordingChannel()
+    clock.advance(timedelta(days=2, hours=3))  # down for two days: now 15:00 on day 3
+    summary = await make_dispatcher(herald, channel).drain()
+    assert summary.outcomes["expired"] == 1 and channel.deliveries == []
+    jobs = await jobs_of(herald, s.id)
+    assert [(j.state, j.occurrence_at) for j in jobs] == [
+        (JobState.EXPIRED, START.replace(hour=13)),
+        (JobState.PENDING, START.replace(hour=13) + timedelta(days=3)),  # next future one
+    ]
+    assert "late" in (jobs[0].last_error or "")
+
+
+async def test_recurring_schedule_runs_each_occurrence_once(
+    herald: Herald, clock: ManualClock
+) -> None:
+    s, _ = await herald.create_schedule(
+        ALICE, to="log:", when="every day at 9am", text="standup", tz="Europe/Berlin"
+    )
+    channel = RecordingChannel()
+    d = make_dispatcher(herald, channel)
+    summary = await d.drain(retry_window=3 * 86400 - 3600)
+    assert summary.outcomes["delivered"] == 3
+    times = [x.occurrence_at for x in channel.deliveries]
+    assert [t.isoformat() for t in times] == [
+        "2026-03-03T08:00:00+00:00",
+        "2026-03-04T08:00:00+00:00",
+        "2026-03-05T08:00:00+00:00",
+    ]
+    assert len(channel.per_key()) == 3
+    schedule = (await herald.show_schedule(ALICE, s.id)).schedule
+    assert schedule.state == "active"
+    assert schedule.next_run_at is not None and schedule.next_run_at.isoformat() == "2026-03-06T08:00:00+00:00"
+
+
+async def test_a_paused_schedule_gets_no_next_job(herald: Herald, clock: ManualClock) -> None:
+    s, _ = await herald.create_schedule(ALICE, to="log:", when="every hour", text="tick")
+    clock.advance(timedelta(hours=1))
+    now = clock.now()
+    claimed = await herald.store.claim_due(
+        now=now, worker="w1", lease_until=now + timedelta(minutes=1), limit=10
+    )
+    assert len(claimed) == 1
+    await herald.pause_schedule(ALICE, s.id)  # while the job is in flight
+    from core.store.queue import Finished
+
+    nxt = now + timedelta(hours=1)
+    await herald.store.finish([Finished(claimed[0], "delivered", next_run=nxt)], worker="w1", now=now)
+    states = [j.state for j in await jobs_of(herald, s.id)]
+    assert states == [JobState.DELIVERED]
+
+
+async def test_a_dead_workers_jobs_are_reclaimed_with_the_same_key(
+    herald: Herald, clock: ManualClock
+) -> None:
+    s, _ = await herald.create_schedule(ALICE, to="log:", when="in 1 minute", text="x")
+    clock.advance(60)
+    now = clock.now()
+    [held] = await herald.store.claim_due(
+        now=now, worker="crashed", lease_until=now + timedelta(seconds=60), limit=10
+    )
+    channel = RecordingChannel()
+    d = make_dispatcher(herald, channel)
+    assert (await d.drain()).outcomes["delivered"] == 0  # the lease still holds
+    clock.advance(61)
+    assert (await d.drain()).outcomes["delivered"] == 1
+    assert channel.deliveries[0].idempotency_key == held.idempotency_key
+    # the crashed worker's late answer changes nothing
+    from core.store.queue import Finished
+
+    assert await herald.store.finish([Finished(held, "dead", error="late")], worker="crashed", now=clock.now()) == 0
+    [job] = await jobs_of(herald, s.id)
+    assert job.state == JobState.DELIVERED
+
+
+async def test_unknown_channel_retries_with_a_clear_error(herald: Herald, clock: ManualClock) -> None:
+    await herald.create_schedule(ALICE, to="slack:C0123", when="in 1 minute", text="x")
+    clock.advance(60)
+    d = make_dispatcher(herald, RecordingChannel())
+    summary = await d.drain()
+    assert summary.outcomes["retrying"] == 1
+    [job] = [j for s in await herald.list_schedules(ALICE) for j in await herald.store.schedule_jobs(s.id)]
+    assert job.last_error == "No slack channel is configured on this dispatcher."
