@@ -215,6 +215,64 @@ class Cli:
         await herald.set_role(self.actor, self.args.member, self.args.role)
         self.emit(f"{self.args.member} is now {self.args.role}.")
 
+    async def cmd_dead(self, herald: Herald) -> None:
+        a = self.args
+        if a.dead_command == "list":
+            letters = await herald.dead_letters(self.actor, limit=a.limit)
+            if a.json:
+                self.emit_json([views.dead_letter_dict(d) for d in letters])
+            elif not letters:
+                self.emit("No dead letters.")
+            else:
+                self.emit(
+                    f"{'JOB':>7}  {'SCHED':>6}  {'DIED (UTC)':<20}  {'TO':<24}  REQUEST  ERROR"
+                )
+                for d in letters:
+                    died = views.iso(d.finished_at) or "-"
+                    asked = d.retry_requested_by or "-"
+                    self.emit(
+                        f"{d.job_id:>7}  {d.schedule_id:>6}  {died:<20}  {d.destination:<24}  "
+                        f"{asked}  {(d.last_error or '')[:60]}"
+                    )
+            return
+        ids = a.ids
+        if a.dead_command == "show":
+            [letter] = await herald.dead_letter(self.actor, ids[0])
+            detail = await herald.show_schedule(self.actor, letter.schedule_id)
+            data = {
+                **views.dead_letter_dict(letter),
+                "attempts": [
+                    views.attempt_dict(x) for x in detail.attempts if x.job_id == letter.job_id
+                ],
+            }
+            if a.json:
+                self.emit_json(data)
+                return
+            for key, value in data.items():
+                if key != "attempts":
+                    self.emit(f"{key + ':':<22}{value}")
+            for x in data["attempts"]:
+                code = x["status_code"] or ""
+                self.emit(f"  try at {x['started_at']}: {x['outcome']} {code} {x['error'] or ''}")
+        elif a.dead_command == "retry":
+            if a.all_matching is not None:
+                letters = await herald.dead_letters(self.actor, limit=100_000)
+                ids = [d.job_id for d in letters if views.matches(d, a.all_matching)]
+                if not ids:
+                    self.emit("No dead letter matches.")
+                    return
+            what, count = await herald.retry_dead_letters(self.actor, ids)
+            if what == "retried":
+                self.emit(f"Retrying {count} dead letter(s) now.")
+            else:
+                self.emit(f"Asked an admin to approve retrying {count} dead letter(s).")
+        elif a.dead_command == "reject":
+            count = await herald.reject_dead_retry(self.actor, ids)
+            self.emit(f"Rejected the retry request of {count} dead letter(s).")
+        elif a.dead_command == "discard":
+            count = await herald.discard_dead_letters(self.actor, ids)
+            self.emit(f"Discarded {count} dead letter(s).")
+
     # --- commands that need no use case ------------------------------------------------
 
     def cmd_when(self) -> None:
@@ -240,6 +298,29 @@ class Cli:
         self.emit(reading.description)
         for t in upcoming:
             self.emit(f"  {views.local(t, tz)} {tz}   ({views.iso(t)})")
+
+    def cmd_run(self) -> int:
+        from bot import service
+
+        a = self.args
+        if a.drain:
+            if a.drain_timeout < 0:
+                raise InvalidInput("--drain-timeout must be 0 or more seconds.")
+            summary = asyncio.run(
+                service.drain(self.settings, retry_window=a.drain_timeout, out=self.out)
+            ).as_dict()
+            if a.json:
+                self.emit_json(summary)
+            else:
+                self.emit(
+                    "Drained: "
+                    + ", ".join(f"{count} {state}" for state, count in summary.items())
+                    + "."
+                )
+            return 0
+        logging.getLogger().setLevel(logging.INFO)
+        asyncio.run(service.serve(self.settings, out=self.out))
+        return 0
 
     def cmd_db(self) -> None:
         url = self.settings.database_url
@@ -352,6 +433,47 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("revision", help="target revision, or base")
     dsub.add_parser("current", help="show the schema revision")
 
+    c = add("dead", "Dead letters: jobs that kept failing.")
+    dsub = c.add_subparsers(dest="dead_command", required=True, parser_class=_Parser)
+    d = dsub.add_parser("list", help="newest first")
+    d.add_argument("--limit", type=int, default=200)
+    d.add_argument("--json", action="store_true")
+    d = dsub.add_parser("show", help="one dead letter with its attempts")
+    d.add_argument("ids", type=int, nargs=1, metavar="ID")
+    d.add_argument("--json", action="store_true")
+    d = dsub.add_parser("retry", help="retry (admins) or ask an admin to")
+    d.add_argument("ids", type=int, nargs="*", metavar="ID")
+    d.add_argument(
+        "--all-matching",
+        metavar="FILTER",
+        help="every dead letter whose destination or error contains FILTER",
+    )
+    for name, text in (("reject", "turn down retry requests (admins)"), ("discard", "give up")):
+        d = dsub.add_parser(name, help=text)
+        d.add_argument("ids", type=int, nargs="+", metavar="ID")
+
+    c = add("run", "Run the dispatcher (and configured chat adapters).")
+    c.add_argument("--drain", action="store_true", help="deliver what is due, then exit")
+    c.add_argument(
+        "--drain-timeout",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="with --drain: also wait for retries due within this many seconds",
+    )
+    c.add_argument("--json", action="store_true", help="with --drain: print the summary as JSON")
+
+    c = add("bench", "Benchmarks.")
+    bsub = c.add_subparsers(dest="bench_command", required=True, parser_class=_Parser)
+    b = bsub.add_parser("dispatch", help="deliver N jobs and measure throughput and lateness")
+    b.add_argument("--jobs", type=int, default=10_000)
+    b.add_argument("--spread", type=float, default=0.0, metavar="SECONDS")
+    b.add_argument("--channel", choices=["null", "log"], default="null")
+    b.add_argument("--db", choices=["sqlite", "postgres"], default="sqlite")
+    b.add_argument("--dispatchers", type=int, default=1)
+    b.add_argument("--pending", type=int, default=0, help="extra jobs due far in the future")
+    b.add_argument("--json", action="store_true", help="(the output is always JSON)")
+
     add("demo", "Run the local demo on a fresh SQLite file.")
     return p
 
@@ -369,6 +491,7 @@ _STORE_COMMANDS: dict[str, Command] = {
     "import": Cli.cmd_import,
     "timezone": Cli.cmd_timezone,
     "member": Cli.cmd_member_role,
+    "dead": Cli.cmd_dead,
 }
 
 
@@ -390,6 +513,14 @@ def main(argv: Sequence[str] | None = None, *, settings: Settings | None = None)
             cli.cmd_when()
         elif args.command == "db":
             cli.cmd_db()
+        elif args.command == "bench":
+            from bot.bench import run_bench_dispatch
+
+            if args.jobs < 1 or args.dispatchers < 1 or args.spread < 0 or args.pending < 0:
+                raise InvalidInput("--jobs and --dispatchers must be at least 1.")
+            cli.emit_json(run_bench_dispatch(cfg, args))
+        elif args.command == "run":
+            return cli.cmd_run()
         elif args.command == "demo":
             from bot.demo import run_demo
 

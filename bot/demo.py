@@ -1,55 +1,83 @@
-"""``herald demo``: a local demo on a fresh SQLite file, no chat tokens needed."""
+"""``herald demo``: a local demo on a fresh SQLite file, no chat tokens needed.
+
+It seeds a few schedules to ``log:`` (one every few seconds, one recurring every
+minute) and one to a destination that always fails, then runs the dispatcher in the
+foreground and prints each delivery, retry and dead letter as it happens.
+"""
 
 from __future__ import annotations
 
 import asyncio
-from datetime import timedelta
 from pathlib import Path
 from typing import TextIO
 
-from core.clock import SystemClock
 from core.settings import Settings
-from core.store import Store
+from core.store.queue import Finished
 from core.usecases import Herald
+from core.views import local
 
 DEMO_DB = "herald-demo.db"
+FAILING = "slack:C0DEMO0FAIL"  # no Slack token in the demo: every try fails
 
 
-async def _seed(herald: Herald, actor: str, out: TextIO) -> None:
-    now = herald.clock.now()
+async def seed(herald: Herald, actor: str, out: TextIO) -> None:
+    """The demo's schedules, as ``actor``."""
     plan = [
-        (5, "log:", "Hello from Herald: this one was scheduled 5 seconds ahead."),
-        (15, "log:", "Standup in 5 minutes!"),
-        (30, "webhook:https://example.invalid/hook", "Deploy window opens now."),
+        ("in 3 seconds", "log:", "Hello from Herald: scheduled 3 seconds ahead."),
+        ("in 8 seconds", "log:", "Standup in 5 minutes!"),
+        ("in 15 seconds", "log:", "Deploy window opens now."),
+        ("every minute", "log:", "Recurring: a message at the top of every minute."),
+        ("in 5 seconds", FAILING, "This one goes to Slack without a token: it will fail."),
     ]
-    for seconds, to, text in plan:
-        when = (now + timedelta(seconds=seconds)).isoformat()
-        schedule, _ = await herald.create_schedule(actor, to=to, when=when, text=text, tz="UTC")
-        out.write(f"scheduled #{schedule.id} to {to} at {when}: {text}\n")
-    rows = await herald.list_schedules(actor)
-    out.write(f"\n{len(rows)} schedules waiting:\n")
-    for s in rows:
-        out.write(f"  #{s.id} {s.state} next {s.next_run_at:%H:%M:%S} UTC -> {s.destination}\n")
+    for when, to, text in plan:
+        s, _ = await herald.create_schedule(actor, to=to, when=when, text=text, tz="UTC")
+        out.write(f"  #{s.id:<3} {when:<14} -> {to:<18} next {local(s.next_run_at, 'UTC')} UTC\n")
+
+
+def _observer(out: TextIO) -> object:
+    def observe(item: Finished) -> None:
+        job = item.job
+        if item.state == "retrying" and item.retry_at is not None and item.attempt is not None:
+            wait = (item.retry_at - item.attempt.finished_at).total_seconds()
+            out.write(
+                f"[herald] try {job.attempts} of job {job.id} failed ({item.error}); "
+                f"retrying in {wait:.1f}s\n"
+            )
+        elif item.state == "dead":
+            out.write(
+                f"[herald] job {job.id} is now a dead letter: {item.error}\n"
+                f"         (see it: HERALD_DATABASE_URL=sqlite:///{DEMO_DB} herald dead list)\n"
+            )
+        elif item.state == "delivered" and item.next_run is not None:
+            again = f"{item.next_run:%H:%M:%S}"
+            out.write(f"[herald]   schedule {job.schedule_id} runs again at {again} UTC\n")
+        out.flush()
+
+    return observe
 
 
 def run_demo(settings: Settings, out: TextIO) -> int:
-    """Seed a fresh demo database and show what is waiting. Returns the exit status."""
+    """Seed a fresh demo database and run the dispatcher until Ctrl-C."""
+    from bot import service
+
     for suffix in ("", "-wal", "-shm"):
         Path(DEMO_DB + suffix).unlink(missing_ok=True)
-    url = f"sqlite:///{DEMO_DB}"
-    demo_settings = settings.model_copy(update={"database_url": url})
-
-    async def go() -> None:
-        store = await Store.open(url)
-        try:
-            await _seed(Herald(store, demo_settings, SystemClock()), settings.local_actor, out)
-        finally:
-            await store.close()
-
-    out.write(f"Herald demo on {DEMO_DB} (SQLite).\n\n")
-    asyncio.run(go())
-    out.write(
-        "\nTry: HERALD_DATABASE_URL=sqlite:///herald-demo.db herald list\n"
-        "(The dispatcher that delivers these arrives next; see the README.)\n"
+    demo = settings.model_copy(
+        update={
+            "database_url": f"sqlite:///{DEMO_DB}",
+            "max_attempts": 3,
+            "backoff_base": 2.0,
+            "backoff_cap": 10.0,
+            "sweep_seconds": 5.0,
+        }
     )
+    out.write(f"Herald demo on {DEMO_DB} (SQLite). Scheduling:\n")
+
+    def ready(herald: Herald, _dispatcher: object) -> None:
+        asyncio.get_running_loop().create_task(seed(herald, demo.local_actor, out))
+
+    out.write("Dispatching; press Ctrl-C to stop.\n\n")
+    asyncio.run(service.serve(demo, out=out, observer=_observer(out), ready=ready))  # type: ignore[arg-type]
+    out.write("\nStopped. Everything is still in herald-demo.db: try\n")
+    out.write(f"  HERALD_DATABASE_URL=sqlite:///{DEMO_DB} herald list --state completed\n")
     return 0

@@ -91,6 +91,12 @@ def _sqlite_setup(engine: sa.Engine) -> None:
 def make_async_engine(url: str, **kwargs: Any) -> AsyncEngine:
     """The async engine for ``url``."""
     if backend(url) == "sqlite":
+        # One connection per process: SQLite has one writer anyway, and waiting for
+        # the connection in asyncio is far cheaper than SQLite's busy-wait sleeps
+        # when two connections of the same process want the write lock.
+        kwargs.setdefault("pool_size", 1)
+        kwargs.setdefault("max_overflow", 0)
+        kwargs.setdefault("pool_timeout", SQLITE_BUSY_TIMEOUT_MS / 1000 * 3)
         engine = create_async_engine(async_url(url), **kwargs)
         _sqlite_setup(engine.sync_engine)
         return engine

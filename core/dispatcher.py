@@ -39,6 +39,9 @@ log = logging.getLogger(__name__)
 
 Observer = Callable[[Finished], None]
 
+#: How long the flusher lets more deliveries finish before writing a small batch.
+FLUSH_GATHER_SECONDS = 0.002
+
 
 @dataclass(frozen=True)
 class DispatcherConfig:
@@ -71,7 +74,7 @@ class DispatcherConfig:
 
     @property
     def max_inflight(self) -> int:
-        return max(self.concurrency * 2, self.batch_size)
+        return max(self.concurrency * 2, self.batch_size * 2)
 
 
 def backoff_delay(attempt: int, base: float, cap: float, rng: random.Random) -> float:
@@ -127,6 +130,7 @@ class Dispatcher:
         self._flushed: asyncio.Event | None = None
         self._stopping = False
         self._scheduler: Any = None
+        self._flusher: asyncio.Task[None] | None = None
 
     # --- wiring -----------------------------------------------------------------------
 
@@ -148,10 +152,11 @@ class Dispatcher:
     async def pump(self) -> int:
         """Claim due jobs up to the free capacity and start sending them."""
         claimed_total = 0
+        threshold = min(self.config.batch_size, self.config.max_inflight // 2)
         while not self._stopping:
             room = self.config.max_inflight - len(self._inflight)
-            if room <= 0:
-                break
+            if room <= 0 or (room < threshold and self._inflight):
+                break  # wait for a bigger gap: fewer, larger claims
             want = min(room, self.config.batch_size)
             now = self.clock.now()
             jobs = await self.store.claim_due(
@@ -171,41 +176,32 @@ class Dispatcher:
         return claimed_total
 
     async def _run(self, job: ClaimedJob) -> None:
-        finished = await self._attempt(job)
-        self._done.append(finished)
-        if len(self._done) == 1:
-            asyncio.get_running_loop().call_soon(self._schedule_flush)
-
-    def _schedule_flush(self) -> None:
-        if self._done and not self._stopping_flush:
-            task = asyncio.create_task(self._flush(), name="herald-flush")
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
-
-    _stopping_flush = False
-    _flush_lock: asyncio.Lock | None = None
+        self._done.append(await self._attempt(job))
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.create_task(self._flush(), name="herald-flush")
 
     async def _flush(self) -> None:
-        """Record every finished job so far in one transaction."""
-        if self._flush_lock is None:
-            self._flush_lock = asyncio.Lock()
-        async with self._flush_lock:
-            while self._done:
-                batch, self._done = self._done, []
-                now = self.clock.now()
-                try:
-                    await self.store.finish(batch, worker=self.worker_id, now=now)
-                except HeraldError:
-                    log.exception("could not record outcomes; retrying", extra={"jobs": len(batch)})
-                    self._done[:0] = batch
-                    await asyncio.sleep(1.0)
-                    continue
-                for item in batch:
-                    self._inflight.pop(item.job.id, None)
-                    self.outcomes[item.state] += 1
-                    if self.observer is not None:
-                        self.observer(item)
-            _, kick, flushed = self._events()
+        """Record finished jobs in batches: one transaction for everything finished
+        so far, after letting a few more finish when many are still in flight."""
+        _, kick, flushed = self._events()
+        while self._done:
+            if len(self._done) < self.config.batch_size // 2 and len(self._done) < len(
+                self._inflight
+            ):
+                await asyncio.sleep(FLUSH_GATHER_SECONDS)
+            batch, self._done = self._done, []
+            try:
+                await self.store.finish(batch, worker=self.worker_id, now=self.clock.now())
+            except HeraldError:
+                log.exception("could not record outcomes; retrying", extra={"jobs": len(batch)})
+                self._done[:0] = batch
+                await asyncio.sleep(1.0)
+                continue
+            for item in batch:
+                self._inflight.pop(item.job.id, None)
+                self.outcomes[item.state] += 1
+                if self.observer is not None:
+                    self.observer(item)
             flushed.set()
             kick.set()
 
@@ -480,6 +476,8 @@ class Dispatcher:
             for task in pending:
                 task.cancel()
             await asyncio.gather(*pending, return_exceptions=True)
+        if self._flusher is not None:
+            await asyncio.gather(self._flusher, return_exceptions=True)
         await self._flush()
         renewer.cancel()
         await asyncio.gather(renewer, return_exceptions=True)

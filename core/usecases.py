@@ -413,6 +413,11 @@ class Herald:
         owner = None if actor.sees_everything else actor.id
         return await self.store.dead_letters(owner=owner, limit=limit)
 
+    async def dead_letter(self, actor_id: str, job_id: int) -> list[DeadLetter]:
+        """One dead letter the actor may see (as a one-item list)."""
+        actor = await self.actor(actor_id)
+        return await self._dead_visible(actor, [job_id])
+
     async def _dead_visible(self, actor: Actor, job_ids: Sequence[int]) -> list[DeadLetter]:
         if not job_ids:
             raise InvalidInput("Name at least one dead letter (its job id).")

@@ -8,6 +8,7 @@ from zoneinfo import ZoneInfo
 
 from core import timeexpr
 from core.models import Attempt, Job, Schedule
+from core.store.queue import DeadLetter
 from core.usecases import ScheduleDetail
 
 
@@ -88,3 +89,25 @@ def detail_dict(detail: ScheduleDetail) -> dict[str, Any]:
         "jobs": [job_dict(job) for job in detail.jobs],
         "attempts": [attempt_dict(attempt) for attempt in detail.attempts],
     }
+
+
+def dead_letter_dict(letter: DeadLetter) -> dict[str, Any]:
+    return {
+        "job_id": letter.job_id,
+        "schedule_id": letter.schedule_id,
+        "owner": letter.owner,
+        "destination": letter.destination,
+        "text": letter.body,
+        "attempts": letter.attempts,
+        "last_error": letter.last_error,
+        "occurrence_at": iso(letter.occurrence_at),
+        "died_at": iso(letter.finished_at),
+        "retry_requested_by": letter.retry_requested_by,
+        "retry_requested_at": iso(letter.retry_requested_at),
+    }
+
+
+def matches(letter: DeadLetter, needle: str) -> bool:
+    """Whether a dead letter's destination or error contains ``needle`` (any case)."""
+    needle = needle.lower()
+    return needle in letter.destination.lower() or needle in (letter.last_error or "").lower()

@@ -4,8 +4,9 @@ wrapped at the edge, and the audit insert every change shares."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -17,6 +18,11 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession
 from core import db
 from core.errors import DatabaseError, HeraldError
 from core.models import Attempt, Audit, Job, Member, Schedule
+
+log = logging.getLogger(__name__)
+
+#: The PostgreSQL NOTIFY channel that wakes dispatchers.
+NOTIFY_CHANNEL = "herald_due"
 
 SCHEDULE = Schedule.__table__  # type: ignore[attr-defined]
 JOB = Job.__table__  # type: ignore[attr-defined]
@@ -81,6 +87,54 @@ class Gateway:
     async def _conn(self) -> AsyncIterator[AsyncConnection]:
         async with self._session() as session:
             yield await session.connection()
+
+    async def _notify_due(self, conn: AsyncConnection | AsyncSession) -> None:
+        """Tell dispatchers in other processes that a job was created or moved
+        (PostgreSQL NOTIFY, delivered when this transaction commits)."""
+        if self.backend == "postgresql":
+            await conn.execute(sa.text(f"SELECT pg_notify('{NOTIFY_CHANNEL}', '')"))
+
+    async def listen_due(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` whenever another process may have created or moved a job;
+        runs until cancelled. PostgreSQL: LISTEN/NOTIFY. SQLite: the file's
+        ``data_version`` changes when another connection commits (checked each second)."""
+        if self.backend == "postgresql":
+            await self._listen_postgres(callback)
+        else:
+            await self._watch_sqlite(callback)
+
+    async def _listen_postgres(self, callback: Callable[[], None]) -> None:
+        import psycopg
+
+        conninfo = db.sync_url(self.url).set(drivername="postgresql")
+        dsn = conninfo.render_as_string(hide_password=False)
+        while True:
+            try:
+                async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
+                    await conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
+                    callback()  # anything missed while not listening
+                    async for _ in conn.notifies():
+                        callback()
+            except psycopg.OperationalError as exc:
+                log.warning("LISTEN connection lost; reconnecting", extra={"error": db.reason(exc)})
+                await asyncio.sleep(5)
+
+    async def _watch_sqlite(self, callback: Callable[[], None]) -> None:
+        import aiosqlite
+
+        path = db.sync_url(self.url).database or ""
+        if path in ("", ":memory:"):
+            return
+        async with aiosqlite.connect(path) as conn:
+            last = None
+            while True:
+                async with conn.execute("PRAGMA data_version") as cursor:
+                    row = await cursor.fetchone()
+                version = row[0] if row else None
+                if last is not None and version != last:
+                    callback()
+                last = version
+                await asyncio.sleep(1.0)
 
     @staticmethod
     async def _audit(conn: AsyncConnection | AsyncSession, entry: AuditEntry, at: datetime) -> None:

@@ -19,11 +19,12 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from core import db
 from core.errors import DatabaseError, HeraldError
-from core.models import JobState, ScheduleState, Worker
+from core.models import WAITING_SQL, JobState, ScheduleState, Worker
 from core.store.base import ATTEMPT, JOB, SCHEDULE, AuditEntry, Gateway, new_idempotency_key
 
 WORKER = Worker.__table__  # type: ignore[attr-defined]
 CLAIMABLE = (JobState.PENDING.value, JobState.RETRYING.value)
+
 TERMINAL_FOR_SCHEDULE = ("delivered", "dead", "expired")
 
 
@@ -116,14 +117,28 @@ class QueueQueries(Gateway):
         self, *, now: datetime, worker: str, lease_until: datetime, limit: int
     ) -> list[ClaimedJob]:
         """Atomically lease up to ``limit`` due jobs, oldest due first."""
-        due = (
-            sa.select(JOB.c.id)
-            .where(JOB.c.state.in_(CLAIMABLE), JOB.c.due_at <= now)
-            .order_by(JOB.c.due_at)
-            .limit(limit)
-        )
-        if self.backend == "postgresql":
-            due = due.with_for_update(skip_locked=True)
+        if self.backend == "sqlite":
+            # SQLite's planner, without statistics, prefers the (state, due_at) index
+            # and sorts; the partial index already holds waiting jobs in due order.
+            due: Any = (
+                sa.text(
+                    "SELECT id FROM job INDEXED BY ix_job_waiting_due "
+                    f"WHERE {WAITING_SQL} AND due_at <= :now ORDER BY due_at LIMIT :limit"
+                )
+                .bindparams(
+                    sa.bindparam("now", now, type_=JOB.c.due_at.type),
+                    sa.bindparam("limit", limit),
+                )
+                .columns(JOB.c.id)
+            )
+        else:
+            due = (
+                sa.select(JOB.c.id)
+                .where(sa.text(WAITING_SQL), JOB.c.due_at <= now)
+                .order_by(JOB.c.due_at)
+                .limit(limit)
+                .with_for_update(skip_locked=True)
+            )
         claim = (
             sa.update(JOB)
             .where(JOB.c.id.in_(due), JOB.c.state.in_(CLAIMABLE))
@@ -235,16 +250,31 @@ class QueueQueries(Gateway):
         jobs were still this worker's."""
         if not results:
             return 0
-        ids = [r.job.id for r in results]
+        delivered = [r.job.id for r in results if r.state == JobState.DELIVERED.value]
+        others = [r.job.id for r in results if r.state != JobState.DELIVERED.value]
+        mine_q = (JOB.c.state == JobState.CLAIMED.value) & (JOB.c.lease_owner == worker)
         async with self._tx() as conn:
-            owned_q = sa.select(JOB.c.id).where(
-                JOB.c.id.in_(ids),
-                JOB.c.state == JobState.CLAIMED.value,
-                JOB.c.lease_owner == worker,
-            )
-            if self.backend == "postgresql":
-                owned_q = owned_q.with_for_update()
-            owned = {row[0] for row in await conn.execute(owned_q)}
+            owned: set[int] = set()
+            if delivered:
+                result = await conn.execute(
+                    sa.update(JOB)
+                    .where(JOB.c.id.in_(delivered), mine_q)
+                    .values(
+                        state=JobState.DELIVERED.value,
+                        lease_owner=None,
+                        lease_expires_at=None,
+                        last_error=None,
+                        finished_at=now,
+                        updated_at=now,
+                    )
+                    .returning(JOB.c.id)
+                )
+                owned.update(row[0] for row in result)
+            if others:
+                owned_q = sa.select(JOB.c.id).where(JOB.c.id.in_(others), mine_q)
+                if self.backend == "postgresql":
+                    owned_q = owned_q.with_for_update()
+                owned.update(row[0] for row in await conn.execute(owned_q))
             attempts = [
                 {
                     "job_id": r.job.id,
@@ -262,28 +292,16 @@ class QueueQueries(Gateway):
             if attempts:
                 await conn.execute(sa.insert(ATTEMPT), attempts)
             mine = [r for r in results if r.job.id in owned]
-            await self._set_job_states(conn, mine, now)
+            await self._set_other_states(
+                conn, [r for r in mine if r.state != JobState.DELIVERED.value], now
+            )
             await self._advance_schedules(conn, mine, now)
         return len(mine)
 
-    async def _set_job_states(
-        self, conn: AsyncConnection, results: Sequence[Finished], now: datetime
+    async def _set_other_states(
+        self, conn: AsyncConnection, others: Sequence[Finished], now: datetime
     ) -> None:
-        delivered = [r.job.id for r in results if r.state == JobState.DELIVERED.value]
-        if delivered:
-            await conn.execute(
-                sa.update(JOB)
-                .where(JOB.c.id.in_(delivered))
-                .values(
-                    state=JobState.DELIVERED.value,
-                    lease_owner=None,
-                    lease_expires_at=None,
-                    last_error=None,
-                    finished_at=now,
-                    updated_at=now,
-                )
-            )
-        others = [r for r in results if r.state != JobState.DELIVERED.value]
+        """Retrying, dead, expired or handed-back jobs: one executemany."""
         if not others:
             return
         stmt = (
@@ -438,6 +456,33 @@ class QueueQueries(Gateway):
         async with self._tx() as conn:
             await conn.execute(insert.on_conflict_do_update(index_elements=["id"], set_=values))
 
+    # --- benchmarks ---------------------------------------------------------------------
+
+    async def move_waiting_jobs(self, due_at: datetime, *, due_before: datetime) -> int:
+        """Make every waiting job due before ``due_before`` due at ``due_at`` instead
+        (benchmarks: a burst at one instant)."""
+        async with self._tx() as conn:
+            result = await conn.execute(
+                sa.update(JOB)
+                .where(JOB.c.state.in_(CLAIMABLE), JOB.c.due_at < due_before)
+                .values(due_at=due_at)
+            )
+            await self._notify_due(conn)
+            return int(result.rowcount)
+
+    async def lateness_samples(self) -> list[tuple[datetime, datetime]]:
+        """(due, first try started) of every job tried at least once."""
+        first_try = (
+            sa.select(ATTEMPT.c.job_id, sa.func.min(ATTEMPT.c.started_at).label("started"))
+            .group_by(ATTEMPT.c.job_id)
+            .subquery()
+        )
+        q = sa.select(JOB.c.due_at, first_try.c.started).join(
+            first_try, first_try.c.job_id == JOB.c.id
+        )
+        async with self._tx() as conn:
+            return [(row[0], row[1]) for row in await conn.execute(q)]
+
     # --- counts ---------------------------------------------------------------------
 
     async def job_counts(self) -> dict[str, int]:
@@ -508,7 +553,7 @@ class QueueQueries(Gateway):
             "retry_requested_by": None,
             "retry_requested_at": None,
         }
-        return await self._dead_update(job_ids, values, now, audit)
+        return await self._dead_update(job_ids, values, now, audit, notify=True)
 
     async def discard_dead(
         self, job_ids: Sequence[int], *, now: datetime, audit: AuditEntry
@@ -518,7 +563,13 @@ class QueueQueries(Gateway):
         return await self._dead_update(job_ids, values, now, audit)
 
     async def _dead_update(
-        self, job_ids: Sequence[int], values: dict[str, Any], now: datetime, audit: AuditEntry
+        self,
+        job_ids: Sequence[int],
+        values: dict[str, Any],
+        now: datetime,
+        audit: AuditEntry,
+        *,
+        notify: bool = False,
     ) -> int:
         if not job_ids:
             return 0
@@ -530,6 +581,8 @@ class QueueQueries(Gateway):
                 .returning(JOB.c.id)
             )
             changed = sorted(row[0] for row in result)
+            if notify and changed:
+                await self._notify_due(conn)
             for job_id in changed:
                 await self._audit(
                     conn,

@@ -157,6 +157,7 @@ class ScheduleQueries(Gateway):
                         for sid, row in zip(ids, rows, strict=True)
                     ],
                 )
+                await self._notify_due(conn)
                 await conn.execute(
                     sa.insert(AUDIT),
                     [
@@ -309,8 +310,9 @@ class ScheduleQueries(Gateway):
             assert updated is not None
             return updated
 
-    @staticmethod
-    async def _arm(s: AsyncSession, schedule_id: int, occurrence: datetime, now: datetime) -> None:
+    async def _arm(
+        self, s: AsyncSession, schedule_id: int, occurrence: datetime, now: datetime
+    ) -> None:
         """Make sure a pending job exists for this occurrence: revive a cancelled one
         (pause then resume, or an edit back to an earlier time) or insert a new one."""
         revived = await s.execute(
@@ -345,3 +347,4 @@ class ScheduleQueries(Gateway):
         await s.execute(
             sa.update(SCHEDULE).where(SCHEDULE.c.id == schedule_id).values(next_run_at=occurrence)
         )
+        await self._notify_due(s)

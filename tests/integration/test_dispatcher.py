@@ -43,7 +43,13 @@ async def test_one_off_is_delivered_once_and_completes(herald: Herald, clock: Ma
     assert (await d.drain()).as_dict()["delivered"] == 0  # nothing due yet
     clock.advance(timedelta(minutes=5))
     summary = await d.drain()
-    assert summary.as_dict() == {"delivered": 1, "retrying": 0, "dead": 0, "expired": 0, "waiting": 0}
+    assert summary.as_dict() == {
+        "delivered": 1,
+        "retrying": 0,
+        "dead": 0,
+        "expired": 0,
+        "waiting": 0,
+    }
     assert [x.body for x in channel.deliveries] == ["hello"]
     detail = await herald.show_schedule(ALICE, s.id)
     assert detail.schedule.state == "completed" and detail.schedule.next_run_at is None
@@ -51,7 +57,10 @@ async def test_one_off_is_delivered_once_and_completes(herald: Herald, clock: Ma
     assert (job.state, job.attempts, job.lease_owner) == (JobState.DELIVERED, 1, None)
     [attempt] = detail.attempts
     assert (attempt.outcome, attempt.status_code, attempt.provider_message_id) == (
-        "ok", 200, f"msg-{job.id}")
+        "ok",
+        200,
+        f"msg-{job.id}",
+    )
     assert attempt.worker == d.worker_id
     assert (await d.drain()).as_dict()["delivered"] == 0  # never twice
 
@@ -88,7 +97,9 @@ def test_backoff_is_full_jitter_within_bounds() -> None:
 
 
 async def test_retry_after_is_obeyed_and_not_counted(herald: Herald, clock: ManualClock) -> None:
-    answers = iter([DeliveryResult.retry("rate limited", 429, retry_after=120), DeliveryResult.ok()])
+    answers = iter(
+        [DeliveryResult.retry("rate limited", 429, retry_after=120), DeliveryResult.ok()]
+    )
     channel = RecordingChannel(lambda d: next(answers))
     s, _ = await herald.create_schedule(ALICE, to="log:", when="in 1 minute", text="x")
     clock.advance(60)
@@ -105,7 +116,9 @@ async def test_retry_after_is_obeyed_and_not_counted(herald: Herald, clock: Manu
 
 
 async def test_permanent_failure_is_dead_at_once(herald: Herald, clock: ManualClock) -> None:
-    channel = RecordingChannel(lambda d: DeliveryResult.permanent("channel_not_found: invite the bot", 404))
+    channel = RecordingChannel(
+        lambda d: DeliveryResult.permanent("channel_not_found: invite the bot", 404)
+    )
     s, _ = await herald.create_schedule(ALICE, to="log:", when="in 1 minute", text="x")
     clock.advance(60)
     summary = await make_dispatcher(herald, channel).drain(retry_window=3600)
@@ -200,7 +213,10 @@ async def test_recurring_schedule_runs_each_occurrence_once(
     assert len(channel.per_key()) == 3
     schedule = (await herald.show_schedule(ALICE, s.id)).schedule
     assert schedule.state == "active"
-    assert schedule.next_run_at is not None and schedule.next_run_at.isoformat() == "2026-03-06T08:00:00+00:00"
+    assert (
+        schedule.next_run_at is not None
+        and schedule.next_run_at.isoformat() == "2026-03-06T08:00:00+00:00"
+    )
 
 
 async def test_a_paused_schedule_gets_no_next_job(herald: Herald, clock: ManualClock) -> None:
@@ -215,7 +231,9 @@ async def test_a_paused_schedule_gets_no_next_job(herald: Herald, clock: ManualC
     from core.store.queue import Finished
 
     nxt = now + timedelta(hours=1)
-    await herald.store.finish([Finished(claimed[0], "delivered", next_run=nxt)], worker="w1", now=now)
+    await herald.store.finish(
+        [Finished(claimed[0], "delivered", next_run=nxt)], worker="w1", now=now
+    )
     states = [j.state for j in await jobs_of(herald, s.id)]
     assert states == [JobState.DELIVERED]
 
@@ -238,16 +256,27 @@ async def test_a_dead_workers_jobs_are_reclaimed_with_the_same_key(
     # the crashed worker's late answer changes nothing
     from core.store.queue import Finished
 
-    assert await herald.store.finish([Finished(held, "dead", error="late")], worker="crashed", now=clock.now()) == 0
+    assert (
+        await herald.store.finish(
+            [Finished(held, "dead", error="late")], worker="crashed", now=clock.now()
+        )
+        == 0
+    )
     [job] = await jobs_of(herald, s.id)
     assert job.state == JobState.DELIVERED
 
 
-async def test_unknown_channel_retries_with_a_clear_error(herald: Herald, clock: ManualClock) -> None:
+async def test_unknown_channel_retries_with_a_clear_error(
+    herald: Herald, clock: ManualClock
+) -> None:
     await herald.create_schedule(ALICE, to="slack:C0123", when="in 1 minute", text="x")
     clock.advance(60)
     d = make_dispatcher(herald, RecordingChannel())
     summary = await d.drain()
     assert summary.outcomes["retrying"] == 1
-    [job] = [j for s in await herald.list_schedules(ALICE) for j in await herald.store.schedule_jobs(s.id)]
+    [job] = [
+        j
+        for s in await herald.list_schedules(ALICE)
+        for j in await herald.store.schedule_jobs(s.id)
+    ]
     assert job.last_error == "No slack channel is configured on this dispatcher."

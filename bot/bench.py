@@ -1,0 +1,248 @@
+"""``herald bench dispatch``: how fast and how punctually the dispatcher delivers.
+
+It fills the database with N jobs (due at one instant, or spread evenly over
+SECONDS), runs the dispatcher until every job is delivered, and prints one JSON
+object: ``jobs``, ``delivered``, ``drain_per_s``, ``first_lateness_ms``,
+``lateness_ms_p50``, ``lateness_ms_p99`` (lateness = start of delivery minus due time)
+and ``peak_rss_mb``. With ``--pending M`` it first adds M jobs due far in the future,
+to show that memory stays flat however deep the queue is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import resource
+import signal
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from core.channels.local import LogChannel, NullChannel
+from core.clock import SystemClock
+from core.dispatcher import Dispatcher, DispatcherConfig
+from core.settings import Settings
+from core.store import Store
+from core.store.queue import Finished
+
+CHUNK = 20_000
+FAR = datetime(2100, 1, 1, tzinfo=UTC)
+PLACEHOLDER = FAR - timedelta(days=1)
+
+
+def _rows(n: int, first: datetime, step: float, destination: str) -> list[dict[str, Any]]:
+    now = datetime.now(UTC)
+    rows = []
+    for i in range(n):
+        due = first + timedelta(seconds=i * step)
+        rows.append(
+            {
+                "owner": "local:bench",
+                "workspace": "local",
+                "destination": destination,
+                "body": f"bench {i}",
+                "expression": "bench",
+                "timezone": "UTC",
+                "rrule": None,
+                "starts_at": due,
+                "next_run_at": due,
+                "state": "active",
+                "idempotency_key": None,
+                "max_lateness_s": None,
+                "options": {},
+                "version": 1,
+                "created_at": now,
+                "updated_at": now,
+            }
+        )
+    return rows
+
+
+async def _fill(store: Store, n: int, first: datetime, step: float, destination: str) -> None:
+    for start in range(0, n, CHUNK):
+        count = min(CHUNK, n - start)
+        rows = _rows(count, first + timedelta(seconds=start * step), step, destination)
+        await store.create_schedules_bulk(
+            rows,
+            details=[{} for _ in rows],
+            actor="local:bench",
+            action="bench",
+            now=datetime.now(UTC),
+        )
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return 0.0
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def _child_hwm_mb(pid: int) -> float:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+async def bench_dispatch(
+    settings: Settings,
+    *,
+    jobs: int,
+    spread: float,
+    channel: str,
+    dispatchers: int,
+    pending: int,
+    lead: float = 0.5,
+) -> dict[str, Any]:
+    """Run one dispatch benchmark against ``settings.database_url`` (which should be
+    empty) and return its figures."""
+    destination = f"{channel}:"
+    store = await Store.open(settings.database_url)
+    delivered = 0
+    done = asyncio.Event()
+    peak = 0.0
+
+    def observe(item: Finished) -> None:
+        nonlocal delivered
+        if item.state == "delivered":
+            delivered += 1
+            if delivered >= jobs:
+                done.set()
+
+    try:
+        if pending:
+            await _fill(store, pending, FAR, 0.0, destination)
+        children: list[asyncio.subprocess.Process] = []
+        runner: asyncio.Task[None] | None = None
+        stop = asyncio.Event()
+        dispatcher: Dispatcher | None = None
+        if dispatchers == 1:
+            with open(os.devnull, "w") as devnull:  # noqa: ASYNC230 - set-up, not timed
+                sinks = {"null": NullChannel(), "log": LogChannel(devnull)}
+            dispatcher = Dispatcher(
+                store,
+                sinks,
+                clock=SystemClock(),
+                config=DispatcherConfig.from_settings(settings),
+                observer=observe,
+            )
+            runner = asyncio.create_task(dispatcher.serve(stop))
+        else:
+            env = {**os.environ, "HERALD_DATABASE_URL": settings.database_url}
+            for _ in range(dispatchers):
+                children.append(
+                    await asyncio.create_subprocess_exec(
+                        sys.executable,
+                        "-m",
+                        "bot.cli",
+                        "run",
+                        env=env,
+                        stdout=asyncio.subprocess.DEVNULL,
+                        stderr=asyncio.subprocess.DEVNULL,
+                    )
+                )
+        await asyncio.sleep(2.0 if children else 0.3)  # dispatchers up and idle
+        if spread == 0:
+            await _fill(store, jobs, PLACEHOLDER, 0.0, destination)
+            t0 = datetime.now(UTC) + timedelta(seconds=lead)
+            await store.move_waiting_jobs(t0, due_before=FAR)
+        else:
+            t0 = datetime.now(UTC) + timedelta(seconds=lead + jobs / 20_000)
+            await _fill(store, jobs, t0, spread / jobs, destination)
+        if dispatcher is not None:
+            dispatcher.wake()
+        started = time.perf_counter()
+        if dispatcher is not None:
+            await done.wait()
+        else:
+            # the other processes' progress is only visible in the database
+            while (await store.job_counts()).get("delivered", 0) < jobs:  # noqa: ASYNC110
+                await asyncio.sleep(0.01)
+            delivered = jobs
+        finished = time.perf_counter()
+        if runner is not None:
+            stop.set()
+            await runner
+            peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        for child in children:
+            peak = max(peak, _child_hwm_mb(child.pid))
+            child.send_signal(signal.SIGTERM)
+        for child in children:
+            await asyncio.wait_for(child.wait(), timeout=60)
+        samples = await store.lateness_samples()
+    finally:
+        await store.close()
+    lateness = [(start - due).total_seconds() * 1000 for due, start in samples]
+    first_due = min((due for due, _ in samples), default=None)
+    first_try = min((start for _, start in samples), default=None)
+    last_try = max((start for _, start in samples), default=None)
+    busy = (last_try - first_due).total_seconds() if first_due and last_try else 0.0
+    return {
+        "jobs": jobs,
+        "delivered": delivered,
+        "drain_per_s": round(jobs / busy) if busy > 0 and spread == 0 else None,
+        "first_lateness_ms": round((first_try - first_due).total_seconds() * 1000, 2)
+        if first_due and first_try
+        else None,
+        "lateness_ms_p50": round(_percentile(lateness, 0.50), 2),
+        "lateness_ms_p99": round(_percentile(lateness, 0.99), 2),
+        "peak_rss_mb": round(peak, 1),
+        "wall_s": round(finished - started, 3),
+        "pending_ballast": pending,
+        "dispatchers": dispatchers,
+        "channel": channel,
+        "db": settings.database_url.split(":")[0].split("+")[0],
+    }
+
+
+DEFAULT_PG = "postgresql://postgres@127.0.0.1:5432/test"
+
+
+def run_bench_dispatch(settings: Settings, args: Any) -> dict[str, Any]:
+    """`herald bench dispatch`: a fresh SQLite file or PostgreSQL schema per run."""
+    import secrets
+    import tempfile
+
+    from core import db
+
+    if args.db == "sqlite":
+        with tempfile.TemporaryDirectory() as tmp:
+            url = f"sqlite:///{tmp}/bench.db"
+            return _run(settings, url, args)
+    import psycopg
+    from sqlalchemy.engine import make_url
+
+    base = make_url(os.environ.get("HERALD_BENCH_PG_URL", DEFAULT_PG))
+    dsn = base.set(drivername="postgresql").render_as_string(hide_password=False)
+    schema = f"bench_{secrets.token_hex(4)}"
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f'CREATE SCHEMA "{schema}"')
+    try:
+        url = base.update_query_dict({"options": f"-csearch_path={schema}"}).render_as_string(
+            hide_password=False
+        )
+        db.upgrade(url)
+        return _run(settings, url, args)
+    finally:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+
+
+def _run(settings: Settings, url: str, args: Any) -> dict[str, Any]:
+    cfg = settings.model_copy(update={"database_url": url})
+    return asyncio.run(
+        bench_dispatch(
+            cfg,
+            jobs=args.jobs,
+            spread=args.spread,
+            channel=args.channel,
+            dispatchers=args.dispatchers,
+            pending=args.pending,
+        )
+    )

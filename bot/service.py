@@ -1,0 +1,80 @@
+"""`herald run`: the dispatcher (and, when configured, the chat adapters) in one loop."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from collections.abc import Callable
+from typing import TextIO
+
+from core.channels import build_channels
+from core.clock import Clock, SystemClock
+from core.dispatcher import Dispatcher, DispatcherConfig, DrainSummary
+from core.settings import Settings
+from core.store import Store
+from core.store.queue import Finished
+from core.usecases import Herald
+
+log = logging.getLogger(__name__)
+
+
+async def drain(
+    settings: Settings,
+    *,
+    retry_window: float,
+    out: TextIO | None = None,
+    clock: Clock | None = None,
+) -> DrainSummary:
+    """Deliver everything due, wait for retries within ``retry_window`` s, then stop."""
+    store = await Store.open(settings.database_url)
+    channels = build_channels(settings, log_stream=out)
+    try:
+        dispatcher = Dispatcher(
+            store,
+            channels,
+            clock=clock or SystemClock(),
+            config=DispatcherConfig.from_settings(settings),
+        )
+        return await dispatcher.drain(retry_window=retry_window)
+    finally:
+        for channel in channels.values():
+            await channel.close()
+        await store.close()
+
+
+async def serve(
+    settings: Settings,
+    *,
+    out: TextIO | None = None,
+    observer: Callable[[Finished], None] | None = None,
+    stop: asyncio.Event | None = None,
+    ready: Callable[[Herald, Dispatcher], None] | None = None,
+) -> None:
+    """Run until SIGINT/SIGTERM (or ``stop``), then shut down gracefully."""
+    stop = stop or asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(sig, stop.set)
+        except (NotImplementedError, RuntimeError):  # not the main thread
+            pass
+    store = await Store.open(settings.database_url)
+    clock = SystemClock()
+    dispatcher = Dispatcher(
+        store,
+        build_channels(settings, log_stream=out),
+        clock=clock,
+        config=DispatcherConfig.from_settings(settings),
+        observer=observer,
+    )
+    herald = Herald(store, settings, clock, on_due=dispatcher.wake)
+    listener = asyncio.create_task(store.listen_due(dispatcher.wake), name="herald-listen")
+    try:
+        if ready is not None:
+            ready(herald, dispatcher)
+        await dispatcher.serve(stop)
+    finally:
+        listener.cancel()
+        await asyncio.gather(listener, return_exceptions=True)
+        await store.close()
