@@ -463,6 +463,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     c.add_argument("--json", action="store_true", help="with --drain: print the summary as JSON")
 
+    add("housekeeping", "Prune old history and cap dead letters now (the service does it hourly).")
+
     c = add("bench", "Benchmarks.")
     bsub = c.add_subparsers(dest="bench_command", required=True, parser_class=_Parser)
     b = bsub.add_parser("dispatch", help="deliver N jobs and measure throughput and lateness")
@@ -519,6 +521,10 @@ def main(argv: Sequence[str] | None = None, *, settings: Settings | None = None)
             if args.jobs < 1 or args.dispatchers < 1 or args.spread < 0 or args.pending < 0:
                 raise InvalidInput("--jobs and --dispatchers must be at least 1.")
             cli.emit_json(run_bench_dispatch(cfg, args))
+        elif args.command == "housekeeping":
+            from bot import service
+
+            cli.emit_json(asyncio.run(service.housekeeping(cfg)))
         elif args.command == "run":
             return cli.cmd_run()
         elif args.command == "demo":

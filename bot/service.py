@@ -43,6 +43,18 @@ async def drain(
         await store.close()
 
 
+async def housekeeping(settings: Settings) -> dict[str, int]:
+    """Prune old history and cap dead letters once (the service does it every hour)."""
+    store = await Store.open(settings.database_url)
+    try:
+        dispatcher = Dispatcher(
+            store, {}, clock=SystemClock(), config=DispatcherConfig.from_settings(settings)
+        )
+        return await dispatcher.housekeeping()
+    finally:
+        await store.close()
+
+
 async def serve(
     settings: Settings,
     *,

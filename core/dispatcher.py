@@ -32,7 +32,7 @@ from core.errors import HeraldError
 from core.models import JobState
 from core.ratelimit import RateLimiter
 from core.settings import Settings
-from core.store import Store
+from core.store import AuditEntry, Store
 from core.store.queue import AttemptRecord, ClaimedJob, Finished
 
 log = logging.getLogger(__name__)
@@ -54,6 +54,9 @@ class DispatcherConfig:
     backoff_cap: float = 3600.0
     max_lateness: float = 3600.0
     shutdown_timeout: float = 30.0
+    retention_days: float = 30.0
+    dead_letter_days: float = 90.0
+    dead_letter_max: int = 100_000
     #: A job that would wait longer than this for its destination's rate limit is
     #: handed back (due when the limit allows) instead of holding a slot.
     max_rate_wait: float = 10.0
@@ -70,6 +73,9 @@ class DispatcherConfig:
             backoff_cap=s.backoff_cap,
             max_lateness=s.max_lateness,
             shutdown_timeout=s.shutdown_timeout,
+            retention_days=s.retention_days,
+            dead_letter_days=s.dead_letter_days,
+            dead_letter_max=s.dead_letter_max,
         )
 
     @property
@@ -363,6 +369,40 @@ class Dispatcher:
             except HeraldError:
                 log.exception("could not renew leases")
 
+    # --- housekeeping -----------------------------------------------------------------
+
+    async def housekeeping(self) -> dict[str, int]:
+        """Prune old attempts and finished jobs; cap the dead letters by age and count,
+        with a warning (never silently)."""
+        now = self.clock.now()
+        retention = timedelta(days=self.config.retention_days)
+        pruned = await self.store.prune_finished(before=now - retention)
+        capped = await self.store.cap_dead_letters(
+            older_than=now - timedelta(days=self.config.dead_letter_days),
+            keep=self.config.dead_letter_max,
+            now=now,
+            audit=AuditEntry(
+                "system:housekeeping",
+                "dead.discard",
+                "job",
+                details={
+                    "reason": "dead-letter cap",
+                    "max": self.config.dead_letter_max,
+                    "max_age_days": self.config.dead_letter_days,
+                },
+            ),
+        )
+        if capped:
+            log.warning(
+                "discarded dead letters over the cap",
+                extra={
+                    "jobs": capped,
+                    "max": self.config.dead_letter_max,
+                    "max_age_days": self.config.dead_letter_days,
+                },
+            )
+        return {**pruned, "dead_discarded": capped}
+
     # --- drain mode -------------------------------------------------------------------
 
     async def drain(self, retry_window: float = 0.0) -> DrainSummary:
@@ -424,6 +464,16 @@ class Dispatcher:
             coalesce=True,
             max_instances=1,
             next_run_time=datetime.now(UTC),
+        )
+
+        async def on_housekeeping() -> None:
+            try:
+                await self.housekeeping()
+            except HeraldError:
+                log.exception("housekeeping failed")
+
+        scheduler.add_job(
+            on_housekeeping, "cron", minute=17, id="housekeeping", coalesce=True, max_instances=1
         )
         self._on_wake = on_wake
         scheduler.start()

@@ -49,6 +49,7 @@ class Settings(BaseSettings):
     shutdown_timeout: float = Field(default=30.0, ge=0, alias="HERALD_SHUTDOWN_TIMEOUT")
     retention_days: float = Field(default=30.0, gt=0, alias="HERALD_RETENTION_DAYS")
     dead_letter_max: int = Field(default=100_000, ge=1, alias="HERALD_DEAD_LETTER_MAX")
+    dead_letter_days: float = Field(default=90.0, gt=0, alias="HERALD_DEAD_LETTER_DAYS")
 
     @field_validator("admins", mode="before")
     @classmethod

@@ -483,6 +483,71 @@ class QueueQueries(Gateway):
         async with self._tx() as conn:
             return [(row[0], row[1]) for row in await conn.execute(q)]
 
+    async def workers(self) -> list[Worker]:
+        """Dispatchers that reported a heartbeat, most recent first."""
+        async with self._tx() as conn:
+            rows = await conn.execute(sa.select(WORKER).order_by(WORKER.c.heartbeat_at.desc()))
+            return [Worker(**row._mapping) for row in rows]
+
+    # --- housekeeping ---------------------------------------------------------------
+
+    async def prune_finished(self, *, before: datetime, batch: int = 5000) -> dict[str, int]:
+        """Delete attempts and finished jobs older than ``before``, ``batch`` rows per
+        transaction so no lock is held long. Dead letters are not touched here."""
+        finished = [
+            JobState.DELIVERED.value,
+            JobState.EXPIRED.value,
+            JobState.CANCELLED.value,
+            JobState.DISCARDED.value,
+        ]
+        counts = {"attempts": 0, "jobs": 0}
+        old_attempts = sa.select(ATTEMPT.c.id).where(ATTEMPT.c.started_at < before).limit(batch)
+        old_jobs = (
+            sa.select(JOB.c.id)
+            .where(JOB.c.state.in_(finished), JOB.c.finished_at < before)
+            .limit(batch)
+        )
+        for key, table, subquery in (
+            ("attempts", ATTEMPT, old_attempts),
+            ("jobs", JOB, old_jobs),
+        ):
+            while True:
+                async with self._tx() as conn:
+                    result = await conn.execute(
+                        sa.delete(table).where(table.c.id.in_(subquery.scalar_subquery()))
+                    )
+                deleted = int(result.rowcount)
+                counts[key] += deleted
+                if deleted < batch:
+                    break
+        return counts
+
+    async def cap_dead_letters(
+        self, *, older_than: datetime, keep: int, now: datetime, audit: AuditEntry
+    ) -> int:
+        """Discard dead letters that died before ``older_than``, and the oldest beyond
+        the newest ``keep``; each gets an audit row. Returns how many."""
+        async with self._tx() as conn:
+            beyond = (
+                sa.select(JOB.c.id)
+                .where(JOB.c.state == JobState.DEAD.value)
+                .order_by(JOB.c.finished_at.desc(), JOB.c.id.desc())
+                .offset(keep)
+            )
+            too_old = sa.select(JOB.c.id).where(
+                JOB.c.state == JobState.DEAD.value, JOB.c.finished_at < older_than
+            )
+            ids = sorted(
+                {row[0] for row in await conn.execute(beyond)}
+                | {row[0] for row in await conn.execute(too_old)}
+            )
+        if not ids:
+            return 0
+        total = 0
+        for start in range(0, len(ids), 1000):
+            total += await self.discard_dead(ids[start : start + 1000], now=now, audit=audit)
+        return total
+
     # --- counts ---------------------------------------------------------------------
 
     async def job_counts(self) -> dict[str, int]:

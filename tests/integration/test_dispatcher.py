@@ -280,3 +280,31 @@ async def test_unknown_channel_retries_with_a_clear_error(
         for j in await herald.store.schedule_jobs(s.id)
     ]
     assert job.last_error == "No slack channel is configured on this dispatcher."
+
+
+async def test_housekeeping_prunes_old_history_and_caps_dead_letters(
+    herald: Herald, clock: ManualClock
+) -> None:
+    from dataclasses import replace
+
+    ok = RecordingChannel()
+    for i in range(3):
+        await herald.create_schedule(ALICE, to="log:", when=f"in {i + 1} minutes", text=f"m{i}")
+    clock.advance(300)
+    d = make_dispatcher(herald, ok)
+    assert (await d.drain()).outcomes["delivered"] == 3
+    failing = RecordingChannel(lambda x: DeliveryResult.permanent("gone"))
+    for i in range(3):
+        await herald.create_schedule(ALICE, to="log:", when="in 1 minute", text=f"d{i}")
+        clock.advance(60)
+        await make_dispatcher(herald, failing).drain()
+    assert len(await herald.dead_letters(ADMIN)) == 3
+    clock.advance(timedelta(days=31))
+    keeper = make_dispatcher(herald, ok, config=replace(CONFIG, dead_letter_max=2))
+    result = await keeper.housekeeping()
+    assert result == {"attempts": 6, "jobs": 3, "dead_discarded": 1}
+    letters = await herald.dead_letters(ADMIN)
+    assert [x.body for x in letters] == ["d2", "d1"]  # the newest two stay
+    assert (await herald.store.job_counts()) == {"dead": 2, "discarded": 1}
+    trail = await herald.store.audit_trail("job", str(letters[-1].job_id - 1))  # d0
+    assert [(a.actor, a.action) for a in trail] == [("system:housekeeping", "dead.discard")]

@@ -1,0 +1,118 @@
+"""The running service: woken at once by new work, in its own process and across
+processes (PostgreSQL LISTEN/NOTIFY); graceful shutdown on SIGTERM."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from core import db
+from core.clock import ManualClock, SystemClock
+from core.dispatcher import Dispatcher, DispatcherConfig
+from core.settings import load_settings
+from core.store import Store
+from core.usecases import Herald
+from tests.support.channels import RecordingChannel
+
+IDLE = DispatcherConfig(sweep_seconds=3600)  # no safety-net sweep during the test
+
+
+def in_the_past() -> ManualClock:
+    """A clock a few seconds behind the wall: what it schedules "in 2 seconds" is
+    already due for a dispatcher on the real clock, so no test waits for a schedule."""
+    return ManualClock(datetime.now(UTC) - timedelta(seconds=5))
+
+
+async def test_an_idle_dispatcher_is_woken_by_a_new_earlier_schedule(db_url: str) -> None:
+    if db.backend(db_url) == "postgresql":
+        db.upgrade(db_url)
+    store = await Store.open(db_url)
+    settings = load_settings(HERALD_DATABASE_URL=db_url, _env_file=None)
+    channel = RecordingChannel()
+    dispatcher = Dispatcher(store, {"log": channel}, clock=SystemClock(), config=IDLE)
+    writer = Herald(store, settings, in_the_past(), on_due=dispatcher.wake)
+    stop = asyncio.Event()
+    running = asyncio.create_task(dispatcher.serve(stop))
+    try:
+        later = Herald(store, settings, SystemClock(), on_due=dispatcher.wake)
+        await later.create_schedule("local:a", to="log:", when="in 2 hours", text="later")
+        await asyncio.sleep(0)  # the dispatcher plans its wake-up for two hours from now
+        started = time.monotonic()
+        await writer.create_schedule("local:a", to="log:", when="in 2 seconds", text="now")
+        await asyncio.wait_for(channel.arrived.wait(), timeout=5)
+        assert time.monotonic() - started < 1.0
+        assert [d.body for d in channel.deliveries] == ["now"]
+    finally:
+        stop.set()
+        await running
+        await store.close()
+
+
+def _start_service(url: str) -> subprocess.Popen[str]:
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("HERALD_")},
+        "HERALD_DATABASE_URL": url,
+        "HERALD_SWEEP_SECONDS": "3600",
+        "PYTHONUNBUFFERED": "1",
+    }
+    return subprocess.Popen(
+        [sys.executable, "-m", "bot.cli", "run"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+async def _read_until(proc: subprocess.Popen[str], needle: str, timeout: float) -> str:
+    assert proc.stdout is not None
+    loop = asyncio.get_running_loop()
+    seen = []
+
+    async def read() -> str:
+        while True:
+            line = await loop.run_in_executor(None, proc.stdout.readline)  # type: ignore[union-attr]
+            if not line:
+                raise AssertionError(f"service exited; it printed {seen!r}")
+            seen.append(line)
+            if needle in line:
+                return line
+
+    return await asyncio.wait_for(read(), timeout=timeout)
+
+
+@pytest.mark.parametrize("db_url", ["postgres"], indirect=True)
+async def test_another_process_is_woken_by_notify(db_url: str) -> None:
+    db.upgrade(db_url)
+    proc = _start_service(db_url)
+    store = await Store.open(db_url)
+    try:
+        await _wait_for_worker(store)  # started, swept once, listening
+        writer = Herald(
+            store, load_settings(HERALD_DATABASE_URL=db_url, _env_file=None), in_the_past()
+        )
+        started = time.monotonic()
+        s, _ = await writer.create_schedule("local:a", to="log:", when="in 2 seconds", text="ping")
+        line = await _read_until(proc, f"schedule {s.id},", timeout=10)
+        assert "ping" in line
+        assert time.monotonic() - started < 2.0
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+        await store.close()
+    assert proc.returncode == 0, err
+
+
+async def _wait_for_worker(store: Store) -> None:
+    for _ in range(400):
+        if await store.workers():
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("the service never reported a heartbeat")
