@@ -1,24 +1,68 @@
 """Time expressions: a person's text in, one instant or a recurrence out.
 
 Pure: no I/O, no wall clock. ``now`` and the zone are arguments.
-(Interim version: ISO-8601 instants only; natural language and recurrence follow.)
+
+Readers are tried in this order, the first that recognises the text wins:
+
+1. RFC 5545 text (``RRULE:FREQ=WEEKLY;BYDAY=TU,TH;BYHOUR=18;BYMINUTE=0``, optional
+   ``DTSTART``), 2. five-field cron (``0 9 * * 1-5``, see core.timeexpr_cron),
+3. recurring phrases (``every weekday at 9am``, core.timeexpr_every),
+4. one-off phrases and ISO-8601 (``in 5 minutes``, ``tomorrow at noon``,
+   core.timeexpr_once), 5. dateparser for other English dates (core.timeexpr_freeform).
+
+A recurrence is stored as RFC 5545 text with its zone in DTSTART
+(``DTSTART;TZID=Europe/Berlin:20260330T090000`` + ``RRULE:...``). DTSTART is the
+first occurrence unless the person wrote one, and every occurrence, the first
+included, is computed from that stored text by core.timeexpr_rule, so the preview,
+the description and the dispatcher all read one meaning. Local times follow RFC
+5545 (and zoneinfo's ``fold=0``): a time in a spring-forward gap is read with the
+offset before the gap, an ambiguous fall-back time is its first occurrence.
+
+Every error is :class:`core.errors.InvalidInput` with a sentence naming what was
+not understood and an example that works.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from datetime import UTC, datetime, time, timedelta
+from itertools import takewhile
+from zoneinfo import ZoneInfo
 
 from core.errors import InvalidInput
+from core.timeexpr_cron import cron_lines
+from core.timeexpr_describe import describe_rule
+from core.timeexpr_every import Draft, parse_every
+from core.timeexpr_freeform import parse_freeform
+from core.timeexpr_once import parse_once
+from core.timeexpr_rule import (
+    MAX_YEAR,
+    SUB_DAILY,
+    Rule,
+    exact_start,
+    parse_rule,
+    read_lines,
+    rule_pairs,
+    step_of,
+    take,
+    wall_clock,
+    with_start,
+    zone,
+)
+from core.timeexpr_words import format_clock, format_day, normalise, refuse
+
+__all__ = ["When", "describe", "next_occurrence", "occurrences", "parse_when", "zone"]
+
+_MAX_LENGTH = 300
 
 
 @dataclass(frozen=True)
 class When:
     """How Herald reads one expression.
 
-    ``first`` is the first occurrence (aware UTC). ``rule`` is the RFC 5545 text
-    (``DTSTART;TZID=...`` line plus ``RRULE:`` line) for a recurrence, else None.
+    ``first`` is the first occurrence (aware UTC, after the ``now`` it was read at).
+    ``rule`` is the RFC 5545 text (``DTSTART;TZID=...`` line plus ``RRULE:`` lines)
+    for a recurrence, else None.
     """
 
     expression: str
@@ -34,51 +78,142 @@ class When:
     def occurrences(self, count: int = 5, after: datetime | None = None) -> list[datetime]:
         """The next ``count`` occurrences strictly after ``after`` (default: from the first)."""
         if self.rule is None:
-            return [self.first] if after is None or self.first > after else []
-        return occurrences(self.rule, count=count, after=after)
+            return [self.first] if count > 0 and (after is None or self.first > after) else []
+        return occurrences(
+            self.rule, count=count, after=self.first - _TICK if after is None else after
+        )
 
 
-def zone(name: str) -> ZoneInfo:
-    """The IANA zone called ``name``; InvalidInput if there is none."""
-    try:
-        return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError) as exc:
-        raise InvalidInput(
-            f"Unknown time zone {name!r}: use an IANA name such as Europe/Berlin or America/New_York."
-        ) from exc
+_TICK = timedelta(microseconds=1)
 
 
 def parse_when(text: str, *, tz: str, now: datetime) -> When:
     """Read ``text`` written in zone ``tz`` at instant ``now``.
 
     Raises InvalidInput with a sentence saying what was not understood, or when the
-    time is not in the future.
+    time is not in the future (for a recurrence: when it never fires again).
     """
     zi = zone(tz)
-    raw = text.strip()
+    if not isinstance(now, datetime) or now.utcoffset() is None:
+        raise InvalidInput("Herald needs the current time with its zone to read a time.")
+    now = now.astimezone(UTC)
+    raw = text.strip() if isinstance(text, str) else ""
     if not raw:
-        raise InvalidInput("The time is empty: say when, for example 2026-04-01 08:00.")
-    try:
-        parsed = datetime.fromisoformat(raw.replace("Z", "+00:00"))
-    except ValueError as exc:
-        raise InvalidInput(
-            f"Could not read the time {raw!r}: use ISO-8601, for example 2026-04-01 08:00."
-        ) from exc
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=zi)
-    first = parsed.astimezone(UTC)
-    if first <= now:
-        raise InvalidInput(f"The time {raw!r} is in the past; pick a time in the future.")
-    local = first.astimezone(zi)
-    return When(raw, tz, first, None, f"once, {local:%a %d %b %Y %H:%M} {tz}")
+        raise InvalidInput('The time is empty: say when, for example "tomorrow at 9am".')
+    if len(raw) > _MAX_LENGTH:
+        raise refuse(raw[:40] + "...", "that is too long for a time; keep it to one phrase")
+    words = normalise(raw)
+    if words.startswith(("rrule:", "dtstart")):
+        return _recurring(raw, _rule_input(raw, zi, now), now)
+    lines = cron_lines(words)
+    if lines is not None:
+        anchor = datetime.combine(wall_clock(now, zi).date(), time(0))
+        return _recurring(raw, Draft(Rule(zi.key, anchor, tuple(lines)), move_start=True), now)
+    draft = parse_every(words, zi.key, zi, now)
+    if draft is not None:
+        return _recurring(raw, draft, now)
+    instant = parse_once(words, zi, now)
+    if instant is None:
+        instant = parse_freeform(words, zi, now)
+    if instant is None:
+        raise refuse(raw)
+    return _once(raw, zi, instant, now)
+
+
+def _once(raw: str, zi: ZoneInfo, instant: datetime, now: datetime) -> When:
+    local = instant.astimezone(zi)
+    shown = f"{format_day(local)} {format_clock(local)}"
+    if instant <= now:
+        raise InvalidInput(f'"{raw}" is in the past ({shown} {zi.key}); pick a time in the future.')
+    if local.year > MAX_YEAR:
+        raise refuse(raw, f"Herald schedules up to the year {MAX_YEAR}")
+    return When(raw, zi.key, instant, None, f"once, {shown} ({zi.key})")
+
+
+def _rule_input(raw: str, zi: ZoneInfo, now: datetime) -> Draft:
+    """RFC 5545 text typed by a person. Without DTSTART the rule starts today at
+    00:00 local (so no minute or second of "now" leaks in) and is moved to its first
+    occurrence; a floating DTSTART is in the person's zone."""
+    tzid, dtstart, lines = read_lines(raw)
+    if dtstart is None:
+        anchor = datetime.combine(wall_clock(now, zi).date(), time(0))
+        return Draft(Rule(zi.key, anchor, tuple(lines)), move_start=True)
+    return Draft(Rule(tzid or zi.key, dtstart, tuple(lines)), move_start=False)
+
+
+def _never(raw: str) -> InvalidInput:
+    return InvalidInput(
+        f'"{raw}" never happens after now (check its end date or count); '
+        'for example "every day at 9am until 2026-12-31".'
+    )
+
+
+def _settle(draft: Draft, now: datetime, raw: str) -> Rule:
+    """The rule as stored: DTSTART moved to the first occurrence after ``now`` when
+    the person did not choose a start, with any COUNT counted from there."""
+    rule = draft.rule
+    if not draft.move_start:
+        return rule
+    on_wall = all(p["FREQ"] not in SUB_DAILY for p in rule.lines)
+    # The first day is the first that matches with no interval, so "every other
+    # friday" starts on the coming friday rather than where dateutil's periods,
+    # counted from today, would put it. COUNT is applied from that first one.
+    dropped = ("COUNT", "INTERVAL") if on_wall else ("COUNT",)
+    counted = [{k: v for k, v in p.items() if k not in dropped} for p in rule.lines]
+    probe = Rule(rule.tzid, rule.dtstart, tuple(counted))
+    found = next(rule_pairs(probe, now), None)
+    if found is None:
+        raise _never(raw)
+    instant, reading = found
+    if on_wall:
+        return with_start(rule, reading)  # the wall time asked for, even inside a gap
+    if len(rule.lines) > 1:
+        return rule  # mixed clocks: keep the start as written
+    start, point = exact_start(instant, rule.zone, step_of(rule.lines[0]))
+    # Occurrences between an earlier exact start and the first one are not to be
+    # counted against "for N times".
+    before = takewhile(lambda pair: pair[0] < instant, rule_pairs(with_start(probe, start)))
+    used = sum(1 for _ in before)
+    return with_start(rule, start, used if point < instant else 0)
+
+
+def _recurring(raw: str, draft: Draft, now: datetime) -> When:
+    rule = _settle(draft, now, raw)
+    text = rule.text()
+    stored = parse_rule(text)  # everything below reads the stored text
+    first = take(stored, 1, now)
+    if not first:
+        raise _never(raw)
+    return When(raw, stored.tzid, first[0], text, describe_rule(stored))
+
+
+def _stored(rule: str) -> Rule:
+    if not isinstance(rule, str) or not rule.strip():
+        raise InvalidInput("The stored rule is empty.")
+    return parse_rule(rule)
+
+
+def _aware(after: datetime | None) -> datetime | None:
+    if after is not None and (not isinstance(after, datetime) or after.utcoffset() is None):
+        raise InvalidInput("Occurrences are asked for after an aware datetime (with a zone).")
+    return after
 
 
 def occurrences(rule: str, *, count: int, after: datetime | None = None) -> list[datetime]:
-    """Occurrences (aware UTC) of a stored RFC 5545 rule strictly after ``after``."""
-    raise InvalidInput("Recurring rules are not supported yet.")
+    """Occurrences (aware UTC) of a stored RFC 5545 rule strictly after ``after``.
+
+    ``after`` None means from DTSTART, inclusive. Raises InvalidInput for a rule text
+    that cannot be read.
+    """
+    return take(_stored(rule), count, _aware(after))
 
 
 def next_occurrence(rule: str, after: datetime) -> datetime | None:
     """The first occurrence of a stored rule strictly after ``after``, or None when it has ended."""
     found = occurrences(rule, count=1, after=after)
     return found[0] if found else None
+
+
+def describe(rule: str) -> str:
+    """Plain words for a stored rule, e.g. "every weekday at 09:00 (Europe/Berlin)"."""
+    return describe_rule(_stored(rule))

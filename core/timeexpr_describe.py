@@ -28,6 +28,7 @@ _HANDLED = {
     "HOURLY": _COMMON | {"BYMINUTE"},
     "MINUTELY": _COMMON,
 }
+_TIMES = "_TIMES"  # merged clock times of several lines, see _merged
 _ORDINAL_WORDS = {1: "first", 2: "second", 3: "third", 4: "fourth", 5: "fifth", -1: "last"}
 
 
@@ -51,10 +52,16 @@ def _span(values: list[int]) -> str:
 
 def _times(rule: Rule, parts: dict[str, str]) -> str:
     start = rule.dtstart
+    if _TIMES in parts:
+        listed = [tuple(int(x) for x in t.split(":")) for t in parts[_TIMES].split(",")]
+        clocks = [start.replace(hour=h, minute=m, second=s) for h, m, s in listed]
+        return "at " + and_list([format_clock(c) for c in clocks])
     hours = _ints(parts, "BYHOUR", start.hour)
     minutes = _ints(parts, "BYMINUTE", start.minute)
     seconds = _ints(parts, "BYSECOND", start.second)
-    clocks = [start.replace(hour=h, minute=m, second=s) for h, m, s in product(hours, minutes, seconds)]
+    clocks = [
+        start.replace(hour=h, minute=m, second=s) for h, m, s in product(hours, minutes, seconds)
+    ]
     if len(clocks) <= 6:
         return "at " + and_list([format_clock(c) for c in clocks])
     return f"at minute {_span(minutes)} of hours {_span(hours)}"
@@ -76,7 +83,9 @@ def _day_names(codes: list[str]) -> str:
         return "weekday"
     if chosen == set(DAY_CODES[5:]):
         return "weekend day"
-    return and_list([WEEKDAY_NAMES[DAY_CODES.index(c)] for c in sorted(chosen, key=DAY_CODES.index)])
+    return and_list(
+        [WEEKDAY_NAMES[DAY_CODES.index(c)] for c in sorted(chosen, key=DAY_CODES.index)]
+    )
 
 
 def _every(n: int, one: str, many: str) -> str:
@@ -95,29 +104,28 @@ def _monthly(parts: dict[str, str], rule: Rule, n: int) -> str | None:
     every = _every(n, "month", "months")
     if "BYDAY" in parts and "BYMONTHDAY" not in parts:
         pos = parts.get("BYSETPOS")
-        picked: list[str] = []
+        picked: dict[str, list[str]] = {}  # weekday -> ordinals, "first and third Monday"
         for code in parts["BYDAY"].split(","):
             digits, day = code[:-2], code[-2:]
             nth = int(digits) if digits else (int(pos) if pos and "," not in pos else None)
             if nth not in _ORDINAL_WORDS or (digits and pos):
                 return None
-            picked.append(f"{_ORDINAL_WORDS[nth]} {WEEKDAY_NAMES[DAY_CODES.index(day)]}")
+            name = WEEKDAY_NAMES[DAY_CODES.index(day)]
+            picked.setdefault(name, []).append(_ORDINAL_WORDS[nth])
+        days = [f"{and_list(nths)} {name}" for name, nths in picked.items()]
         month = "month" if n == 1 else f"{'other' if n == 2 else ordinal_text(n)} month"
         if n == 1:
-            return f"every {and_list(picked)} of the month"
-        return f"the {and_list(picked)} of every {month}"
+            return f"every {and_list(days)} of the month"
+        return f"the {and_list(days)} of every {month}"
     if "BYDAY" in parts or "BYSETPOS" in parts:
         return None
-    days = _ints(parts, "BYMONTHDAY", rule.dtstart.day)
-    text = f"{every} on {and_list([_month_day(d) for d in days])}"
-    if any(d > 28 for d in days):
-        text += " (months without that day are skipped)"
-    return text
+    month_days = _ints(parts, "BYMONTHDAY", rule.dtstart.day)
+    return f"{every} on {and_list([_month_day(d) for d in month_days])}"
 
 
 def _line(rule: Rule, parts: dict[str, str]) -> str:
     freq, n = parts["FREQ"], int(parts.get("INTERVAL", "1"))
-    if set(parts) - _HANDLED[freq]:
+    if set(parts) - _HANDLED[freq] - {_TIMES}:
         return f"by the rule {_rule_text(parts)}"
     text: str | None
     months = ""
@@ -135,7 +143,7 @@ def _line(rule: Rule, parts: dict[str, str]) -> str:
         if n == 1 and minutes == list(range(0, 60, step)) and 60 % step == 0:
             return ("every hour at :00" if step == 60 else f"every {step} minutes") + months
         marks = and_list([f":{m:02d}" for m in minutes])
-        text = _every(n, "hour", "hours") + f" at {marks}"
+        text = ("every hour" if n == 1 else f"every {n} hours") + f" at {marks}"
         if n > 1:
             text += f" from {format_clock(rule.dtstart)}"
         return text
@@ -161,6 +169,8 @@ def _line(rule: Rule, parts: dict[str, str]) -> str:
     if text is None:
         return f"by the rule {_rule_text(parts)}"
     text = f"{text}{months} {_times(rule, parts)}"
+    if freq == "MONTHLY" and any(d > 28 for d in _ints(parts, "BYMONTHDAY", 1)):
+        text += ", skipping months without that day"
     if n > 1:
         text += f", starting {format_day(rule.dtstart)}"
     return text
@@ -180,10 +190,39 @@ def _bounds(rule: Rule, parts: dict[str, str]) -> str:
 
 
 def _rule_text(parts: dict[str, str]) -> str:
-    return ";".join(f"{k}={v}" for k, v in parts.items() if k not in ("UNTIL", "COUNT"))
+    skip = ("UNTIL", "COUNT", _TIMES)
+    return ";".join(f"{k}={v}" for k, v in parts.items() if k not in skip)
+
+
+def _merged(rule: Rule) -> list[dict[str, str]]:
+    """Lines that differ only in their clock times, as one line listing every time
+    ("every day at 09:00 and 17:30"); other lines as they are."""
+    clock_keys = ("BYHOUR", "BYMINUTE", "BYSECOND")
+    groups: dict[tuple[tuple[str, str], ...], list[dict[str, str]]] = {}
+    for parts in rule.lines:
+        key = tuple(sorted((k, v) for k, v in parts.items() if k not in clock_keys))
+        groups.setdefault(key, []).append(parts)
+    merged = []
+    for lines in groups.values():
+        if len(lines) == 1:
+            merged.append(lines[0])
+            continue
+        times = sorted(
+            {
+                (h, m, sec)
+                for p in lines
+                for h, m, sec in product(
+                    _ints(p, "BYHOUR", rule.dtstart.hour),
+                    _ints(p, "BYMINUTE", rule.dtstart.minute),
+                    _ints(p, "BYSECOND", rule.dtstart.second),
+                )
+            }
+        )
+        merged.append({**lines[0], _TIMES: ",".join(f"{h}:{m}:{sec}" for h, m, sec in times)})
+    return merged
 
 
 def describe_rule(rule: Rule) -> str:
     """Plain words for every RRULE line of ``rule``, then its zone in parentheses."""
-    lines = [_line(rule, parts) + _bounds(rule, parts) for parts in rule.lines]
+    lines = [_line(rule, parts) + _bounds(rule, parts) for parts in _merged(rule)]
     return f"{'; and '.join(lines)} ({rule.tzid})"

@@ -18,11 +18,20 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import date, datetime, time, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
 from core.timeexpr_once import read_moment
-from core.timeexpr_rule import DAY_CODES, MAX_COUNT, Rule, check_parts, format_stamp, localize
+from core.timeexpr_rule import (
+    DAY_CODES,
+    MAX_COUNT,
+    Rule,
+    check_parts,
+    exact_start,
+    format_stamp,
+    localize,
+    step_of,
+)
 from core.timeexpr_rule import wall_clock as wall_of
 from core.timeexpr_words import (
     CLOCK_RE,
@@ -47,8 +56,11 @@ _CLAUSE = re.compile(
     r",? \b(until|till|through|starting on|starting at|starting from|starting|beginning"
     r"|from|for)\b "
 )
-_COUNT = re.compile(rf"^(?:(?:{NUMBER_RE}) )?(?P<n>[+-]?(?:{NUMBER_RE})) (?:times|occurrences)$")
-_TRAILING_COUNT = re.compile(rf",? (?P<n>[+-]?(?:{NUMBER_RE})) times$")
+_COUNT = re.compile(rf"^(?P<n>[+-]?(?:{NUMBER_RE})) (?:times|occurrences)$")
+_TRAILING_COUNT = re.compile(rf",? (?:for )?(?P<n>[+-]?(?:{NUMBER_RE})) (?:times|occurrences)$")
+_PLURAL_DAYS = re.compile(
+    r"^(?:on )?(weekdays|weekends|(?:mon|tues|wednes|thurs|fri|satur|sun)days)\b"
+)
 _SUB_DAILY = re.compile(
     rf"^{_N}(?P<u>minutes?|mins?|hours?|hrs?)$|^(?P<half>half an? hour|half hour)$"
     rf"|^(?P<quarter>quarter (?:of an )?hour)$"
@@ -61,7 +73,7 @@ _WEEKDAYS = re.compile(rf"^{_N}(?P<days>{_DAYS_LIST_RE})$")
 _MONTHS = re.compile(rf"^{_N}months?(?: on (?:the )?(?P<spec>.+))?$")
 _OF_MONTH = re.compile(r"^(?:the )?(?P<spec>.+?) of (?:the|every|each) month$")
 _YEARS = re.compile(rf"^{_N}years?(?: on (?P<date>.+))?$")
-_NTH_DAY = re.compile(rf"^(?:the )?(?P<spec>(?:{ORDINAL_RE})(?: day)?)$")
+_NTH_DAY = re.compile(r"^(?:the )?(?P<spec>\d{1,2}(?:st|nd|rd|th)(?: day)?|last day)$")
 
 
 @dataclass(frozen=True)
@@ -72,15 +84,18 @@ class Draft:
     move_start: bool
 
 
-def _interval(raw: str | None, text: str) -> int:
+def _positive(raw: str | None, text: str, what: str = "interval") -> int:
+    """A positive whole number ("other" is 2); refuses zero and negatives."""
     if raw is None:
         return 1
     if raw == "other":
         return 2
     n = number(raw.lstrip("+-"))
     if n is None or raw.startswith("-") or n < 1:
-        raise refuse(text, "the interval must be a positive whole number, for example every 2 hours")
-    if n > 1000:
+        raise refuse(
+            text, f'the {what} must be a positive whole number, for example "every 2 hours"'
+        )
+    if n > 1000 and what == "interval":
         raise refuse(text, "that interval is too long")
     return n
 
@@ -88,13 +103,19 @@ def _interval(raw: str | None, text: str) -> int:
 def _month_spec(spec: str, text: str) -> dict[str, str]:
     """``15th``, ``1st and 15th``, ``last day``, ``first monday`` as RRULE parts."""
     items = [w for w in re.split(r",\s*|\s+and\s+|\s*&\s*", spec) if w]
+    last = re.fullmatch(rf"({ORDINAL_RE}) ({WEEKDAY_RE})", items[-1]) if items else None
+    if last:  # "2nd and 4th tuesday": the weekday belongs to every ordinal
+        items = [f"{w} {last.group(2)}" if ordinal(w) is not None else w for w in items]
     month_days: list[int] = []
     week_days: list[str] = []
     for item in items:
         m = re.fullmatch(rf"({ORDINAL_RE})(?: (day|{WEEKDAY_RE}))?", item)
         nth = ordinal(m.group(1)) if m else None
         if m is None or nth is None:
-            raise refuse(spec, 'name the day of the month, e.g. "the 15th", "the last day" or "the first monday"')
+            raise refuse(
+                spec,
+                'name the day of the month, e.g. "the 15th", "the last day" or "the first monday"',
+            )
         kind = m.group(2)
         if kind in (None, "day"):
             if nth == 0 or abs(nth) > 31:
@@ -102,7 +123,9 @@ def _month_spec(spec: str, text: str) -> dict[str, str]:
             month_days.append(nth)
         else:
             if not 1 <= abs(nth) <= 5:
-                raise refuse(spec, "a weekday comes at most five times a month (first to fifth, or last)")
+                raise refuse(
+                    spec, "a weekday comes at most five times a month (first to fifth, or last)"
+                )
             week_days.append(f"{nth}{DAY_CODES[WEEKDAYS[kind]]}")
     if month_days and week_days:
         raise refuse(text, "mix either days of the month or weekdays, not both")
@@ -117,39 +140,46 @@ def _what(core: str, text: str) -> tuple[dict[str, str], bool]:
     if m:
         if m["half"] or m["quarter"]:
             return {"FREQ": "MINUTELY", "INTERVAL": "30" if m["half"] else "15"}, False
-        n = _interval(m["n"], text)
+        n = _positive(m["n"], text)
         freq = "HOURLY" if m["u"].startswith("h") else "MINUTELY"
         return {"FREQ": freq, "INTERVAL": str(n)}, False
     if m := _DAYS.match(core):
-        return {"FREQ": "DAILY", "INTERVAL": str(_interval(m["n"], text))}, False
+        return {"FREQ": "DAILY", "INTERVAL": str(_positive(m["n"], text))}, False
     if _WORKDAYS.match(core):
         return {"FREQ": "WEEKLY", "BYDAY": "MO,TU,WE,TH,FR"}, False
     if _WEEKEND.match(core):
         return {"FREQ": "WEEKLY", "BYDAY": "SA,SU"}, False
     m = _WEEKS.match(core) or _WEEKDAYS.match(core)
     if m:
-        parts = {"FREQ": "WEEKLY", "INTERVAL": str(_interval(m["n"], text))}
+        parts = {"FREQ": "WEEKLY", "INTERVAL": str(_positive(m["n"], text))}
         days = weekday_list(m["days"]) if m["days"] else None
         if days:
             parts["BYDAY"] = ",".join(DAY_CODES[d] for d in days)
         return parts, days is None
     if m := _MONTHS.match(core):
-        parts = {"FREQ": "MONTHLY", "INTERVAL": str(_interval(m["n"], text))}
+        parts = {"FREQ": "MONTHLY", "INTERVAL": str(_positive(m["n"], text))}
         if m["spec"]:
             parts.update(_month_spec(m["spec"], text))
         return parts, not m["spec"]
     if m := _OF_MONTH.match(core) or _NTH_DAY.match(core):
         return {"FREQ": "MONTHLY", **_month_spec(m["spec"], text)}, False
-    m = _YEARS.match(core)
-    found = month_day(m["date"]) if m and m["date"] else month_day(core) if not m else None
-    if m and m["date"] and found is None:
-        raise refuse(m["date"], 'name a day of the year, e.g. "every year on june 5 at 9am"')
-    if m or found:
-        parts = {"FREQ": "YEARLY", "INTERVAL": str(_interval(m["n"] if m else None, text))}
-        if found is not None:
-            parts.update({"BYMONTH": str(found[0]), "BYMONTHDAY": str(found[1])})
-        return parts, found is None
+    if m := _YEARS.match(core):
+        parts = {"FREQ": "YEARLY", "INTERVAL": str(_positive(m["n"], text))}
+        if not m["date"]:
+            return parts, True
+        return {**parts, **_year_day(m["date"])}, False
+    if month_day(core) is not None:  # "every june 5"
+        return {"FREQ": "YEARLY", **_year_day(core)}, False
     raise refuse(text)
+
+
+def _year_day(text: str) -> dict[str, str]:
+    found = month_day(text)
+    if found is None or found[2] is not None:
+        raise refuse(
+            text, 'name a day of the year without a year, e.g. "every year on june 5 at 9am"'
+        )
+    return {"BYMONTH": str(found[0]), "BYMONTHDAY": str(found[1])}
 
 
 def _split_clauses(body: str, text: str) -> tuple[str, dict[str, str]]:
@@ -201,9 +231,9 @@ def _normalise(text: str) -> str | None:
         return "every " + rest
     if first in _ADJECTIVES:
         return f"every {_ADJECTIVES[first]} {rest}".rstrip()
-    m = re.match(r"^(?:on )?(weekdays|weekends|mondays|tuesdays|wednesdays|thursdays|fridays|saturdays|sundays)\b", text)
+    m = _PLURAL_DAYS.match(text)
     if m:
-        return "every " + text[m.start(1):]
+        return "every " + text[m.start(1) :]
     return text if first == "every" else None
 
 
@@ -230,7 +260,9 @@ def parse_every(text: str, tz: str, zi: ZoneInfo, now: datetime) -> Draft | None
     parts, needs_day = _what(what, text)
     sub_daily = parts["FREQ"] in ("HOURLY", "MINUTELY")
     if sub_daily and times:
-        raise refuse(text, 'give the first time with "starting", e.g. "every 2 hours starting at 9:15"')
+        raise refuse(
+            text, 'give the first time with "starting", e.g. "every 2 hours starting at 9:15"'
+        )
 
     local_today = wall_of(now, zi).date()
     start_day: date | None = None
@@ -249,7 +281,9 @@ def parse_every(text: str, tz: str, zi: ZoneInfo, now: datetime) -> Draft | None
         if times and start_time is not None and start_time not in times:
             raise refuse(text, 'give the time once, e.g. "every day at 9am starting june 5"')
     if needs_day and start_day is None:
-        raise refuse(text, 'say which day, e.g. "every week on monday" or "every month on the 15th"')
+        raise refuse(
+            text, 'say which day, e.g. "every week on monday" or "every month on the 15th"'
+        )
 
     if sub_daily:
         dtstart = _sub_daily_start(parts, zi, now, start_day, start_time)
@@ -259,7 +293,7 @@ def parse_every(text: str, tz: str, zi: ZoneInfo, now: datetime) -> Draft | None
         dtstart = datetime.combine(start_day or local_today, times[0])
         lines = _time_lines(parts, times)
     if "count" in clauses:
-        count = _interval(clauses["count"], text)
+        count = _positive(clauses["count"], text, "number of times")
         if count > MAX_COUNT:
             raise refuse(text, f"Herald repeats a message at most {MAX_COUNT} times")
         lines = [{**p, "COUNT": str(count)} for p in lines]
@@ -268,7 +302,7 @@ def parse_every(text: str, tz: str, zi: ZoneInfo, now: datetime) -> Draft | None
     for p in lines:
         check_parts(p)
     lines = [{k: v for k, v in p.items() if (k, v) != ("INTERVAL", "1")} for p in lines]
-    return Draft(Rule(tz, dtstart, tuple(lines)), move_start=not sub_daily)
+    return Draft(Rule(tz, dtstart, tuple(lines)), move_start=True)
 
 
 def _sub_daily_start(
@@ -277,19 +311,17 @@ def _sub_daily_start(
     """DTSTART of an hourly/minutely rule: the given start, else the clock grid.
 
     Without a start the grid is aligned to local midnight on today's clock ("every
-    hour" at :00, "every 30 minutes" at :00 and :30); DTSTART is its first point
+    hour" at :00, "every 30 minutes" at :00 and :30) and DTSTART is its first point
     after now.
     """
     if day is not None:
         return datetime.combine(day, at or time(0, 0))
-    unit = timedelta(hours=1) if parts["FREQ"] == "HOURLY" else timedelta(minutes=1)
-    step = unit * int(parts.get("INTERVAL", "1"))
+    step = step_of(parts)
     local = wall_of(now, zi)
     offset = now.astimezone(zi).utcoffset() or timedelta(0)
     midnight = local.replace(hour=0, minute=0, second=0, microsecond=0)
     first_fixed = midnight + step * ((local - midnight) // step + 1)
-    return wall_of(first_fixed.replace(tzinfo=None) - offset + timedelta(0), zi) if False else \
-        wall_of((first_fixed - offset).replace(tzinfo=__import__("datetime").UTC), zi)
+    return exact_start((first_fixed - offset).replace(tzinfo=UTC), zi, step)[0]
 
 
 def _until(text: str, zi: ZoneInfo, now: datetime) -> str:

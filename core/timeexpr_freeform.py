@@ -20,8 +20,10 @@ from zoneinfo import ZoneInfo
 from core.timeexpr_rule import localize, wall_clock
 from core.timeexpr_words import refuse
 
-_AMBIGUOUS = re.compile(r"(?<![\d/])(\d{1,2})/(\d{1,2})(?:/\d{2,4})?|\b(\d{1,2})\.(\d{1,2})\.\d{2,4}\b")
-_WORDY = re.compile(r"[a-z]{3}")
+_AMBIGUOUS = re.compile(
+    r"(?<![\d/])(\d{1,2})/(\d{1,2})(?:/\d{2,4})?|\b(\d{1,2})\.(\d{1,2})\.\d{2,4}\b"
+)
+_WORDY = re.compile(r"[a-z]{3}|\d/\d")
 _MAX_LENGTH = 80
 _UTC_NAMES = frozenset({"UTC", "GMT", "Z"})
 
@@ -31,8 +33,8 @@ def _dateparser() -> tuple[Any, Any]:
         # dateparser's first import can warn about deprecated APIs of its own
         # dependencies on newer Pythons; those warnings are not Herald's to fix.
         warnings.simplefilter("ignore", DeprecationWarning)
-        from dateparser.date import DateDataParser  # type: ignore[import-untyped]
-        from dateparser.timezone_parser import (  # type: ignore[import-untyped]
+        from dateparser.date import DateDataParser
+        from dateparser.timezone_parser import (
             pop_tz_offset_from_string,
         )
     return DateDataParser, pop_tz_offset_from_string
@@ -44,16 +46,18 @@ def parse_freeform(text: str, zi: ZoneInfo, now: datetime) -> datetime | None:
     Raises InvalidInput when the text names a day but no time, a numeric date whose
     day and month could be swapped, or a zone abbreviation.
     """
-    if len(text) > _MAX_LENGTH or not text.isascii() or not _WORDY.search(text):
+    if len(text) > _MAX_LENGTH or not text.isascii():
+        return None
+    for m in _AMBIGUOUS.finditer(text):
+        first, second = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
+        if int(first) <= 12 and int(second) <= 12 and first != second:
+            raise refuse(
+                m.group(0),
+                "the day and the month could be either way round; write the month as a word "
+                '("5 april") or use 2026-04-05',
+            )
+    if not _WORDY.search(text):
         return None  # every phrase dateparser could add to ours has an English word
-    m = _AMBIGUOUS.search(text)
-    first, second = (m.group(1), m.group(2)) if m and m.group(1) else (m and m.group(3), m and m.group(4))
-    if m and first and second and int(first) <= 12 and int(second) <= 12 and first != second:
-        raise refuse(
-            m.group(0),
-            "the day and the month could be either way round; write the month as a word "
-            '("5 april") or use 2026-04-05',
-        )
     date_data_parser, pop_zone = _dateparser()
     try:
         stripped, named = pop_zone(text)

@@ -45,10 +45,8 @@ _UNITS = {
     "month": "months", "months": "months", "year": "years", "years": "years",
 }  # fmt: skip
 _UNIT_RE = "|".join(sorted(_UNITS, key=len, reverse=True))
-_AMOUNT = re.compile(rf"(?P<n>[+-]?(?:{NUMBER_RE})|half an?)\s?(?P<u>{_UNIT_RE})\b")
-_RELATIVE = re.compile(
-    rf"^(?:in (?P<a>.+?)|(?P<b>.+?) from now)(?: at (?P<clock>{CLOCK_RE}))?$"
-)
+_AMOUNT = re.compile(rf"(?P<n>[+-]?(?:{NUMBER_RE})|half an?)\s?(?P<u>{_UNIT_RE})(?![a-z])")
+_RELATIVE = re.compile(rf"^(?:in (?P<a>.+?)|(?P<b>.+?) from now)(?: at (?P<clock>{CLOCK_RE}))?$")
 _ISO = re.compile(
     r"^(?P<y>\d{4})-(?P<mo>\d{1,2})-(?P<d>\d{1,2})[t ](?P<h>\d{1,2}):(?P<mi>\d{2})"
     r"(?::(?P<s>\d{2})(?:[.,]\d+)?)?\s?(?P<z>z|utc|[+-]\d{2}(?::?\d{2})?)?$"
@@ -129,7 +127,9 @@ def _iso(m: re.Match[str], text: str, zi: ZoneInfo) -> datetime:
     day = make_date(int(m["y"]), int(m["mo"]), int(m["d"]), text)
     hour, minute, second = int(m["h"]), int(m["mi"]), int(m["s"] or 0)
     if hour > 23 or minute > 59 or second > 59:
-        raise refuse(text, "that is not a clock time: hours go from 0 to 23 and minutes from 0 to 59")
+        raise refuse(
+            text, "that is not a clock time: hours go from 0 to 23 and minutes from 0 to 59"
+        )
     wall = datetime.combine(day, time(hour, minute, second))
     z = m["z"]
     if z is None:
@@ -166,7 +166,7 @@ def _relative(m: re.Match[str], text: str, zi: ZoneInfo, now: datetime) -> datet
         if unit in ("seconds", "minutes", "hours"):
             elapsed += timedelta(**{unit: n})
         elif isinstance(n, int):
-            calendar_step += relativedelta(**{unit: n})
+            calendar_step += _calendar(unit, n)
         else:
             elapsed += timedelta(days=n * (7 if unit == "weeks" else 1))  # half a day, a week
     try:
@@ -174,7 +174,11 @@ def _relative(m: re.Match[str], text: str, zi: ZoneInfo, now: datetime) -> datet
         if local.year > MAX_YEAR:
             raise refuse(text, "that is too far ahead")
         if m["clock"]:
-            if elapsed or calendar_step.days == 0 and not (calendar_step.months or calendar_step.years):
+            if (
+                elapsed
+                or calendar_step.days == 0
+                and not (calendar_step.months or calendar_step.years)
+            ):
                 return None  # "in 2 hours at 9am" means nothing
             clock_time = clock(m["clock"])
             assert clock_time is not None
@@ -183,6 +187,14 @@ def _relative(m: re.Match[str], text: str, zi: ZoneInfo, now: datetime) -> datet
         return base + elapsed
     except (OverflowError, ValueError):
         raise refuse(text, "that is too far ahead") from None
+
+
+def _calendar(unit: str, n: int) -> relativedelta:
+    if unit == "days":
+        return relativedelta(days=n)
+    if unit == "weeks":
+        return relativedelta(weeks=n)
+    return relativedelta(months=n) if unit == "months" else relativedelta(years=n)
 
 
 def parse_once(text: str, zi: ZoneInfo, now: datetime) -> datetime | None:
@@ -201,8 +213,7 @@ def parse_once(text: str, zi: ZoneInfo, now: datetime) -> datetime | None:
     if m and (m["at"] or not text.isdigit()):
         clock_time = clock(m["clock"])
         if clock_time is not None:
-            return _on_day(Day(text, weekday=None, month_day=None, fixed=None), clock_time, zi, now) \
-                if False else _today_or_tomorrow(clock_time, zi, now)
+            return _today_or_tomorrow(clock_time, zi, now)
     for pattern in (_DAY_THEN_CLOCK, _CLOCK_THEN_DAY):
         m = pattern.match(text)
         if m:

@@ -30,8 +30,10 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
+from functools import lru_cache
 from itertools import islice
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from typing import Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from dateutil.relativedelta import relativedelta
 from dateutil.rrule import (
@@ -47,7 +49,8 @@ from dateutil.rrule import (
 
 from core.errors import InvalidInput
 
-FREQUENCIES = {
+_Frequency = Literal[0, 1, 2, 3, 4, 5, 6]
+FREQUENCIES: dict[str, _Frequency] = {
     "YEARLY": YEARLY,
     "MONTHLY": MONTHLY,
     "WEEKLY": WEEKLY,
@@ -83,15 +86,28 @@ _MAX_UTC_OFFSET = timedelta(hours=26)
 _HORIZON_YEARS = 60  # how far a search for the next occurrence looks
 
 
+@lru_cache(maxsize=1)
+def _zone_names() -> dict[str, str]:
+    return {name.lower(): name for name in available_timezones() if name != "localtime"}
+
+
 def zone(name: str) -> ZoneInfo:
-    """The IANA zone called ``name``; InvalidInput if there is none."""
-    try:
-        return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError, OSError) as exc:
-        # ZoneInfo raises ValueError for odd keys ("../x") and OSError for some paths.
-        raise InvalidInput(
-            f"Unknown time zone {name!r}: use an IANA name such as Europe/Berlin or America/New_York."
-        ) from exc
+    """The IANA zone called ``name`` (any letter case); InvalidInput if there is none.
+
+    "localtime" is refused: it means whatever the server is set to.
+    """
+    key = name.strip() if isinstance(name, str) else ""
+    if key and key != "localtime":
+        try:
+            return ZoneInfo(key)
+        except (ZoneInfoNotFoundError, ValueError, OSError):
+            # ValueError for keys like "../x", OSError for over-long names.
+            canonical = _zone_names().get(key.lower())
+            if canonical is not None:
+                return ZoneInfo(canonical)
+    raise InvalidInput(
+        f"Unknown time zone {name!r}: use an IANA name such as Europe/Berlin or America/New_York."
+    )
 
 
 def bad_rule(what: str) -> InvalidInput:
@@ -241,8 +257,11 @@ def check_parts(parts: dict[str, str]) -> None:
             raise bad_rule("no month in the rule has such a day, so it never happens")
 
 
-def parse_rule(text: str) -> Rule:
-    """Read a stored rule text (DTSTART;TZID=... and RRULE: lines)."""
+def read_lines(text: str) -> tuple[str | None, datetime | None, list[dict[str, str]]]:
+    """DTSTART zone (None: floating), DTSTART (None: absent) and RRULE lines of ``text``.
+
+    Lines may be separated by any whitespace. ``DTSTART:...Z`` is in UTC.
+    """
     tzid: str | None = None
     dtstart: datetime | None = None
     lines: list[dict[str, str]] = []
@@ -257,10 +276,19 @@ def parse_rule(text: str) -> Rule:
             dtstart, is_utc, _ = parse_stamp(m.group(2), "DTSTART")
             tzid = "UTC" if is_utc else m.group(1)
         else:
-            raise bad_rule(f"the line {line!r} is neither DTSTART nor RRULE")
-    if dtstart is None or tzid is None or not lines:
-        raise bad_rule("a stored rule needs a DTSTART;TZID=... line and an RRULE line")
-    zone(tzid)
+            raise bad_rule(f"the line {line[:40]!r} is neither DTSTART nor RRULE")
+    if not lines:
+        raise bad_rule("there is no RRULE: line")
+    if tzid is not None:
+        tzid = zone(tzid).key
+    return tzid, dtstart, lines
+
+
+def parse_rule(text: str) -> Rule:
+    """Read a stored rule text (a DTSTART;TZID=... line and RRULE: lines)."""
+    tzid, dtstart, lines = read_lines(text)
+    if dtstart is None or tzid is None:
+        raise bad_rule("a stored rule needs a DTSTART;TZID=... line")
     return Rule(tzid, dtstart, tuple(lines))
 
 
@@ -404,9 +432,31 @@ def _wall_pairs(
             yield pair
 
 
+def step_of(parts: dict[str, str]) -> timedelta:
+    """The elapsed step of a sub-daily line (INTERVAL hours or minutes)."""
+    unit = timedelta(hours=1) if parts["FREQ"] == "HOURLY" else timedelta(minutes=1)
+    return unit * int(parts.get("INTERVAL", "1"))
+
+
+def exact_start(instant: datetime, zi: ZoneInfo, step: timedelta) -> tuple[datetime, datetime]:
+    """A local DTSTART for a sub-daily grid through ``instant``: (wall, its instant).
+
+    It is ``instant`` itself unless that falls in the second pass of a repeated
+    fall-back hour, which a local time cannot name; then it is the latest grid
+    point before it that a local time names exactly.
+    """
+    point = instant
+    for _ in range(10_000):
+        wall = wall_clock(point, zi)
+        if localize(wall, zi) == point:
+            return wall, point
+        point -= step
+    raise bad_rule("no start time can be written for it")  # pragma: no cover
+
+
 def elapsed_offset(rule: Rule) -> timedelta:
     """The fixed UTC offset on which a sub-daily rule runs: the zone's at DTSTART."""
-    return localize(rule.dtstart, rule.zone).utcoffset() or timedelta(0)
+    return rule.dtstart.replace(tzinfo=rule.zone, fold=0).utcoffset() or timedelta(0)
 
 
 def _elapsed_pairs(

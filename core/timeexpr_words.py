@@ -52,9 +52,12 @@ _CLOCK_FULL = re.compile(
     r"^(?P<h>\d{1,2})(?:[:.](?P<m>\d{1,2})(?::(?P<s>\d{1,2}))?)?\s?(?P<ap>am|pm|a\.m\.|p\.m\.)?$"
 )
 _ISO_DAY = re.compile(r"^(\d{4})-(\d{1,2})-(\d{1,2})$")
-_MONTH_FIRST = re.compile(rf"^(?P<mon>{MONTH_RE})\.? (?P<d>\d{{1,2}})(?:st|nd|rd|th)?(?:,? (?P<y>\d{{4}}))?$")
+_MONTH_FIRST = re.compile(
+    rf"^(?P<mon>{MONTH_RE})\.? (?P<d>\d{{1,2}})(?:st|nd|rd|th)?(?:,? (?P<y>\d{{4}}))?$"
+)
 _DAY_FIRST = re.compile(
-    rf"^(?:the )?(?P<d>\d{{1,2}})(?:st|nd|rd|th)?(?: of)? (?P<mon>{MONTH_RE})\.?(?:,? (?P<y>\d{{4}}))?$"
+    rf"^(?:the )?(?P<d>\d{{1,2}})(?:st|nd|rd|th)?(?: of)? (?P<mon>{MONTH_RE})\.?"
+    r"(?:,? (?P<y>\d{4}))?$"
 )
 
 
@@ -115,7 +118,7 @@ def clock(text: str) -> time | None:
     if hour > 23 or minute > 59 or second > 59:
         raise refuse(
             text,
-            'that is not a clock time: hours go from 0 to 23 and minutes from 0 to 59 '
+            "that is not a clock time: hours go from 0 to 23 and minutes from 0 to 59 "
             '(try "17:30" or "5pm")',
         )
     return time(hour, minute, second)

@@ -71,7 +71,7 @@ def _start_service(url: str) -> subprocess.Popen[str]:
     )
 
 
-async def _read_until(proc: subprocess.Popen[str], needle: str, timeout: float) -> str:
+async def _read_until(proc: subprocess.Popen[str], needle: str, within: float) -> str:
     assert proc.stdout is not None
     loop = asyncio.get_running_loop()
     seen = []
@@ -85,7 +85,7 @@ async def _read_until(proc: subprocess.Popen[str], needle: str, timeout: float) 
             if needle in line:
                 return line
 
-    return await asyncio.wait_for(read(), timeout=timeout)
+    return await asyncio.wait_for(read(), timeout=within)
 
 
 @pytest.mark.parametrize("db_url", ["postgres"], indirect=True)
@@ -100,7 +100,7 @@ async def test_another_process_is_woken_by_notify(db_url: str) -> None:
         )
         started = time.monotonic()
         s, _ = await writer.create_schedule("local:a", to="log:", when="in 2 seconds", text="ping")
-        line = await _read_until(proc, f"schedule {s.id},", timeout=10)
+        line = await _read_until(proc, f"schedule {s.id},", within=10)
         assert "ping" in line
         assert time.monotonic() - started < 2.0
     finally:
