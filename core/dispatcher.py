@@ -60,6 +60,9 @@ class DispatcherConfig:
     #: A job that would wait longer than this for its destination's rate limit is
     #: handed back (due when the limit allows) instead of holding a slot.
     max_rate_wait: float = 10.0
+    #: In service mode, claim jobs this many seconds before they fall due and send
+    #: each at its exact time: the claim's round trip is then not part of lateness.
+    prefetch_seconds: float = 0.05
 
     @classmethod
     def from_settings(cls, s: Settings) -> DispatcherConfig:
@@ -155,8 +158,9 @@ class Dispatcher:
 
     # --- claiming and sending ---------------------------------------------------------
 
-    async def pump(self) -> int:
-        """Claim due jobs up to the free capacity and start sending them."""
+    async def pump(self, lookahead: float = 0.0) -> int:
+        """Claim jobs due (within ``lookahead`` seconds) up to the free capacity and
+        start sending them, each no earlier than its due time."""
         claimed_total = 0
         threshold = min(self.config.batch_size, self.config.max_inflight // 2)
         while not self._stopping:
@@ -166,7 +170,7 @@ class Dispatcher:
             want = min(room, self.config.batch_size)
             now = self.clock.now()
             jobs = await self.store.claim_due(
-                now=now,
+                now=now + timedelta(seconds=lookahead),
                 worker=self.worker_id,
                 lease_until=now + timedelta(seconds=self.config.lease_seconds),
                 limit=want,
@@ -212,6 +216,9 @@ class Dispatcher:
             kick.set()
 
     async def _attempt(self, job: ClaimedJob) -> Finished:
+        early = (job.due_at - self.clock.now()).total_seconds()
+        if early > 0:  # claimed ahead of time (prefetch): wait for the exact moment
+            await self.clock.sleep(early)
         now = self.clock.now()
         limit = job.max_lateness_s if job.max_lateness_s is not None else self.config.max_lateness
         late = (now - job.due_at).total_seconds()
@@ -375,6 +382,7 @@ class Dispatcher:
         """Prune old attempts and finished jobs; cap the dead letters by age and count,
         with a warning (never silently)."""
         now = self.clock.now()
+        await self.store.optimize()
         retention = timedelta(days=self.config.retention_days)
         pruned = await self.store.prune_finished(before=now - retention)
         capped = await self.store.cap_dead_letters(
@@ -413,6 +421,7 @@ class Dispatcher:
         renewer = asyncio.create_task(self._renew_forever(), name="herald-renew")
         before = Counter(self.outcomes)
         try:
+            await self.store.optimize()
             await self.store.reclaim_expired(now=self.clock.now())
             while True:
                 claimed = await self.pump()
@@ -442,6 +451,7 @@ class Dispatcher:
         from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
         _, kick, _ = self._events()
+        await self.store.optimize()
         host, pid = socket.gethostname(), os.getpid()
         scheduler = AsyncIOScheduler(timezone=UTC)
         self._scheduler = scheduler
@@ -490,7 +500,7 @@ class Dispatcher:
                     break
                 kick.clear()
                 try:
-                    await self.pump()
+                    await self.pump(lookahead=self.config.prefetch_seconds)
                     if len(self._inflight) < self.config.max_inflight:
                         await self._plan_wake(scheduler)
                 except HeraldError:
@@ -502,13 +512,14 @@ class Dispatcher:
         upcoming = await self.store.next_due_at()
         if upcoming is None:
             return
-        if upcoming <= self.clock.now():
+        wake_at = upcoming - timedelta(seconds=self.config.prefetch_seconds)
+        if wake_at <= self.clock.now():
             self.wake()
             return
         scheduler.add_job(
             self._on_wake,
             "date",
-            run_date=upcoming,
+            run_date=wake_at,
             id="wake",
             replace_existing=True,
             misfire_grace_time=None,

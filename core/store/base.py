@@ -136,6 +136,17 @@ class Gateway:
                 last = version
                 await asyncio.sleep(1.0)
 
+    async def optimize(self) -> None:
+        """Refresh the query planner's statistics. SQLite has none until ANALYZE runs,
+        and without them it picks the state index over primary-key lookups; an
+        approximate ANALYZE (``analysis_limit``) takes milliseconds. PostgreSQL's
+        autovacuum keeps its own."""
+        if self.backend != "sqlite":
+            return
+        async with self._engine.begin() as conn:
+            await conn.exec_driver_sql("PRAGMA analysis_limit = 1000")
+            await conn.exec_driver_sql("ANALYZE")
+
     @staticmethod
     async def _audit(conn: AsyncConnection | AsyncSession, entry: AuditEntry, at: datetime) -> None:
         await conn.execute(

@@ -139,9 +139,13 @@ class QueueQueries(Gateway):
                 .limit(limit)
                 .with_for_update(skip_locked=True)
             )
+        # PostgreSQL re-checks the state of the rows it locked; SQLite holds the only
+        # write lock (BEGIN IMMEDIATE), and a second state test would make its planner
+        # scan the state index instead of looking up the chosen ids.
+        recheck = JOB.c.state.in_(CLAIMABLE) if self.backend == "postgresql" else sa.true()
         claim = (
             sa.update(JOB)
-            .where(JOB.c.id.in_(due), JOB.c.state.in_(CLAIMABLE))
+            .where(JOB.c.id.in_(due), recheck)
             .values(
                 state=JobState.CLAIMED.value,
                 lease_owner=worker,
