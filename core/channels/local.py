@@ -24,7 +24,8 @@ class LogChannel(Channel):
         stamp = delivery.occurrence_at.strftime("%Y-%m-%d %H:%M:%SZ")
         stream.write(
             f"[herald] delivered job {delivery.job_id} (schedule {delivery.schedule_id}, "
-            f"due {stamp}, try {delivery.attempt}): {delivery.body}\n"
+            f"due {stamp}, try {delivery.attempt}, key {delivery.idempotency_key}): "
+            f"{delivery.body}\n"
         )
         stream.flush()
         return DeliveryResult.ok(message_id=f"log-{delivery.job_id}")

@@ -487,6 +487,16 @@ class QueueQueries(Gateway):
         async with self._tx() as conn:
             return [(row[0], row[1]) for row in await conn.execute(q)]
 
+    async def leased_by(self, worker: str) -> set[str]:
+        """Idempotency keys of the jobs ``worker`` holds a lease on."""
+        async with self._tx() as conn:
+            rows = await conn.execute(
+                sa.select(JOB.c.idempotency_key).where(
+                    JOB.c.lease_owner == worker, JOB.c.state == JobState.CLAIMED.value
+                )
+            )
+            return {row[0] for row in rows}
+
     async def workers(self) -> list[Worker]:
         """Dispatchers that reported a heartbeat, most recent first."""
         async with self._tx() as conn:
