@@ -76,7 +76,13 @@ class Cli:
     async def cmd_schedule(self, herald: Herald) -> None:
         a = self.args
         schedule, created = await herald.create_schedule(
-            self.actor, to=a.to, when=a.when, text=a.text, tz=a.tz, key=a.key
+            self.actor,
+            to=a.to,
+            when=a.when,
+            text=a.text,
+            tz=a.tz,
+            key=a.key,
+            max_lateness=a.max_lateness,
         )
         if a.json:
             self.emit_json({**views.schedule_dict(schedule), "created": created})
@@ -381,6 +387,12 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--text", required=True, help="the message")
     c.add_argument("--tz", help="IANA time zone to read --when in (default: yours)")
     c.add_argument("--key", help="idempotency key: a repeat with the same key creates nothing")
+    c.add_argument(
+        "--max-lateness",
+        type=float,
+        metavar="SECONDS",
+        help="if Herald was down, skip a send more than this late (default HERALD_MAX_LATENESS)",
+    )
     c.add_argument("--json", action="store_true", help="print the whole record as JSON")
 
     c = add("list", "List schedules.")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from core.channels.base import RateLimit
 
@@ -60,7 +60,3 @@ class RateLimiter:
         if bucket is None or bucket.paused_until is None or bucket.paused_until <= now:
             return None
         return bucket.paused_until
-
-
-def seconds(value: float) -> timedelta:
-    return timedelta(seconds=value)

@@ -148,12 +148,22 @@ class Herald:
         return timeexpr.parse_when(when, tz=tz, now=self.clock.now())
 
     def build_schedule(
-        self, actor: Actor, *, to: str, when: str, text: str, tz: str | None, key: str | None
+        self,
+        actor: Actor,
+        *,
+        to: str,
+        when: str,
+        text: str,
+        tz: str | None,
+        key: str | None,
+        max_lateness: float | None = None,
     ) -> dict[str, Any]:
         """Validate one request and return its schedule row's values, unstored (create
         and import share it)."""
         destination = parse_destination(to)
         body = check_text(text)
+        if max_lateness is not None and not 0 < max_lateness <= 366 * 86400:
+            raise InvalidInput("The maximum lateness must be between 1 second and a year.")
         zone_name = self._zone_for(actor, tz)
         reading = self.read_when(when, zone_name)
         now = self.clock.now()
@@ -169,7 +179,7 @@ class Herald:
             "next_run_at": reading.first,
             "state": ScheduleState.ACTIVE.value,
             "idempotency_key": check_key(key),
-            "max_lateness_s": None,
+            "max_lateness_s": None if max_lateness is None else round(max_lateness),
             "options": {},
             "version": 1,
             "created_at": now,
@@ -185,11 +195,14 @@ class Herald:
         text: str,
         tz: str | None = None,
         key: str | None = None,
+        max_lateness: float | None = None,
     ) -> tuple[Schedule, bool]:
         """Schedule ``text`` to ``to`` at ``when``. Returns ``(schedule, created)``;
         with a ``key`` the owner already used, the existing schedule and ``False``."""
         actor = await self.actor(actor_id)
-        values = self.build_schedule(actor, to=to, when=when, text=text, tz=tz, key=key)
+        values = self.build_schedule(
+            actor, to=to, when=when, text=text, tz=tz, key=key, max_lateness=max_lateness
+        )
         schedule = Schedule(**values)
         stored, created = await self.store.create_schedule(
             schedule,

@@ -48,6 +48,7 @@ def schedule_dict(schedule: Schedule) -> dict[str, Any]:
         "next_run_at": iso(schedule.next_run_at),
         "state": schedule.state,
         "key": schedule.idempotency_key,
+        "max_lateness_s": schedule.max_lateness_s,
         "version": schedule.version,
         "created_at": iso(schedule.created_at),
         "updated_at": iso(schedule.updated_at),

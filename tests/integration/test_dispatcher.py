@@ -308,3 +308,15 @@ async def test_housekeeping_prunes_old_history_and_caps_dead_letters(
     assert (await herald.store.job_counts()) == {"dead": 2, "discarded": 1}
     trail = await herald.store.audit_trail("job", str(letters[-1].job_id - 1))  # d0
     assert [(a.actor, a.action) for a in trail] == [("system:housekeeping", "dead.discard")]
+
+
+async def test_max_lateness_is_per_schedule(herald: Herald, clock: ManualClock) -> None:
+    strict, _ = await herald.create_schedule(
+        ALICE, to="log:", when="in 1 minute", text="strict", max_lateness=30
+    )
+    lenient, _ = await herald.create_schedule(ALICE, to="log:", when="in 1 minute", text="lenient")
+    clock.advance(60 + 45)  # 45 s late
+    channel = RecordingChannel()
+    summary = await make_dispatcher(herald, channel).drain()
+    assert (summary.outcomes["expired"], summary.outcomes["delivered"]) == (1, 1)
+    assert [d.body for d in channel.deliveries] == ["lenient"]
