@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from core import db, timeexpr, views
+from core.channels import build_channels
 from core.clock import Clock, SystemClock
 from core.errors import HeraldError, InvalidInput
 from core.importer import ImportRejected, import_schedules
@@ -35,9 +36,12 @@ EXIT_ERROR = 2
 async def open_herald(settings: Settings, clock: Clock | None = None) -> AsyncIterator[Herald]:
     """The use cases over the configured database (SQLite is upgraded on first use)."""
     store = await Store.open(settings.database_url)
+    channels = build_channels(settings)
     try:
-        yield Herald(store, settings, clock or SystemClock())
+        yield Herald(store, settings, clock or SystemClock(), channels=channels)
     finally:
+        for channel in channels.values():
+            await channel.close()
         await store.close()
 
 

@@ -73,14 +73,15 @@ async def serve(
             pass
     store = await Store.open(settings.database_url)
     clock = SystemClock()
+    channels = build_channels(settings, log_stream=out)
     dispatcher = Dispatcher(
         store,
-        build_channels(settings, log_stream=out),
+        channels,
         clock=clock,
         config=DispatcherConfig.from_settings(settings),
         observer=observer,
     )
-    herald = Herald(store, settings, clock, on_due=dispatcher.wake)
+    herald = Herald(store, settings, clock, on_due=dispatcher.wake, channels=channels)
     listener = asyncio.create_task(store.listen_due(dispatcher.wake), name="herald-listen")
     try:
         if ready is not None:

@@ -1,7 +1,8 @@
 """Destination URIs: where a message goes.
 
 ``slack:C0123`` (optionally ``slack:C0123/1700000000.000100`` for a thread reply),
-``discord:123456789012345678``, ``webhook:https://...``, ``email:ops@example.com``,
+``discord:123456789012345678``, ``discord-webhook:https://discord.com/api/webhooks/…``
+(embeds, custom name and avatar), ``webhook:https://...``, ``email:ops@example.com``,
 ``log:`` (the service log) and ``null:`` (discards; for benchmarks).
 """
 
@@ -36,9 +37,9 @@ class Destination:
     def redacted(self) -> str:
         """The URI fit for logs and audit rows: a webhook's path and query (which often
         carry a secret token) are hidden."""
-        if self.kind == "webhook":
+        if self.kind in ("webhook", "discord-webhook"):
             parts = urlsplit(self.target)
-            return f"webhook:{parts.scheme}://{parts.hostname}/…"
+            return f"{self.kind}:{parts.scheme}://{parts.hostname}/…"
         return str(self)
 
 
@@ -66,6 +67,13 @@ def parse_destination(uri: str) -> Destination:
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise InvalidInput(
                 f"{raw!r} is not a webhook URL: use webhook:https://example.com/hook."
+            )
+    elif kind == "discord-webhook":
+        parts = urlsplit(target)
+        if parts.scheme not in ("http", "https") or "/webhooks/" not in parts.path:
+            raise InvalidInput(
+                f"{raw!r} is not a Discord webhook URL: copy it from the channel's "
+                "Integrations settings (https://discord.com/api/webhooks/ID/TOKEN)."
             )
     elif kind == "email":
         if not _EMAIL.match(target):

@@ -84,6 +84,7 @@ async def import_schedules(
     report = ImportReport()
     rows: list[dict[str, Any]] = []
     details: list[dict[str, Any]] = []
+    line_numbers: list[int] = []
     seen_keys: set[str] = set()
     for number, raw in enumerate(lines, start=1):
         if not raw.strip():
@@ -109,6 +110,21 @@ async def import_schedules(
             seen_keys.add(key)
         rows.append(values)
         details.append(audit_summary(values))
+        line_numbers.append(number)
+    unreachable: dict[str, str] = {}
+    for destination in sorted({row["destination"] for row in rows}):
+        try:
+            await herald.check_reachable(destination)
+        except HeraldError as exc:
+            unreachable[destination] = str(exc).rstrip(".")
+    if unreachable:
+        for number, row in zip(line_numbers, rows, strict=True):
+            if row["destination"] in unreachable:
+                report.invalid.append((number, unreachable[row["destination"]]))
+        report.invalid.sort()
+        keep = [i for i, row in enumerate(rows) if row["destination"] not in unreachable]
+        rows = [rows[i] for i in keep]
+        details = [details[i] for i in keep]
     if report.invalid and not skip_invalid:
         raise ImportRejected(report.invalid)
     existing = await herald.store.existing_keys(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import pwd
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -37,6 +37,20 @@ class Settings(BaseSettings):
     http_host: str = Field(default="127.0.0.1", alias="HERALD_HTTP_HOST")
     http_port: int = Field(default=8080, alias="HERALD_HTTP_PORT")
 
+    # email and webhooks
+    smtp_host: str | None = Field(default=None, alias="HERALD_SMTP_HOST")
+    smtp_port: int | None = Field(default=None, alias="HERALD_SMTP_PORT")
+    smtp_user: str | None = Field(default=None, alias="HERALD_SMTP_USER")
+    smtp_password: SecretStr | None = Field(default=None, alias="HERALD_SMTP_PASSWORD")
+    smtp_from: str = Field(default="Herald <herald@localhost>", alias="HERALD_SMTP_FROM")
+    smtp_tls: Literal["starttls", "tls", "none"] = Field(
+        default="starttls", alias="HERALD_SMTP_TLS"
+    )
+    #: Signing secrets for webhooks: ``URL_PREFIX=SECRET`` pairs, comma-separated; the
+    #: longest matching prefix wins (Standard Webhooks ``whsec_...`` secrets).
+    webhook_secrets: SecretStr | None = Field(default=None, alias="HERALD_WEBHOOK_SECRETS")
+    http_timeout: float = Field(default=30.0, gt=0, alias="HERALD_HTTP_TIMEOUT")
+
     # dispatcher
     concurrency: int = Field(default=64, ge=1, alias="HERALD_CONCURRENCY")
     batch_size: int = Field(default=1000, ge=1, le=10_000, alias="HERALD_BATCH_SIZE")
@@ -57,6 +71,17 @@ class Settings(BaseSettings):
         if isinstance(value, str):
             return frozenset(part.strip() for part in value.split(",") if part.strip())
         return value
+
+    def webhook_secret_for(self, url: str) -> str | None:
+        """The signing secret of the longest ``HERALD_WEBHOOK_SECRETS`` prefix of ``url``."""
+        if self.webhook_secrets is None:
+            return None
+        best: tuple[int, str] | None = None
+        for pair in self.webhook_secrets.get_secret_value().split(","):
+            prefix, sep, secret = pair.strip().partition("=")
+            if sep and url.startswith(prefix) and (best is None or len(prefix) > best[0]):
+                best = (len(prefix), secret)
+        return best[1] if best else None
 
     @property
     def local_actor(self) -> str:

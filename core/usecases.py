@@ -9,12 +9,13 @@ person can read, and changes nothing.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from core import timeexpr
+from core.channels.base import Channel
 from core.clock import Clock
 from core.destinations import parse_destination
 from core.errors import Conflict, InvalidInput, NotFound, PermissionDenied
@@ -83,10 +84,14 @@ class Herald:
         clock: Clock,
         *,
         on_due: Callable[[datetime], None] | None = None,
+        channels: Mapping[str, Channel] | None = None,
     ) -> None:
         self.store = store
         self.settings = settings
         self.clock = clock
+        #: Channels that check a destination at schedule time (a Slack channel the bot
+        #: cannot post in is refused now, not at 9 am tomorrow). Empty: syntax only.
+        self.channels = dict(channels or {})
         #: Called with the due time whenever a job is created or moved, so an
         #: in-process dispatcher wakes at once (set by the composition root).
         self.on_due = on_due
@@ -203,6 +208,7 @@ class Herald:
         values = self.build_schedule(
             actor, to=to, when=when, text=text, tz=tz, key=key, max_lateness=max_lateness
         )
+        await self.check_reachable(values["destination"])
         schedule = Schedule(**values)
         stored, created = await self.store.create_schedule(
             schedule,
@@ -218,6 +224,14 @@ class Herald:
         if created:
             self._due(schedule.starts_at)
         return stored, created
+
+    async def check_reachable(self, destination: str) -> None:
+        """Ask the destination's channel whether it can deliver there (InvalidInput if
+        not); a syntax check only when no channel is wired in."""
+        parsed = parse_destination(destination)
+        channel = self.channels.get(parsed.kind)
+        if channel is not None:
+            await channel.validate(parsed)
 
     def _due(self, at: datetime | None) -> None:
         if at is not None and self.on_due is not None:
@@ -316,6 +330,7 @@ class Herald:
             changed["text_chars"] = len(text)
         if to is not None:
             destination = parse_destination(to)
+            await self.check_reachable(str(destination))
             values["destination"] = str(destination)
             changed["destination"] = destination.redacted()
         arm_at: datetime | None = None

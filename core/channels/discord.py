@@ -1,0 +1,419 @@
+"""Discord channels: a bot posting to a channel, and a channel webhook.
+
+``discord:123456789012345678`` posts ``POST {base}/channels/{id}/messages`` with
+``Authorization: Bot <token>``, a ``nonce`` derived from the job's idempotency key and
+``enforce_nonce: true``: Discord answers a repeated nonce with the message it already
+created, so a retried delivery never posts twice. Options: ``embeds``, ``allowed_mentions``.
+
+``discord-webhook:https://discord.com/api/webhooks/ID/TOKEN`` executes a channel webhook
+(``?wait=true``), which also allows a custom sender: options ``username``, ``avatar_url``,
+``embeds``, ``allowed_mentions`` and ``thread_id``. Webhooks take no nonce.
+
+Both keep Discord's rate-limit state: per bucket (``X-RateLimit-Bucket``, ``-Remaining``,
+``-Reset-After``; a 429's ``retry_after``), and the global 50 requests/s. Before sending
+into an exhausted bucket they wait, or, when the wait is longer than ``max_wait``, return
+a retry with that ``retry_after`` so the dispatcher can do other work meanwhile.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import re
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+from urllib.parse import urlsplit
+
+import httpx
+from pydantic import SecretStr
+
+from core.channels.base import Channel, Delivery, DeliveryResult, RateLimit
+from core.channels.webhook import hidden_urls, parse_retry_after, reveal, truncate
+from core.destinations import Destination
+from core.errors import InvalidInput
+
+DEFAULT_BASE_URL = "https://discord.com/api/v10"
+MAX_CONTENT = 2000
+USER_AGENT = "DiscordBot (herald, 0.1.0)"
+_WEBHOOK_PATH = re.compile(r"/webhooks/(\d+)/[^/]+/?$")
+
+Sleep = Callable[[float], Awaitable[None]]
+
+
+def discord_nonce(idempotency_key: str) -> str:
+    """A nonce of 25 characters derived from the idempotency key (always the same for
+    the same key): the first 25 characters of its url-safe base64 SHA-256."""
+    digest = hashlib.sha256(idempotency_key.encode("utf-8")).digest()
+    return base64.urlsafe_b64encode(digest).decode("ascii")[:25]
+
+
+@dataclass
+class _Bucket:
+    remaining: int
+    reset_at: float
+
+
+class RateLimits:
+    """Discord's rate-limit state for one client: buckets and the global limit.
+
+    ``route`` names an endpoint (``POST /channels/{id}/messages``), ``major`` its major
+    parameter (the channel or webhook id). ``clock`` is monotonic seconds.
+    """
+
+    def __init__(self, clock: Callable[[], float], global_rate: float = 50.0) -> None:
+        self._clock = clock
+        self._rate = global_rate
+        self._tokens = global_rate
+        self._refilled = clock()
+        self._global_until = 0.0
+        self._bucket_of: dict[str, str] = {}
+        self._buckets: dict[str, _Bucket] = {}
+
+    def _key(self, route: str, major: str) -> str:
+        return f"{self._bucket_of.get(route, route)}:{major}"
+
+    def delay(self, route: str, major: str) -> float:
+        """Seconds to wait before this request may go. When 0, a slot is taken."""
+        now = self._clock()
+        if self._global_until > now:
+            return self._global_until - now
+        bucket = self._buckets.get(self._key(route, major))
+        if bucket is not None and bucket.remaining <= 0 and bucket.reset_at > now:
+            return bucket.reset_at - now
+        self._tokens = min(self._rate, self._tokens + (now - self._refilled) * self._rate)
+        self._refilled = now
+        if self._tokens < 1:
+            return (1 - self._tokens) / self._rate
+        self._tokens -= 1
+        if bucket is not None:
+            if bucket.reset_at <= now:
+                self._buckets.pop(self._key(route, major))
+            else:
+                bucket.remaining -= 1
+        return 0.0
+
+    def update(self, route: str, major: str, headers: Mapping[str, str]) -> None:
+        """Learn from a response's ``X-RateLimit-*`` headers."""
+        name = headers.get("x-ratelimit-bucket")
+        if name:
+            self._bucket_of[route] = name
+        remaining = headers.get("x-ratelimit-remaining")
+        reset_after = headers.get("x-ratelimit-reset-after")
+        if remaining is None or reset_after is None:
+            return
+        try:
+            left, pause = int(remaining), float(reset_after)
+        except ValueError:
+            return
+        self._buckets[self._key(route, major)] = _Bucket(left, self._clock() + pause)
+
+    def limited(self, route: str, major: str, retry_after: float, is_global: bool) -> None:
+        """Record a 429: the bucket (or, when ``is_global``, everything) waits."""
+        until = self._clock() + retry_after
+        if is_global:
+            self._global_until = max(self._global_until, until)
+        else:
+            self._buckets[self._key(route, major)] = _Bucket(0, until)
+
+
+class _DiscordHTTP(Channel):
+    """What both Discord channels share: the HTTP client, rate limits, classification."""
+
+    #: status -> advice; ``{what}`` is the destination in words.
+    advice: ClassVar[Mapping[int, str]] = {}
+
+    def __init__(
+        self,
+        *,
+        timeout: float = 30.0,
+        connect_timeout: float = 5.0,
+        max_wait: float = 5.0,
+        global_rate: float = 50.0,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Sleep = asyncio.sleep,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        self._client = httpx.AsyncClient(
+            timeout=httpx.Timeout(timeout, connect=connect_timeout),
+            follow_redirects=False,
+            headers={"User-Agent": USER_AGENT, **(headers or {})},
+        )
+        self._limits = RateLimits(clock, global_rate)
+        self._max_wait = max_wait
+        self._sleep = sleep
+
+    async def close(self) -> None:
+        """Close the HTTP connection pool."""
+        await self._client.aclose()
+
+    async def _request(
+        self, method: str, url: str, route: str, major: str, what: str, **kwargs: Any
+    ) -> httpx.Response | DeliveryResult:
+        """Send one request under the rate limits. Returns the response, or a retry
+        result for a long rate-limit wait, a timeout or a network failure."""
+        for _ in range(10):
+            wait = self._limits.delay(route, major)
+            if wait <= 0:
+                break
+            if wait > self._max_wait:
+                return DeliveryResult.retry(
+                    f"Discord's rate limit for {what} is used up; Herald will try again.",
+                    retry_after=wait,
+                )
+            await self._sleep(wait)
+        else:
+            return DeliveryResult.retry(
+                f"Discord's rate limit for {what} is busy; Herald will try again.", retry_after=1
+            )
+        try:
+            with hidden_urls():  # a webhook URL carries its token
+                response = await self._client.request(method, url, **kwargs)
+        except httpx.TimeoutException:
+            return DeliveryResult.retry(
+                f"Discord did not answer in time for {what}; Herald will try again."
+            )
+        except httpx.HTTPError as exc:
+            return DeliveryResult.retry(
+                f"Could not reach Discord ({type(exc).__name__}); Herald will try again."
+            )
+        self._limits.update(route, major, response.headers)
+        if response.status_code == 429:
+            data = _json(response)
+            pause = _retry_after(response, data)
+            self._limits.limited(route, major, pause, _global(response, data))
+        return response
+
+    def _classify(self, response: httpx.Response, what: str) -> DeliveryResult:
+        """ok (message id), retry (429, 5xx) or permanent (other 4xx) with advice."""
+        status = response.status_code
+        data = _json(response)
+        if 200 <= status < 300:
+            message_id = data.get("id")
+            return DeliveryResult.ok(status, str(message_id) if message_id else None)
+        if status == 429:
+            scope = "the bot everywhere" if _global(response, data) else what
+            return DeliveryResult.retry(
+                f"Discord is rate limiting {scope}; Herald will try again.",
+                status,
+                _retry_after(response, data),
+            )
+        if status >= 500:
+            return DeliveryResult.retry(
+                f"Discord answered {status}; Herald will try again.", status
+            )
+        said = str(data.get("message") or response.reason_phrase)
+        if "code" in data:
+            said += f" (code {data['code']})"
+        if status in self.advice:
+            return DeliveryResult.permanent(
+                f"Discord said {said}: " + self.advice[status].format(what=what), status
+            )
+        errors = f" {truncate(str(data['errors']), 500)}" if data.get("errors") else ""
+        return DeliveryResult.permanent(
+            f"Discord refused the message for {what}: {said}.{errors} Edit the schedule.",
+            status,
+        )
+
+
+class DiscordChannel(_DiscordHTTP):
+    """Posts as a bot to Discord channels.
+
+    ``token`` may be None (Discord not configured): ``send`` returns a permanent result
+    saying so and ``validate`` checks nothing. ``max_wait`` is the longest rate-limit
+    pause taken inside ``send``; ``clock`` (monotonic seconds) and ``sleep`` are for tests.
+    """
+
+    kind = "discord"
+    #: Discord allows 5 messages per 5 seconds per channel.
+    rate_limit = RateLimit(rate=1.0, burst=5.0)
+    advice: ClassVar[Mapping[int, str]] = {
+        401: "the Discord bot token is not valid; an admin must update DISCORD_BOT_TOKEN.",
+        403: "the bot cannot post in {what}; give it the View Channel and Send Messages "
+        "permissions there (or invite it to that server).",
+        404: "{what} does not exist or the bot cannot see it; check the channel id.",
+    }
+
+    def __init__(
+        self,
+        token: str | SecretStr | None,
+        *,
+        base_url: str = DEFAULT_BASE_URL,
+        timeout: float = 30.0,
+        connect_timeout: float = 5.0,
+        max_wait: float = 5.0,
+        global_rate: float = 50.0,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Sleep = asyncio.sleep,
+    ) -> None:
+        plain = reveal(token)
+        super().__init__(
+            timeout=timeout,
+            connect_timeout=connect_timeout,
+            max_wait=max_wait,
+            global_rate=global_rate,
+            clock=clock,
+            sleep=sleep,
+            headers={"Authorization": f"Bot {plain}"} if plain else {},
+        )
+        self._configured = bool(plain)
+        self._base = base_url.rstrip("/")
+
+    def payload(self, delivery: Delivery) -> dict[str, Any]:
+        """The JSON body of the create-message request for ``delivery``."""
+        body: dict[str, Any] = {
+            "content": delivery.body,
+            "nonce": discord_nonce(delivery.idempotency_key),
+            "enforce_nonce": True,
+        }
+        for name in ("embeds", "allowed_mentions"):
+            if delivery.options.get(name) is not None:
+                body[name] = delivery.options[name]
+        return body
+
+    async def send(self, delivery: Delivery) -> DeliveryResult:
+        """Create one message. Returns ok with the message id; retry for 429 (with
+        ``retry_after``), 5xx, timeouts and network failures; permanent for 401/403/404,
+        other 4xx and a message over 2,000 characters. Never raises for what Discord does."""
+        if not self._configured:
+            return DeliveryResult.permanent(
+                "Discord is not configured: an admin must set DISCORD_BOT_TOKEN."
+            )
+        channel = delivery.destination.target
+        what = f"Discord channel {channel}"
+        if len(delivery.body) > MAX_CONTENT:
+            return _too_long(delivery.body)
+        answer = await self._request(
+            "POST",
+            f"{self._base}/channels/{channel}/messages",
+            "POST /channels/{id}/messages",
+            channel,
+            what,
+            json=self.payload(delivery),
+        )
+        if isinstance(answer, DeliveryResult):
+            return answer
+        return self._classify(answer, what)
+
+    async def validate(self, destination: Destination) -> None:
+        """When a token is configured, check that the bot can see the channel
+        (``GET /channels/{id}``). Raises InvalidInput on 401/403/404 with what to do;
+        does nothing when Discord cannot be asked (network trouble, rate limit)."""
+        if not self._configured:
+            return
+        channel = destination.target
+        what = f"Discord channel {channel}"
+        answer = await self._request(
+            "GET", f"{self._base}/channels/{channel}", "GET /channels/{id}", channel, what
+        )
+        if isinstance(answer, httpx.Response) and answer.status_code in self.advice:
+            raise InvalidInput(str(self._classify(answer, what).error))
+
+
+class DiscordWebhookChannel(_DiscordHTTP):
+    """Executes Discord channel webhooks; the URL (with its token) is the destination.
+
+    Error texts name the webhook by id only: the URL's token never appears. Takes the
+    keyword arguments of :class:`DiscordChannel` but no token and no base URL.
+    """
+
+    kind = "discord-webhook"
+    #: Discord allows 5 webhook requests per 2 seconds and 30 messages a minute.
+    rate_limit = RateLimit(rate=0.5, burst=5.0)
+    advice: ClassVar[Mapping[int, str]] = {
+        401: "{what} has an invalid token; paste its URL again from the channel settings.",
+        403: "{what} may not post there; check the channel's permissions.",
+        404: "{what} was deleted; create a new one in the channel settings "
+        "(Integrations → Webhooks) and update the destination.",
+    }
+
+    def payload(self, delivery: Delivery) -> dict[str, Any]:
+        """The JSON body of the execute-webhook request for ``delivery``."""
+        body: dict[str, Any] = {"content": delivery.body}
+        for name in ("username", "avatar_url", "embeds", "allowed_mentions"):
+            if delivery.options.get(name) is not None:
+                body[name] = delivery.options[name]
+        return body
+
+    async def send(self, delivery: Delivery) -> DeliveryResult:
+        """Execute the webhook (``?wait=true``). Same classification as
+        :meth:`DiscordChannel.send`. Never raises for what Discord does."""
+        url = delivery.destination.target
+        webhook_id = _webhook_id(url)
+        if webhook_id is None:
+            return DeliveryResult.permanent(
+                "The destination is not a Discord webhook URL: copy it from the channel "
+                "settings (https://discord.com/api/webhooks/ID/TOKEN)."
+            )
+        what = f"Discord webhook {webhook_id}"
+        if len(delivery.body) > MAX_CONTENT:
+            return _too_long(delivery.body)
+        params: dict[str, str] = {"wait": "true"}
+        if delivery.options.get("thread_id"):
+            params["thread_id"] = str(delivery.options["thread_id"])
+        answer = await self._request(
+            "POST",
+            url,
+            "POST /webhooks/{id}/{token}",
+            webhook_id,
+            what,
+            params=params,
+            json=self.payload(delivery),
+        )
+        if isinstance(answer, DeliveryResult):
+            return answer
+        return self._classify(answer, what)
+
+    async def validate(self, destination: Destination) -> None:
+        """Check that the webhook exists (``GET`` on its URL). Raises InvalidInput for a
+        malformed URL or a 401/403/404 answer; does nothing when Discord cannot be asked."""
+        url = destination.target
+        webhook_id = _webhook_id(url)
+        if webhook_id is None:
+            raise InvalidInput(
+                "That is not a Discord webhook URL: copy it from the channel settings "
+                "(https://discord.com/api/webhooks/ID/TOKEN)."
+            )
+        what = f"Discord webhook {webhook_id}"
+        answer = await self._request("GET", url, "GET /webhooks/{id}/{token}", webhook_id, what)
+        if isinstance(answer, httpx.Response) and answer.status_code in self.advice:
+            raise InvalidInput(str(self._classify(answer, what).error))
+
+
+def _too_long(body: str) -> DeliveryResult:
+    return DeliveryResult.permanent(
+        f"The message has {len(body):,} characters and Discord allows {MAX_CONTENT:,}: "
+        "shorten it or split it into several schedules."
+    )
+
+
+def _webhook_id(url: str) -> str | None:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return None
+    match = _WEBHOOK_PATH.search(parts.path)
+    return match.group(1) if match else None
+
+
+def _json(response: httpx.Response) -> dict[str, Any]:
+    try:
+        data = response.json()
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _retry_after(response: httpx.Response, data: Mapping[str, Any]) -> float:
+    """A 429's pause in seconds: the JSON ``retry_after``, else ``Retry-After``, else 1."""
+    value = data.get("retry_after")
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return max(0.0, float(value))
+    return parse_retry_after(response.headers.get("retry-after")) or 1.0
+
+
+def _global(response: httpx.Response, data: Mapping[str, Any]) -> bool:
+    """Whether a 429 is Discord's global limit rather than one bucket's."""
+    header = response.headers.get("x-ratelimit-global", "").lower() == "true"
+    return bool(data.get("global")) or header

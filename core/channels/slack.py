@@ -1,0 +1,272 @@
+"""Slack channels (``slack:C0123``, thread reply ``slack:C0123/1700000000.000100``).
+
+Posts with the Web API method ``chat.postMessage``, spoken directly over httpx: ``core``
+may not import a chat SDK (see the import-linter contract in pyproject.toml), and the wire
+protocol is small (a JSON POST with a bearer token; ``{"ok": false, "error": code}`` on
+failure; HTTP 429 with ``Retry-After`` when rate limited).
+
+Options (``Delivery.options``): ``blocks`` (Block Kit, a list or its JSON text; the plain
+text stays as the notification fallback), ``username`` and ``icon_url`` / ``icon_emoji``
+(a custom sender; needs the ``chat:write.customize`` scope), ``unfurl_links``,
+``unfurl_media`` and ``reply_broadcast``. Every message carries the job's idempotency key
+in its metadata (``event_type`` ``herald_delivery``) so a delivery can be found again.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any, NamedTuple
+
+import httpx
+from pydantic import SecretStr
+
+from core.channels.base import Channel, Delivery, DeliveryResult, RateLimit
+from core.channels.webhook import parse_retry_after, reveal, truncate
+from core.destinations import Destination
+from core.errors import InvalidInput
+
+log = logging.getLogger(__name__)
+
+DEFAULT_BASE_URL = "https://slack.com/api/"
+METADATA_EVENT = "herald_delivery"
+PASSED_OPTIONS = (
+    "username",
+    "icon_url",
+    "icon_emoji",
+    "unfurl_links",
+    "unfurl_media",
+    "reply_broadcast",
+)
+#: Slack error codes worth another try (the rest are permanent).
+TRANSIENT = frozenset(
+    {"ratelimited", "internal_error", "fatal_error", "service_unavailable", "request_timeout"}
+)
+_AUTH = (
+    "The Slack bot token was refused ({code}): ask an admin to reinstall the Slack app "
+    "and update SLACK_BOT_TOKEN."
+)
+#: What to tell a person for each permanent error code. ``{channel}`` is the channel id.
+ADVICE: dict[str, str] = {
+    "channel_not_found": (
+        "Slack channel {channel} was not found: check the id, and for a private channel "
+        "invite the bot there with /invite @Herald."
+    ),
+    "not_in_channel": (
+        "The bot is not in Slack channel {channel}: invite it with /invite @Herald "
+        "in that channel."
+    ),
+    "is_archived": (
+        "Slack channel {channel} is archived: unarchive it or point the schedule at "
+        "another channel."
+    ),
+    "invalid_auth": _AUTH,
+    "not_authed": _AUTH,
+    "token_revoked": _AUTH,
+    "token_expired": _AUTH,
+    "account_inactive": (
+        "The Slack app's bot user is deactivated or the app was uninstalled "
+        "(account_inactive): ask an admin to reinstall the app and update SLACK_BOT_TOKEN."
+    ),
+    "msg_too_long": (
+        "The message is too long for Slack: shorten it (at most 40,000 characters) or "
+        "split it into several schedules."
+    ),
+    "no_text": "The message is empty: give it some text or blocks.",
+    "invalid_blocks": "Slack refused the Block Kit blocks (invalid_blocks): fix them in "
+    "Block Kit Builder and edit the schedule.",
+    "invalid_blocks_format": "The Block Kit blocks are not a valid list "
+    "(invalid_blocks_format): edit the schedule's blocks.",
+    "too_many_attachments": "The message has too many attachments: remove some.",
+    "restricted_action": "A Slack workspace setting stops the bot from posting in "
+    "{channel}: ask a workspace admin to allow it.",
+    "restricted_action_read_only_channel": "Slack channel {channel} is read-only for the "
+    "bot: ask a channel manager to let it post.",
+    "cannot_reply_to_message": "Slack does not allow replies to that thread's message: "
+    "post to the channel instead.",
+}
+
+
+class _Answer(NamedTuple):
+    """A Web API answer with HTTP 200: its status, JSON body and the token's scopes."""
+
+    status: int
+    data: dict[str, Any]
+    scopes: frozenset[str]
+
+
+class SlackChannel(Channel):
+    """Posts to Slack channels with a bot token (``xoxb-...``).
+
+    ``token`` may be None (Slack not configured): ``send`` then returns a permanent
+    result saying so and ``validate`` checks nothing. ``base_url`` ends with ``/``.
+    """
+
+    kind = "slack"
+    #: Slack allows about one message per second per channel, with short bursts.
+    rate_limit = RateLimit(rate=1.0, burst=3.0)
+
+    def __init__(
+        self,
+        token: str | SecretStr | None,
+        *,
+        base_url: str = DEFAULT_BASE_URL,
+        timeout: float = 30.0,
+        connect_timeout: float = 5.0,
+    ) -> None:
+        self._token = reveal(token)
+        self._base = base_url if base_url.endswith("/") else base_url + "/"
+        self._client = httpx.AsyncClient(
+            timeout=httpx.Timeout(timeout, connect=connect_timeout), follow_redirects=False
+        )
+
+    async def close(self) -> None:
+        """Close the HTTP connection pool."""
+        await self._client.aclose()
+
+    def payload(self, delivery: Delivery) -> dict[str, Any]:
+        """The ``chat.postMessage`` arguments for ``delivery``.
+
+        Raises ValueError when ``options["blocks"]`` is text that is not JSON."""
+        channel, _, thread_ts = delivery.destination.target.partition("/")
+        options = delivery.options
+        args: dict[str, Any] = {
+            "channel": channel,
+            "text": delivery.body,
+            "metadata": {
+                "event_type": METADATA_EVENT,
+                "event_payload": {
+                    "idempotency_key": delivery.idempotency_key,
+                    "schedule_id": delivery.schedule_id,
+                    "job_id": delivery.job_id,
+                },
+            },
+        }
+        if thread_ts:
+            args["thread_ts"] = thread_ts
+        blocks = options.get("blocks")
+        if blocks:
+            args["blocks"] = json.loads(blocks) if isinstance(blocks, str) else blocks
+        for name in PASSED_OPTIONS:
+            if options.get(name) is not None:
+                args[name] = options[name]
+        return args
+
+    async def send(self, delivery: Delivery) -> DeliveryResult:
+        """Post one message. Returns ok with message id ``CHANNEL/TS``; retry for rate
+        limits (with ``Retry-After``), 5xx, Slack's transient errors and network failures;
+        permanent, with advice, for everything else. Never raises for what Slack does."""
+        if not self._token:
+            return DeliveryResult.permanent(
+                "Slack is not configured: an admin must set SLACK_BOT_TOKEN."
+            )
+        try:
+            args = self.payload(delivery)
+        except ValueError:
+            return DeliveryResult.permanent(
+                "The schedule's Block Kit blocks are not valid JSON: edit them."
+            )
+        answer = await self._call("chat.postMessage", args)
+        if isinstance(answer, DeliveryResult):
+            return answer
+        status, data, _ = answer
+        if data.get("ok") is True:
+            channel = str(data.get("channel") or args["channel"])
+            return DeliveryResult.ok(status, f"{channel}/{data.get('ts', '')}")
+        return self._failure(status, data, args["channel"])
+
+    async def validate(self, destination: Destination) -> None:
+        """When a token is configured, check with ``conversations.info`` that the channel
+        exists, is not archived and that the bot can post there.
+
+        Raises InvalidInput with what to do. Does nothing when Slack cannot be asked
+        (no token, network trouble, rate limit, missing ``channels:read`` scope)."""
+        if not self._token:
+            return
+        channel = destination.target.partition("/")[0]
+        answer = await self._call("conversations.info", {"channel": channel}, form=True)
+        if isinstance(answer, DeliveryResult):
+            log.warning("could not check slack channel %s: %s", channel, answer.error)
+            return
+        _, data, scopes = answer
+        if data.get("ok") is not True:
+            code = str(data.get("error", ""))
+            if code in ADVICE and code not in ("msg_too_long", "no_text"):
+                raise InvalidInput(ADVICE[code].format(channel=channel, code=code))
+            log.warning("could not check slack channel %s: %s", channel, code)
+            return
+        info = data.get("channel") or {}
+        if info.get("is_archived"):
+            raise InvalidInput(ADVICE["is_archived"].format(channel=channel))
+        if info.get("is_member") is False and "chat:write.public" not in scopes:
+            raise InvalidInput(ADVICE["not_in_channel"].format(channel=channel))
+
+    async def _call(
+        self, method: str, args: dict[str, Any], *, form: bool = False
+    ) -> _Answer | DeliveryResult:
+        """POST a Web API method as JSON, or form-encoded when ``form`` (read methods such
+        as ``conversations.info`` take no JSON). Returns the answer when Slack sent JSON,
+        or the retry/permanent result for any other answer or a network failure."""
+        headers = {"Authorization": f"Bearer {self._token}"}
+        url = self._base + method
+        try:
+            if form:
+                response = await self._client.post(url, headers=headers, data=args)
+            else:
+                response = await self._client.post(url, headers=headers, json=args)
+        except httpx.TimeoutException:
+            return DeliveryResult.retry("Slack did not answer in time; Herald will try again.")
+        except httpx.HTTPError as exc:
+            return DeliveryResult.retry(
+                f"Could not reach Slack ({type(exc).__name__}); Herald will try again."
+            )
+        status = response.status_code
+        if status == 429:
+            retry_after = parse_retry_after(response.headers.get("retry-after"))
+            return DeliveryResult.retry(
+                "Slack is rate limiting the bot; Herald will try again.", status, retry_after
+            )
+        if status >= 500:
+            return DeliveryResult.retry(
+                f"Slack answered {status}; Herald will try again.", status
+            )
+        try:
+            data = response.json()
+        except ValueError:
+            data = None
+        if not isinstance(data, dict) and 400 <= status < 500:
+            return DeliveryResult.permanent(
+                f"Slack answered {status} to {method}: check SLACK_API_URL.", status
+            )
+        if not isinstance(data, dict):
+            return DeliveryResult.retry(
+                f"Slack answered {status} with something that is not JSON "
+                f"({truncate(response.text, 200)}); Herald will try again.",
+                status,
+            )
+        scopes = response.headers.get("x-oauth-scopes", "")
+        return _Answer(status, data, frozenset(s.strip() for s in scopes.split(",") if s.strip()))
+
+    def _failure(self, status: int, data: dict[str, Any], channel: str) -> DeliveryResult:
+        code = str(data.get("error") or "unknown_error")
+        if code in TRANSIENT:
+            return DeliveryResult.retry(
+                f"Slack could not take the message just now ({code}); Herald will try again.",
+                status,
+            )
+        if code == "missing_scope":
+            needed = data.get("needed") or "chat:write"
+            return DeliveryResult.permanent(
+                f"The Slack app lacks the {needed} scope: ask an admin to add it and "
+                "reinstall the app.",
+                status,
+            )
+        advice = ADVICE.get(code)
+        if advice is None:
+            return DeliveryResult.permanent(
+                f"Slack refused the message ({code}): check the destination and the "
+                "schedule's options.",
+                status,
+            )
+        return DeliveryResult.permanent(advice.format(channel=channel, code=code), status)
+

@@ -1,0 +1,252 @@
+"""Signed HTTP webhooks (``webhook:https://...``), following Standard Webhooks.
+
+Each delivery is one ``POST`` of a JSON body::
+
+    {"id": idempotency_key, "schedule_id": 1, "job_id": 2, "text": "...",
+     "scheduled_for": "2026-03-02T09:00:00Z", "attempt": 1}
+
+with the headers ``webhook-id`` (the job's idempotency key: the same on every retry, so a
+receiver can drop duplicates), ``webhook-timestamp`` (unix seconds), ``Idempotency-Key``
+and, when the destination has a signing secret, ``webhook-signature``: ``v1,`` followed by
+the base64 HMAC-SHA256 of ``{id}.{timestamp}.{body}``. A secret in the Standard Webhooks
+form ``whsec_<base64>`` is base64-decoded first; any other string is used as UTF-8 bytes.
+
+This module also holds the small HTTP helpers the other channels share
+(:func:`reveal`, :func:`parse_retry_after`, :func:`truncate`, :func:`hidden_urls`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import hashlib
+import hmac
+import json
+import logging
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+from urllib.parse import urlsplit
+
+import httpx
+from pydantic import SecretStr
+
+from core.channels.base import Channel, Delivery, DeliveryResult, RateLimit
+
+#: Longest response body kept in a result's error text, in bytes.
+MAX_BODY = 2048
+RETRYABLE_STATUS = frozenset({408, 425, 429})
+USER_AGENT = "Herald (scheduled messages)"
+
+SecretFor = Callable[[str], str | SecretStr | None]
+
+
+def reveal(value: str | SecretStr | None) -> str | None:
+    """The plain text of a token or secret given as ``str`` or ``SecretStr``."""
+    if isinstance(value, SecretStr):
+        return value.get_secret_value()
+    return value
+
+
+def truncate(text: str, limit: int = MAX_BODY) -> str:
+    """``text`` cut to at most ``limit`` UTF-8 bytes (an ellipsis marks the cut)."""
+    raw = text.encode("utf-8")
+    if len(raw) <= limit:
+        return text
+    return raw[: limit - 3].decode("utf-8", errors="ignore") + "…"
+
+
+def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
+    """Seconds to wait from a ``Retry-After`` header (delta seconds or an HTTP date).
+
+    Returns None when the header is absent or unreadable; never a negative number.
+    ``now`` is the current unix time (defaults to the wall clock).
+    """
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    current = time.time() if now is None else now
+    return max(0.0, when.timestamp() - current)
+
+
+_HIDE_URLS: ContextVar[bool] = ContextVar("herald_hide_urls", default=False)
+
+
+class _HideURLs(logging.Filter):
+    """Cuts the path and query off the URLs in httpx's request log lines while
+    :func:`hidden_urls` is active (webhook URLs often carry a token)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if _HIDE_URLS.get() and isinstance(record.args, tuple):
+            record.args = tuple(
+                f"{a.scheme}://{a.host}/…" if isinstance(a, httpx.URL) else a for a in record.args
+            )
+        return True
+
+
+_FILTER = _HideURLs()
+
+
+@contextmanager
+def hidden_urls() -> Iterator[None]:
+    """Within this block (in this task), httpx logs request URLs without path and query."""
+    logger = logging.getLogger("httpx")
+    if _FILTER not in logger.filters:
+        logger.addFilter(_FILTER)
+    token = _HIDE_URLS.set(True)
+    try:
+        yield
+    finally:
+        _HIDE_URLS.reset(token)
+
+
+def signing_key(secret: str) -> bytes:
+    """The HMAC key of a Standard Webhooks secret: ``whsec_<base64>`` is decoded,
+    any other string is taken as UTF-8. Raises ValueError (without the secret in the
+    message) when the ``whsec_`` form is not valid base64."""
+    if secret.startswith("whsec_"):
+        try:
+            return base64.b64decode(secret.removeprefix("whsec_"), validate=True)
+        except (binascii.Error, ValueError):
+            raise ValueError("the signing secret starts with whsec_ but is not base64") from None
+    return secret.encode("utf-8")
+
+
+def sign(secret: str, msg_id: str, timestamp: int, body: bytes) -> str:
+    """The ``webhook-signature`` header value: ``v1,<base64 HMAC-SHA256>``.
+    Raises ValueError for a malformed ``whsec_`` secret."""
+    signed = f"{msg_id}.{timestamp}.".encode() + body
+    digest = hmac.new(signing_key(secret), signed, hashlib.sha256).digest()
+    return "v1," + base64.b64encode(digest).decode("ascii")
+
+
+def iso_z(moment: datetime) -> str:
+    """``moment`` in UTC as ``YYYY-MM-DDTHH:MM:SSZ`` (naive datetimes are taken as UTC)."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+class WebhookChannel(Channel):
+    """POSTs each delivery to the destination URL, signed when it has a secret.
+
+    ``secret_for`` maps a target URL to its signing secret (or None: unsigned).
+    Timeouts: ``connect_timeout`` to open the connection, ``timeout`` for the whole
+    request. Redirects are never followed. ``clock`` returns unix seconds (tests).
+    """
+
+    kind = "webhook"
+    rate_limit = RateLimit(rate=10.0, burst=10.0)
+
+    def __init__(
+        self,
+        secret_for: SecretFor | None = None,
+        *,
+        timeout: float = 30.0,
+        connect_timeout: float = 5.0,
+        user_agent: str = USER_AGENT,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._secret_for = secret_for
+        self._timeout = timeout
+        self._clock = clock
+        self._client = httpx.AsyncClient(
+            timeout=httpx.Timeout(timeout, connect=connect_timeout),
+            follow_redirects=False,
+            headers={"User-Agent": user_agent},
+        )
+
+    async def close(self) -> None:
+        """Close the HTTP connection pool."""
+        await self._client.aclose()
+
+    def body(self, delivery: Delivery) -> bytes:
+        """The JSON body sent for ``delivery`` (compact, UTF-8)."""
+        payload = {
+            "id": delivery.idempotency_key,
+            "schedule_id": delivery.schedule_id,
+            "job_id": delivery.job_id,
+            "text": delivery.body,
+            "scheduled_for": iso_z(delivery.occurrence_at),
+            "attempt": delivery.attempt,
+        }
+        return json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+    async def send(self, delivery: Delivery) -> DeliveryResult:
+        """POST the delivery. Returns ok for 2xx; retry for 408/425/429/5xx, timeouts and
+        network errors (with the receiver's ``Retry-After``); permanent for redirects,
+        other 4xx and a bad URL or secret. Never raises for what the receiver does."""
+        url = delivery.destination.target
+        where = delivery.destination.redacted()
+        if urlsplit(url).scheme not in ("http", "https"):
+            return DeliveryResult.permanent(f"{where} is not an http(s) URL: fix the destination.")
+        secret = reveal(self._secret_for(url)) if self._secret_for else None
+        body = self.body(delivery)
+        timestamp = int(self._clock())
+        msg_id = delivery.idempotency_key
+        headers = {
+            "Content-Type": "application/json",
+            "webhook-id": msg_id,
+            "webhook-timestamp": str(timestamp),
+            "Idempotency-Key": msg_id,
+        }
+        if secret:
+            try:
+                headers["webhook-signature"] = sign(secret, msg_id, timestamp, body)
+            except ValueError as exc:
+                return DeliveryResult.permanent(
+                    f"The signing secret of {where} cannot be used: {exc}; "
+                    "set it again as whsec_<base64> or as plain text."
+                )
+        try:
+            async with asyncio.timeout(self._timeout):
+                with hidden_urls():
+                    response = await self._client.post(url, content=body, headers=headers)
+        except (TimeoutError, httpx.TimeoutException):
+            return DeliveryResult.retry(
+                f"{where} did not answer within {self._timeout:g} s; Herald will try again."
+            )
+        except httpx.HTTPError as exc:
+            return DeliveryResult.retry(
+                f"Could not reach {where} ({type(exc).__name__}); Herald will try again."
+            )
+        return self._classify(response, where, secret)
+
+    def _classify(self, response: httpx.Response, where: str, secret: str | None) -> DeliveryResult:
+        status = response.status_code
+        if 200 <= status < 300:
+            return DeliveryResult.ok(status)
+        text = response.text if response.content else ""
+        if secret:
+            text = text.replace(secret, "[secret]")
+        detail = f": {truncate(text.strip())}" if text.strip() else "."
+        answer = f"{where} answered {status} {response.reason_phrase}".rstrip()
+        if 300 <= status < 400:
+            target = urlsplit(response.headers.get("location", ""))
+            moved = f" to {target.scheme}://{target.hostname}/…" if target.hostname else ""
+            return DeliveryResult.permanent(
+                f"{answer} (a redirect{moved}); Herald does not follow redirects: "
+                "update the destination to the final URL.",
+                status,
+            )
+        if status in RETRYABLE_STATUS or status >= 500:
+            retry_after = parse_retry_after(response.headers.get("retry-after"), self._clock())
+            return DeliveryResult.retry(f"{answer}{detail}", status, retry_after)
+        hint = " Check the URL and what the receiver expects" + (
+            ", and its signing secret." if status in (401, 403) else "."
+        )
+        return DeliveryResult.permanent(f"{answer}{detail}{hint}", status)

@@ -1,0 +1,206 @@
+"""A fake Discord REST API (v10): channel messages as a bot, and channel webhooks.
+
+Routes (under ``/api/v10`` and, for webhooks, also ``/api``):
+
+- ``POST /channels/{id}/messages`` with ``Authorization: Bot <token>``: 401 without it,
+  404 ``Unknown Channel`` (10003), 403 ``Missing Access`` (50001) or ``Missing Permissions``
+  (50013), 400 for an empty or too long message or a nonce over 25 characters; a repeated
+  ``nonce`` with ``enforce_nonce`` returns the message already created. Rate limits per
+  channel bucket with the real headers, and 429 ``{"retry_after", "global"}`` when spent.
+- ``GET /channels/{id}``: the channel, or 401/403/404 as above.
+- ``POST|GET /webhooks/{id}/{token}``: execute (``?wait=true`` returns the message, else
+  204) or read a webhook; 404 ``Unknown Webhook`` (10015), 401 ``Invalid Webhook Token``.
+
+Time for the rate limits comes from ``clock`` (monotonic seconds), so tests can move it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+from tests.fakes.http import FakeHTTPServer
+
+
+@dataclass
+class DiscordChannelState:
+    id: str
+    can_view: bool = True
+    can_send: bool = True
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    window_start: float = 0.0
+    used: int = 0
+
+
+def _error(status: int, message: str, code: int, **extra: Any) -> web.Response:
+    return web.json_response({"message": message, "code": code, **extra}, status=status)
+
+
+class FakeDiscord(FakeHTTPServer):
+    """A guild with one bot token, some channels and some webhooks."""
+
+    def __init__(
+        self,
+        token: str = "bot-test-token",
+        *,
+        bucket_limit: int = 5,
+        bucket_window: float = 5.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        super().__init__()
+        self.token = token
+        self.bucket_limit = bucket_limit
+        self.bucket_window = bucket_window
+        self.clock = clock
+        self.channels: dict[str, DiscordChannelState] = {}
+        #: webhook id -> (token, channel id)
+        self.webhooks: dict[str, tuple[str, str]] = {}
+        self._ids = itertools.count(1_100_000_000_000_000_000)
+
+    @property
+    def api_url(self) -> str:
+        return f"{self.url}/api/v10"
+
+    def add_channel(
+        self, channel_id: str, *, can_view: bool = True, can_send: bool = True
+    ) -> DiscordChannelState:
+        self.channels[channel_id] = DiscordChannelState(channel_id, can_view, can_send)
+        return self.channels[channel_id]
+
+    def add_webhook(self, webhook_id: str, token: str, channel_id: str) -> str:
+        """Register a webhook posting into ``channel_id``; returns its URL."""
+        if channel_id not in self.channels:
+            self.add_channel(channel_id)
+        self.webhooks[webhook_id] = (token, channel_id)
+        return f"{self.url}/api/webhooks/{webhook_id}/{token}"
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        """All messages created, in every channel."""
+        return [m for c in self.channels.values() for m in c.messages]
+
+    def add_routes(self, router: web.UrlDispatcher) -> None:
+        router.add_post("/api/v10/channels/{id}/messages", self._create_message)
+        router.add_get("/api/v10/channels/{id}", self._get_channel)
+        for prefix in ("/api/v10", "/api"):
+            router.add_route("*", prefix + "/webhooks/{id}/{token}", self._webhook)
+
+    # -- bot routes ----------------------------------------------------------------------
+    def _authorized(self, request: web.Request) -> bool:
+        return request.headers.get("Authorization") == f"Bot {self.token}"
+
+    def _channel(self, request: web.Request) -> DiscordChannelState | web.Response:
+        if not self._authorized(request):
+            return _error(401, "401: Unauthorized", 0)
+        channel = self.channels.get(request.match_info["id"])
+        if channel is None:
+            return _error(404, "Unknown Channel", 10003)
+        if not channel.can_view:
+            return _error(403, "Missing Access", 50001)
+        return channel
+
+    async def _get_channel(self, request: web.Request) -> web.Response:
+        channel = self._channel(request)
+        if isinstance(channel, web.Response):
+            return channel
+        return web.json_response({"id": channel.id, "type": 0, "name": f"chan-{channel.id}"})
+
+    def _bucket_headers(self, channel: DiscordChannelState) -> tuple[dict[str, str], float]:
+        now = self.clock()
+        if now - channel.window_start >= self.bucket_window:
+            channel.window_start, channel.used = now, 0
+        reset_after = max(0.0, channel.window_start + self.bucket_window - now)
+        remaining = max(0, self.bucket_limit - channel.used - 1)
+        headers = {
+            "X-RateLimit-Limit": str(self.bucket_limit),
+            "X-RateLimit-Remaining": str(remaining),
+            "X-RateLimit-Reset-After": f"{reset_after:.3f}",
+            "X-RateLimit-Bucket": "f4k3bucket",
+        }
+        return headers, reset_after
+
+    async def _create_message(self, request: web.Request) -> web.Response:
+        channel = self._channel(request)
+        if isinstance(channel, web.Response):
+            return channel
+        if not channel.can_send:
+            return _error(403, "Missing Permissions", 50013)
+        headers, reset_after = self._bucket_headers(channel)
+        if channel.used >= self.bucket_limit:
+            headers["X-RateLimit-Remaining"] = "0"
+            headers["Retry-After"] = str(int(reset_after) + 1)
+            headers["X-RateLimit-Scope"] = "user"
+            body = {"message": "You are being rate limited.", "retry_after": reset_after,
+                    "global": False}
+            return web.json_response(body, status=429, headers=headers)
+        channel.used += 1
+        payload = self.requests[-1].json()
+        invalid = _check_content(payload)
+        if invalid is not None:
+            return invalid
+        nonce = payload.get("nonce")
+        if nonce is not None and len(str(nonce)) > 25:
+            return _error(400, "Invalid Form Body", 50035,
+                          errors={"nonce": {"_errors": [{"code": "BASE_TYPE_MAX_LENGTH"}]}})
+        if nonce is not None and payload.get("enforce_nonce"):
+            for existing in channel.messages:
+                if existing.get("nonce") == nonce:
+                    return web.json_response(existing, headers=headers)
+        message = self._store(channel, payload, {"id": "1", "username": "Herald", "bot": True})
+        return web.json_response(message, headers=headers)
+
+    def _store(
+        self, channel: DiscordChannelState, payload: dict[str, Any], author: dict[str, Any]
+    ) -> dict[str, Any]:
+        message = {
+            "id": str(next(self._ids)),
+            "channel_id": channel.id,
+            "content": payload.get("content", ""),
+            "embeds": payload.get("embeds", []),
+            "nonce": payload.get("nonce"),
+            "author": author,
+        }
+        channel.messages.append(message)
+        return message
+
+    # -- webhooks ------------------------------------------------------------------------
+    async def _webhook(self, request: web.Request) -> web.StreamResponse:
+        webhook_id, token = request.match_info["id"], request.match_info["token"]
+        if webhook_id not in self.webhooks:
+            return _error(404, "Unknown Webhook", 10015)
+        known_token, channel_id = self.webhooks[webhook_id]
+        if token != known_token:
+            return _error(401, "Invalid Webhook Token", 50027)
+        if request.method == "GET":
+            return web.json_response(
+                {"id": webhook_id, "type": 1, "channel_id": channel_id, "token": token}
+            )
+        payload = self.requests[-1].json()
+        invalid = _check_content(payload)
+        if invalid is not None:
+            return invalid
+        author = {
+            "id": webhook_id,
+            "username": payload.get("username") or "Captain Hook",
+            "avatar_url": payload.get("avatar_url"),
+            "bot": True,
+        }
+        message = self._store(self.channels[channel_id], payload, author)
+        if request.query.get("wait") == "true":
+            return web.json_response(message)
+        return web.Response(status=204)
+
+
+def _check_content(payload: dict[str, Any]) -> web.Response | None:
+    content = str(payload.get("content") or "")
+    if not content and not payload.get("embeds"):
+        return _error(400, "Cannot send an empty message", 50006)
+    if len(content) > 2000:
+        return _error(400, "Invalid Form Body", 50035,
+                      errors={"content": {"_errors": [{"code": "BASE_TYPE_MAX_LENGTH"}]}})
+    return None

@@ -1,0 +1,137 @@
+"""A fake Slack Web API: ``POST|GET /api/<method>`` with a bearer token.
+
+Speaks enough of the real protocol for Herald's channel and for slack_sdk's
+``AsyncWebClient``: HTTP 200 with ``{"ok": true, ...}`` or ``{"ok": false, "error": code}``,
+``X-OAuth-Scopes`` on every answer, JSON, form or query arguments. Methods:
+``chat.postMessage``, ``conversations.info`` and ``auth.test``.
+
+Use :attr:`FakeSlack.api_url` as the client's base URL; add channels with
+:meth:`FakeSlack.add_channel`; read what was posted in :attr:`FakeSlack.messages`; script
+failures with :meth:`FakeSlack.script` and :func:`slack_error`.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+
+from tests.fakes.http import FakeHTTPServer, Scripted
+
+DEFAULT_SCOPES = ("chat:write", "chat:write.customize", "channels:read", "groups:read")
+
+
+def slack_error(code: str, status: int = 200, retry_after: int | None = None) -> Scripted:
+    """A scripted Slack failure (``ratelimited`` answers usually come with 429)."""
+    headers = {"Retry-After": str(retry_after)} if retry_after is not None else {}
+    return Scripted(status=status, json={"ok": False, "error": code}, headers=headers)
+
+
+@dataclass
+class SlackChannelState:
+    id: str
+    name: str
+    is_member: bool = True
+    is_archived: bool = False
+    is_private: bool = False
+
+
+class FakeSlack(FakeHTTPServer):
+    """A workspace with one bot token and some channels."""
+
+    def __init__(
+        self, token: str = "xoxb-test-token", scopes: tuple[str, ...] = DEFAULT_SCOPES
+    ) -> None:
+        super().__init__()
+        self.token = token
+        self.scopes = scopes
+        self.channels: dict[str, SlackChannelState] = {}
+        #: Every message posted: the arguments plus ``ts`` and ``channel``.
+        self.messages: list[dict[str, Any]] = []
+        self._ts = itertools.count(1)
+
+    @property
+    def api_url(self) -> str:
+        return f"{self.url}/api/"
+
+    def add_channel(self, channel_id: str, name: str = "general", **flags: bool) -> None:
+        self.channels[channel_id] = SlackChannelState(channel_id, name, **flags)
+
+    def add_routes(self, router: web.UrlDispatcher) -> None:
+        router.add_route("*", "/api/{method}", self._dispatch)
+
+    def _answer(self, data: dict[str, Any]) -> web.Response:
+        return web.json_response(data, headers={"X-OAuth-Scopes": ",".join(self.scopes)})
+
+    def _error(self, code: str, **extra: Any) -> web.Response:
+        return self._answer({"ok": False, "error": code, **extra})
+
+    async def _dispatch(self, request: web.Request) -> web.Response:
+        recorded = self.requests[-1]
+        args = recorded.params()
+        auth = recorded.headers.get("authorization", "")
+        token = auth.removeprefix("Bearer ").strip() if auth else str(args.get("token", ""))
+        if not token:
+            return self._error("not_authed")
+        if token != self.token:
+            return self._error("invalid_auth")
+        method = request.match_info["method"]
+        if method == "auth.test":
+            return self._answer({"ok": True, "user_id": "UHERALD", "bot_id": "BHERALD"})
+        if method == "conversations.info":
+            return self._conversations_info(args)
+        if method == "chat.postMessage":
+            return self._post_message(args)
+        return self._error("unknown_method")
+
+    def _visible(self, channel_id: str) -> SlackChannelState | None:
+        channel = self.channels.get(channel_id)
+        if channel is None or (channel.is_private and not channel.is_member):
+            return None
+        return channel
+
+    def _conversations_info(self, args: dict[str, Any]) -> web.Response:
+        channel = self._visible(str(args.get("channel", "")))
+        if channel is None:
+            return self._error("channel_not_found")
+        return self._answer(
+            {
+                "ok": True,
+                "channel": {
+                    "id": channel.id,
+                    "name": channel.name,
+                    "is_channel": True,
+                    "is_private": channel.is_private,
+                    "is_member": channel.is_member,
+                    "is_archived": channel.is_archived,
+                },
+            }
+        )
+
+    def _post_message(self, args: dict[str, Any]) -> web.Response:
+        channel = self._visible(str(args.get("channel", "")))
+        if channel is None:
+            return self._error("channel_not_found")
+        if channel.is_archived:
+            return self._error("is_archived")
+        if not channel.is_member and "chat:write.public" not in self.scopes:
+            return self._error("not_in_channel")
+        blocks = args.get("blocks")
+        if blocks is not None and not isinstance(blocks, list):
+            return self._error("invalid_blocks_format")
+        text = str(args.get("text") or "")
+        if not text and not blocks:
+            return self._error("no_text")
+        if len(text) > 40_000:
+            return self._error("msg_too_long")
+        if (args.get("username") or args.get("icon_url") or args.get("icon_emoji")) and (
+            "chat:write.customize" not in self.scopes
+        ):
+            return self._error("missing_scope", needed="chat:write.customize")
+        n = next(self._ts)
+        ts = f"{1_700_000_000 + n}.{n:06d}"
+        self.messages.append({**args, "channel": channel.id, "ts": ts})
+        message = {"type": "message", "text": text, "ts": ts, "bot_id": "BHERALD"}
+        return self._answer({"ok": True, "channel": channel.id, "ts": ts, "message": message})
