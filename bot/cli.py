@@ -87,6 +87,7 @@ class Cli:
             tz=a.tz,
             key=a.key,
             max_lateness=a.max_lateness,
+            options=_options(a),
         )
         if a.json:
             self.emit_json({**views.schedule_dict(schedule), "created": created})
@@ -347,6 +348,35 @@ class Cli:
             )
 
 
+def _json_arg(name: str, value: str) -> Any:
+    text = value
+    if value.startswith("@"):
+        with _open_text(value[1:]) as f:
+            text = f.read()
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidInput(
+            f"--{name} is not valid JSON ({exc.msg} at column {exc.colno})."
+        ) from exc
+
+
+def _options(a: argparse.Namespace) -> dict[str, Any]:
+    options: dict[str, Any] = {}
+    if a.username:
+        options["username"] = a.username
+    if a.icon_url:
+        options["icon_url"] = a.icon_url
+        options["avatar_url"] = a.icon_url
+    if a.subject:
+        options["subject"] = a.subject
+    if a.blocks:
+        options["blocks"] = _json_arg("blocks", a.blocks)
+    if a.embeds:
+        options["embeds"] = _json_arg("embeds", a.embeds)
+    return options
+
+
 def _open_text(path: str) -> TextIO:
     try:
         return open(path, encoding="utf-8")  # noqa: SIM115 - closed by the caller's with
@@ -391,6 +421,11 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--text", required=True, help="the message")
     c.add_argument("--tz", help="IANA time zone to read --when in (default: yours)")
     c.add_argument("--key", help="idempotency key: a repeat with the same key creates nothing")
+    c.add_argument("--username", help="sender name (Slack: needs chat:write.customize)")
+    c.add_argument("--icon-url", help="sender icon (Slack) or avatar (Discord webhooks)")
+    c.add_argument("--subject", help="email subject (default: the first line)")
+    c.add_argument("--blocks", help="Slack Block Kit blocks: JSON, or @FILE")
+    c.add_argument("--embeds", help="Discord embeds (discord-webhook:): JSON, or @FILE")
     c.add_argument(
         "--max-lateness",
         type=float,

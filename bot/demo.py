@@ -17,7 +17,7 @@ from core.usecases import Herald
 from core.views import local
 
 DEMO_DB = "herald-demo.db"
-FAILING = "slack:C0DEMO0FAIL"  # no Slack token in the demo: every try fails
+FAILING = "webhook:http://127.0.0.1:9/hook"  # nothing listens there: every try fails
 
 
 async def seed(herald: Herald, actor: str, out: TextIO) -> None:
@@ -27,11 +27,11 @@ async def seed(herald: Herald, actor: str, out: TextIO) -> None:
         ("in 8 seconds", "log:", "Standup in 5 minutes!"),
         ("in 15 seconds", "log:", "Deploy window opens now."),
         ("every minute", "log:", "Recurring: a message at the top of every minute."),
-        ("in 5 seconds", FAILING, "This one goes to Slack without a token: it will fail."),
+        ("in 5 seconds", FAILING, "This webhook has no receiver: it will fail."),
     ]
     for when, to, text in plan:
         s, _ = await herald.create_schedule(actor, to=to, when=when, text=text, tz="UTC")
-        out.write(f"  #{s.id:<3} {when:<14} -> {to:<18} next {local(s.next_run_at, 'UTC')} UTC\n")
+        out.write(f"  #{s.id:<3} {when:<14} -> {to:<30} next {local(s.next_run_at, 'UTC')} UTC\n")
 
 
 def _observer(out: TextIO) -> object:

@@ -66,6 +66,37 @@ def check_text(text: str) -> str:
     return text
 
 
+#: Presentation options a schedule may carry, and the JSON type each must have.
+OPTIONS: dict[str, type] = {
+    "username": str,  # Slack (chat:write.customize) and Discord webhooks
+    "icon_url": str,
+    "icon_emoji": str,
+    "avatar_url": str,
+    "subject": str,  # email
+    "blocks": list,  # Slack Block Kit
+    "embeds": list,  # Discord webhooks
+}
+
+
+def check_options(options: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Per-schedule channel options, refused when unknown or of the wrong type."""
+    if not options:
+        return {}
+    checked: dict[str, Any] = {}
+    for name, value in options.items():
+        expected = OPTIONS.get(name)
+        if expected is None:
+            known = ", ".join(sorted(OPTIONS))
+            raise InvalidInput(f"Unknown option {name!r}: use {known}.")
+        if not isinstance(value, expected):
+            kind = "a list (JSON array)" if expected is list else "text"
+            raise InvalidInput(f"Option {name!r} must be {kind}.")
+        if expected is list and not all(isinstance(item, dict) for item in value):
+            raise InvalidInput(f"Option {name!r} must be a JSON array of objects.")
+        checked[name] = value
+    return checked
+
+
 def check_key(key: str | None) -> str | None:
     if key is None:
         return None
@@ -162,6 +193,7 @@ class Herald:
         tz: str | None,
         key: str | None,
         max_lateness: float | None = None,
+        options: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
         """Validate one request and return its schedule row's values, unstored (create
         and import share it)."""
@@ -185,7 +217,7 @@ class Herald:
             "state": ScheduleState.ACTIVE.value,
             "idempotency_key": check_key(key),
             "max_lateness_s": None if max_lateness is None else round(max_lateness),
-            "options": {},
+            "options": check_options(options),
             "version": 1,
             "created_at": now,
             "updated_at": now,
@@ -201,12 +233,20 @@ class Herald:
         tz: str | None = None,
         key: str | None = None,
         max_lateness: float | None = None,
+        options: Mapping[str, Any] | None = None,
     ) -> tuple[Schedule, bool]:
         """Schedule ``text`` to ``to`` at ``when``. Returns ``(schedule, created)``;
         with a ``key`` the owner already used, the existing schedule and ``False``."""
         actor = await self.actor(actor_id)
         values = self.build_schedule(
-            actor, to=to, when=when, text=text, tz=tz, key=key, max_lateness=max_lateness
+            actor,
+            to=to,
+            when=when,
+            text=text,
+            tz=tz,
+            key=key,
+            max_lateness=max_lateness,
+            options=options,
         )
         await self.check_reachable(values["destination"])
         schedule = Schedule(**values)

@@ -49,6 +49,7 @@ def schedule_dict(schedule: Schedule) -> dict[str, Any]:
         "state": schedule.state,
         "key": schedule.idempotency_key,
         "max_lateness_s": schedule.max_lateness_s,
+        "options": schedule.options,
         "version": schedule.version,
         "created_at": iso(schedule.created_at),
         "updated_at": iso(schedule.updated_at),

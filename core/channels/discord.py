@@ -160,25 +160,19 @@ class _DiscordHTTP(Channel):
                 break
             if wait > self._max_wait:
                 return DeliveryResult.retry(
-                    f"Discord's rate limit for {what} is used up; Herald will try again.",
+                    f"Discord's rate limit for {what} is used up.",
                     retry_after=wait,
                 )
             await self._sleep(wait)
         else:
-            return DeliveryResult.retry(
-                f"Discord's rate limit for {what} is busy; Herald will try again.", retry_after=1
-            )
+            return DeliveryResult.retry(f"Discord's rate limit for {what} is busy.", retry_after=1)
         try:
             with hidden_urls():  # a webhook URL carries its token
                 response = await self._client.request(method, url, **kwargs)
         except httpx.TimeoutException:
-            return DeliveryResult.retry(
-                f"Discord did not answer in time for {what}; Herald will try again."
-            )
+            return DeliveryResult.retry(f"Discord did not answer in time for {what}.")
         except httpx.HTTPError as exc:
-            return DeliveryResult.retry(
-                f"Could not reach Discord ({type(exc).__name__}); Herald will try again."
-            )
+            return DeliveryResult.retry(f"Could not reach Discord ({type(exc).__name__}).")
         self._limits.update(route, major, response.headers)
         if response.status_code == 429:
             data = _json(response)
@@ -196,14 +190,12 @@ class _DiscordHTTP(Channel):
         if status == 429:
             scope = "the bot everywhere" if _global(response, data) else what
             return DeliveryResult.retry(
-                f"Discord is rate limiting {scope}; Herald will try again.",
+                f"Discord is rate limiting {scope}.",
                 status,
                 _retry_after(response, data),
             )
         if status >= 500:
-            return DeliveryResult.retry(
-                f"Discord answered {status}; Herald will try again.", status
-            )
+            return DeliveryResult.retry(f"Discord answered {status}.", status)
         said = str(data.get("message") or response.reason_phrase)
         if "code" in data:
             said += f" (code {data['code']})"

@@ -152,18 +152,15 @@ class EmailChannel(Channel):
                 "check the message and the recipient",
             )
         except TimeoutError:
-            return DeliveryResult.retry(
-                f"The mail server {self._host} did not answer in time; Herald will try again."
-            )
+            return DeliveryResult.retry(f"The mail server {self._host} did not answer in time.")
         except ssl.SSLError as exc:
             return DeliveryResult.retry(
                 f"TLS with the mail server {self._host} failed ({exc.__class__.__name__}); "
-                "an admin should check its certificate and the TLS mode. Herald will try again."
+                "an admin should check its certificate and the TLS mode."
             )
         except (aiosmtplib.SMTPServerDisconnected, aiosmtplib.SMTPConnectError, OSError) as exc:
             return DeliveryResult.retry(
-                f"Could not talk to the mail server {self._host} ({exc.__class__.__name__}); "
-                "Herald will try again."
+                f"Could not talk to the mail server {self._host} ({exc.__class__.__name__})."
             )
         except aiosmtplib.SMTPException as exc:  # a missing extension: STARTTLS, AUTH, UTF-8
             return DeliveryResult.permanent(
@@ -181,4 +178,4 @@ def _by_code(code: int, what: str, advice: str) -> DeliveryResult:
     text = truncate(" ".join(what.split()), 600)
     if code >= 500:
         return DeliveryResult.permanent(f"{text}; {advice}.", code)
-    return DeliveryResult.retry(f"{text}; Herald will try again.", code)
+    return DeliveryResult.retry(f"{text}.", code)

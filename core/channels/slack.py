@@ -53,8 +53,7 @@ ADVICE: dict[str, str] = {
         "invite the bot there with /invite @Herald."
     ),
     "not_in_channel": (
-        "The bot is not in Slack channel {channel}: invite it with /invite @Herald "
-        "in that channel."
+        "The bot is not in Slack channel {channel}: invite it with /invite @Herald in that channel."
     ),
     "is_archived": (
         "Slack channel {channel} is archived: unarchive it or point the schedule at "
@@ -215,21 +214,15 @@ class SlackChannel(Channel):
             else:
                 response = await self._client.post(url, headers=headers, json=args)
         except httpx.TimeoutException:
-            return DeliveryResult.retry("Slack did not answer in time; Herald will try again.")
+            return DeliveryResult.retry("Slack did not answer in time.")
         except httpx.HTTPError as exc:
-            return DeliveryResult.retry(
-                f"Could not reach Slack ({type(exc).__name__}); Herald will try again."
-            )
+            return DeliveryResult.retry(f"Could not reach Slack ({type(exc).__name__}).")
         status = response.status_code
         if status == 429:
             retry_after = parse_retry_after(response.headers.get("retry-after"))
-            return DeliveryResult.retry(
-                "Slack is rate limiting the bot; Herald will try again.", status, retry_after
-            )
+            return DeliveryResult.retry("Slack is rate limiting the bot.", status, retry_after)
         if status >= 500:
-            return DeliveryResult.retry(
-                f"Slack answered {status}; Herald will try again.", status
-            )
+            return DeliveryResult.retry(f"Slack answered {status}.", status)
         try:
             data = response.json()
         except ValueError:
@@ -241,7 +234,7 @@ class SlackChannel(Channel):
         if not isinstance(data, dict):
             return DeliveryResult.retry(
                 f"Slack answered {status} with something that is not JSON "
-                f"({truncate(response.text, 200)}); Herald will try again.",
+                f"({truncate(response.text, 200)}).",
                 status,
             )
         scopes = response.headers.get("x-oauth-scopes", "")
@@ -251,7 +244,7 @@ class SlackChannel(Channel):
         code = str(data.get("error") or "unknown_error")
         if code in TRANSIENT:
             return DeliveryResult.retry(
-                f"Slack could not take the message just now ({code}); Herald will try again.",
+                f"Slack could not take the message just now ({code}).",
                 status,
             )
         if code == "missing_scope":
@@ -269,4 +262,3 @@ class SlackChannel(Channel):
                 status,
             )
         return DeliveryResult.permanent(advice.format(channel=channel, code=code), status)
-

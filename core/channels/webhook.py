@@ -217,13 +217,9 @@ class WebhookChannel(Channel):
                 with hidden_urls():
                     response = await self._client.post(url, content=body, headers=headers)
         except (TimeoutError, httpx.TimeoutException):
-            return DeliveryResult.retry(
-                f"{where} did not answer within {self._timeout:g} s; Herald will try again."
-            )
+            return DeliveryResult.retry(f"{where} did not answer within {self._timeout:g} s.")
         except httpx.HTTPError as exc:
-            return DeliveryResult.retry(
-                f"Could not reach {where} ({type(exc).__name__}); Herald will try again."
-            )
+            return DeliveryResult.retry(f"Could not reach {where} ({type(exc).__name__}).")
         return self._classify(response, where, secret)
 
     def _classify(self, response: httpx.Response, where: str, secret: str | None) -> DeliveryResult:

@@ -148,11 +148,11 @@ async def test_starttls_not_offered_is_permanent(smtp: FakeSMTP) -> None:
     ("stage", "reply", "outcome", "advice"),
     [
         ("rcpt", "550 5.1.1 No such user", Outcome.PERMANENT, "refused ops@example.com"),
-        ("rcpt", "450 4.2.1 Mailbox busy", Outcome.RETRY, "Herald will try again"),
+        ("rcpt", "450 4.2.1 Mailbox busy", Outcome.RETRY, "Mailbox busy"),
         ("mail", "553 5.7.1 Sender not allowed", Outcome.PERMANENT, "HERALD_SMTP_FROM"),
-        ("mail", "421 4.7.0 Too many connections", Outcome.RETRY, "try again"),
+        ("mail", "421 4.7.0 Too many connections", Outcome.RETRY, "Too many connections"),
         ("data", "554 5.6.0 Message rejected", Outcome.PERMANENT, "refused the message"),
-        ("data", "452 4.3.1 Insufficient storage", Outcome.RETRY, "try again"),
+        ("data", "452 4.3.1 Insufficient storage", Outcome.RETRY, "Insufficient storage"),
     ],
 )
 async def test_smtp_replies_4xx_retry_5xx_permanent(

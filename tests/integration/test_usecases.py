@@ -172,3 +172,23 @@ async def test_list_filters(herald: Herald) -> None:
 async def test_actor_ids_are_checked(herald: Herald) -> None:
     with pytest.raises(InvalidInput, match="not a member id"):
         await herald.list_schedules("alice")
+
+
+async def test_channel_options_are_checked_and_stored(herald: Herald) -> None:
+    blocks = [{"type": "section", "text": {"type": "mrkdwn", "text": "*Hi*"}}]
+    s, _ = await herald.create_schedule(
+        ALICE,
+        to="slack:C0123",
+        when=LATER,
+        text="Hi",
+        options={"username": "Bot", "blocks": blocks},
+    )
+    assert s.options == {"username": "Bot", "blocks": blocks}
+    with pytest.raises(InvalidInput, match="Unknown option 'colour'"):
+        await herald.create_schedule(
+            ALICE, to="log:", when=LATER, text="x", options={"colour": "red"}
+        )
+    with pytest.raises(InvalidInput, match="must be a list"):
+        await herald.create_schedule(
+            ALICE, to="log:", when=LATER, text="x", options={"blocks": "x"}
+        )
