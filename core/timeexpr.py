@@ -51,7 +51,15 @@ from core.timeexpr_rule import (
 )
 from core.timeexpr_words import format_clock, format_day, normalise, refuse
 
-__all__ = ["When", "describe", "next_occurrence", "occurrences", "parse_when", "zone"]
+__all__ = [
+    "When",
+    "describe",
+    "next_occurrence",
+    "occurrences",
+    "parse_when",
+    "warm_up",
+    "zone",
+]
 
 _MAX_LENGTH = 300
 
@@ -170,11 +178,12 @@ def _settle(draft: Draft, now: datetime, raw: str) -> Rule:
     if len(rule.lines) > 1:
         return rule  # mixed clocks: keep the start as written
     start, point = exact_start(instant, rule.zone, step_of(rule.lines[0]))
-    # Occurrences between an earlier exact start and the first one are not to be
-    # counted against "for N times".
+    if point == instant:
+        return with_start(rule, start)
+    # The first instant is in the repeated fall-back hour, which no local time names:
+    # start one grid point earlier and do not count the ones before the first.
     before = takewhile(lambda pair: pair[0] < instant, rule_pairs(with_start(probe, start)))
-    used = sum(1 for _ in before)
-    return with_start(rule, start, used if point < instant else 0)
+    return with_start(rule, start, extra_count=sum(1 for _ in before))
 
 
 def _recurring(raw: str, draft: Draft, now: datetime) -> When:
@@ -217,3 +226,16 @@ def next_occurrence(rule: str, after: datetime) -> datetime | None:
 def describe(rule: str) -> str:
     """Plain words for a stored rule, e.g. "every weekday at 09:00 (Europe/Berlin)"."""
     return describe_rule(_stored(rule))
+
+
+def warm_up() -> None:
+    """Load what the first reading would otherwise load (dateparser's data, ~0.1 s).
+
+    Optional; a service may call it once at start-up so no person waits for it.
+    """
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    for text in ("every day at 9am", "friday at 5 in the afternoon", "April 1st, 2030 8:00 AM"):
+        try:
+            parse_when(text, tz="UTC", now=now)
+        except InvalidInput:
+            pass

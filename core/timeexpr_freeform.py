@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import re
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -28,11 +30,18 @@ _MAX_LENGTH = 80
 _UTC_NAMES = frozenset({"UTC", "GMT", "Z"})
 
 
-def _dateparser() -> tuple[Any, Any]:
+@contextmanager
+def _quiet() -> Iterator[None]:
+    """Silence the deprecation warnings dateparser itself raises on newer Pythons
+    (datetime.utcnow and friends): they are dateparser's to fix, not Herald's, and
+    tests run with warnings as errors. Nothing else is silenced."""
     with warnings.catch_warnings():
-        # dateparser's first import can warn about deprecated APIs of its own
-        # dependencies on newer Pythons; those warnings are not Herald's to fix.
-        warnings.simplefilter("ignore", DeprecationWarning)
+        warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"dateparser\b")
+        yield
+
+
+def _dateparser() -> tuple[Any, Any]:
+    with _quiet():
         from dateparser.date import DateDataParser
         from dateparser.timezone_parser import (
             pop_tz_offset_from_string,
@@ -79,8 +88,7 @@ def parse_freeform(text: str, zi: ZoneInfo, now: datetime) -> datetime | None:
                 "RETURN_AS_TIMEZONE_AWARE": False,
             },
         )
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)
+        with _quiet():
             data = parser.get_date_data(stripped if in_utc else text)
     except (ValueError, OverflowError, TypeError, KeyError, IndexError, AttributeError):
         # dateparser raises assorted internal errors on odd input; treat as unread.

@@ -62,7 +62,7 @@ SUB_DAILY = frozenset({"HOURLY", "MINUTELY"})
 DAY_CODES = ("MO", "TU", "WE", "TH", "FR", "SA", "SU")
 MAX_COUNT = 10_000
 MIN_YEAR, MAX_YEAR = 1900, 2999
-MAX_INTERVAL = 10_000
+MAX_INTERVAL = 1_000
 # Order in which rule parts are written back, so equal rules have equal text.
 PART_ORDER = (
     "FREQ", "INTERVAL", "BYMONTH", "BYWEEKNO", "BYYEARDAY", "BYMONTHDAY", "BYDAY",
@@ -82,8 +82,9 @@ _BYDAY_RE = re.compile(r"^([+-]?\d{1,2})?(MO|TU|WE|TH|FR|SA|SU)$")
 _STAMP_RE = re.compile(r"^(\d{8})(?:T(\d{6})(Z?))?$")
 _DTSTART_RE = re.compile(r"^DTSTART(?:;TZID=([^:;]+))?(?:;VALUE=DATE(?:-TIME)?)?:(\S+)$", re.I)
 # Safety margins, see _wall_instants / _search_start.
-_MAX_UTC_OFFSET = timedelta(hours=26)
-_HORIZON_YEARS = 60  # how far a search for the next occurrence looks
+_MAX_UTC_OFFSET = timedelta(hours=26)  # more than any zone's offset from UTC
+_WINDOW_YEARS = 60  # a rule with no occurrence in this long has ended
+_LAST = datetime(MAX_YEAR + _WINDOW_YEARS, 1, 1)  # nothing is searched after this
 
 
 @lru_cache(maxsize=1)
@@ -295,12 +296,8 @@ def parse_rule(text: str) -> Rule:
 # --------------------------------------------------------------------------- engine
 
 
-def _to_rrule(parts: dict[str, str], dtstart: datetime, horizon: datetime) -> Iterator[datetime]:
-    """dateutil's expansion of one part map on a naive clock, COUNT applied, up to ``horizon``.
-
-    COUNT is applied here rather than by dateutil so that the horizon also bounds
-    counted rules (dateutil refuses COUNT and UNTIL together).
-    """
+def _rrule(parts: dict[str, str], dtstart: datetime, until: datetime) -> rrule:
+    """dateutil's rrule for one part map on a naive clock, up to ``until``, no COUNT."""
 
     def ints(key: str) -> list[int] | None:
         return [int(v) for v in parts[key].split(",")] if key in parts else None
@@ -313,12 +310,12 @@ def _to_rrule(parts: dict[str, str], dtstart: datetime, horizon: datetime) -> It
             assert m is not None  # checked by check_parts
             day = weekday(DAY_CODES.index(m.group(2)))
             days.append(day(int(m.group(1))) if m.group(1) else day)
-    expansion = rrule(
+    return rrule(
         FREQUENCIES[parts["FREQ"]],
         dtstart=dtstart,
         interval=int(parts.get("INTERVAL", "1")),
         wkst=DAY_CODES.index(parts.get("WKST", "MO")),
-        until=horizon,
+        until=until,
         bysetpos=ints("BYSETPOS"),
         bymonth=ints("BYMONTH"),
         bymonthday=ints("BYMONTHDAY"),
@@ -330,9 +327,37 @@ def _to_rrule(parts: dict[str, str], dtstart: datetime, horizon: datetime) -> It
         bysecond=ints("BYSECOND"),
         cache=False,
     )
-    if "COUNT" in parts:
-        return islice(expansion, int(parts["COUNT"]))
-    return iter(expansion)
+
+
+def _expand(
+    parts: dict[str, str], dtstart: datetime, start: datetime, end: datetime
+) -> Iterator[datetime]:
+    """The naive times of one part map from ``start`` (DTSTART, or DTSTART moved on by
+    whole periods) up to ``end``, with COUNT applied.
+
+    dateutil loops silently through periods that match nothing, so it is run in
+    windows of 60 years, each restarted by whole periods; a window without a single
+    occurrence ends the rule. COUNT is applied here, not by dateutil, so that
+    counted rules are bounded the same way (dateutil refuses COUNT with UNTIL).
+    """
+    remaining = int(parts["COUNT"]) if "COUNT" in parts else None
+    end = min(end, _LAST)
+    last: datetime | None = None
+    while start <= end:
+        window = min(end, start + relativedelta(years=_WINDOW_YEARS))
+        fresh = False
+        for value in _rrule(parts, start, window):
+            if last is not None and value <= last:
+                continue  # already given by the previous window
+            fresh, last = True, value
+            yield value
+            if remaining is not None:
+                remaining -= 1
+                if remaining == 0:
+                    return
+        if not fresh or window >= end:
+            return
+        start = _restart(parts, dtstart, window)
 
 
 def explicit_defaults(parts: dict[str, str], dtstart: datetime) -> dict[str, str]:
@@ -356,9 +381,12 @@ def explicit_defaults(parts: dict[str, str], dtstart: datetime) -> dict[str, str
 
 
 def _restart(parts: dict[str, str], dtstart: datetime, target: datetime) -> datetime:
-    """The latest DTSTART <= ``target`` a whole number of periods after ``dtstart``."""
-    if "COUNT" in parts or target <= dtstart:
-        return dtstart  # COUNT counts from the real DTSTART
+    """The latest start <= ``target`` a whole number of periods after ``dtstart``.
+
+    Day parts must be explicit (see explicit_defaults) for this to keep the meaning.
+    """
+    if target <= dtstart:
+        return dtstart
     freq, n = parts["FREQ"], int(parts.get("INTERVAL", "1"))
     if freq in ("HOURLY", "MINUTELY"):
         step = timedelta(hours=n) if freq == "HOURLY" else timedelta(minutes=n)
@@ -388,16 +416,9 @@ def _line_pairs(rule: Rule, parts: dict[str, str], after: datetime | None) -> It
     return _wall_pairs(rule, parts, after, until)
 
 
-def _horizon(start: datetime, until: datetime | None, offset: timedelta) -> datetime:
-    """A naive end for dateutil's search: UNTIL (plus margin) or 60 years out.
-
-    dateutil loops silently through periods that match nothing; a horizon keeps a
-    rule that will never fire again from searching up to the year 9999.
-    """
-    far = start.replace(year=start.year + _HORIZON_YEARS, month=1, day=1)
-    if until is not None:
-        far = min(far, until.replace(tzinfo=None) + offset)
-    return far
+def _end(until: datetime | None, offset: timedelta) -> datetime:
+    """The last naive time worth expanding: UNTIL on the rule's clock, or the limit."""
+    return _LAST if until is None else min(_LAST, until.replace(tzinfo=None) + offset)
 
 
 def _wall_pairs(
@@ -405,14 +426,13 @@ def _wall_pairs(
 ) -> Iterator[Pair]:
     zi = rule.zone
     start = rule.dtstart
-    if after is not None:
+    if after is not None and "COUNT" not in parts:  # COUNT counts from DTSTART
         start = _restart(parts, rule.dtstart, wall_clock(after, zi) - timedelta(days=2))
-    horizon = _horizon(start, until, _MAX_UTC_OFFSET)
     # A wall time in a gap maps later than the wall times just after it, so hold
     # instants back until no later wall time can map below them.
     pending: list[Pair] = []
     last: datetime | None = None
-    walls = _to_rrule(parts, start, horizon)
+    walls = _expand(parts, rule.dtstart, start, _end(until, _MAX_UTC_OFFSET))
     for wall in walls:
         heapq.heappush(pending, (localize(wall, zi), wall))
         floor = wall.replace(tzinfo=UTC) - _MAX_UTC_OFFSET
@@ -466,10 +486,9 @@ def _elapsed_pairs(
     # On the fixed-offset clock DTSTART reads exactly as written (localize used
     # that very offset), so dateutil can run on DTSTART unchanged.
     start = rule.dtstart
-    if after is not None:
+    if after is not None and "COUNT" not in parts:  # COUNT counts from DTSTART
         start = _restart(parts, rule.dtstart, after.replace(tzinfo=None) + offset)
-    horizon = _horizon(start, until, offset)
-    for fixed in _to_rrule(parts, start, horizon):
+    for fixed in _expand(parts, rule.dtstart, start, _end(until, offset)):
         instant = (fixed - offset).replace(tzinfo=UTC)
         if until is not None and instant > until:
             return
@@ -484,7 +503,7 @@ def rule_pairs(rule: Rule, after: datetime | None = None) -> Iterator[Pair]:
     """
     if after is not None:
         after = after.astimezone(UTC)
-        if after.year > MAX_YEAR + _HORIZON_YEARS:
+        if after.year >= _LAST.year:
             return
         if after.year < MIN_YEAR:
             after = None  # every rule starts after 1900

@@ -91,7 +91,7 @@ def check_options(options: Mapping[str, Any] | None) -> dict[str, Any]:
         if not isinstance(value, expected):
             kind = "a list (JSON array)" if expected is list else "text"
             raise InvalidInput(f"Option {name!r} must be {kind}.")
-        if expected is list and not all(isinstance(item, dict) for item in value):
+        if isinstance(value, list) and not all(isinstance(item, dict) for item in value):
             raise InvalidInput(f"Option {name!r} must be a JSON array of objects.")
         checked[name] = value
     return checked
