@@ -163,6 +163,10 @@ class Cli:
         )
         self._changed(s, "resumed")
 
+    async def cmd_skip(self, herald: Herald) -> None:
+        s = await herald.skip_next(self.actor, self.args.id, expected_version=self.args.version)
+        self._changed(s, "skips its next occurrence")
+
     async def cmd_cancel(self, herald: Herald) -> None:
         s = await herald.cancel_schedule(
             self.actor, self.args.id, expected_version=self.args.version
@@ -453,8 +457,13 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--to")
     c.add_argument("--tz")
 
-    for name, text in (("pause", "Pause"), ("resume", "Resume"), ("cancel", "Cancel")):
-        versioned(add(name, f"{text} a schedule."))
+    for name, text in (
+        ("pause", "Pause a schedule."),
+        ("resume", "Resume a schedule."),
+        ("skip", "Skip a recurring schedule's next occurrence."),
+        ("cancel", "Cancel a schedule."),
+    ):
+        versioned(add(name, text))
 
     c = add("import", "Import schedules from JSON Lines (to, when, text, tz, key).")
     c.add_argument("file", help="path, or - for standard input")
@@ -541,6 +550,7 @@ _STORE_COMMANDS: dict[str, Command] = {
     "pause": Cli.cmd_pause,
     "resume": Cli.cmd_resume,
     "cancel": Cli.cmd_cancel,
+    "skip": Cli.cmd_skip,
     "import": Cli.cmd_import,
     "timezone": Cli.cmd_timezone,
     "member": Cli.cmd_member_role,

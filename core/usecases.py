@@ -433,6 +433,43 @@ class Herald:
                 )
         return await self._set_state(actor, schedule, ScheduleState.ACTIVE, arm_at=upcoming)
 
+    async def skip_next(
+        self, actor_id: str, schedule_id: int, *, expected_version: int | None = None
+    ) -> Schedule:
+        """Skip a recurring schedule's next occurrence only; it resumes after it."""
+        actor = await self.actor(actor_id)
+        schedule = await self._changeable(actor, schedule_id, expected_version)
+        _require_state(schedule, ScheduleState.ACTIVE, verb="skipped")
+        if schedule.rrule is None:
+            raise InvalidInput(
+                f"Schedule {schedule_id} happens only once; cancel it instead of skipping."
+            )
+        skipped = schedule.next_run_at
+        if skipped is None:
+            raise Conflict(f"Schedule {schedule_id} has no next occurrence to skip.")
+        upcoming = timeexpr.next_occurrence(schedule.rrule, skipped)
+        values: dict[str, Any] = {"next_run_at": upcoming}
+        if upcoming is None:
+            values["state"] = ScheduleState.COMPLETED.value
+        assert schedule.id is not None
+        updated = await self.store.change_schedule(
+            schedule.id,
+            expected_version=schedule.version,
+            values=values,
+            now=self.clock.now(),
+            cancel_open_jobs=True,
+            arm_at=upcoming,
+            audit=AuditEntry(
+                actor.id,
+                "schedule.skip",
+                "schedule",
+                str(schedule.id),
+                {"skipped": skipped.isoformat(), "next": upcoming and upcoming.isoformat()},
+            ),
+        )
+        self._due(upcoming)
+        return updated
+
     async def cancel_schedule(
         self, actor_id: str, schedule_id: int, *, expected_version: int | None = None
     ) -> Schedule:

@@ -192,3 +192,15 @@ async def test_channel_options_are_checked_and_stored(herald: Herald) -> None:
         await herald.create_schedule(
             ALICE, to="log:", when=LATER, text="x", options={"blocks": "x"}
         )
+
+
+async def test_skip_moves_a_recurring_schedule_past_its_next_occurrence(herald: Herald) -> None:
+    s, _ = await herald.create_schedule(ALICE, to="log:", when="every day at 13:00", text="x")
+    assert s.id is not None and s.next_run_at == START.replace(hour=13)
+    skipped = await herald.skip_next(ALICE, s.id)
+    assert skipped.next_run_at == START.replace(hour=13) + timedelta(days=1)
+    pending = [j for j in await herald.store.schedule_jobs(s.id) if j.state == JobState.PENDING]
+    assert [j.due_at for j in pending] == [skipped.next_run_at]
+    once, _ = await herald.create_schedule(ALICE, to="log:", when=LATER, text="once")
+    with pytest.raises(InvalidInput, match="happens only once"):
+        await herald.skip_next(ALICE, once.id)
