@@ -17,6 +17,7 @@ from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
+from bot.cli_parser import EXIT_ERROR, build_parser
 from core import db, timeexpr, views
 from core.channels import build_channels
 from core.clock import Clock, SystemClock
@@ -28,8 +29,6 @@ from core.store import Store
 from core.usecases import Herald
 
 log = logging.getLogger("herald.cli")
-
-EXIT_ERROR = 2
 
 
 @asynccontextmanager
@@ -396,148 +395,6 @@ def _parse_now(text: str) -> datetime:
     if value.tzinfo is None:
         raise InvalidInput("--now needs an offset or Z, e.g. 2026-03-30T07:00:00Z.")
     return value.astimezone(UTC)
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse that reports usage errors as one line, exit status 2."""
-
-    def error(self, message: str) -> Any:  # type: ignore[override]
-        self.exit(EXIT_ERROR, f"herald: error: {message} (see `{self.prog} --help`)\n")
-
-
-def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="herald", description="Scheduled messages for teams.")
-    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
-
-    def add(name: str, help_text: str) -> argparse.ArgumentParser:
-        return sub.add_parser(name, help=help_text, description=help_text)
-
-    def versioned(cmd: argparse.ArgumentParser) -> None:
-        cmd.add_argument("id", type=int, help="schedule id")
-        cmd.add_argument(
-            "--version", type=int, help="refuse if the schedule is not at this version"
-        )
-        cmd.add_argument("--json", action="store_true", help="print the record as JSON")
-
-    c = add("schedule", "Schedule a message.")
-    c.add_argument("--to", required=True, help="destination, e.g. slack:C0123 or log:")
-    c.add_argument("--when", required=True, help='when, e.g. "2026-04-01 08:00"')
-    c.add_argument("--text", required=True, help="the message")
-    c.add_argument("--tz", help="IANA time zone to read --when in (default: yours)")
-    c.add_argument("--key", help="idempotency key: a repeat with the same key creates nothing")
-    c.add_argument("--username", help="sender name (Slack: needs chat:write.customize)")
-    c.add_argument("--icon-url", help="sender icon (Slack) or avatar (Discord webhooks)")
-    c.add_argument("--subject", help="email subject (default: the first line)")
-    c.add_argument("--blocks", help="Slack Block Kit blocks: JSON, or @FILE")
-    c.add_argument("--embeds", help="Discord embeds (discord-webhook:): JSON, or @FILE")
-    c.add_argument(
-        "--max-lateness",
-        type=float,
-        metavar="SECONDS",
-        help="if Herald was down, skip a send more than this late (default HERALD_MAX_LATENESS)",
-    )
-    c.add_argument("--json", action="store_true", help="print the whole record as JSON")
-
-    c = add("list", "List schedules.")
-    c.add_argument("--all", action="store_true", help="everyone's (operators and admins)")
-    c.add_argument("--state", help="active, paused, cancelled or completed")
-    c.add_argument("--to", help="only this destination")
-    c.add_argument("--search", help="only messages containing this text")
-    c.add_argument("--limit", type=int, default=200)
-    c.add_argument("--json", action="store_true")
-
-    c = add("show", "Show one schedule with its jobs and attempts.")
-    c.add_argument("id", type=int)
-    c.add_argument("--json", action="store_true")
-
-    c = add("edit", "Change a schedule's time, text or destination.")
-    versioned(c)
-    c.add_argument("--when")
-    c.add_argument("--text")
-    c.add_argument("--to")
-    c.add_argument("--tz")
-
-    for name, text in (
-        ("pause", "Pause a schedule."),
-        ("resume", "Resume a schedule."),
-        ("skip", "Skip a recurring schedule's next occurrence."),
-        ("cancel", "Cancel a schedule."),
-    ):
-        versioned(add(name, text))
-
-    c = add("import", "Import schedules from JSON Lines (to, when, text, tz, key).")
-    c.add_argument("file", help="path, or - for standard input")
-    c.add_argument("--skip-invalid", action="store_true", help="import the good lines anyway")
-    c.add_argument("--json", action="store_true")
-
-    c = add("when", "Preview how a time expression is read.")
-    c.add_argument("expression")
-    c.add_argument("--tz")
-    c.add_argument("--now", help="ISO-8601 instant to read from (default: now)")
-    c.add_argument("--count", type=int, default=5)
-    c.add_argument("--json", action="store_true")
-
-    c = add("timezone", "Show or set your time zone.")
-    c.add_argument("zone", nargs="?")
-
-    c = add("member", "Manage members (admins).")
-    msub = c.add_subparsers(dest="member_command", required=True, parser_class=_Parser)
-    r = msub.add_parser("role", help="give a member a role")
-    r.add_argument("member", help="member id, e.g. slack:U123")
-    r.add_argument("role", choices=["member", "operator", "admin"])
-
-    c = add("db", "Database schema.")
-    dsub = c.add_subparsers(dest="db_command", required=True, parser_class=_Parser)
-    dsub.add_parser("upgrade", help="apply migrations")
-    d = dsub.add_parser("downgrade", help="revert migrations")
-    d.add_argument("revision", help="target revision, or base")
-    dsub.add_parser("current", help="show the schema revision")
-
-    c = add("dead", "Dead letters: jobs that kept failing.")
-    dsub = c.add_subparsers(dest="dead_command", required=True, parser_class=_Parser)
-    d = dsub.add_parser("list", help="newest first")
-    d.add_argument("--limit", type=int, default=200)
-    d.add_argument("--json", action="store_true")
-    d = dsub.add_parser("show", help="one dead letter with its attempts")
-    d.add_argument("ids", type=int, nargs=1, metavar="ID")
-    d.add_argument("--json", action="store_true")
-    d = dsub.add_parser("retry", help="retry (admins) or ask an admin to")
-    d.add_argument("ids", type=int, nargs="*", metavar="ID")
-    d.add_argument(
-        "--all-matching",
-        metavar="FILTER",
-        help="every dead letter whose destination or error contains FILTER",
-    )
-    for name, text in (("reject", "turn down retry requests (admins)"), ("discard", "give up")):
-        d = dsub.add_parser(name, help=text)
-        d.add_argument("ids", type=int, nargs="+", metavar="ID")
-
-    c = add("run", "Run the dispatcher (and configured chat adapters).")
-    c.add_argument("--drain", action="store_true", help="deliver what is due, then exit")
-    c.add_argument(
-        "--drain-timeout",
-        type=float,
-        default=0.0,
-        metavar="SECONDS",
-        help="with --drain: also wait for retries due within this many seconds",
-    )
-    c.add_argument("--json", action="store_true", help="with --drain: print the summary as JSON")
-
-    add("housekeeping", "Prune old history and cap dead letters now (the service does it hourly).")
-
-    c = add("bench", "Benchmarks.")
-    bsub = c.add_subparsers(dest="bench_command", required=True, parser_class=_Parser)
-    b = bsub.add_parser("dispatch", help="deliver N jobs and measure throughput and lateness")
-    b.add_argument("--jobs", type=int, default=10_000)
-    b.add_argument("--spread", type=float, default=0.0, metavar="SECONDS")
-    b.add_argument("--channel", choices=["null", "log"], default="null")
-    b.add_argument("--db", choices=["sqlite", "postgres"], default="sqlite")
-    b.add_argument("--dispatchers", type=int, default=1)
-    b.add_argument("--pending", type=int, default=0, help="extra jobs due far in the future")
-    b.add_argument("--json", action="store_true", help="(the output is always JSON)")
-
-    add("demo", "Run the local demo on a fresh SQLite file.")
-    return p
 
 
 Command = Callable[[Cli, Herald], Coroutine[Any, Any, None]]

@@ -9,41 +9,25 @@ person can read, and changes nothing.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from core import timeexpr
+from core.actors import Actor
 from core.channels.base import Channel
 from core.clock import Clock
+from core.dead_letters import DeadLetterCases
 from core.destinations import parse_destination
 from core.errors import Conflict, InvalidInput, NotFound, PermissionDenied
 from core.models import Attempt, Job, Role, Schedule, ScheduleState
 from core.settings import Settings
 from core.store import AuditEntry, ScheduleQuery, Store
-from core.store.queue import DeadLetter
 
 MAX_TEXT = 4000
 MAX_KEY = 200
 _ACTOR = re.compile(r"^[a-z][a-z0-9_-]*:[^\s:][^\s]*$")
-
-
-@dataclass(frozen=True)
-class Actor:
-    """Who is acting, with the role that decides what they may do."""
-
-    id: str
-    role: Role
-    timezone: str | None
-
-    @property
-    def sees_everything(self) -> bool:
-        return self.role in (Role.OPERATOR, Role.ADMIN)
-
-    @property
-    def is_admin(self) -> bool:
-        return self.role is Role.ADMIN
 
 
 @dataclass(frozen=True)
@@ -105,7 +89,7 @@ def check_key(key: str | None) -> str | None:
     return key
 
 
-class Herald:
+class Herald(DeadLetterCases):
     """The use cases over one store, one clock and the settings."""
 
     def __init__(
@@ -511,68 +495,6 @@ class Herald:
         return updated
 
     # --- dead letters -----------------------------------------------------------------
-
-    async def dead_letters(self, actor_id: str, *, limit: int = 200) -> list[DeadLetter]:
-        """Dead letters, newest first: everyone's for operators and admins, else own."""
-        actor = await self.actor(actor_id)
-        owner = None if actor.sees_everything else actor.id
-        return await self.store.dead_letters(owner=owner, limit=limit)
-
-    async def dead_letter(self, actor_id: str, job_id: int) -> list[DeadLetter]:
-        """One dead letter the actor may see (as a one-item list)."""
-        actor = await self.actor(actor_id)
-        return await self._dead_visible(actor, [job_id])
-
-    async def _dead_visible(self, actor: Actor, job_ids: Sequence[int]) -> list[DeadLetter]:
-        if not job_ids:
-            raise InvalidInput("Name at least one dead letter (its job id).")
-        found = await self.store.dead_letters(ids=job_ids, limit=len(job_ids))
-        visible = {d.job_id: d for d in found if actor.sees_everything or d.owner == actor.id}
-        missing = [job_id for job_id in job_ids if job_id not in visible]
-        if missing:
-            ids = ", ".join(str(m) for m in missing)
-            raise NotFound(f"No dead letter {ids} that you can see (it may have been retried).")
-        return [visible[job_id] for job_id in job_ids]
-
-    async def retry_dead_letters(self, actor_id: str, job_ids: Sequence[int]) -> tuple[str, int]:
-        """An admin's retry puts the jobs back in the queue now (fresh attempt budget,
-        same idempotency key); anyone else's becomes a request an admin decides on.
-        Returns ``("retried" | "requested", count)``."""
-        actor = await self.actor(actor_id)
-        await self._dead_visible(actor, job_ids)
-        now = self.clock.now()
-        if actor.is_admin:
-            audit = AuditEntry(actor.id, "dead.retry", "job")
-            count = await self.store.retry_dead(job_ids, now=now, audit=audit)
-            if count and self.on_due is not None:
-                self.on_due(now)
-            return "retried", count
-        audit = AuditEntry(actor.id, "dead.retry_request", "job")
-        return "requested", await self.store.request_dead_retry(
-            job_ids, actor=actor.id, now=now, audit=audit
-        )
-
-    async def reject_dead_retry(self, actor_id: str, job_ids: Sequence[int]) -> int:
-        """An admin turns down retry requests; the jobs stay dead."""
-        actor = await self.actor(actor_id)
-        if not actor.is_admin:
-            raise PermissionDenied("Only an admin can decide on retry requests.")
-        letters = await self._dead_visible(actor, job_ids)
-        unrequested = [d.job_id for d in letters if d.retry_requested_by is None]
-        if unrequested:
-            ids = ", ".join(str(j) for j in unrequested)
-            raise Conflict(f"Dead letter {ids} has no retry request to reject.")
-        audit = AuditEntry(actor.id, "dead.retry_reject", "job")
-        return await self.store.reject_dead_retry(job_ids, now=self.clock.now(), audit=audit)
-
-    async def discard_dead_letters(self, actor_id: str, job_ids: Sequence[int]) -> int:
-        """Give up on dead letters for good (operators and admins)."""
-        actor = await self.actor(actor_id)
-        if not actor.sees_everything:
-            raise PermissionDenied("Only operators and admins can discard dead letters.")
-        await self._dead_visible(actor, job_ids)
-        audit = AuditEntry(actor.id, "dead.discard", "job")
-        return await self.store.discard_dead(job_ids, now=self.clock.now(), audit=audit)
 
 
 _VERBS = {
