@@ -8,6 +8,7 @@ import signal
 from collections.abc import Callable
 from typing import TextIO
 
+from bot.adapters import Adapter, build_adapters
 from core.channels import build_channels
 from core.clock import Clock, SystemClock
 from core.dispatcher import Dispatcher, DispatcherConfig, DrainSummary
@@ -63,7 +64,8 @@ async def serve(
     stop: asyncio.Event | None = None,
     ready: Callable[[Herald, Dispatcher], None] | None = None,
 ) -> None:
-    """Run until SIGINT/SIGTERM (or ``stop``), then shut down gracefully."""
+    """Run the dispatcher and the configured chat adapters until SIGINT/SIGTERM (or
+    ``stop``), then shut down gracefully."""
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -74,20 +76,42 @@ async def serve(
     store = await Store.open(settings.database_url)
     clock = SystemClock()
     channels = build_channels(settings, log_stream=out)
+    adapters: list[Adapter] = []
+
+    def fan_out(item: Finished) -> None:
+        if observer is not None:
+            observer(item)
+        for adapter in adapters:
+            try:
+                adapter.on_finished(item)
+            except Exception:  # an adapter bug must not stop deliveries
+                log.exception(
+                    "adapter failed on a delivery outcome", extra={"adapter": adapter.name}
+                )
+
     dispatcher = Dispatcher(
         store,
         channels,
         clock=clock,
         config=DispatcherConfig.from_settings(settings),
-        observer=observer,
+        observer=fan_out,
     )
     herald = Herald(store, settings, clock, on_due=dispatcher.wake, channels=channels)
     listener = asyncio.create_task(store.listen_due(dispatcher.wake), name="herald-listen")
     try:
+        adapters.extend(build_adapters(settings, herald))
+        for adapter in adapters:
+            await adapter.start()
+            log.info("adapter started", extra={"adapter": adapter.name})
         if ready is not None:
             ready(herald, dispatcher)
         await dispatcher.serve(stop)
     finally:
+        for adapter in reversed(adapters):
+            try:
+                await adapter.stop()
+            except Exception:
+                log.exception("adapter failed to stop", extra={"adapter": adapter.name})
         listener.cancel()
         await asyncio.gather(listener, return_exceptions=True)
         await store.close()

@@ -117,6 +117,9 @@ class Member(SQLModel, table=True):
     id: str = Field(primary_key=True, max_length=200)
     display_name: str = Field(default="", max_length=200)
     role: str = Field(default=Role.MEMBER.value, max_length=16)
+    #: The platform says this member administers the workspace or server (Slack
+    #: admins/owners, Discord Manage Server), kept in sync by the chat adapters.
+    platform_admin: bool = Field(default=False, sa_column_kwargs={"server_default": sa.false()})
     timezone: str | None = Field(default=None, max_length=64)
     created_at: datetime = _utc()
     updated_at: datetime = _utc()

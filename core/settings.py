@@ -34,6 +34,15 @@ class Settings(BaseSettings):
     slack_api_url: str = Field(default="https://slack.com/api/", alias="SLACK_API_URL")
     discord_bot_token: SecretStr | None = Field(default=None, alias="DISCORD_BOT_TOKEN")
     discord_api_url: str = Field(default="https://discord.com/api/v10", alias="DISCORD_API_URL")
+    slack_alert_channel: str | None = Field(default=None, alias="HERALD_SLACK_ALERT_CHANNEL")
+    slack_admins_from_workspace: bool = Field(
+        default=False, alias="HERALD_SLACK_ADMINS_FROM_WORKSPACE"
+    )
+    discord_guild_ids: str = Field(default="", alias="DISCORD_GUILD_IDS")
+    discord_alert_channel: str | None = Field(default=None, alias="HERALD_DISCORD_ALERT_CHANNEL")
+    discord_admins_from_permission: bool = Field(
+        default=False, alias="HERALD_DISCORD_ADMINS_FROM_PERMISSION"
+    )
     http_host: str = Field(default="127.0.0.1", alias="HERALD_HTTP_HOST")
     http_port: int = Field(default=8080, alias="HERALD_HTTP_PORT")
 

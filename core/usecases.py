@@ -121,7 +121,7 @@ class Herald(DeadLetterCases):
             )
         member = await self.store.get_member(actor_id)
         role = Role(member.role) if member is not None else Role.MEMBER
-        if actor_id in self.settings.admins:
+        if actor_id in self.settings.admins or (member is not None and member.platform_admin):
             role = Role.ADMIN
         return Actor(actor_id, role, member.timezone if member is not None else None)
 
@@ -141,6 +141,42 @@ class Herald(DeadLetterCases):
             audit=AuditEntry(actor.id, "member.timezone", "member", actor.id, {"timezone": name}),
         )
         return name
+
+    async def sync_member(
+        self,
+        actor_id: str,
+        *,
+        display_name: str | None = None,
+        platform_admin: bool | None = None,
+    ) -> Actor:
+        """Record what a chat platform says about a member (name; whether it
+        administers the workspace/server, which makes them a Herald admin). Writes only
+        when something changed; a change of admin standing is audited."""
+        await self.actor(actor_id)  # validates the id
+        member = await self.store.get_member(actor_id)
+        name_changed = display_name is not None and (
+            member is None or member.display_name != display_name
+        )
+        was_admin = member is not None and member.platform_admin
+        admin_changed = platform_admin is not None and platform_admin != was_admin
+        if member is None or name_changed or admin_changed:
+            audit = None
+            if admin_changed:
+                audit = AuditEntry(
+                    f"system:{actor_id.partition(':')[0]}",
+                    "member.platform_admin",
+                    "member",
+                    actor_id,
+                    {"platform_admin": platform_admin},
+                )
+            await self.store.save_member(
+                actor_id,
+                now=self.clock.now(),
+                display_name=display_name,
+                platform_admin=platform_admin,
+                audit=audit,
+            )
+        return await self.actor(actor_id)
 
     async def set_role(self, actor_id: str, member_id: str, role: str) -> None:
         """An admin gives ``member_id`` a role (member, operator, admin)."""

@@ -49,6 +49,7 @@ class ScheduleQueries(Gateway):
         role: str | None = None,
         timezone: str | None = None,
         display_name: str | None = None,
+        platform_admin: bool | None = None,
         audit: AuditEntry | None = None,
     ) -> Member:
         """Create the member or update the given fields; returns the stored row."""
@@ -63,6 +64,8 @@ class ScheduleQueries(Gateway):
                 member.timezone = timezone
             if display_name is not None:
                 member.display_name = display_name
+            if platform_admin is not None:
+                member.platform_admin = platform_admin
             member.updated_at = now
             if audit is not None:
                 await self._audit(s, audit, now)

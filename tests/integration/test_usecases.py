@@ -204,3 +204,18 @@ async def test_skip_moves_a_recurring_schedule_past_its_next_occurrence(herald: 
     once, _ = await herald.create_schedule(ALICE, to="log:", when=LATER, text="once")
     with pytest.raises(InvalidInput, match="happens only once"):
         await herald.skip_next(ALICE, once.id)
+
+
+async def test_platform_admins_are_admins_while_the_platform_says_so(herald: Herald) -> None:
+    s, _ = await herald.create_schedule(ALICE, to="log:", when=LATER, text="x")
+    owner = "slack:U0OWNER"
+    assert (await herald.sync_member(owner, display_name="Olga", platform_admin=True)).is_admin
+    await herald.pause_schedule(owner, s.id)
+    assert not (await herald.sync_member(owner, platform_admin=False)).is_admin
+    with pytest.raises(NotFound):
+        await herald.resume_schedule(owner, s.id)
+    trail = await herald.store.audit_trail("member", owner)
+    assert [(a.actor, a.details) for a in trail] == [
+        ("system:slack", {"platform_admin": True}),
+        ("system:slack", {"platform_admin": False}),
+    ]

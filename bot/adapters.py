@@ -1,0 +1,47 @@
+"""Chat adapters that run inside `herald run`, beside the dispatcher, in one event loop.
+
+An adapter only translates: platform payloads in, calls to :class:`core.usecases.Herald`
+out. Each lives in its own package (``bot.slack``, ``bot.discord_bot``) and exposes
+``create_adapter(settings, herald) -> Adapter``; it is started when its token is set.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Protocol
+
+from core.settings import Settings
+from core.store.queue import Finished
+from core.usecases import Herald
+
+log = logging.getLogger(__name__)
+
+
+class Adapter(Protocol):
+    """A running chat surface."""
+
+    name: str
+
+    async def start(self) -> None:
+        """Connect (Socket Mode, gateway) or start serving (HTTP); returns once running."""
+
+    async def stop(self) -> None:
+        """Disconnect and release everything; called once at shutdown."""
+
+    def on_finished(self, item: Finished) -> None:
+        """Called for every recorded delivery outcome (e.g. to post dead-letter alerts).
+        Must not block: schedule work on the loop instead."""
+
+
+def build_adapters(settings: Settings, herald: Herald) -> list[Adapter]:
+    """The adapters whose tokens are configured."""
+    adapters: list[Adapter] = []
+    if settings.slack_bot_token is not None:
+        from bot.slack import create_adapter as create_slack
+
+        adapters.append(create_slack(settings, herald))
+    if settings.discord_bot_token is not None:
+        from bot.discord_bot import create_adapter as create_discord
+
+        adapters.append(create_discord(settings, herald))
+    return adapters
