@@ -18,6 +18,7 @@ from core import timeexpr
 from core.actors import Actor
 from core.channels.base import Channel
 from core.clock import Clock
+from core.console_cases import ConsoleCases
 from core.dead_letters import DeadLetterCases
 from core.destinations import parse_destination
 from core.errors import Conflict, InvalidInput, NotFound, PermissionDenied
@@ -89,7 +90,7 @@ def check_key(key: str | None) -> str | None:
     return key
 
 
-class Herald(DeadLetterCases):
+class Herald(DeadLetterCases, ConsoleCases):
     """The use cases over one store, one clock and the settings."""
 
     def __init__(

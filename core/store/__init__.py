@@ -6,11 +6,12 @@ SQLite and PostgreSQL.
 """
 
 from core.store.base import AuditEntry, new_idempotency_key
+from core.store.console import ConsoleQueries
 from core.store.queue import QueueQueries
 from core.store.schedules import ScheduleQueries, ScheduleQuery
 
 
-class Store(ScheduleQueries, QueueQueries):
+class Store(ScheduleQueries, QueueQueries, ConsoleQueries):
     """Every named query, over one engine."""
 
 
