@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from bot.cli_parser import EXIT_ERROR, build_parser
+from bot.logs import configure_logging
 from core import db, timeexpr, views
 from core.channels import build_channels
 from core.clock import Clock, SystemClock
@@ -332,7 +333,6 @@ class Cli:
                     + "."
                 )
             return 0
-        logging.getLogger().setLevel(logging.INFO)
         asyncio.run(service.serve(self.settings, out=self.out))
         return 0
 
@@ -422,10 +422,10 @@ async def _run_store_command(cli: Cli, command: Command) -> None:
 
 def main(argv: Sequence[str] | None = None, *, settings: Settings | None = None) -> int:
     """Entry point of the ``herald`` console script. Returns the exit status."""
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     args = build_parser().parse_args(argv)
     try:
         cfg = settings or load_settings()
+        configure_logging(cfg, default_level="INFO" if args.command == "run" else "WARNING")
         cli = Cli(args, cfg, sys.stdout)
         if args.command in _STORE_COMMANDS:
             asyncio.run(_run_store_command(cli, _STORE_COMMANDS[args.command]))

@@ -77,7 +77,9 @@ def run_demo(settings: Settings, out: TextIO) -> int:
         asyncio.get_running_loop().create_task(seed(herald, demo.local_actor, out))
 
     out.write("Dispatching; press Ctrl-C to stop.\n\n")
-    asyncio.run(service.serve(demo, out=out, observer=_observer(out), ready=ready))  # type: ignore[arg-type]
+    asyncio.run(
+        service.serve(demo, out=out, observer=_observer(out), ready=ready, serve_http=False)
+    )  # type: ignore[arg-type]
     out.write("\nStopped. Everything is still in herald-demo.db: try\n")
     out.write(f"  HERALD_DATABASE_URL=sqlite:///{DEMO_DB} herald list --state completed\n")
     return 0

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import TextIO
 
 from bot.adapters import Adapter, build_adapters
+from bot.http import Readiness, make_http_app, start_http
 from core.channels import build_channels
 from core.clock import Clock, SystemClock
 from core.dispatcher import Dispatcher, DispatcherConfig, DrainSummary
@@ -63,6 +64,7 @@ async def serve(
     observer: Callable[[Finished], None] | None = None,
     stop: asyncio.Event | None = None,
     ready: Callable[[Herald, Dispatcher], None] | None = None,
+    serve_http: bool = True,
 ) -> None:
     """Run the dispatcher and the configured chat adapters until SIGINT/SIGTERM (or
     ``stop``), then shut down gracefully."""
@@ -98,8 +100,20 @@ async def serve(
     )
     herald = Herald(store, settings, clock, on_due=dispatcher.wake, channels=channels)
     listener = asyncio.create_task(store.listen_due(dispatcher.wake), name="herald-listen")
+    readiness = Readiness(store, dispatcher)
+    http_app = make_http_app(readiness)
+    runner = None
     try:
         adapters.extend(build_adapters(settings, herald))
+        for adapter in adapters:
+            attach = getattr(adapter, "attach_http", None)
+            if attach is not None:  # e.g. Slack's HTTP mode: routes on the same server
+                attach(http_app)
+            connected = getattr(adapter, "connected", None)
+            if callable(connected):
+                readiness.adapters[adapter.name] = connected
+        if serve_http:
+            runner = await start_http(http_app, settings.http_host, settings.http_port)
         for adapter in adapters:
             await adapter.start()
             log.info("adapter started", extra={"adapter": adapter.name})
@@ -107,6 +121,8 @@ async def serve(
             ready(herald, dispatcher)
         await dispatcher.serve(stop)
     finally:
+        if runner is not None:
+            await runner.cleanup()
         for adapter in reversed(adapters):
             try:
                 await adapter.stop()

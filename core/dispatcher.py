@@ -18,6 +18,7 @@ import logging
 import os
 import random
 import socket
+import time
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -29,6 +30,7 @@ from core.channels.base import Channel, Delivery, DeliveryResult, Outcome
 from core.clock import Clock
 from core.destinations import parse_destination
 from core.errors import HeraldError
+from core.metrics import Metrics
 from core.models import JobState
 from core.ratelimit import RateLimiter
 from core.settings import Settings
@@ -121,6 +123,7 @@ class Dispatcher:
         worker_id: str | None = None,
         rng: random.Random | None = None,
         observer: Observer | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         self.store = store
         self.channels = dict(channels)
@@ -129,6 +132,9 @@ class Dispatcher:
         self.worker_id = worker_id or default_worker_id()
         self.rng = rng or random.Random()
         self.observer = observer
+        self.metrics = metrics or Metrics()
+        #: ``time.monotonic()`` of the loop's last tick (readiness checks it).
+        self.last_tick = time.monotonic()
         self.outcomes: Counter[str] = Counter()
         self._limiter = RateLimiter()
         self._inflight: dict[int, ClaimedJob] = {}
@@ -181,6 +187,8 @@ class Dispatcher:
                 self._tasks.add(task)
                 task.add_done_callback(self._tasks.discard)
             claimed_total += len(jobs)
+            if jobs:
+                self.metrics.claims.observe(len(jobs))
             if len(jobs) < want:
                 break
         return claimed_total
@@ -210,10 +218,48 @@ class Dispatcher:
             for item in batch:
                 self._inflight.pop(item.job.id, None)
                 self.outcomes[item.state] += 1
+                self._record(item)
                 if self.observer is not None:
                     self.observer(item)
             flushed.set()
             kick.set()
+
+    def _record(self, item: Finished) -> None:
+        """Metrics and one structured log event per recorded outcome (never the text)."""
+        job, attempt = item.job, item.attempt
+        kind = job.destination.partition(":")[0]
+        m = self.metrics
+        duration_ms = None
+        if attempt is not None:
+            m.deliveries.labels(kind, attempt.outcome).inc()
+            took = (attempt.finished_at - attempt.started_at).total_seconds()
+            duration_ms = round(took * 1000, 1)
+            m.duration.labels(kind).observe(took)
+            if job.attempts == 1:
+                late = (attempt.started_at - job.due_at).total_seconds()
+                m.lateness.labels(kind).observe(max(0.0, late))
+            if attempt.status_code == 429:
+                m.provider_429.labels(kind).inc()
+        if item.state == JobState.RETRYING.value and attempt is not None:
+            m.retries.labels(kind).inc()
+        level = logging.INFO if item.state == JobState.DELIVERED.value else logging.WARNING
+        if log.isEnabledFor(level):
+            log.log(
+                level,
+                f"job {item.state}",
+                extra={
+                    "event": f"job.{item.state}",
+                    "job_id": job.id,
+                    "schedule_id": job.schedule_id,
+                    "destination": kind,
+                    "attempt": job.attempts,
+                    "outcome": attempt.outcome if attempt else None,
+                    "status_code": attempt.status_code if attempt else None,
+                    "duration_ms": duration_ms,
+                    "worker": self.worker_id,
+                    "error": item.error,
+                },
+            )
 
     async def _attempt(self, job: ClaimedJob) -> Finished:
         early = (job.due_at - self.clock.now()).total_seconds()
@@ -256,6 +302,7 @@ class Dispatcher:
                 refund_attempt=True,
             )
         if wait > 0:
+            self.metrics.rate_limit_waits.labels(destination.kind).inc()
             await self.clock.sleep(wait)
         sem, _, _ = self._events()
         delivery = Delivery(
@@ -351,14 +398,25 @@ class Dispatcher:
     # --- leases -----------------------------------------------------------------------
 
     async def sweep(self) -> int:
-        """Reclaim jobs whose worker died; renew this worker's leases."""
+        """Reclaim jobs whose worker died; renew this worker's leases; refresh the
+        gauges read from the database."""
         now = self.clock.now()
+        self.tick()
+        stats = await self.store.queue_stats(now=now)
+        self.metrics.set_job_counts(stats.counts)
+        self.metrics.dead_awaiting.set(stats.dead_awaiting)
+        self.metrics.overdue_seconds.set(stats.oldest_overdue_seconds)
         reclaimed = await self.store.reclaim_expired(now=now)
         if reclaimed:
             log.warning("reclaimed jobs with expired leases", extra={"jobs": reclaimed})
             self.wake()
         await self._renew(now)
         return reclaimed
+
+    def tick(self) -> None:
+        """The loop is alive."""
+        self.last_tick = time.monotonic()
+        self.metrics.tick()
 
     async def _renew(self, now: datetime) -> None:
         if self._inflight:
@@ -499,6 +557,7 @@ class Dispatcher:
                 if stop.is_set():
                     break
                 kick.clear()
+                self.tick()
                 try:
                     await self.pump(lookahead=self.config.prefetch_seconds)
                     if len(self._inflight) < self.config.max_inflight:

@@ -60,6 +60,10 @@ class Settings(BaseSettings):
     webhook_secrets: SecretStr | None = Field(default=None, alias="HERALD_WEBHOOK_SECRETS")
     http_timeout: float = Field(default=30.0, gt=0, alias="HERALD_HTTP_TIMEOUT")
 
+    # logs
+    log_format: Literal["human", "json"] = Field(default="human", alias="HERALD_LOG_FORMAT")
+    log_level: str | None = Field(default=None, alias="HERALD_LOG_LEVEL")
+
     # dispatcher
     concurrency: int = Field(default=64, ge=1, alias="HERALD_CONCURRENCY")
     batch_size: int = Field(default=1000, ge=1, le=10_000, alias="HERALD_BATCH_SIZE")
@@ -91,6 +95,24 @@ class Settings(BaseSettings):
             if sep and url.startswith(prefix) and (best is None or len(prefix) > best[0]):
                 best = (len(prefix), secret)
         return best[1] if best else None
+
+    def secret_values(self) -> list[str]:
+        """Every configured secret's plain text (for the log scrubber)."""
+        values = [
+            secret.get_secret_value()
+            for secret in (
+                self.slack_bot_token,
+                self.slack_app_token,
+                self.slack_signing_secret,
+                self.discord_bot_token,
+                self.smtp_password,
+            )
+            if secret is not None
+        ]
+        if self.webhook_secrets is not None:
+            for pair in self.webhook_secrets.get_secret_value().split(","):
+                values.append(pair.partition("=")[2].strip())
+        return [v for v in values if len(v) >= 6]
 
     @property
     def local_actor(self) -> str:

@@ -136,6 +136,16 @@ class Gateway:
                 last = version
                 await asyncio.sleep(1.0)
 
+    async def ping(self) -> None:
+        """Raise DatabaseError unless the database answers."""
+        try:
+            async with self._engine.connect() as conn:
+                await conn.execute(sa.text("SELECT 1"))
+        except sa.exc.DBAPIError as exc:
+            raise DatabaseError(
+                f"The database at {db.redacted(self.url)} failed: {db.reason(exc)}"
+            ) from exc
+
     async def optimize(self) -> None:
         """Refresh the query planner's statistics. SQLite has none until ANALYZE runs,
         and without them it picks the state index over primary-key lookups; an

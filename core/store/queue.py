@@ -77,6 +77,16 @@ class Finished:
 
 
 @dataclass(frozen=True)
+class QueueStats:
+    """What the metrics gauges show: jobs by state, retry requests awaiting an admin,
+    and how long the oldest waiting job has been due."""
+
+    counts: dict[str, int]
+    dead_awaiting: int
+    oldest_overdue_seconds: float
+
+
+@dataclass(frozen=True)
 class DeadLetter:
     job_id: int
     schedule_id: int
@@ -563,6 +573,21 @@ class QueueQueries(Gateway):
         return total
 
     # --- counts ---------------------------------------------------------------------
+
+    async def queue_stats(self, *, now: datetime) -> QueueStats:
+        """Jobs by state, dead letters awaiting a decision, the oldest overdue job."""
+        counts = await self.job_counts()
+        async with self._tx() as conn:
+            awaiting = (
+                await conn.execute(
+                    sa.select(sa.func.count()).where(
+                        JOB.c.state == JobState.DEAD.value, JOB.c.retry_requested_by.is_not(None)
+                    )
+                )
+            ).scalar() or 0
+        oldest = await self.next_due_at()
+        overdue = max(0.0, (now - oldest).total_seconds()) if oldest is not None else 0.0
+        return QueueStats(counts, int(awaiting), overdue)
 
     async def job_counts(self) -> dict[str, int]:
         """How many jobs are in each state."""

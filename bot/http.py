@@ -1,0 +1,101 @@
+"""The service's HTTP endpoints on ``HERALD_HTTP_HOST:HERALD_HTTP_PORT``: ``/healthz``
+(the process is alive), ``/readyz`` (it can do its job) and ``/metrics`` (Prometheus).
+Adapters that take HTTP requests (Slack's HTTP mode) add their routes to the same app."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from core import db
+from core.dispatcher import Dispatcher
+from core.errors import HeraldError
+from core.store import Store
+
+log = logging.getLogger(__name__)
+
+Check = Callable[[], Awaitable[tuple[bool, str]]]
+
+
+class Readiness:
+    """The checks behind ``/readyz``; each answers (ok, detail)."""
+
+    def __init__(self, store: Store, dispatcher: Dispatcher) -> None:
+        self.store = store
+        self.dispatcher = dispatcher
+        self.adapters: dict[str, Callable[[], bool]] = {}
+
+    async def database(self) -> tuple[bool, str]:
+        try:
+            await self.store.ping()
+        except HeraldError as exc:
+            return False, str(exc)
+        return True, "reachable"
+
+    async def migrations(self) -> tuple[bool, str]:
+        try:
+            current = await asyncio.to_thread(db.current_revision, self.store.url)
+        except HeraldError as exc:
+            return False, str(exc)
+        head = db.head_revision()
+        if current != head:
+            return False, f"schema at {current or 'none'}, code needs {head}"
+        return True, f"at {head}"
+
+    async def dispatcher_loop(self) -> tuple[bool, str]:
+        age = time.monotonic() - self.dispatcher.last_tick
+        limit = 2 * self.dispatcher.config.sweep_seconds + 5
+        ok = age <= limit
+        return ok, f"last tick {age:.1f}s ago (limit {limit:.0f}s)"
+
+    async def run(self) -> tuple[bool, dict[str, Any]]:
+        checks: dict[str, Any] = {}
+        for name, check in (
+            ("database", self.database),
+            ("migrations", self.migrations),
+            ("dispatcher", self.dispatcher_loop),
+        ):
+            ok, detail = await check()
+            checks[name] = {"ok": ok, "detail": detail}
+        for name, connected in self.adapters.items():
+            ok = connected()
+            checks[f"adapter:{name}"] = {"ok": ok, "detail": "connected" if ok else "not connected"}
+        return all(c["ok"] for c in checks.values()), checks
+
+
+def make_http_app(readiness: Readiness) -> web.Application:
+    """The aiohttp app with the health and metrics routes."""
+    app = web.Application()
+
+    async def healthz(_: web.Request) -> web.Response:
+        return web.json_response({"status": "ok"})
+
+    async def readyz(_: web.Request) -> web.Response:
+        ok, checks = await readiness.run()
+        body = {"status": "ready" if ok else "not ready", "checks": checks}
+        return web.json_response(body, status=200 if ok else 503)
+
+    async def metrics(_: web.Request) -> web.Response:
+        data = generate_latest(readiness.dispatcher.metrics.registry)
+        return web.Response(body=data, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/readyz", readyz)
+    app.router.add_get("/metrics", metrics)
+    return app
+
+
+async def start_http(app: web.Application, host: str, port: int) -> web.AppRunner:
+    """Serve ``app``; returns the runner to ``cleanup()`` at shutdown."""
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, host, port)
+    await site.start()
+    log.info("http endpoints up", extra={"host": host, "port": port})
+    return runner

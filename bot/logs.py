@@ -1,0 +1,103 @@
+"""Logging set-up: one event per line, human-readable or JSON (``HERALD_LOG_FORMAT``).
+
+Code logs with ``extra={...}`` fields (job_id, schedule_id, destination kind, attempt,
+outcome, duration_ms, worker); the formatters print them. Message text is never logged
+at INFO, and a scrubber replaces any configured secret that might slip into a line.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import Any, TextIO
+
+from pythonjsonlogger.json import JsonFormatter
+
+from core.settings import Settings
+
+#: Attributes every LogRecord has; anything else came in through ``extra=``.
+_STANDARD = set(logging.makeLogRecord({}).__dict__) | {"message", "asctime", "taskName"}
+
+
+def _extras(record: logging.LogRecord) -> dict[str, Any]:
+    return {k: v for k, v in record.__dict__.items() if k not in _STANDARD and v is not None}
+
+
+class HumanFormatter(logging.Formatter):
+    """``2026-03-30T07:00:00.123Z INFO  herald.dispatcher  job delivered  job_id=1 …``"""
+
+    def format(self, record: logging.LogRecord) -> str:
+        stamp = datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds")
+        fields = " ".join(f"{k}={v}" for k, v in _extras(record).items() if k != "event")
+        line = f"{stamp.replace('+00:00', 'Z')} {record.levelname:<7} {record.name}  "
+        line += record.getMessage() + (f"  {fields}" if fields else "")
+        if record.exc_info:
+            line += "\n" + self.formatException(record.exc_info)
+        return line
+
+
+class JsonLineFormatter(JsonFormatter):
+    """One JSON object per line: timestamp, level, logger, event and the extra fields."""
+
+    def add_fields(
+        self, log_data: dict[str, Any], record: logging.LogRecord, message_dict: dict[str, Any]
+    ) -> None:
+        super().add_fields(log_data, record, message_dict)
+        log_data["timestamp"] = (
+            datetime.fromtimestamp(record.created, UTC)
+            .isoformat(timespec="milliseconds")
+            .replace("+00:00", "Z")
+        )
+        log_data["level"] = record.levelname
+        log_data["logger"] = record.name
+        log_data.setdefault("event", log_data.pop("message", record.getMessage()))
+        for key in [k for k, v in log_data.items() if v is None]:
+            del log_data[key]
+
+
+class SecretScrubber(logging.Filter):
+    """Replaces configured secrets in a record's message and fields with ``***``."""
+
+    def __init__(self, secrets: Iterable[str]) -> None:
+        super().__init__()
+        self.secrets = [s for s in secrets if s]
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not self.secrets:
+            return True
+        message = record.getMessage()
+        scrubbed = self._scrub(message)
+        if scrubbed != message:
+            record.msg, record.args = scrubbed, None
+        for key, value in _extras(record).items():
+            if isinstance(value, str):
+                setattr(record, key, self._scrub(value))
+        return True
+
+    def _scrub(self, text: str) -> str:
+        for secret in self.secrets:
+            if secret in text:
+                text = text.replace(secret, "***")
+        return text
+
+
+def configure_logging(
+    settings: Settings, *, default_level: str = "WARNING", stream: TextIO | None = None
+) -> logging.Handler:
+    """Send Herald's logs to ``stream`` (stderr) in the configured format."""
+    handler = logging.StreamHandler(stream or sys.stderr)
+    if settings.log_format == "json":
+        handler.setFormatter(JsonLineFormatter())
+    else:
+        handler.setFormatter(HumanFormatter())
+    handler.addFilter(SecretScrubber(settings.secret_values()))
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel((settings.log_level or default_level).upper())
+    # httpx logs each request's full URL at INFO: a webhook URL may carry a token
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+    return handler
