@@ -69,6 +69,7 @@ def run_demo(settings: Settings, out: TextIO) -> int:
             "backoff_base": 2.0,
             "backoff_cap": 10.0,
             "sweep_seconds": 5.0,
+            "webhook_allow_private": True,  # the demo's failing webhook is on 127.0.0.1
         }
     )
     out.write(f"Herald demo on {DEMO_DB} (SQLite). Scheduling:\n")

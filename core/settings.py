@@ -59,6 +59,8 @@ class Settings(BaseSettings):
     #: longest matching prefix wins (Standard Webhooks ``whsec_...`` secrets).
     webhook_secrets: SecretStr | None = Field(default=None, alias="HERALD_WEBHOOK_SECRETS")
     http_timeout: float = Field(default=30.0, gt=0, alias="HERALD_HTTP_TIMEOUT")
+    #: Allow webhooks to loopback, private and link-local addresses (off: SSRF guard).
+    webhook_allow_private: bool = Field(default=False, alias="HERALD_WEBHOOK_ALLOW_PRIVATE")
 
     # logs
     log_format: Literal["human", "json"] = Field(default="human", alias="HERALD_LOG_FORMAT")

@@ -32,8 +32,12 @@ def build_channels(settings: Settings, *, log_stream: TextIO | None = None) -> d
         DiscordChannel(
             settings.discord_bot_token, base_url=settings.discord_api_url, timeout=timeout
         ),
-        DiscordWebhookChannel(timeout=timeout),
-        WebhookChannel(settings.webhook_secret_for, timeout=timeout),
+        DiscordWebhookChannel(timeout=timeout, allow_private=settings.webhook_allow_private),
+        WebhookChannel(
+            settings.webhook_secret_for,
+            timeout=timeout,
+            allow_private=settings.webhook_allow_private,
+        ),
         EmailChannel(
             host=settings.smtp_host,
             port=settings.smtp_port,

@@ -34,6 +34,7 @@ from core.channels.base import Channel, Delivery, DeliveryResult, RateLimit
 from core.channels.webhook import hidden_urls, parse_retry_after, reveal, truncate
 from core.destinations import Destination
 from core.errors import InvalidInput
+from core.netguard import internal_address
 
 DEFAULT_BASE_URL = "https://discord.com/api/v10"
 MAX_CONTENT = 2000
@@ -321,6 +322,14 @@ class DiscordWebhookChannel(_DiscordHTTP):
         "(Integrations → Webhooks) and update the destination.",
     }
 
+    def __init__(self, *, allow_private: bool = False, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        #: Send to internal addresses too (tests, private deployments).
+        self._allow_private = allow_private
+
+    async def _refused(self, url: str) -> str | None:
+        return None if self._allow_private else await internal_address(url)
+
     def payload(self, delivery: Delivery) -> dict[str, Any]:
         """The JSON body of the execute-webhook request for ``delivery``."""
         body: dict[str, Any] = {"content": delivery.body}
@@ -342,6 +351,9 @@ class DiscordWebhookChannel(_DiscordHTTP):
         what = f"Discord webhook {webhook_id}"
         if len(delivery.body) > MAX_CONTENT:
             return _too_long(delivery.body)
+        refused = await self._refused(url)
+        if refused is not None:
+            return DeliveryResult.permanent(refused)
         params: dict[str, str] = {"wait": "true"}
         if delivery.options.get("thread_id"):
             params["thread_id"] = str(delivery.options["thread_id"])
@@ -368,6 +380,9 @@ class DiscordWebhookChannel(_DiscordHTTP):
                 "That is not a Discord webhook URL: copy it from the channel settings "
                 "(https://discord.com/api/webhooks/ID/TOKEN)."
             )
+        refused = await self._refused(url)
+        if refused is not None:
+            raise InvalidInput(refused)
         what = f"Discord webhook {webhook_id}"
         answer = await self._request("GET", url, "GET /webhooks/{id}/{token}", webhook_id, what)
         if isinstance(answer, httpx.Response) and answer.status_code in self.advice:

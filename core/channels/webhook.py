@@ -36,6 +36,9 @@ import httpx
 from pydantic import SecretStr
 
 from core.channels.base import Channel, Delivery, DeliveryResult, RateLimit
+from core.destinations import Destination
+from core.errors import InvalidInput
+from core.netguard import internal_address
 
 #: Longest response body kept in a result's error text, in bytes.
 MAX_BODY = 2048
@@ -160,8 +163,10 @@ class WebhookChannel(Channel):
         connect_timeout: float = 5.0,
         user_agent: str = USER_AGENT,
         clock: Callable[[], float] = time.time,
+        allow_private: bool = False,
     ) -> None:
         self._secret_for = secret_for
+        self._allow_private = allow_private
         self._timeout = timeout
         self._clock = clock
         self._client = httpx.AsyncClient(
@@ -194,6 +199,10 @@ class WebhookChannel(Channel):
         where = delivery.destination.redacted()
         if urlsplit(url).scheme not in ("http", "https"):
             return DeliveryResult.permanent(f"{where} is not an http(s) URL: fix the destination.")
+        if not self._allow_private:
+            refused = await internal_address(url)
+            if refused is not None:
+                return DeliveryResult.permanent(refused)
         secret = reveal(self._secret_for(url)) if self._secret_for else None
         body = self.body(delivery)
         timestamp = int(self._clock())
@@ -221,6 +230,13 @@ class WebhookChannel(Channel):
         except httpx.HTTPError as exc:
             return DeliveryResult.retry(f"Could not reach {where} ({type(exc).__name__}).")
         return self._classify(response, where, secret)
+
+    async def validate(self, destination: Destination) -> None:
+        """Refuse, at schedule time, a URL whose host is an internal address."""
+        if not self._allow_private:
+            refused = await internal_address(destination.target)
+            if refused is not None:
+                raise InvalidInput(refused)
 
     def _classify(self, response: httpx.Response, where: str, secret: str | None) -> DeliveryResult:
         status = response.status_code

@@ -41,6 +41,7 @@ def env_for(
         "HERALD_SMTP_TLS": "none",
         "HERALD_SMTP_FROM": "Herald <herald@example.com>",
         "HERALD_WEBHOOK_SECRETS": f"{hook.url}/={SECRET}",
+        "HERALD_WEBHOOK_ALLOW_PRIVATE": "true",  # the fakes listen on 127.0.0.1
     }
 
 

@@ -90,6 +90,7 @@ async def test_logs_of_a_full_delivery_cycle_hold_no_secret_and_no_text(tmp_path
             "HERALD_DATABASE_URL": url,
             "SLACK_API_URL": slack.api_url,
             "HERALD_WEBHOOK_SECRETS": f"{hook.url}/={HOOK_SECRET}",
+            "HERALD_WEBHOOK_ALLOW_PRIVATE": "true",
             "HERALD_LOG_FORMAT": "json",
             "HERALD_LOG_LEVEL": "INFO",
             "HERALD_MAX_ATTEMPTS": "2",

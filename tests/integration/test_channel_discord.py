@@ -52,7 +52,11 @@ async def discord(clock: FakeTime) -> AsyncIterator[FakeDiscord]:
 @pytest.fixture
 async def channel(discord: FakeDiscord, clock: FakeTime) -> AsyncIterator[DiscordChannel]:
     ch = DiscordChannel(
-        TOKEN, base_url=discord.api_url, timeout=2.0, max_wait=10.0, clock=clock,
+        TOKEN,
+        base_url=discord.api_url,
+        timeout=2.0,
+        max_wait=10.0,
+        clock=clock,
         sleep=clock.sleep,
     )
     yield ch
@@ -199,16 +203,18 @@ async def test_429_from_the_fakes_own_bucket(discord: FakeDiscord, clock: FakeTi
     assert limited.retry_after == pytest.approx(5.0)
 
 
-async def test_global_429_holds_every_channel(
-    discord: FakeDiscord, clock: FakeTime
-) -> None:
+async def test_global_429_holds_every_channel(discord: FakeDiscord, clock: FakeTime) -> None:
     discord.script(
-        Scripted(status=429, json={"message": "rate limited", "retry_after": 30, "global": True},
-                 headers={"X-RateLimit-Global": "true", "Retry-After": "30"}),
+        Scripted(
+            status=429,
+            json={"message": "rate limited", "retry_after": 30, "global": True},
+            headers={"X-RateLimit-Global": "true", "Retry-After": "30"},
+        ),
         on="/messages",
     )
-    ch = DiscordChannel(TOKEN, base_url=discord.api_url, max_wait=1.0, clock=clock,
-                        sleep=clock.sleep)
+    ch = DiscordChannel(
+        TOKEN, base_url=discord.api_url, max_wait=1.0, clock=clock, sleep=clock.sleep
+    )
     try:
         first = await ch.send(make_delivery(f"discord:{CHAN}"))
         other = await ch.send(make_delivery(f"discord:{OTHER}"))
@@ -285,7 +291,7 @@ WEBHOOK_TOKEN = "hook-secret-token-abc"
 
 @pytest.fixture
 async def hook_channel(clock: FakeTime) -> AsyncIterator[DiscordWebhookChannel]:
-    ch = DiscordWebhookChannel(timeout=2.0, clock=clock, sleep=clock.sleep)
+    ch = DiscordWebhookChannel(timeout=2.0, clock=clock, sleep=clock.sleep, allow_private=True)
     yield ch
     await ch.close()
 
@@ -320,7 +326,10 @@ async def test_webhook_posts_embeds_with_a_custom_sender(
     ],
 )
 async def test_webhook_errors_are_permanent_without_the_token(
-    discord: FakeDiscord, hook_channel: DiscordWebhookChannel, webhook_id: str, token: str,
+    discord: FakeDiscord,
+    hook_channel: DiscordWebhookChannel,
+    webhook_id: str,
+    token: str,
     advice: str,
 ) -> None:
     discord.add_webhook("555", WEBHOOK_TOKEN, CHAN)

@@ -30,7 +30,7 @@ async def receiver() -> AsyncIterator[WebhookReceiver]:
 @pytest.fixture
 async def channel(receiver: WebhookReceiver) -> AsyncIterator[WebhookChannel]:
     secrets = {receiver.hook_url: WHSEC}
-    ch = WebhookChannel(secrets.get, timeout=2.0, connect_timeout=1.0)
+    ch = WebhookChannel(secrets.get, timeout=2.0, connect_timeout=1.0, allow_private=True)
     yield ch
     await ch.close()
 
@@ -60,7 +60,7 @@ async def test_signed_delivery_is_accepted(
 
 async def test_raw_secret_is_used_as_text() -> None:
     async with WebhookReceiver(secret=RAW_SECRET) as fake:
-        ch = WebhookChannel(lambda url: RAW_SECRET)
+        ch = WebhookChannel(lambda url: RAW_SECRET, allow_private=True)
         try:
             result = await ch.send(make_delivery(f"webhook:{fake.hook_url}"))
         finally:
@@ -71,7 +71,7 @@ async def test_raw_secret_is_used_as_text() -> None:
 
 async def test_wrong_secret_fails_verification_and_is_permanent() -> None:
     async with WebhookReceiver(secret=WHSEC) as fake:
-        ch = WebhookChannel(lambda url: "not-the-secret")
+        ch = WebhookChannel(lambda url: "not-the-secret", allow_private=True)
         try:
             result = await ch.send(make_delivery(f"webhook:{fake.hook_url}"))
         finally:
@@ -83,7 +83,7 @@ async def test_wrong_secret_fails_verification_and_is_permanent() -> None:
 
 async def test_unsigned_when_destination_has_no_secret() -> None:
     async with WebhookReceiver() as fake:
-        ch = WebhookChannel()
+        ch = WebhookChannel(allow_private=True)
         try:
             result = await ch.send(make_delivery(f"webhook:{fake.hook_url}"))
         finally:
@@ -116,7 +116,9 @@ async def test_retry_carries_the_same_webhook_id(
     ("retry_after", "expected"), [("7", 7.0), ("0.5", 0.5), ("soon", None), (None, None)]
 )
 async def test_429_is_retried_after_retry_after_seconds(
-    receiver: WebhookReceiver, channel: WebhookChannel, retry_after: str | None,
+    receiver: WebhookReceiver,
+    channel: WebhookChannel,
+    retry_after: str | None,
     expected: float | None,
 ) -> None:
     headers = {"Retry-After": retry_after} if retry_after else {}
@@ -128,7 +130,7 @@ async def test_429_is_retried_after_retry_after_seconds(
 
 async def test_retry_after_as_http_date(receiver: WebhookReceiver) -> None:
     now = float(int(time.time()))
-    ch = WebhookChannel(lambda url: WHSEC, clock=lambda: now)
+    ch = WebhookChannel(lambda url: WHSEC, clock=lambda: now, allow_private=True)
     later = formatdate(now + 120, usegmt=True)
     receiver.script(Scripted(status=503, headers={"Retry-After": later}))
     try:
@@ -174,7 +176,7 @@ async def test_redirects_are_not_followed(
 
 async def test_stalled_receiver_times_out_and_is_retryable(receiver: WebhookReceiver) -> None:
     receiver.script(Scripted(stall=True))
-    ch = WebhookChannel(lambda url: WHSEC, timeout=0.2, connect_timeout=0.2)
+    ch = WebhookChannel(lambda url: WHSEC, timeout=0.2, connect_timeout=0.2, allow_private=True)
     try:
         result = await ch.send(make_delivery(f"webhook:{receiver.hook_url}"))
     finally:
@@ -184,7 +186,7 @@ async def test_stalled_receiver_times_out_and_is_retryable(receiver: WebhookRece
 
 
 async def test_unreachable_receiver_is_retryable() -> None:
-    ch = WebhookChannel()
+    ch = WebhookChannel(allow_private=True)
     try:
         result = await ch.send(make_delivery(f"webhook:http://127.0.0.1:{unused_port()}/h"))
     finally:
@@ -210,8 +212,8 @@ async def test_secret_never_leaks_into_results_or_logs(
 ) -> None:
     caplog.set_level(logging.DEBUG)
     receiver.script(Scripted(status=400, body=f"you sent secret {RAW_SECRET}!"))
-    ch = WebhookChannel(lambda url: RAW_SECRET)
-    bad = WebhookChannel(lambda url: "whsec_***not base64***")
+    ch = WebhookChannel(lambda url: RAW_SECRET, allow_private=True)
+    bad = WebhookChannel(lambda url: "whsec_***not base64***", allow_private=True)
     try:
         echoed = await ch.send(make_delivery(f"webhook:{receiver.hook_url}"))
         malformed = await bad.send(make_delivery(f"webhook:{receiver.hook_url}"))
@@ -227,7 +229,7 @@ async def test_secret_never_leaks_into_results_or_logs(
 
 
 async def test_only_http_and_https() -> None:
-    ch = WebhookChannel()
+    ch = WebhookChannel(allow_private=True)
     delivery = make_delivery("webhook:https://example.com/h")
     ftp = replace(delivery, destination=Destination("webhook", "ftp://example.com/h"))
     try:
@@ -253,3 +255,32 @@ def test_parse_retry_after() -> None:
     assert parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT", now=1445412480.0 - 60) == 60.0
     assert parse_retry_after("garbage") is None
     assert parse_retry_after("") is None
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:9/hook",
+        "http://localhost/hook",
+        "http://10.1.2.3/hook",
+        "http://192.168.0.10/hook",
+        "http://169.254.169.254/latest/meta-data",
+        "http://[::1]/hook",
+        "http://[::ffff:127.0.0.1]/hook",
+        "http://100.64.0.1/hook",
+    ],
+)
+async def test_internal_addresses_are_refused_unless_allowed(url: str) -> None:
+    from core.destinations import parse_destination
+    from core.errors import InvalidInput
+
+    ch = WebhookChannel()
+    try:
+        result = await ch.send(make_delivery(f"webhook:{url}"))
+        assert result.outcome is Outcome.PERMANENT
+        assert "internal address" in (result.error or "")
+        assert "HERALD_WEBHOOK_ALLOW_PRIVATE" in (result.error or "")
+        with pytest.raises(InvalidInput, match="internal address"):
+            await ch.validate(parse_destination(f"webhook:{url}"))
+    finally:
+        await ch.close()
