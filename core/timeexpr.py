@@ -12,8 +12,10 @@ Readers are tried in this order, the first that recognises the text wins:
 
 A recurrence is stored as RFC 5545 text with its zone in DTSTART
 (``DTSTART;TZID=Europe/Berlin:20260330T090000`` + ``RRULE:...``). DTSTART is the
-first occurrence unless the person wrote one, and every occurrence, the first
-included, is computed from that stored text by core.timeexpr_rule, so the preview,
+first occurrence unless the person wrote one (or, for an hourly rule whose first
+occurrence falls in a repeated fall-back hour, one step before it), and every
+occurrence, the first included, is computed from that stored text by
+core.timeexpr_rule (see there for the clock each kind of rule runs on), so the preview,
 the description and the dispatcher all read one meaning. Local times follow RFC
 5545 (and zoneinfo's ``fold=0``): a time in a spring-forward gap is read with the
 offset before the gap, an ambiguous fall-back time is its first occurrence.
@@ -39,7 +41,9 @@ from core.timeexpr_rule import (
     MAX_YEAR,
     SUB_DAILY,
     Rule,
+    elapsed_offset,
     exact_start,
+    localize,
     parse_rule,
     read_lines,
     rule_pairs,
@@ -85,10 +89,11 @@ class When:
 
     def occurrences(self, count: int = 5, after: datetime | None = None) -> list[datetime]:
         """The next ``count`` occurrences strictly after ``after`` (default: from the first)."""
+        since = _utc(after)
         if self.rule is None:
-            return [self.first] if count > 0 and (after is None or self.first > after) else []
+            return [self.first] if count > 0 and (since is None or self.first > since) else []
         return occurrences(
-            self.rule, count=count, after=self.first - _TICK if after is None else after
+            self.rule, count=count, after=self.first - _TICK if since is None else since
         )
 
 
@@ -178,10 +183,15 @@ def _settle(draft: Draft, now: datetime, raw: str) -> Rule:
     if len(rule.lines) > 1:
         return rule  # mixed clocks: keep the start as written
     start, point = exact_start(instant, rule.zone, step_of(rule.lines[0]))
+    if elapsed_offset(with_start(rule, start)) != elapsed_offset(rule):
+        # A sub-daily rule is read on the UTC offset of its DTSTART; moving DTSTART
+        # across an offset change would move its BY parts too. Keep it.
+        start, point = rule.dtstart, localize(rule.dtstart, rule.zone)
     if point == instant:
         return with_start(rule, start)
-    # The first instant is in the repeated fall-back hour, which no local time names:
-    # start one grid point earlier and do not count the ones before the first.
+    # DTSTART stays before the first occurrence (in the past, or one grid point back
+    # when the first falls in the repeated fall-back hour, which no local time names):
+    # occurrences before the first are not counted against "for N times".
     before = takewhile(lambda pair: pair[0] < instant, rule_pairs(with_start(probe, start)))
     return with_start(rule, start, extra_count=sum(1 for _ in before))
 
@@ -202,19 +212,23 @@ def _stored(rule: str) -> Rule:
     return parse_rule(rule)
 
 
-def _aware(after: datetime | None) -> datetime | None:
-    if after is not None and (not isinstance(after, datetime) or after.utcoffset() is None):
-        raise InvalidInput("Occurrences are asked for after an aware datetime (with a zone).")
-    return after
+def _utc(after: datetime | None) -> datetime | None:
+    """``after`` as aware UTC; a naive value is taken as UTC, which is how Herald
+    stores every time (some database drivers hand them back without a zone)."""
+    if after is None:
+        return None
+    if not isinstance(after, datetime):
+        raise InvalidInput("Occurrences are asked for after a datetime.")
+    return after.replace(tzinfo=UTC) if after.utcoffset() is None else after.astimezone(UTC)
 
 
 def occurrences(rule: str, *, count: int, after: datetime | None = None) -> list[datetime]:
     """Occurrences (aware UTC) of a stored RFC 5545 rule strictly after ``after``.
 
-    ``after`` None means from DTSTART, inclusive. Raises InvalidInput for a rule text
-    that cannot be read.
+    ``after`` None means from DTSTART, inclusive; a naive ``after`` is read as UTC.
+    Raises InvalidInput for a rule text that cannot be read.
     """
-    return take(_stored(rule), count, _aware(after))
+    return take(_stored(rule), count, _utc(after))
 
 
 def next_occurrence(rule: str, after: datetime) -> datetime | None:

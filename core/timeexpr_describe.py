@@ -7,6 +7,7 @@ RRULE text, which is exact if not pretty.
 
 from __future__ import annotations
 
+import calendar
 from datetime import timedelta
 from itertools import product
 
@@ -51,11 +52,12 @@ def _span(values: list[int]) -> str:
 
 
 def _times(rule: Rule, parts: dict[str, str]) -> str:
+    """The clock part, with its leading separator: " at 09:00 and 17:30"."""
     start = rule.dtstart
     if _TIMES in parts:
         listed = [tuple(int(x) for x in t.split(":")) for t in parts[_TIMES].split(",")]
         clocks = [start.replace(hour=h, minute=m, second=s) for h, m, s in listed]
-        return "at " + and_list([format_clock(c) for c in clocks])
+        return " at " + and_list([format_clock(c) for c in clocks])
     hours = _ints(parts, "BYHOUR", start.hour)
     minutes = _ints(parts, "BYMINUTE", start.minute)
     seconds = _ints(parts, "BYSECOND", start.second)
@@ -63,8 +65,12 @@ def _times(rule: Rule, parts: dict[str, str]) -> str:
         start.replace(hour=h, minute=m, second=s) for h, m, s in product(hours, minutes, seconds)
     ]
     if len(clocks) <= 6:
-        return "at " + and_list([format_clock(c) for c in clocks])
-    return f"at minute {_span(minutes)} of hours {_span(hours)}"
+        return " at " + and_list([format_clock(c) for c in clocks])
+    step = minutes[1] - minutes[0]
+    steady = 60 % step == 0 and minutes == list(range(0, 60, step)) and seconds == [0]
+    if steady and hours == list(range(hours[0], hours[-1] + 1)):
+        return f", every {step} minutes from {hours[0]:02d}:00 to {hours[-1]:02d}:{60 - step:02d}"
+    return f" at minute {_span(minutes)} of hours {_span(hours)}"
 
 
 def _day_codes(parts: dict[str, str], rule: Rule) -> list[str] | None:
@@ -146,7 +152,7 @@ def _line(rule: Rule, parts: dict[str, str]) -> str:
         text = ("every hour" if n == 1 else f"every {n} hours") + f" at {marks}"
         if n > 1:
             text += f" from {format_clock(rule.dtstart)}"
-        return text
+        return text + months
     if freq in ("DAILY", "WEEKLY"):
         codes = _day_codes(parts, rule)
         if codes is None or (freq == "DAILY" and "BYDAY" in parts and n > 1):
@@ -157,6 +163,9 @@ def _line(rule: Rule, parts: dict[str, str]) -> str:
             text = f"every {n} weeks on {_day_names(codes)}"
         else:
             text = _every(n, _day_names(codes), "")
+    elif freq == "MONTHLY" and months and n == 1 and "BYMONTHDAY" in parts and "BYDAY" not in parts:
+        days = [ordinal_text(d) if d > 0 else _month_day(d) for d in _ints(parts, "BYMONTHDAY", 1)]
+        text, months = f"every {and_list(days)} of{months.removeprefix(' in')}", ""
     elif freq == "MONTHLY":
         text = _monthly(parts, rule, n)
     else:
@@ -168,12 +177,21 @@ def _line(rule: Rule, parts: dict[str, str]) -> str:
             text = f"{_every(n, 'year', 'years')} on {day[0]} {MONTH_NAMES[month[0] - 1]}"
     if text is None:
         return f"by the rule {_rule_text(parts)}"
-    text = f"{text}{months} {_times(rule, parts)}"
-    if freq == "MONTHLY" and any(d > 28 for d in _ints(parts, "BYMONTHDAY", 1)):
-        text += ", skipping months without that day"
+    text = f"{text}{months}{_times(rule, parts)}"
+    if freq in ("MONTHLY", "YEARLY") and "BYMONTHDAY" in parts:
+        text += _skipping(parts, yearly=freq == "YEARLY" or "BYMONTH" in parts)
     if n > 1:
         text += f", starting {format_day(rule.dtstart)}"
     return text
+
+
+def _skipping(parts: dict[str, str], yearly: bool) -> str:
+    """A note when a chosen day is missing from some chosen month (the 31st, 29 Feb)."""
+    months = _ints(parts, "BYMONTH", 1) if "BYMONTH" in parts else list(range(1, 13))
+    shortest = min(calendar.monthrange(2023, m)[1] for m in months)  # 2023: no leap day
+    if all(abs(d) <= shortest for d in _ints(parts, "BYMONTHDAY", 1)):
+        return ""
+    return ", skipping years without that day" if yearly else ", skipping months without that day"
 
 
 def _bounds(rule: Rule, parts: dict[str, str]) -> str:

@@ -56,8 +56,8 @@ _CLAUSE = re.compile(
     r",? \b(until|till|through|starting on|starting at|starting from|starting|beginning"
     r"|from|for)\b "
 )
-_COUNT = re.compile(rf"^(?P<n>[+-]?(?:{NUMBER_RE})) (?:times|occurrences)$")
-_TRAILING_COUNT = re.compile(rf",? (?:for )?(?P<n>[+-]?(?:{NUMBER_RE})) (?:times|occurrences)$")
+_COUNT = re.compile(rf"^(?P<n>[+-]?(?:{NUMBER_RE})) (?:times?|occurrences?)$")
+_TRAILING_COUNT = re.compile(rf",? (?:for )?(?P<n>[+-]?(?:{NUMBER_RE})) (?:times?|occurrences?)$")
 _PLURAL_DAYS = re.compile(
     r"^(?:on )?(weekdays|weekends|(?:mon|tues|wednes|thurs|fri|satur|sun)days)\b"
 )
@@ -92,9 +92,8 @@ def _positive(raw: str | None, text: str, what: str = "interval") -> int:
         return 2
     n = number(raw.lstrip("+-"))
     if n is None or raw.startswith("-") or n < 1:
-        raise refuse(
-            text, f'the {what} must be a positive whole number, for example "every 2 hours"'
-        )
+        example = "every 2 hours" if what == "interval" else "every day at 9am for 5 times"
+        raise refuse(text, f'the {what} must be a positive whole number, for example "{example}"')
     if n > 1000 and what == "interval":
         raise refuse(text, "that interval is too long")
     return n
@@ -328,12 +327,8 @@ def _until(text: str, zi: ZoneInfo, now: datetime) -> str:
     """The UNTIL stamp (UTC) for "until <day>": the end of that whole local day."""
     moment = read_moment(text, zi, now)
     if isinstance(moment, datetime):
-        instant = moment
+        instant = moment  # "until friday 17:00": that very instant
     else:
-        day, at = moment
-        if at is not None:
-            instant = localize(datetime.combine(day, at), zi)
-        else:
-            instant = localize(datetime.combine(day + timedelta(days=1), time(0)), zi)
-            instant -= timedelta(seconds=1)
+        next_day = datetime.combine(moment[0] + timedelta(days=1), time(0))
+        instant = localize(next_day, zi) - timedelta(seconds=1)
     return format_stamp(instant.replace(tzinfo=None)) + "Z"

@@ -174,12 +174,8 @@ def _relative(m: re.Match[str], text: str, zi: ZoneInfo, now: datetime) -> datet
         if local.year > MAX_YEAR:
             raise refuse(text, "that is too far ahead")
         if m["clock"]:
-            if (
-                elapsed
-                or calendar_step.days == 0
-                and not (calendar_step.months or calendar_step.years)
-            ):
-                return None  # "in 2 hours at 9am" means nothing
+            if elapsed or not calendar_step:
+                raise refuse(text, 'a time of day goes with days, as in "in 3 days at 9am"')
             clock_time = clock(m["clock"])
             assert clock_time is not None
             return at_local(local.date(), clock_time, zi)
@@ -221,6 +217,8 @@ def parse_once(text: str, zi: ZoneInfo, now: datetime) -> datetime | None:
             day = read_day(m["day"], local_today)
             clock_time = clock(m["clock"])
             if day is not None and clock_time is not None:
+                if day.text == "tonight" and 1 <= clock_time.hour < 12 and "a" not in m["clock"]:
+                    clock_time = clock_time.replace(hour=clock_time.hour + 12)  # "tonight at 8"
                 return _on_day(day, clock_time, zi, now)
     m = _DAY_ONLY.match(text)
     if m and read_day(m["day"], wall_clock(now, zi).date()) is not None:

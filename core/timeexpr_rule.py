@@ -27,7 +27,7 @@ from __future__ import annotations
 import calendar
 import heapq
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
@@ -81,7 +81,6 @@ _INT_LIST_RANGES = {
 _BYDAY_RE = re.compile(r"^([+-]?\d{1,2})?(MO|TU|WE|TH|FR|SA|SU)$")
 _STAMP_RE = re.compile(r"^(\d{8})(?:T(\d{6})(Z?))?$")
 _DTSTART_RE = re.compile(r"^DTSTART(?:;TZID=([^:;]+))?(?:;VALUE=DATE(?:-TIME)?)?:(\S+)$", re.I)
-# Safety margins, see _wall_instants / _search_start.
 _MAX_UTC_OFFSET = timedelta(hours=26)  # more than any zone's offset from UTC
 _WINDOW_YEARS = 60  # a rule with no occurrence in this long has ended
 _LAST = datetime(MAX_YEAR + _WINDOW_YEARS, 1, 1)  # nothing is searched after this
@@ -106,8 +105,9 @@ def zone(name: str) -> ZoneInfo:
             canonical = _zone_names().get(key.lower())
             if canonical is not None:
                 return ZoneInfo(canonical)
+    shown = name[:60] if isinstance(name, str) else name
     raise InvalidInput(
-        f"Unknown time zone {name!r}: use an IANA name such as Europe/Berlin or America/New_York."
+        f"Unknown time zone {shown!r}: use an IANA name such as Europe/Berlin or America/New_York."
     )
 
 
@@ -249,6 +249,17 @@ def check_parts(parts: dict[str, str]) -> None:
                     raise bad_rule(f"BYDAY={item} needs FREQ=MONTHLY or FREQ=YEARLY")
                 if n == 0 or abs(n) > (5 if freq == "MONTHLY" else 53):
                     raise bad_rule(f"BYDAY value {item} is out of range")
+    # RFC 5545's own limits (3.3.10), plus BYSETPOS only where a period holds several
+    # days: elsewhere these parts make dateutil crawl day by day for decades.
+    misplaced = {
+        "BYWEEKNO": freq != "YEARLY",
+        "BYYEARDAY": freq in ("DAILY", "WEEKLY", "MONTHLY"),
+        "BYMONTHDAY": freq == "WEEKLY",
+        "BYSETPOS": freq not in ("WEEKLY", "MONTHLY", "YEARLY"),
+    }
+    for key, wrong in misplaced.items():
+        if wrong and key in parts:
+            raise bad_rule(f"{key} cannot be used with FREQ={freq}")
     if "WKST" in parts and parts["WKST"] not in DAY_CODES:
         raise bad_rule(f"WKST={parts['WKST']} is not a day like MO")
     if "BYMONTHDAY" in parts:
@@ -266,6 +277,7 @@ def read_lines(text: str) -> tuple[str | None, datetime | None, list[dict[str, s
     tzid: str | None = None
     dtstart: datetime | None = None
     lines: list[dict[str, str]] = []
+    text = re.sub(r"\s*([;=,])\s*", r"\1", text)  # "FREQ=DAILY; BYHOUR = 9" as typed
     for line in text.split():
         upper = line.upper()
         if upper.startswith("RRULE:"):
@@ -310,6 +322,19 @@ def _rrule(parts: dict[str, str], dtstart: datetime, until: datetime) -> rrule:
             assert m is not None  # checked by check_parts
             day = weekday(DAY_CODES.index(m.group(2)))
             days.append(day(int(m.group(1))) if m.group(1) else day)
+    try:
+        return _build(parts, days, ints, dtstart, until)
+    except ValueError as exc:  # e.g. "Invalid rrule byxxx generates an empty set."
+        raise bad_rule(f"it can never happen ({exc})") from exc
+
+
+def _build(
+    parts: dict[str, str],
+    days: list[weekday] | None,
+    ints: Callable[[str], list[int] | None],
+    dtstart: datetime,
+    until: datetime,
+) -> rrule:
     return rrule(
         FREQUENCIES[parts["FREQ"]],
         dtstart=dtstart,

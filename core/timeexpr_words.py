@@ -46,10 +46,10 @@ NUMBER_RE = r"\d+|" + "|".join(sorted(NUMBER_WORDS, key=len, reverse=True))
 ORDINAL_RE = r"\d{1,2}(?:st|nd|rd|th)?|" + "|".join(sorted(ORDINAL_WORDS, key=len, reverse=True))
 # A clock time: 9, 9am, 9 pm, 9:30, 09:30:15, 9.30pm, noon, midnight.
 CLOCK_RE = (
-    r"(?:noon|midday|midnight|\d{1,2}(?:[:.]\d{1,2}(?::\d{1,2})?)?\s?(?:am|pm|a\.m\.|p\.m\.)?)"
+    r"(?:noon|midday|midnight|\d{1,2}(?:[:.]\d{1,2}(?::\d{1,2})?)?\s?(?:am|pm|a\.m\.?|p\.m\.?)?)"
 )
 _CLOCK_FULL = re.compile(
-    r"^(?P<h>\d{1,2})(?:[:.](?P<m>\d{1,2})(?::(?P<s>\d{1,2}))?)?\s?(?P<ap>am|pm|a\.m\.|p\.m\.)?$"
+    r"^(?P<h>\d{1,2})(?:[:.](?P<m>\d{1,2})(?::(?P<s>\d{1,2}))?)?\s?(?P<ap>am|pm|a\.m\.?|p\.m\.?)?$"
 )
 _ISO_DAY = re.compile(r"^(\d{4})-(\d{1,2})-(\d{1,2})$")
 _MONTH_FIRST = re.compile(
@@ -124,14 +124,20 @@ def clock(text: str) -> time | None:
     return time(hour, minute, second)
 
 
-def make_date(year: int, month: int, day: int, text: str) -> date:
-    """``date(year, month, day)`` or a refusal naming the impossible date."""
+def make_date(year: int | None, month: int, day: int, text: str) -> date:
+    """``date(year, month, day)`` or a refusal naming the impossible date.
+
+    With no year, any year will do (so february 29 passes); 2024 is returned then.
+    """
     if not 1 <= month <= 12:
         raise refuse(text, f"there is no month {month}")
-    last = calendar.monthrange(year, month)[1] if 1 <= year <= 9999 else 31
+    if year is not None and not 1 <= year <= 9999:
+        raise refuse(text, f"there is no year {year} on Herald's calendar")
+    last = calendar.monthrange(year or 2024, month)[1]  # 2024: a leap year
     if not 1 <= day <= last:
-        raise refuse(text, f"{MONTH_NAMES[month - 1]} {year} has no day {day} (it has {last} days)")
-    return date(year, month, day)
+        month_name = MONTH_NAMES[month - 1] + (f" {year}" if year else "")
+        raise refuse(text, f"{month_name} has no day {day} (it has {last} days)")
+    return date(year or 2024, month, day)
 
 
 def month_day(text: str) -> tuple[int, int, int | None] | None:
@@ -141,7 +147,7 @@ def month_day(text: str) -> tuple[int, int, int | None] | None:
         return None
     year = int(m.group("y")) if m.group("y") else None
     month, day = MONTHS[m.group("mon")], int(m.group("d"))
-    make_date(year or 2024, month, day, text)  # 2024: a leap year admits february 29
+    make_date(year, month, day, text)
     return month, day, year
 
 

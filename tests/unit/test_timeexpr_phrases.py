@@ -1,0 +1,528 @@
+"""Table-driven tests of core.timeexpr: phrases in, UTC instants out.
+
+Every expected instant below was worked out by hand from the zone's offsets, not
+copied from the code. The default "now" is Friday 2026-03-06 15:00 UTC, which is
+
+    America/New_York   Fri 10:00 EST (-5)  -> EDT (-4) on Sun 8 Mar 02:00
+    Europe/Berlin      Fri 16:00 CET (+1)  -> CEST (+2) on Sun 29 Mar 02:00
+    Australia/Sydney   Sat 02:00 AEDT (+11) -> AEST (+10) on Sun 5 Apr 03:00;
+                                           back to AEDT on Sun 4 Oct 02:00
+    Australia/Lord_Howe Sat 02:00 (+11) -> +10:30 on Sun 5 Apr 02:00;
+                                           back to +11 on Sun 4 Oct 02:00
+    Asia/Kolkata       Fri 20:30 IST (+5:30, no DST)
+    Asia/Tokyo         Sat 00:00 JST (+9, no DST)
+    UTC                Fri 15:00
+
+Rows with their own "now" sit next to a DST change.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+
+import pytest
+
+from core.errors import InvalidInput
+from core.timeexpr import describe, next_occurrence, occurrences, parse_when, warm_up, zone
+
+NOW = "2026-03-06T15:00:00Z"
+NY, BER, SYD, LHI = "America/New_York", "Europe/Berlin", "Australia/Sydney", "Australia/Lord_Howe"
+KOL, TYO, UTC_ = "Asia/Kolkata", "Asia/Tokyo", "UTC"
+
+
+def at(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(UTC)
+
+
+# (zone, phrase, expected first occurrences in UTC, now, whole: the list is all there is)
+Row = tuple[str, str, list[str], str, bool]
+
+
+def row(tz: str, phrase: str, *expected: str, now: str = NOW, whole: bool = False) -> Row:
+    return (tz, phrase, list(expected), now, whole)
+
+
+TABLE: list[Row] = [
+    # ---- America/New_York: relative, clock and day words, across the March change
+    row(NY, "in 90 seconds", "2026-03-06T15:01:30Z"),
+    row(NY, "in 5 minutes", "2026-03-06T15:05:00Z"),
+    row(NY, "in 2 hours", "2026-03-06T17:00:00Z"),
+    row(NY, "in 3 days", "2026-03-09T14:00:00Z"),  # same wall clock, now on EDT
+    row(NY, "in 1 week", "2026-03-13T14:00:00Z"),
+    row(NY, "in 48 hours", "2026-03-08T15:00:00Z"),  # elapsed time
+    row(NY, "at 3pm", "2026-03-06T20:00:00Z"),
+    row(NY, "at 9am", "2026-03-07T14:00:00Z"),  # past today: tomorrow
+    row(NY, "tomorrow at noon", "2026-03-07T17:00:00Z"),
+    row(NY, "sunday at 2:30", "2026-03-08T07:30:00Z"),  # in the gap: offset before it
+    row(NY, "monday 9:30", "2026-03-09T13:30:00Z"),
+    row(NY, "next friday at 9:30", "2026-03-13T13:30:00Z"),
+    row(NY, "friday at 11:00", "2026-03-06T16:00:00Z"),  # today, still ahead
+    row(NY, "on june 5 at 14:00", "2026-06-05T18:00:00Z"),
+    row(NY, "on 2026-11-01 at 1:30", "2026-11-01T05:30:00Z"),  # ambiguous: first (EDT)
+    row(NY, "2026-11-01 01:30", "2026-11-01T05:30:00Z"),
+    row(NY, "2026-03-08 02:30", "2026-03-08T07:30:00Z"),
+    row(NY, "2026-04-01T08:00:00Z", "2026-04-01T08:00:00Z"),
+    row(NY, "2026-04-01T08:00:00+02:00", "2026-04-01T06:00:00Z"),
+    row(
+        NY,
+        "every day at 9am",
+        "2026-03-07T14:00:00Z",
+        "2026-03-08T13:00:00Z",
+        "2026-03-09T13:00:00Z",
+    ),
+    row(
+        NY,
+        "every day at 2:30",
+        "2026-03-07T07:30:00Z",
+        "2026-03-08T07:30:00Z",
+        "2026-03-09T06:30:00Z",
+    ),
+    row(NY, "every weekday at 9am", "2026-03-09T13:00:00Z", "2026-03-10T13:00:00Z"),
+    row(NY, "every hour", "2026-03-06T16:00:00Z", "2026-03-06T17:00:00Z"),
+    row(NY, "every 30 minutes", "2026-03-06T15:30:00Z", "2026-03-06T16:00:00Z"),
+    row(NY, "0 9 * * 1-5", "2026-03-09T13:00:00Z", "2026-03-10T13:00:00Z"),
+    row(
+        NY,
+        "RRULE:FREQ=WEEKLY;BYDAY=TU,TH;BYHOUR=18;BYMINUTE=0",
+        "2026-03-10T22:00:00Z",
+        "2026-03-12T22:00:00Z",
+    ),
+    row(NY, "every other friday at 16:00", "2026-03-06T21:00:00Z", "2026-03-20T20:00:00Z"),
+    row(
+        NY,
+        "every hour",
+        "2026-03-08T07:00:00Z",
+        "2026-03-08T08:00:00Z",
+        now="2026-03-08T06:30:00Z",  # 01:30 EST; 02:00 does not exist
+    ),
+    # ---- America/New_York in the autumn: EDT ends Sun 1 Nov 02:00 -> 01:00 EST
+    row(
+        NY,
+        "every day at 1:30",
+        "2026-10-31T05:30:00Z",
+        "2026-11-01T05:30:00Z",  # the first 01:30, EDT
+        "2026-11-02T06:30:00Z",
+        now="2026-10-30T12:00:00Z",
+    ),
+    row(
+        NY,
+        "every hour",
+        "2026-11-01T06:00:00Z",  # 01:00 EST, the repeated hour
+        "2026-11-01T07:00:00Z",
+        "2026-11-01T08:00:00Z",
+        now="2026-11-01T05:30:00Z",  # 01:30 EDT
+    ),
+    row(NY, "in 1 day", "2026-11-01T13:00:00Z", now="2026-10-31T12:00:00Z"),
+    row(
+        NY,
+        "15,45 2,3 * * *",  # 02:15 and 03:15 (EDT) are one instant on the 8th, and so on
+        "2026-03-08T07:15:00Z",
+        "2026-03-08T07:45:00Z",
+        "2026-03-09T06:15:00Z",
+        "2026-03-09T06:45:00Z",
+        "2026-03-09T07:15:00Z",
+        now="2026-03-08T05:00:00Z",
+    ),
+    # ---- Europe/Berlin
+    row(BER, "at 17:30", "2026-03-06T16:30:00Z"),
+    row(BER, "at 3pm", "2026-03-07T14:00:00Z"),
+    row(BER, "tomorrow at 9am", "2026-03-07T08:00:00Z"),
+    row(BER, "in 1 week", "2026-03-13T15:00:00Z"),
+    row(BER, "on 2026-03-29 at 2:30", "2026-03-29T01:30:00Z"),  # gap
+    row(BER, "2026-10-25 02:30", "2026-10-25T00:30:00Z"),  # ambiguous: CEST
+    row(
+        BER,
+        "every day at 9am",
+        "2026-03-28T08:00:00Z",
+        "2026-03-29T07:00:00Z",
+        "2026-03-30T07:00:00Z",
+        now="2026-03-27T12:00:00Z",
+    ),
+    row(
+        BER,
+        "every monday at 9am until 2026-03-23",
+        "2026-03-09T08:00:00Z",
+        "2026-03-16T08:00:00Z",
+        "2026-03-23T08:00:00Z",
+        whole=True,
+    ),
+    row(
+        BER,
+        "every day at 10:00 for 3 times",
+        "2026-03-07T09:00:00Z",
+        "2026-03-08T09:00:00Z",
+        "2026-03-09T09:00:00Z",
+        whole=True,
+    ),
+    row(
+        BER,
+        "every month on the 15th at 10:00",
+        "2026-03-15T09:00:00Z",
+        "2026-04-15T08:00:00Z",
+        "2026-05-15T08:00:00Z",
+    ),
+    row(
+        BER,
+        "every first monday of the month at 9am",
+        "2026-04-06T07:00:00Z",
+        "2026-05-04T07:00:00Z",
+        "2026-06-01T07:00:00Z",
+    ),
+    row(
+        BER,
+        "every monday and wednesday at 10:00",
+        "2026-03-09T09:00:00Z",
+        "2026-03-11T09:00:00Z",
+        "2026-03-16T09:00:00Z",
+    ),
+    row(
+        BER,
+        "every 2 weeks on tuesday",
+        "2026-03-09T23:00:00Z",
+        "2026-03-23T23:00:00Z",
+        "2026-04-06T22:00:00Z",
+    ),
+    row(
+        BER,
+        "every last friday of the month at 17:00",
+        "2026-03-27T16:00:00Z",
+        "2026-04-24T15:00:00Z",
+    ),
+    row(
+        BER, "*/15 * * * *", "2026-03-06T15:15:00Z", "2026-03-06T15:30:00Z", "2026-03-06T15:45:00Z"
+    ),
+    row(BER, "0 0 1 * *", "2026-03-31T22:00:00Z", "2026-04-30T22:00:00Z"),
+    row(
+        BER,
+        "RRULE:FREQ=DAILY;BYHOUR=8,20;BYMINUTE=0",
+        "2026-03-06T19:00:00Z",
+        "2026-03-07T07:00:00Z",
+        "2026-03-07T19:00:00Z",
+    ),
+    row(
+        BER,
+        "DTSTART:20260401T090000\nRRULE:FREQ=DAILY;COUNT=2",
+        "2026-04-01T07:00:00Z",
+        "2026-04-02T07:00:00Z",
+        whole=True,
+    ),
+    row(
+        BER,
+        "every 2 hours starting at 9:15",
+        "2026-03-07T08:15:00Z",
+        "2026-03-07T10:15:00Z",
+        "2026-03-07T12:15:00Z",
+    ),
+    row(BER, "every year on june 5 at 9am", "2026-06-05T07:00:00Z", "2027-06-05T07:00:00Z"),
+    row(BER, "April 1st, 2026 8:00 AM", "2026-04-01T06:00:00Z"),  # dateparser
+    row(BER, "12:00 on 1 may", "2026-05-01T10:00:00Z"),  # dateparser
+    row(
+        BER,
+        "every sunday at 2:30",
+        "2026-10-25T00:30:00Z",  # ambiguous: the first, CEST
+        "2026-11-01T01:30:00Z",
+        now="2026-10-23T10:00:00Z",
+    ),
+    row(
+        BER,
+        "every 30 minutes",
+        "2026-10-25T01:00:00Z",  # 02:00 CET, the repeated hour
+        "2026-10-25T01:30:00Z",
+        "2026-10-25T02:00:00Z",
+        now="2026-10-25T00:40:00Z",  # 02:40 CEST
+    ),
+    # ---- Australia/Sydney (southern hemisphere)
+    row(SYD, "at 9am", "2026-03-06T22:00:00Z"),
+    row(SYD, "tomorrow at 9am", "2026-03-07T22:00:00Z"),
+    row(
+        SYD,
+        "every day at 9am",
+        "2026-04-03T22:00:00Z",
+        "2026-04-04T23:00:00Z",  # AEST from 5 Apr
+        "2026-04-05T23:00:00Z",
+        now="2026-04-03T00:00:00Z",
+    ),
+    row(SYD, "2026-04-05 02:30", "2026-04-04T15:30:00Z"),  # ambiguous: first, AEDT
+    row(SYD, "2026-10-04 02:30", "2026-10-03T16:30:00Z"),  # gap: AEST offset
+    row(
+        SYD,
+        "every sunday at 2:30",
+        "2026-10-03T16:30:00Z",
+        "2026-10-10T15:30:00Z",
+        now="2026-09-30T00:00:00Z",
+    ),
+    row(SYD, "every monday at 9am", "2026-03-08T22:00:00Z", "2026-03-15T22:00:00Z"),
+    row(SYD, "in 3 days", "2026-03-09T15:00:00Z"),
+    row(SYD, "on june 5 at 14:00", "2026-06-05T04:00:00Z"),
+    row(
+        SYD,
+        "every hour",
+        "2026-04-04T16:00:00Z",  # 02:00 AEST, the repeated hour
+        "2026-04-04T17:00:00Z",
+        "2026-04-04T18:00:00Z",
+        now="2026-04-04T15:30:00Z",  # 02:30 AEDT
+    ),
+    row(
+        SYD,
+        "every 30 minutes",
+        "2026-04-04T16:00:00Z",
+        "2026-04-04T16:30:00Z",
+        "2026-04-04T17:00:00Z",
+        now="2026-04-04T15:30:00Z",
+    ),
+    # ---- Australia/Lord_Howe: a half-hour DST shift
+    row(LHI, "2026-04-05 01:45", "2026-04-04T14:45:00Z"),  # ambiguous: first (+11)
+    row(LHI, "2026-10-04 02:15", "2026-10-03T15:45:00Z"),  # gap: +10:30
+    row(
+        LHI,
+        "every day at 1:45",
+        "2026-04-03T14:45:00Z",
+        "2026-04-04T14:45:00Z",
+        "2026-04-05T15:15:00Z",
+        now="2026-04-03T12:00:00Z",
+    ),
+    # ---- Asia/Kolkata (+5:30)
+    row(KOL, "at 21:00", "2026-03-06T15:30:00Z"),
+    row(KOL, "at 8pm", "2026-03-07T14:30:00Z"),
+    row(KOL, "every hour", "2026-03-06T15:30:00Z", "2026-03-06T16:30:00Z"),
+    row(KOL, "every 30 minutes", "2026-03-06T15:30:00Z", "2026-03-06T16:00:00Z"),
+    row(KOL, "every day at 9am", "2026-03-07T03:30:00Z", "2026-03-08T03:30:00Z"),
+    row(KOL, "0 9 * * 1-5", "2026-03-09T03:30:00Z"),
+    row(KOL, "tomorrow at noon", "2026-03-07T06:30:00Z"),
+    row(KOL, "in 90 seconds", "2026-03-06T15:01:30Z"),
+    row(
+        KOL,
+        "every month on the 31st at 9am",
+        "2026-03-31T03:30:00Z",
+        "2026-05-31T03:30:00Z",
+        "2026-07-31T03:30:00Z",
+    ),
+    row(KOL, "2026-04-01 08:00", "2026-04-01T02:30:00Z"),
+    # ---- Asia/Tokyo (+9): now is exactly local midnight
+    row(TYO, "at midnight", "2026-03-07T15:00:00Z"),  # now is not after now
+    row(TYO, "at 9am", "2026-03-07T00:00:00Z"),
+    row(TYO, "every weekday at 9am", "2026-03-09T00:00:00Z"),
+    row(TYO, "every 2 hours", "2026-03-06T17:00:00Z", "2026-03-06T19:00:00Z"),
+    row(TYO, "next monday at 9:30", "2026-03-09T00:30:00Z"),
+    row(TYO, "every first monday of the month at 9am", "2026-04-06T00:00:00Z"),
+    row(TYO, "on 2026-04-01 at 8am", "2026-03-31T23:00:00Z"),
+    row(
+        TYO,
+        "every day at 9am until 2026-03-09",
+        "2026-03-07T00:00:00Z",
+        "2026-03-08T00:00:00Z",
+        "2026-03-09T00:00:00Z",
+        whole=True,
+    ),
+    # ---- UTC
+    row(UTC_, "in 1 hour and 30 minutes", "2026-03-06T16:30:00Z"),
+    row(UTC_, "at 3pm", "2026-03-07T15:00:00Z"),  # exactly now: tomorrow
+    row(UTC_, "every hour", "2026-03-06T16:00:00Z"),
+    row(
+        UTC_, "0 */6 * * *", "2026-03-06T18:00:00Z", "2026-03-07T00:00:00Z", "2026-03-07T06:00:00Z"
+    ),
+    row(
+        UTC_,
+        "every monday at 9am for 2 times",
+        "2026-03-09T09:00:00Z",
+        "2026-03-16T09:00:00Z",
+        whole=True,
+    ),
+    row(UTC_, "2026-03-06T15:00:01Z", "2026-03-06T15:00:01Z"),
+    row(UTC_, "daily at 8", "2026-03-07T08:00:00Z"),
+    row(UTC_, "@hourly", "2026-03-06T16:00:00Z"),
+]
+
+
+def test_the_table_is_big_and_wide() -> None:
+    assert len(TABLE) >= 80
+    zones = {r[0] for r in TABLE}
+    assert {NY, BER, SYD, KOL, TYO, UTC_} <= zones
+
+
+@pytest.mark.parametrize(("tz", "phrase", "expected", "now", "whole"), TABLE)
+def test_phrase(tz: str, phrase: str, expected: list[str], now: str, whole: bool) -> None:
+    when = parse_when(phrase, tz=tz, now=at(now))
+    wanted = [at(e) for e in expected]
+    assert when.first == wanted[0]
+    assert when.first.tzinfo == UTC
+    assert when.timezone == tz
+    asked = len(wanted) + 1 if whole else len(wanted)
+    assert when.occurrences(asked) == wanted
+    if when.rule is not None:
+        assert when.recurring
+        assert when.rule.startswith(f"DTSTART;TZID={tz}:")
+        assert occurrences(when.rule, count=len(wanted), after=at(now)) == wanted
+        assert describe(when.rule) == when.description
+
+
+# ---- refusals: always InvalidInput, with a sentence naming what was not understood
+
+REFUSALS = [
+    ("evry day at 9", 'Could not read "evry day at 9"'),
+    ("hello", 'Could not read "hello"'),
+    ("2026-02-30 10:00", "no day 30"),
+    ("on february 30 at 9am", "no day 30"),
+    ("at 25:00", '"25:00"'),
+    ("25:00", "not a clock time"),
+    ("13pm", "am/pm"),
+    ("every 0 minutes", "positive"),
+    ("every -2 hours", "positive"),
+    ("in -5 minutes", "positive"),
+    ("in 0 seconds", "positive"),
+    ("tomorrow", "say at what time"),
+    ("2020-01-01 10:00", "in the past"),
+    ("every day at 9am until 2020-01-01", "never happens"),
+    ("every day at 9am until 2026-04-01 for 3 times", "not both"),
+    ("every week at 9am", "which day"),
+    ("every 2 hours at 9am", "starting"),
+    ("04/05/2026 10:00", "either way round"),
+    ("at 5pm EST", "ambiguous"),
+    ("RRULE:FREQ=DAILY;INTERVAL=0", "INTERVAL"),
+    ("RRULE:FREQ=FORTNIGHTLY", "FREQ"),
+    ("RRULE:FREQ=DAILY;BYHOUR=24", "BYHOUR"),
+    ("RRULE:FREQ=SECONDLY", "minute"),
+    ("RRULE:FREQ=MONTHLY;BYMONTH=2;BYMONTHDAY=30", "never"),
+    ("0 9 * * 8", "day-of-week"),
+    ("61 * * * *", "minute"),
+    ("0 0 30 2 *", "never"),
+    ("", "empty"),
+    ("   ", "empty"),
+]
+
+
+@pytest.mark.parametrize(("phrase", "fragment"), REFUSALS)
+def test_refusal(phrase: str, fragment: str) -> None:
+    with pytest.raises(InvalidInput) as caught:
+        parse_when(phrase, tz=BER, now=at(NOW))
+    message = str(caught.value)
+    assert fragment in message
+    assert message.endswith(".")
+
+
+def test_a_refusal_offers_examples() -> None:
+    with pytest.raises(InvalidInput) as caught:
+        parse_when("evry day at 9", tz=BER, now=at(NOW))
+    assert str(caught.value) == (
+        'Could not read "evry day at 9": try "every day at 9am", "tomorrow at 14:00" '
+        'or "2026-04-01 08:00".'
+    )
+
+
+@pytest.mark.parametrize(
+    ("phrase", "message"),
+    [
+        ("april 31 at 9am", 'Could not read "april 31": April has no day 31 (it has 30 days).'),
+        ("in 2 hours at 9am", "a time of day goes with days"),
+        ("every day at 9am starting 2020-01-01", "that start is in the past"),
+        ("every day at 9am for 0 times", "number of times must be a positive whole number"),
+    ],
+)
+def test_refusals_say_what_is_wrong(phrase: str, message: str) -> None:
+    with pytest.raises(InvalidInput, match=re.escape(message)):
+        parse_when(phrase, tz=BER, now=at(NOW))
+
+
+def test_tonight_is_in_the_evening() -> None:
+    assert parse_when("tonight at 8", tz=BER, now=at(NOW)).first == at("2026-03-06T19:00:00Z")
+
+
+@pytest.mark.parametrize("name", ["Mars/Olympus", "", "localtime", "../etc/passwd", "x" * 300])
+def test_unknown_zones_are_refused(name: str) -> None:
+    with pytest.raises(InvalidInput, match="Unknown time zone"):
+        parse_when("at 9am", tz=name, now=at(NOW))
+
+
+def test_zone_names_are_read_in_any_case() -> None:
+    assert zone("europe/berlin").key == "Europe/Berlin"
+    assert parse_when("at 9am", tz="asia/TOKYO", now=at(NOW)).timezone == "Asia/Tokyo"
+
+
+def test_a_naive_now_is_refused() -> None:
+    with pytest.raises(InvalidInput):
+        parse_when("at 9am", tz=BER, now=datetime(2026, 3, 6, 15, 0))
+
+
+# ---- the stored form and the words
+
+
+def test_stored_rule_and_description_match_the_documented_form() -> None:
+    when = parse_when("every weekday at 9am", tz=BER, now=at("2026-03-27T12:00:00Z"))
+    assert when.rule == (
+        "DTSTART;TZID=Europe/Berlin:20260330T090000\nRRULE:FREQ=WEEKLY;BYDAY=MO,TU,WE,TH,FR"
+    )
+    assert when.description == "every weekday at 09:00 (Europe/Berlin)"
+    once = parse_when("monday at 9am", tz=BER, now=at("2026-03-27T12:00:00Z"))
+    assert once.rule is None and not once.recurring
+    assert once.description == "once, Mon 30 Mar 2026 09:00 (Europe/Berlin)"
+
+
+def test_minutes_and_seconds_of_now_never_leak_into_a_recurrence() -> None:
+    now = datetime(2026, 3, 6, 15, 17, 43, 123456, tzinfo=UTC)
+    for phrase in ("every day at 9am", "every hour", "every 30 minutes", "0 9 * * *",
+                   "RRULE:FREQ=DAILY;BYHOUR=9", "every 2 weeks on tuesday"):  # fmt: skip
+        when = parse_when(phrase, tz=BER, now=now)
+        for instant in when.occurrences(4):
+            assert (instant.second, instant.microsecond) == (0, 0), phrase
+            assert instant.minute in (0, 30), phrase
+
+
+@pytest.mark.parametrize(
+    ("phrase", "words"),
+    [
+        ("every day at 9am", "every day at 09:00 (Europe/Berlin)"),
+        ("every monday and wednesday at 10:00", "every Monday and Wednesday at 10:00"),
+        ("every other friday at 17:00", "every other Friday at 17:00, starting Fri 6 Mar 2026"),
+        ("every month on the 15th at 10:00", "every month on the 15th at 10:00"),
+        ("every first monday of the month at 9am", "every first Monday of the month at 09:00"),
+        ("every hour", "every hour at :00"),
+        ("every 30 minutes", "every 30 minutes"),
+        ("every 2 hours starting at 9:15", "every 2 hours at :15 from 09:15"),
+        ("every day at 9am and 5:30pm", "every day at 09:00 and 17:30"),
+        ("every day at 9am until 2026-04-30", "every day at 09:00, until Thu 30 Apr 2026"),
+        ("every day at 9am for 5 times", "every day at 09:00, 5 times"),
+        ("0 9 * * 1-5", "every weekday at 09:00"),
+        ("*/15 * * * *", "every 15 minutes"),
+        ("in 5 minutes", "once, Fri 6 Mar 2026 16:05 (Europe/Berlin)"),
+    ],
+)
+def test_descriptions(phrase: str, words: str) -> None:
+    assert words in parse_when(phrase, tz=BER, now=at(NOW)).description
+
+
+def test_stored_rule_api() -> None:
+    rule = "DTSTART;TZID=America/New_York:20260307T023000\nRRULE:FREQ=DAILY;COUNT=3"
+    assert occurrences(rule, count=5) == [
+        at("2026-03-07T07:30:00Z"),  # from DTSTART, inclusive
+        at("2026-03-08T07:30:00Z"),  # 02:30 does not exist: read with EST
+        at("2026-03-09T06:30:00Z"),
+    ]
+    assert next_occurrence(rule, at("2026-03-07T07:30:00Z")) == at("2026-03-08T07:30:00Z")
+    assert next_occurrence(rule, at("2026-03-09T06:30:00Z")) is None  # ended
+    assert describe(rule) == "every day at 02:30, 3 times (America/New_York)"
+    for bad in ("", "RRULE:FREQ=DAILY", "DTSTART;TZID=Mars/X:20260101T000000\nRRULE:FREQ=DAILY"):
+        with pytest.raises(InvalidInput):
+            occurrences(bad, count=1)
+
+
+def test_naive_times_from_storage_are_read_as_utc() -> None:
+    rule = parse_when("every day at 9am", tz=UTC_, now=at(NOW)).rule
+    assert rule is not None
+    naive = datetime(2026, 3, 7, 9, 0)
+    assert next_occurrence(rule, naive) == at("2026-03-08T09:00:00Z")
+    once = parse_when("in 5 minutes", tz=UTC_, now=at(NOW))
+    assert once.occurrences(3) == [at("2026-03-06T15:05:00Z")]
+    assert once.occurrences(3, after=datetime(2026, 3, 6, 15, 5)) == []
+
+
+def test_warm_up_is_harmless() -> None:
+    warm_up()
+    assert parse_when("in 5 minutes", tz=UTC_, now=at(NOW)).first == at("2026-03-06T15:05:00Z")
+
+
+def test_a_rule_that_started_long_ago_answers_the_same_as_from_its_start() -> None:
+    rule = "DTSTART;TZID=Europe/Berlin:20000131T083000\nRRULE:FREQ=MONTHLY;INTERVAL=5"
+    after = at("2026-03-06T15:00:00Z")
+    every = occurrences(rule, count=500)
+    assert occurrences(rule, count=3, after=after) == [t for t in every if t > after][:3]
