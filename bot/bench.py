@@ -99,6 +99,7 @@ async def bench_dispatch(
     dispatchers: int,
     pending: int,
     lead: float = 0.5,
+    samples: bool = False,
 ) -> dict[str, Any]:
     """Run one dispatch benchmark against ``settings.database_url`` (which should be
     empty) and return its figures."""
@@ -198,6 +199,7 @@ async def bench_dispatch(
         "dispatchers": dispatchers,
         "channel": channel,
         "db": settings.database_url.split(":")[0].split("+")[0],
+        **({"lateness_samples_ms": lateness} if samples else {}),
     }
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 from core.errors import InvalidInput
 
@@ -38,9 +38,23 @@ class Destination:
         """The URI fit for logs and audit rows: a webhook's path and query (which often
         carry a secret token) are hidden."""
         if self.kind in ("webhook", "discord-webhook"):
-            parts = urlsplit(self.target)
-            return f"{self.kind}:{parts.scheme}://{parts.hostname}/…"
+            try:
+                parts = urlsplit(self.target)
+                host = parts.hostname
+            except ValueError:
+                return f"{self.kind}:…"
+            return f"{self.kind}:{parts.scheme}://{host}/…"
         return str(self)
+
+
+def _url_parts(raw: str, target: str, example: str) -> SplitResult:
+    """``urlsplit`` that turns malformed URLs (bad IPv6 brackets, ports) into InvalidInput."""
+    try:
+        parts = urlsplit(target)
+        _ = parts.hostname, parts.port
+    except ValueError as exc:
+        raise InvalidInput(f"{raw!r} is not a valid URL ({exc}): use {example}.") from exc
+    return parts
 
 
 def parse_destination(uri: str) -> Destination:
@@ -63,13 +77,13 @@ def parse_destination(uri: str) -> Destination:
                 "e.g. discord:123456789012345678."
             )
     elif kind == "webhook":
-        parts = urlsplit(target)
+        parts = _url_parts(raw, target, "webhook:https://example.com/hook")
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise InvalidInput(
                 f"{raw!r} is not a webhook URL: use webhook:https://example.com/hook."
             )
     elif kind == "discord-webhook":
-        parts = urlsplit(target)
+        parts = _url_parts(raw, target, "discord-webhook:https://discord.com/api/webhooks/ID/TOKEN")
         if parts.scheme not in ("http", "https") or "/webhooks/" not in parts.path:
             raise InvalidInput(
                 f"{raw!r} is not a Discord webhook URL: copy it from the channel's "

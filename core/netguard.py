@@ -30,11 +30,14 @@ def is_internal(ip: Address) -> bool:
 async def internal_address(url: str) -> str | None:
     """Why ``url`` may not be sent to (a sentence), or None when every address its host
     resolves to is public. A host that does not resolve is left to the HTTP client."""
-    parts = urlsplit(url)
-    host = parts.hostname
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        return "The URL is malformed; fix the destination."
     if not host:
-        return f"{url!r} has no host."
-    port = parts.port or (443 if parts.scheme == "https" else 80)
+        return "The URL has no host; fix the destination."
     try:
         infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (socket.gaierror, UnicodeError):

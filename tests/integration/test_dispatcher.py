@@ -320,3 +320,25 @@ async def test_max_lateness_is_per_schedule(herald: Herald, clock: ManualClock) 
     summary = await make_dispatcher(herald, channel).drain()
     assert (summary.outcomes["expired"], summary.outcomes["delivered"]) == (1, 1)
     assert [d.body for d in channel.deliveries] == ["lenient"]
+
+
+async def test_after_two_hours_down_the_lateness_policy_is_exact(
+    herald: Herald, clock: ManualClock
+) -> None:
+    """Started after 2 h of downtime: a job 59 min late is sent, one 61 min late is
+    expired, and a recurring schedule resumes at its next future occurrence."""
+    await herald.create_schedule(ALICE, to="log:", when="in 91 minutes", text="ok")  # 13:31
+    too_late, _ = await herald.create_schedule(ALICE, to="log:", when="in 89 minutes", text="old")
+    hourly, _ = await herald.create_schedule(ALICE, to="log:", when="every hour", text="tick")
+    clock.advance(timedelta(hours=2, minutes=30))  # 14:30: "ok" 59 min late, "old" 61 min
+    channel = RecordingChannel()
+    summary = await make_dispatcher(herald, channel).drain()
+    assert sorted(d.body for d in channel.deliveries) == ["ok"]
+    assert summary.outcomes["expired"] == 2  # "old" and the hourly 13:00 (90 min late)
+    [old_job] = await herald.store.schedule_jobs(too_late.id)
+    assert old_job.state == JobState.EXPIRED
+    jobs = await jobs_of(herald, hourly.id)
+    assert [(j.state, j.occurrence_at.hour) for j in jobs] == [
+        (JobState.EXPIRED, 13),
+        (JobState.PENDING, 15),  # the next one after 14:30, no burst of stale ones
+    ]
