@@ -15,7 +15,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from core import db
 from core.dispatcher import Dispatcher
-from core.errors import HeraldError
+from core.errors import ConfigError, HeraldError
 from core.store import Store
 
 log = logging.getLogger(__name__)
@@ -96,6 +96,13 @@ async def start_http(app: web.Application, host: str, port: int) -> web.AppRunne
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, host, port)
-    await site.start()
+    try:
+        await site.start()
+    except OSError as exc:
+        await runner.cleanup()
+        raise ConfigError(
+            f"Cannot listen on {host}:{port} ({exc.strerror}): set HERALD_HTTP_HOST and "
+            "HERALD_HTTP_PORT to a free address (0 picks any free port)."
+        ) from exc
     log.info("http endpoints up", extra={"host": host, "port": port})
     return runner

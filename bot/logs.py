@@ -100,4 +100,7 @@ def configure_logging(
     root.setLevel((settings.log_level or default_level).upper())
     # httpx logs each request's full URL at INFO: a webhook URL may carry a token
     logging.getLogger("httpx").setLevel(logging.WARNING)
+    # one INFO line per scheduler job run (sweeps every few seconds) drowns the real events
+    logging.getLogger("apscheduler").setLevel(logging.WARNING)
+    logging.getLogger("alembic").setLevel(logging.WARNING)
     return handler

@@ -194,7 +194,10 @@ class Dispatcher:
         return claimed_total
 
     async def _run(self, job: ClaimedJob) -> None:
-        self._done.append(await self._attempt(job))
+        finished = await self._attempt(job)
+        # append only after the await: the flusher swaps ``_done`` for a new list while
+        # deliveries run, and ``self._done.append(await ...)`` would bind the old one
+        self._done.append(finished)
         if self._flusher is None or self._flusher.done():
             self._flusher = asyncio.create_task(self._flush(), name="herald-flush")
 
@@ -209,7 +212,7 @@ class Dispatcher:
                 await asyncio.sleep(FLUSH_GATHER_SECONDS)
             batch, self._done = self._done, []
             try:
-                await self.store.finish(batch, worker=self.worker_id, now=self.clock.now())
+                owned = await self.store.finish(batch, worker=self.worker_id, now=self.clock.now())
             except HeraldError:
                 log.exception("could not record outcomes; retrying", extra={"jobs": len(batch)})
                 self._done[:0] = batch
@@ -217,12 +220,30 @@ class Dispatcher:
                 continue
             for item in batch:
                 self._inflight.pop(item.job.id, None)
+                if item.job.id not in owned:
+                    self._lost_lease(item)
+                    continue
                 self.outcomes[item.state] += 1
                 self._record(item)
                 if self.observer is not None:
                     self.observer(item)
             flushed.set()
             kick.set()
+
+    def _lost_lease(self, item: Finished) -> None:
+        """The job's lease expired while it was being sent and another try took over;
+        this outcome is kept in the delivery log only."""
+        log.warning(
+            "outcome of a job whose lease was lost",
+            extra={
+                "event": "job.lease_lost",
+                "job_id": item.job.id,
+                "schedule_id": item.job.schedule_id,
+                "attempt": item.job.attempts,
+                "outcome": item.attempt.outcome if item.attempt else None,
+                "worker": self.worker_id,
+            },
+        )
 
     def _record(self, item: Finished) -> None:
         """Metrics and one structured log event per recorded outcome (never the text)."""

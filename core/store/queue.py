@@ -257,13 +257,13 @@ class QueueQueries(Gateway):
 
     # --- finish ---------------------------------------------------------------------
 
-    async def finish(self, results: Sequence[Finished], *, worker: str, now: datetime) -> int:
+    async def finish(self, results: Sequence[Finished], *, worker: str, now: datetime) -> set[int]:
         """Record a batch of outcomes in one transaction: attempts, job states, the next
         occurrence of recurring schedules, and completed one-offs. Outcomes for jobs
-        whose lease this worker lost are recorded as attempts only. Returns how many
-        jobs were still this worker's."""
+        whose lease this worker lost are recorded as attempts only. Returns the ids of
+        the jobs that were still this worker's."""
         if not results:
-            return 0
+            return set()
         delivered = [r.job.id for r in results if r.state == JobState.DELIVERED.value]
         others = [r.job.id for r in results if r.state != JobState.DELIVERED.value]
         mine_q = (JOB.c.state == JobState.CLAIMED.value) & (JOB.c.lease_owner == worker)
@@ -310,7 +310,7 @@ class QueueQueries(Gateway):
                 conn, [r for r in mine if r.state != JobState.DELIVERED.value], now
             )
             await self._advance_schedules(conn, mine, now)
-        return len(mine)
+        return owned
 
     async def _set_other_states(
         self, conn: AsyncConnection, others: Sequence[Finished], now: datetime

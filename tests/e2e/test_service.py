@@ -61,6 +61,7 @@ def _start_service(url: str) -> subprocess.Popen[str]:
         "HERALD_DATABASE_URL": url,
         "HERALD_SWEEP_SECONDS": "3600",
         "PYTHONUNBUFFERED": "1",
+        "HERALD_HTTP_PORT": "0",  # several services on one machine
     }
     return subprocess.Popen(
         [sys.executable, "-m", "bot.cli", "run"],

@@ -33,6 +33,7 @@ def start(url: str, out: Path, **env: str) -> subprocess.Popen[bytes]:
         **{k: v for k, v in os.environ.items() if not k.startswith("HERALD_")},
         "HERALD_DATABASE_URL": url,
         "PYTHONUNBUFFERED": "1",
+        "HERALD_HTTP_PORT": "0",  # several services on one machine
         **env,
     }
     with out.open("ab") as sink:
