@@ -1,20 +1,147 @@
-"""Use cases of the operator console: overview, bulk actions. A mixin of
-:class:`core.usecases.Herald`; every surface may call them."""
+"""Use cases of the operator console: overview, pages, bulk actions, timelines. A mixin
+of :class:`core.usecases.Herald`; every surface may call them.
+
+Who may do what is decided here (and by the use cases these call), never by a screen:
+:func:`unavailable` tells a surface in advance which actions a role lacks and why, and
+an attempt anyway is refused with :class:`PermissionDenied` and written to the audit log.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from datetime import datetime
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
 
+from core import timeexpr
 from core.actors import Actor
 from core.clock import Clock
+from core.errors import Conflict, InvalidInput, PermissionDenied
+from core.models import Audit, Job, Schedule, ScheduleState
 from core.settings import Settings
-from core.store import Store
+from core.store import AuditEntry, Store
+from core.store.console import (
+    RESPONSE_CHARS,
+    AttemptFilter,
+    AttemptRow,
+    AuditFilter,
+    DeadFilter,
+    DeadGroup,
+    Figures,
+    QueueRow,
+    ScheduleFilter,
+)
+from core.store.queue import DeadLetter
+
+if TYPE_CHECKING:
+    from core.usecases import ScheduleDetail
+
+CHUNK = 500
+VIA = {"via": "console"}
+
+#: Bulk actions on schedules: the state each leads to and the states it applies to.
+SCHEDULE_BULK: dict[str, tuple[str, tuple[str, ...]]] = {
+    "cancel": (ScheduleState.CANCELLED.value, ("active", "paused")),
+    "pause": (ScheduleState.PAUSED.value, ("active",)),
+    "shift": (ScheduleState.ACTIVE.value, ("active",)),
+}
+DEAD_ACTIONS = ("retry", "approve", "reject", "discard")
+
+_RULES: dict[str, tuple[Callable[[Actor], bool], str]] = {
+    "dead.approve": (lambda a: a.is_admin, "Only an admin can approve retry requests."),
+    "dead.reject": (lambda a: a.is_admin, "Only an admin can decide on retry requests."),
+    "dead.discard": (
+        lambda a: a.sees_everything,
+        "Only operators and admins can discard dead letters.",
+    ),
+    "schedule.others": (
+        lambda a: a.is_admin,
+        "Only an admin can change other members' schedules.",
+    ),
+    "view.everyone": (
+        lambda a: a.sees_everything,
+        "Members see their own schedules only.",
+    ),
+}
+
+
+def unavailable(actor: Actor, action: str) -> str | None:
+    """Why ``actor`` may not do ``action`` (a sentence), or None when allowed. The same
+    rules the use cases enforce."""
+    rule = _RULES.get(action)
+    if rule is None or rule[0](actor):
+        return None
+    return rule[1]
+
+
+_DURATION = re.compile(r"(\d+)\s*(d|h|m|s)")
+
+
+def parse_shift(text: str) -> timedelta:
+    """``2h``, ``1h30m``, ``-15m``, ``1d``: a signed duration up to a year."""
+    raw = text.strip().lower().replace(" ", "")
+    sign = -1 if raw.startswith("-") else 1
+    body = raw.lstrip("+-")
+    parts = _DURATION.findall(body)
+    if not body or "".join(n + u for n, u in parts) != body:
+        raise InvalidInput(f"{text!r} is not a duration: write e.g. 30m, 2h, 1h30m, 1d or -15m.")
+    unit = {"d": 86400, "h": 3600, "m": 60, "s": 1}
+    seconds = sum(int(n) * unit[u] for n, u in parts)
+    if not 0 < seconds <= 366 * 86400:
+        raise InvalidInput("A shift must be between 1 second and a year.")
+    return timedelta(seconds=sign * seconds)
+
+
+@dataclass(frozen=True)
+class Overview:
+    """Counts by job state, with the overview figures."""
+
+    now: datetime
+    counts: dict[str, int]
+    figures: Figures
+
+    @property
+    def first_try_rate(self) -> float | None:
+        """Share of jobs finished in the last hour that were delivered on the first try."""
+        total = self.figures.finished_last_hour
+        return None if total == 0 else self.figures.first_try_ok / total
+
+
+@dataclass(frozen=True)
+class BulkPlan:
+    """What a bulk action would do: ``count`` the actor may change, of ``matching``."""
+
+    action: str
+    count: int
+    matching: int
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class TimelineEvent:
+    at: datetime
+    kind: str
+    text: str
+    job_id: int | None = None
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """A schedule's detail: rule in words, next occurrences, jobs and what happened."""
+
+    schedule: Schedule
+    description: str
+    upcoming: list[datetime]
+    jobs: list[Job]
+    events: list[TimelineEvent]
+    focus_job: int | None = None
 
 
 class ConsoleCases:
     """Needs ``store``, ``clock``, ``settings``, ``on_due`` and ``actor()`` from the
-    class it mixes into."""
+    class it mixes into (and the dead-letter and schedule use cases it builds on)."""
 
     store: Store
     clock: Clock
@@ -23,3 +150,375 @@ class ConsoleCases:
 
     async def actor(self, actor_id: str) -> Actor:
         raise NotImplementedError
+
+    async def show_schedule(self, actor_id: str, schedule_id: int) -> ScheduleDetail:
+        raise NotImplementedError
+
+    async def retry_dead_letters(self, actor_id: str, job_ids: Sequence[int]) -> tuple[str, int]:
+        raise NotImplementedError
+
+    async def reject_dead_retry(self, actor_id: str, job_ids: Sequence[int]) -> int:
+        raise NotImplementedError
+
+    async def discard_dead_letters(self, actor_id: str, job_ids: Sequence[int]) -> int:
+        raise NotImplementedError
+
+    # --- refusals -------------------------------------------------------------------
+
+    async def _refuse(self, actor: Actor, action: str, reason: str, objects: Any) -> None:
+        """Audit a refused attempt, then raise PermissionDenied with ``reason``."""
+        await self.store.record_audit(
+            AuditEntry(
+                actor.id,
+                f"{action}.denied",
+                action.partition(".")[0],
+                "",
+                {**VIA, "reason": reason, "objects": objects},
+            ),
+            now=self.clock.now(),
+        )
+        raise PermissionDenied(reason)
+
+    # --- overview -------------------------------------------------------------------
+
+    async def overview(self, actor_id: str) -> Overview:
+        """The state of the whole queue (counts only: no message content)."""
+        await self.actor(actor_id)
+        now = self.clock.now()
+        counts = await self.store.job_counts()
+        figures = await self.store.overview_figures(now=now)
+        return Overview(now, counts, figures)
+
+    # --- pages ------------------------------------------------------------------------
+
+    async def _scope(self, actor_id: str) -> tuple[Actor, str | None]:
+        """The actor, and the owner their lists are limited to (None: everyone)."""
+        actor = await self.actor(actor_id)
+        return actor, None if actor.sees_everything else actor.id
+
+    async def schedules_page(
+        self,
+        actor_id: str,
+        f: ScheduleFilter,
+        *,
+        before_id: int | None = None,
+        limit: int = 100,
+    ) -> list[Schedule]:
+        """Schedules matching ``f`` that the actor may see, newest first."""
+        _, owner = await self._scope(actor_id)
+        if owner is not None:
+            f = replace(f, owner=owner)
+        return await self.store.schedules_page(f, before_id=before_id, limit=limit)
+
+    async def queue_page(
+        self,
+        actor_id: str,
+        view: str,
+        *,
+        after: tuple[datetime, int] | None = None,
+        limit: int = 100,
+    ) -> list[QueueRow]:
+        """Jobs in one queue view (due, pending, in_flight, retrying)."""
+        _, owner = await self._scope(actor_id)
+        return await self.store.queue_page(
+            view, now=self.clock.now(), owner=owner, after=after, limit=limit
+        )
+
+    async def delivery_log(
+        self,
+        actor_id: str,
+        f: AttemptFilter,
+        *,
+        before: tuple[datetime, int] | None = None,
+        limit: int = 100,
+    ) -> list[AttemptRow]:
+        """Attempts matching ``f``, newest first."""
+        _, owner = await self._scope(actor_id)
+        if owner is not None:
+            f = replace(f, owner=owner)
+        return await self.store.attempts_page(f, before=before, limit=limit)
+
+    async def dead_groups(self, actor_id: str, f: DeadFilter) -> list[DeadGroup]:
+        _, owner = await self._scope(actor_id)
+        return await self.store.dead_groups(replace(f, owner=owner))
+
+    async def dead_page(
+        self,
+        actor_id: str,
+        f: DeadFilter,
+        *,
+        before: tuple[datetime, int] | None = None,
+        limit: int = 100,
+    ) -> list[DeadLetter]:
+        _, owner = await self._scope(actor_id)
+        return await self.store.dead_page(replace(f, owner=owner), before=before, limit=limit)
+
+    async def audit_log(
+        self, actor_id: str, f: AuditFilter, *, before_id: int | None = None, limit: int = 100
+    ) -> list[Audit]:
+        """The audit log, newest first: everything for operators and admins, a member's
+        own actions otherwise."""
+        _, owner = await self._scope(actor_id)
+        if owner is not None:
+            f = replace(f, actor=owner)
+        return await self.store.audit_page(f, before_id=before_id, limit=limit)
+
+    # --- bulk actions on schedules ----------------------------------------------------
+
+    async def plan_schedules_bulk(self, actor_id: str, action: str, f: ScheduleFilter) -> BulkPlan:
+        """How many schedules ``action`` would change (for the confirmation)."""
+        actor, visible = await self._bulk_scope(actor_id, action, f)
+        matching = await self.store.count_schedules(visible)
+        target = self._actionable(actor, action, visible)
+        count = matching if target is visible else await self.store.count_schedules(target)
+        note = None
+        if count < matching:
+            note = f"{matching - count} of the {matching} matching cannot be changed"
+            if not actor.is_admin and visible.owner != actor.id:
+                note += " (yours only: " + (unavailable(actor, "schedule.others") or "") + ")"
+        return BulkPlan(action, count, matching, note)
+
+    async def bulk_schedules(
+        self,
+        actor_id: str,
+        action: str,
+        f: ScheduleFilter,
+        *,
+        shift: timedelta | None = None,
+    ) -> int:
+        """Cancel, pause or shift (by ``shift``) every schedule matching ``f`` that the
+        actor may change; each change is audited. Returns how many changed."""
+        actor, visible = await self._bulk_scope(actor_id, action, f)
+        if visible.owner is not None and visible.owner != actor.id and not actor.is_admin:
+            reason = unavailable(actor, "schedule.others") or ""
+            await self._refuse(actor, f"schedule.{action}", reason, {"owner": visible.owner})
+        if action == "shift" and shift is None:
+            raise InvalidInput("Say how far to shift, e.g. 2h or -30m.")
+        target = self._actionable(actor, action, visible)
+        owner = None if actor.is_admin else actor.id
+        now = self.clock.now()
+        total, after = 0, 0
+        while ids := await self.store.schedule_ids(target, after_id=after, limit=CHUNK):
+            after = ids[-1]
+            if action == "shift":
+                assert shift is not None
+                entry = AuditEntry(
+                    actor.id, "schedule.shift", "schedule", "", {**VIA, "by": str(shift)}
+                )
+                changed = await self.store.shift_schedules(
+                    ids, by=shift, owner=owner, now=now, audit=entry
+                )
+                if changed and self.on_due is not None:
+                    self.on_due(now)
+            else:
+                to_state, from_states = SCHEDULE_BULK[action]
+                entry = AuditEntry(actor.id, f"schedule.{action}", "schedule", "", dict(VIA))
+                changed = await self.store.stop_schedules(
+                    ids,
+                    to_state=to_state,
+                    from_states=from_states,
+                    owner=owner,
+                    now=now,
+                    audit=entry,
+                )
+            total += len(changed)
+        return total
+
+    async def _bulk_scope(
+        self, actor_id: str, action: str, f: ScheduleFilter
+    ) -> tuple[Actor, ScheduleFilter]:
+        if action not in SCHEDULE_BULK:
+            raise InvalidInput(f"Unknown bulk action {action!r}: use cancel, pause or shift.")
+        actor, owner = await self._scope(actor_id)
+        return actor, f if owner is None else replace(f, owner=owner)
+
+    @staticmethod
+    def _actionable(actor: Actor, action: str, f: ScheduleFilter) -> ScheduleFilter:
+        allowed = SCHEDULE_BULK[action][1]
+        states = allowed if f.states is None else tuple(s for s in f.states if s in allowed)
+        owner = f.owner if actor.is_admin else actor.id
+        if f.owner not in (None, owner):
+            states = ()  # someone else's, and the actor is not an admin: nothing
+        if states == f.states and owner == f.owner:
+            return f
+        return replace(f, states=states or ("none",), owner=owner)
+
+    # --- dead letters -----------------------------------------------------------------
+
+    async def count_dead(self, actor_id: str, f: DeadFilter) -> int:
+        _, owner = await self._scope(actor_id)
+        return await self.store.count_dead(replace(f, owner=owner))
+
+    async def dead_letter_action(
+        self,
+        actor_id: str,
+        action: str,
+        *,
+        ids: Sequence[int] | None = None,
+        f: DeadFilter | None = None,
+    ) -> tuple[str, int]:
+        """Retry (an admin) or request a retry (anyone else), approve or reject
+        requests (admins), discard (operators and admins): the given dead letters, or
+        every one matching ``f``. Returns ``(what happened, count)``; a refused attempt
+        is audited."""
+        if action not in DEAD_ACTIONS:
+            raise InvalidInput(f"Unknown action {action!r}: use {', '.join(DEAD_ACTIONS)}.")
+        actor, owner = await self._scope(actor_id)
+        reason = unavailable(actor, f"dead.{action}")
+        if reason is not None:
+            objects = list(ids) if ids is not None else "all matching"
+            await self._refuse(actor, f"dead.{action}", reason, objects)
+        if ids is not None:
+            chunks: list[list[int]] = [list(ids[i : i + CHUNK]) for i in range(0, len(ids), CHUNK)]
+        else:
+            scope = replace(f or DeadFilter(), owner=owner)
+            if action in ("approve", "reject"):
+                scope = replace(scope, requested=True)
+            chunks, after = [], 0
+            while chunk := await self.store.dead_ids(scope, after_id=after, limit=CHUNK):
+                chunks.append(chunk)
+                after = chunk[-1]
+        verb, total = (
+            {"retry": "retried", "approve": "approved", "reject": "rejected"}.get(
+                action, "discarded"
+            ),
+            0,
+        )
+        for chunk in chunks:
+            if action == "retry":
+                verb, n = await self.retry_dead_letters(actor.id, chunk)
+            elif action == "approve":
+                letters = await self.store.dead_letters(ids=chunk, limit=len(chunk))
+                unrequested = [d.job_id for d in letters if d.retry_requested_by is None]
+                if unrequested:
+                    raise Conflict(
+                        f"Dead letter {', '.join(map(str, unrequested))} has no retry "
+                        "request to approve; retry it instead."
+                    )
+                _, n = await self.retry_dead_letters(actor.id, chunk)
+            elif action == "reject":
+                n = await self.reject_dead_retry(actor.id, chunk)
+            else:
+                n = await self.discard_dead_letters(actor.id, chunk)
+            total += n
+        return verb, total
+
+    # --- detail and timeline ----------------------------------------------------------
+
+    async def timeline(
+        self,
+        actor_id: str,
+        *,
+        schedule_id: int | None = None,
+        job_id: int | None = None,
+        attempt_id: int | None = None,
+    ) -> Timeline:
+        """A schedule (or a job's, or an attempt's schedule) with its rule in words, next
+        occurrences and everything that happened to it, oldest first. With a job or an
+        attempt, the timeline is that job's."""
+        if attempt_id is not None:
+            job_id = await self.store.attempt_job(attempt_id)
+            if job_id is None:
+                raise InvalidInput(f"There is no attempt {attempt_id}.")
+        focus: Job | None = None
+        if job_id is not None:
+            focus = await self.store.get_job(job_id)
+            if focus is None:
+                raise InvalidInput(f"There is no job {job_id}.")
+            schedule_id = focus.schedule_id
+        if schedule_id is None:
+            raise InvalidInput("Say which schedule, job or attempt to show.")
+        detail = await self.show_schedule(actor_id, schedule_id)
+        schedule = detail.schedule
+        jobs = list(detail.jobs)
+        attempts = list(detail.attempts)
+        if focus is not None:
+            if all(j.id != focus.id for j in jobs):
+                jobs.append(focus)
+                rows = await self.store.attempts_page(AttemptFilter(job_id=focus.id), limit=50)
+                events = [_attempt_event(r) for r in rows]
+            else:
+                events = [_attempt_event(a) for a in attempts if a.job_id == focus.id]
+            shown = [focus]
+        else:
+            events = [_attempt_event(a) for a in attempts]
+            shown = jobs
+        for job in shown:
+            events.extend(_job_events(job))
+        job_ids = [j.id for j in shown if j.id is not None]
+        for row in await self.store.object_audit(schedule_id, job_ids):
+            if focus is None or row.object_type == "schedule" or row.object_id == str(focus.id):
+                events.append(_audit_event(row))
+        events.sort(key=lambda e: (e.at, _RANK.get(e.kind, 5)))
+        return Timeline(
+            schedule,
+            _describe(schedule),
+            _upcoming(schedule, self.clock.now()),
+            jobs,
+            events,
+            None if focus is None else focus.id,
+        )
+
+
+#: Order of events at the same instant: creation, planning, the try, its end, decisions.
+_RANK = {"created": 0, "planned": 1, "claimed": 2, "attempt": 3, "retrying": 4, "audit": 6}
+
+
+def _describe(schedule: Schedule) -> str:
+    if schedule.rrule is not None:
+        return timeexpr.describe(schedule.rrule)
+    return f"once, {schedule.starts_at:%Y-%m-%d %H:%M} UTC"
+
+
+def _upcoming(schedule: Schedule, now: datetime) -> list[datetime]:
+    if schedule.state not in (ScheduleState.ACTIVE.value, ScheduleState.PAUSED.value):
+        return []
+    if schedule.rrule is None:
+        return [schedule.starts_at] if schedule.starts_at > now else []
+    return timeexpr.occurrences(schedule.rrule, count=5, after=now)
+
+
+def _attempt_event(a: Any) -> TimelineEvent:
+    code = f" {a.status_code}" if a.status_code is not None else ""
+    text = f"attempt on {a.worker or '?'}: {a.outcome}{code}"
+    if a.provider_message_id:
+        text += f" (message {a.provider_message_id})"
+    return TimelineEvent(a.started_at, "attempt", text, a.job_id, (a.error or "")[:RESPONSE_CHARS])
+
+
+def _job_events(job: Job) -> list[TimelineEvent]:
+    events = [
+        TimelineEvent(
+            job.created_at,
+            "planned",
+            f"job {job.id} planned for {job.occurrence_at:%Y-%m-%d %H:%M} UTC",
+            job.id,
+        )
+    ]
+    if job.state == "claimed":
+        until = f" until {job.lease_expires_at:%H:%M:%S}" if job.lease_expires_at else ""
+        events.append(
+            TimelineEvent(job.updated_at, "claimed", f"claimed by {job.lease_owner}{until}", job.id)
+        )
+    elif job.state == "retrying":
+        events.append(
+            TimelineEvent(
+                job.updated_at,
+                "retrying",
+                f"next try at {job.due_at:%H:%M:%S}",
+                job.id,
+                job.last_error or "",
+            )
+        )
+    if job.finished_at is not None:
+        events.append(
+            TimelineEvent(job.finished_at, job.state, job.state, job.id, job.last_error or "")
+        )
+    return events
+
+
+def _audit_event(row: Audit) -> TimelineEvent:
+    details = ", ".join(f"{k}={v}" for k, v in (row.details or {}).items() if k != "via")
+    job_id = int(row.object_id) if row.object_type == "job" and row.object_id.isdigit() else None
+    kind = "created" if row.action == "schedule.create" else "audit"
+    return TimelineEvent(row.at, kind, f"{row.action} by {row.actor}", job_id, details)

@@ -75,7 +75,7 @@ async def test_repeated_sigkill_loses_nothing(tmp_path: Path) -> None:
         log = tmp_path / "dispatcher.log"
         proc = start(url, log)
         try:
-            for k in range(kills):
+            for _ in range(kills):
                 # kill at a random moment while deliveries are in full flow
                 target = len({r.id for r in hook.received}) + rng.randint(20, jobs // (kills + 1))
                 await _until(lambda t=target: len({r.id for r in hook.received}) >= t, 120)
