@@ -2,7 +2,9 @@
 
 An adapter only translates: platform payloads in, calls to :class:`core.usecases.Herald`
 out. Each lives in its own package (``bot.slack``, ``bot.discord_bot``) and exposes
-``create_adapter(settings, herald) -> Adapter``; it is started when its token is set.
+``create_adapter(settings, herald) -> Adapter``; it is started when its token is set
+and ``HERALD_ADAPTERS`` allows it (one process should connect them; more dispatchers
+set ``HERALD_ADAPTERS=none`` and keep the tokens to deliver).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import logging
 from typing import Protocol
 
+from core.errors import ConfigError
 from core.settings import Settings
 from core.store.queue import Finished
 from core.usecases import Herald
@@ -34,13 +37,24 @@ class Adapter(Protocol):
 
 
 def build_adapters(settings: Settings, herald: Herald) -> list[Adapter]:
-    """The adapters whose tokens are configured."""
+    """The adapters whose tokens are configured and that ``HERALD_ADAPTERS`` allows."""
+    choice = settings.adapters.strip().lower()
+    wanted = (
+        {"slack", "discord"}
+        if choice == "auto"
+        else {part.strip() for part in choice.split(",") if part.strip() and part.strip() != "none"}
+    )
+    unknown = wanted - {"slack", "discord"}
+    if unknown:
+        raise ConfigError(
+            f"HERALD_ADAPTERS names {', '.join(sorted(unknown))}: use auto, none, slack, discord."
+        )
     adapters: list[Adapter] = []
-    if settings.slack_bot_token is not None:
+    if "slack" in wanted and settings.slack_bot_token is not None:
         from bot.slack import create_adapter as create_slack
 
         adapters.append(create_slack(settings, herald))
-    if settings.discord_bot_token is not None:
+    if "discord" in wanted and settings.discord_bot_token is not None:
         from bot.discord_bot import create_adapter as create_discord
 
         adapters.append(create_discord(settings, herald))

@@ -336,6 +336,12 @@ class Cli:
         asyncio.run(service.serve(self.settings, out=self.out))
         return 0
 
+    def cmd_discord_invite(self) -> None:
+        from bot.discord_bot import invite_url
+
+        app_id = self.args.application_id or _application_id(self.settings)
+        self.emit(invite_url(app_id))
+
     def cmd_db(self) -> None:
         url = self.settings.database_url
         if self.args.db_command == "upgrade":
@@ -378,6 +384,24 @@ def _options(a: argparse.Namespace) -> dict[str, Any]:
     if a.embeds:
         options["embeds"] = _json_arg("embeds", a.embeds)
     return options
+
+
+def _application_id(settings: Settings) -> int:
+    """A Discord bot token's first segment is its application id in base64."""
+    import base64
+    import binascii
+
+    token = settings.discord_bot_token
+    if token is None:
+        raise InvalidInput("Give --application-id, or set DISCORD_BOT_TOKEN to read it from.")
+    first = token.get_secret_value().split(".")[0]
+    try:
+        decoded = base64.b64decode(first + "=" * (-len(first) % 4)).decode()
+        return int(decoded)
+    except (binascii.Error, UnicodeDecodeError, ValueError) as exc:
+        raise InvalidInput(
+            "DISCORD_BOT_TOKEN does not start with an application id: give --application-id."
+        ) from exc
 
 
 def _open_text(path: str) -> TextIO:
@@ -439,6 +463,8 @@ def main(argv: Sequence[str] | None = None, *, settings: Settings | None = None)
             if args.jobs < 1 or args.dispatchers < 1 or args.spread < 0 or args.pending < 0:
                 raise InvalidInput("--jobs and --dispatchers must be at least 1.")
             cli.emit_json(run_bench_dispatch(cfg, args))
+        elif args.command == "discord":
+            cli.cmd_discord_invite()
         elif args.command == "housekeeping":
             from bot import service
 

@@ -133,6 +133,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     c.add_argument("--json", action="store_true", help="with --drain: print the summary as JSON")
 
+    c = add("discord", "Discord helpers.")
+    dsub = c.add_subparsers(dest="discord_command", required=True, parser_class=_Parser)
+    d = dsub.add_parser("invite-url", help="the OAuth2 link that adds the bot to a server")
+    d.add_argument(
+        "--application-id",
+        type=int,
+        help="the bot's application id (default: read from DISCORD_BOT_TOKEN)",
+    )
+
     add("housekeeping", "Prune old history and cap dead letters now (the service does it hourly).")
 
     c = add("bench", "Benchmarks.")

@@ -43,6 +43,9 @@ class Settings(BaseSettings):
     discord_admins_from_permission: bool = Field(
         default=False, alias="HERALD_DISCORD_ADMINS_FROM_PERMISSION"
     )
+    #: Which chat adapters this process connects: "auto" (every one with a token),
+    #: "none", or a comma-separated list ("slack", "discord").
+    adapters: str = Field(default="auto", alias="HERALD_ADAPTERS")
     http_host: str = Field(default="127.0.0.1", alias="HERALD_HTTP_HOST")
     http_port: int = Field(default=8080, alias="HERALD_HTTP_PORT")
 

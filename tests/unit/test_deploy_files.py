@@ -19,7 +19,8 @@ def compose() -> dict:
 
 def test_compose_services_and_dependencies() -> None:
     services = compose()["services"]
-    assert {"postgres", "migrate", "dispatcher", "console"} <= set(services)
+    assert {"postgres", "migrate", "bot", "dispatcher", "console"} <= set(services)
+    assert services["dispatcher"]["environment"]["HERALD_ADAPTERS"] == "none"
     assert "healthcheck" in services["postgres"]
     assert services["migrate"]["command"] == ["db", "upgrade"]
     assert services["migrate"]["depends_on"]["postgres"]["condition"] == "service_healthy"

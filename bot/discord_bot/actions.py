@@ -1,0 +1,267 @@
+"""What each ``/schedule`` command, autocomplete and button does, as plain functions.
+
+Each takes primitive values (Discord ids as ints, typed text) plus the use-case object
+``herald``, calls it and returns a :class:`Reply`. A :class:`~core.errors.HeraldError`
+propagates unchanged: the discord.py glue shows ``str(error)`` to the member, ephemerally.
+No discord.py here, so all of it is testable without Discord.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bot.discord_bot import render
+from bot.discord_bot.choices import EXAMPLES
+from core.errors import InvalidInput, PermissionDenied
+from core.models import Schedule, ScheduleState
+from core.settings import Settings
+from core.store.queue import Finished
+from core.usecases import Herald
+
+
+@dataclass(frozen=True)
+class Button:
+    """A button under a reply: ``action`` is cancel, edit (a schedule) or retry,
+    discard (a dead letter); ``target`` the schedule or job id."""
+
+    action: str
+    target: int
+
+
+@dataclass(frozen=True)
+class Reply:
+    """What to show the member: text (Discord Markdown) and buttons."""
+
+    text: str
+    buttons: tuple[Button, ...] = ()
+
+
+def actor_id(user_id: int) -> str:
+    """The Herald member id of a Discord user: ``discord:<user id>``."""
+    return f"discord:{user_id}"
+
+
+def destination(channel_id: int) -> str:
+    """The destination URI of a Discord channel: ``discord:<channel id>``."""
+    return f"discord:{channel_id}"
+
+
+async def sync_member(
+    herald: Herald,
+    settings: Settings,
+    *,
+    user_id: int,
+    display_name: str,
+    manages_server: bool | None,
+) -> str:
+    """Record the member's name and (only with ``HERALD_DISCORD_ADMINS_FROM_PERMISSION``)
+    whether they have Manage Server; returns their actor id."""
+    actor = actor_id(user_id)
+    from_permission = settings.discord_admins_from_permission and manages_server is not None
+    await herald.sync_member(
+        actor,
+        display_name=display_name,
+        platform_admin=manages_server if from_permission else None,
+    )
+    return actor
+
+
+def check_can_post(channel_id: int, *, member_can: bool, bot_can: bool) -> None:
+    """Refuse a channel where the member, or the bot, cannot send messages."""
+    if not member_can:
+        raise PermissionDenied(
+            f"You cannot send messages in <#{channel_id}>, so Herald will not send there for "
+            "you: pick a channel where you can post."
+        )
+    if not bot_can:
+        raise PermissionDenied(
+            f"Herald cannot send messages in <#{channel_id}>: ask a server admin to give it "
+            "View Channel and Send Messages there, or pick another channel."
+        )
+
+
+def buttons_for(schedule: Schedule) -> tuple[Button, ...]:
+    """Edit and Cancel, while the schedule can still change."""
+    if schedule.id is None or schedule.state not in render.OPEN_STATES:
+        return ()
+    return (Button("edit", schedule.id), Button("cancel", schedule.id))
+
+
+def _answer(schedule: Schedule, heading: str) -> Reply:
+    return Reply(render.fit(render.card(schedule, heading)), buttons_for(schedule))
+
+
+# --- commands --------------------------------------------------------------------------
+
+
+async def create(
+    herald: Herald,
+    actor: str,
+    *,
+    channel_id: int,
+    when: str,
+    text: str,
+    tz: str | None = None,
+) -> Reply:
+    """``/schedule create``: schedule ``text`` into the channel. Without a zone of the
+    command or of the member, the server default is used, and the reply says so."""
+    member = await herald.actor(actor)
+    schedule, created = await herald.create_schedule(
+        actor, to=destination(channel_id), when=when, text=text, tz=tz
+    )
+    text_out = render.card(schedule, "Scheduled." if created else "Already scheduled.")
+    if tz is None and member.timezone is None:
+        text_out += (
+            f"\n-# You have not set a time zone, so Herald read this in **{schedule.timezone}** "
+            "(the server default). Set yours with `/schedule timezone`; it applies to your "
+            "next schedules."
+        )
+    return Reply(render.fit(text_out), buttons_for(schedule))
+
+
+async def list_schedules(herald: Herald, actor: str, *, everyone: bool = False) -> Reply:
+    """``/schedule list``: the member's (or everyone's) active and paused schedules."""
+    found: list[Schedule] = []
+    for state in (ScheduleState.ACTIVE, ScheduleState.PAUSED):
+        found += await herald.list_schedules(actor, everyone=everyone, state=state.value)
+    return Reply(render.listing(found, everyone=everyone))
+
+
+async def show(herald: Herald, actor: str, schedule_id: int) -> Reply:
+    """``/schedule show``: one schedule with its next and latest sends."""
+    found = await herald.show_schedule(actor, schedule_id)
+    return Reply(render.detail(found), buttons_for(found.schedule))
+
+
+async def edit(
+    herald: Herald,
+    actor: str,
+    schedule_id: int,
+    *,
+    when: str | None = None,
+    text: str | None = None,
+    channel_id: int | None = None,
+    expected_version: int | None = None,
+) -> Reply:
+    """``/schedule edit`` (and the Edit form): a new time, text or channel. A new time
+    is read in the schedule's own zone."""
+    schedule = await herald.edit_schedule(
+        actor,
+        schedule_id,
+        when=when,
+        text=text,
+        to=None if channel_id is None else destination(channel_id),
+        expected_version=expected_version,
+    )
+    return _answer(schedule, "Changed.")
+
+
+async def edit_from_form(
+    herald: Herald,
+    actor: str,
+    schedule_id: int,
+    *,
+    version: int,
+    when: str,
+    text: str,
+    was_when: str,
+    was_text: str,
+) -> Reply:
+    """The Edit form: only the fields the member changed, refused if the schedule
+    changed since the form was opened."""
+    new_when = when.strip() if when.strip() != was_when.strip() else None
+    new_text = text if text != was_text else None
+    if new_when is None and new_text is None:
+        return Reply(f"Nothing changed: schedule #{schedule_id} stays as it was.")
+    return await edit(
+        herald, actor, schedule_id, when=new_when, text=new_text, expected_version=version
+    )
+
+
+_HEADINGS = {
+    "cancel": "Cancelled: nothing more will be sent.",
+    "pause": "Paused: nothing is sent until you resume it.",
+    "resume": "Resumed.",
+    "skip": "Skipped the next send.",
+}
+
+
+async def change(herald: Herald, actor: str, verb: str, schedule_id: int) -> Reply:
+    """``/schedule cancel|pause|resume|skip`` (and the Cancel button)."""
+    use_cases = {
+        "cancel": herald.cancel_schedule,
+        "pause": herald.pause_schedule,
+        "resume": herald.resume_schedule,
+        "skip": herald.skip_next,
+    }
+    schedule = await use_cases[verb](actor, schedule_id)
+    return _answer(schedule, _HEADINGS[verb])
+
+
+async def timezone(herald: Herald, actor: str, zone: str | None) -> Reply:
+    """``/schedule timezone``: show the member's zone, or set it."""
+    if zone is None:
+        member = await herald.actor(actor)
+        if member.timezone:
+            return Reply(
+                f"Your time zone is **{member.timezone}**. "
+                "Change it with `/schedule timezone zone:`."
+            )
+        return Reply(
+            "You have not set a time zone, so Herald reads your times in "
+            f"**{herald.settings.default_tz}** (the server default). Set yours with "
+            "`/schedule timezone zone:` (start typing a city, e.g. Berlin)."
+        )
+    name = await herald.set_timezone(actor, zone)
+    return Reply(
+        f"Your time zone is now **{name}**. New schedules read times there; existing ones "
+        "keep the zone they were made in."
+    )
+
+
+def help_reply(default_tz: str) -> Reply:
+    """``/schedule help``."""
+    examples = ", ".join(f"`{e}`" for e in EXAMPLES)
+    return Reply(
+        "\n".join(
+            [
+                "**Herald** sends a message later, once or on a rule, in your time zone.",
+                "`/schedule create when: message: [channel:] [timezone:]` — schedule in "
+                "this channel or another. `when` reads " + examples + ".",
+                "`/schedule list` — your active and paused schedules.",
+                "`/schedule show id:` · `edit id: [when:] [message:] [channel:]` · "
+                "`cancel id:` · `pause id:` · `resume id:` · `skip id:` (a recurring "
+                "schedule's next send only).",
+                f"`/schedule timezone [zone:]` — your time zone (until set: {default_tz}).",
+                "Replies are visible only to you. You can schedule into channels where you "
+                "and Herald can both send messages; admins can manage everyone's schedules.",
+            ]
+        )
+    )
+
+
+# --- dead letters ------------------------------------------------------------------------
+
+
+def alert(item: Finished) -> Reply:
+    """The post for a new dead letter, with Retry and Discard."""
+    return Reply(
+        render.dead_letter(item), (Button("retry", item.job.id), Button("discard", item.job.id))
+    )
+
+
+async def decide_dead_letter(herald: Herald, actor: str, job_id: int, action: str) -> str:
+    """An admin's Retry or Discard on an alert; returns the past tense for the alert.
+    Anyone else is refused (PermissionDenied) and nothing changes."""
+    member = await herald.actor(actor)
+    if not member.is_admin:
+        raise PermissionDenied(
+            "Only Herald admins can retry or discard dead letters; ask one to decide."
+        )
+    if action == "retry":
+        await herald.retry_dead_letters(actor, [job_id])
+        return "Retried"
+    if action == "discard":
+        await herald.discard_dead_letters(actor, [job_id])
+        return "Discarded"
+    raise InvalidInput(f"Unknown dead-letter action {action!r}.")

@@ -1,0 +1,209 @@
+"""The Discord adapter: a discord.py client in ``herald run``'s event loop.
+
+Intents are minimal (``guilds`` only: the channel and role cache that channel
+permissions need; no privileged intent). Commands are synced at start-up, globally or,
+with ``DISCORD_GUILD_IDS``, to those servers (instant, for testing). Dead letters are
+posted to ``HERALD_DISCORD_ALERT_CHANNEL`` with Retry / Discard buttons.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+
+import aiohttp
+import discord
+import discord.gateway
+import discord.http
+import discord.webhook.async_
+import yarl
+
+from bot.discord_bot import actions
+from bot.discord_bot.commands import HeraldTree, ScheduleGroup
+from bot.discord_bot.components import DeadLetterButton, ScheduleButton, view_for
+from bot.discord_bot.interact import NO_MENTIONS
+from core.channels.discord import DEFAULT_BASE_URL
+from core.errors import ConfigError, HeraldError
+from core.settings import Settings
+from core.store.queue import Finished
+from core.usecases import Herald
+
+log = logging.getLogger(__name__)
+
+#: What Herald does in a server: see channels, post (also in threads), post embeds.
+PERMISSIONS = discord.Permissions(
+    view_channel=True,
+    send_messages=True,
+    send_messages_in_threads=True,
+    embed_links=True,
+)
+SCOPES = ("bot", "applications.commands")
+
+
+def invite_url(application_id: int) -> str:
+    """The OAuth2 link that adds Herald to a server with exactly the permissions it needs."""
+    return discord.utils.oauth_url(application_id, permissions=PERMISSIONS, scopes=SCOPES)
+
+
+def _snowflakes(text: str, what: str) -> list[int]:
+    ids = []
+    for part in re.split(r"[,\s]+", text.strip()):
+        if not part:
+            continue
+        digits = part.removeprefix("discord:").strip("<#>")
+        if not digits.isdigit():
+            raise ConfigError(f"{what} must be Discord ids (numbers); {part[:30]!r} is not one.")
+        ids.append(int(digits))
+    return ids
+
+
+def use_api_url(url: str) -> bool:
+    """Point discord.py's REST calls (and interaction webhooks) at ``url``, e.g. a local
+    fake; True when that is not Discord itself. discord.py keeps its base URL per
+    process, not per client."""
+    base = url.rstrip("/")
+    discord.http.Route.BASE = base
+    discord.webhook.async_.Route.BASE = base  # type: ignore[attr-defined]
+    return base != DEFAULT_BASE_URL
+
+
+class HeraldClient(discord.Client):
+    """The discord.py client, carrying what callbacks need (``herald``, ``settings``)."""
+
+    def __init__(self, herald: Herald, settings: Settings) -> None:
+        intents = discord.Intents.none()
+        intents.guilds = True
+        discord.VoiceClient.warn_nacl = False  # Herald has no voice: no warning about it
+        discord.VoiceClient.warn_dave = False
+        super().__init__(intents=intents, allowed_mentions=NO_MENTIONS)
+        self.herald = herald
+        self.settings = settings
+        self.tree = HeraldTree(self)
+        self.tree.add_command(ScheduleGroup())
+        # Persistent buttons: a click on any message with these custom_ids is handled,
+        # also on messages posted before this process started.
+        self.add_dynamic_items(ScheduleButton, DeadLetterButton)
+
+
+class DiscordAdapter:
+    """``herald run``'s Discord surface (see :class:`bot.adapters.Adapter`)."""
+
+    name = "discord"
+
+    def __init__(self, settings: Settings, herald: Herald) -> None:
+        self.settings = settings
+        self.herald = herald
+        self.client = HeraldClient(herald, settings)
+        self.guild_ids = _snowflakes(settings.discord_guild_ids, "DISCORD_GUILD_IDS")
+        alert = settings.discord_alert_channel
+        found = _snowflakes(alert, "HERALD_DISCORD_ALERT_CHANNEL") if alert else []
+        self.alert_channel: int | None = found[0] if found else None
+        self._gateway: asyncio.Task[None] | None = None
+        self._tasks: set[asyncio.Task[object]] = set()
+
+    async def start(self) -> None:
+        """Log in, sync the commands, then connect to the gateway in the background."""
+        token = self.settings.discord_bot_token
+        if token is None:
+            raise ConfigError("The Discord adapter needs DISCORD_BOT_TOKEN.")
+        elsewhere = use_api_url(self.settings.discord_api_url)
+        try:
+            await self.client.login(token.get_secret_value())
+            if elsewhere:
+                # Another API (a local fake) serves its own gateway: ask it where, as the
+                # protocol allows (discord.py otherwise goes straight to Discord's).
+                _, url, _ = await self.client.http.get_bot_gateway()
+                discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(url)
+        except discord.LoginFailure:
+            raise ConfigError(
+                "Discord refused DISCORD_BOT_TOKEN: copy the bot token again from the "
+                "Developer Portal (Bot → Reset Token)."
+            ) from None
+        except (discord.DiscordException, aiohttp.ClientError, OSError) as exc:
+            log.error("discord login failed", exc_info=exc)
+            raise HeraldError(
+                f"Herald could not log in to Discord at {self.settings.discord_api_url} "
+                f"({type(exc).__name__}); check the network and DISCORD_API_URL."
+            ) from None
+        await self.sync_commands()
+        self._gateway = asyncio.create_task(
+            self.client.connect(reconnect=True), name="herald-discord-gateway"
+        )
+        self._gateway.add_done_callback(_gateway_ended)
+
+    async def sync_commands(self) -> None:
+        """Register ``/schedule`` globally, or in each of ``DISCORD_GUILD_IDS``. A refusal
+        is logged (Herald still delivers); it is not fatal."""
+        tree = self.client.tree
+        targets: list[discord.Object | None] = [discord.Object(id=gid) for gid in self.guild_ids]
+        targets = targets or [None]
+        for guild in targets:
+            if guild is not None:
+                tree.copy_global_to(guild=guild)
+            try:
+                synced = await tree.sync(guild=guild)
+            except discord.HTTPException as exc:
+                log.warning(
+                    "could not sync discord commands",
+                    extra={"guild_id": guild and guild.id, "status": exc.status},
+                )
+                continue
+            log.info(
+                "discord commands synced",
+                extra={"guild_id": guild and guild.id, "commands": len(synced)},
+            )
+
+    async def stop(self) -> None:
+        """Close the gateway and HTTP session; pending alert posts are cancelled."""
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.client.close()
+        if self._gateway is not None:
+            self._gateway.cancel()
+            await asyncio.gather(self._gateway, return_exceptions=True)
+            self._gateway = None
+
+    def on_finished(self, item: Finished) -> None:
+        """Post each new dead letter to the alert channel, in the background."""
+        if item.state != "dead" or self.alert_channel is None:
+            return
+        task: asyncio.Task[object] = asyncio.get_running_loop().create_task(
+            self.post_alert(item), name=f"herald-discord-alert-{item.job.id}"
+        )
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def post_alert(self, item: Finished) -> discord.Message | None:
+        """Post the alert for one dead letter; None (logged) when Discord refuses."""
+        if self.alert_channel is None:
+            return None
+        reply = actions.alert(item)
+        channel = self.client.get_partial_messageable(self.alert_channel)
+        view = view_for(reply)
+        try:
+            if view is None:
+                return await channel.send(reply.text, allowed_mentions=NO_MENTIONS)
+            return await channel.send(reply.text, view=view, allowed_mentions=NO_MENTIONS)
+        except discord.HTTPException as exc:
+            log.warning(
+                "could not post a dead-letter alert to discord",
+                extra={"job_id": item.job.id, "channel": self.alert_channel, "status": exc.status},
+            )
+        except Exception:
+            log.exception("dead-letter alert failed", extra={"job_id": item.job.id})
+        return None
+
+
+def _gateway_ended(task: asyncio.Task[None]) -> None:
+    if task.cancelled():
+        return
+    error = task.exception()
+    if error is not None:
+        log.error("discord gateway stopped", exc_info=error)
+
+
+def create_adapter(settings: Settings, herald: Herald) -> DiscordAdapter:
+    """The Discord adapter for ``herald run`` (see :mod:`bot.adapters`)."""
+    return DiscordAdapter(settings, herald)

@@ -1,0 +1,277 @@
+"""The ``/schedule`` application command group: options, transformers, autocomplete.
+
+Each callback only turns Discord values into primitives and calls
+:mod:`bot.discord_bot.actions` through :func:`~bot.discord_bot.components.respond`.
+The group's :meth:`ScheduleGroup.interaction_check` runs before every command (servers
+only; syncs the member); the channel check runs in the command, because it depends on
+the ``channel`` option.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, cast
+
+import discord
+from discord import app_commands
+from discord.app_commands import Choice, Range, Transform
+
+from bot.discord_bot import actions, choices
+from bot.discord_bot.components import respond
+from bot.discord_bot.interact import herald_of, member_of, report, settings_of
+from core import timeexpr
+from core.errors import HeraldError
+
+log = logging.getLogger(__name__)
+
+
+def _actor(interaction: discord.Interaction[Any]) -> str:
+    return actions.actor_id(interaction.user.id)
+
+
+class ScheduleId(app_commands.Transformer[Any]):
+    """The ``id`` option: the member types a number or picks one of their schedules
+    (listed by text and next time); ``#12 · …`` and ``12`` both give 12."""
+
+    async def transform(self, interaction: discord.Interaction[Any], value: Any, /) -> int:
+        return choices.parse_schedule_id(str(value))
+
+    async def autocomplete(
+        self, interaction: discord.Interaction[Any], value: int | float | str, /
+    ) -> list[Choice[int | float | str]]:
+        try:
+            pairs = await choices.id_choices(
+                herald_of(interaction), _actor(interaction), str(value)
+            )
+        except HeraldError:
+            return []
+        return [Choice(name=name, value=choice) for name, choice in pairs]
+
+
+class Zone(app_commands.Transformer[Any]):
+    """The ``timezone`` option: an IANA zone name, checked and made canonical."""
+
+    async def transform(self, interaction: discord.Interaction[Any], value: Any, /) -> str:
+        return timeexpr.zone(str(value).strip()).key
+
+    async def autocomplete(
+        self, interaction: discord.Interaction[Any], value: int | float | str, /
+    ) -> list[Choice[int | float | str]]:
+        return [Choice(name=z, value=z) for z in choices.zone_choices(str(value))]
+
+
+async def when_autocomplete(
+    interaction: discord.Interaction[Any], current: str
+) -> list[Choice[str]]:
+    """The ``when`` option: how the typed text will be read (in the command's zone, the
+    schedule's when editing, else the member's) and when it first fires."""
+    namespace = interaction.namespace
+    tz = getattr(namespace, "timezone", None)
+    raw_id = getattr(namespace, "id", None)
+    schedule_id = None
+    if raw_id is not None:
+        try:
+            schedule_id = choices.parse_schedule_id(str(raw_id))
+        except HeraldError:
+            schedule_id = None
+    try:
+        pairs = await choices.when_choices(
+            herald_of(interaction),
+            _actor(interaction),
+            current,
+            tz=tz if isinstance(tz, str) else None,
+            schedule_id=schedule_id,
+        )
+    except HeraldError:
+        return []
+    return [Choice(name=name, value=value) for name, value in pairs]
+
+
+_THREADS = (
+    discord.ChannelType.public_thread,
+    discord.ChannelType.private_thread,
+    discord.ChannelType.news_thread,
+)
+
+
+def _is_thread(channel: object) -> bool:
+    """A thread, cached (``discord.Thread``) or not (a partial channel of a thread type)."""
+    return isinstance(channel, discord.Thread) or getattr(channel, "type", None) in _THREADS
+
+
+def _can_send(perms: discord.Permissions, *, thread: bool) -> bool:
+    sends = perms.send_messages_in_threads if thread else perms.send_messages
+    return bool(perms.view_channel and sends)
+
+
+def postable(
+    interaction: discord.Interaction[Any], channel: discord.abc.GuildChannel | None
+) -> int:
+    """The id of the channel to schedule into (the option, else the current one), once
+    both the member and the bot can send messages there (else PermissionDenied).
+
+    The current channel uses the permissions Discord computed for this interaction
+    (``permissions`` for the member, ``app_permissions`` for the bot); another channel
+    is checked with ``channel.permissions_for`` the member and the bot's member."""
+    if channel is None or channel.id == interaction.channel_id:
+        if interaction.channel_id is None:
+            raise app_commands.NoPrivateMessage("Use /schedule in a server channel.")
+        thread = _is_thread(interaction.channel)
+        member_perms, bot_perms = interaction.permissions, interaction.app_permissions
+        target = interaction.channel_id
+    else:
+        # In a server (the group is guild-only) the user is a Member.
+        member = cast(discord.Member, interaction.user)
+        me = channel.guild.me
+        thread = _is_thread(channel)
+        member_perms = channel.permissions_for(member)
+        bot_perms = channel.permissions_for(me) if me is not None else discord.Permissions.none()
+        target = channel.id
+    actions.check_can_post(
+        target,
+        member_can=_can_send(member_perms, thread=thread),
+        bot_can=_can_send(bot_perms, thread=thread),
+    )
+    return target
+
+
+_ID = Transform[int, ScheduleId]
+_ZONE = Transform[str, Zone]
+_WHEN = Range[str, 1, 300]
+_TEXT = Range[str, 1, 2000]
+
+
+class ScheduleGroup(
+    app_commands.Group,
+    name="schedule",
+    description="Send a message later, once or on a rule, in your time zone",
+    guild_only=True,
+):
+    """``/schedule …``. Replies are ephemeral; every action goes through core."""
+
+    async def interaction_check(self, interaction: discord.Interaction[Any], /) -> bool:
+        """Servers only; records the member (and Manage Server, when that makes admins)."""
+        if interaction.guild_id is None:
+            raise app_commands.NoPrivateMessage(
+                "Herald's /schedule works in server channels, not in direct messages."
+            )
+        await member_of(interaction)
+        return True
+
+    @app_commands.command(description="Schedule a message in this channel or another")
+    @app_commands.describe(
+        when='When to send: "tomorrow at 9am", "every weekday at 09:00", "0 9 * * 1-5"',
+        message="What to send (up to 2,000 characters)",
+        channel="Where to send it (default: this channel)",
+        timezone="The zone to read the time in (default: yours, see /schedule timezone)",
+    )
+    @app_commands.autocomplete(when=when_autocomplete)
+    async def create(
+        self,
+        interaction: discord.Interaction[Any],
+        when: _WHEN,
+        message: _TEXT,
+        channel: discord.TextChannel | None = None,
+        timezone: _ZONE | None = None,
+    ) -> None:
+        async def work(actor: str) -> actions.Reply:
+            target = postable(interaction, channel)
+            return await actions.create(
+                herald_of(interaction),
+                actor,
+                channel_id=target,
+                when=when,
+                text=message,
+                tz=timezone,
+            )
+
+        await respond(interaction, work)
+
+    @app_commands.command(name="list", description="Your active and paused schedules")
+    @app_commands.describe(everyone="Everyone's (operators and admins)")
+    async def list_(self, interaction: discord.Interaction[Any], everyone: bool = False) -> None:
+        await respond(
+            interaction,
+            lambda actor: actions.list_schedules(herald_of(interaction), actor, everyone=everyone),
+        )
+
+    @app_commands.command(description="One schedule: when, where, next and latest sends")
+    @app_commands.describe(id="The schedule (type to search yours)")
+    async def show(self, interaction: discord.Interaction[Any], id: _ID) -> None:
+        await respond(interaction, lambda actor: actions.show(herald_of(interaction), actor, id))
+
+    @app_commands.command(description="Change a schedule's time, message or channel")
+    @app_commands.describe(
+        id="The schedule (type to search yours)",
+        when="A new time, read in the schedule's zone",
+        message="A new message",
+        channel="A new channel",
+    )
+    @app_commands.autocomplete(when=when_autocomplete)
+    async def edit(
+        self,
+        interaction: discord.Interaction[Any],
+        id: _ID,
+        when: _WHEN | None = None,
+        message: _TEXT | None = None,
+        channel: discord.TextChannel | None = None,
+    ) -> None:
+        async def work(actor: str) -> actions.Reply:
+            target = None if channel is None else postable(interaction, channel)
+            return await actions.edit(
+                herald_of(interaction), actor, id, when=when, text=message, channel_id=target
+            )
+
+        await respond(interaction, work)
+
+    async def _change(self, interaction: discord.Interaction[Any], verb: str, id: int) -> None:
+        await respond(
+            interaction, lambda actor: actions.change(herald_of(interaction), actor, verb, id)
+        )
+
+    @app_commands.command(description="Stop a schedule for good")
+    @app_commands.describe(id="The schedule (type to search yours)")
+    async def cancel(self, interaction: discord.Interaction[Any], id: _ID) -> None:
+        await self._change(interaction, "cancel", id)
+
+    @app_commands.command(description="Stop sending until resumed")
+    @app_commands.describe(id="The schedule (type to search yours)")
+    async def pause(self, interaction: discord.Interaction[Any], id: _ID) -> None:
+        await self._change(interaction, "pause", id)
+
+    @app_commands.command(description="Start a paused schedule again")
+    @app_commands.describe(id="The schedule (type to search yours)")
+    async def resume(self, interaction: discord.Interaction[Any], id: _ID) -> None:
+        await self._change(interaction, "resume", id)
+
+    @app_commands.command(description="Skip the next send of a recurring schedule")
+    @app_commands.describe(id="The schedule (type to search yours)")
+    async def skip(self, interaction: discord.Interaction[Any], id: _ID) -> None:
+        await self._change(interaction, "skip", id)
+
+    @app_commands.command(description="Show or set the time zone your times are read in")
+    @app_commands.describe(zone="An IANA zone, e.g. Europe/Berlin (type a city)")
+    async def timezone(
+        self, interaction: discord.Interaction[Any], zone: _ZONE | None = None
+    ) -> None:
+        await respond(
+            interaction, lambda actor: actions.timezone(herald_of(interaction), actor, zone)
+        )
+
+    @app_commands.command(name="help", description="What Herald can do and how to say when")
+    async def help_(self, interaction: discord.Interaction[Any]) -> None:
+        default_tz = settings_of(interaction).default_tz
+
+        async def work(_: str) -> actions.Reply:
+            return actions.help_reply(default_tz)
+
+        await respond(interaction, work)
+
+
+class HeraldTree(app_commands.CommandTree[Any]):
+    """The command tree; a failed check or option gets its sentence, ephemerally."""
+
+    async def on_error(
+        self, interaction: discord.Interaction[Any], error: app_commands.AppCommandError, /
+    ) -> None:
+        await report(interaction, error)

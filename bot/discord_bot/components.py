@@ -1,0 +1,210 @@
+"""Buttons and the Edit form.
+
+Buttons are :class:`discord.ui.DynamicItem`\\ s: their ``custom_id`` carries the action
+and the id (``herald:schedule:cancel:12``, ``herald:dead:retry:345``), and the classes
+are registered on the client at start-up, so a click on a message posted before a
+restart is still handled: a persistent view that needs no state but the custom_id.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import discord
+from discord import ui
+
+from bot.discord_bot import actions, render
+from bot.discord_bot.interact import NO_MENTIONS, herald_of, member_of, report
+from core.models import Schedule
+
+log = logging.getLogger(__name__)
+
+_STYLES = {
+    "edit": ("Edit", discord.ButtonStyle.secondary),
+    "cancel": ("Cancel", discord.ButtonStyle.danger),
+    "retry": ("Retry", discord.ButtonStyle.primary),
+    "discard": ("Discard", discord.ButtonStyle.secondary),
+}
+
+
+def _button(kind: str, action: str, target: int) -> ui.Button[Any]:
+    label, style = _STYLES[action]
+    return ui.Button(label=label, style=style, custom_id=f"herald:{kind}:{action}:{target}")
+
+
+class ScheduleButton(
+    ui.DynamicItem[ui.Button[Any]],
+    template=r"herald:schedule:(?P<action>cancel|edit):(?P<id>[0-9]{1,18})",
+):
+    """Cancel or Edit under a schedule card."""
+
+    def __init__(self, action: str, schedule_id: int) -> None:
+        super().__init__(_button("schedule", action, schedule_id))
+        self.action = action
+        self.schedule_id = schedule_id
+
+    @classmethod
+    async def from_custom_id(
+        cls, interaction: discord.Interaction[Any], item: ui.Item[Any], match: re.Match[str], /
+    ) -> ScheduleButton:
+        return cls(match["action"], int(match["id"]))
+
+    async def callback(self, interaction: discord.Interaction[Any]) -> None:
+        if self.action == "edit":
+            await open_edit_form(interaction, self.schedule_id)
+        else:
+            await update(
+                interaction,
+                lambda actor: actions.change(
+                    herald_of(interaction), actor, "cancel", self.schedule_id
+                ),
+            )
+
+
+class DeadLetterButton(
+    ui.DynamicItem[ui.Button[Any]],
+    template=r"herald:dead:(?P<action>retry|discard):(?P<id>[0-9]{1,18})",
+):
+    """Retry or Discard under a dead-letter alert. Only admins' clicks act; the alert
+    then shows who decided and loses its buttons."""
+
+    def __init__(self, action: str, job_id: int) -> None:
+        super().__init__(_button("dead", action, job_id))
+        self.action = action
+        self.job_id = job_id
+
+    @classmethod
+    async def from_custom_id(
+        cls, interaction: discord.Interaction[Any], item: ui.Item[Any], match: re.Match[str], /
+    ) -> DeadLetterButton:
+        return cls(match["action"], int(match["id"]))
+
+    async def callback(self, interaction: discord.Interaction[Any]) -> None:
+        herald = herald_of(interaction)
+
+        async def decide(actor: str) -> actions.Reply:
+            verb = await actions.decide_dead_letter(herald, actor, self.job_id, self.action)
+            original = interaction.message.content if interaction.message else ""
+            return actions.Reply(
+                render.decided(original, verb, interaction.user.id, herald.clock.now())
+            )
+
+        await update(interaction, decide)
+
+
+def view_for(reply: actions.Reply) -> ui.View | None:
+    """The buttons of a reply as a view that never times out (None without buttons)."""
+    if not reply.buttons:
+        return None
+    view = ui.View(timeout=None)
+    for button in reply.buttons:
+        if button.action in ("retry", "discard"):
+            view.add_item(DeadLetterButton(button.action, button.target))
+        else:
+            view.add_item(ScheduleButton(button.action, button.target))
+    return view
+
+
+Work = Callable[[str], Awaitable[actions.Reply]]
+
+
+async def respond(interaction: discord.Interaction[Any], work: Work) -> None:
+    """Run a command: defer at once (ephemeral, "thinking"), run ``work`` with the
+    actor id, answer with its reply and buttons; a HeraldError's sentence otherwise."""
+    await interaction.response.defer(ephemeral=True, thinking=True)
+    try:
+        reply = await work(actions.actor_id(interaction.user.id))
+    except Exception as exc:
+        await report(interaction, exc)
+        return
+    await send(interaction, reply)
+
+
+async def send(interaction: discord.Interaction[Any], reply: actions.Reply) -> None:
+    """Send ``reply`` as an ephemeral follow-up (the interaction is already deferred)."""
+    view = view_for(reply)
+    extra: dict[str, Any] = {} if view is None else {"view": view}
+    await interaction.followup.send(
+        reply.text, ephemeral=True, allowed_mentions=NO_MENTIONS, **extra
+    )
+
+
+async def update(interaction: discord.Interaction[Any], work: Work) -> None:
+    """Run a button: acknowledge at once, sync the member, run ``work``, then replace
+    the message the button is on with the reply (without buttons unless it has some).
+    A refusal or error goes to the clicker alone; the message stays as it was."""
+    await interaction.response.defer()
+    try:
+        reply = await work(await member_of(interaction))
+    except Exception as exc:
+        await report(interaction, exc)
+        return
+    await interaction.edit_original_response(
+        content=reply.text, view=view_for(reply), allowed_mentions=NO_MENTIONS
+    )
+
+
+async def open_edit_form(interaction: discord.Interaction[Any], schedule_id: int) -> None:
+    """The Edit button: a form prefilled with the schedule's time and text."""
+    try:
+        actor = await member_of(interaction)
+        found = await herald_of(interaction).show_schedule(actor, schedule_id)
+    except Exception as exc:
+        await report(interaction, exc)
+        return
+    await interaction.response.send_modal(EditForm(found.schedule))
+
+
+class EditForm(ui.Modal):
+    """Edit a schedule's time (read in its own zone) and text. The custom_id carries the
+    version it was opened at, so a change made meanwhile is refused, not overwritten."""
+
+    def __init__(self, schedule: Schedule) -> None:
+        assert schedule.id is not None
+        super().__init__(
+            title=f"Edit schedule #{schedule.id}",
+            custom_id=f"herald:schedule:form:{schedule.id}:{schedule.version}",
+            timeout=3600,
+        )
+        self.schedule_id = schedule.id
+        self.version = schedule.version
+        self.was_when = schedule.expression
+        self.was_text = schedule.body
+        self.when: ui.TextInput[Any] = ui.TextInput(
+            default=schedule.expression[:300], max_length=300, custom_id="when"
+        )
+        self.text: ui.TextInput[Any] = ui.TextInput(
+            default=schedule.body[: render.MAX_MESSAGE],
+            max_length=render.MAX_MESSAGE,
+            style=discord.TextStyle.paragraph,
+            custom_id="text",
+        )
+        zone = f"in {schedule.timezone}"
+        self.add_item(ui.Label(text="When", description=zone, component=self.when))
+        self.add_item(ui.Label(text="Message", component=self.text))
+
+    async def on_submit(self, interaction: discord.Interaction[Any], /) -> None:
+        herald = herald_of(interaction)
+
+        async def work(_: str) -> actions.Reply:
+            actor = await member_of(interaction)
+            return await actions.edit_from_form(
+                herald,
+                actor,
+                self.schedule_id,
+                version=self.version,
+                when=self.when.value,
+                text=self.text.value,
+                was_when=self.was_when,
+                was_text=self.was_text,
+            )
+
+        await respond(interaction, work)
+
+    async def on_error(  # type: ignore[override]  # Modal's own signature
+        self, interaction: discord.Interaction[Any], error: Exception, /
+    ) -> None:
+        await report(interaction, error)

@@ -1,0 +1,98 @@
+"""Small helpers every discord.py callback shares: who is acting, answering ephemerally,
+turning errors into sentences."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Protocol, cast
+
+import discord
+from discord import app_commands
+
+from bot.discord_bot import actions
+from core.errors import HeraldError
+from core.settings import Settings
+from core.usecases import Herald
+
+log = logging.getLogger(__name__)
+
+SORRY = (
+    "Something went wrong on Herald's side and nothing was changed; "
+    "the operators can see why in the log. Try again in a moment."
+)
+#: Replies never ping anyone, whatever a message body contains.
+NO_MENTIONS = discord.AllowedMentions.none()
+
+
+class HasHerald(Protocol):
+    """The discord.py client Herald runs (bot.discord_bot.adapter.HeraldClient)."""
+
+    herald: Herald
+    settings: Settings
+
+
+def herald_of(interaction: discord.Interaction[Any]) -> Herald:
+    return cast(HasHerald, interaction.client).herald
+
+
+def settings_of(interaction: discord.Interaction[Any]) -> Settings:
+    return cast(HasHerald, interaction.client).settings
+
+
+def manages_server(interaction: discord.Interaction[Any]) -> bool | None:
+    """Whether the member has Manage Server (or Administrator); None outside a server.
+    ``interaction.permissions`` is what Discord computed for the member, so no member
+    cache (and no privileged intent) is needed."""
+    if interaction.guild_id is None:
+        return None
+    perms = interaction.permissions
+    return bool(perms.manage_guild or perms.administrator)
+
+
+async def member_of(interaction: discord.Interaction[Any]) -> str:
+    """Sync the acting member (name; Manage Server when the settings say so) and
+    return their actor id, ``discord:<user id>``."""
+    return await actions.sync_member(
+        herald_of(interaction),
+        settings_of(interaction),
+        user_id=interaction.user.id,
+        display_name=interaction.user.display_name,
+        manages_server=manages_server(interaction),
+    )
+
+
+def explain(error: BaseException) -> str:
+    """The sentence to show for an error raised while handling an interaction."""
+    if isinstance(error, HeraldError):
+        return str(error)
+    cause = error.__cause__ or getattr(error, "original", None)
+    if isinstance(cause, HeraldError):
+        return str(cause)
+    if isinstance(error, app_commands.CheckFailure):
+        return str(error)
+    if isinstance(error, app_commands.TransformerError):
+        return f"Herald cannot use {str(error.value)[:60]!r} for that option; pick from the list."
+    return SORRY
+
+
+async def ephemeral(interaction: discord.Interaction[Any], text: str) -> None:
+    """Answer ``text`` to the member only: a response, or a follow-up once answered."""
+    if interaction.response.is_done():
+        await interaction.followup.send(text, ephemeral=True, allowed_mentions=NO_MENTIONS)
+    else:
+        await interaction.response.send_message(text, ephemeral=True, allowed_mentions=NO_MENTIONS)
+
+
+async def report(interaction: discord.Interaction[Any], error: BaseException) -> None:
+    """Tell the member what went wrong; log what they cannot fix, with the traceback."""
+    text = explain(error)
+    if text == SORRY:
+        log.error(
+            "discord interaction failed",
+            exc_info=error,
+            extra={"user_id": interaction.user.id, "interaction_id": interaction.id},
+        )
+    try:
+        await ephemeral(interaction, text)
+    except discord.HTTPException as exc:  # the interaction expired or Discord is down
+        log.warning("could not answer a discord interaction", extra={"status": exc.status})

@@ -1,0 +1,193 @@
+"""Text for Discord: schedule cards, lists, autocomplete labels and dead-letter alerts.
+
+Plain functions over core records; no discord.py. Times in replies are Discord timestamps
+(``<t:EPOCH:F>``, ``<t:EPOCH:R>``), which every reader sees in their own local time.
+Autocomplete labels cannot hold those, so they show the schedule's own zone instead.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from zoneinfo import ZoneInfo
+
+from core import timeexpr
+from core.destinations import parse_destination
+from core.errors import HeraldError
+from core.models import Schedule, ScheduleState
+from core.store.queue import Finished
+from core.timeexpr_words import format_clock, format_day
+from core.usecases import ScheduleDetail
+from core.views import describe
+
+#: Discord's limits: a message's content, an autocomplete choice's name and value.
+MAX_MESSAGE = 2000
+MAX_CHOICE = 100
+OPEN_STATES = (ScheduleState.ACTIVE.value, ScheduleState.PAUSED.value)
+
+
+def wall(at: datetime, zone: str) -> str:
+    """``Tue 3 Mar 2026 09:00`` in ``zone``, as core words it (whatever the locale)."""
+    local = at.astimezone(ZoneInfo(zone))
+    return f"{format_day(local)} {format_clock(local)}"
+
+
+def stamp(at: datetime) -> str:
+    """``<t:EPOCH:F> (<t:EPOCH:R>)``: the full date and time, and how far away it is."""
+    epoch = int(at.timestamp())
+    return f"<t:{epoch}:F> (<t:{epoch}:R>)"
+
+
+def where(destination: str) -> str:
+    """A destination as a reader should see it: ``<#id>`` for a Discord channel,
+    the redacted URI (no webhook token) for anything else."""
+    try:
+        parsed = parse_destination(destination)
+    except HeraldError:
+        return "an unknown destination"
+    if parsed.kind == "discord":
+        return f"<#{parsed.target}>"
+    return f"`{parsed.redacted()}`"
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` on one line, cut to ``limit`` characters with an ellipsis."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: max(0, limit - 1)] + "…"
+
+
+def quote(text: str, limit: int = 600) -> str:
+    """A Markdown block quote of (at most ``limit`` characters of) ``text``."""
+    cut = text if len(text) <= limit else text[: limit - 1] + "…"
+    return "\n".join(f"> {line}" for line in cut.splitlines() or [""])
+
+
+def upcoming(schedule: Schedule, count: int = 3) -> list[datetime]:
+    """The schedule's next ``count`` sends (none unless it is active)."""
+    first = schedule.next_run_at
+    if schedule.state != ScheduleState.ACTIVE.value or first is None:
+        return []
+    if schedule.rrule is None:
+        return [first]
+    try:
+        return [first, *timeexpr.occurrences(schedule.rrule, count=count - 1, after=first)]
+    except HeraldError:
+        return [first]
+
+
+def card(schedule: Schedule, heading: str | None = None) -> str:
+    """One schedule: id, state, destination, the reading in words, next sends, text;
+    ``heading`` (e.g. "Scheduled.") goes first."""
+    lines = [heading] if heading else []
+    lines += [
+        f"**Schedule #{schedule.id}** · {schedule.state} · to {where(schedule.destination)}",
+        f"**When:** {describe(schedule)}",
+    ]
+    times = upcoming(schedule)
+    if times:
+        lines.append(f"**Next:** {stamp(times[0])}")
+        if len(times) > 1:
+            later = ", ".join(f"<t:{int(at.timestamp())}:F>" for at in times[1:])
+            lines.append(f"**Then:** {later}")
+    elif schedule.state == ScheduleState.PAUSED.value:
+        lines.append("**Next:** none while paused (`/schedule resume` starts it again)")
+    lines.append(quote(schedule.body))
+    return "\n".join(lines)
+
+
+_JOB_MARK = {"delivered": "✅", "dead": "❌", "retrying": "🔁", "pending": "⏳", "claimed": "📤"}
+
+
+def detail(found: ScheduleDetail) -> str:
+    """A card plus the latest sends and how they went."""
+    text = card(found.schedule)
+    done = [job for job in found.jobs if job.state != "pending"][:3]
+    if done:
+        rows = []
+        for job in done:
+            mark = _JOB_MARK.get(job.state, "•")
+            at = job.finished_at or job.due_at
+            error = f": {clip(job.last_error, 120)}" if job.last_error else ""
+            rows.append(f"{mark} {job.state} <t:{int(at.timestamp())}:R>{error}")
+        text += "\n**Latest sends:**\n" + "\n".join(rows)
+    return fit(text)
+
+
+def line(schedule: Schedule) -> str:
+    """One schedule in a list."""
+    times = upcoming(schedule, count=1)
+    when = f"<t:{int(times[0].timestamp())}:R>" if times else schedule.state
+    return (
+        f"**#{schedule.id}** · {when} · {clip(describe(schedule), 60)} · "
+        f"{where(schedule.destination)} · {clip(schedule.body, 50)}"
+    )
+
+
+def listing(schedules: list[Schedule], *, everyone: bool = False) -> str:
+    """The open schedules (active and paused), soonest first, within one message."""
+    shown = sorted(
+        (s for s in schedules if s.state in OPEN_STATES),
+        key=lambda s: (s.next_run_at is None, s.next_run_at or s.starts_at),
+    )
+    whose = "Everyone's" if everyone else "Your"
+    if not shown:
+        return f"{whose} list is empty: nothing is scheduled. Start with `/schedule create`."
+    head = f"**{whose} schedules** ({len(shown)}):"
+    rows: list[str] = []
+    size = len(head)
+    for schedule in shown:
+        row = line(schedule)
+        if size + len(row) + 80 > MAX_MESSAGE:
+            rows.append(f"…and {len(shown) - len(rows)} more: `/schedule show id:` finds one.")
+            break
+        rows.append(row)
+        size += len(row) + 1
+    return "\n".join([head, *rows])
+
+
+def choice_label(schedule: Schedule) -> str:
+    """An ``id`` autocomplete entry: ``#12 · next Mon 30 Mar 09:00 · Standup…``."""
+    times = upcoming(schedule, count=1)
+    if times:
+        when = f"next {wall(times[0], schedule.timezone)}"
+    else:
+        when = schedule.state
+    return clip(f"#{schedule.id} · {when} · {schedule.body}", MAX_CHOICE)
+
+
+def when_label(reading: timeexpr.When) -> str:
+    """A ``when`` autocomplete entry: how the text reads and when it first fires."""
+    words = reading.description
+    if reading.recurring:
+        words = f"{words} — next {wall(reading.first, reading.timezone)}"
+    return clip(words, MAX_CHOICE)
+
+
+def dead_letter(item: Finished) -> str:
+    """The alert posted to the alert channel when a job dies."""
+    job = item.job
+    error = item.error or (item.attempt.error if item.attempt else None) or "no error recorded"
+    return fit(
+        "\n".join(
+            [
+                f"**Dead letter** · job {job.id} · schedule #{job.schedule_id}",
+                f"To {where(job.destination)} · due {stamp(job.due_at)} · "
+                f"{job.attempts} attempt{'s' if job.attempts != 1 else ''}",
+                f"**Error:** {clip(error, 500)}",
+                quote(job.body, 400),
+                "Retry puts it back in the queue now; Discard gives up on it. "
+                "Only Herald admins can decide.",
+            ]
+        )
+    )
+
+
+def decided(original: str, verb: str, user_id: int, at: datetime) -> str:
+    """An alert after a decision: its text, without the call to act, plus who decided."""
+    kept = [row for row in original.splitlines() if not row.startswith("Retry puts it back")]
+    kept.append(f"**{verb}** by <@{user_id}> <t:{int(at.timestamp())}:R>")
+    return fit("\n".join(kept))
+
+
+def fit(text: str) -> str:
+    """``text`` cut to fit one Discord message."""
+    return text if len(text) <= MAX_MESSAGE else text[: MAX_MESSAGE - 1] + "…"

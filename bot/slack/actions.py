@@ -1,0 +1,167 @@
+"""Buttons (on replies, in the Home tab, on dead-letter alerts) and the Home tab itself."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from slack_bolt.context.ack.async_ack import AsyncAck
+from slack_bolt.context.respond.async_respond import AsyncRespond
+
+from bot.slack.base import Person, Send
+from bot.slack.blocks import Reply, date_token, notice, schedule_reply
+from bot.slack.commands import DONE, Commands, responder
+from bot.slack.dead import DISCARD, RETRY, decided
+from core.errors import InvalidInput
+
+log = logging.getLogger(__name__)
+
+REFUSED = (
+    ":no_entry: Only Herald admins can retry or discard dead letters. "
+    "Ask one of them (HERALD_ADMINS, or your workspace admins when Herald trusts them)."
+)
+
+
+def _in_home(body: dict[str, Any]) -> bool:
+    return (body.get("view") or {}).get("type") == "home"
+
+
+def _action(body: dict[str, Any]) -> dict[str, Any]:
+    actions = body.get("actions") or [{}]
+    return actions[0] if isinstance(actions[0], dict) else {}
+
+
+def _ids(value: str) -> list[int]:
+    try:
+        ids = [int(part) for part in value.split(",") if part.strip()]
+    except ValueError:
+        raise InvalidInput("That button carries no dead-letter id.") from None
+    if not ids:
+        raise InvalidInput("That button carries no dead-letter id.")
+    return ids
+
+
+class Actions(Commands):
+    """Block actions and App Home events."""
+
+    def sender(self, body: dict[str, Any], person: Person, respond: AsyncRespond) -> Send:
+        """Where a click's reply goes: the Home tab, or an ephemeral message."""
+        if _in_home(body):
+            return self.home_sender(person)
+        return responder(respond)
+
+    # --- schedule buttons ---------------------------------------------------------
+
+    async def on_schedule_button(
+        self, ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond
+    ) -> None:
+        with self.tracker.track():
+            await ack()
+            person = await self.person(str(body["user"]["id"]))
+            await self.guard(
+                self._schedule_button(body, person, respond), self.sender(body, person, respond)
+            )
+
+    async def _schedule_button(
+        self, body: dict[str, Any], person: Person, respond: AsyncRespond
+    ) -> None:
+        action = _action(body)
+        verb = str(action.get("action_id", "")).removeprefix("herald_")
+        try:
+            schedule_id = int(action.get("value", ""))
+        except ValueError:
+            raise InvalidInput("That button carries no schedule number.") from None
+        if verb == "edit":
+            detail = await self.herald.show_schedule(person.actor.id, schedule_id)
+            await self.open_modal(str(body["trigger_id"]), person, schedule=detail.schedule)
+            return
+        updated = await self.change(person, verb, schedule_id)
+        headline = f"{DONE[verb]} schedule #{schedule_id}."
+        if _in_home(body):
+            await self.publish_home(person, headline)
+            return
+        one = str(action.get("block_id", "")).endswith(":one")
+        await responder(respond, replace=one)(schedule_reply(updated, headline))
+
+    # --- the Home tab ---------------------------------------------------------------
+
+    async def on_open_modal(self, ack: AsyncAck, body: dict[str, Any]) -> None:
+        with self.tracker.track():
+            await ack()
+            person = await self.person(str(body["user"]["id"]))
+            await self.guard(
+                self.open_modal(str(body["trigger_id"]), person), self.home_sender(person)
+            )
+
+    async def on_home_opened(self, event: dict[str, Any]) -> None:
+        if event.get("tab") != "home":
+            return
+        with self.tracker.track():
+            person = await self.person(str(event["user"]))
+            await self.guard(self.publish_home(person), self.home_sender(person))
+
+    # --- dead letters ---------------------------------------------------------------
+
+    async def on_dead_letter_button(
+        self, ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond
+    ) -> None:
+        with self.tracker.track():
+            await ack()
+            person = await self.person(str(body["user"]["id"]))
+            send = self._refusal_sender(body, person, respond)
+            await self.guard(self._decide(body, person, respond, send), send)
+
+    def _refusal_sender(self, body: dict[str, Any], person: Person, respond: AsyncRespond) -> Send:
+        """Ephemeral in the alert's channel (``chat.postEphemeral``), or the Home tab."""
+        if _in_home(body):
+            return self.home_sender(person)
+        channel = (body.get("channel") or {}).get("id")
+        if not channel:
+            return responder(respond)
+
+        async def send(reply: Reply) -> None:
+            text, blocks = reply
+            await self.client.chat_postEphemeral(
+                channel=channel, user=person.user_id, text=text, blocks=blocks
+            )
+
+        return send
+
+    async def _decide(
+        self, body: dict[str, Any], person: Person, respond: AsyncRespond, send: Send
+    ) -> None:
+        action = _action(body)
+        job_ids = _ids(str(action.get("value", "")))
+        actor = person.actor
+        if not actor.is_admin:
+            log.info(
+                "dead-letter decision refused",
+                extra={"actor": actor.id, "jobs": len(job_ids)},
+            )
+            await send(notice(REFUSED))
+            return
+        retry = action.get("action_id") == RETRY
+        if retry:
+            _, count = await self.herald.retry_dead_letters(actor.id, job_ids)
+            verb = "Retried"
+        else:
+            count = await self.herald.discard_dead_letters(actor.id, job_ids)
+            verb = "Discarded"
+        when = date_token(self.herald.clock.now())
+        outcome = f"{verb} {count} by <@{person.user_id}> {when}."
+        icon = ":repeat:" if retry else ":wastebasket:"
+        if _in_home(body):
+            await self.publish_home(person, f"{icon} {outcome}")
+            return
+        message = body.get("message") or {}
+        blocks = decided(message.get("blocks") or [], f"{icon} {outcome}")
+        channel = (body.get("channel") or {}).get("id")
+        if channel and message.get("ts"):  # an alert: chat.update works after response_url expires
+            await self.client.chat_update(
+                channel=channel, ts=message["ts"], text=outcome, blocks=blocks
+            )
+        else:
+            await respond(text=outcome, blocks=blocks, replace_original=True)
+
+
+__all__ = ["Actions", "DISCARD", "RETRY"]

@@ -1,0 +1,220 @@
+"""The Slack adapter: a slack-bolt ``AsyncApp`` in Herald's event loop.
+
+Socket Mode when ``SLACK_APP_TOKEN`` is set (no public URL needed). Otherwise HTTP
+mode: ``POST /slack/events`` with ``SLACK_SIGNING_SECRET`` verification (Bolt answers
+401 to unsigned, forged and stale requests), on the service's own HTTP server when
+``herald run`` attaches it (:meth:`SlackAdapter.attach_http`), else on a server of its
+own at ``HERALD_HTTP_HOST:HERALD_HTTP_PORT``. Web API calls go to ``SLACK_API_URL``.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
+from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+from slack_bolt.app.async_app import AsyncApp
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.slack.actions import Actions
+from bot.slack.base import Tracker
+from bot.slack.blocks import Blocks
+from bot.slack.dead import DISCARD, RETRY, DeadLetterAlerts
+from bot.slack.directory import error_code
+from bot.slack.modal import CALLBACK
+from core.errors import ConfigError
+from core.settings import Settings
+from core.store.queue import Finished
+from core.usecases import Herald
+
+log = logging.getLogger(__name__)
+
+EVENTS_PATH = "/slack/events"
+COMMAND = "/schedule"
+#: How long running handlers may finish at shutdown.
+STOP_GRACE = 5.0
+_BAD_TOKEN = {"invalid_auth", "not_authed", "token_revoked", "token_expired", "account_inactive"}
+
+
+def register(app: AsyncApp, handlers: Actions) -> None:
+    """Wire every listener of Herald's Slack surface into ``app``."""
+    app.command(COMMAND)(handlers.on_command)
+    app.view(CALLBACK)(handlers.on_submit)
+    app.action({"block_id": "when", "action_id": "when"})(handlers.on_preview)
+    app.action(re.compile(r"^herald_(edit|cancel|pause|resume|skip)$"))(handlers.on_schedule_button)
+    app.action("herald_open_modal")(handlers.on_open_modal)
+    app.action(re.compile(f"^({RETRY}|{DISCARD})$"))(handlers.on_dead_letter_button)
+    app.event("app_home_opened")(handlers.on_home_opened)
+
+    async def on_error(error: Exception) -> None:
+        log.error("slack listener failed", exc_info=error)
+
+    app.error(on_error)
+
+
+class SlackAdapter:
+    """Herald's Slack surface (see the module docstring). Build it with
+    :func:`bot.slack.create_adapter`."""
+
+    name = "slack"
+
+    def __init__(self, settings: Settings, herald: Herald) -> None:
+        if settings.slack_bot_token is None:
+            raise ConfigError("The Slack adapter needs SLACK_BOT_TOKEN (a bot token, xoxb-...).")
+        self.mode = "socket" if settings.slack_app_token is not None else "http"
+        if self.mode == "http" and not _secret(settings.slack_signing_secret):
+            raise ConfigError(
+                "Slack's HTTP mode needs SLACK_SIGNING_SECRET (Basic Information in the app's "
+                "settings); or set SLACK_APP_TOKEN to use Socket Mode."
+            )
+        self.settings = settings
+        self.herald = herald
+        self.tracker = Tracker()
+        #: Seconds dead letters are collected before they are posted (a burst: a digest).
+        self.alert_window = 1.0
+        #: Seconds running handlers may take to finish at shutdown.
+        self.stop_grace = STOP_GRACE
+        #: The port the adapter's own HTTP server listens on (HTTP mode, not attached).
+        self.port: int | None = None
+        self.bolt: AsyncApp | None = None
+        self.client: AsyncWebClient | None = None
+        self._session: aiohttp.ClientSession | None = None
+        self._socket: AsyncSocketModeHandler | None = None
+        self._runner: web.AppRunner | None = None
+        self._alerts: DeadLetterAlerts | None = None
+        self._attached = False
+
+    # --- integration with herald run ----------------------------------------------
+
+    def attach_http(self, app: web.Application) -> None:
+        """In HTTP mode, serve ``POST /slack/events`` on the service's HTTP server."""
+        if self.mode == "http":
+            app.router.add_post(EVENTS_PATH, self.handle_http)
+            self._attached = True
+
+    def connected(self) -> bool:
+        """Whether Slack can reach Herald (for ``/readyz``)."""
+        if self.bolt is None:
+            return False
+        if self._socket is not None:
+            session = self._socket.client.current_session
+            return session is not None and not session.closed
+        return True
+
+    async def handle_http(self, request: web.Request) -> web.Response:
+        """One request from Slack: Bolt verifies its signature and dispatches it."""
+        bolt = self.bolt
+        if bolt is None:
+            return web.json_response({"error": "starting"}, status=503)
+        stamp = request.headers.get("X-Slack-Request-Timestamp", "")
+        if not (stamp.isascii() and stamp.isdigit()) or not request.headers.get(
+            "X-Slack-Signature"
+        ):  # Bolt answers 500 to a timestamp that is not a number
+            return web.json_response({"error": "invalid request"}, status=401)
+        response = await bolt.async_dispatch(await to_bolt_request(request))
+        return await to_aiohttp_response(response)
+
+    # --- lifecycle ----------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Check the bot token, build the Bolt app, then connect (Socket Mode) or serve
+        (HTTP, unless attached to the service's server). Raises ConfigError when Slack
+        refuses a token."""
+        settings = self.settings
+        token = _secret(settings.slack_bot_token)
+        self._session = aiohttp.ClientSession()
+        client = AsyncWebClient(
+            token=token,
+            base_url=settings.slack_api_url,
+            session=self._session,
+            timeout=int(settings.http_timeout),
+            logger=logging.getLogger("bot.slack.sdk"),
+        )
+        try:
+            await self._check_token(client)
+            bolt = AsyncApp(
+                client=client,
+                signing_secret=_secret(settings.slack_signing_secret),
+                request_verification_enabled=self.mode == "http",
+                process_before_response=False,
+                logger=logging.getLogger("bot.slack.bolt"),
+            )
+            register(bolt, Actions(settings, self.herald, client, self.tracker))
+            self.client, self.bolt = client, bolt
+            if settings.slack_alert_channel:
+                self._alerts = DeadLetterAlerts(self._post_alert, window=self.alert_window)
+            if self.mode == "socket":
+                self._socket = AsyncSocketModeHandler(
+                    bolt, _secret(settings.slack_app_token), web_client=client
+                )
+                await self._socket.connect_async()
+            elif not self._attached:
+                await self._serve()
+        except BaseException:
+            await self.stop()
+            raise
+        log.info("slack adapter running", extra={"mode": self.mode})
+
+    async def _check_token(self, client: AsyncWebClient) -> None:
+        try:
+            await client.auth_test()
+        except SlackApiError as exc:
+            code = error_code(exc)
+            if code in _BAD_TOKEN:
+                raise ConfigError(
+                    f"Slack refused SLACK_BOT_TOKEN ({code}): reinstall the app and copy its "
+                    "Bot User OAuth Token."
+                ) from None
+            log.warning("slack auth.test failed: %s", code)
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            log.warning("could not reach slack to check the bot token: %s", error_code(exc))
+
+    async def _serve(self) -> None:
+        app = web.Application()
+        app.router.add_post(EVENTS_PATH, self.handle_http)
+        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=STOP_GRACE)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.settings.http_host, self.settings.http_port)
+        await site.start()
+        server = getattr(site, "_server", None)
+        sockets = getattr(server, "sockets", None) or []
+        self.port = sockets[0].getsockname()[1] if sockets else self.settings.http_port
+        log.info("slack http mode listening", extra={"port": self.port, "path": EVENTS_PATH})
+
+    async def stop(self) -> None:
+        """Post pending alerts, let running handlers finish, disconnect, close."""
+        if self._alerts is not None:
+            await self._alerts.close()
+            self._alerts = None
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+        await self.tracker.drain(self.stop_grace)
+        if self._socket is not None:
+            await self._socket.close_async()
+            self._socket = None
+        self.bolt = None
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    # --- dead letters -------------------------------------------------------------
+
+    def on_finished(self, item: Finished) -> None:
+        """Queue a dead letter for the alert channel (never blocks)."""
+        if item.state == "dead" and self._alerts is not None:
+            self._alerts.add(item)
+
+    async def _post_alert(self, text: str, blocks: Blocks) -> None:
+        assert self.client is not None and self.settings.slack_alert_channel
+        channel = self.settings.slack_alert_channel.removeprefix("slack:")
+        await self.client.chat_postMessage(channel=channel, text=text, blocks=blocks)
+
+
+def _secret(value: Any) -> str:
+    return value.get_secret_value() if value is not None else ""

@@ -1,0 +1,193 @@
+"""What every Slack handler shares: who is acting, the in-flight work, the reply and
+modal helpers, the App Home.
+
+Handlers acknowledge first (Slack wants an answer within 3 seconds), then do their
+work; a :class:`core.errors.HeraldError` becomes an ephemeral sentence, anything else
+is logged with its traceback and the person gets a short apology.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.slack.blocks import Reply, notice, refusal
+from bot.slack.directory import Directory, error_code
+from bot.slack.home import home_view
+from bot.slack.modal import ModalMeta, fingerprint, schedule_modal
+from core.actors import Actor
+from core.destinations import parse_destination
+from core.errors import HeraldError
+from core.models import Schedule, ScheduleState
+from core.settings import Settings
+from core.usecases import Herald
+
+log = logging.getLogger(__name__)
+
+SORRY = ":warning: Something went wrong on Herald's side; the operators can see it in the log."
+#: Slack closes a modal's submission after 3 s; validation gets this long before ack.
+ACK_BUDGET = 2.5
+
+Send = Callable[[Reply], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class Person:
+    """Who clicked or typed: their Slack id, their Herald actor and the zone Herald reads
+    their times in (their own choice, else their Slack profile's, else the default)."""
+
+    user_id: str
+    actor: Actor
+    zone: str
+    #: Where ``zone`` comes from, in words.
+    zone_source: str = "Herald's default"
+
+
+class Tracker:
+    """The handler tasks still running after their acknowledgement, so the adapter can
+    let them finish at shutdown."""
+
+    def __init__(self) -> None:
+        self.tasks: set[asyncio.Task[Any]] = set()
+
+    @contextmanager
+    def track(self) -> Iterator[None]:
+        task = asyncio.current_task()
+        if task is not None:
+            self.tasks.add(task)
+        try:
+            yield
+        finally:
+            if task is not None:
+                self.tasks.discard(task)
+
+    async def drain(self, grace: float) -> None:
+        """Wait up to ``grace`` s for running handlers, then cancel the rest."""
+        current = asyncio.current_task()
+        pending = [t for t in self.tasks if t is not current and not t.done()]
+        if not pending:
+            return
+        _, late = await asyncio.wait(pending, timeout=grace)
+        for task in late:
+            task.cancel()
+        if late:
+            await asyncio.gather(*late, return_exceptions=True)
+
+
+class Base:
+    """Shared state and helpers of the handler mixins."""
+
+    def __init__(
+        self, settings: Settings, herald: Herald, client: AsyncWebClient, tracker: Tracker
+    ) -> None:
+        self.settings = settings
+        self.herald = herald
+        self.client = client
+        self.directory = Directory(client)
+        self.tracker = tracker
+
+    # --- who ----------------------------------------------------------------------
+
+    async def person(self, user_id: str) -> Person:
+        """Sync what Slack says about ``user_id`` into Herald and resolve their zone."""
+        info = await self.directory.user(user_id)
+        admin = None
+        if self.settings.slack_admins_from_workspace and info.known:
+            admin = info.workspace_admin
+        actor = await self.herald.sync_member(
+            f"slack:{user_id}", display_name=info.name, platform_admin=admin
+        )
+        if actor.timezone:
+            return Person(user_id, actor, actor.timezone, "you set it")
+        if info.tz:
+            return Person(user_id, actor, info.tz, "from your Slack profile")
+        return Person(user_id, actor, self.settings.default_tz)
+
+    # --- the boundary -------------------------------------------------------------
+
+    async def guard(self, work: Awaitable[None], send: Send) -> None:
+        """Run one handler's work after its ack: errors become an ephemeral reply."""
+        try:
+            await work
+        except HeraldError as exc:
+            await self._safely(send, refusal(exc))
+        except Exception:  # the handler boundary: log with traceback, apologise
+            log.exception("slack handler failed")
+            await self._safely(send, notice(SORRY))
+
+    @staticmethod
+    async def _safely(send: Send, reply: Reply) -> None:
+        try:
+            await send(reply)
+        except Exception as exc:
+            log.warning("could not send a slack reply: %s", error_code(exc))
+
+    # --- modal --------------------------------------------------------------------
+
+    async def open_modal(
+        self,
+        trigger_id: str,
+        person: Person,
+        *,
+        channel: str | None = None,
+        schedule: Schedule | None = None,
+    ) -> None:
+        """Open the schedule modal, empty (in ``channel``) or filled with ``schedule``."""
+        text = None
+        if schedule is None:
+            meta = ModalMeta(channel=channel if channel and channel[0] in "CG" else None)
+        else:
+            parsed = parse_destination(schedule.destination)
+            slack = parsed.kind == "slack"
+            meta = ModalMeta(
+                schedule_id=schedule.id,
+                version=schedule.version,
+                channel=parsed.target.partition("/")[0] if slack else None,
+                when=schedule.expression,
+                text_fp=fingerprint(schedule.body),
+                fixed=None if slack else parsed.redacted(),
+            )
+            text = schedule.body
+        view = schedule_modal(zone=person.zone, meta=meta, text=text)
+        await self.client.views_open(trigger_id=trigger_id, view=view)
+
+    # --- App Home -----------------------------------------------------------------
+
+    async def live_schedules(self, actor_id: str, *, everyone: bool = False) -> list[Schedule]:
+        """Active and paused schedules, soonest first (paused last)."""
+        found: list[Schedule] = []
+        for state in (ScheduleState.ACTIVE.value, ScheduleState.PAUSED.value):
+            found += await self.herald.list_schedules(actor_id, everyone=everyone, state=state)
+        far = self.herald.clock.now().replace(year=9999)
+        return sorted(found, key=lambda s: (s.state != "active", s.next_run_at or far, s.id))
+
+    async def publish_home(self, person: Person, notice_text: str | None = None) -> None:
+        actor = person.actor
+        schedules = await self.live_schedules(actor.id)
+        overview = dead = None
+        if actor.sees_everything:
+            overview = await self.herald.overview(actor.id)
+            dead = await self.herald.dead_letters(actor.id, limit=5)
+        view = home_view(
+            schedules,
+            zone=person.zone,
+            overview=overview,
+            dead=dead,
+            admin=actor.is_admin,
+            notice=notice_text,
+        )
+        await self.client.views_publish(user_id=person.user_id, view=view)
+
+    def home_sender(self, person: Person) -> Send:
+        """Replies to a click in the Home tab: the tab again, with the reply on top."""
+
+        async def send(reply: Reply) -> None:
+            await self.publish_home(person, reply[0])
+
+        return send

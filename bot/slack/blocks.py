@@ -1,0 +1,211 @@
+"""Block Kit for Herald's replies: schedules, lists, details, notices.
+
+Times are Slack date tokens (``<!date^EPOCH^{date_short_pretty} {time}|fallback>``), so
+each reader sees them in their own zone; the fallback is the schedule's zone. User
+text is escaped before it is shown (no accidental mention or link).
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from bot.slack.grammar import escape, unescape
+from core import timeexpr
+from core.destinations import parse_destination
+from core.errors import HeraldError
+from core.models import Schedule, ScheduleState
+from core.usecases import ScheduleDetail
+from core.views import describe
+
+Blocks = list[dict[str, Any]]
+#: A reply: the notification text and its blocks.
+Reply = tuple[str, Blocks]
+
+NEXT_COUNT = 3
+LIST_LIMIT = 15
+QUOTE_LIMIT = 300
+_TICK = timedelta(microseconds=1)
+
+
+def date_token(at: datetime, zone: str = "UTC") -> str:
+    """``at`` as a Slack date token; the fallback is written in ``zone``."""
+    local = at.astimezone(ZoneInfo(zone))
+    fallback = f"{local:%a %d %b %Y %H:%M} {zone}"
+    return f"<!date^{int(at.timestamp())}^{{date_short_pretty}} {{time}}|{fallback}>"
+
+
+def where(destination: str) -> str:
+    """A destination as Slack shows it: ``<#C0123>`` for a Slack channel."""
+    try:
+        parsed = parse_destination(destination)
+    except HeraldError:
+        return f"`{escape(destination)}`"
+    if parsed.kind == "slack":
+        channel, _, thread = parsed.target.partition("/")
+        return f"<#{channel}>" + (" (in a thread)" if thread else "")
+    return f"`{escape(parsed.redacted())}`"
+
+
+def upcoming(schedule: Schedule, count: int = NEXT_COUNT) -> list[datetime]:
+    """The schedule's next ``count`` planned times (none unless it is active)."""
+    nxt = schedule.next_run_at
+    if schedule.state != ScheduleState.ACTIVE.value or nxt is None:
+        return []
+    if schedule.rrule is None:
+        return [nxt]
+    return timeexpr.occurrences(schedule.rrule, count=count, after=nxt - _TICK)
+
+
+def quote(body: str, limit: int = QUOTE_LIMIT) -> str:
+    """The message body as a block quote, cut at ``limit`` characters. The body is
+    already in Slack's escaped form (it is posted as is)."""
+    shown = body if len(body) <= limit else body[: limit - 1] + "…"
+    return "\n".join(f">{line}" for line in shown.splitlines() or [""])
+
+
+def summary(schedule: Schedule, *, owner: bool = False) -> str:
+    """Id, destination, the time in words, the next times, the message quoted."""
+    times = upcoming(schedule)
+    lines = [f"*#{schedule.id}* to {where(schedule.destination)}: {escape(describe(schedule))}"]
+    if schedule.state != ScheduleState.ACTIVE.value:
+        lines.append(f"_{schedule.state}_")
+    elif times:
+        label = "Next" if len(times) == 1 else "Next times"
+        lines.append(f"{label}: " + ", ".join(date_token(t, schedule.timezone) for t in times))
+    if owner:
+        lines.append(f"Owner: <@{schedule.owner.partition(':')[2]}>")
+    lines.append(quote(schedule.body))
+    return "\n".join(lines)
+
+
+def button(
+    label: str, action_id: str, value: str, *, style: str | None = None, confirm: str | None = None
+) -> dict[str, Any]:
+    element: dict[str, Any] = {
+        "type": "button",
+        "text": {"type": "plain_text", "text": label},
+        "action_id": action_id,
+        "value": value,
+    }
+    if style:
+        element["style"] = style
+    if confirm:
+        element["confirm"] = {
+            "title": {"type": "plain_text", "text": "Are you sure?"},
+            "text": {"type": "mrkdwn", "text": confirm},
+            "confirm": {"type": "plain_text", "text": label},
+            "deny": {"type": "plain_text", "text": "Keep it"},
+            "style": "danger" if style == "danger" else "primary",
+        }
+    return element
+
+
+def buttons(schedule: Schedule, *, full: bool = False, one: bool = False) -> dict[str, Any] | None:
+    """Edit and Cancel (and with ``full``, Pause or Resume and Skip) for a live schedule.
+    ``one``: the message shows only this schedule, so a click may replace it."""
+    state = schedule.state
+    if state not in (ScheduleState.ACTIVE.value, ScheduleState.PAUSED.value):
+        return None
+    sid = str(schedule.id)
+    elements = [button("Edit", "herald_edit", sid)]
+    if full and state == ScheduleState.ACTIVE.value:
+        elements.append(button("Pause", "herald_pause", sid))
+        if schedule.rrule is not None:
+            elements.append(button("Skip next", "herald_skip", sid))
+    if full and state == ScheduleState.PAUSED.value:
+        elements.append(button("Resume", "herald_resume", sid))
+    elements.append(
+        button(
+            "Cancel",
+            "herald_cancel",
+            sid,
+            style="danger",
+            confirm=f"Schedule #{sid} will stop for good.",
+        )
+    )
+    block_id = f"schedule:{sid}:one" if one else f"schedule:{sid}"
+    return {"type": "actions", "block_id": block_id, "elements": elements}
+
+
+def section(text: str) -> dict[str, Any]:
+    return {"type": "section", "text": {"type": "mrkdwn", "text": text[:3000]}}
+
+
+def context(text: str) -> dict[str, Any]:
+    return {"type": "context", "elements": [{"type": "mrkdwn", "text": text[:3000]}]}
+
+
+def schedule_blocks(
+    schedule: Schedule, *, full: bool = False, owner: bool = False, one: bool = False
+) -> Blocks:
+    blocks = [section(summary(schedule, owner=owner))]
+    actions = buttons(schedule, full=full, one=one)
+    if actions is not None:
+        blocks.append(actions)
+    return blocks
+
+
+def schedule_reply(schedule: Schedule, headline: str) -> Reply:
+    """A confirmation: what happened, then the schedule with Edit and Cancel."""
+    blocks = [section(headline), *schedule_blocks(schedule, one=True)]
+    return f"{headline} (#{schedule.id})", blocks
+
+
+def notice(text: str) -> Reply:
+    """A one-line answer (an error sentence from core, a confirmation...)."""
+    return text, [section(text)]
+
+
+def shown(error: HeraldError) -> str:
+    """An error's sentence as mrkdwn: escaped, unless it is mrkdwn already."""
+    return str(error) if getattr(error, "mrkdwn", False) else escape(str(error))
+
+
+def plain(error: HeraldError) -> str:
+    """An error's sentence as plain text (a modal's inline error): links made words."""
+    text = re.sub(r"<#[A-Z0-9]+(?:\|[^>]*)?>", "that channel", str(error))
+    return text if not getattr(error, "mrkdwn", False) else unescape(text)
+
+
+def refusal(error: HeraldError) -> Reply:
+    return notice(f":warning: {shown(error)}")
+
+
+def list_reply(schedules: list[Schedule], *, everyone: bool) -> Reply:
+    whose = "Everyone's" if everyone else "Your"
+    if not schedules:
+        text = f"{whose} schedule list is empty. Try `/schedule help` to make one."
+        return notice(text)
+    shown = schedules[:LIST_LIMIT]
+    blocks: Blocks = [section(f"*{whose} schedules* ({len(schedules)})")]
+    for schedule in shown:
+        blocks.append({"type": "divider"})
+        blocks.extend(schedule_blocks(schedule, full=True, owner=everyone))
+    if len(schedules) > LIST_LIMIT:
+        blocks.append(
+            context(f"…and {len(schedules) - LIST_LIMIT} more: `herald list` shows them all.")
+        )
+    return f"{whose} schedules: {len(schedules)}", blocks
+
+
+def detail_reply(detail: ScheduleDetail) -> Reply:
+    """One schedule with its last deliveries."""
+    schedule = detail.schedule
+    blocks = schedule_blocks(schedule, full=True, owner=True, one=True)
+    zone = schedule.timezone
+    lines = [
+        f"State *{schedule.state}*, version {schedule.version}, "
+        f"expression `{escape(schedule.expression)}`"
+    ]
+    for job in detail.jobs[:5]:
+        line = f"• {date_token(job.occurrence_at, zone)}: {job.state}"
+        if job.attempts:
+            line += f" after {job.attempts} attempt{'s' if job.attempts != 1 else ''}"
+        if job.last_error:
+            line += f" ({escape(job.last_error[:200])})"
+        lines.append(line)
+    blocks.append(context("\n".join(lines)))
+    return f"Schedule #{schedule.id}", blocks

@@ -1,0 +1,271 @@
+"""``/schedule`` and the schedule modal: Slack payloads in, :class:`core.usecases.Herald`
+calls out."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from slack_bolt.context.ack.async_ack import AsyncAck
+from slack_bolt.context.respond.async_respond import AsyncRespond
+
+from bot.slack import grammar
+from bot.slack.base import ACK_BUDGET, SORRY, Base, Person, Send
+from bot.slack.blocks import (
+    Reply,
+    date_token,
+    detail_reply,
+    list_reply,
+    notice,
+    plain,
+    schedule_reply,
+    shown,
+    where,
+)
+from bot.slack.grammar import escape
+from bot.slack.modal import ModalMeta, Submission, fingerprint, read_submission, schedule_modal
+from core.errors import HeraldError
+from core.models import Schedule
+from core.usecases import check_text
+
+log = logging.getLogger(__name__)
+
+DONE = {
+    "cancel": "Cancelled",
+    "pause": "Paused",
+    "resume": "Resumed",
+    "skip": "Skipped the next occurrence of",
+}
+
+
+def responder(respond: AsyncRespond, *, replace: bool = False) -> Send:
+    """Replies through the payload's ``response_url``, visible only to the person."""
+
+    async def send(reply: Reply) -> None:
+        text, blocks = reply
+        await respond(
+            text=text,
+            blocks=blocks,
+            response_type="ephemeral",
+            replace_original=replace,
+        )
+
+    return send
+
+
+class Commands(Base):
+    """The slash command, the modal's submission and its preview."""
+
+    # --- /schedule ----------------------------------------------------------------
+
+    async def on_command(self, ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond) -> None:
+        with self.tracker.track():
+            await ack()
+            await self.guard(self._command(body, respond), responder(respond))
+
+    async def _command(self, body: dict[str, Any], respond: AsyncRespond) -> None:
+        send = responder(respond)
+        command = grammar.parse(body.get("text") or "")
+        user_id = str(body["user_id"])
+        channel = str(body.get("channel_id") or "")
+        person = await self.person(user_id)
+        actor = person.actor.id
+        match command:
+            case grammar.Help():
+                await send(notice(grammar.HELP))
+            case grammar.OpenModal():
+                await self.open_modal(str(body["trigger_id"]), person, channel=channel)
+            case grammar.Listing(everyone=everyone):
+                schedules = await self.live_schedules(actor, everyone=everyone)
+                await send(list_reply(schedules, everyone=everyone))
+            case grammar.Timezone(zone=None):
+                await send(notice(self._zone_text(person)))
+            case grammar.Timezone(zone=str(zone)):
+                name = await self.herald.set_timezone(actor, zone)
+                await send(notice(f":white_check_mark: Herald now reads your times in *{name}*."))
+            case grammar.Act(verb="show", schedule_id=sid):
+                await send(detail_reply(await self.herald.show_schedule(actor, sid)))
+            case grammar.Act(verb="edit", schedule_id=sid):
+                detail = await self.herald.show_schedule(actor, sid)
+                await self.open_modal(str(body["trigger_id"]), person, schedule=detail.schedule)
+            case grammar.Act(verb=verb, schedule_id=sid):
+                updated = await self.change(person, verb, sid)
+                await send(schedule_reply(updated, f"{DONE[verb]} schedule #{sid}."))
+            case grammar.Create():
+                await send(await self._create(person, command, channel, body))
+
+    def _zone_text(self, person: Person) -> str:
+        return (
+            f"Herald reads your times in *{person.zone}* ({person.zone_source}). "
+            "Change it with `/schedule timezone Europe/Berlin`."
+        )
+
+    async def change(self, person: Person, verb: str, schedule_id: int) -> Schedule:
+        """Cancel, pause, resume or skip: one use case each."""
+        actor = person.actor.id
+        if verb == "cancel":
+            return await self.herald.cancel_schedule(actor, schedule_id)
+        if verb == "pause":
+            return await self.herald.pause_schedule(actor, schedule_id)
+        if verb == "resume":
+            return await self.herald.resume_schedule(actor, schedule_id)
+        if verb == "skip":
+            return await self.herald.skip_next(actor, schedule_id)
+        raise ValueError(f"unknown verb {verb!r}")
+
+    async def _create(
+        self, person: Person, command: grammar.Create, here: str, body: dict[str, Any]
+    ) -> Reply:
+        channel = command.channel or here
+        await self.directory.check_member(person.user_id, channel)
+        schedule, created = await self.herald.create_schedule(
+            person.actor.id,
+            to=f"slack:{channel}",
+            when=command.when,
+            text=command.text,
+            tz=person.zone,
+            key=f"slack-trigger:{body['trigger_id']}" if body.get("trigger_id") else None,
+        )
+        headline = ":white_check_mark: Scheduled" if created else "Already scheduled"
+        return schedule_reply(schedule, f"{headline} for {where(schedule.destination)}.")
+
+    # --- the modal ----------------------------------------------------------------
+
+    async def on_submit(self, ack: AsyncAck, body: dict[str, Any], view: dict[str, Any]) -> None:
+        with self.tracker.track():
+            meta = ModalMeta.loads(view.get("private_metadata"))
+            submission = read_submission(view)
+            saved = None
+            try:
+                async with asyncio.timeout(ACK_BUDGET):
+                    person = await self._who(body)
+                    errors, saved = await self._save(person, meta, submission, view)
+            except TimeoutError:
+                errors = {_first(view): "Slack could not wait for Herald: try again."}
+            except HeraldError as exc:
+                errors = {_first(view): plain(exc)}
+            except Exception:  # the handler boundary
+                log.exception("slack modal submission failed")
+                errors = {_first(view): SORRY.removeprefix(":warning: ")}
+            if errors:
+                await ack(response_action="errors", errors=errors)
+                return
+            await ack()
+            if saved is not None:
+                await self.guard(self._confirm(person, *saved), self._dm(person))
+
+    async def _save(
+        self, person: Person, meta: ModalMeta, sub: Submission, view: dict[str, Any]
+    ) -> tuple[dict[str, str], tuple[Schedule, str] | None]:
+        """Check each field (errors by block id), then create or edit."""
+        errors = dict(sub.errors)
+        if "text" not in errors:
+            try:
+                check_text(sub.text)
+            except HeraldError as exc:
+                errors["text"] = plain(exc)
+        changed_when = sub.when is not None and sub.when != meta.when
+        if sub.when is not None and (changed_when or meta.schedule_id is None):
+            try:
+                self.herald.read_when(sub.when, person.zone)
+            except HeraldError as exc:
+                errors["when" if _typed(view) else "date"] = plain(exc)
+        if meta.schedule_id is None and sub.channel is None:
+            errors["channel"] = "Pick the channel to post in."
+        changed_channel = sub.channel is not None and sub.channel != meta.channel
+        if sub.channel is not None and (changed_channel or meta.schedule_id is None):
+            try:
+                await self.directory.check_member(person.user_id, sub.channel)
+                await self.herald.check_reachable(f"slack:{sub.channel}")
+            except HeraldError as exc:
+                errors["channel"] = plain(exc)
+        if errors:
+            return errors, None
+        actor = person.actor.id
+        if meta.schedule_id is None:
+            assert sub.channel is not None and sub.when is not None  # no errors: both set
+            schedule, _ = await self.herald.create_schedule(
+                actor,
+                to=f"slack:{sub.channel}",
+                when=sub.when,
+                text=sub.text,
+                tz=person.zone,
+                key=f"slack-view:{view.get('id')}" if view.get("id") else None,
+            )
+            return {}, (schedule, ":white_check_mark: Scheduled")
+        text = sub.text if fingerprint(sub.text) != meta.text_fp else None
+        if not (changed_when or changed_channel or text is not None):
+            return {}, None
+        schedule = await self.herald.edit_schedule(
+            actor,
+            meta.schedule_id,
+            when=sub.when if changed_when else None,
+            text=text,
+            to=f"slack:{sub.channel}" if changed_channel else None,
+            tz=person.zone if changed_when else None,
+            expected_version=meta.version,
+        )
+        return {}, (schedule, ":white_check_mark: Saved")
+
+    async def _confirm(self, person: Person, schedule: Schedule, headline: str) -> None:
+        """After the modal closed: an ephemeral note in the channel, and the Home tab."""
+        text, blocks = schedule_reply(schedule, f"{headline} for {where(schedule.destination)}.")
+        destination = schedule.destination
+        if destination.startswith("slack:"):
+            channel = destination.removeprefix("slack:").partition("/")[0]
+            await self.client.chat_postEphemeral(
+                channel=channel, user=person.user_id, text=text, blocks=blocks
+            )
+        else:
+            await self.client.chat_postMessage(channel=person.user_id, text=text, blocks=blocks)
+        await self.publish_home(person)
+
+    def _dm(self, person: Person) -> Send:
+        async def send(reply: Reply) -> None:
+            await self.client.chat_postMessage(
+                channel=person.user_id, text=reply[0], blocks=reply[1]
+            )
+
+        return send
+
+    async def on_preview(self, ack: AsyncAck, body: dict[str, Any]) -> None:
+        """Enter in the "when" field: show how Herald reads it, with the next times."""
+        with self.tracker.track():
+            await ack()
+            await self.guard(self._preview(body, body.get("view") or {}), _nowhere)
+
+    async def _who(self, body: dict[str, Any]) -> Person:
+        return await self.person(str(body["user"]["id"]))
+
+    async def _preview(self, body: dict[str, Any], view: dict[str, Any]) -> None:
+        person = await self._who(body)
+        sub = read_submission(view)
+        typed = ((view.get("state") or {}).get("values") or {}).get("when", {}).get("when", {})
+        expression = (typed.get("value") or "").strip()
+        try:
+            reading = self.herald.read_when(expression, person.zone)
+        except HeraldError as exc:
+            preview = f":warning: {shown(exc)}"
+        else:
+            times = ", ".join(date_token(t, reading.timezone) for t in reading.occurrences(3))
+            preview = f"*{escape(reading.description)}*\nNext: {times}"
+        meta = ModalMeta.loads(view.get("private_metadata"))
+        rebuilt = schedule_modal(zone=person.zone, meta=meta, text=sub.text, preview=preview)
+        await self.client.views_update(view_id=view["id"], hash=view.get("hash"), view=rebuilt)
+
+
+async def _nowhere(reply: Reply) -> None:
+    """A preview has no place for an error reply: it is only logged."""
+    log.warning("slack modal preview failed: %s", reply[0])
+
+
+def _typed(view: dict[str, Any]) -> bool:
+    values = (view.get("state") or {}).get("values") or {}
+    return bool(((values.get("when") or {}).get("when") or {}).get("value"))
+
+
+def _first(view: dict[str, Any]) -> str:
+    """The block an error about the whole submission is shown on."""
+    blocks = [b.get("block_id") for b in view.get("blocks") or [] if b.get("type") == "input"]
+    return "when" if "when" in blocks else (blocks[0] if blocks else "when")

@@ -1,0 +1,170 @@
+"""Dead letters in Slack: alerts posted to ``HERALD_SLACK_ALERT_CHANNEL`` with Retry and
+Discard buttons (one message per letter, or a digest when many die at once), and the
+message an admin's decision leaves behind."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from bot.slack.blocks import Blocks, button, context, quote, section, where
+from bot.slack.grammar import escape
+from core.store.queue import DeadLetter, Finished
+
+log = logging.getLogger(__name__)
+
+RETRY = "herald_dead_retry"
+DISCARD = "herald_dead_discard"
+#: From this many letters in one burst, one digest message instead of one each.
+DIGEST_FROM = 4
+#: Job ids one digest's buttons carry (a button value holds 2,000 characters).
+DIGEST_IDS = 150
+DIGEST_LINES = 10
+ERROR_CHARS = 300
+
+Post = Callable[[str, Blocks], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class Letter:
+    """What an alert shows of one dead letter."""
+
+    job_id: int
+    schedule_id: int
+    destination: str
+    attempts: int
+    error: str
+    body: str
+
+    @classmethod
+    def from_finished(cls, item: Finished) -> Letter:
+        error = item.error or (item.attempt.error if item.attempt else None) or "unknown error"
+        job = item.job
+        attempts = job.attempts - (1 if item.refund_attempt else 0)
+        return cls(job.id, job.schedule_id, job.destination, attempts, error, job.body)
+
+    @classmethod
+    def from_dead(cls, letter: DeadLetter) -> Letter:
+        error = letter.last_error or "unknown error"
+        return cls(
+            letter.job_id,
+            letter.schedule_id,
+            letter.destination,
+            letter.attempts,
+            error,
+            letter.body,
+        )
+
+
+def decision_buttons(job_ids: Sequence[int], *, many: bool = False) -> dict[str, Any]:
+    value = ",".join(str(j) for j in job_ids)
+    suffix = " all" if many else ""
+    return {
+        "type": "actions",
+        "block_id": f"dead:{job_ids[0]}",
+        "elements": [
+            button(f"Retry{suffix}", RETRY, value, style="primary"),
+            button(
+                f"Discard{suffix}",
+                DISCARD,
+                value,
+                style="danger",
+                confirm="The message will not be sent. This cannot be undone.",
+            ),
+        ],
+    }
+
+
+def letter_blocks(letter: Letter, *, buttons: bool = True) -> Blocks:
+    """One dead letter: what failed, where, why; with Retry and Discard."""
+    attempts = f"{letter.attempts} attempt{'s' if letter.attempts != 1 else ''}"
+    blocks: Blocks = [
+        section(
+            f":rotating_light: *Dead letter {letter.job_id}*: schedule #{letter.schedule_id} "
+            f"to {where(letter.destination)} failed after {attempts}.\n"
+            f"*Error:* {escape(letter.error[:ERROR_CHARS])}\n{quote(letter.body, 200)}"
+        )
+    ]
+    if buttons:
+        blocks.append(decision_buttons([letter.job_id]))
+    return blocks
+
+
+def digest_blocks(letters: Sequence[Letter]) -> Blocks:
+    """Many dead letters at once: the first few, and Retry all / Discard all."""
+    lines = [
+        f"• *{x.job_id}* (schedule #{x.schedule_id}) to {where(x.destination)}: "
+        f"{escape(x.error[:120])}"
+        for x in letters[:DIGEST_LINES]
+    ]
+    if len(letters) > DIGEST_LINES:
+        lines.append(f"…and {len(letters) - DIGEST_LINES} more.")
+    return [
+        section(
+            f":rotating_light: *{len(letters)} messages could not be delivered.*\n"
+            + "\n".join(lines)
+        ),
+        decision_buttons([x.job_id for x in letters], many=True),
+    ]
+
+
+def decided(original: Blocks, outcome: str) -> Blocks:
+    """The alert once decided: its content without the buttons, and who decided."""
+    kept = [b for b in original if b.get("type") != "actions"]
+    return [*kept, context(outcome)]
+
+
+class DeadLetterAlerts:
+    """Collects dead letters for ``window`` seconds, then posts them with ``post``.
+
+    ``add`` never blocks (it is called from the dispatcher's outcome observer)."""
+
+    def __init__(self, post: Post, *, window: float = 1.0) -> None:
+        self.post = post
+        self.window = window
+        self._pending: list[Letter] = []
+        self._task: asyncio.Task[None] | None = None
+
+    def add(self, item: Finished) -> None:
+        self._pending.append(Letter.from_finished(item))
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(
+                self._later(), name="herald-slack-dead-letters"
+            )
+
+    async def _later(self) -> None:
+        await asyncio.sleep(self.window)
+        await self.flush()
+
+    async def flush(self) -> None:
+        """Post what is pending now."""
+        letters, self._pending = self._pending, []
+        if not letters:
+            return
+        if len(letters) < DIGEST_FROM:
+            messages = [
+                (f"Dead letter {x.job_id}: {x.error[:200]}", letter_blocks(x)) for x in letters
+            ]
+        else:
+            messages = [
+                (f"{len(chunk)} messages could not be delivered", digest_blocks(chunk))
+                for chunk in (
+                    letters[i : i + DIGEST_IDS] for i in range(0, len(letters), DIGEST_IDS)
+                )
+            ]
+        for text, blocks in messages:
+            try:
+                await self.post(text, blocks)
+            except Exception:  # an alert must never take the adapter down
+                log.exception("could not post a dead-letter alert to slack")
+
+    async def close(self) -> None:
+        """Post what is pending and stop."""
+        task, self._task = self._task, None
+        if task is not None and not task.done():
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+        await self.flush()

@@ -1,0 +1,145 @@
+"""What the Slack Web API says about people and channels, with SDK errors translated.
+
+``users.info`` answers are cached for a few minutes (every command needs the person's
+zone and admin standing); channel membership is asked each time, so someone who just
+left a channel cannot schedule into it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import time
+from dataclasses import dataclass
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import aiohttp
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.slack.grammar import Refusal
+from core.errors import PermissionDenied
+
+log = logging.getLogger(__name__)
+
+USER_TTL = 300.0
+_CHANNEL_ID = re.compile(r"[CGD][A-Z0-9]{2,30}")
+MAX_MEMBER_PAGES = 50
+_INVITE = "type `/invite @Herald` in that channel, then try again"
+
+
+@dataclass(frozen=True)
+class SlackUser:
+    """A Slack user as Herald needs it: a display name, the profile's zone (None when
+    unknown or not an IANA zone) and whether they administer the workspace."""
+
+    id: str
+    name: str | None = None
+    tz: str | None = None
+    workspace_admin: bool = False
+    #: Whether Slack answered (an unknown user is never demoted or promoted).
+    known: bool = False
+
+
+def error_code(exc: Exception) -> str:
+    """The Web API error code of an SDK exception, or its type for network trouble."""
+    if isinstance(exc, SlackApiError):
+        return str(exc.response.get("error") or "unknown_error")
+    return type(exc).__name__
+
+
+def _zone(name: object) -> str | None:
+    if not isinstance(name, str) or not name:
+        return None
+    try:
+        return ZoneInfo(name).key
+    except (ZoneInfoNotFoundError, ValueError):
+        return None
+
+
+_FAILURES = (SlackApiError, aiohttp.ClientError, asyncio.TimeoutError)
+
+
+class NotMember(PermissionDenied):
+    """The person is not in the channel (the message is Slack mrkdwn)."""
+
+    mrkdwn = True
+
+
+class Directory:
+    """Look-ups over one Web API client."""
+
+    def __init__(self, client: AsyncWebClient, *, ttl: float = USER_TTL) -> None:
+        self.client = client
+        self.ttl = ttl
+        self._users: dict[str, tuple[float, SlackUser]] = {}
+
+    async def user(self, user_id: str) -> SlackUser:
+        """``users.info`` for ``user_id`` (cached). When Slack cannot be asked, a user
+        with no zone and no admin standing (logged)."""
+        cached = self._users.get(user_id)
+        now = time.monotonic()
+        if cached is not None and now - cached[0] < self.ttl:
+            return cached[1]
+        try:
+            answer = await self.client.users_info(user=user_id)
+        except _FAILURES as exc:
+            log.warning("slack users.info failed: %s", error_code(exc), extra={"user": user_id})
+            return SlackUser(user_id)
+        data = answer.get("user") or {}
+        profile = data.get("profile") or {}
+        name = profile.get("display_name") or profile.get("real_name") or data.get("name")
+        user = SlackUser(
+            user_id,
+            name=str(name) if name else None,
+            tz=_zone(data.get("tz")),
+            workspace_admin=bool(
+                data.get("is_admin") or data.get("is_owner") or data.get("is_primary_owner")
+            ),
+            known=True,
+        )
+        self._users[user_id] = (now, user)
+        return user
+
+    async def check_member(self, user_id: str, channel_id: str) -> None:
+        """Refuse unless ``user_id`` is a member of ``channel_id`` (``conversations.members``).
+
+        Raises Refusal for what is not a channel, a direct message, a channel Herald
+        cannot see (a private channel it was not invited to) or when Slack cannot be
+        asked; NotMember (a PermissionDenied) when the person is not a member."""
+        if not _CHANNEL_ID.fullmatch(channel_id):
+            raise Refusal("That is not a Slack channel: pick one from the list.")
+        if channel_id.startswith("D"):
+            raise Refusal(
+                "Herald posts into channels, not direct messages: name a channel, e.g. "
+                "`/schedule #general tomorrow at 9am: Hello`."
+            )
+        cursor: str | None = None
+        for _ in range(MAX_MEMBER_PAGES):
+            try:
+                answer = await self.client.conversations_members(
+                    channel=channel_id, limit=1000, cursor=cursor
+                )
+            except _FAILURES as exc:
+                code = error_code(exc)
+                if code == "channel_not_found":
+                    raise Refusal(
+                        f"Herald cannot see <#{channel_id}>: if it is a private channel, {_INVITE}."
+                    ) from None
+                log.warning(
+                    "slack conversations.members failed: %s", code, extra={"channel": channel_id}
+                )
+                raise Refusal(
+                    f"Herald could not check your membership of <#{channel_id}> with Slack "
+                    f"just now ({code}); try again in a minute."
+                ) from None
+            if user_id in (answer.get("members") or []):
+                return
+            cursor = (answer.get("response_metadata") or {}).get("next_cursor") or None
+            if not cursor:
+                break
+        raise NotMember(
+            f"You can only schedule into channels you are a member of: join <#{channel_id}> "
+            "first, or pick another channel."
+        )

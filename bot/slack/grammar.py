@@ -1,0 +1,201 @@
+"""The ``/schedule`` grammar: the text Slack sends after the command in, one command out.
+
+Pure: no Slack, no database, no clock. The text arrives escaped the way Slack escapes
+command text when the command's "Escape channels, users, and links" option is on
+(``should_escape: true`` in the manifest): channels as ``<#C0123|general>`` or
+``<#C0123>``, ``&``, ``<`` and ``>`` as ``&amp;``, ``&lt;`` and ``&gt;``.
+
+Grammar (the first word decides; keywords are not case-sensitive)::
+
+    /schedule                              open the modal
+    /schedule [#channel] WHEN: MESSAGE     schedule (": " - a colon and a space - ends WHEN)
+    /schedule [#channel] "MESSAGE" WHEN    the /remind form (straight or curly quotes)
+    /schedule list [all]
+    /schedule show|edit|cancel|pause|resume|skip ID
+    /schedule timezone [ZONE]
+    /schedule help
+
+Every refusal is a :class:`Refusal` (an :class:`core.errors.InvalidInput`) whose sentence
+says what was not understood and shows an example that works.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from core.errors import InvalidInput
+
+EXAMPLE = "/schedule #general every weekday at 9am: Standup in 5 minutes!"
+QUOTED_EXAMPLE = '/schedule #general "Lunch!" tomorrow at noon'
+VERBS = ("show", "edit", "cancel", "pause", "resume", "skip")
+KEYWORDS = frozenset({*VERBS, "list", "timezone", "help"})
+
+HELP = f"""*How to use /schedule*
+• `/schedule [#channel] WHEN: MESSAGE`: schedule a message, e.g. `{EXAMPLE}`
+  Without a channel it goes to the channel you type in. ": " (a colon and a space) ends the time.
+• `/schedule #general "MESSAGE" WHEN`: the same, in /remind's order.
+• WHEN is anything the `herald` CLI reads: `in 10 minutes`, `tomorrow at 14:00`, \
+`2026-04-01 08:00`, `every weekday at 9am`, `every other friday at 17:00 until june 30`, \
+`every month on the last day at 18:00`, cron `0 9 * * 1-5` or an `RRULE:`.
+• `/schedule` alone opens a form with a channel picker, a preview and date and time pickers.
+• `/schedule list` (operators and admins: `list all`), `show ID`, `edit ID`, `cancel ID`, \
+`pause ID`, `resume ID`, `skip ID` (skip the next occurrence only).
+• `/schedule timezone` shows the zone Herald reads your times in (your Slack profile's \
+unless you set one); `/schedule timezone Europe/Berlin` sets it.
+Replies are only visible to you. You can schedule into channels you are a member of and \
+where Herald was invited (`/invite @Herald`)."""
+
+
+class Refusal(InvalidInput):
+    """Bad input, said in Slack mrkdwn: any user text in it is already escaped, so it is
+    shown as is (other errors are escaped before they are shown)."""
+
+    mrkdwn = True
+
+
+@dataclass(frozen=True)
+class Create:
+    """Schedule ``text`` at ``when``; ``channel`` is a channel id, or None for the
+    channel the command was typed in. ``text`` stays in Slack's escaped form."""
+
+    when: str
+    text: str
+    channel: str | None = None
+
+
+@dataclass(frozen=True)
+class Act:
+    """One of :data:`VERBS` on schedule ``schedule_id``."""
+
+    verb: str
+    schedule_id: int
+
+
+@dataclass(frozen=True)
+class Listing:
+    everyone: bool = False
+
+
+@dataclass(frozen=True)
+class Timezone:
+    """Show the zone (``zone`` None) or set it."""
+
+    zone: str | None = None
+
+
+@dataclass(frozen=True)
+class Help:
+    pass
+
+
+@dataclass(frozen=True)
+class OpenModal:
+    pass
+
+
+Command = Create | Act | Listing | Timezone | Help | OpenModal
+
+_CHANNEL = re.compile(r"<#([CG][A-Z0-9]+)(?:\|[^>]*)?>")
+_PERSON = re.compile(r"<[@!][^>]*>")
+_RAW_CHANNEL = re.compile(r"#[\w.-]+")
+_ID = re.compile(r"#?(\d{1,18})")
+_SEPARATOR = re.compile(r":(?:\s|$)")
+_QUOTES = '"“”'
+
+
+def unescape(text: str) -> str:
+    """Slack's command-text escaping undone (``&lt;`` to ``<``...)."""
+    return text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+
+
+def escape(text: str) -> str:
+    """Text made safe to show in a Slack message (no accidental mention or link)."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def parse(text: str) -> Command:
+    """Read one command text. Raises Refusal saying what is wrong, with an example."""
+    raw = (text or "").strip()
+    if not raw:
+        return OpenModal()
+    head, _, tail = raw.partition(" ")
+    keyword = head.lower()
+    if keyword in KEYWORDS:
+        return _keyword(keyword, tail.split())
+    return _create(raw)
+
+
+def _keyword(keyword: str, args: list[str]) -> Command:
+    if keyword == "help":
+        return Help()
+    if keyword == "list":
+        if not args:
+            return Listing()
+        if len(args) == 1 and args[0].lower() in ("all", "everyone"):
+            return Listing(everyone=True)
+        raise Refusal(f"`/schedule list` takes nothing or `all`, not `{escape(' '.join(args))}`.")
+    if keyword == "timezone":
+        if not args:
+            return Timezone()
+        if len(args) > 1:
+            raise Refusal(
+                "A time zone is one word, e.g. `/schedule timezone Europe/Berlin` "
+                "or `/schedule timezone America/New_York`."
+            )
+        return Timezone(unescape(args[0]))
+    if len(args) != 1 or not (match := _ID.fullmatch(args[0])):
+        got = f", not `{escape(' '.join(args))}`" if args else ""
+        raise Refusal(
+            f"Say which schedule by its number{got}: e.g. `/schedule {keyword} 12` "
+            "(`/schedule list` shows the numbers)."
+        )
+    return Act(keyword, int(match.group(1)))
+
+
+def _create(raw: str) -> Create:
+    channel: str | None = None
+    rest = raw
+    if match := _CHANNEL.match(rest):
+        channel = match.group(1)
+        rest = rest[match.end() :].strip()
+    elif _PERSON.match(rest):
+        raise Refusal(
+            f"Herald posts into channels, not to people: name a channel, e.g. `{EXAMPLE}`."
+        )
+    elif match := _RAW_CHANNEL.match(rest):
+        raise Refusal(
+            f"Slack did not turn `{escape(match.group(0))}` into a channel link: pick the "
+            "channel from Slack's suggestions as you type, or use `/schedule` alone to "
+            "open the form."
+        )
+    if not rest:
+        raise Refusal(f"Say when and what to send after the channel, e.g. `{EXAMPLE}`.")
+    if rest[0] in _QUOTES:
+        return _quoted(rest, channel)
+    found = _SEPARATOR.search(rest)
+    if found is None:
+        raise Refusal(
+            'Could not tell the time from the message: put ": " (a colon and a space) '
+            f"between them, e.g. `{EXAMPLE}`, or quote the message: `{QUOTED_EXAMPLE}`."
+        )
+    when = unescape(rest[: found.start()]).strip()
+    message = rest[found.end() :].strip()
+    if not when:
+        raise Refusal(f"Say when before the colon, e.g. `{EXAMPLE}`.")
+    if not message:
+        raise Refusal(f"The message after the colon is empty: say what to send, e.g. `{EXAMPLE}`.")
+    return Create(when, message, channel)
+
+
+def _quoted(rest: str, channel: str | None) -> Create:
+    closing = max(rest.rfind(q) for q in _QUOTES)
+    if closing <= 0:
+        raise Refusal(f"The message has no closing quote: e.g. `{QUOTED_EXAMPLE}`.")
+    message = rest[1:closing].strip()
+    when = unescape(rest[closing + 1 :]).strip()
+    if not message:
+        raise Refusal("The quoted message is empty: say what to send between the quotes.")
+    if not when:
+        raise Refusal(f"Say when after the quoted message, e.g. `{QUOTED_EXAMPLE}`.")
+    return Create(when, message, channel)

@@ -1,0 +1,222 @@
+"""The schedule modal: a channel picker, the message, a "when" field with a preview, or
+date and time pickers with a repeat choice. Building the view and reading what was
+submitted; the handlers decide what to do with it.
+
+Block ids are stable (``channel``, ``text``, ``when``, ``date``, ``time``, ``repeat``)
+so ``views.update`` keeps what the person typed, and inline errors name them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass
+from datetime import date
+from typing import Any
+
+from bot.slack.grammar import escape, unescape
+from core.timeexpr_words import ordinal_text
+
+CALLBACK = "herald_schedule"
+PREVIEW_ACTION = "herald_when"
+REPEATS = {
+    "once": "Once",
+    "daily": "Every day",
+    "weekdays": "Every weekday",
+    "weekly": "Every week on that day",
+    "monthly": "Every month on that date",
+}
+_NO_PREVIEW = "Press Enter in the field to preview the next times."
+
+
+def fingerprint(text: str) -> str:
+    """A short digest of a message body (the modal's metadata cannot hold 4,000 chars)."""
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class ModalMeta:
+    """What the modal remembers between opening and submitting (``private_metadata``).
+
+    For an edit: the schedule, its version and its initial values (the message only as
+    a fingerprint), so only what the person changed is sent to ``edit_schedule``."""
+
+    schedule_id: int | None = None
+    version: int | None = None
+    channel: str | None = None
+    when: str | None = None
+    text_fp: str | None = None
+    #: A destination the picker cannot show (webhook, email...): kept as it is.
+    fixed: str | None = None
+
+    def dumps(self) -> str:
+        return json.dumps(asdict(self), separators=(",", ":"))
+
+    @classmethod
+    def loads(cls, raw: str | None) -> ModalMeta:
+        try:
+            data = json.loads(raw or "{}")
+        except ValueError:
+            return cls()
+        if not isinstance(data, dict):
+            return cls()
+        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        return cls(**known)
+
+
+def _input(block_id: str, label: str, element: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    return {
+        "type": "input",
+        "block_id": block_id,
+        "label": {"type": "plain_text", "text": label},
+        "element": {**element, "action_id": block_id},
+        **extra,
+    }
+
+
+def _text(value: str) -> dict[str, str]:
+    return {"type": "plain_text", "text": value}
+
+
+def schedule_modal(
+    *,
+    zone: str,
+    meta: ModalMeta,
+    text: str | None = None,
+    preview: str | None = None,
+) -> dict[str, Any]:
+    """The modal view. ``text`` is the message in Slack's escaped form (shown
+    unescaped); ``preview`` is mrkdwn for the preview line."""
+    editing = meta.schedule_id is not None
+    blocks: list[dict[str, Any]] = []
+    if meta.fixed is not None:
+        blocks.append(
+            {
+                "type": "section",
+                "block_id": "destination",
+                "text": {
+                    "type": "mrkdwn",
+                    "text": f"Sends to `{escape(meta.fixed)}` (change it with the herald CLI).",
+                },
+            }
+        )
+    else:
+        picker: dict[str, Any] = {
+            "type": "conversations_select",
+            "placeholder": _text("Pick a channel"),
+            "filter": {"include": ["public", "private"], "exclude_bot_users": True},
+        }
+        if meta.channel:
+            picker["initial_conversation"] = meta.channel
+        else:
+            picker["default_to_current_conversation"] = True
+        blocks.append(_input("channel", "Post in", picker))
+    message: dict[str, Any] = {"type": "plain_text_input", "multiline": True, "max_length": 4000}
+    if text is not None:
+        message["initial_value"] = unescape(text)
+    blocks.append(_input("text", "Message", message))
+    when: dict[str, Any] = {
+        "type": "plain_text_input",
+        "placeholder": _text("every weekday at 9am, tomorrow at 14:00, in 2 hours…"),
+        "dispatch_action_config": {"trigger_actions_on": ["on_enter_pressed"]},
+    }
+    if meta.when:
+        when["initial_value"] = meta.when
+    blocks.append(
+        _input(
+            "when",
+            "When",
+            when,
+            optional=True,
+            dispatch_action=True,
+            hint=_text(
+                f"Anything /schedule reads, in your zone ({zone}). Or leave it empty "
+                "and pick a date and time below."
+            ),
+        )
+    )
+    blocks.append(
+        {
+            "type": "context",
+            "block_id": "preview",
+            "elements": [{"type": "mrkdwn", "text": (preview or _NO_PREVIEW)[:3000]}],
+        }
+    )
+    blocks.append(_input("date", "Date", {"type": "datepicker"}, optional=True))
+    blocks.append(_input("time", "Time", {"type": "timepicker"}, optional=True))
+    options = [{"text": _text(label), "value": value} for value, label in REPEATS.items()]
+    blocks.append(
+        _input(
+            "repeat",
+            "Repeat",
+            {"type": "static_select", "options": options, "initial_option": options[0]},
+            optional=True,
+        )
+    )
+    return {
+        "type": "modal",
+        "callback_id": CALLBACK,
+        "title": _text(f"Edit schedule #{meta.schedule_id}" if editing else "Schedule a message"),
+        "submit": _text("Save" if editing else "Schedule"),
+        "close": _text("Cancel"),
+        "private_metadata": meta.dumps(),
+        "blocks": blocks,
+    }
+
+
+def picked(day: str, clock: str, repeat: str) -> str:
+    """The expression for the date and time pickers and the repeat choice, e.g.
+    ``every weekday at 09:00 starting 2026-03-05``."""
+    start = date.fromisoformat(day)
+    if repeat == "daily":
+        return f"every day at {clock} starting {day}"
+    if repeat == "weekdays":
+        return f"every weekday at {clock} starting {day}"
+    if repeat == "weekly":
+        return f"every {start:%A} at {clock} starting {day}"
+    if repeat == "monthly":
+        return f"every month on the {ordinal_text(start.day)} at {clock} starting {day}"
+    return f"{day} {clock}"
+
+
+@dataclass(frozen=True)
+class Submission:
+    """What the modal holds: ``channel`` (None for a fixed destination), ``text`` in
+    Slack's escaped form, ``when`` (typed, or built from the pickers; None when neither),
+    and the errors found in its shape, by block id."""
+
+    channel: str | None
+    text: str
+    when: str | None
+    errors: dict[str, str]
+
+
+def _value(values: dict[str, Any], block: str) -> dict[str, Any]:
+    found = (values.get(block) or {}).get(block) or {}
+    return found if isinstance(found, dict) else {}
+
+
+def read_submission(view: dict[str, Any]) -> Submission:
+    """Read a submitted (or, for the preview, a current) modal's state."""
+    values = (view.get("state") or {}).get("values") or {}
+    errors: dict[str, str] = {}
+    channel = _value(values, "channel").get("selected_conversation")
+    if "channel" in values and not channel:
+        errors["channel"] = "Pick the channel to post in."
+    text = (_value(values, "text").get("value") or "").strip()
+    if not text:
+        errors["text"] = "Say what to send."
+    when = (_value(values, "when").get("value") or "").strip() or None
+    day = _value(values, "date").get("selected_date")
+    clock = _value(values, "time").get("selected_time")
+    repeat = (_value(values, "repeat").get("selected_option") or {}).get("value") or "once"
+    if when is None:
+        if day and clock:
+            when = picked(day, clock, repeat)
+        elif day:
+            errors["time"] = "Pick a time too (or type when in the field above)."
+        elif clock:
+            errors["date"] = "Pick a date too (or type when in the field above)."
+        else:
+            errors["when"] = "Say when: type it here, or pick a date and a time below."
+    return Submission(channel, escape(text), when, errors)

@@ -1,0 +1,154 @@
+"""The /schedule grammar as a pure function: command texts in, commands (or a refusal
+naming the problem, with an example) out. No Slack, no database."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.slack.grammar import (
+    EXAMPLE,
+    HELP,
+    Act,
+    Create,
+    Help,
+    Listing,
+    OpenModal,
+    Timezone,
+    escape,
+    parse,
+    unescape,
+)
+from core.errors import InvalidInput
+
+VALID = [
+    # the colon form, with and without a channel
+    (
+        "every weekday at 9am: Standup in 5 minutes!",
+        Create("every weekday at 9am", "Standup in 5 minutes!"),
+    ),
+    (
+        "<#C0123|general> every weekday at 9am: Standup in 5 minutes!",
+        Create("every weekday at 9am", "Standup in 5 minutes!", "C0123"),
+    ),
+    ("<#C0123> in 2 seconds: hello", Create("in 2 seconds", "hello", "C0123")),
+    ("<#C0123|general> in 2 seconds: hello", Create("in 2 seconds", "hello", "C0123")),
+    (
+        "<#GPRIV01|secret-room> tomorrow at noon: Lunch",
+        Create("tomorrow at noon", "Lunch", "GPRIV01"),
+    ),
+    ("<#C0123|> tomorrow: x", Create("tomorrow", "x", "C0123")),
+    ("tomorrow at 9:30: Coffee", Create("tomorrow at 9:30", "Coffee")),
+    ("at 09:30: Stand up: the sequel", Create("at 09:30", "Stand up: the sequel")),
+    ("2026-04-01 08:00: April fools", Create("2026-04-01 08:00", "April fools")),
+    (
+        "RRULE:FREQ=WEEKLY;BYDAY=TU,TH;BYHOUR=18;BYMINUTE=0: Gym",
+        Create("RRULE:FREQ=WEEKLY;BYDAY=TU,TH;BYHOUR=18;BYMINUTE=0", "Gym"),
+    ),
+    ("0 9 * * 1-5: cron standup", Create("0 9 * * 1-5", "cron standup")),
+    (
+        "every other friday at 17:00 until june 30: Retro",
+        Create("every other friday at 17:00 until june 30", "Retro"),
+    ),
+    ("in 10 minutes:\nline one\nline two", Create("in 10 minutes", "line one\nline two")),
+    ("   in 5 minutes:   padded   ", Create("in 5 minutes", "padded")),
+    # the message keeps Slack's escaping and its mentions; the time is unescaped
+    (
+        "in 1 hour: Ping <@U777|ada> &amp; <#C0999|random> &lt;3",
+        Create("in 1 hour", "Ping <@U777|ada> &amp; <#C0999|random> &lt;3"),
+    ),
+    ("<#C0123> mon &amp; wed at 9: x", Create("mon & wed at 9", "x", "C0123")),
+    # the /remind form
+    (
+        '<#C0123|general> "Standup in 5 minutes!" every weekday at 9am',
+        Create("every weekday at 9am", "Standup in 5 minutes!", "C0123"),
+    ),
+    ('"Lunch!" tomorrow at noon', Create("tomorrow at noon", "Lunch!")),
+    ("<#C0123> “Curly quotes” in 1 hour", Create("in 1 hour", "Curly quotes", "C0123")),
+    ('"He said "hi" twice" in 3 hours', Create("in 3 hours", 'He said "hi" twice')),
+    ('"Time: 9:30 sharp" tomorrow at 9', Create("tomorrow at 9", "Time: 9:30 sharp")),
+    # sub-commands
+    ("", OpenModal()),
+    ("   ", OpenModal()),
+    ("help", Help()),
+    ("HELP me please", Help()),
+    ("list", Listing()),
+    ("list all", Listing(everyone=True)),
+    ("List Everyone", Listing(everyone=True)),
+    ("show 12", Act("show", 12)),
+    ("show #12", Act("show", 12)),
+    ("edit 3", Act("edit", 3)),
+    ("cancel 7", Act("cancel", 7)),
+    ("Pause 7", Act("pause", 7)),
+    ("resume 7", Act("resume", 7)),
+    ("skip 42", Act("skip", 42)),
+    ("timezone", Timezone()),
+    ("timezone Europe/Berlin", Timezone("Europe/Berlin")),
+    ("TIMEZONE America/New_York", Timezone("America/New_York")),
+]
+
+INVALID = [
+    ("<#C0123|general>", "Say when and what"),
+    ("<#C0123> tomorrow at 9", 'put ": "'),
+    ("tomorrow at 9", 'put ": "'),
+    ("every day at 9:30:no space", 'put ": "'),
+    (": no time", "Say when before the colon"),
+    ("tomorrow at 9:", "message after the colon is empty"),
+    ("tomorrow at 9:    ", "message after the colon is empty"),
+    ("#general every weekday at 9am: hi", "did not turn `#general` into a channel link"),
+    ("<@U123|ada> tomorrow: hi", "not to people"),
+    ("<!channel> tomorrow: hi", "not to people"),
+    ('"unclosed message tomorrow', "no closing quote"),
+    ('"" tomorrow', "quoted message is empty"),
+    ('"Lunch!"', "Say when after the quoted message"),
+    ("list mine please", "takes nothing or `all`"),
+    ("show", "Say which schedule"),
+    ("show twelve", "not `twelve`"),
+    ("cancel 1 2", "Say which schedule"),
+    ("skip -3", "Say which schedule"),
+    ("edit", "Say which schedule"),
+    ("timezone Europe/Berlin please", "one word"),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), VALID, ids=[repr(t) for t, _ in VALID])
+def test_valid_commands_are_read(text: str, expected: object) -> None:
+    assert parse(text) == expected
+
+
+@pytest.mark.parametrize(("text", "problem"), INVALID, ids=[repr(t) for t, _ in INVALID])
+def test_invalid_commands_say_what_is_wrong(text: str, problem: str) -> None:
+    with pytest.raises(InvalidInput) as caught:
+        parse(text)
+    assert problem in str(caught.value)
+
+
+def test_there_are_at_least_forty_command_texts() -> None:
+    assert len(VALID) + len(INVALID) >= 40
+
+
+@pytest.mark.parametrize("text", ["tomorrow at 9", "<#C0123> tomorrow at 9", ": x"])
+def test_refusals_show_an_example_that_works(text: str) -> None:
+    with pytest.raises(InvalidInput) as caught:
+        parse(text)
+    assert "/schedule" in str(caught.value)
+    assert isinstance(
+        parse(EXAMPLE.removeprefix("/schedule ").replace("#general", "<#C1>")), Create
+    )
+
+
+def test_escaping_round_trips_and_neutralises_mentions() -> None:
+    raw = "a <!channel> & <@U1> > b"
+    assert unescape(escape(raw)) == raw
+    assert "<" not in escape(raw) and ">" not in escape(raw)
+
+
+def test_user_text_in_a_refusal_is_escaped() -> None:
+    with pytest.raises(InvalidInput) as caught:
+        parse("show <!here>")
+    assert "<!here>" not in str(caught.value)
+
+
+def test_help_documents_every_sub_command() -> None:
+    for word in ("list", "show", "edit", "cancel", "pause", "resume", "skip", "timezone"):
+        assert f"`{word}" in HELP or f" `{word} " in HELP or f"`/schedule {word}" in HELP
+    assert '"MESSAGE" WHEN' in HELP and "WHEN: MESSAGE" in HELP

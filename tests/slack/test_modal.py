@@ -1,0 +1,157 @@
+"""The schedule modal's round trip: opened by /schedule (or Edit), submitted, validated
+inline, previewed; over signed HTTP against the fake Slack."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from bot.slack import commands
+from tests.fakes.http import Scripted
+from tests.slack.conftest import SlackEnv
+from tests.slack.support import filled, text_of
+
+
+async def open_modal(env: SlackEnv, command: str = "", user: str = "U1") -> dict[str, Any]:
+    count = len(env.slack.opened)
+    answer = await env.send.command(command, user=user)
+    assert answer.status == 200
+    await env.slack.until(lambda: len(env.slack.opened) > count)
+    return env.slack.opened[-1]
+
+
+def block(view: dict[str, Any], block_id: str) -> dict[str, Any]:
+    return next(b for b in view["blocks"] if b.get("block_id") == block_id)
+
+
+async def test_bare_schedule_opens_the_modal_in_the_current_channel(env: SlackEnv) -> None:
+    opened = await open_modal(env)
+    view = opened["view"]
+    assert opened["trigger_id"].endswith(".trigger")
+    assert view["type"] == "modal" and view["callback_id"] == "herald_schedule"
+    assert block(view, "channel")["element"]["initial_conversation"] == "C0123"
+    assert "Europe/Berlin" in block(view, "when")["hint"]["text"]
+    assert {"text", "when", "preview", "date", "time", "repeat"} <= {
+        b.get("block_id") for b in view["blocks"]
+    }
+
+
+async def test_a_submitted_modal_schedules_and_confirms(env: SlackEnv) -> None:
+    opened = await open_modal(env)
+    answer = await env.send.submit(
+        filled(opened, channel="C0123", text="Retro <today> & beer", when="every friday at 17:00")
+    )
+    assert answer.status == 200 and answer.text == ""  # the modal closes
+    await env.slack.until(lambda: env.slack.ephemerals and env.slack.published)
+    [schedule] = await env.schedules()
+    assert schedule.destination == "slack:C0123" and schedule.timezone == "Europe/Berlin"
+    assert schedule.body == "Retro &lt;today&gt; &amp; beer"  # Slack's escaped form
+    assert schedule.idempotency_key == "slack-view:V1"
+    [note] = env.slack.ephemerals
+    assert (note["channel"], note["user"]) == ("C0123", "U1")
+    assert "every Friday at 17:00 (Europe/Berlin)" in text_of(note)
+    assert env.slack.published[-1]["user_id"] == "U1"
+
+
+async def test_the_pickers_build_a_repeating_schedule(env: SlackEnv) -> None:
+    opened = await open_modal(env)
+    await env.send.submit(
+        filled(opened, text="Plants", date="2026-03-05", time_="09:00", repeat="weekly")
+    )
+    await env.slack.until(lambda: env.slack.ephemerals)
+    [schedule] = await env.schedules()
+    assert schedule.expression == "every Thursday at 09:00 starting 2026-03-05"
+    assert schedule.rrule is not None and "BYDAY=TH" in schedule.rrule
+
+
+async def test_problems_are_shown_inline_and_nothing_is_saved(env: SlackEnv) -> None:
+    opened = await open_modal(env)
+    answer = await env.send.submit(filled(opened, channel="C0RANDOM", text="  ", when="someday"))
+    assert answer.status == 200
+    data = answer.json()
+    assert data["response_action"] == "errors"
+    errors = data["errors"]
+    assert set(errors) == {"text", "when", "channel"}
+    assert 'Could not read "someday"' in errors["when"]
+    assert "member of: join that channel first" in errors["channel"]
+    answer = await env.send.submit(filled(opened, channel="CNOBOT", text="x", date="2026-03-05"))
+    errors = answer.json()["errors"]
+    assert "/invite @Herald" in errors["channel"] and "Pick a time too" in errors["time"]
+    answer = await env.send.submit(filled(opened, text="x"))
+    assert "Say when" in answer.json()["errors"]["when"]
+    assert await env.schedules() == []
+    assert env.slack.ephemerals == []
+
+
+async def test_edit_opens_the_modal_filled_in_and_saves_only_what_changed(env: SlackEnv) -> None:
+    await env.send.command("in 2 hours: first draft")
+    await env.reply()
+    opened = await open_modal(env, "edit 1")
+    view = opened["view"]
+    assert block(view, "text")["element"]["initial_value"] == "first draft"
+    assert block(view, "when")["element"]["initial_value"] == "in 2 hours"
+    assert block(view, "channel")["element"]["initial_conversation"] == "C0123"
+    meta = json.loads(view["private_metadata"])
+    assert (meta["schedule_id"], meta["version"]) == (1, 1)
+    [before] = await env.schedules()
+    env.clock.advance(600)  # "in 2 hours" is not read again when the time is unchanged
+    answer = await env.send.submit(filled(opened, text="final draft", when="in 2 hours"))
+    assert answer.status == 200 and answer.text == ""
+    await env.slack.until(lambda: env.slack.ephemerals)
+    [after] = await env.schedules()
+    assert after.body == "final draft" and after.version == 2
+    assert after.starts_at == before.starts_at
+    assert "Saved" in text_of(env.slack.ephemerals[0])
+
+
+async def test_a_stale_edit_is_refused_inline(env: SlackEnv) -> None:
+    await env.send.command("every day at 9: daily")
+    await env.reply()
+    opened = await open_modal(env, "edit 1")
+    await env.send.command("pause 1")
+    await env.reply(2)
+    answer = await env.send.submit(filled(opened, text="changed", when="every day at 9"))
+    errors = answer.json()["errors"]
+    assert "it changed since you read it" in errors["when"]
+    [schedule] = await env.schedules()
+    assert schedule.body == "daily"
+
+
+async def test_someone_elses_schedule_cannot_be_opened_for_editing(env: SlackEnv) -> None:
+    await env.send.command("in 1 hour: mine", user="U1")
+    await env.reply()
+    await env.send.command("edit 1", user="U2")
+    assert "no schedule 1 of yours" in text_of(await env.reply(2))
+    assert env.slack.opened == []
+
+
+async def test_enter_in_the_when_field_previews_the_next_times(env: SlackEnv) -> None:
+    opened = await open_modal(env)
+    view = {**filled(opened, text="hi", when="every weekday at 9am"), "id": "V9"}
+    answer = await env.send.preview(view)
+    assert answer.status == 200
+    await env.slack.until(lambda: env.slack.updated)
+    update = env.slack.updated[0]
+    assert update["view_id"] == "V9" and update["hash"] == "h1"
+    preview = text_of({"blocks": [block(update["view"], "preview")]})
+    assert "every weekday at 09:00 (Europe/Berlin)" in preview
+    assert preview.count("<!date^") == 3
+    await env.send.preview({**filled(opened, text="hi", when="at teatime-ish"), "id": "V9"})
+    await env.slack.until(lambda: len(env.slack.updated) == 2)
+    assert ":warning: Could not read" in text_of(
+        {"blocks": [block(env.slack.updated[1]["view"], "preview")]}
+    )
+
+
+async def test_a_slow_slack_still_gets_its_answer_within_three_seconds(
+    env: SlackEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(commands, "ACK_BUDGET", 0.2)
+    opened = await open_modal(env)
+    env.slack.script(Scripted(stall=True), on="/api/conversations.members")
+    answer = await env.send.submit(filled(opened, text="x", when="tomorrow at 9"))
+    assert answer.seconds < 3.0
+    assert "could not wait for Herald" in answer.json()["errors"]["when"]
+    assert await env.schedules() == []
