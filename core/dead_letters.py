@@ -10,7 +10,7 @@ from datetime import datetime
 
 from core.actors import Actor
 from core.clock import Clock
-from core.errors import Conflict, InvalidInput, NotFound, PermissionDenied
+from core.errors import Conflict, HeraldError, InvalidInput, NotFound, PermissionDenied
 from core.store import AuditEntry, Store
 from core.store.queue import DeadLetter
 
@@ -23,6 +23,17 @@ class DeadLetterCases:
     on_due: Callable[[datetime], None] | None
 
     async def actor(self, actor_id: str) -> Actor:
+        raise NotImplementedError
+
+    async def denied(
+        self,
+        actor: Actor,
+        action: str,
+        object_type: str,
+        object_id: str,
+        reason: str,
+        error: type[HeraldError] = PermissionDenied,
+    ) -> HeraldError:
         raise NotImplementedError
 
     async def dead_letters(self, actor_id: str, *, limit: int = 200) -> list[DeadLetter]:
@@ -44,7 +55,10 @@ class DeadLetterCases:
         missing = [job_id for job_id in job_ids if job_id not in visible]
         if missing:
             ids = ", ".join(str(m) for m in missing)
-            raise NotFound(f"No dead letter {ids} that you can see (it may have been retried).")
+            reason = f"No dead letter {ids} that you can see (it may have been retried)."
+            if any(d.job_id in missing for d in found):  # exists, but someone else's
+                raise await self.denied(actor, "dead.show", "job", ids, reason, NotFound)
+            raise NotFound(reason)
         return [visible[job_id] for job_id in job_ids]
 
     async def retry_dead_letters(self, actor_id: str, job_ids: Sequence[int]) -> tuple[str, int]:
@@ -65,11 +79,37 @@ class DeadLetterCases:
             job_ids, actor=actor.id, now=now, audit=audit
         )
 
+    async def decide_dead_letters(
+        self, actor_id: str, job_ids: Sequence[int], decision: str
+    ) -> int:
+        """An admin's decision on dead letters from an alert button: ``"retry"`` or
+        ``"discard"``. Anyone else is refused (and the refusal audited); nothing changes."""
+        actor = await self.actor(actor_id)
+        if decision not in ("retry", "discard"):
+            raise InvalidInput(f"Unknown decision {decision!r}: use retry or discard.")
+        if not actor.is_admin:
+            raise await self.denied(
+                actor,
+                f"dead.{decision}",
+                "job",
+                _ids(job_ids),
+                "Only Herald admins can retry or discard dead letters; ask one to decide.",
+            )
+        if decision == "retry":
+            return (await self.retry_dead_letters(actor_id, job_ids))[1]
+        return await self.discard_dead_letters(actor_id, job_ids)
+
     async def reject_dead_retry(self, actor_id: str, job_ids: Sequence[int]) -> int:
         """An admin turns down retry requests; the jobs stay dead."""
         actor = await self.actor(actor_id)
         if not actor.is_admin:
-            raise PermissionDenied("Only an admin can decide on retry requests.")
+            raise await self.denied(
+                actor,
+                "dead.retry_reject",
+                "job",
+                _ids(job_ids),
+                "Only an admin can decide on retry requests.",
+            )
         letters = await self._dead_visible(actor, job_ids)
         unrequested = [d.job_id for d in letters if d.retry_requested_by is None]
         if unrequested:
@@ -82,7 +122,17 @@ class DeadLetterCases:
         """Give up on dead letters for good (operators and admins)."""
         actor = await self.actor(actor_id)
         if not actor.sees_everything:
-            raise PermissionDenied("Only operators and admins can discard dead letters.")
+            raise await self.denied(
+                actor,
+                "dead.discard",
+                "job",
+                _ids(job_ids),
+                "Only operators and admins can discard dead letters.",
+            )
         await self._dead_visible(actor, job_ids)
         audit = AuditEntry(actor.id, "dead.discard", "job")
         return await self.store.discard_dead(job_ids, now=self.clock.now(), audit=audit)
+
+
+def _ids(job_ids: Sequence[int]) -> str:
+    return ",".join(str(j) for j in job_ids)[:64]

@@ -21,7 +21,7 @@ from core.clock import Clock
 from core.console_cases import ConsoleCases
 from core.dead_letters import DeadLetterCases
 from core.destinations import parse_destination
-from core.errors import Conflict, InvalidInput, NotFound, PermissionDenied
+from core.errors import Conflict, HeraldError, InvalidInput, NotFound, PermissionDenied
 from core.models import Attempt, Job, Role, Schedule, ScheduleState
 from core.settings import Settings
 from core.store import AuditEntry, ScheduleQuery, Store
@@ -183,7 +183,9 @@ class Herald(DeadLetterCases, ConsoleCases):
         """An admin gives ``member_id`` a role (member, operator, admin)."""
         actor = await self.actor(actor_id)
         if not actor.is_admin:
-            raise PermissionDenied("Only an admin can change roles.")
+            raise await self.denied(
+                actor, "member.role", "member", member_id, "Only an admin can change roles."
+            )
         try:
             new_role = Role(role)
         except ValueError as exc:
@@ -311,7 +313,13 @@ class Herald(DeadLetterCases, ConsoleCases):
         """The actor's schedules (or, for operators and admins, everyone's)."""
         actor = await self.actor(actor_id)
         if everyone and not actor.sees_everything:
-            raise PermissionDenied("Only operators and admins can list everyone's schedules.")
+            raise await self.denied(
+                actor,
+                "schedule.list_all",
+                "schedule",
+                "",
+                "Only operators and admins can list everyone's schedules.",
+            )
         states: tuple[str, ...] | None = None
         if state is not None:
             try:
@@ -333,20 +341,46 @@ class Herald(DeadLetterCases, ConsoleCases):
             )
         )
 
-    async def _visible(self, actor: Actor, schedule_id: int) -> Schedule:
+    async def denied(
+        self,
+        actor: Actor,
+        action: str,
+        object_type: str,
+        object_id: str,
+        reason: str,
+        error: type[HeraldError] = PermissionDenied,
+    ) -> HeraldError:
+        """Audit a refused attempt (``<action>.denied``) and return the error to raise."""
+        await self.store.record_audit(
+            AuditEntry(actor.id, f"{action}.denied", object_type, object_id, {"reason": reason}),
+            now=self.clock.now(),
+        )
+        return error(reason)
+
+    async def _visible(self, actor: Actor, schedule_id: int, action: str = "show") -> Schedule:
         schedule = await self.store.get_schedule(schedule_id)
-        if schedule is None or (schedule.owner != actor.id and not actor.sees_everything):
-            raise NotFound(f"There is no schedule {schedule_id} of yours.")
+        reason = f"There is no schedule {schedule_id} of yours."
+        if schedule is None:
+            raise NotFound(reason)
+        if schedule.owner != actor.id and not actor.sees_everything:
+            # someone else's: refused (and audited) without saying that it exists
+            raise await self.denied(
+                actor, f"schedule.{action}", "schedule", str(schedule_id), reason, NotFound
+            )
         return schedule
 
     async def _changeable(
         self, actor: Actor, schedule_id: int, expected_version: int | None
     ) -> Schedule:
-        schedule = await self._visible(actor, schedule_id)
+        schedule = await self._visible(actor, schedule_id, "change")
         if schedule.owner != actor.id and not actor.is_admin:
-            raise PermissionDenied(
+            raise await self.denied(
+                actor,
+                "schedule.change",
+                "schedule",
+                str(schedule_id),
                 f"Schedule {schedule_id} belongs to {schedule.owner}; "
-                "only its owner or an admin can change it."
+                "only its owner or an admin can change it.",
             )
         if expected_version is not None and expected_version != schedule.version:
             raise Conflict(

@@ -12,7 +12,7 @@ from bot.slack.base import Person, Send
 from bot.slack.blocks import Reply, date_token, notice, schedule_reply
 from bot.slack.commands import DONE, Commands, responder
 from bot.slack.dead import DISCARD, RETRY, decided
-from core.errors import InvalidInput
+from core.errors import InvalidInput, PermissionDenied
 
 log = logging.getLogger(__name__)
 
@@ -133,20 +133,15 @@ class Actions(Commands):
         action = _action(body)
         job_ids = _ids(str(action.get("value", "")))
         actor = person.actor
-        if not actor.is_admin:
-            log.info(
-                "dead-letter decision refused",
-                extra={"actor": actor.id, "jobs": len(job_ids)},
+        retry = action.get("action_id") == RETRY
+        try:  # core checks the role and audits a refusal
+            count = await self.herald.decide_dead_letters(
+                actor.id, job_ids, "retry" if retry else "discard"
             )
+        except PermissionDenied:
             await send(notice(REFUSED))
             return
-        retry = action.get("action_id") == RETRY
-        if retry:
-            _, count = await self.herald.retry_dead_letters(actor.id, job_ids)
-            verb = "Retried"
-        else:
-            count = await self.herald.discard_dead_letters(actor.id, job_ids)
-            verb = "Discarded"
+        verb = "Retried" if retry else "Discarded"
         when = date_token(self.herald.clock.now())
         outcome = f"{verb} {count} by <@{person.user_id}> {when}."
         icon = ":repeat:" if retry else ":wastebasket:"

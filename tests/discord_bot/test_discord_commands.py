@@ -277,9 +277,11 @@ async def test_pause_resume_skip_cancel(
     # every action is audited with the Discord user id
     trail = [(a.actor, a.action) for a in await store.audit_trail("schedule", "1")]
     verbs = ("pause", "resume", "skip", "cancel")
-    assert [a for a in trail if a[1] != "schedule.create"] == [
+    assert [a for a in trail if a[0] == f"discord:{OWNER}" and a[1] != "schedule.create"] == [
         (f"discord:{OWNER}", f"schedule.{verb}") for verb in verbs
     ]
+    # the other member's attempts were refused, and each refusal is in the audit log
+    assert all(a[1].endswith(".denied") for a in trail if a[0] != f"discord:{OWNER}")
 
 
 async def test_admins_change_anyones_schedule(adapter: DiscordAdapter, interaction: Make) -> None:

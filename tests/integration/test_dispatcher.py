@@ -170,8 +170,12 @@ async def test_dead_letter_retry_needs_an_admin(herald: Herald, clock: ManualClo
     trail = await herald.store.audit_trail("job", str(letter.job_id))
     assert [(a.actor, a.action) for a in trail] == [
         (ALICE, "dead.retry_request"),
+        (ALICE, "dead.retry_reject.denied"),  # every refusal is audited
+        (ALICE, "dead.discard.denied"),
         (ADMIN, "dead.retry"),
     ]
+    with pytest.raises(PermissionDenied):  # the chat buttons' admin-only decision
+        await herald.decide_dead_letters(ALICE, [letter.job_id], "discard")
     with pytest.raises(NotFound):
         await herald.retry_dead_letters(ADMIN, [letter.job_id])
 

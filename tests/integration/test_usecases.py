@@ -101,6 +101,9 @@ async def test_members_act_on_their_own_operators_see_all_admins_act_on_all(
     trail = await herald.store.audit_trail("schedule", str(s.id))
     assert [(a.actor, a.action) for a in trail] == [
         (ALICE, "schedule.create"),
+        (BOB, "schedule.show.denied"),  # every refusal is audited
+        (BOB, "schedule.change.denied"),
+        (OPS, "schedule.change.denied"),
         (ADMIN, "schedule.pause"),
     ]
     with pytest.raises(PermissionDenied):
