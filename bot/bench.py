@@ -16,6 +16,7 @@ import resource
 import signal
 import sys
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -32,16 +33,24 @@ FAR = datetime(2100, 1, 1, tzinfo=UTC)
 PLACEHOLDER = FAR - timedelta(days=1)
 
 
-def _rows(n: int, first: datetime, step: float, destination: str) -> list[dict[str, Any]]:
+def schedule_rows(
+    n: int,
+    first: datetime,
+    step: float,
+    destination: str | Callable[[int], str],
+    owner: str = "local:bench",
+) -> list[dict[str, Any]]:
+    """Column values of ``n`` one-off schedules for bulk inserts (benchmarks, tests):
+    the i-th due ``first + i * step`` seconds, to ``destination`` (or ``destination(i)``)."""
     now = datetime.now(UTC)
     rows = []
     for i in range(n):
         due = first + timedelta(seconds=i * step)
         rows.append(
             {
-                "owner": "local:bench",
-                "workspace": "local",
-                "destination": destination,
+                "owner": owner,
+                "workspace": owner.partition(":")[0],
+                "destination": destination(i) if callable(destination) else destination,
                 "body": f"bench {i}",
                 "expression": "bench",
                 "timezone": "UTC",
@@ -63,7 +72,7 @@ def _rows(n: int, first: datetime, step: float, destination: str) -> list[dict[s
 async def _fill(store: Store, n: int, first: datetime, step: float, destination: str) -> None:
     for start in range(0, n, CHUNK):
         count = min(CHUNK, n - start)
-        rows = _rows(count, first + timedelta(seconds=start * step), step, destination)
+        rows = schedule_rows(count, first + timedelta(seconds=start * step), step, destination)
         await store.create_schedules_bulk(
             rows,
             details=[{} for _ in rows],

@@ -101,6 +101,15 @@ class DeadLetter:
     retry_requested_at: datetime | None
 
 
+def _held_by(worker: str, job_ids: Sequence[int]) -> sa.ColumnElement[bool]:
+    """Jobs among ``job_ids`` that ``worker`` still holds a lease on."""
+    return sa.and_(
+        JOB.c.id.in_(list(job_ids)),
+        JOB.c.lease_owner == worker,
+        JOB.c.state == JobState.CLAIMED.value,
+    )
+
+
 class QueueQueries(Gateway):
     """The job queue as the dispatcher and the dead-letter desk see it."""
 
@@ -227,13 +236,7 @@ class QueueQueries(Gateway):
             return 0
         async with self._tx() as conn:
             result = await conn.execute(
-                sa.update(JOB)
-                .where(
-                    JOB.c.id.in_(list(job_ids)),
-                    JOB.c.lease_owner == worker,
-                    JOB.c.state == JobState.CLAIMED.value,
-                )
-                .values(lease_expires_at=until)
+                sa.update(JOB).where(_held_by(worker, job_ids)).values(lease_expires_at=until)
             )
             return int(result.rowcount)
 
@@ -436,11 +439,7 @@ class QueueQueries(Gateway):
         async with self._tx() as conn:
             result = await conn.execute(
                 sa.update(JOB)
-                .where(
-                    JOB.c.id.in_(list(job_ids)),
-                    JOB.c.lease_owner == worker,
-                    JOB.c.state == JobState.CLAIMED.value,
-                )
+                .where(_held_by(worker, job_ids))
                 .values(
                     state=sa.case(
                         (JOB.c.attempts > 1, JobState.RETRYING.value),

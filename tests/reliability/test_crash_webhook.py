@@ -14,6 +14,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+from bot.bench import schedule_rows
 from core.store import Store
 from tests.fakes import WebhookReceiver
 from tests.reliability.conftest import report, size
@@ -38,28 +39,14 @@ def start(url: str, log: Path) -> subprocess.Popen[bytes]:
 
 async def fill(store: Store, hook: WebhookReceiver, n: int) -> None:
     now = datetime.now(UTC)
-    for start_at in range(0, n, 5000):
-        rows = [
-            {
-                "owner": "local:crash",
-                "workspace": "local",
-                "destination": f"webhook:{hook.url}/hook/{i % DESTINATIONS}",
-                "body": f"message {i}",
-                "expression": "now",
-                "timezone": "UTC",
-                "rrule": None,
-                "starts_at": now,
-                "next_run_at": now,
-                "state": "active",
-                "idempotency_key": None,
-                "max_lateness_s": None,
-                "options": {},
-                "version": 1,
-                "created_at": now,
-                "updated_at": now,
-            }
-            for i in range(start_at, min(n, start_at + 5000))
-        ]
+    for first in range(0, n, 5000):
+        rows = schedule_rows(
+            min(5000, n - first),
+            now,
+            0.0,
+            lambda i, first=first: f"webhook:{hook.url}/hook/{(first + i) % DESTINATIONS}",
+            owner="local:crash",
+        )
         await store.create_schedules_bulk(
             rows, details=[{} for _ in rows], actor="local:crash", action="test", now=now
         )
