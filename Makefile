@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 DEVSTAMP := $(VENV)/.installed-dev
 
-.PHONY: demo test lint typecheck unit bench clean
+.PHONY: demo test lint typecheck unit bench reliability console clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -35,8 +35,19 @@ test: lint typecheck
 unit: $(DEVSTAMP)
 	$(BIN)/python -m pytest -q tests/unit
 
-bench: $(STAMP)
+BENCHSTAMP := $(VENV)/.installed-bench
+
+$(BENCHSTAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
+	touch $@ $(STAMP) $(DEVSTAMP)
+
+bench: $(BENCHSTAMP)
 	$(BIN)/python -m bench
+
+# the full reliability suite (minutes): 20 SIGKILLs, 50,000 jobs on 4 dispatchers, fuzz
+reliability: $(DEVSTAMP)
+	HERALD_RELIABILITY=full HERALD_FUZZ_CASES=10000 $(BIN)/python -m pytest -q \
+		tests/reliability tests/unit/test_fuzz_inputs.py
 
 clean:
 	rm -rf $(VENV) *.egg-info .pytest_cache .mypy_cache .ruff_cache herald-demo.db*

@@ -1,14 +1,16 @@
-"""Run every benchmark and print one JSON object per benchmark."""
+"""`make bench`: Herald against its peers (bench/peers.py, writes bench/RESULTS.md and
+bench/staggered.png), then the import benchmark. Each prints what it measured."""
 
 from __future__ import annotations
 
 import json
 import sys
 
-from bench import import_bench
+from bench import import_bench, peers
 
 
 def main() -> int:
+    peers.main()
     print(json.dumps(import_bench.run(), indent=2))
     return 0
 
