@@ -17,6 +17,7 @@ from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
+from bot import cli_calendars
 from bot.cli_parser import EXIT_ERROR, build_parser
 from bot.logs import configure_logging
 from core import db, timeexpr, views
@@ -89,6 +90,8 @@ class Cli:
             max_lateness=a.max_lateness,
             options=_options(a),
         )
+        if created:
+            await cli_calendars.apply_skip_calendars(self, herald, schedule.id)
         if a.json:
             self.emit_json({**views.schedule_dict(schedule), "created": created})
             return
@@ -436,6 +439,8 @@ _STORE_COMMANDS: dict[str, Command] = {
     "timezone": Cli.cmd_timezone,
     "member": Cli.cmd_member_role,
     "dead": Cli.cmd_dead,
+    "feeds": cli_calendars.cmd_feeds,
+    "export": cli_calendars.cmd_export,
 }
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from bot import cli_calendars
+
 EXIT_ERROR = 2
 
 
@@ -47,6 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="if Herald was down, skip a send more than this late (default HERALD_MAX_LATENESS)",
     )
     c.add_argument("--json", action="store_true", help="print the whole record as JSON")
+    cli_calendars.add_skip_option(c)
 
     c = add("list", "List schedules.")
     c.add_argument("--all", action="store_true", help="everyone's (operators and admins)")
@@ -156,4 +159,5 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--json", action="store_true", help="(the output is always JSON)")
 
     add("demo", "Run the local demo on a fresh SQLite file.")
+    cli_calendars.add_commands(add)
     return p

@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from core import timeexpr
+from core import calendars, timeexpr
+from core.calendars import Blackouts
 from core.channels.base import Channel, Delivery, DeliveryResult, Outcome
 from core.clock import Clock
 from core.destinations import parse_destination
@@ -411,7 +412,13 @@ class Dispatcher:
         if job.rrule is None:
             return None
         try:
-            return timeexpr.next_occurrence(job.rrule, max(job.occurrence_at, now))
+            after = max(job.occurrence_at, now)
+            skip = job.options.get("skip")
+            if skip:
+                # Occurrences on a skip calendar's dates: their ``skipped`` jobs were
+                # recorded when the calendar was attached or refreshed (core.feeds).
+                return calendars.next_allowed(job.rrule, after, Blackouts.from_json(skip))[0]
+            return timeexpr.next_occurrence(job.rrule, after)
         except HeraldError:
             log.exception("stored rule cannot be read", extra={"schedule_id": job.schedule_id})
             return None

@@ -92,6 +92,9 @@ class JobState(StrEnum):
     CANCELLED = "cancelled"
     EXPIRED = "expired"
     DISCARDED = "discarded"
+    #: An occurrence that fell on a blackout date of one of the schedule's skip
+    #: calendars: never sent, kept so the timeline shows it (``last_error`` names why).
+    SKIPPED = "skipped"
 
 
 #: Waiting jobs as SQL, exactly as the partial index ``ix_job_waiting_due`` says it.
@@ -156,6 +159,10 @@ class Schedule(SQLModel, table=True):
         default_factory=dict, sa_type=JSON, sa_column_kwargs={"server_default": "{}"}
     )
     version: int = Field(default=1)
+    #: Ids of the calendars (core.calendars) whose events are dates to skip.
+    skip_calendars: list[int] = Field(
+        default_factory=list, sa_type=JSON, sa_column_kwargs={"server_default": "[]"}
+    )
     created_at: datetime = _utc()
     updated_at: datetime = _utc()
 
@@ -241,3 +248,49 @@ class Worker(SQLModel, table=True):
     started_at: datetime = _utc()
     heartbeat_at: datetime = _utc()
     stopped_at: datetime | None = _utc(default=None)
+
+
+class CalendarSource(SQLModel, table=True):
+    """An iCalendar source (a URL, refreshed on a schedule, or an uploaded file) and
+    its last good content: the blackout dates of skip calendars, the events of feeds."""
+
+    __tablename__ = "calendar"
+    __table_args__ = (sa.Index("ux_calendar_owner_source", "owner", "source", unique=True),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    owner: str = Field(max_length=200)
+    #: ``https://...`` or ``file:<name>`` for an upload.
+    source: str = Field(max_length=2000)
+    name: str = Field(default="", max_length=200)
+    #: The last good iCalendar text (kept when a refresh fails).
+    body: str = Field(default="", sa_type=sa.Text)
+    etag: str | None = Field(default=None, max_length=400)
+    last_modified: str | None = Field(default=None, max_length=100)
+    fetched_at: datetime | None = _utc(default=None)
+    checked_at: datetime | None = _utc(default=None)
+    last_error: str | None = Field(default=None, sa_type=sa.Text)
+    error_at: datetime | None = _utc(default=None)
+    failures: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
+    created_at: datetime = _utc()
+    updated_at: datetime = _utc()
+
+
+class FeedState(StrEnum):
+    ACTIVE = "active"
+    REMOVED = "removed"
+
+
+class Feed(SQLModel, table=True):
+    """A destination subscribed to a calendar: a reminder ``before_s`` seconds before
+    every event, rendered from ``template`` (core.templates)."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    calendar_id: int = Field(foreign_key="calendar.id", ondelete="CASCADE", index=True)
+    owner: str = Field(max_length=200)
+    destination: str = Field(max_length=2000)
+    before_s: int = Field(default=600)
+    template: str = Field(sa_type=sa.Text)
+    timezone: str = Field(default="UTC", max_length=64)
+    state: str = Field(default=FeedState.ACTIVE.value, max_length=16)
+    created_at: datetime = _utc()
+    updated_at: datetime = _utc()

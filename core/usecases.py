@@ -22,6 +22,7 @@ from core.console_cases import ConsoleCases
 from core.dead_letters import DeadLetterCases
 from core.destinations import parse_destination
 from core.errors import Conflict, HeraldError, InvalidInput, NotFound, PermissionDenied
+from core.feeds import FeedCases
 from core.models import Attempt, Job, Role, Schedule, ScheduleState
 from core.settings import Settings
 from core.store import AuditEntry, ScheduleQuery, Store
@@ -90,7 +91,7 @@ def check_key(key: str | None) -> str | None:
     return key
 
 
-class Herald(DeadLetterCases, ConsoleCases):
+class Herald(DeadLetterCases, ConsoleCases, FeedCases):
     """The use cases over one store, one clock and the settings."""
 
     def __init__(

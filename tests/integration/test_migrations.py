@@ -11,7 +11,7 @@ from sqlmodel import SQLModel
 import core.models  # noqa: F401
 from core import db
 
-TABLES = {"schedule", "job", "attempt", "member", "audit", "worker"}
+TABLES = {"schedule", "job", "attempt", "member", "audit", "worker", "calendar", "feed"}
 
 
 def _tables(url: str) -> set[str]:

@@ -1,0 +1,136 @@
+"""``herald feeds``, ``herald export ics`` and ``herald schedule --skip-calendar``.
+
+Wired into bot/cli_parser.py (:func:`add_commands`, :func:`add_skip_option`) and
+bot/cli.py (``_STORE_COMMANDS``: ``"feeds": cmd_feeds``, ``"export": cmd_export``;
+:func:`apply_skip_calendars` after ``cmd_schedule`` creates a schedule).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from core import calendars
+from core.errors import HeraldError, InvalidInput
+
+AddParser = Callable[[str, str], argparse.ArgumentParser]
+
+
+def add_commands(add: AddParser) -> None:
+    """Register ``feeds add|list|remove`` and ``export ics``."""
+    c = add("feeds", "Post a reminder before every event of an iCalendar feed (admins).")
+    fs = c.add_subparsers(dest="feeds_command", required=True)
+    f = fs.add_parser("add", help="subscribe a destination to a calendar")
+    f.add_argument("--calendar", required=True, help="https:// URL or a .ics file")
+    f.add_argument("--to", required=True, help="destination, e.g. slack:C0123")
+    f.add_argument("--before", default="10m", help="lead time: 10m, 1h, 1d (default 10m)")
+    f.add_argument("--template", help="e.g. '{event.summary} at {event.start:%%H:%%M}'")
+    f.add_argument("--tz", help="zone for times in the text and all-day events")
+    f.add_argument("--json", action="store_true")
+    f = fs.add_parser("list", help="list feeds")
+    f.add_argument("--json", action="store_true")
+    f = fs.add_parser("remove", help="unsubscribe (waiting reminders are cancelled)")
+    f.add_argument("id", type=int)
+    fs.add_parser("refresh", help="refresh every calendar now")
+
+    c = add("export", "Export schedules.")
+    es = c.add_subparsers(dest="export_command", required=True)
+    e = es.add_parser("ics", help="a member's schedules as an iCalendar file")
+    e.add_argument("--owner", help="whose (operators and admins; default: yours)")
+    e.add_argument("--output", "-o", help="file to write (default: standard output)")
+
+
+def add_skip_option(schedule_parser: argparse.ArgumentParser) -> None:
+    schedule_parser.add_argument(
+        "--skip-calendar",
+        action="append",
+        default=[],
+        metavar="URL|FILE",
+        help="skip occurrences on this calendar's event dates (repeatable)",
+    )
+
+
+def _split(sources: list[str]) -> tuple[list[str], dict[str, str]]:
+    """URLs, and files read as {name: text}."""
+    urls = [s for s in sources if calendars.is_url(s)]
+    files = {}
+    for source in sources:
+        if calendars.is_url(source):
+            continue
+        try:
+            files[Path(source).name] = Path(source).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InvalidInput(f"Cannot read the calendar {source}: {exc}.") from exc
+    return urls, files
+
+
+async def apply_skip_calendars(cli: Any, herald: Any, schedule_id: int) -> None:
+    """After ``herald schedule`` created ``schedule_id``: attach ``--skip-calendar``s."""
+    sources = list(getattr(cli.args, "skip_calendar", []) or [])
+    if not sources:
+        return
+    try:
+        urls, files = await asyncio.to_thread(_split, sources)
+        await herald.attach_skip_calendars(cli.actor, schedule_id, urls, files)
+    except HeraldError as exc:
+        # the schedule must not run without the calendars it was asked to skip
+        await herald.cancel_schedule(cli.actor, schedule_id)
+        raise InvalidInput(f"Nothing scheduled: {exc}") from exc
+
+
+async def cmd_feeds(cli: Any, herald: Any) -> None:
+    a = cli.args
+    if a.feeds_command == "add":
+        body = None
+        source = a.calendar
+        if not calendars.is_url(source):
+            body = await asyncio.to_thread(Path(source).read_text)
+            source = Path(source).name
+        feed = await herald.add_feed(
+            cli.actor,
+            calendar=source,
+            to=a.to,
+            before=a.before,
+            template=a.template,
+            tz=a.tz,
+            body=body,
+        )
+        if a.json:
+            cli.emit_json(feed.model_dump(mode="json"))
+        else:
+            cli.emit(str(feed.id))
+    elif a.feeds_command == "list":
+        feeds = await herald.list_feeds(cli.actor)
+        if a.json:
+            cli.emit_json([f.model_dump(mode="json") for f in feeds])
+        elif not feeds:
+            cli.emit("No feeds.")
+        for f in feeds if not a.json else []:
+            cli.emit(
+                f"{f.id:>4}  calendar {f.calendar_id:<4}  {f.before_s // 60:>4}m before  "
+                f"{f.destination}  {f.template}"
+            )
+    elif a.feeds_command == "remove":
+        count = await herald.remove_feed(cli.actor, a.id)
+        cli.emit(f"Feed {a.id} removed; {count} waiting reminders cancelled.")
+    else:
+        report = await herald.refresh_calendars()
+        cli.emit(
+            f"{len(report.changed)} changed, {len(report.unchanged)} unchanged, "
+            f"{len(report.failed)} failed; reminders {report.reminders}"
+        )
+        for cid, error in report.failed.items():
+            print(f"calendar {cid}: {error}", file=sys.stderr)  # noqa: T201 - CLI output
+
+
+async def cmd_export(cli: Any, herald: Any) -> None:
+    a = cli.args
+    data = await herald.export_ics(cli.actor, a.owner)
+    if a.output:
+        await asyncio.to_thread(Path(a.output).write_bytes, data)
+    else:
+        cli.out.write(data.decode())

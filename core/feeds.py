@@ -1,0 +1,392 @@
+"""Calendar use cases: skip calendars on schedules, event feeds, refresh, export.
+
+A mixin of :class:`core.usecases.Herald` (like :class:`core.dead_letters.DeadLetterCases`).
+
+- A **skip calendar** is an iCalendar source whose events are dates to skip. Attaching
+  one stores its blackout data in the schedule's ``options["skip"]`` (read by the
+  dispatcher when it plans the next occurrence) and records each skipped occurrence in
+  the coming :data:`core.calendars.HORIZON` as a ``skipped`` job naming the event.
+- A **feed** posts a reminder ``before`` each event of a calendar to a destination:
+  each event instance is a one-off schedule of the feed's owner keyed
+  ``feed:<feed id>:<instance hash>``; a moved instance moves it, a cancelled or deleted
+  one cancels it.
+- :meth:`FeedCases.refresh_calendars` revalidates every URL source (ETag /
+  Last-Modified); a failure is recorded on the calendar and its last good state stays.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
+
+import httpx
+
+from core import calendars, templates, timeexpr
+from core.actors import Actor
+from core.calendars import CalendarError
+from core.clock import Clock
+from core.destinations import parse_destination
+from core.errors import HeraldError, InvalidInput, NotFound, PermissionDenied
+from core.ics_export import export
+from core.models import CalendarSource, Feed, Schedule, ScheduleState
+from core.settings import Settings
+from core.store import AuditEntry, ScheduleQuery, Store
+from core.store.calendars import CalendarQueries, FetchRecord
+
+log = logging.getLogger(__name__)
+
+#: How far ahead a feed plans reminders.
+FEED_WINDOW = timedelta(days=60)
+SYSTEM = "system:calendars"
+_DURATION = re.compile(r"^\s*(\d+)\s*(s|sec|m|min|h|hour|hours|d|day|days)?\s*$", re.I)
+_UNIT = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "hour": 3600, "hours": 3600}
+
+
+def parse_before(text: str) -> int:
+    """``10m``, ``1h``, ``90s``, ``2d`` (bare numbers are minutes) as seconds."""
+    m = _DURATION.match(text or "")
+    if not m:
+        raise InvalidInput(f"{text!r} is not a lead time: write e.g. 10m, 1h or 1d.")
+    unit = (m.group(2) or "m").lower()
+    seconds = int(m.group(1)) * _UNIT.get(unit, 86400)
+    if not 0 <= seconds <= 30 * 86400:
+        raise InvalidInput("The lead time must be between 0 and 30 days.")
+    return seconds
+
+
+@dataclass
+class RefreshReport:
+    """What one refresh did: calendars changed, unchanged, failed (id → error)."""
+
+    changed: list[int] = field(default_factory=list)
+    unchanged: list[int] = field(default_factory=list)
+    failed: dict[int, str] = field(default_factory=dict)
+    reminders: dict[str, int] = field(default_factory=dict)
+
+
+class FeedCases:
+    """Needs ``store`` (with :class:`CalendarQueries`), ``clock``, ``settings``,
+    ``actor()``, ``denied()`` and ``_due()`` from the class it mixes into."""
+
+    store: Store
+    clock: Clock
+    settings: Settings
+    #: The HTTP client calendar fetches use (None: one per fetch).
+    calendar_client: httpx.AsyncClient | None = None
+
+    async def actor(self, actor_id: str) -> Actor:
+        raise NotImplementedError
+
+    async def denied(
+        self,
+        actor: Actor,
+        action: str,
+        object_type: str,
+        object_id: str,
+        reason: str,
+        error: type[HeraldError] = PermissionDenied,
+    ) -> HeraldError:
+        raise NotImplementedError
+
+    def _due(self, at: datetime | None) -> None:
+        raise NotImplementedError
+
+    @property
+    def _cal(self) -> CalendarQueries:
+        return self.store
+
+    # --- sources ------------------------------------------------------------------------
+
+    async def load_calendar(
+        self, actor: Actor, source: str, body: str | None = None
+    ) -> CalendarSource:
+        """Fetch a URL (or take an uploaded file's ``body``), check it and store it."""
+        now = self.clock.now()
+        if body is None:
+            if not calendars.is_url(source):
+                raise InvalidInput(f"{source!r} is not a calendar URL (https://...) or file.")
+            got = await calendars.fetch(source, client=self.calendar_client)
+            assert got.body is not None
+            body, etag, modified = got.body, got.etag, got.last_modified
+        else:
+            source = source if source.startswith("file:") else f"file:{source}"
+            etag = modified = None
+        name = calendars.calendar_name(calendars.parse(body, source)) or source[:200]
+        return await self._cal.save_calendar(
+            actor.id, source, body=body, name=name, now=now, etag=etag, last_modified=modified
+        )
+
+    # --- skip calendars -------------------------------------------------------------------
+
+    async def attach_skip_calendars(
+        self,
+        actor_id: str,
+        schedule_id: int,
+        sources: Sequence[str] = (),
+        files: Mapping[str, str] | None = None,
+    ) -> Schedule:
+        """Make a schedule skip the dates of these calendars (URLs, or uploaded files
+        by name → text), replacing any it had. InvalidInput for a source that cannot
+        be read; NotFound if the schedule is not the actor's."""
+        actor = await self.actor(actor_id)
+        schedule = await self.store.get_schedule(schedule_id)
+        if schedule is None or (schedule.owner != actor.id and not actor.is_admin):
+            raise NotFound(f"There is no schedule {schedule_id} of yours.")
+        loaded = [await self.load_calendar(actor, s) for s in sources]
+        loaded += [await self.load_calendar(actor, n, t) for n, t in (files or {}).items()]
+        ids = [c.id for c in loaded if c.id is not None]
+        return await self._apply_skips(schedule, loaded, ids, actor.id)
+
+    async def _apply_skips(
+        self, schedule: Schedule, sources: Sequence[CalendarSource], ids: list[int], who: str
+    ) -> Schedule:
+        now = self.clock.now()
+        parsed = [calendars.parse(c.body, c.source) for c in sources if c.body]
+        skips = calendars.blackouts(parsed, now)
+        after = max(now, (schedule.next_run_at or now) - timedelta(microseconds=1))
+        hits = calendars.skipped_between(
+            schedule.rrule,
+            schedule.starts_at,
+            after,
+            now + calendars.HORIZON,
+            skips,
+            schedule.timezone,
+        )
+        upcoming = None
+        if schedule.rrule is not None and schedule.next_run_at is not None:
+            upcoming = calendars.next_allowed(schedule.rrule, after, skips)[0]
+        updated = await self._cal.apply_skips(
+            schedule,
+            calendar_ids=ids,
+            skip=skips.to_json(),
+            skipped=hits,
+            after=after,
+            now=now,
+            next_run=upcoming,
+            audit=AuditEntry(
+                who,
+                "schedule.skip_calendars",
+                "schedule",
+                str(schedule.id),
+                {"calendars": ids, "skipped": len(hits)},
+            ),
+        )
+        self._due(updated.next_run_at)
+        return updated
+
+    # --- feeds ------------------------------------------------------------------------
+
+    async def add_feed(
+        self,
+        actor_id: str,
+        *,
+        calendar: str,
+        to: str,
+        before: str = "10m",
+        template: str | None = None,
+        tz: str | None = None,
+        body: str | None = None,
+    ) -> Feed:
+        """An admin subscribes ``to`` to a calendar (URL, or an uploaded ``body``)."""
+        actor = await self.actor(actor_id)
+        if not actor.is_admin:
+            raise await self.denied(
+                actor, "feed.add", "feed", "", "Only an admin can subscribe to event feeds."
+            )
+        destination = str(parse_destination(to))
+        text = templates.check(template or templates.DEFAULT_REMINDER)
+        lead = parse_before(before)
+        zone = timeexpr.zone(tz or actor.timezone or self.settings.default_tz).key
+        source = await self.load_calendar(actor, calendar, body)
+        now = self.clock.now()
+        assert source.id is not None
+        feed = await self._cal.add_feed(
+            Feed(
+                calendar_id=source.id,
+                owner=actor.id,
+                destination=destination,
+                before_s=lead,
+                template=text,
+                timezone=zone,
+                created_at=now,
+                updated_at=now,
+            ),
+            audit=AuditEntry(actor.id, "feed.add", "feed", details={"calendar": source.id}),
+            now=now,
+        )
+        await self.sync_feed(feed, source)
+        return feed
+
+    async def list_feeds(self, actor_id: str) -> list[Feed]:
+        actor = await self.actor(actor_id)
+        return await self._cal.list_feeds(None if actor.sees_everything else actor.id)
+
+    async def remove_feed(self, actor_id: str, feed_id: int) -> int:
+        """Unsubscribe; waiting reminders are cancelled. Returns how many."""
+        actor = await self.actor(actor_id)
+        feed = await self._cal.get_feed(feed_id)
+        if feed is None or (feed.owner != actor.id and not actor.is_admin):
+            raise NotFound(f"There is no feed {feed_id} of yours.")
+        audit = AuditEntry(actor.id, "feed.remove", "feed", str(feed_id))
+        return await self._cal.remove_feed(feed_id, audit=audit, now=self.clock.now())
+
+    async def sync_feed(self, feed: Feed, source: CalendarSource) -> dict[str, int]:
+        """Make the feed's reminders match its calendar's events in the coming
+        :data:`FEED_WINDOW`: create, move (re-render) or cancel. Returns the counts."""
+        now = self.clock.now()
+        zone = ZoneInfo(feed.timezone)
+        events = calendars.instances(
+            calendars.parse(source.body, source.source), now, now + FEED_WINDOW, zone
+        )
+        wanted: dict[str, tuple[datetime, str]] = {}
+        for event in events:
+            at = event.start - timedelta(seconds=feed.before_s)
+            if event.cancelled or at <= now:
+                continue
+            digest = hashlib.sha256(event.key.encode()).hexdigest()[:32]
+            wanted[f"feed:{feed.id}:{digest}"] = (at, _reminder(feed, event, zone))
+        counts = {"created": 0, "moved": 0, "cancelled": 0}
+        existing = {
+            s.idempotency_key or "": s for s in await self._cal.feed_reminders(feed.id or 0)
+        }
+        for key, (at, text) in wanted.items():
+            current = existing.get(key)
+            if current is None:
+                await self._create_reminder(feed, key, at, text, now)
+                counts["created"] += 1
+            elif current.state == ScheduleState.ACTIVE.value and (
+                current.starts_at != at or current.body != text
+            ):
+                assert current.id is not None
+                await self.store.change_schedule(
+                    current.id,
+                    expected_version=current.version,
+                    values={"starts_at": at, "next_run_at": at, "body": text},
+                    now=now,
+                    cancel_open_jobs=True,
+                    arm_at=at,
+                    audit=AuditEntry(SYSTEM, "feed.reminder_move", "schedule"),
+                )
+                self._due(at)
+                counts["moved"] += 1
+        for key, current in existing.items():
+            if key in wanted or current.state != ScheduleState.ACTIVE.value:
+                continue
+            if current.starts_at > now and current.id is not None:
+                await self.store.change_schedule(
+                    current.id,
+                    expected_version=current.version,
+                    values={"state": ScheduleState.CANCELLED.value, "next_run_at": None},
+                    now=now,
+                    cancel_open_jobs=True,
+                    audit=AuditEntry(SYSTEM, "feed.reminder_cancel", "schedule"),
+                )
+                counts["cancelled"] += 1
+        return counts
+
+    async def _create_reminder(
+        self, feed: Feed, key: str, at: datetime, text: str, now: datetime
+    ) -> None:
+        schedule = Schedule(
+            owner=feed.owner,
+            workspace=feed.owner.partition(":")[0],
+            destination=feed.destination,
+            body=text[:4000],
+            expression=f"feed {feed.id} reminder",
+            timezone=feed.timezone,
+            rrule=None,
+            starts_at=at,
+            next_run_at=at,
+            idempotency_key=key,
+            created_at=now,
+            updated_at=now,
+        )
+        await self.store.create_schedule(
+            schedule,
+            first_run=at,
+            now=now,
+            audit=AuditEntry(SYSTEM, "feed.reminder", "schedule", details={"feed": feed.id}),
+        )
+        self._due(at)
+
+    # --- refresh ------------------------------------------------------------------------
+
+    async def refresh_calendars(self) -> RefreshReport:
+        """Revalidate every URL calendar, re-apply changed ones to the schedules that
+        skip them, and re-plan every feed. A failed fetch or parse is recorded on the
+        calendar (its last good content stays in use) and logged."""
+        report = RefreshReport()
+        now = self.clock.now()
+        for source in await self._cal.url_calendars():
+            assert source.id is not None
+            try:
+                got = await calendars.fetch(
+                    source.source,
+                    etag=source.etag,
+                    last_modified=source.last_modified,
+                    client=self.calendar_client,
+                )
+            except CalendarError as exc:
+                report.failed[source.id] = str(exc)
+                log.warning(
+                    "calendar refresh failed", extra={"calendar_id": source.id, "error": str(exc)}
+                )
+                await self._cal.record_fetch(source.id, FetchRecord(error=str(exc)), now=now)
+                continue
+            if got.body is None or got.body == source.body:
+                report.unchanged.append(source.id)
+            else:
+                report.changed.append(source.id)
+            name = calendars.calendar_name(calendars.parse(got.body)) if got.body else None
+            record = FetchRecord(got.body, got.etag, got.last_modified, name)
+            await self._cal.record_fetch(source.id, record, now=now)
+        for schedule in await self._cal.schedules_skipping():
+            if set(schedule.skip_calendars) & set(report.changed):
+                sources = await self._cal.get_calendars(schedule.skip_calendars)
+                await self._apply_skips(schedule, sources, schedule.skip_calendars, SYSTEM)
+        for feed in await self._cal.list_feeds():
+            found = await self._cal.get_calendars([feed.calendar_id])
+            if found:
+                for name, n in (await self.sync_feed(feed, found[0])).items():
+                    report.reminders[name] = report.reminders.get(name, 0) + n
+        return report
+
+    # --- export -----------------------------------------------------------------------
+
+    async def export_ics(self, actor_id: str, owner: str | None = None) -> bytes:
+        """A member's schedules (default: the actor's) as an iCalendar file."""
+        actor = await self.actor(actor_id)
+        whose = owner or actor.id
+        if whose != actor.id and not actor.sees_everything:
+            raise await self.denied(
+                actor,
+                "schedule.export",
+                "member",
+                whose,
+                "Only operators and admins can export someone else's schedules.",
+            )
+        found = await self.store.list_schedules(
+            ScheduleQuery(owner=whose, states=("active", "paused"), limit=10_000)
+        )
+        return export(found, now=self.clock.now(), name=f"Herald: {whose}")
+
+
+def _reminder(feed: Feed, event: calendars.EventInstance, zone: ZoneInfo) -> str:
+    start = event.start.astimezone(zone)
+    return templates.render(
+        feed.template,
+        {
+            "event.summary": event.summary,
+            "event.start": start,
+            "event.end": event.end.astimezone(zone),
+            "event.location": event.location,
+            "event.description": event.description,
+            "date": event.day or start.date(),
+            "schedule.id": None,
+        },
+    )

@@ -1,0 +1,102 @@
+"""A member's schedules as an iCalendar file, so Herald's posts show in their calendar.
+
+A recurring schedule becomes one VEVENT with its stored DTSTART (in the schedule's
+zone) and RRULE lines, plus EXDATE for occurrences a skip calendar removes; a one-off
+becomes a single VEVENT at its time. Events are instants (no DTEND). The summary is the
+message's first line; the description names the schedule and its destination (secrets
+redacted). Pure: the caller passes the schedules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from zoneinfo import ZoneInfo
+
+import icalendar
+
+from core import timeexpr
+from core.calendars import Blackouts
+from core.destinations import parse_destination
+from core.errors import HeraldError
+from core.models import Schedule, ScheduleState
+from core.timeexpr_rule import parse_rule
+
+PRODID = "-//Herald//Scheduled messages//EN"
+#: Occurrences examined for skip-calendar EXDATEs.
+MAX_EXDATES = 1000
+EXPORTED_STATES = (ScheduleState.ACTIVE.value, ScheduleState.PAUSED.value)
+
+
+def schedule_uid(schedule: Schedule) -> str:
+    return f"schedule-{schedule.id}@herald"
+
+
+def _summary(body: str) -> str:
+    line = next((ln.strip() for ln in body.splitlines() if ln.strip()), "(empty message)")
+    return line if len(line) <= 80 else line[:79] + "…"
+
+
+def _destination(raw: str) -> str:
+    try:
+        return parse_destination(raw).redacted()
+    except HeraldError:
+        return "(unreadable destination)"
+
+
+def schedule_event(schedule: Schedule, *, stamp: datetime) -> icalendar.Event:
+    """One schedule as a VEVENT (see the module's description)."""
+    event = icalendar.Event()
+    event.add("uid", schedule_uid(schedule))
+    event.add("dtstamp", stamp.astimezone(UTC))
+    event.add("summary", _summary(schedule.body))
+    event.add(
+        "description",
+        f"{schedule.body}\n\nHerald schedule {schedule.id} to "
+        f"{_destination(schedule.destination)} ({schedule.expression}).",
+    )
+    if schedule.state == ScheduleState.PAUSED.value:
+        event.add("status", "TENTATIVE")
+    if schedule.rrule is None:
+        event.add("dtstart", schedule.starts_at.astimezone(UTC))
+        return event
+    rule = parse_rule(schedule.rrule)
+    zone = ZoneInfo(rule.tzid)
+    dtstart = rule.dtstart.replace(tzinfo=zone)
+    event.add("dtstart", dtstart)
+    for line in schedule.rrule.split():
+        if line.upper().startswith("RRULE:"):
+            event.add("rrule", icalendar.vRecur.from_ical(line[6:]))
+    for instant in _excluded(schedule, dtstart, zone):
+        event.add("exdate", instant.astimezone(zone))
+    return event
+
+
+def _excluded(schedule: Schedule, dtstart: datetime, zone: ZoneInfo) -> list[datetime]:
+    """Instants a calendar reader would show but Herald does not send: DTSTART when it
+    is not itself an occurrence (RFC 5545 counts it), and skip-calendar hits."""
+    assert schedule.rrule is not None
+    out: list[datetime] = []
+    first = timeexpr.occurrences(schedule.rrule, count=1)
+    if first and first[0] != dtstart.astimezone(UTC):
+        out.append(dtstart)
+    skips = Blackouts.from_json(schedule.options.get("skip"))
+    if skips:
+        for instant in timeexpr.occurrences(schedule.rrule, count=MAX_EXDATES):
+            if skips.hit(instant, zone) is not None:
+                out.append(instant)
+    return out
+
+
+def export(schedules: Iterable[Schedule], *, now: datetime, name: str = "Herald") -> bytes:
+    """An iCalendar file (bytes) of the active and paused ``schedules``."""
+    cal = icalendar.Calendar()
+    cal.add("prodid", PRODID)
+    cal.add("version", "2.0")
+    cal.add("x-wr-calname", name)
+    for schedule in schedules:
+        if schedule.state in EXPORTED_STATES:
+            cal.add_component(schedule_event(schedule, stamp=now))
+    cal.add_missing_timezones()
+    data: bytes = cal.to_ical()
+    return data

@@ -1,0 +1,246 @@
+"""Queries about calendars (skip calendars and event feeds) and their effects on schedules."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlmodel import col, select
+
+from core.errors import Conflict
+from core.models import OPEN_JOB_STATES, CalendarSource, Feed, FeedState, JobState, Schedule
+from core.store.base import JOB, SCHEDULE, AuditEntry, Gateway, new_idempotency_key
+
+CALENDAR = CalendarSource.__table__  # type: ignore[attr-defined]
+FEED = Feed.__table__  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True)
+class FetchRecord:
+    """The outcome of one refresh: ``body`` None when unchanged (or failed), ``error``
+    set when it failed (the last good body is kept)."""
+
+    body: str | None = None
+    etag: str | None = None
+    last_modified: str | None = None
+    name: str | None = None
+    error: str | None = None
+
+
+class CalendarQueries(Gateway):
+    """Calendars, feeds, and skipped occurrences."""
+
+    # --- calendars ----------------------------------------------------------------
+
+    async def save_calendar(
+        self, owner: str, source: str, *, body: str, name: str, now: datetime, **fetch: Any
+    ) -> CalendarSource:
+        """Create or replace the owner's calendar for ``source`` with good content."""
+        async with self._session() as s:
+            found = await s.execute(
+                select(CalendarSource).where(
+                    col(CalendarSource.owner) == owner, col(CalendarSource.source) == source
+                )
+            )
+            cal = found.scalars().first()
+            if cal is None:
+                cal = CalendarSource(owner=owner, source=source, created_at=now, updated_at=now)
+                s.add(cal)
+            cal.body, cal.name, cal.fetched_at, cal.checked_at = body, name, now, now
+            cal.etag = fetch.get("etag")
+            cal.last_modified = fetch.get("last_modified")
+            cal.last_error, cal.error_at, cal.failures, cal.updated_at = None, None, 0, now
+            await s.flush()
+            return cal
+
+    async def get_calendars(self, ids: Sequence[int]) -> list[CalendarSource]:
+        if not ids:
+            return []
+        async with self._session() as s:
+            stmt = select(CalendarSource).where(col(CalendarSource.id).in_(list(ids)))
+            return list((await s.execute(stmt.order_by(col(CalendarSource.id)))).scalars())
+
+    async def url_calendars(self) -> list[CalendarSource]:
+        """Every calendar that is refreshed from a URL."""
+        stmt = select(CalendarSource).where(~col(CalendarSource.source).startswith("file:"))
+        async with self._session() as s:
+            return list((await s.execute(stmt.order_by(col(CalendarSource.id)))).scalars())
+
+    async def record_fetch(self, calendar_id: int, record: FetchRecord, *, now: datetime) -> None:
+        """Store a refresh's outcome; a failure keeps the last good body."""
+        values: dict[str, Any] = {"checked_at": now, "updated_at": now}
+        if record.error is not None:
+            values.update(last_error=record.error, error_at=now, failures=CALENDAR.c.failures + 1)
+        else:
+            values.update(last_error=None, error_at=None, failures=0)
+            if record.body is not None:
+                values.update(
+                    body=record.body,
+                    etag=record.etag,
+                    last_modified=record.last_modified,
+                    fetched_at=now,
+                )
+                if record.name:
+                    values["name"] = record.name
+        async with self._conn() as conn:
+            await conn.execute(
+                sa.update(CALENDAR).where(CALENDAR.c.id == calendar_id).values(**values)
+            )
+
+    # --- schedules that skip --------------------------------------------------------
+
+    async def schedules_skipping(self) -> list[Schedule]:
+        """Active and paused schedules that name skip calendars."""
+        stmt = select(Schedule).where(
+            col(Schedule.state).in_(["active", "paused"]),
+            sa.func.coalesce(sa.cast(SCHEDULE.c.skip_calendars, sa.Text), "[]") != "[]",
+        )
+        async with self._session() as s:
+            return list((await s.execute(stmt)).scalars())
+
+    async def apply_skips(
+        self,
+        schedule: Schedule,
+        *,
+        calendar_ids: list[int],
+        skip: dict[str, Any],
+        skipped: Sequence[tuple[datetime, str]],
+        after: datetime,
+        now: datetime,
+        next_run: datetime | None,
+        audit: AuditEntry | None = None,
+    ) -> Schedule:
+        """Record a schedule's skip calendars and blackout data, and make its jobs say
+        so: each occurrence in ``skipped`` (all after ``after``) becomes a ``skipped``
+        job naming its event (a waiting job there is turned into one), earlier-recorded
+        skips after ``after`` that no longer apply are removed, and when the waiting
+        job was skipped the schedule is armed at ``next_run``. Raises Conflict when the
+        schedule changed meanwhile."""
+        assert schedule.id is not None
+        sid = schedule.id
+        options = {k: v for k, v in schedule.options.items() if k != "skip"}
+        if skip.get("days") or skip.get("spans"):
+            options["skip"] = skip
+        async with self._session() as s:
+            result = await s.execute(
+                sa.update(SCHEDULE)
+                .where(SCHEDULE.c.id == sid, SCHEDULE.c.version == schedule.version)
+                .values(
+                    options=options,
+                    skip_calendars=calendar_ids,
+                    version=SCHEDULE.c.version + 1,
+                    updated_at=now,
+                )
+            )
+            if result.rowcount != 1:  # type: ignore[attr-defined]
+                raise Conflict(f"Schedule {sid} changed meanwhile; try again.")
+            await s.execute(
+                sa.delete(JOB).where(
+                    JOB.c.schedule_id == sid,
+                    JOB.c.state == JobState.SKIPPED.value,
+                    JOB.c.occurrence_at > after,
+                )
+            )
+            waiting = await s.execute(
+                sa.select(JOB.c.id, JOB.c.occurrence_at).where(
+                    JOB.c.schedule_id == sid,
+                    JOB.c.state.in_([st.value for st in OPEN_JOB_STATES]),
+                )
+            )
+            open_at = {row.occurrence_at: row.id for row in waiting}
+            moved = False
+            for occurrence, name in skipped:
+                note = f"Skipped: {name}"
+                if occurrence in open_at:
+                    moved = True
+                    await s.execute(
+                        sa.update(JOB)
+                        .where(JOB.c.id == open_at[occurrence])
+                        .values(state=JobState.SKIPPED.value, last_error=note, finished_at=now)
+                    )
+                    continue
+                await s.execute(
+                    sa.insert(JOB).values(
+                        schedule_id=sid,
+                        occurrence_at=occurrence,
+                        due_at=occurrence,
+                        state=JobState.SKIPPED.value,
+                        last_error=note[:2000],
+                        idempotency_key=new_idempotency_key(),
+                        created_at=now,
+                        updated_at=now,
+                        finished_at=now,
+                    )
+                )
+            if moved and schedule.state == "active":
+                if next_run is not None:
+                    await self._arm(s, sid, next_run, now)  # type: ignore[attr-defined]
+                else:
+                    await s.execute(
+                        sa.update(SCHEDULE)
+                        .where(SCHEDULE.c.id == sid)
+                        .values(state="completed", next_run_at=None)
+                    )
+            if audit is not None:
+                await self._audit(s, audit, now)
+            updated = await s.get(Schedule, sid, populate_existing=True)
+            assert updated is not None
+            return updated
+
+    # --- feeds --------------------------------------------------------------------------
+
+    async def add_feed(self, feed: Feed, *, audit: AuditEntry, now: datetime) -> Feed:
+        async with self._session() as s:
+            s.add(feed)
+            await s.flush()
+            entry = AuditEntry(audit.actor, audit.action, "feed", str(feed.id), audit.details)
+            await self._audit(s, entry, now)
+            return feed
+
+    async def list_feeds(self, owner: str | None = None) -> list[Feed]:
+        stmt = select(Feed).where(col(Feed.state) == FeedState.ACTIVE.value)
+        if owner is not None:
+            stmt = stmt.where(col(Feed.owner) == owner)
+        async with self._session() as s:
+            return list((await s.execute(stmt.order_by(col(Feed.id)))).scalars())
+
+    async def get_feed(self, feed_id: int) -> Feed | None:
+        async with self._session() as s:
+            return await s.get(Feed, feed_id)
+
+    async def remove_feed(self, feed_id: int, *, audit: AuditEntry, now: datetime) -> int:
+        """Mark the feed removed and cancel its waiting reminders; returns how many."""
+        async with self._session() as s:
+            await s.execute(
+                sa.update(FEED)
+                .where(FEED.c.id == feed_id)
+                .values(state=FeedState.REMOVED.value, updated_at=now)
+            )
+            ids = sa.select(SCHEDULE.c.id).where(
+                SCHEDULE.c.idempotency_key.startswith(f"feed:{feed_id}:"),
+                SCHEDULE.c.state == "active",
+            )
+            await s.execute(
+                sa.update(JOB)
+                .where(
+                    JOB.c.schedule_id.in_(ids),
+                    JOB.c.state.in_([st.value for st in OPEN_JOB_STATES]),
+                )
+                .values(state=JobState.CANCELLED.value, updated_at=now, finished_at=now)
+            )
+            result = await s.execute(
+                sa.update(SCHEDULE)
+                .where(SCHEDULE.c.id.in_(ids.scalar_subquery()))
+                .values(state="cancelled", next_run_at=None, updated_at=now)
+            )
+            await self._audit(s, audit, now)
+            return int(result.rowcount)  # type: ignore[attr-defined]
+
+    async def feed_reminders(self, feed_id: int) -> list[Schedule]:
+        """A feed's reminder schedules (one-offs keyed ``feed:<id>:<event>``)."""
+        stmt = select(Schedule).where(col(Schedule.idempotency_key).startswith(f"feed:{feed_id}:"))
+        async with self._session() as s:
+            return list((await s.execute(stmt.order_by(col(Schedule.starts_at)))).scalars())

@@ -1,0 +1,107 @@
+"""Message templates: ``{event.summary}`` and friends, rendered safely.
+
+A template is Python ``str.format`` syntax restricted to the documented fields:
+
+- ``{event.summary}``, ``{event.location}``, ``{event.description}`` (text)
+- ``{event.start}``, ``{event.end}`` (a time; a format spec is a strftime pattern,
+  e.g. ``{event.start:%H:%M}``), shown in the feed's zone
+- ``{date}`` (the occurrence's local date; ``{date:%A %d %B}`` works too)
+- ``{schedule.id}``
+
+Nothing is looked up on an object: the field name as written is a key in a dictionary
+of values, so ``{event.__class__}`` or ``{event.start.tzinfo}`` are simply unknown.
+Unknown fields, conversions (``!r``) and nested specs are refused by :func:`check`
+with :class:`~core.errors.InvalidInput` when the template is created. ``{{`` and
+``}}`` are literal braces.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import date, datetime
+from string import Formatter
+
+from core.errors import InvalidInput
+
+#: Every field a template may use, and what it is.
+FIELDS: dict[str, str] = {
+    "event.summary": "the event's title",
+    "event.start": "when the event starts (e.g. {event.start:%H:%M})",
+    "event.end": "when the event ends",
+    "event.location": "where the event is",
+    "event.description": "the event's description",
+    "date": "the date of the occurrence (e.g. {date:%A %d %B})",
+    "schedule.id": "the schedule's number",
+}
+
+#: Fields whose values are dates or times (their format spec is a strftime pattern).
+_TIMES = {"event.start", "event.end", "date"}
+
+DEFAULT_REMINDER = "{event.summary} at {event.start:%H:%M}"
+
+MAX_TEMPLATE = 4000
+
+_formatter = Formatter()
+
+Values = Mapping[str, str | int | date | datetime | None]
+
+
+def _known() -> str:
+    return ", ".join("{" + name + "}" for name in FIELDS)
+
+
+def check(template: str, *, allowed: set[str] | None = None) -> str:
+    """Return ``template`` if it only uses known fields (``allowed``, default all),
+    else raise InvalidInput with a sentence naming the problem."""
+    if not isinstance(template, str) or not template.strip():
+        raise InvalidInput("The template is empty: say what to post.")
+    if len(template) > MAX_TEMPLATE:
+        raise InvalidInput(f"The template is over {MAX_TEMPLATE:,} characters.")
+    names = set(FIELDS) if allowed is None else allowed
+    try:
+        parts = list(_formatter.parse(template))
+    except ValueError as exc:
+        raise InvalidInput(
+            f"The template's braces do not match ({exc}); write {{{{ and }}}} for a literal brace."
+        ) from exc
+    for _, field, spec, conversion in parts:
+        if field is None:
+            continue
+        if field not in names:
+            shown = "{" + field + "}" if field else "{}"
+            raise InvalidInput(
+                f"The template uses {shown}, which Herald does not know: use {_known()}."
+            )
+        if conversion:
+            raise InvalidInput(f"The template's {{{field}!{conversion}}}: conversions not allowed.")
+        if spec and ("{" in spec or "}" in spec):
+            raise InvalidInput(f"The template's {{{field}}} has a nested field in its format.")
+        if spec and field not in _TIMES:
+            raise InvalidInput(
+                f"The template's {{{field}}} is text and takes no format (only times do)."
+            )
+    return template
+
+
+def fields_used(template: str) -> set[str]:
+    """The field names a (checked) template uses."""
+    return {field for _, field, _, _ in _formatter.parse(template) if field}
+
+
+def render(template: str, values: Values) -> str:
+    """Fill ``template`` from ``values`` (keyed by field name). A missing or None value
+    renders as empty text. Raises InvalidInput for a template :func:`check` refuses."""
+    check(template)
+    out: list[str] = []
+    for literal, field, spec, _ in _formatter.parse(template):
+        out.append(literal)
+        if not field:
+            continue
+        value = values.get(field)
+        if value is None:
+            continue
+        if isinstance(value, date | datetime) and spec:
+            out.append(value.strftime(spec))
+        else:
+            out.append(str(value))
+    return "".join(out)
