@@ -345,6 +345,22 @@ class Cli:
         app_id = self.args.application_id or _application_id(self.settings)
         self.emit(invite_url(app_id))
 
+    def cmd_console(self) -> int:
+        from tui.app import run_console, run_console_served
+
+        if self.args.serve:
+            return run_console_served(self.settings, port=self.args.port, host=self.args.host)
+
+        async def go() -> int:
+            channels = build_channels(self.settings)
+            try:
+                return await run_console(self.settings, channels=channels)
+            finally:
+                for channel in channels.values():
+                    await channel.close()
+
+        return asyncio.run(go())
+
     def cmd_db(self) -> None:
         url = self.settings.database_url
         if self.args.db_command == "upgrade":
@@ -476,10 +492,13 @@ def main(argv: Sequence[str] | None = None, *, settings: Settings | None = None)
             cli.emit_json(asyncio.run(service.housekeeping(cfg)))
         elif args.command == "run":
             return cli.cmd_run()
+        elif args.command == "console":
+            return cli.cmd_console()
         elif args.command == "demo":
             from bot.demo import run_demo
 
-            return run_demo(cfg, sys.stdout)
+            console = not args.no_console and sys.stdin.isatty() and sys.stdout.isatty()
+            return run_demo(cfg, sys.stdout, console=console)
     except ImportRejected as exc:
         print(f"herald: error: {exc}", file=sys.stderr)  # noqa: T201
         for number, why in exc.invalid:

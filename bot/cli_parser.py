@@ -158,6 +158,16 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--pending", type=int, default=0, help="extra jobs due far in the future")
     b.add_argument("--json", action="store_true", help="(the output is always JSON)")
 
-    add("demo", "Run the local demo on a fresh SQLite file.")
+    c = add("console", "The operator console (Textual): queues, deliveries, dead letters.")
+    c.add_argument("--serve", action="store_true", help="serve it in a browser instead")
+    c.add_argument("--host", default="localhost", help="with --serve (default localhost)")
+    c.add_argument("--port", type=int, default=8000, help="with --serve (default 8000)")
+
+    c = add("demo", "Run the local demo on a fresh SQLite file.")
+    c.add_argument(
+        "--no-console",
+        action="store_true",
+        help="print deliveries instead of opening the console (the default without a terminal)",
+    )
     cli_calendars.add_commands(add)
     return p

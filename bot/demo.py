@@ -8,6 +8,7 @@ foreground and prints each delivery, retry and dead letter as it happens.
 from __future__ import annotations
 
 import asyncio
+import sys
 from pathlib import Path
 from typing import TextIO
 
@@ -56,8 +57,9 @@ def _observer(out: TextIO) -> object:
     return observe
 
 
-def run_demo(settings: Settings, out: TextIO) -> int:
-    """Seed a fresh demo database and run the dispatcher until Ctrl-C."""
+def run_demo(settings: Settings, out: TextIO, *, console: bool = False) -> int:
+    """Seed a fresh demo database and run the dispatcher until Ctrl-C, printing each
+    delivery; with ``console``, open the operator console beside it instead."""
     from bot import service
 
     for suffix in ("", "-wal", "-shm"):
@@ -70,8 +72,11 @@ def run_demo(settings: Settings, out: TextIO) -> int:
             "backoff_cap": 10.0,
             "sweep_seconds": 5.0,
             "webhook_allow_private": True,  # the demo's failing webhook is on 127.0.0.1
+            "admins": settings.admins | {settings.local_actor},  # you decide on dead letters
         }
     )
+    if console:
+        return _with_console(demo)
     out.write(f"Herald demo on {DEMO_DB} (SQLite). Scheduling:\n")
 
     def ready(herald: Herald, _dispatcher: object) -> None:
@@ -84,3 +89,45 @@ def run_demo(settings: Settings, out: TextIO) -> int:
     out.write("\nStopped. Everything is still in herald-demo.db: try\n")
     out.write(f"  HERALD_DATABASE_URL=sqlite:///{DEMO_DB} herald list --state completed\n")
     return 0
+
+
+DEMO_LOG = "herald-demo.log"
+
+
+def _with_console(demo: Settings) -> int:
+    """The dispatcher in the background of the console, in one event loop. Deliveries
+    and logs go to herald-demo.log so they do not draw over the screen."""
+    import logging
+
+    from bot import service
+    from tui.app import make_app
+
+    with open(DEMO_LOG, "w", encoding="utf-8") as log_file:
+        root = logging.getLogger()
+        for handler in list(root.handlers):
+            root.removeHandler(handler)
+        logging.basicConfig(stream=log_file, level=logging.INFO, force=True)
+
+        async def go() -> int:
+            stop = asyncio.Event()
+            started: asyncio.Future[Herald] = asyncio.get_running_loop().create_future()
+
+            def ready(herald: Herald, _dispatcher: object) -> None:
+                started.set_result(herald)
+
+            running = asyncio.create_task(
+                service.serve(demo, out=log_file, stop=stop, ready=ready, serve_http=False)
+            )
+            herald = await started
+            await seed(herald, demo.local_actor, log_file)
+            app = make_app(demo, herald, demo.local_actor)
+            try:
+                await app.run_async()
+            finally:
+                stop.set()
+                await running
+            return app.return_code or 0
+
+        code = asyncio.run(go())
+    sys.stdout.write(f"Demo stopped. Deliveries are in {DEMO_LOG}; the data in {DEMO_DB}.\n")
+    return code

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from core import timeexpr
 from core.actors import Actor
 from core.clock import Clock
-from core.errors import Conflict, InvalidInput, PermissionDenied
+from core.errors import Conflict, HeraldError, InvalidInput, PermissionDenied
 from core.models import Audit, Job, Schedule, ScheduleState
 from core.settings import Settings
 from core.store import AuditEntry, Store
@@ -163,21 +163,16 @@ class ConsoleCases:
     async def discard_dead_letters(self, actor_id: str, job_ids: Sequence[int]) -> int:
         raise NotImplementedError
 
-    # --- refusals -------------------------------------------------------------------
-
-    async def _refuse(self, actor: Actor, action: str, reason: str, objects: Any) -> None:
-        """Audit a refused attempt, then raise PermissionDenied with ``reason``."""
-        await self.store.record_audit(
-            AuditEntry(
-                actor.id,
-                f"{action}.denied",
-                action.partition(".")[0],
-                "",
-                {**VIA, "reason": reason, "objects": objects},
-            ),
-            now=self.clock.now(),
-        )
-        raise PermissionDenied(reason)
+    async def denied(
+        self,
+        actor: Actor,
+        action: str,
+        object_type: str,
+        object_id: str,
+        reason: str,
+        error: type[HeraldError] = PermissionDenied,
+    ) -> HeraldError:
+        raise NotImplementedError
 
     # --- overview -------------------------------------------------------------------
 
@@ -291,7 +286,7 @@ class ConsoleCases:
         actor, visible = await self._bulk_scope(actor_id, action, f)
         if visible.owner is not None and visible.owner != actor.id and not actor.is_admin:
             reason = unavailable(actor, "schedule.others") or ""
-            await self._refuse(actor, f"schedule.{action}", reason, {"owner": visible.owner})
+            raise await self.denied(actor, f"schedule.{action}", "member", visible.owner, reason)
         if action == "shift" and shift is None:
             raise InvalidInput("Say how far to shift, e.g. 2h or -30m.")
         target = self._actionable(actor, action, visible)
@@ -366,8 +361,8 @@ class ConsoleCases:
         actor, owner = await self._scope(actor_id)
         reason = unavailable(actor, f"dead.{action}")
         if reason is not None:
-            objects = list(ids) if ids is not None else "all matching"
-            await self._refuse(actor, f"dead.{action}", reason, objects)
+            objects = ", ".join(map(str, ids)) if ids is not None else "all matching"
+            raise await self.denied(actor, f"dead.{action}", "job", objects, reason)
         if ids is not None:
             chunks: list[list[int]] = [list(ids[i : i + CHUNK]) for i in range(0, len(ids), CHUNK)]
         else:

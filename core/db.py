@@ -85,7 +85,9 @@ def _sqlite_setup(engine: sa.Engine) -> None:
 
     @sa.event.listens_for(engine, "begin")
     def _on_begin(connection: sa.Connection) -> None:
-        connection.exec_driver_sql("BEGIN IMMEDIATE")
+        # readers (``herald_read``) take no lock until they read, and never block a writer
+        read = connection.get_execution_options().get("herald_read", False)
+        connection.exec_driver_sql("BEGIN" if read else "BEGIN IMMEDIATE")
 
 
 def make_async_engine(url: str, **kwargs: Any) -> AsyncEngine:

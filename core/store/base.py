@@ -84,6 +84,22 @@ class Gateway:
             ) from exc
 
     @asynccontextmanager
+    async def _read(self) -> AsyncIterator[AsyncConnection]:
+        """A read-only transaction. On SQLite it begins DEFERRED, so readers (the
+        console, metrics) never hold the write lock a dispatcher needs."""
+        try:
+            async with self._engine.connect() as conn:
+                reader = await conn.execution_options(herald_read=True)
+                async with reader.begin():
+                    yield reader
+        except HeraldError:
+            raise
+        except sa.exc.DBAPIError as exc:
+            raise DatabaseError(
+                f"The database at {db.redacted(self.url)} failed: {db.reason(exc)}"
+            ) from exc
+
+    @asynccontextmanager
     async def _conn(self) -> AsyncIterator[AsyncConnection]:
         async with self._session() as session:
             yield await session.connection()

@@ -186,7 +186,7 @@ class ConsoleQueries(Gateway):
             .group_by(minute)
         )
         workers_q = sa.select(WORKER).order_by(WORKER.c.heartbeat_at.desc()).limit(20)
-        async with self._conn() as conn:
+        async with self._read() as conn:
             rows = {name: (await conn.execute(q)).first() for name, q in queries.items()}
             rates = (await conn.execute(rates_q)).all()
             workers = [Worker(**row._mapping) for row in await conn.execute(workers_q)]
@@ -243,11 +243,11 @@ class ConsoleQueries(Gateway):
         if before_id is not None:
             q = q.where(SCHEDULE.c.id < before_id)
         q = q.order_by(SCHEDULE.c.id.desc()).limit(limit)
-        async with self._conn() as conn:
+        async with self._read() as conn:
             return [Schedule(**row._mapping) for row in await conn.execute(q)]
 
     async def count_schedules(self, f: ScheduleFilter) -> int:
-        async with self._conn() as conn:
+        async with self._read() as conn:
             q = sa.select(sa.func.count()).select_from(SCHEDULE).where(*self._schedule_where(f))
             return int(await conn.scalar(q) or 0)
 
@@ -261,7 +261,7 @@ class ConsoleQueries(Gateway):
             .order_by(SCHEDULE.c.id)
             .limit(limit)
         )
-        async with self._conn() as conn:
+        async with self._read() as conn:
             return [int(row[0]) for row in await conn.execute(q)]
 
     async def stop_schedules(
@@ -463,7 +463,7 @@ class ConsoleQueries(Gateway):
             .order_by(key, JOB.c.id)
             .limit(limit)
         )
-        async with self._conn() as conn:
+        async with self._read() as conn:
             return [QueueRow(*tuple(row)) for row in await conn.execute(q)]
 
     # --- delivery log -----------------------------------------------------------------
@@ -511,7 +511,7 @@ class ConsoleQueries(Gateway):
             .order_by(ATTEMPT.c.started_at.desc(), ATTEMPT.c.id.desc())
             .limit(limit)
         )
-        async with self._conn() as conn:
+        async with self._read() as conn:
             return [AttemptRow(*tuple(row)) for row in await conn.execute(q)]
 
     # --- dead letters -----------------------------------------------------------------
@@ -545,7 +545,7 @@ class ConsoleQueries(Gateway):
             .order_by(sa.func.count().desc(), reason)
             .limit(limit)
         )
-        async with self._conn() as conn:
+        async with self._read() as conn:
             return [DeadGroup(str(r[0]), int(r[1]), int(r[2])) for r in await conn.execute(q)]
 
     async def dead_page(
@@ -576,12 +576,12 @@ class ConsoleQueries(Gateway):
             .order_by(JOB.c.finished_at.desc(), JOB.c.id.desc())
             .limit(limit)
         )
-        async with self._conn() as conn:
+        async with self._read() as conn:
             return [DeadLetter(**row._mapping) for row in await conn.execute(q)]
 
     async def count_dead(self, f: DeadFilter) -> int:
         q = self._dead_from(sa.select(sa.func.count())).where(*self._dead_where(f))
-        async with self._conn() as conn:
+        async with self._read() as conn:
             return int(await conn.scalar(q) or 0)
 
     async def dead_ids(self, f: DeadFilter, *, after_id: int = 0, limit: int = 500) -> list[int]:
@@ -592,7 +592,7 @@ class ConsoleQueries(Gateway):
             .order_by(JOB.c.id)
             .limit(limit)
         )
-        async with self._conn() as conn:
+        async with self._read() as conn:
             return [int(row[0]) for row in await conn.execute(q)]
 
     # --- audit log and timelines ------------------------------------------------------
@@ -613,7 +613,7 @@ class ConsoleQueries(Gateway):
         if before_id is not None:
             q = q.where(AUDIT.c.id < before_id)
         q = q.order_by(AUDIT.c.id.desc()).limit(limit)
-        async with self._conn() as conn:
+        async with self._read() as conn:
             return [Audit(**row._mapping) for row in await conn.execute(q)]
 
     async def object_audit(
@@ -628,18 +628,18 @@ class ConsoleQueries(Gateway):
             ),
         )
         q = sa.select(AUDIT).where(objects).order_by(AUDIT.c.id.desc()).limit(limit)
-        async with self._conn() as conn:
+        async with self._read() as conn:
             rows = [Audit(**row._mapping) for row in await conn.execute(q)]
         return rows[::-1]
 
     async def get_job(self, job_id: int) -> Job | None:
-        async with self._conn() as conn:
+        async with self._read() as conn:
             row = (await conn.execute(sa.select(JOB).where(JOB.c.id == job_id))).first()
         return None if row is None else Job(**row._mapping)
 
     async def attempt_job(self, attempt_id: int) -> int | None:
         """The job an attempt belongs to."""
         q = sa.select(ATTEMPT.c.job_id).where(ATTEMPT.c.id == attempt_id)
-        async with self._conn() as conn:
+        async with self._read() as conn:
             value = await conn.scalar(q)
         return None if value is None else int(value)

@@ -220,7 +220,7 @@ class QueueQueries(Gateway):
 
     async def next_due_at(self) -> datetime | None:
         """When the earliest waiting job falls due (None when nothing waits)."""
-        async with self._tx() as conn:
+        async with self._read() as conn:
             value = (
                 await conn.execute(
                     sa.select(sa.func.min(JOB.c.due_at)).where(JOB.c.state.in_(CLAIMABLE))
@@ -493,12 +493,12 @@ class QueueQueries(Gateway):
         q = sa.select(JOB.c.due_at, first_try.c.started).join(
             first_try, first_try.c.job_id == JOB.c.id
         )
-        async with self._tx() as conn:
+        async with self._read() as conn:
             return [(row[0], row[1]) for row in await conn.execute(q)]
 
     async def leased_by(self, worker: str) -> set[str]:
         """Idempotency keys of the jobs ``worker`` holds a lease on."""
-        async with self._tx() as conn:
+        async with self._read() as conn:
             rows = await conn.execute(
                 sa.select(JOB.c.idempotency_key).where(
                     JOB.c.lease_owner == worker, JOB.c.state == JobState.CLAIMED.value
@@ -508,7 +508,7 @@ class QueueQueries(Gateway):
 
     async def workers(self) -> list[Worker]:
         """Dispatchers that reported a heartbeat, most recent first."""
-        async with self._tx() as conn:
+        async with self._read() as conn:
             rows = await conn.execute(sa.select(WORKER).order_by(WORKER.c.heartbeat_at.desc()))
             return [Worker(**row._mapping) for row in rows]
 
@@ -576,7 +576,7 @@ class QueueQueries(Gateway):
     async def queue_stats(self, *, now: datetime) -> QueueStats:
         """Jobs by state, dead letters awaiting a decision, the oldest overdue job."""
         counts = await self.job_counts()
-        async with self._tx() as conn:
+        async with self._read() as conn:
             awaiting = (
                 await conn.execute(
                     sa.select(sa.func.count()).where(
@@ -590,7 +590,7 @@ class QueueQueries(Gateway):
 
     async def job_counts(self) -> dict[str, int]:
         """How many jobs are in each state."""
-        async with self._tx() as conn:
+        async with self._read() as conn:
             rows = await conn.execute(sa.select(JOB.c.state, sa.func.count()).group_by(JOB.c.state))
             return {state: int(count) for state, count in rows}
 
@@ -625,7 +625,7 @@ class QueueQueries(Gateway):
         if ids is not None:
             q = q.where(JOB.c.id.in_(list(ids)))
         q = q.order_by(JOB.c.finished_at.desc(), JOB.c.id.desc()).limit(limit)
-        async with self._tx() as conn:
+        async with self._read() as conn:
             return [DeadLetter(**row._mapping) for row in await conn.execute(q)]
 
     async def request_dead_retry(

@@ -1,0 +1,166 @@
+"""Console tests: SQLite only (no query here is dialect-specific except the overview's
+per-minute buckets, which test_console_store also runs on PostgreSQL)."""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from textual.pilot import Pilot
+from textual.worker import WorkerCancelled
+
+from core.clock import ManualClock
+from core.settings import Settings
+from core.store.queue import AttemptRecord, Finished
+from core.usecases import Herald
+from tui.app import HeraldConsole, make_app
+
+ADMIN = "local:root-admin"
+OPERATOR = "local:olive"
+MEMBER = "local:bob"
+FAILING = "webhook:https://hooks.example.com/broken"
+
+
+@pytest.fixture
+def db_url(sqlite_url: str) -> str:
+    return sqlite_url
+
+
+async def deliver(herald: Herald, clock: ManualClock, *, fail: bool, error: str = "") -> int:
+    """Claim what is due and record one attempt each: ok, or dead with ``error``."""
+    now = clock.now()
+    jobs = await herald.store.claim_due(
+        now=now, worker="w1", lease_until=now + timedelta(seconds=60), limit=100
+    )
+    results = []
+    for job in jobs:
+        attempt = AttemptRecord(
+            started_at=now,
+            finished_at=now + timedelta(milliseconds=40),
+            outcome="permanent" if fail else "ok",
+            status_code=410 if fail else 200,
+            error=error or None,
+            message_id=None if fail else f"m-{job.id}",
+        )
+        state = "dead" if fail else "delivered"
+        results.append(Finished(job, state, attempt=attempt, error=error or None))
+    await herald.store.finish(results, worker="w1", now=now)
+    return len(jobs)
+
+
+async def seed(herald: Herald, clock: ManualClock) -> dict[str, Any]:
+    """Three members' schedules; two delivered jobs, three dead letters (one with a
+    retry request), a recurring schedule and a waiting one."""
+    await herald.set_role(ADMIN, OPERATOR, "operator")
+    ids: dict[str, Any] = {}
+    for name, actor, to, when, text in [
+        ("ok1", MEMBER, "log:", "in 1 minute", "Deploy window opens"),
+        ("ok2", OPERATOR, "log:", "in 1 minute", "Coffee is ready"),
+        ("dead1", MEMBER, FAILING, "in 2 minutes", "Broken hook one"),
+        ("dead2", OPERATOR, FAILING, "in 2 minutes", "Broken hook two"),
+        ("dead3", MEMBER, "slack:C0GONE", "in 2 minutes", "Channel archived"),
+    ]:
+        s, _ = await herald.create_schedule(actor, to=to, when=when, text=text, tz="UTC")
+        ids[name] = s.id
+    clock.advance(61)
+    await deliver(herald, clock, fail=False)
+    clock.advance(60)
+    now = clock.now()
+    jobs = await herald.store.claim_due(
+        now=now, worker="w1", lease_until=now + timedelta(seconds=60), limit=100
+    )
+    results = [
+        Finished(
+            job,
+            "dead",
+            attempt=AttemptRecord(
+                started_at=now,
+                finished_at=now,
+                outcome="permanent",
+                status_code=410 if job.destination == FAILING else 404,
+                error="HTTP 410 Gone" if job.destination == FAILING else "channel_not_found",
+            ),
+            error="HTTP 410 Gone" if job.destination == FAILING else "channel_not_found",
+        )
+        for job in jobs
+    ]
+    await herald.store.finish(results, worker="w1", now=now)
+    ids["dead_jobs"] = sorted(job.id for job in jobs)
+    s, _ = await herald.create_schedule(
+        MEMBER, to="slack:C0STANDUP", when="every weekday at 9am", text="Standup", tz="UTC"
+    )
+    ids["standup"] = s.id
+    s, _ = await herald.create_schedule(
+        OPERATOR, to="discord:123456789012345678", when="in 2 hours", text="Release", tz="UTC"
+    )
+    ids["release"] = s.id
+    dead_of_bob = [d.job_id for d in await herald.dead_letters(MEMBER) if d.destination == FAILING]
+    await herald.retry_dead_letters(MEMBER, dead_of_bob)  # a request: bob is a member
+    ids["requested"] = dead_of_bob
+    return ids
+
+
+@pytest.fixture
+async def seeded(herald: Herald, clock: ManualClock) -> dict[str, Any]:
+    return await seed(herald, clock)
+
+
+@pytest.fixture
+def console(settings: Settings, herald: Herald) -> Callable[..., HeraldConsole]:
+    """Build the console as someone; live refresh is driven by the test."""
+
+    def build(actor_id: str = ADMIN, mode: str = "overview") -> HeraldConsole:
+        return make_app(settings, herald, actor_id, refresh_interval=3600, mode=mode)
+
+    return build
+
+
+async def settle(pilot: Pilot[Any]) -> None:
+    """Let workers finish and the screen redraw."""
+    app = pilot.app
+    for _ in range(5):
+        await pilot.pause()
+        try:
+            await app.workers.wait_for_complete()
+        except WorkerCancelled:  # a newer read replaced it: wait for that one
+            continue
+    await pilot.pause()
+
+
+_TEXT = re.compile(
+    r'<text [^>]*?x="([\d.]+)"[^>]*?textLength="([\d.]+)"[^>]*?line-(\d+)\)">(.*?)</text>'
+)
+
+
+def svg_lines(svg: str, width: int) -> list[str]:
+    """The terminal lines an SVG screenshot shows, as plain text (column-accurate)."""
+    rows: dict[int, list[str]] = {}
+    for x, length, line, raw in _TEXT.findall(svg):
+        text = html.unescape(raw).replace("\xa0", " ")
+        cell = float(length) / max(1, len(text))
+        column = round(float(x) / cell) - 1 if cell else 0
+        row = rows.setdefault(int(line), [" "] * width)
+        for offset, char in enumerate(text):
+            if 0 <= column + offset < width:
+                row[column + offset] = char
+    last = max(rows, default=-1)
+    return ["".join(rows.get(n, [])).rstrip() for n in range(last + 1)]
+
+
+def screen_text(app: HeraldConsole) -> str:
+    """What the terminal shows now, one string with a line per row."""
+    return "\n".join(svg_lines(app.export_screenshot(), app.size.width))
+
+
+def run(app: HeraldConsole, size: tuple[int, int] = (80, 24)) -> Any:
+    """``app.run_test`` at ``size``, with notifications kept (tests read them)."""
+    return app.run_test(size=size, notifications=True)
+
+
+def notes(app: HeraldConsole) -> list[str]:
+    """The notifications shown so far, as ``title: message``."""
+    return [f"{n.title}: {n.message}" for n in app._notifications]

@@ -1,0 +1,190 @@
+"""The console's queries and use cases, without the screen: pages, filters, bulk
+actions and refusals. The overview's per-minute buckets are dialect-specific, so this
+module runs on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from core.clock import ManualClock
+from core.console_cases import parse_shift, unavailable
+from core.errors import InvalidInput, PermissionDenied
+from core.store.console import AttemptFilter, AuditFilter, DeadFilter, ScheduleFilter
+from core.usecases import Herald
+from tests.tui.conftest import ADMIN, FAILING, MEMBER, OPERATOR, seed
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def db_url(request: pytest.FixtureRequest) -> str:
+    name = "sqlite_url" if request.param == "sqlite" else "pg_url"
+    return str(request.getfixturevalue(name))
+
+
+async def test_overview_counts_and_per_minute_buckets(herald: Herald, clock: ManualClock) -> None:
+    await seed(herald, clock)
+    o = await herald.overview(MEMBER)
+    assert o.counts["delivered"] == 2 and o.counts["dead"] == 3
+    f = o.figures
+    assert len(f.per_minute) == 60
+    assert sum(ok for _, ok, _ in f.per_minute) == 2
+    assert sum(bad for _, _, bad in f.per_minute) == 3
+    # the two deliveries fell in the minute before the failures
+    assert [m for m, ok, _ in f.per_minute if ok][0] + timedelta(minutes=1) == [
+        m for m, _, bad in f.per_minute if bad
+    ][0]
+    assert (f.finished_last_hour, f.first_try_ok) == (5, 2)
+    assert (f.dead, f.dead_requested) == (3, 1)
+    assert f.due_next_hour == 0 and f.oldest_overdue is None
+    clock.advance(timedelta(hours=2, minutes=1))
+    later = await herald.overview(MEMBER)
+    assert later.figures.oldest_overdue is not None  # the release job is now late
+
+
+async def test_pages_follow_the_keyset_without_gaps_or_repeats(
+    herald: Herald, clock: ManualClock
+) -> None:
+    for i in range(25):
+        await herald.create_schedule(MEMBER, to="log:", when=f"in {i + 1} hours", text=f"m{i}")
+    seen: list[int] = []
+    before = None
+    while page := await herald.schedules_page(ADMIN, ScheduleFilter(), before_id=before, limit=10):
+        seen += [s.id for s in page if s.id is not None]
+        before = page[-1].id
+    assert seen == sorted(seen, reverse=True) and len(seen) == len(set(seen)) == 25
+    jobs: list[int] = []
+    after = None
+    while rows := await herald.queue_page(ADMIN, "pending", after=after, limit=7):
+        jobs += [r.job_id for r in rows]
+        after = (rows[-1].due_at, rows[-1].job_id)
+    assert len(jobs) == len(set(jobs)) == 25
+
+
+async def test_members_see_their_own_operators_everything(
+    herald: Herald, clock: ManualClock
+) -> None:
+    await seed(herald, clock)
+    mine = await herald.schedules_page(MEMBER, ScheduleFilter(owner=OPERATOR))
+    assert mine and {s.owner for s in mine} == {MEMBER}  # the owner filter cannot widen
+    everyone = await herald.schedules_page(OPERATOR, ScheduleFilter())
+    assert {s.owner for s in everyone} == {MEMBER, OPERATOR}
+    log = await herald.delivery_log(MEMBER, AttemptFilter())
+    assert log and all(r.destination != "log:" or r.job_id == 1 for r in log)
+    audit = await herald.audit_log(MEMBER, AuditFilter())
+    assert {a.actor for a in audit} == {MEMBER}
+
+
+async def test_filters(herald: Herald, clock: ManualClock) -> None:
+    ids = await seed(herald, clock)
+    by_text = await herald.schedules_page(ADMIN, ScheduleFilter(text="BROKEN hook"))
+    assert {s.id for s in by_text} == {ids["dead1"], ids["dead2"]}
+    by_dest = await herald.schedules_page(ADMIN, ScheduleFilter(destination="webhook:"))
+    assert {s.id for s in by_dest} == {ids["dead1"], ids["dead2"]}
+    active = await herald.schedules_page(ADMIN, ScheduleFilter(states=("active",)))
+    assert {s.id for s in active} == {ids["standup"], ids["release"]}
+    failed = await herald.delivery_log(ADMIN, AttemptFilter(outcome="permanent"))
+    assert len(failed) == 3
+    one = await herald.delivery_log(ADMIN, AttemptFilter(schedule_id=ids["ok1"]))
+    assert [r.outcome for r in one] == ["ok"]
+    since = await herald.delivery_log(ADMIN, AttemptFilter(since=clock.now()))
+    assert len(since) == 3
+    groups = await herald.dead_groups(ADMIN, DeadFilter())
+    assert [(g.reason, g.count, g.requested) for g in groups] == [
+        ("HTTP 410 Gone", 2, 1),
+        ("channel_not_found", 1, 0),
+    ]
+    gone = await herald.dead_page(ADMIN, DeadFilter(reason="HTTP 410 Gone"))
+    assert {d.destination for d in gone} == {FAILING}
+    assert await herald.count_dead(ADMIN, DeadFilter(requested=True)) == 1
+    actions = await herald.audit_log(ADMIN, AuditFilter(action="dead."))
+    assert [a.action for a in actions] == ["dead.retry_request"]
+
+
+async def test_bulk_cancel_pause_shift_audit_each(herald: Herald, clock: ManualClock) -> None:
+    ids = [
+        (await herald.create_schedule(MEMBER, to="log:", when=f"in {i + 1} hours", text="x"))[0].id
+        for i in range(3)
+    ]
+    plan = await herald.plan_schedules_bulk(MEMBER, "pause", ScheduleFilter())
+    assert (plan.count, plan.matching) == (3, 3)
+    assert await herald.bulk_schedules(MEMBER, "pause", ScheduleFilter(ids=(ids[0],))) == 1
+    before = (await herald.queue_page(MEMBER, "pending"))[0].due_at
+    shifted = await herald.bulk_schedules(
+        MEMBER, "shift", ScheduleFilter(states=("active",)), shift=timedelta(hours=2)
+    )
+    assert shifted == 2
+    after = await herald.queue_page(MEMBER, "pending")
+    assert after[0].due_at == before + timedelta(hours=2)
+    assert await herald.bulk_schedules(MEMBER, "cancel", ScheduleFilter()) == 3
+    trail = await herald.audit_log(ADMIN, AuditFilter(action="schedule."))
+    actions = sorted(a.action for a in trail if a.details.get("via") == "console")
+    assert actions == ["schedule.cancel"] * 3 + ["schedule.pause"] + ["schedule.shift"] * 2
+    assert await herald.queue_page(MEMBER, "pending") == []
+
+
+async def test_operators_bulk_only_their_own_and_a_refusal_is_audited(
+    herald: Herald, clock: ManualClock
+) -> None:
+    await seed(herald, clock)
+    plan = await herald.plan_schedules_bulk(OPERATOR, "cancel", ScheduleFilter())
+    assert plan.count == 1 and plan.matching == 7 and "admin" in (plan.note or "")
+    with pytest.raises(PermissionDenied):
+        await herald.bulk_schedules(OPERATOR, "cancel", ScheduleFilter(owner=MEMBER))
+    [denied] = await herald.audit_log(ADMIN, AuditFilter(action="schedule.cancel.denied"))
+    assert denied.actor == OPERATOR and denied.object_id == MEMBER
+    assert await herald.bulk_schedules(ADMIN, "cancel", ScheduleFilter(owner=MEMBER)) == 1
+
+
+async def test_dead_letter_decisions(herald: Herald, clock: ManualClock) -> None:
+    ids = await seed(herald, clock)
+    requested = ids["requested"]
+    with pytest.raises(PermissionDenied, match="Only an admin"):
+        await herald.dead_letter_action(OPERATOR, "approve", ids=requested)
+    [refusal] = await herald.audit_log(ADMIN, AuditFilter(action="dead.approve.denied"))
+    assert refusal.actor == OPERATOR
+    assert refusal.object_id == ", ".join(map(str, requested))
+    with pytest.raises(PermissionDenied):
+        await herald.dead_letter_action(MEMBER, "discard", ids=requested)
+    assert await herald.dead_letter_action(ADMIN, "approve", ids=requested) == ("approved", 1)
+    assert await herald.count_dead(ADMIN, DeadFilter()) == 2
+    # everything matching a filter: the operator asks for a retry of all 410s
+    verb, n = await herald.dead_letter_action(
+        OPERATOR, "retry", f=DeadFilter(reason="HTTP 410 Gone")
+    )
+    assert (verb, n) == ("requested", 1)
+    assert await herald.dead_letter_action(ADMIN, "reject", f=DeadFilter()) == ("rejected", 1)
+    assert await herald.dead_letter_action(ADMIN, "discard", f=DeadFilter()) == ("discarded", 2)
+    assert await herald.count_dead(ADMIN, DeadFilter()) == 0
+
+
+async def test_timeline_tells_what_happened(herald: Herald, clock: ManualClock) -> None:
+    ids = await seed(herald, clock)
+    t = await herald.timeline(MEMBER, schedule_id=ids["dead1"])
+    kinds = [e.kind for e in t.events]
+    assert kinds[0] == "created" and "schedule.create" in t.events[0].text
+    assert {"planned", "attempt", "dead"} <= set(kinds)
+    attempt = next(e for e in t.events if e.kind == "attempt")
+    assert "permanent 410" in attempt.text and attempt.detail == "HTTP 410 Gone"
+    assert any("dead.retry_request" in e.text for e in t.events)
+    standup = await herald.timeline(MEMBER, schedule_id=ids["standup"])
+    assert "weekday" in standup.description and len(standup.upcoming) == 5
+    job = await herald.timeline(ADMIN, job_id=ids["dead_jobs"][0])
+    assert job.focus_job == ids["dead_jobs"][0]
+    with pytest.raises(InvalidInput):
+        await herald.timeline(ADMIN, attempt_id=10_000)
+
+
+def test_durations_and_rules() -> None:
+    assert parse_shift("1h30m") == timedelta(minutes=90)
+    assert parse_shift("-15m") == timedelta(minutes=-15)
+    assert parse_shift(" 2 d ") == timedelta(days=2)
+    for bad in ("", "soon", "0m", "400d", "5x"):
+        with pytest.raises(InvalidInput):
+            parse_shift(bad)
+    from core.actors import Actor
+    from core.models import Role
+
+    member, operator, admin = (Actor("local:x", r, None) for r in Role)
+    assert unavailable(member, "dead.discard") and not unavailable(operator, "dead.discard")
+    assert unavailable(operator, "dead.approve") and not unavailable(admin, "dead.approve")

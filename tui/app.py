@@ -1,0 +1,183 @@
+"""The operator console: six screens over the use cases, live, keyboard first.
+
+Build it with :func:`make_app` (tests and the CLI alike); :func:`run_console` runs it
+in this terminal, :func:`run_console_served` in a browser through textual-serve.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from functools import partial
+from typing import Any
+
+from textual import work
+from textual.actions import parse
+from textual.app import App, SystemCommand
+from textual.binding import Binding
+from textual.screen import Screen
+
+from core.actors import Actor
+from core.channels.base import Channel
+from core.clock import SystemClock
+from core.errors import HeraldError
+from core.settings import Settings
+from core.store import Store
+from core.usecases import Herald
+from tui.screens.audit import AuditScreen
+from tui.screens.dead_letters import DeadLettersScreen
+from tui.screens.deliveries import DeliveriesScreen
+from tui.screens.overview import OverviewScreen
+from tui.screens.queue import QueueScreen
+from tui.screens.schedules import SchedulesScreen
+
+log = logging.getLogger(__name__)
+
+SCREENS = Binding.Group("Screens", compact=True)
+#: Mode name, key and title of each screen, in the order of the number keys.
+SCREEN_MODES: list[tuple[str, str, str, type[Screen[Any]]]] = [
+    ("overview", "1", "Overview", OverviewScreen),
+    ("schedules", "2", "Schedules", SchedulesScreen),
+    ("queue", "3", "Queue", QueueScreen),
+    ("deliveries", "4", "Delivery log", DeliveriesScreen),
+    ("dead", "5", "Dead letters", DeadLettersScreen),
+    ("audit", "6", "Audit log", AuditScreen),
+]
+
+
+class HeraldConsole(App[int]):
+    """The console, acting as one member (``actor_id``) through ``herald``."""
+
+    CSS_PATH = "herald.tcss"
+    TITLE = "Herald"
+    MODES = {name: screen for name, _, _, screen in SCREEN_MODES}
+    BINDINGS = [
+        *[
+            Binding(key, f"switch_mode('{name}')", title, id=f"screen-{name}", group=SCREENS)
+            for name, key, title, _ in SCREEN_MODES
+        ],
+        Binding("question_mark", "toggle_keys", "Keys", id="keys"),
+        Binding("q", "quit", "Quit", id="quit"),
+    ]
+
+    def __init__(
+        self,
+        settings: Settings,
+        herald: Herald,
+        actor_id: str,
+        *,
+        refresh_interval: float = 2.0,
+        mode: str = "overview",
+    ) -> None:
+        super().__init__()
+        self.settings = settings
+        self.herald = herald
+        self.actor_id = actor_id
+        self.actor: Actor | None = None
+        self.refresh_interval = refresh_interval
+        self.initial_mode = mode
+        #: Live refresh on (every ``refresh_interval`` seconds on the visible screen).
+        self.live = True
+
+    def on_mount(self) -> None:
+        self.sub_title = self.actor_id
+        self._start()
+
+    @work(exit_on_error=False)
+    async def _start(self) -> None:
+        try:
+            self.actor = await self.herald.actor(self.actor_id)
+        except HeraldError as exc:
+            self.exit(return_code=1, message=f"herald console: {exc}")
+            return
+        self.sub_title = f"{self.actor.id} · {self.actor.role.value}"
+        await self.switch_mode(self.initial_mode)
+
+    def action_toggle_keys(self) -> None:
+        if self.screen.query("HelpPanel"):
+            self.action_hide_help_panel()
+        else:
+            self.action_show_help_panel()
+
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
+        """Every key binding of the screen is also a command; one the role lacks says
+        why, and choosing it asks core anyway (which refuses and audits)."""
+        yield from super().get_system_commands(screen)
+        seen: set[str] = set()
+        for key, active in screen.active_bindings.items():
+            binding = active.binding
+            # the console's own bindings (named) and visible ones; not the widgets'
+            # cursor keys
+            named = binding.id is not None or binding.show
+            if not named or not binding.description or binding.system or binding.action in seen:
+                continue
+            seen.add(binding.action)
+            help_text = f"key {binding.key_display or key}"
+            if not active.enabled:
+                why = getattr(active.node, "why_not", lambda _: None)(binding.action)
+                help_text += f" · unavailable: {why}" if why else " · unavailable"
+            callback = partial(self._force, active.node, binding.action)
+            yield SystemCommand(binding.description, help_text, callback)
+
+    async def _force(self, node: Any, action: str) -> None:
+        """Run an action even when its binding is greyed out (core still decides)."""
+        _, name, params = parse(action)
+        if name == "switch_mode":
+            await self.run_action(action)
+            return
+        method = getattr(node, f"action_{name}", None)
+        if method is not None:
+            result = method(*params)
+            if hasattr(result, "__await__"):
+                await result
+
+
+def make_app(
+    settings: Settings,
+    herald: Herald,
+    actor_id: str,
+    *,
+    refresh_interval: float = 2.0,
+    mode: str = "overview",
+) -> HeraldConsole:
+    """The console for ``actor_id`` over ``herald``: the one way to build it."""
+    return HeraldConsole(settings, herald, actor_id, refresh_interval=refresh_interval, mode=mode)
+
+
+async def run_console(settings: Settings, *, channels: Mapping[str, Channel] | None = None) -> int:
+    """Open the store, run the console in this terminal as ``settings.local_actor``,
+    close the store. Returns the exit status. ``channels`` (the CLI's, when it has
+    them) let the create and edit forms check that a destination is reachable."""
+    store = await Store.open(settings.database_url)
+    try:
+        herald = Herald(store, settings, SystemClock(), channels=channels)
+        app = make_app(settings, herald, settings.local_actor)
+        await app.run_async()
+        return app.return_code or 0
+    finally:
+        await store.close()
+
+
+def run_console_served(settings: Settings, port: int = 8000, host: str = "localhost") -> int:
+    """Serve the console in a browser on ``host:port`` through textual-serve: each
+    browser tab runs ``python -m tui`` (this same app, the same settings from the
+    environment). Blocks until interrupted."""
+    try:
+        from textual_serve.server import Server
+    except ImportError as exc:  # optional dependency
+        raise HeraldError(
+            "Serving the console needs textual-serve: pip install 'textual-serve>=1.1,<2'."
+        ) from exc
+    import shlex
+    import sys
+
+    env = {
+        "HERALD_DATABASE_URL": settings.database_url,
+        "HERALD_ADMINS": ",".join(sorted(settings.admins)),
+        "HERALD_DEFAULT_TZ": settings.default_tz,
+        "USER": settings.local_actor.partition(":")[2],
+    }
+    assignments = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+    command = f"{assignments} {shlex.quote(sys.executable)} -m tui"
+    Server(command, host=host, port=port, title="Herald console").serve()
+    return 0

@@ -1,0 +1,193 @@
+"""What every console screen shares: live refresh in a worker, paging by keyset, role
+gates with their reasons, and actions that report back as notifications."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from textual import work
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import Static
+
+from core.actors import Actor
+from core.console_cases import unavailable
+from core.errors import HeraldError
+from core.models import Role
+from core.usecases import Herald
+from tui.screens.confirm import ConfirmScreen
+
+if TYPE_CHECKING:
+    from tui.app import HeraldConsole
+
+log = logging.getLogger(__name__)
+
+
+class ConsoleScreen(Screen[None]):
+    """A screen whose data comes from :meth:`fetch` (run in a worker, never on the
+    event loop's own time) and is drawn by :meth:`show`."""
+
+    #: Screen actions a role may lack: action name -> rule name of core.console_cases.
+    GATED: ClassVar[dict[str, str]] = {}
+    #: Rules that limit (without disabling) what this screen's actions reach.
+    NOTES: ClassVar[tuple[str, ...]] = ()
+
+    class Loaded(Message):
+        """A worker finished reading; the screen draws ``data``."""
+
+        def __init__(self, data: Any) -> None:
+            super().__init__()
+            self.data = data
+
+    def __init__(self) -> None:
+        super().__init__()
+        #: Keyset of each page visited: pages[-1] is the current page's start.
+        self.pages: list[Any] = [None]
+        self.last_keyset: Any = None
+        #: How many times data arrived and was drawn (tests and benchmarks wait on it).
+        self.loads = 0
+        #: How long the last read and the last drawing took (milliseconds).
+        self.fetch_ms = self.show_ms = 0.0
+
+    # --- context ------------------------------------------------------------------------
+
+    @property
+    def console(self) -> HeraldConsole:
+        return self.app  # type: ignore[return-value]
+
+    @property
+    def herald(self) -> Herald:
+        return self.console.herald
+
+    @property
+    def actor_id(self) -> str:
+        return self.console.actor_id
+
+    @property
+    def actor(self) -> Actor:
+        return self.console.actor or Actor(self.actor_id, Role.MEMBER, None)
+
+    @property
+    def zone(self) -> str:
+        return self.actor.timezone or self.console.settings.default_tz
+
+    # --- live data ----------------------------------------------------------------------
+
+    def on_mount(self) -> None:
+        self.set_interval(self.console.refresh_interval, self._tick, name="live-refresh")
+        self.reload()
+
+    def on_screen_resume(self) -> None:
+        self.refresh_bindings()
+        self.reload()
+
+    def on_screen_suspend(self) -> None:
+        self.workers.cancel_group(self, "load")
+
+    def _tick(self) -> None:
+        if self.is_current and self.console.live:
+            self.reload()
+
+    def reload(self) -> None:
+        """Read this screen's data again (the newest request wins)."""
+        self._load()
+
+    @work(exclusive=True, group="load", exit_on_error=False)
+    async def _load(self) -> None:
+        started = time.perf_counter()
+        try:
+            data = await self.fetch()
+        except HeraldError as exc:
+            self.notify(str(exc), title="Cannot read", severity="error")
+            return
+        except Exception as exc:  # a handler boundary: never crash the console
+            log.exception("console read failed", extra={"screen": type(self).__name__})
+            self.notify(f"{type(exc).__name__}: {exc}", title="Read failed", severity="error")
+            return
+        self.fetch_ms = (time.perf_counter() - started) * 1000
+        self.post_message(self.Loaded(data))
+
+    def on_console_screen_loaded(self, message: ConsoleScreen.Loaded) -> None:
+        started = time.perf_counter()
+        self.show(message.data)
+        self.show_ms = (time.perf_counter() - started) * 1000
+        self.loads += 1
+
+    async def fetch(self) -> Any:
+        """Read this screen's data (override)."""
+        return None
+
+    def show(self, data: Any) -> None:
+        """Draw what :meth:`fetch` read (override)."""
+
+    # --- paging -------------------------------------------------------------------------
+
+    def action_next_page(self) -> None:
+        if self.last_keyset is None:
+            self.notify("This is the last page.")
+            return
+        self.pages.append(self.last_keyset)
+        self.reload()
+
+    def action_previous_page(self) -> None:
+        if len(self.pages) > 1:
+            self.pages.pop()
+            self.reload()
+
+    def first_page(self) -> None:
+        self.pages = [None]
+
+    def page_note(self, shown: int, size: int) -> str:
+        return f"page {len(self.pages)} · {shown} row{'s' if shown != 1 else ''}" + (
+            " · ] next" if shown >= size else ""
+        )
+
+    # --- roles --------------------------------------------------------------------------
+
+    def why_not(self, action: str) -> str | None:
+        rule = self.GATED.get(action)
+        return None if rule is None else unavailable(self.actor, rule)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # A gated action is shown greyed out (None), its reason in the role note; the
+        # command palette can still attempt it, and core refuses and audits it.
+        return None if self.why_not(action) else True
+
+    def role_note(self) -> str:
+        reasons = sorted({r for a in self.GATED if (r := self.why_not(a))})
+        reasons += [r for rule in self.NOTES if (r := unavailable(self.actor, rule))]
+        role = f"You are {self.actor_id} ({self.actor.role.value})."
+        return " ".join([role, *reasons])
+
+    def update_role_note(self) -> None:
+        for note in self.query(".role-note").results(Static):
+            note.update(self.role_note())
+
+    # --- actions ------------------------------------------------------------------------
+
+    def act(self, call: Callable[[], Awaitable[str]]) -> None:
+        """Run a use case in a worker; its sentence (or its error) becomes a notification."""
+        self._act(call)
+
+    @work(group="action", exit_on_error=False)
+    async def _act(self, call: Callable[[], Awaitable[str]]) -> None:
+        try:
+            self.notify(await call(), title="Done")
+        except HeraldError as exc:
+            self.notify(str(exc), title="Refused", severity="error")
+        except Exception as exc:  # a handler boundary: never crash the console
+            log.exception("console action failed", extra={"screen": type(self).__name__})
+            self.notify(f"{type(exc).__name__}: {exc}", title="Failed", severity="error")
+        self.reload()
+
+    def confirm(self, question: str, call: Callable[[], Awaitable[str]]) -> None:
+        """Ask first; run ``call`` as an action only on yes."""
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.act(call)
+
+        self.app.push_screen(ConfirmScreen(question), answered)

@@ -1,0 +1,263 @@
+"""5 · Dead letters: grouped by reason; retry or request a retry, approve or reject
+requests, discard; on a selection or on everything matching."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.widgets import DataTable, Footer, Header, Input, OptionList, Static
+from textual.widgets.option_list import Option
+
+from core.errors import HeraldError
+from core.store.console import DeadFilter, DeadGroup
+from core.store.queue import DeadLetter
+from tui.filters import FilterError, dead_filter
+from tui.format import ago, clip, dest
+from tui.screens.base import ConsoleScreen
+from tui.screens.detail import DetailScreen
+from tui.widgets.filter_bar import FilterBar
+from tui.widgets.table import PageTable
+
+PAGE = 100
+NAMES = {"retry": "Retry", "approve": "Approve", "reject": "Reject", "discard": "Discard"}
+DONE = {
+    "retried": "Retried",
+    "requested": "Requested a retry of",
+    "approved": "Approved",
+    "rejected": "Rejected",
+    "discarded": "Discarded",
+}
+
+
+class DeadLettersScreen(ConsoleScreen):
+    TITLE = "Dead letters"
+    GATED = {
+        "act('approve')": "dead.approve",
+        "act('reject')": "dead.reject",
+        "act('discard')": "dead.discard",
+        "act_all('approve')": "dead.approve",
+        "act_all('reject')": "dead.reject",
+        "act_all('discard')": "dead.discard",
+    }
+    NOTES = ("view.everyone",)
+    BINDINGS = [
+        Binding("slash", "focus_filter", "Filter", id="filter"),
+        Binding("g", "focus_groups", "Reasons", id="dead-groups"),
+        Binding("r", "act('retry')", "Retry", id="retry-dead-letter"),
+        Binding("a", "act('approve')", "Approve", id="approve-dead-letter"),
+        Binding("x", "act('reject')", "Reject", id="reject-dead-letter"),
+        Binding("d", "act('discard')", "Discard", id="discard-dead-letter"),
+        Binding("R", "act_all('retry')", "Retry all matching", id="retry-all-dead-letters"),
+        Binding("A", "act_all('approve')", "Approve all", id="approve-all-dead-letters"),
+        Binding("X", "act_all('reject')", "Reject all", id="reject-all-dead-letters"),
+        Binding("D", "act_all('discard')", "Discard all", id="discard-all-dead-letters"),
+        Binding("right_square_bracket", "next_page", "Next page", show=False, id="next-page"),
+        Binding("left_square_bracket", "previous_page", "Prev page", show=False, id="prev-page"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.filter = DeadFilter()
+        self.filter_text = ""
+        self.reason: str | None = None
+        self.groups: list[DeadGroup] = []
+        self.groups_stale = True
+        self.rows: dict[str, DeadLetter] = {}
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield OptionList(id="groups")
+        yield FilterBar("/ filter: to:DEST requested:yes|no", id="filter")
+        yield PageTable(
+            "job",
+            "died",
+            "owner",
+            "to",
+            "tries",
+            "retry asked by",
+            "error",
+            selectable=True,
+            id="table",
+        )
+        yield Static("", id="status", classes="status")
+        yield Static("", classes="role-note")
+        yield Footer()
+
+    @property
+    def table(self) -> PageTable:
+        return self.query_one("#table", PageTable)
+
+    def on_mount(self) -> None:
+        self.query_one("#groups", OptionList).border_title = "Reasons"
+        super().on_mount()
+        self.table.focus()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        full = f"{action}({', '.join(repr(p) for p in parameters)})" if parameters else action
+        return None if self.why_not(full) else True
+
+    def scope(self) -> DeadFilter:
+        return replace(self.filter, reason=self.reason)
+
+    def reload(self) -> None:
+        self.groups_stale = True
+        super().reload()
+
+    def reload_page(self) -> None:
+        """Read the letters only (a reason was picked: the groups did not change)."""
+        super().reload()
+
+    async def fetch(self) -> Any:
+        groups = self.groups
+        if self.groups_stale:
+            groups = await self.herald.dead_groups(self.actor_id, self.filter)
+        page = await self.herald.dead_page(
+            self.actor_id, self.scope(), before=self.pages[-1], limit=PAGE
+        )
+        return groups, page
+
+    def show(self, data: Any) -> None:
+        groups, letters = data
+        self._show_groups(groups)
+        self.groups_stale = False
+        now = self.herald.clock.now()
+        self.rows = {str(d.job_id): d for d in letters}
+        self.table.show(
+            [
+                (
+                    str(d.job_id),
+                    (
+                        str(d.job_id),
+                        ago(d.finished_at, now),
+                        clip(d.owner, 16),
+                        clip(dest(d.destination), 22),
+                        str(d.attempts),
+                        clip(d.retry_requested_by or "", 16),
+                        clip(d.last_error, 50),
+                    ),
+                )
+                for d in letters
+            ]
+        )
+        last = letters[-1] if len(letters) >= PAGE else None
+        self.last_keyset = None if last is None else (last.finished_at, last.job_id)
+        self.update_status()
+        self.update_role_note()
+
+    def _show_groups(self, groups: list[DeadGroup]) -> None:
+        if groups == self.groups:
+            return
+        self.groups = groups
+        options = self.query_one("#groups", OptionList)
+        total = sum(g.count for g in groups)
+        asked = sum(g.requested for g in groups)
+        options.clear_options()
+        options.add_option(Option(f"All reasons · {total:,} ({asked:,} asked)", id="all"))
+        for i, g in enumerate(groups):
+            label = f"{g.count:>6,} ({g.requested:,} asked) {clip(g.reason or '(no error)', 90)}"
+            options.add_option(Option(label, id=f"g{i}"))
+        reasons = [g.reason for g in groups]
+        index = reasons.index(self.reason) + 1 if self.reason in reasons else 0
+        with options.prevent(OptionList.OptionHighlighted):
+            options.highlighted = index
+
+    @on(OptionList.OptionHighlighted, "#groups")
+    def pick_group(self, event: OptionList.OptionHighlighted) -> None:
+        option_id = event.option.id or "all"
+        reason = None if option_id == "all" else self.groups[int(option_id[1:])].reason
+        if reason != self.reason:
+            self.reason = reason
+            self.first_page()
+            self.reload_page()
+
+    def update_status(self) -> None:
+        parts = [self.page_note(len(self.rows), PAGE)]
+        if self.reason is not None:
+            parts.append(f"reason: {clip(self.reason, 30)}")
+        if self.table.selected:
+            parts.append(f"{len(self.table.selected)} selected")
+        if self.filter_text:
+            parts.append(f"filter: {self.filter_text}")
+        self.query_one("#status", Static).update(" · ".join(parts))
+
+    def on_page_table_selection_changed(self, _: PageTable.SelectionChanged) -> None:
+        self.update_status()
+
+    @on(Input.Submitted, "#filter")
+    def apply_filter(self, event: Input.Submitted) -> None:
+        try:
+            self.filter = dead_filter(event.value, None)
+        except FilterError as exc:
+            self.notify(str(exc), title="Filter", severity="error")
+            return
+        self.filter_text = event.value.strip()
+        self.first_page()
+        self.table.focus()
+        self.reload()
+
+    def action_focus_filter(self) -> None:
+        self.query_one("#filter", FilterBar).focus()
+
+    def action_focus_groups(self) -> None:
+        self.query_one("#groups", OptionList).focus()
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        if event.row_key.value is not None:
+            self.app.push_screen(DetailScreen(job_id=int(event.row_key.value)))
+
+    # --- actions ----------------------------------------------------------------------
+
+    def attempt(self, action: str, *, every: bool = False) -> None:
+        """Run ``action`` past the role gate: core decides (and audits a refusal)."""
+        if every:
+            self.action_act_all(action)
+        else:
+            self.action_act(action)
+
+    def action_act(self, action: str) -> None:
+        """On the selected rows, or else the row under the cursor."""
+        ids = sorted(int(k) for k in self.table.selected)
+        if not ids:
+            key = self.table.cursor_key()
+            if key is None:
+                return
+            ids = [int(key)]
+        call = self._call(action, ids=ids)
+        if len(ids) == 1 and action != "discard":
+            self.act(call)
+        else:
+            count = f"{len(ids)} dead letter{'s' if len(ids) != 1 else ''}"
+            self.confirm(f"{NAMES[action]} {count}?", call)
+
+    def action_act_all(self, action: str) -> None:
+        self._confirm_all(action)
+
+    @work(group="action", exit_on_error=False)
+    async def _confirm_all(self, action: str) -> None:
+        scope = self.scope()
+        if action in ("approve", "reject"):
+            scope = replace(scope, requested=True)
+        try:
+            count = await self.herald.count_dead(self.actor_id, scope)
+        except HeraldError as exc:
+            self.notify(str(exc), title="Refused", severity="error")
+            return
+        what = f"{NAMES[action]} all {count:,} dead letter{'s' if count != 1 else ''} matching"
+        where = [f"reason {clip(self.reason, 40)!r}"] if self.reason is not None else []
+        where += [self.filter_text] if self.filter_text else []
+        question = f"{what} {' · '.join(where) or 'no filter (all)'}?"
+        self.confirm(question, self._call(action, f=self.scope()))
+
+    def _call(
+        self, action: str, *, ids: list[int] | None = None, f: DeadFilter | None = None
+    ) -> Any:
+        async def run() -> str:
+            verb, count = await self.herald.dead_letter_action(self.actor_id, action, ids=ids, f=f)
+            self.table.action_clear_selection()
+            return f"{DONE.get(verb, verb)} {count} dead letter{'s' if count != 1 else ''}."
+
+        return run

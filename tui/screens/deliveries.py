@@ -1,0 +1,133 @@
+"""4 · Delivery log: attempts newest first; filters; follow mode tails new attempts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.widgets import DataTable, Footer, Header, Input, Static
+
+from core.store.console import AttemptFilter, AttemptRow
+from tui.filters import FilterError, attempt_filter
+from tui.format import clip, dest, stamp
+from tui.screens.base import ConsoleScreen
+from tui.screens.detail import DetailScreen
+from tui.widgets.filter_bar import FilterBar
+from tui.widgets.table import PageTable
+
+PAGE = 100
+
+
+class DeliveriesScreen(ConsoleScreen):
+    TITLE = "Delivery log"
+    NOTES = ("view.everyone",)
+    BINDINGS = [
+        Binding("slash", "focus_filter", "Filter", id="filter"),
+        Binding("f", "follow", "Follow", id="log-follow"),
+        Binding("right_square_bracket", "next_page", "Next page", show=False, id="next-page"),
+        Binding("left_square_bracket", "previous_page", "Prev page", show=False, id="prev-page"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.filter = AttemptFilter()
+        self.filter_text = ""
+        self.follow = False
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield FilterBar(
+            "/ filter: outcome:ok|retry|permanent to:DEST schedule:ID since:1h until:ISO",
+            id="filter",
+        )
+        yield PageTable(
+            "started",
+            "outcome",
+            "code",
+            "job",
+            "schedule",
+            "to",
+            "worker",
+            "error",
+            id="table",
+        )
+        yield Static("", id="status", classes="status")
+        yield Static("", classes="role-note")
+        yield Footer()
+
+    @property
+    def table(self) -> PageTable:
+        return self.query_one("#table", PageTable)
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        self.table.focus()
+
+    async def fetch(self) -> Any:
+        return await self.herald.delivery_log(
+            self.actor_id, self.filter, before=self.pages[-1], limit=PAGE
+        )
+
+    def show(self, data: Any) -> None:
+        rows: list[AttemptRow] = data
+        self.table.show(
+            [
+                (
+                    str(r.id),
+                    (
+                        stamp(r.started_at, self.zone),
+                        r.outcome,
+                        "" if r.status_code is None else str(r.status_code),
+                        str(r.job_id),
+                        str(r.schedule_id),
+                        clip(dest(r.destination), 22),
+                        clip(r.worker, 14),
+                        clip(r.error, 50),
+                    ),
+                )
+                for r in rows
+            ]
+        )
+        if self.follow and rows:
+            self.table.move_cursor(row=0, animate=False)
+        self.last_keyset = (rows[-1].started_at, rows[-1].id) if len(rows) >= PAGE else None
+        parts = [self.page_note(len(rows), PAGE)]
+        if self.follow:
+            parts.insert(0, "following")
+        if self.filter_text:
+            parts.append(f"filter: {self.filter_text}")
+        self.query_one("#status", Static).update(" · ".join(parts))
+        self.update_role_note()
+
+    @on(Input.Submitted, "#filter")
+    def apply_filter(self, event: Input.Submitted) -> None:
+        try:
+            self.filter = attempt_filter(event.value, self.herald.clock.now())
+        except FilterError as exc:
+            self.notify(str(exc), title="Filter", severity="error")
+            return
+        self.filter_text = event.value.strip()
+        self.first_page()
+        self.table.focus()
+        self.reload()
+
+    def action_focus_filter(self) -> None:
+        self.query_one("#filter", FilterBar).focus()
+
+    def action_follow(self) -> None:
+        """Tail new attempts: back to the first page, the cursor on the newest row."""
+        self.follow = not self.follow
+        if self.follow:
+            self.first_page()
+        self.notify("Following new attempts." if self.follow else "Stopped following.")
+        self.reload()
+
+    def action_next_page(self) -> None:
+        self.follow = False
+        super().action_next_page()
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        if event.row_key.value is not None:
+            self.app.push_screen(DetailScreen(attempt_id=int(event.row_key.value)))

@@ -1,0 +1,108 @@
+"""A schedule, job or attempt in detail: content, rule in words, next occurrences and a
+timeline of everything that happened to it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.markup import escape
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.widgets import DataTable, Footer, Header, Static
+
+from core.console_cases import Timeline
+from tui.format import clip, dest, stamp
+from tui.screens.base import ConsoleScreen
+from tui.widgets.table import PageTable
+
+
+class DetailScreen(ConsoleScreen):
+    BINDINGS = [
+        Binding("escape,backspace", "back", "Back", id="detail-back"),
+        Binding("a", "whole_schedule", "Whole schedule", id="detail-schedule"),
+    ]
+
+    def __init__(
+        self,
+        *,
+        schedule_id: int | None = None,
+        job_id: int | None = None,
+        attempt_id: int | None = None,
+    ) -> None:
+        super().__init__()
+        self.schedule_id = schedule_id
+        self.job_id = job_id
+        self.attempt_id = attempt_id
+        self.events: dict[str, Any] = {}
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with Vertical(id="detail"):
+            yield Static("Reading…", id="content")
+            yield PageTable("when", "what", "job", "detail", id="timeline")
+            yield Static("", id="event-detail")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#timeline", PageTable).border_title = "Timeline"
+        super().on_mount()
+        self.query_one("#timeline", PageTable).focus()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "whole_schedule":
+            return self.job_id is not None or self.attempt_id is not None
+        return True
+
+    async def fetch(self) -> Any:
+        return await self.herald.timeline(
+            self.actor_id,
+            schedule_id=self.schedule_id,
+            job_id=self.job_id,
+            attempt_id=self.attempt_id,
+        )
+
+    def show(self, data: Any) -> None:
+        t: Timeline = data
+        s = t.schedule
+        zone = s.timezone
+        self.schedule_id = s.id
+        subject = f"Job {t.focus_job} of schedule {s.id}" if t.focus_job else f"Schedule {s.id}"
+        self.title = subject
+        upcoming = ", ".join(stamp(u, zone, seconds=False) for u in t.upcoming) or "none"
+        lines = [
+            f"[b]{subject}[/] · {s.state} · version {s.version} · owner {escape(s.owner)}",
+            f"To {escape(dest(s.destination))} · zone {zone}",
+            f"When [i]{escape(s.expression)}[/] → {escape(t.description)}",
+            f"Next {upcoming}",
+            f"Text {escape(clip(s.body, 200))}",
+        ]
+        self.query_one("#content", Static).update("\n".join(lines))
+        self.events = {str(i): e for i, e in enumerate(t.events)}
+        rows = [
+            (
+                str(i),
+                (
+                    stamp(e.at, zone),
+                    e.kind,
+                    "" if e.job_id is None else str(e.job_id),
+                    clip(f"{e.text}{' — ' + e.detail if e.detail else ''}", 90),
+                ),
+            )
+            for i, e in enumerate(t.events)
+        ]
+        self.query_one("#timeline", PageTable).show(rows)
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        e = self.events.get(str(event.row_key.value))
+        if e is not None:
+            body = f"{e.text}\n{e.detail}" if e.detail else e.text
+            self.query_one("#event-detail", Static).update(escape(body))
+
+    def action_back(self) -> None:
+        self.dismiss()
+
+    def action_whole_schedule(self) -> None:
+        self.job_id = self.attempt_id = None
+        self.refresh_bindings()
+        self.reload()

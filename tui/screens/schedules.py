@@ -1,0 +1,246 @@
+"""2 · Schedules: filter, act on one, on a selection, or on everything matching."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.widgets import DataTable, Footer, Header, Input, Static
+
+from core.console_cases import parse_shift
+from core.errors import HeraldError
+from core.models import Schedule
+from core.store.console import ScheduleFilter
+from tui.filters import FilterError, schedule_filter
+from tui.format import ago, clip, dest, span
+from tui.screens.base import ConsoleScreen
+from tui.screens.detail import DetailScreen
+from tui.screens.form import ScheduleFormScreen
+from tui.screens.prompt import PromptScreen
+from tui.widgets.filter_bar import FilterBar
+from tui.widgets.table import PageTable
+
+PAGE = 100
+VERBS = {"cancel": "Cancel", "pause": "Pause", "shift": "Shift"}
+
+
+class SchedulesScreen(ConsoleScreen):
+    TITLE = "Schedules"
+    NOTES = ("view.everyone", "schedule.others")
+    BINDINGS = [
+        Binding("slash", "focus_filter", "Filter", id="filter"),
+        Binding("n", "new", "New", id="schedule-new"),
+        Binding("e", "edit", "Edit", id="schedule-edit"),
+        Binding("p", "bulk('pause')", "Pause", id="schedule-pause"),
+        Binding("u", "resume", "Resume", id="schedule-resume"),
+        Binding("k", "skip", "Skip next", id="schedule-skip"),
+        Binding("c", "bulk('cancel')", "Cancel", id="schedule-cancel"),
+        Binding("t", "bulk('shift')", "Shift", id="schedule-shift"),
+        Binding("P", "bulk_all('pause')", "Pause all matching", id="schedule-pause-all"),
+        Binding("C", "bulk_all('cancel')", "Cancel all matching", id="schedule-cancel-all"),
+        Binding("T", "bulk_all('shift')", "Shift all matching", id="schedule-shift-all"),
+        Binding("right_square_bracket", "next_page", "Next page", show=False, id="next-page"),
+        Binding("left_square_bracket", "previous_page", "Prev page", show=False, id="prev-page"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.filter = ScheduleFilter()
+        self.filter_text = ""
+        self.rows: dict[str, Schedule] = {}
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield FilterBar("/ filter: words owner:ID to:DEST state:active,paused", id="filter")
+        yield PageTable(
+            "id", "state", "next run", "owner", "to", "text", selectable=True, id="table"
+        )
+        yield Static("", id="status", classes="status")
+        yield Static("", classes="role-note")
+        yield Footer()
+
+    @property
+    def table(self) -> PageTable:
+        return self.query_one("#table", PageTable)
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        self.table.focus()
+
+    async def fetch(self) -> Any:
+        return await self.herald.schedules_page(
+            self.actor_id, self.filter, before_id=self.pages[-1], limit=PAGE
+        )
+
+    def show(self, data: Any) -> None:
+        schedules: list[Schedule] = data
+        now = self.herald.clock.now()
+        self.rows = {str(s.id): s for s in schedules}
+        self.table.show(
+            [
+                (
+                    str(s.id),
+                    (
+                        str(s.id),
+                        s.state,
+                        ago(s.next_run_at, now),
+                        clip(s.owner, 16),
+                        clip(dest(s.destination), 22),
+                        clip(s.body, 40),
+                    ),
+                )
+                for s in schedules
+            ]
+        )
+        self.last_keyset = schedules[-1].id if len(schedules) >= PAGE else None
+        self.update_status()
+        self.update_role_note()
+
+    def update_status(self) -> None:
+        parts = [self.page_note(len(self.rows), PAGE)]
+        if self.table.selected:
+            parts.append(f"{len(self.table.selected)} selected")
+        if self.filter_text:
+            parts.append(f"filter: {self.filter_text}")
+        self.query_one("#status", Static).update(" · ".join(parts))
+
+    def on_page_table_selection_changed(self, _: PageTable.SelectionChanged) -> None:
+        self.update_status()
+
+    @on(Input.Submitted, "#filter")
+    def apply_filter(self, event: Input.Submitted) -> None:
+        try:
+            self.filter = schedule_filter(event.value)
+        except FilterError as exc:
+            self.notify(str(exc), title="Filter", severity="error")
+            return
+        self.filter_text = event.value.strip()
+        self.first_page()
+        self.table.focus()
+        self.reload()
+
+    def action_focus_filter(self) -> None:
+        self.query_one("#filter", FilterBar).focus()
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        key = event.row_key.value
+        if key is not None:
+            self.app.push_screen(DetailScreen(schedule_id=int(key)))
+
+    def current(self) -> Schedule | None:
+        key = self.table.cursor_key()
+        return None if key is None else self.rows.get(key)
+
+    # --- one schedule ----------------------------------------------------------------
+
+    def action_new(self) -> None:
+        self.app.push_screen(ScheduleFormScreen(None), lambda _: self.reload())
+
+    def action_edit(self) -> None:
+        schedule = self.current()
+        if schedule is not None:
+            self.app.push_screen(ScheduleFormScreen(schedule), lambda _: self.reload())
+
+    def action_resume(self) -> None:
+        schedule = self.current()
+        if schedule is None or schedule.id is None:
+            return
+        sid, version = schedule.id, schedule.version
+
+        async def resume() -> str:
+            done = await self.herald.resume_schedule(self.actor_id, sid, expected_version=version)
+            return f"Resumed schedule {sid}; next run {ago(done.next_run_at, self._now())}."
+
+        self.act(resume)
+
+    def action_skip(self) -> None:
+        schedule = self.current()
+        if schedule is None or schedule.id is None:
+            return
+        sid, version = schedule.id, schedule.version
+
+        async def skip() -> str:
+            await self.herald.skip_next(self.actor_id, sid, expected_version=version)
+            return f"Skipped the next occurrence of schedule {sid}."
+
+        when = ago(schedule.next_run_at, self._now())
+        self.confirm(f"Skip the next occurrence ({when}) of schedule {sid}?", skip)
+
+    def _now(self) -> Any:
+        return self.herald.clock.now()
+
+    # --- selection, cursor row or everything matching --------------------------------
+
+    def action_bulk(self, action: str) -> None:
+        """On the selected rows, or else the row under the cursor."""
+        ids = tuple(sorted(int(k) for k in self.table.selected))
+        if ids:
+            self._plan(action, ScheduleFilter(ids=ids), "selected")
+            return
+        schedule = self.current()
+        if schedule is None or schedule.id is None:
+            return
+        if action == "shift":
+            self._plan(action, ScheduleFilter(ids=(schedule.id,)), "")
+            return
+        sid, version = schedule.id, schedule.version
+
+        async def one() -> str:
+            if action == "pause":
+                await self.herald.pause_schedule(self.actor_id, sid, expected_version=version)
+                return f"Paused schedule {sid}."
+            await self.herald.cancel_schedule(self.actor_id, sid, expected_version=version)
+            return f"Cancelled schedule {sid}."
+
+        if action == "pause":
+            self.act(one)
+        else:
+            text = clip(schedule.body, 40)
+            self.confirm(f"Cancel schedule {sid} ({text})? Its waiting jobs are cancelled.", one)
+
+    def action_bulk_all(self, action: str) -> None:
+        self._plan(action, self.filter, "matching " + (self.filter_text or "no filter (all)"))
+
+    def _plan(self, action: str, target: ScheduleFilter, scope: str) -> None:
+        if action == "shift":
+
+            def asked(answer: str | None) -> None:
+                if answer:
+                    try:
+                        by = parse_shift(answer)
+                    except HeraldError as exc:
+                        self.notify(str(exc), title="Shift", severity="error")
+                        return
+                    self._confirm_bulk(action, target, scope, by)
+
+            prompt = PromptScreen("Shift the next run by how long?", "e.g. 30m, 2h, 1d, -15m")
+            self.app.push_screen(prompt, asked)
+        else:
+            self._confirm_bulk(action, target, scope, None)
+
+    @work(group="action", exit_on_error=False)
+    async def _confirm_bulk(self, action: str, target: ScheduleFilter, scope: str, by: Any) -> None:
+        try:
+            plan = await self.herald.plan_schedules_bulk(self.actor_id, action, target)
+        except HeraldError as exc:
+            self.notify(str(exc), title="Refused", severity="error")
+            return
+        what = f"{VERBS[action]} {plan.count} schedule{'s' if plan.count != 1 else ''}"
+        if by is not None:
+            what += f" by {span(by)}"
+        question = " ".join(part for part in (what, scope) if part) + "?"
+        if plan.note:
+            question += f"\n{plan.note}."
+        if plan.count == 0:
+            self.notify(question.replace("?", ": nothing to do."), title=VERBS[action])
+            return
+
+        self.confirm(question, lambda: self._bulk(action, target, by))
+
+    async def _bulk(self, action: str, target: ScheduleFilter, by: Any) -> str:
+        count = await self.herald.bulk_schedules(self.actor_id, action, target, shift=by)
+        self.table.action_clear_selection()
+        done = {"cancel": "Cancelled", "pause": "Paused", "shift": "Shifted"}[action]
+        return f"{done} {count} schedule{'s' if count != 1 else ''}."
