@@ -20,6 +20,9 @@ from core.usecases import Herald
 
 log = logging.getLogger(__name__)
 
+#: How often iCalendar feeds and skip calendars are fetched again (ETag-conditional).
+CALENDAR_REFRESH_SECONDS = 15 * 60
+
 
 async def drain(
     settings: Settings,
@@ -119,7 +122,9 @@ async def serve(
             log.info("adapter started", extra={"adapter": adapter.name})
         if ready is not None:
             ready(herald, dispatcher)
-        await dispatcher.serve(stop)
+        await dispatcher.serve(
+            stop, periodic={"calendars": (herald.refresh_calendars, CALENDAR_REFRESH_SECONDS)}
+        )
     finally:
         if runner is not None:
             await runner.cleanup()

@@ -20,7 +20,7 @@ import random
 import socket
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -531,9 +531,15 @@ class Dispatcher:
 
     # --- service mode -----------------------------------------------------------------
 
-    async def serve(self, stop: asyncio.Event) -> None:
+    async def serve(
+        self,
+        stop: asyncio.Event,
+        periodic: Mapping[str, tuple[Callable[[], Awaitable[Any]], float]] | None = None,
+    ) -> None:
         """Run until ``stop`` is set, then shut down gracefully: stop claiming, let
-        deliveries in flight finish (up to ``shutdown_timeout``), hand back the rest."""
+        deliveries in flight finish (up to ``shutdown_timeout``), hand back the rest.
+        ``periodic`` adds named interval jobs to the same scheduler (name: (coroutine
+        function, seconds)), e.g. refreshing calendars; their errors are logged."""
         from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
         _, kick, _ = self._events()
@@ -571,6 +577,15 @@ class Dispatcher:
         scheduler.add_job(
             on_housekeeping, "cron", minute=17, id="housekeeping", coalesce=True, max_instances=1
         )
+        for name, (job, seconds) in (periodic or {}).items():
+            scheduler.add_job(
+                _logged(name, job),
+                "interval",
+                seconds=seconds,
+                id=name,
+                coalesce=True,
+                max_instances=1,
+            )
         self._on_wake = on_wake
         scheduler.start()
         renewer = asyncio.create_task(self._renew_forever(), name="herald-renew")
@@ -644,6 +659,18 @@ class Dispatcher:
         log.info("dispatcher stopped", extra={"worker": self.worker_id})
 
     _on_wake: Callable[[], Any]
+
+
+def _logged(
+    name: str, job: Callable[[], Awaitable[Any]]
+) -> Callable[[], Coroutine[Any, Any, None]]:
+    async def run() -> None:
+        try:
+            await job()
+        except Exception:  # a periodic job's failure must not stop the dispatcher
+            log.exception("periodic job failed", extra={"job": name})
+
+    return run
 
 
 def _duration(seconds: float) -> str:
