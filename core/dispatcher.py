@@ -192,6 +192,11 @@ class Dispatcher:
                 self.metrics.claims.observe(len(jobs))
             if len(jobs) < want:
                 break
+            if jobs[-1].due_at > now:
+                # claimed ahead of their time: keep the loop free so they start on the
+                # dot; more are claimed as these finish
+                break
+
         return claimed_total
 
     async def _run(self, job: ClaimedJob) -> None:
@@ -250,20 +255,20 @@ class Dispatcher:
         """Metrics and one structured log event per recorded outcome (never the text)."""
         job, attempt = item.job, item.attempt
         kind = job.destination.partition(":")[0]
-        m = self.metrics
+        m = self.metrics.channel(kind)
         duration_ms = None
         if attempt is not None:
-            m.deliveries.labels(kind, attempt.outcome).inc()
+            m.outcome(attempt.outcome).inc()
             took = (attempt.finished_at - attempt.started_at).total_seconds()
             duration_ms = round(took * 1000, 1)
-            m.duration.labels(kind).observe(took)
+            m.duration.observe(took)
             if job.attempts == 1:
                 late = (attempt.started_at - job.due_at).total_seconds()
-                m.lateness.labels(kind).observe(max(0.0, late))
+                m.lateness.observe(max(0.0, late))
             if attempt.status_code == 429:
-                m.provider_429.labels(kind).inc()
+                m.provider_429.inc()
         if item.state == JobState.RETRYING.value and attempt is not None:
-            m.retries.labels(kind).inc()
+            m.retries.inc()
         level = logging.INFO if item.state == JobState.DELIVERED.value else logging.WARNING
         if log.isEnabledFor(level):
             log.log(
@@ -324,7 +329,7 @@ class Dispatcher:
                 refund_attempt=True,
             )
         if wait > 0:
-            self.metrics.rate_limit_waits.labels(destination.kind).inc()
+            self.metrics.channel(destination.kind).rate_limit_waits.inc()
             await self.clock.sleep(wait)
         sem, _, _ = self._events()
         delivery = Delivery(
@@ -614,10 +619,15 @@ class Dispatcher:
         upcoming = await self.store.next_due_at()
         if upcoming is None:
             return
+        now = self.clock.now()
         wake_at = upcoming - timedelta(seconds=self.config.prefetch_seconds)
-        if wake_at <= self.clock.now():
-            self.wake()
-            return
+        if wake_at <= now:
+            if not (self._inflight and upcoming > now):
+                self.wake()
+                return
+            # jobs claimed ahead of time wait for their moment: claiming more now would
+            # keep the loop busy just when they are due; claim the rest at that moment
+            wake_at = upcoming
         scheduler.add_job(
             self._on_wake,
             "date",

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
@@ -14,6 +16,23 @@ from core.models import JobState
 LATENESS_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30, 60, 300, 3600)
 DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
 BATCH_BUCKETS = (1, 5, 10, 50, 100, 250, 500, 1000, 2500, 10000)
+
+
+@dataclass(frozen=True)
+class ChannelMetrics:
+    """The labelled children of one channel kind."""
+
+    ok: Any
+    retry: Any
+    permanent: Any
+    duration: Any
+    lateness: Any
+    retries: Any
+    provider_429: Any
+    rate_limit_waits: Any
+
+    def outcome(self, outcome: str) -> Any:
+        return {"ok": self.ok, "retry": self.retry}.get(outcome, self.permanent)
 
 
 class Metrics:
@@ -76,11 +95,30 @@ class Metrics:
             buckets=BATCH_BUCKETS,
             registry=r,
         )
+        self._channels: dict[str, ChannelMetrics] = {}
         self.heartbeat = Gauge(
             "herald_dispatcher_heartbeat_timestamp_seconds",
             "Unix time of the dispatcher loop's last tick.",
             registry=r,
         )
+
+    def channel(self, kind: str) -> ChannelMetrics:
+        """The per-channel children, looked up once per kind (``labels()`` takes a lock
+        and builds a key on every call: too slow for the hot path)."""
+        found = self._channels.get(kind)
+        if found is None:
+            found = ChannelMetrics(
+                ok=self.deliveries.labels(kind, "ok"),
+                retry=self.deliveries.labels(kind, "retry"),
+                permanent=self.deliveries.labels(kind, "permanent"),
+                duration=self.duration.labels(kind),
+                lateness=self.lateness.labels(kind),
+                retries=self.retries.labels(kind),
+                provider_429=self.provider_429.labels(kind),
+                rate_limit_waits=self.rate_limit_waits.labels(kind),
+            )
+            self._channels[kind] = found
+        return found
 
     def tick(self) -> None:
         self.heartbeat.set(time.time())
