@@ -196,13 +196,13 @@ async def bench_dispatch(
             child.send_signal(signal.SIGTERM)
         for child in children:
             await asyncio.wait_for(child.wait(), timeout=60)
-        samples = await store.lateness_samples()
+        pairs = await store.lateness_samples()
     finally:
         await store.close()
-    lateness = [(start - due).total_seconds() * 1000 for due, start in samples]
-    first_due = min((due for due, _ in samples), default=None)
-    first_try = min((start for _, start in samples), default=None)
-    last_try = max((start for _, start in samples), default=None)
+    lateness = [(start - due).total_seconds() * 1000 for due, start in pairs]
+    first_due = min((due for due, _ in pairs), default=None)
+    first_try = min((start for _, start in pairs), default=None)
+    last_try = max((start for _, start in pairs), default=None)
     busy = (last_try - first_due).total_seconds() if first_due and last_try else 0.0
     return {
         "jobs": jobs,
