@@ -147,7 +147,12 @@ async def bench_dispatch(
             )
             runner = asyncio.create_task(dispatcher.serve(stop))
         else:
-            env = {**os.environ, "HERALD_DATABASE_URL": settings.database_url}
+            env = {
+                **os.environ,
+                "HERALD_DATABASE_URL": settings.database_url,
+                "HERALD_HTTP_PORT": "0",  # several dispatchers on one machine
+                "HERALD_ADAPTERS": "none",
+            }
             for _ in range(dispatchers):
                 children.append(
                     await asyncio.create_subprocess_exec(
@@ -193,7 +198,8 @@ async def bench_dispatch(
             peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         for child in children:
             peak = max(peak, _child_hwm_mb(child.pid))
-            child.send_signal(signal.SIGTERM)
+            if child.returncode is None:
+                child.send_signal(signal.SIGTERM)
         for child in children:
             await asyncio.wait_for(child.wait(), timeout=60)
         pairs = await store.lateness_samples()
