@@ -103,4 +103,5 @@ def configure_logging(
     # one INFO line per scheduler job run (sweeps every few seconds) drowns the real events
     logging.getLogger("apscheduler").setLevel(logging.WARNING)
     logging.getLogger("alembic").setLevel(logging.WARNING)
+    logging.getLogger("apprise").setLevel(logging.ERROR)  # its lines may quote the URL
     return handler

@@ -16,7 +16,7 @@ from core.errors import InvalidInput
 
 EXAMPLES = (
     "slack:C0123ABC, discord:123456789012345678, webhook:https://example.com/hook, "
-    "email:ops@example.com or log:"
+    "email:ops@example.com, apprise:tgram://TOKEN/CHAT or log:"
 )
 
 _SLACK = re.compile(r"^[CGD][A-Z0-9]{2,}(/\d{10}\.\d{6})?$")
@@ -37,6 +37,8 @@ class Destination:
     def redacted(self) -> str:
         """The URI fit for logs and audit rows: a webhook's path and query (which often
         carry a secret token) are hidden."""
+        if self.kind == "apprise":  # the whole URL may be credentials
+            return f"apprise:{self.target.partition('://')[0]}://…"
         if self.kind in ("webhook", "discord-webhook"):
             try:
                 parts = urlsplit(self.target)
@@ -92,6 +94,13 @@ def parse_destination(uri: str) -> Destination:
     elif kind == "email":
         if not _EMAIL.match(target):
             raise InvalidInput(f"{raw!r} is not an email address: use email:ops@example.com.")
+    elif kind == "apprise":
+        scheme, sep, rest = target.partition("://")
+        if not sep or not scheme or not rest:
+            raise InvalidInput(
+                f"{raw!r} is not an Apprise URL: use e.g. apprise:tgram://BOT_TOKEN/CHAT_ID "
+                "or apprise:ntfy://ntfy.sh/topic."
+            )
     elif kind in ("log", "null"):
         if target:
             raise InvalidInput(f"{kind}: takes nothing after the colon; use {kind}: alone.")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import TextIO
 
+from core.channels.apprise_channel import AppriseChannel
 from core.channels.base import Channel
 from core.channels.discord import DiscordChannel, DiscordWebhookChannel
 from core.channels.email import EmailChannel
@@ -47,5 +48,6 @@ def build_channels(settings: Settings, *, log_stream: TextIO | None = None) -> d
             tls=settings.smtp_tls,
             timeout=timeout,
         ),
+        AppriseChannel(allow_private=settings.webhook_allow_private),
     ]
     return {channel.kind: channel for channel in channels}
