@@ -42,6 +42,12 @@ def add_commands(add: AddParser) -> None:
     e = es.add_parser("ics", help="a member's schedules as an iCalendar file")
     e.add_argument("--owner", help="whose (operators and admins; default: yours)")
     e.add_argument("--output", "-o", help="file to write (default: standard output)")
+    e.add_argument(
+        "--feed-url",
+        action="store_true",
+        help="print your calendar's subscription URL (served by herald run) instead",
+    )
+    e.add_argument("--rotate", action="store_true", help="with --feed-url: a new secret URL")
 
 
 def add_skip_option(schedule_parser: argparse.ArgumentParser) -> None:
@@ -129,6 +135,13 @@ async def cmd_feeds(cli: Any, herald: Any) -> None:
 
 async def cmd_export(cli: Any, herald: Any) -> None:
     a = cli.args
+    if a.feed_url:
+        token = await herald.calendar_feed_token(cli.actor, rotate=a.rotate)
+        base = herald.settings.public_url or (
+            f"http://{herald.settings.http_host}:{herald.settings.http_port}"
+        )
+        cli.emit(f"{base.rstrip('/')}/calendar/{token}.ics")
+        return
     data = await herald.export_ics(cli.actor, a.owner)
     if a.output:
         await asyncio.to_thread(Path(a.output).write_bytes, data)

@@ -15,8 +15,9 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from core import db
 from core.dispatcher import Dispatcher
-from core.errors import ConfigError, HeraldError
+from core.errors import ConfigError, HeraldError, NotFound
 from core.store import Store
+from core.usecases import Herald
 
 log = logging.getLogger(__name__)
 
@@ -69,9 +70,28 @@ class Readiness:
         return all(c["ok"] for c in checks.values()), checks
 
 
-def make_http_app(readiness: Readiness) -> web.Application:
-    """The aiohttp app with the health and metrics routes."""
+def make_http_app(readiness: Readiness, herald: Herald | None = None) -> web.Application:
+    """The aiohttp app with the health and metrics routes, and (given ``herald``) each
+    member's calendar feed at ``/calendar/<token>.ics``."""
     app = web.Application()
+
+    async def calendar(request: web.Request) -> web.Response:
+        assert herald is not None
+        token = request.match_info["token"]
+        try:
+            body = await herald.calendar_for_token(token)
+        except NotFound:
+            return web.Response(status=404, text="Not found\n")
+        return web.Response(
+            body=body,
+            headers={
+                "Content-Type": "text/calendar; charset=utf-8",
+                "Cache-Control": "private, max-age=300",
+            },
+        )
+
+    if herald is not None:
+        app.router.add_get("/calendar/{token}.ics", calendar)
 
     async def healthz(_: web.Request) -> web.Response:
         return web.json_response({"status": "ok"})

@@ -104,7 +104,7 @@ async def serve(
     herald = Herald(store, settings, clock, on_due=dispatcher.wake, channels=channels)
     listener = asyncio.create_task(store.listen_due(dispatcher.wake), name="herald-listen")
     readiness = Readiness(store, dispatcher)
-    http_app = make_http_app(readiness)
+    http_app = make_http_app(readiness, herald)
     runner = None
     try:
         adapters.extend(build_adapters(settings, herald))

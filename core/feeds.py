@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
+import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -374,6 +375,36 @@ class FeedCases:
             ScheduleQuery(owner=whose, states=("active", "paused"), limit=10_000)
         )
         return export(found, now=self.clock.now(), name=f"Herald: {whose}")
+
+    async def calendar_feed_token(self, actor_id: str, *, rotate: bool = False) -> str:
+        """The secret of the actor's calendar-feed URL (``/calendar/<token>.ics``,
+        served by ``herald run``), issued on first use; ``rotate`` issues a new one and
+        the old URL stops working."""
+        actor = await self.actor(actor_id)
+        member = await self.store.get_member(actor.id)
+        if member is not None and member.calendar_token and not rotate:
+            return member.calendar_token
+        token = secrets.token_urlsafe(24)
+        await self.store.set_calendar_token(
+            actor.id,
+            token,
+            now=self.clock.now(),
+            audit=AuditEntry(
+                actor.id,
+                "member.calendar_token",
+                "member",
+                actor.id,
+                {"rotated": bool(member and member.calendar_token)},
+            ),
+        )
+        return token
+
+    async def calendar_for_token(self, token: str) -> bytes:
+        """The iCalendar file behind a feed token; NotFound for any other string."""
+        owner = await self.store.member_by_calendar_token(token) if token else None
+        if owner is None:
+            raise NotFound("There is no calendar at that address.")
+        return await self.export_ics(owner)
 
 
 def _reminder(feed: Feed, event: calendars.EventInstance, zone: ZoneInfo) -> str:

@@ -124,6 +124,8 @@ class Member(SQLModel, table=True):
     #: admins/owners, Discord Manage Server), kept in sync by the chat adapters.
     platform_admin: bool = Field(default=False, sa_column_kwargs={"server_default": sa.false()})
     timezone: str | None = Field(default=None, max_length=64)
+    #: Secret of the member's calendar feed URL (``/calendar/<token>.ics``), if issued.
+    calendar_token: str | None = Field(default=None, max_length=64, unique=True)
     created_at: datetime = _utc()
     updated_at: datetime = _utc()
 

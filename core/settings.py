@@ -46,6 +46,8 @@ class Settings(BaseSettings):
     #: Which chat adapters this process connects: "auto" (every one with a token),
     #: "none", or a comma-separated list ("slack", "discord").
     adapters: str = Field(default="auto", alias="HERALD_ADAPTERS")
+    #: The address people reach `herald run` at (calendar feed links); default host:port.
+    public_url: str | None = Field(default=None, alias="HERALD_PUBLIC_URL")
     http_host: str = Field(default="127.0.0.1", alias="HERALD_HTTP_HOST")
     http_port: int = Field(default=8080, alias="HERALD_HTTP_PORT")
 

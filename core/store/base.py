@@ -84,6 +84,19 @@ class Gateway:
             ) from exc
 
     @asynccontextmanager
+    async def _tx(self) -> AsyncIterator[AsyncConnection]:
+        """A bare Core connection in one transaction (the hot path: no ORM session)."""
+        try:
+            async with self._engine.begin() as conn:
+                yield conn
+        except HeraldError:
+            raise
+        except sa.exc.DBAPIError as exc:
+            raise DatabaseError(
+                f"The database at {db.redacted(self.url)} failed: {db.reason(exc)}"
+            ) from exc
+
+    @asynccontextmanager
     async def _read(self) -> AsyncIterator[AsyncConnection]:
         """A read-only transaction. On SQLite it begins DEFERRED, so readers (the
         console, metrics) never hold the write lock a dispatcher needs."""

@@ -11,7 +11,15 @@ import sqlalchemy as sa
 from sqlmodel import col, select
 
 from core.errors import Conflict
-from core.models import OPEN_JOB_STATES, CalendarSource, Feed, FeedState, JobState, Schedule
+from core.models import (
+    OPEN_JOB_STATES,
+    CalendarSource,
+    Feed,
+    FeedState,
+    JobState,
+    Member,
+    Schedule,
+)
 from core.store.base import JOB, SCHEDULE, AuditEntry, Gateway, new_idempotency_key
 
 CALENDAR = CalendarSource.__table__  # type: ignore[attr-defined]
@@ -28,6 +36,9 @@ class FetchRecord:
     last_modified: str | None = None
     name: str | None = None
     error: str | None = None
+
+
+MEMBER = Member.__table__  # type: ignore[attr-defined]
 
 
 class CalendarQueries(Gateway):
@@ -244,3 +255,43 @@ class CalendarQueries(Gateway):
         stmt = select(Schedule).where(col(Schedule.idempotency_key).startswith(f"feed:{feed_id}:"))
         async with self._session() as s:
             return list((await s.execute(stmt.order_by(col(Schedule.starts_at)))).scalars())
+
+    async def set_calendar_token(
+        self, member_id: str, token: str, *, now: datetime, audit: AuditEntry
+    ) -> None:
+        """Give a member a (new) calendar-feed token; the old URL stops working."""
+        await self.save_member_row(member_id, now=now)
+        async with self._tx() as conn:
+            await conn.execute(
+                sa.update(MEMBER)
+                .where(MEMBER.c.id == member_id)
+                .values(calendar_token=token, updated_at=now)
+            )
+            await self._audit(conn, audit, now)
+
+    async def member_by_calendar_token(self, token: str) -> str | None:
+        """Whose calendar feed ``token`` opens, if anyone's."""
+        async with self._read() as conn:
+            found = await conn.execute(
+                sa.select(MEMBER.c.id).where(MEMBER.c.calendar_token == token)
+            )
+            row = found.first()
+            return None if row is None else str(row[0])
+
+    async def save_member_row(self, member_id: str, *, now: datetime) -> None:
+        """Make sure the member row exists (no other change)."""
+        async with self._tx() as conn:
+            exists = (
+                await conn.execute(sa.select(MEMBER.c.id).where(MEMBER.c.id == member_id))
+            ).first()
+            if exists is None:
+                await conn.execute(
+                    sa.insert(MEMBER).values(
+                        id=member_id,
+                        display_name="",
+                        role="member",
+                        platform_admin=False,
+                        created_at=now,
+                        updated_at=now,
+                    )
+                )

@@ -7,8 +7,7 @@ records a whole batch of outcomes.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -17,8 +16,6 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from core import db
-from core.errors import DatabaseError, HeraldError
 from core.models import WAITING_SQL, JobState, ScheduleState, Worker
 from core.store.base import ATTEMPT, JOB, SCHEDULE, AuditEntry, Gateway, new_idempotency_key
 
@@ -112,19 +109,6 @@ def _held_by(worker: str, job_ids: Sequence[int]) -> sa.ColumnElement[bool]:
 
 class QueueQueries(Gateway):
     """The job queue as the dispatcher and the dead-letter desk see it."""
-
-    @asynccontextmanager
-    async def _tx(self) -> AsyncIterator[AsyncConnection]:
-        """A bare Core connection in one transaction (the hot path: no ORM session)."""
-        try:
-            async with self._engine.begin() as conn:
-                yield conn
-        except HeraldError:
-            raise
-        except sa.exc.DBAPIError as exc:
-            raise DatabaseError(
-                f"The database at {db.redacted(self.url)} failed: {db.reason(exc)}"
-            ) from exc
 
     def _insert(self) -> Any:
         dialect = postgresql if self.backend == "postgresql" else sqlite
