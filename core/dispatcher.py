@@ -554,6 +554,7 @@ class Dispatcher:
         self._scheduler = scheduler
 
         async def on_sweep() -> None:
+            kick.set()  # the safety net: whatever is due gets claimed within a sweep
             try:
                 await self.sweep()
                 await self.store.heartbeat(self.worker_id, host=host, pid=pid, now=self.clock.now())

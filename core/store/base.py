@@ -144,7 +144,7 @@ class Gateway:
                     callback()  # anything missed while not listening
                     async for _ in conn.notifies():
                         callback()
-            except psycopg.OperationalError as exc:
+            except psycopg.Error as exc:
                 log.warning("LISTEN connection lost; reconnecting", extra={"error": db.reason(exc)})
                 await asyncio.sleep(5)
 
