@@ -47,7 +47,8 @@ bench: $(BENCHSTAMP)
 # the full reliability suite (minutes): 20 SIGKILLs, 50,000 jobs on 4 dispatchers, fuzz
 reliability: $(DEVSTAMP)
 	HERALD_RELIABILITY=full HERALD_FUZZ_CASES=10000 $(BIN)/python -m pytest -q \
-		tests/reliability tests/unit/test_fuzz_inputs.py
+		tests/reliability tests/unit/test_fuzz_inputs.py tests/unit/test_timeexpr_fuzz.py \
+		tests/slack/test_grammar_fuzz.py
 
 clean:
 	rm -rf $(VENV) *.egg-info .pytest_cache .mypy_cache .ruff_cache herald-demo.db*

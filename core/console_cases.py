@@ -16,11 +16,10 @@ from typing import TYPE_CHECKING, Any
 
 from core import timeexpr
 from core.actors import Actor
-from core.clock import Clock
-from core.errors import Conflict, HeraldError, InvalidInput, PermissionDenied
+from core.case_base import CaseBase
+from core.errors import Conflict, InvalidInput
 from core.models import Audit, Job, Schedule, ScheduleState
-from core.settings import Settings
-from core.store import AuditEntry, Store
+from core.store import AuditEntry
 from core.store.console import (
     RESPONSE_CHARS,
     AttemptFilter,
@@ -139,17 +138,9 @@ class Timeline:
     focus_job: int | None = None
 
 
-class ConsoleCases:
-    """Needs ``store``, ``clock``, ``settings``, ``on_due`` and ``actor()`` from the
-    class it mixes into (and the dead-letter and schedule use cases it builds on)."""
-
-    store: Store
-    clock: Clock
-    settings: Settings
-    on_due: Callable[[datetime], None] | None
-
-    async def actor(self, actor_id: str) -> Actor:
-        raise NotImplementedError
+class ConsoleCases(CaseBase):
+    """The console's use cases; rely on :class:`~core.case_base.CaseBase` and on the
+    dead-letter and schedule use cases they build on."""
 
     async def show_schedule(self, actor_id: str, schedule_id: int) -> ScheduleDetail:
         raise NotImplementedError
@@ -161,17 +152,6 @@ class ConsoleCases:
         raise NotImplementedError
 
     async def discard_dead_letters(self, actor_id: str, job_ids: Sequence[int]) -> int:
-        raise NotImplementedError
-
-    async def denied(
-        self,
-        actor: Actor,
-        action: str,
-        object_type: str,
-        object_id: str,
-        reason: str,
-        error: type[HeraldError] = PermissionDenied,
-    ) -> HeraldError:
         raise NotImplementedError
 
     # --- overview -------------------------------------------------------------------

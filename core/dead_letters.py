@@ -5,36 +5,17 @@ A mixin of :class:`core.usecases.Herald`; every surface calls these through it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from datetime import datetime
+from collections.abc import Sequence
 
 from core.actors import Actor
-from core.clock import Clock
-from core.errors import Conflict, HeraldError, InvalidInput, NotFound, PermissionDenied
-from core.store import AuditEntry, Store
+from core.case_base import CaseBase
+from core.errors import Conflict, InvalidInput, NotFound
+from core.store import AuditEntry
 from core.store.queue import DeadLetter
 
 
-class DeadLetterCases:
-    """Needs ``store``, ``clock``, ``on_due`` and ``actor()`` from the class it mixes into."""
-
-    store: Store
-    clock: Clock
-    on_due: Callable[[datetime], None] | None
-
-    async def actor(self, actor_id: str) -> Actor:
-        raise NotImplementedError
-
-    async def denied(
-        self,
-        actor: Actor,
-        action: str,
-        object_type: str,
-        object_id: str,
-        reason: str,
-        error: type[HeraldError] = PermissionDenied,
-    ) -> HeraldError:
-        raise NotImplementedError
+class DeadLetterCases(CaseBase):
+    """Dead-letter decisions; relies on :class:`~core.case_base.CaseBase`."""
 
     async def dead_letters(self, actor_id: str, *, limit: int = 200) -> list[DeadLetter]:
         """Dead letters, newest first: everyone's for operators and admins, else own."""

@@ -30,13 +30,12 @@ import httpx
 from core import calendars, templates, timeexpr
 from core.actors import Actor
 from core.calendars import CalendarError
-from core.clock import Clock
+from core.case_base import CaseBase
 from core.destinations import parse_destination
-from core.errors import HeraldError, InvalidInput, NotFound, PermissionDenied
+from core.errors import InvalidInput, NotFound
 from core.ics_export import export
 from core.models import CalendarSource, Feed, Schedule, ScheduleState
-from core.settings import Settings
-from core.store import AuditEntry, ScheduleQuery, Store
+from core.store import AuditEntry, ScheduleQuery
 from core.store.calendars import CalendarQueries, FetchRecord
 
 log = logging.getLogger(__name__)
@@ -70,32 +69,12 @@ class RefreshReport:
     reminders: dict[str, int] = field(default_factory=dict)
 
 
-class FeedCases:
-    """Needs ``store`` (with :class:`CalendarQueries`), ``clock``, ``settings``,
-    ``actor()``, ``denied()`` and ``_due()`` from the class it mixes into."""
+class FeedCases(CaseBase):
+    """Calendars and feeds; relies on :class:`~core.case_base.CaseBase` (its ``store``
+    includes :class:`~core.store.calendars.CalendarQueries`)."""
 
-    store: Store
-    clock: Clock
-    settings: Settings
     #: The HTTP client calendar fetches use (None: one per fetch).
     calendar_client: httpx.AsyncClient | None = None
-
-    async def actor(self, actor_id: str) -> Actor:
-        raise NotImplementedError
-
-    async def denied(
-        self,
-        actor: Actor,
-        action: str,
-        object_type: str,
-        object_id: str,
-        reason: str,
-        error: type[HeraldError] = PermissionDenied,
-    ) -> HeraldError:
-        raise NotImplementedError
-
-    def _due(self, at: datetime | None) -> None:
-        raise NotImplementedError
 
     @property
     def _cal(self) -> CalendarQueries:

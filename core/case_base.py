@@ -1,0 +1,43 @@
+"""What every use-case mixin of :class:`core.usecases.Herald` may rely on: the store,
+the clock, the settings, the wake-up hook, and resolving and refusing an actor. Declared
+once here; :class:`~core.usecases.Herald` provides them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+
+from core.actors import Actor
+from core.clock import Clock
+from core.errors import HeraldError, PermissionDenied
+from core.settings import Settings
+from core.store import Store
+
+
+class CaseBase:
+    """The shared surface of the use-case mixins (implemented by ``Herald``)."""
+
+    store: Store
+    clock: Clock
+    settings: Settings
+    on_due: Callable[[datetime], None] | None
+
+    async def actor(self, actor_id: str) -> Actor:
+        """The acting member with their role (InvalidInput for a malformed id)."""
+        raise NotImplementedError
+
+    async def denied(
+        self,
+        actor: Actor,
+        action: str,
+        object_type: str,
+        object_id: str,
+        reason: str,
+        error: type[HeraldError] = PermissionDenied,
+    ) -> HeraldError:
+        """Audit a refused attempt and return the error to raise."""
+        raise NotImplementedError
+
+    def _due(self, at: datetime | None) -> None:
+        """A job was created or moved: wake the in-process dispatcher."""
+        raise NotImplementedError
