@@ -14,7 +14,9 @@ Writes ``bench/RESULTS.md`` and ``bench/staggered.png``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import os
 import resource
 import sqlite3
 import subprocess
@@ -30,7 +32,8 @@ BURST = 10_000
 STAGGERED = 300
 STAGGER_SECONDS = 10.0
 INGEST = 100_000
-PEER_A_INGEST = 5_000  # APScheduler adds one job per INSERT+commit: measured on fewer
+PEER_A_INGEST = 5_000
+WEBHOOK_BURST = 2_000  # APScheduler adds one job per INSERT+commit: measured on fewer
 
 
 def pct(values: list[float], q: float) -> float:
@@ -41,10 +44,20 @@ def pct(values: list[float], q: float) -> float:
 # --- Peer A: APScheduler with SQLAlchemyJobStore ------------------------------------------
 
 STARTS: dict[int, float] = {}
+#: Where deliveries go in the webhook variant (None: the null channel).
+TARGET: str | None = None
+
+
+def _post(i: int) -> None:
+    import httpx
+
+    if TARGET is not None:
+        httpx.post(f"{TARGET}/h/{i % 500}", json={"i": i}, timeout=30)
 
 
 def _peer_a_send(i: int, due: float) -> None:
     STARTS[i] = time.time() - due
+    _post(i)
 
 
 async def peer_a(n: int, spread: float, db: Path) -> dict[str, Any]:
@@ -121,7 +134,8 @@ def peer_b(n: int, spread: float, db: Path, poll: float = 10.0) -> dict[str, Any
         now = time.time()
         rows = conn.execute("SELECT id, due FROM message WHERE sent = 0 AND due <= ?", (now,))
         for row_id, due in rows.fetchall():
-            late.append((time.time() - due) * 1000)  # "send"
+            late.append((time.time() - due) * 1000)
+            _post(row_id)
             conn.execute("UPDATE message SET sent = 1 WHERE id = ?", (row_id,))
             conn.commit()
         if len(late) < n:
@@ -143,9 +157,17 @@ async def herald_dispatch(n: int, spread: float, db: Path) -> dict[str, Any]:
     from bot.bench import bench_dispatch
     from core.settings import load_settings
 
-    settings = load_settings(HERALD_DATABASE_URL=f"sqlite:///{db}", _env_file=None)
+    settings = load_settings(
+        HERALD_DATABASE_URL=f"sqlite:///{db}", HERALD_WEBHOOK_ALLOW_PRIVATE="true", _env_file=None
+    )
     data = await bench_dispatch(
-        settings, jobs=n, spread=spread, channel="null", dispatchers=1, pending=0, samples=True
+        settings,
+        jobs=n,
+        spread=spread,
+        channel="null" if TARGET is None else f"webhook:{TARGET}",
+        dispatchers=1,
+        pending=0,
+        samples=True,
     )
     return _summary(n, data["lateness_samples_ms"], spread)
 
@@ -179,6 +201,10 @@ SYSTEMS = ("herald", "apscheduler", "polling")
 
 
 async def _one(system: str, workload: str) -> dict[str, Any]:
+    global TARGET
+    if workload.startswith("webhook-"):
+        TARGET = os.environ["HERALD_BENCH_TARGET"]
+        workload = workload.removeprefix("webhook-")
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "bench.db"
         if workload == "ingest":
@@ -190,6 +216,8 @@ async def _one(system: str, workload: str) -> dict[str, Any]:
                 rate = peer_b_ingest(INGEST, db)
             return {"ingest_per_s": round(rate)}
         n, spread = (BURST, 0.0) if workload == "burst" else (STAGGERED, STAGGER_SECONDS)
+        if TARGET is not None:
+            n = WEBHOOK_BURST
         if system == "herald":
             return await herald_dispatch(n, spread, db)
         if system == "apscheduler":
@@ -209,6 +237,28 @@ def run_one(system: str, workload: str) -> dict[str, Any]:
     return dict(json.loads(out.stdout))
 
 
+@contextlib.contextmanager
+def _receiver() -> Any:
+    """A webhook receiver in its own process (``bench/receiver.py``) on a free port."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "bench.receiver", str(port)], cwd=HERE.parent)
+    try:
+        for _ in range(100):
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                    break
+            except OSError:
+                time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
 def _ratio(a: float | None, b: float | None, higher_is_better: bool = True) -> str:
     if not a or not b:
         return "–"
@@ -217,6 +267,11 @@ def _ratio(a: float | None, b: float | None, higher_is_better: bool = True) -> s
 
 def main() -> int:
     results = {(s, w): run_one(s, w) for w in ("burst", "staggered", "ingest") for s in SYSTEMS}
+    with _receiver() as target:
+        for s in SYSTEMS:
+            results[(s, "webhook burst")] = run_one(
+                s, "webhook-burst", {"HERALD_BENCH_TARGET": target}
+            )
     rows = [
         "| workload | figure | Herald | APScheduler + SQLAlchemyJobStore | polling loop (10 s) "
         "| Herald vs APScheduler | Herald vs polling |",
@@ -242,13 +297,19 @@ def main() -> int:
     line("staggered", "lateness p99 (ms)", "p99_ms", False)
     line("staggered", "messages dropped", "dropped", False)
     line("ingest", "schedules/s", "ingest_per_s", True)
+    line("webhook burst", "drain rate (msg/s)", "drain_per_s", True)
+    line("webhook burst", "median message late (ms)", "p50_ms", False)
+    line("webhook burst", "last message late (ms)", "last_ms", False)
+    line("webhook burst", "messages dropped", "dropped", False)
     table = "\n".join(rows)
     note = (
         f"\n\nOne run on this machine (`make bench`): burst = {BURST:,} messages due at one "
         f"instant; staggered = {STAGGERED} messages over {STAGGER_SECONDS:g} s; ingest = "
         f"{INGEST:,} schedules (APScheduler measured on {PEER_A_INGEST:,}, one INSERT and "
         "commit per job). Null channel, SQLite, lateness = start of send minus due time. "
-        "APScheduler drops jobs later than its 1 s misfire grace time.\n"
+        "APScheduler drops jobs later than its 1 s misfire grace time. The webhook burst "
+        f"sends {WEBHOOK_BURST:,} messages to a local receiver in its own process (500 URLs; "
+        "APScheduler's thread pool and the polling loop post with httpx).\n"
     )
     print(table + note)
     (HERE / "RESULTS.md").write_text("# Benchmark results\n\n" + table + note)

@@ -21,7 +21,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from core.channels.base import Channel
 from core.channels.local import LogChannel, NullChannel
+from core.channels.webhook import WebhookChannel
 from core.clock import SystemClock
 from core.dispatcher import Dispatcher, DispatcherConfig
 from core.settings import Settings
@@ -69,7 +71,9 @@ def schedule_rows(
     return rows
 
 
-async def _fill(store: Store, n: int, first: datetime, step: float, destination: str) -> None:
+async def _fill(
+    store: Store, n: int, first: datetime, step: float, destination: str | Callable[[int], str]
+) -> None:
     for start in range(0, n, CHUNK):
         count = min(CHUNK, n - start)
         rows = schedule_rows(count, first + timedelta(seconds=start * step), step, destination)
@@ -113,7 +117,14 @@ async def bench_dispatch(
 ) -> dict[str, Any]:
     """Run one dispatch benchmark against ``settings.database_url`` (which should be
     empty) and return its figures."""
-    destination = f"{channel}:"
+    # "null", "log", or "webhook:<base URL>" (spread over 500 URLs: each has its own rate limit)
+    destination: str | Callable[[int], str] = f"{channel}:"
+    if channel.startswith("webhook:"):
+        base = channel
+
+        def destination(i: int) -> str:
+            return f"{base}/h/{i % 500}"
+
     store = await Store.open(settings.database_url)
     delivered = 0
     done = asyncio.Event()
@@ -137,7 +148,11 @@ async def bench_dispatch(
         dispatcher: Dispatcher | None = None
         if dispatchers == 1:
             with open(os.devnull, "w") as devnull:  # noqa: ASYNC230 - set-up, not timed
-                sinks = {"null": NullChannel(), "log": LogChannel(devnull)}
+                sinks: dict[str, Channel] = {
+                    "null": NullChannel(),
+                    "log": LogChannel(devnull),
+                    "webhook": WebhookChannel(allow_private=True),
+                }
             dispatcher = Dispatcher(
                 store,
                 sinks,
