@@ -225,7 +225,7 @@ async def _one(system: str, workload: str) -> dict[str, Any]:
         return peer_b(n, spread, db)
 
 
-def run_one(system: str, workload: str) -> dict[str, Any]:
+def run_one(system: str, workload: str, env: dict[str, str] | None = None) -> dict[str, Any]:
     """One system on one workload, in a fresh process (fair memory figures)."""
     out = subprocess.run(
         [sys.executable, "-m", "bench.peers", system, workload],
@@ -233,6 +233,7 @@ def run_one(system: str, workload: str) -> dict[str, Any]:
         text=True,
         check=True,
         cwd=HERE.parent,
+        env={**os.environ, **(env or {})},
     )
     return dict(json.loads(out.stdout))
 

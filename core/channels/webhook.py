@@ -173,6 +173,9 @@ class WebhookChannel(Channel):
             timeout=httpx.Timeout(timeout, connect=connect_timeout),
             follow_redirects=False,
             headers={"User-Agent": user_agent},
+            # keep as many connections alive as the dispatcher sends at once (httpx keeps
+            # 20 by default: the rest would reconnect for every delivery)
+            limits=httpx.Limits(max_connections=256, max_keepalive_connections=128),
         )
 
     async def close(self) -> None:
