@@ -3,6 +3,7 @@ gates with their reasons, and actions that report back as notifications."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -88,8 +89,15 @@ class ConsoleScreen(Screen[None]):
         self.workers.cancel_group(self, "load")
 
     def _tick(self) -> None:
-        if self.is_current and self.console.live:
+        if self.is_current and self.console.live and not self._loading():
             self.reload()
+
+    def _loading(self) -> bool:
+        """A read of this screen is still running (the next tick will read again)."""
+        return any(
+            worker.group == "load" and worker.node is self and worker.is_running
+            for worker in self.app.workers
+        )
 
     def reload(self) -> None:
         """Read this screen's data again (the newest request wins)."""
@@ -99,7 +107,9 @@ class ConsoleScreen(Screen[None]):
     async def _load(self) -> None:
         started = time.perf_counter()
         try:
-            data = await self.fetch()
+            # a newer request cancels this worker; the read itself runs to its end, so a
+            # database connection is never abandoned halfway through a statement
+            data = await asyncio.shield(self.fetch())
         except HeraldError as exc:
             self.notify(str(exc), title="Cannot read", severity="error")
             return
