@@ -80,6 +80,7 @@ class Cli:
 
     async def cmd_schedule(self, herald: Herald) -> None:
         a = self.args
+        skips = await cli_calendars.load_skip_calendars(self, herald)
         schedule, created = await herald.create_schedule(
             self.actor,
             to=a.to,
@@ -91,7 +92,7 @@ class Cli:
             options=_options(a),
         )
         if created:
-            await cli_calendars.apply_skip_calendars(self, herald, schedule.id)
+            await cli_calendars.apply_skip_calendars(self, herald, schedule.id, skips)
         if a.json:
             self.emit_json({**views.schedule_dict(schedule), "created": created})
             return

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from core import calendars
-from core.errors import HeraldError, InvalidInput
+from core.errors import InvalidInput
 
 AddParser = Callable[[str, str], argparse.ArgumentParser]
 
@@ -74,18 +74,20 @@ def _split(sources: list[str]) -> tuple[list[str], dict[str, str]]:
     return urls, files
 
 
-async def apply_skip_calendars(cli: Any, herald: Any, schedule_id: int) -> None:
-    """After ``herald schedule`` created ``schedule_id``: attach ``--skip-calendar``s."""
+async def load_skip_calendars(cli: Any, herald: Any) -> list[Any]:
+    """Before ``herald schedule`` creates anything: read its ``--skip-calendar``s, so a
+    calendar that cannot be read refuses the request and nothing is scheduled."""
     sources = list(getattr(cli.args, "skip_calendar", []) or [])
     if not sources:
-        return
-    try:
-        urls, files = await asyncio.to_thread(_split, sources)
-        await herald.attach_skip_calendars(cli.actor, schedule_id, urls, files)
-    except HeraldError as exc:
-        # the schedule must not run without the calendars it was asked to skip
-        await herald.cancel_schedule(cli.actor, schedule_id)
-        raise InvalidInput(f"Nothing scheduled: {exc}") from exc
+        return []
+    urls, files = await asyncio.to_thread(_split, sources)
+    return list(await herald.load_calendars(cli.actor, urls, files))
+
+
+async def apply_skip_calendars(cli: Any, herald: Any, schedule_id: int, loaded: list[Any]) -> None:
+    """After ``herald schedule`` created ``schedule_id``: attach the loaded calendars."""
+    if loaded:
+        await herald.attach_skip_calendars(cli.actor, schedule_id, loaded=loaded)
 
 
 async def cmd_feeds(cli: Any, herald: Any) -> None:

@@ -10,6 +10,7 @@ from datetime import datetime
 from core.actors import Actor
 from core.clock import Clock
 from core.errors import HeraldError, PermissionDenied
+from core.models import Schedule
 from core.settings import Settings
 from core.store import Store
 
@@ -36,6 +37,12 @@ class CaseBase:
         error: type[HeraldError] = PermissionDenied,
     ) -> HeraldError:
         """Audit a refused attempt and return the error to raise."""
+        raise NotImplementedError
+
+    async def _changeable(
+        self, actor: Actor, schedule_id: int, expected_version: int | None
+    ) -> Schedule:
+        """The schedule if the actor may change it (refusals audited)."""
         raise NotImplementedError
 
     def _due(self, at: datetime | None) -> None:

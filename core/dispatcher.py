@@ -145,7 +145,6 @@ class Dispatcher:
         self._kick: asyncio.Event | None = None
         self._flushed: asyncio.Event | None = None
         self._stopping = False
-        self._scheduler: Any = None
         self._flusher: asyncio.Task[None] | None = None
 
     # --- wiring -----------------------------------------------------------------------
@@ -551,7 +550,6 @@ class Dispatcher:
         await self.store.optimize()
         host, pid = socket.gethostname(), os.getpid()
         scheduler = AsyncIOScheduler(timezone=UTC)
-        self._scheduler = scheduler
 
         async def on_sweep() -> None:
             kick.set()  # the safety net: whatever is due gets claimed within a sweep

@@ -109,18 +109,28 @@ class FeedCases(CaseBase):
         schedule_id: int,
         sources: Sequence[str] = (),
         files: Mapping[str, str] | None = None,
+        *,
+        loaded: Sequence[CalendarSource] = (),
     ) -> Schedule:
-        """Make a schedule skip the dates of these calendars (URLs, or uploaded files
-        by name → text), replacing any it had. InvalidInput for a source that cannot
-        be read; NotFound if the schedule is not the actor's."""
+        """Make a schedule skip the dates of these calendars (URLs, uploaded files by
+        name → text, or calendars already ``loaded`` by :meth:`load_calendars`),
+        replacing any it had. InvalidInput for a source that cannot be read; NotFound
+        if the schedule is not the actor's (refusals are audited)."""
         actor = await self.actor(actor_id)
-        schedule = await self.store.get_schedule(schedule_id)
-        if schedule is None or (schedule.owner != actor.id and not actor.is_admin):
-            raise NotFound(f"There is no schedule {schedule_id} of yours.")
+        schedule = await self._changeable(actor, schedule_id, None)
+        found = list(loaded) + await self.load_calendars(actor_id, sources, files)
+        ids = [c.id for c in found if c.id is not None]
+        return await self._apply_skips(schedule, found, ids, actor.id)
+
+    async def load_calendars(
+        self, actor_id: str, sources: Sequence[str] = (), files: Mapping[str, str] | None = None
+    ) -> list[CalendarSource]:
+        """Fetch and check calendars (URLs, or files by name → text) and store them, so
+        a request can be refused before anything else is written."""
+        actor = await self.actor(actor_id)
         loaded = [await self.load_calendar(actor, s) for s in sources]
         loaded += [await self.load_calendar(actor, n, t) for n, t in (files or {}).items()]
-        ids = [c.id for c in loaded if c.id is not None]
-        return await self._apply_skips(schedule, loaded, ids, actor.id)
+        return loaded
 
     async def _apply_skips(
         self, schedule: Schedule, sources: Sequence[CalendarSource], ids: list[int], who: str
@@ -364,9 +374,9 @@ class FeedCases(CaseBase):
         if member is not None and member.calendar_token and not rotate:
             return member.calendar_token
         token = secrets.token_urlsafe(24)
-        await self.store.set_calendar_token(
+        await self.store.save_member(
             actor.id,
-            token,
+            calendar_token=token,
             now=self.clock.now(),
             audit=AuditEntry(
                 actor.id,

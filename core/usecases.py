@@ -443,18 +443,9 @@ class Herald(DeadLetterCases, ConsoleCases, FeedCases):
             changed.update(when=reading.expression, timezone=zone_name)
             if schedule.state == ScheduleState.ACTIVE.value:
                 arm_at = reading.first
-        assert schedule.id is not None
-        updated = await self.store.change_schedule(
-            schedule.id,
-            expected_version=schedule.version,
-            values=values,
-            now=self.clock.now(),
-            cancel_open_jobs=when is not None,
-            arm_at=arm_at,
-            audit=AuditEntry(actor.id, "schedule.edit", "schedule", str(schedule.id), changed),
+        return await self._change(
+            actor, schedule, "edit", values, changed, cancel=when is not None, arm_at=arm_at
         )
-        self._due(arm_at)
-        return updated
 
     async def pause_schedule(
         self, actor_id: str, schedule_id: int, *, expected_version: int | None = None
@@ -507,24 +498,10 @@ class Herald(DeadLetterCases, ConsoleCases, FeedCases):
         values: dict[str, Any] = {"next_run_at": upcoming}
         if upcoming is None:
             values["state"] = ScheduleState.COMPLETED.value
-        assert schedule.id is not None
-        updated = await self.store.change_schedule(
-            schedule.id,
-            expected_version=schedule.version,
-            values=values,
-            now=self.clock.now(),
-            cancel_open_jobs=True,
-            arm_at=upcoming,
-            audit=AuditEntry(
-                actor.id,
-                "schedule.skip",
-                "schedule",
-                str(schedule.id),
-                {"skipped": skipped.isoformat(), "next": upcoming and upcoming.isoformat()},
-            ),
+        details = {"skipped": skipped.isoformat(), "next": upcoming and upcoming.isoformat()}
+        return await self._change(
+            actor, schedule, "skip", values, details, cancel=True, arm_at=upcoming
         )
-        self._due(upcoming)
-        return updated
 
     async def cancel_schedule(
         self, actor_id: str, schedule_id: int, *, expected_version: int | None = None
@@ -544,10 +521,28 @@ class Herald(DeadLetterCases, ConsoleCases, FeedCases):
         cancel: bool = False,
         arm_at: datetime | None = None,
     ) -> Schedule:
-        assert schedule.id is not None
         values: dict[str, Any] = {"state": state.value}
         if cancel:
             values["next_run_at"] = None
+        details = {"from": schedule.state, "to": state.value}
+        return await self._change(
+            actor, schedule, _VERBS[state], values, details, cancel=cancel, arm_at=arm_at
+        )
+
+    async def _change(
+        self,
+        actor: Actor,
+        schedule: Schedule,
+        verb: str,
+        values: dict[str, Any],
+        details: dict[str, Any],
+        *,
+        cancel: bool,
+        arm_at: datetime | None,
+    ) -> Schedule:
+        """Store a change read at ``schedule.version`` with its audit row
+        (``schedule.<verb>``), then wake the dispatcher for a newly armed job."""
+        assert schedule.id is not None
         updated = await self.store.change_schedule(
             schedule.id,
             expected_version=schedule.version,
@@ -555,13 +550,7 @@ class Herald(DeadLetterCases, ConsoleCases, FeedCases):
             now=self.clock.now(),
             cancel_open_jobs=cancel,
             arm_at=arm_at,
-            audit=AuditEntry(
-                actor.id,
-                f"schedule.{_VERBS[state]}",
-                "schedule",
-                str(schedule.id),
-                {"from": schedule.state, "to": state.value},
-            ),
+            audit=AuditEntry(actor.id, f"schedule.{verb}", "schedule", str(schedule.id), details),
         )
         self._due(arm_at)
         return updated

@@ -256,19 +256,6 @@ class CalendarQueries(Gateway):
         async with self._session() as s:
             return list((await s.execute(stmt.order_by(col(Schedule.starts_at)))).scalars())
 
-    async def set_calendar_token(
-        self, member_id: str, token: str, *, now: datetime, audit: AuditEntry
-    ) -> None:
-        """Give a member a (new) calendar-feed token; the old URL stops working."""
-        await self.save_member_row(member_id, now=now)
-        async with self._tx() as conn:
-            await conn.execute(
-                sa.update(MEMBER)
-                .where(MEMBER.c.id == member_id)
-                .values(calendar_token=token, updated_at=now)
-            )
-            await self._audit(conn, audit, now)
-
     async def member_by_calendar_token(self, token: str) -> str | None:
         """Whose calendar feed ``token`` opens, if anyone's."""
         async with self._read() as conn:
@@ -277,21 +264,3 @@ class CalendarQueries(Gateway):
             )
             row = found.first()
             return None if row is None else str(row[0])
-
-    async def save_member_row(self, member_id: str, *, now: datetime) -> None:
-        """Make sure the member row exists (no other change)."""
-        async with self._tx() as conn:
-            exists = (
-                await conn.execute(sa.select(MEMBER.c.id).where(MEMBER.c.id == member_id))
-            ).first()
-            if exists is None:
-                await conn.execute(
-                    sa.insert(MEMBER).values(
-                        id=member_id,
-                        display_name="",
-                        role="member",
-                        platform_admin=False,
-                        created_at=now,
-                        updated_at=now,
-                    )
-                )

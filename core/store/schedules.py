@@ -50,6 +50,7 @@ class ScheduleQueries(Gateway):
         timezone: str | None = None,
         display_name: str | None = None,
         platform_admin: bool | None = None,
+        calendar_token: str | None = None,
         audit: AuditEntry | None = None,
     ) -> Member:
         """Create the member or update the given fields; returns the stored row."""
@@ -66,6 +67,8 @@ class ScheduleQueries(Gateway):
                 member.display_name = display_name
             if platform_admin is not None:
                 member.platform_admin = platform_admin
+            if calendar_token is not None:
+                member.calendar_token = calendar_token
             member.updated_at = now
             if audit is not None:
                 await self._audit(s, audit, now)

@@ -7,7 +7,8 @@ from datetime import UTC, datetime
 import pytest
 
 from core.errors import InvalidInput, PermissionDenied
-from tests.calendars.conftest import CalHerald, data
+from core.usecases import Herald
+from tests.calendars.conftest import data
 from tests.fakes.http import Scripted
 from tests.fakes.ics import ICSServer
 
@@ -18,12 +19,12 @@ def utc(*args: int) -> datetime:
     return datetime(*args, tzinfo=UTC)
 
 
-async def reminders(herald: CalHerald, feed_id: int) -> list[tuple[datetime, str, str]]:
+async def reminders(herald: Herald, feed_id: int) -> list[tuple[datetime, str, str]]:
     found = await herald.store.feed_reminders(feed_id)  # type: ignore[attr-defined]
     return sorted((s.starts_at, s.state, s.body) for s in found)
 
 
-async def test_reminders_before_every_event(herald: CalHerald, ics: ICSServer) -> None:
+async def test_reminders_before_every_event(herald: Herald, ics: ICSServer) -> None:
     url = ics.publish("/team.ics", data("team.ics"))
     feed = await herald.add_feed(
         ADMIN,
@@ -85,7 +86,7 @@ async def test_reminders_before_every_event(herald: CalHerald, ics: ICSServer) -
 
 
 async def test_feeds_are_for_admins_and_templates_are_checked(
-    herald: CalHerald, ics: ICSServer
+    herald: Herald, ics: ICSServer
 ) -> None:
     url = ics.publish("/team.ics", data("team.ics"))
     with pytest.raises(PermissionDenied):
@@ -98,7 +99,7 @@ async def test_feeds_are_for_admins_and_templates_are_checked(
     assert await herald.list_feeds(ADMIN) == []
 
 
-async def test_a_bad_calendar_is_refused(herald: CalHerald, ics: ICSServer) -> None:
+async def test_a_bad_calendar_is_refused(herald: Herald, ics: ICSServer) -> None:
     url = ics.publish("/bad.ics", "this is not a calendar")
     with pytest.raises(InvalidInput.__mro__[1], match="not an iCalendar"):
         await herald.add_feed(ADMIN, calendar=url, to="log:")

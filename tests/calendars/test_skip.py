@@ -8,7 +8,8 @@ from datetime import UTC, datetime
 from core.clock import ManualClock
 from core.dispatcher import Dispatcher, DispatcherConfig
 from core.models import JobState
-from tests.calendars.conftest import CalHerald, data
+from core.usecases import Herald
+from tests.calendars.conftest import data
 from tests.fakes.ics import ICSServer
 from tests.support.channels import RecordingChannel
 
@@ -19,13 +20,13 @@ def utc(*args: int) -> datetime:
     return datetime(*args, tzinfo=UTC)
 
 
-async def timeline(herald: CalHerald, sid: int) -> list[tuple[datetime, str, str | None]]:
+async def timeline(herald: Herald, sid: int) -> list[tuple[datetime, str, str | None]]:
     jobs = await herald.store.schedule_jobs(sid)
     return sorted((j.occurrence_at, j.state, j.last_error) for j in jobs)
 
 
 async def test_holidays_are_skipped_and_shown(
-    herald: CalHerald, clock: ManualClock, ics: ICSServer
+    herald: Herald, clock: ManualClock, ics: ICSServer
 ) -> None:
     clock.set(utc(2026, 4, 1, 12))
     url = ics.publish("/holidays.ics", data("holidays.ics"))
@@ -59,7 +60,7 @@ async def test_holidays_are_skipped_and_shown(
 
 
 async def test_a_waiting_job_on_a_holiday_is_skipped_from_an_uploaded_file(
-    herald: CalHerald, clock: ManualClock
+    herald: Herald, clock: ManualClock
 ) -> None:
     clock.set(utc(2026, 4, 2, 12))
     s, _ = await herald.create_schedule(
@@ -77,7 +78,7 @@ async def test_a_waiting_job_on_a_holiday_is_skipped_from_an_uploaded_file(
     assert len(pending) == 1
 
 
-async def test_export_leaves_out_skipped_days(herald: CalHerald, clock: ManualClock) -> None:
+async def test_export_leaves_out_skipped_days(herald: Herald, clock: ManualClock) -> None:
     import icalendar
     import recurring_ical_events
 

@@ -216,3 +216,21 @@ def test_fresh_sqlite_file_is_created_and_migrated(tmp_path: Path) -> None:
     assert run(url, "list").stdout.strip() == "No schedules."
     assert db.current_revision(url) == db.head_revision()
     assert "is at" in run(url, "db", "current").stdout
+
+
+def test_an_unreadable_skip_calendar_schedules_nothing(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/skip.db"
+    proc = run(
+        url,
+        "schedule",
+        "--to",
+        "log:",
+        "--when",
+        "every day at 9am",
+        "--text",
+        "x",
+        "--skip-calendar",
+        str(tmp_path / "missing.ics"),
+    )
+    assert_error(proc, "Cannot read the calendar")
+    assert run(url, "list").stdout.strip() == "No schedules."
