@@ -27,6 +27,14 @@ SQLModel.metadata.naming_convention = {
 BigId = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 
 
+def sqlite_utc_text(value: datetime) -> str:
+    """An aware timestamp as :class:`UTCDateTime` stores it in SQLite (for statements
+    run below SQLAlchemy's type processing)."""
+    if value.tzinfo is None:
+        raise ValueError("naive datetime given to a UTC column")
+    return value.astimezone(UTC).replace(tzinfo=None).isoformat(" ", "microseconds")
+
+
 class _SQLiteUTC(sqlite.DATETIME):
     """SQLite's DATETIME with the same text format ("2026-03-30 07:00:00.000000"), but
     converted with the C ``isoformat``/``fromisoformat`` instead of a regular
