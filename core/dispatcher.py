@@ -152,8 +152,9 @@ class Dispatcher:
         self._inflight: dict[int, ClaimedJob] = {}
         #: Deliveries running (one task per claimed job).
         self._tasks: set[asyncio.Task[None]] = set()
-        #: Parsed destinations by URI (the hot path parses each distinct one once).
-        self._destinations: dict[str, Destination] = {}
+        #: Parsed destinations (and their canonical text) by URI: the hot path parses
+        #: each distinct one once.
+        self._destinations: dict[str, tuple[Destination, str]] = {}
         self._done: list[Finished] = []
         self._sem: asyncio.Semaphore | None = None
         self._kick: asyncio.Event | None = None
@@ -197,9 +198,8 @@ class Dispatcher:
             )
             for job in jobs:
                 self._inflight[job.id] = job
-                task = asyncio.create_task(self._run(job))  # unnamed: a name costs 1 µs
-                self._tasks.add(task)
-                task.add_done_callback(self._tasks.discard)
+                # unnamed (a name costs a microsecond); ``_run`` removes it from the set
+                self._tasks.add(asyncio.create_task(self._run(job)))
             claimed_total += len(jobs)
             if jobs:
                 self.metrics.claims.observe(len(jobs))
@@ -213,7 +213,10 @@ class Dispatcher:
         return claimed_total
 
     async def _run(self, job: ClaimedJob) -> None:
-        finished = await self._attempt(job)
+        try:
+            finished = await self._attempt(job)
+        finally:
+            self._tasks.discard(asyncio.current_task())
         # append only after the await: the flusher swaps ``_done`` for a new list while
         # deliveries run, and ``self._done.append(await ...)`` would bind the old one
         self._done.append(finished)
@@ -239,6 +242,8 @@ class Dispatcher:
                 continue
             for item in batch:
                 self._inflight.pop(item.job.id, None)
+            kick.set()  # room for the next claim, which can start while these are counted
+            for item in batch:
                 if item.job.id not in owned:
                     self._lost_lease(item)
                     continue
@@ -247,7 +252,6 @@ class Dispatcher:
                 if self.observer is not None:
                     self.observer(item)
             flushed.set()
-            kick.set()
 
     def _lost_lease(self, item: Finished) -> None:
         """The job's lease expired while it was being sent and another try took over;
@@ -302,10 +306,11 @@ class Dispatcher:
             )
 
     async def _attempt(self, job: ClaimedJob) -> Finished:
-        early = (job.due_at - self.clock.now()).total_seconds()
-        if early > 0:  # claimed ahead of time (prefetch): wait for the exact moment
-            await self.clock.sleep(early)
-        now = self.clock.now()
+        clock = self.clock
+        now = clock.now()
+        if job.due_at > now:  # claimed ahead of time (prefetch): wait for the exact moment
+            await clock.sleep((job.due_at - now).total_seconds())
+            now = clock.now()
         limit = job.max_lateness_s if job.max_lateness_s is not None else self.config.max_lateness
         late = (now - job.due_at).total_seconds()
         if late > limit:
@@ -320,22 +325,22 @@ class Dispatcher:
             )
         if job.attempts > self.config.max_attempts:
             return self._dead(job, None, f"Gave up after {job.attempts - 1} tries.", now)
-        destination = self._destinations.get(job.destination)
-        if destination is None:
+        parsed = self._destinations.get(job.destination)
+        if parsed is None:
             try:
                 destination = parse_destination(job.destination)
             except HeraldError as exc:
                 return self._dead(job, None, str(exc), now)
             if len(self._destinations) >= 10_000:
                 self._destinations.clear()
-            self._destinations[job.destination] = destination
+            parsed = self._destinations[job.destination] = (destination, str(destination))
+        destination, key = parsed
         channel = self.channels.get(destination.kind)
         if channel is None:
             result = DeliveryResult.retry(
                 f"No {destination.kind} channel is configured on this dispatcher."
             )
-            return self._outcome(job, result, now, now, destination_key=str(destination))
-        key = str(destination)
+            return self._outcome(job, result, now, now, destination_key=key)
         wait = self._limiter.reserve(key, channel.rate_limit, now)
         if wait > self.config.max_rate_wait:
             self._limiter.refund(key)
@@ -348,7 +353,7 @@ class Dispatcher:
             )
         if wait > 0:
             self.metrics.channel(destination.kind).rate_limit_waits.inc()
-            await self.clock.sleep(wait)
+            await clock.sleep(wait)
         sem, _, _ = self._events()
         delivery = Delivery(
             job_id=job.id,
@@ -362,7 +367,7 @@ class Dispatcher:
             options=job.options,
         )
         async with sem:
-            started = self.clock.now()
+            started = clock.now()
             try:
                 result = await channel.send(delivery)
             except asyncio.CancelledError:
@@ -372,7 +377,7 @@ class Dispatcher:
                     "channel raised", extra={"job_id": job.id, "destination": destination.kind}
                 )
                 result = DeliveryResult.retry(f"Internal error in the {destination.kind} channel.")
-        return self._outcome(job, result, started, self.clock.now(), destination_key=key)
+        return self._outcome(job, result, started, clock.now(), destination_key=key)
 
     def _outcome(
         self,
