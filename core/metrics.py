@@ -5,17 +5,80 @@ channel kinds, outcomes and job states."""
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from bisect import bisect_left
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from itertools import accumulate
+from typing import Any, cast
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import HistogramMetricFamily
+from prometheus_client.utils import floatToGoString
 
 from core.models import JobState
 
 LATENESS_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30, 60, 300, 3600)
 DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
 BATCH_BUCKETS = (1, 5, 10, 50, 100, 250, 500, 1000, 2500, 10000)
+
+
+#: How Prometheus writes a bucket bound (``1.0``, ``0.005``), typed.
+_go_float = cast(Callable[[float], str], floatToGoString)
+
+
+class _Series:
+    """One label value's buckets (non-cumulative; the last is +Inf) and sum."""
+
+    __slots__ = ("bounds", "counts", "total")
+
+    def __init__(self, bounds: tuple[float, ...]) -> None:
+        self.bounds = bounds
+        self.counts = [0] * (len(bounds) + 1)
+        self.total = 0.0
+
+    def observe(self, value: float) -> None:
+        self.counts[bisect_left(self.bounds, value)] += 1  # first bound >= value: "le"
+        self.total += value
+
+
+class LoopHistogram:
+    """A histogram with one label, observed from the event loop only, exposed through
+    the registry as a custom collector (the same series a ``Histogram`` exposes).
+
+    prometheus-client's ``Histogram.observe`` takes a lock twice per observation; the
+    dispatcher makes two observations per delivery, all on one thread, and the locks
+    cost more than the rest of recording a delivery."""
+
+    def __init__(
+        self,
+        name: str,
+        documentation: str,
+        label: str,
+        buckets: tuple[float, ...],
+        *,
+        registry: CollectorRegistry,
+    ) -> None:
+        self.name, self.documentation, self.label = name, documentation, label
+        self._bounds = tuple(float(b) for b in buckets)
+        self._series: dict[str, _Series] = {}
+        registry.register(self)
+
+    def labels(self, value: str) -> _Series:
+        series = self._series.get(value)
+        if series is None:
+            series = self._series[value] = _Series(self._bounds)
+        return series
+
+    def describe(self) -> list[HistogramMetricFamily]:
+        return [HistogramMetricFamily(self.name, self.documentation, labels=[self.label])]
+
+    def collect(self) -> list[HistogramMetricFamily]:
+        family = HistogramMetricFamily(self.name, self.documentation, labels=[self.label])
+        for value, series in self._series.items():
+            counts = list(accumulate(series.counts))
+            bounds = [*(_go_float(b) for b in self._bounds), "+Inf"]
+            family.add_metric([value], list(zip(bounds, counts, strict=True)), series.total)
+        return [family]
 
 
 @dataclass(frozen=True)
@@ -47,18 +110,18 @@ class Metrics:
             ["channel", "outcome"],
             registry=r,
         )
-        self.duration = Histogram(
+        self.duration = LoopHistogram(
             "herald_delivery_duration_seconds",
             "Time a channel took to send.",
-            ["channel"],
-            buckets=DURATION_BUCKETS,
+            "channel",
+            DURATION_BUCKETS,
             registry=r,
         )
-        self.lateness = Histogram(
+        self.lateness = LoopHistogram(
             "herald_delivery_lateness_seconds",
             "Start of the first try minus the job's due time.",
-            ["channel"],
-            buckets=LATENESS_BUCKETS,
+            "channel",
+            LATENESS_BUCKETS,
             registry=r,
         )
         self.jobs = Gauge(
