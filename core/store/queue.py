@@ -8,7 +8,7 @@ records a whole batch of outcomes.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -120,6 +120,39 @@ WHERE id IN (
 RETURNING id, schedule_id, occurrence_at, due_at, attempts, idempotency_key, {_SCHEDULE_FIELDS}
 """
 
+_SQLITE_DELIVERED = """
+UPDATE job SET state = 'delivered', lease_owner = NULL, lease_expires_at = NULL,
+    last_error = NULL, finished_at = ?, updated_at = ?
+WHERE id IN (SELECT value FROM json_each(?)) AND state = 'claimed' AND lease_owner = ?
+RETURNING id
+"""
+_SQLITE_OWNED = """
+SELECT id FROM job
+WHERE id IN (SELECT value FROM json_each(?)) AND state = 'claimed' AND lease_owner = ?
+"""
+_SQLITE_OTHER_STATE = """
+UPDATE job SET state = ?, due_at = coalesce(?, due_at), attempts = attempts - ?,
+    last_error = ?, finished_at = ?, lease_owner = NULL, lease_expires_at = NULL,
+    updated_at = ?
+WHERE id = ?
+"""
+_SQLITE_NEXT_JOB = """
+INSERT INTO job (schedule_id, occurrence_at, due_at, state, attempts, idempotency_key,
+    created_at, updated_at)
+SELECT ?, ?, ?, 'pending', 0, ?, ?, ?
+WHERE EXISTS (SELECT 1 FROM schedule WHERE id = ? AND state = 'active' AND rrule = ?)
+ON CONFLICT (schedule_id, occurrence_at) DO NOTHING
+"""
+_SQLITE_NEXT_RUN = """
+UPDATE schedule SET next_run_at = ?, updated_at = ?
+WHERE id = ? AND state = 'active' AND rrule = ?
+"""
+_SQLITE_COMPLETED = f"""
+UPDATE schedule SET state = 'completed', next_run_at = NULL, updated_at = ?
+WHERE id IN (SELECT value FROM json_each(?)) AND state = 'active'
+    AND NOT EXISTS (SELECT 1 FROM job WHERE job.schedule_id = schedule.id AND {WAITING_SQL})
+"""
+
 _ATTEMPT_INSERT = (
     "INSERT INTO attempt (job_id, started_at, finished_at, outcome, status_code, error, "
     "provider_message_id, worker) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"
@@ -129,6 +162,48 @@ _ATTEMPT_INSERT = (
 def _sqlite_utc(text: str) -> datetime:
     """A timestamp read below SQLAlchemy from SQLite (see :func:`sqlite_utc_text`)."""
     return datetime.fromisoformat(text).replace(tzinfo=UTC)
+
+
+def _attempt_rows(
+    results: Sequence[Finished], worker: str, when: Callable[[datetime], Any]
+) -> list[tuple[Any, ...]]:
+    """The delivery-log rows of a batch, in :data:`_ATTEMPT_INSERT`'s column order."""
+    return [
+        (
+            r.job.id,
+            when(a.started_at),
+            when(a.finished_at),
+            a.outcome,
+            a.status_code,
+            a.error,
+            a.message_id,
+            worker,
+        )
+        for r in results
+        if (a := r.attempt) is not None
+    ]
+
+
+@dataclass(slots=True)
+class _Plan:
+    """What recording a batch (of outcomes still this worker's) changes besides the
+    jobs delivered: jobs in other states, recurring schedules' next occurrences, and
+    schedules that may have ended (completed unless something still waits)."""
+
+    others: list[Finished]
+    with_next: list[Finished]
+    ended: list[int]
+
+    @classmethod
+    def of(cls, mine: Sequence[Finished]) -> _Plan:
+        done = [r for r in mine if r.state in TERMINAL_FOR_SCHEDULE]
+        return cls(
+            others=[r for r in mine if r.state != JobState.DELIVERED.value],
+            with_next=[r for r in done if r.job.rrule is not None and r.next_run is not None],
+            ended=sorted(
+                {r.job.schedule_id for r in done if r.job.rrule is None or r.next_run is None}
+            ),
+        )
 
 
 def _same(value: datetime) -> datetime:
@@ -243,9 +318,7 @@ class QueueQueries(Gateway):
         self, now: datetime, worker: str, lease_until: datetime, limit: int
     ) -> list[ClaimedJob]:
         """The claim on SQLite: one statement that also returns each job's schedule,
-        run below SQLAlchemy's result processing. The writer holds the write lock
-        from ``BEGIN IMMEDIATE`` until ``COMMIT``, so the fewer round trips to the
-        driver's thread the claim makes, the sooner the next batch's outcomes get in."""
+        on the driver's connection (see :meth:`Gateway._sqlite_tx`)."""
         params = (
             worker,
             sqlite_utc_text(lease_until),
@@ -253,8 +326,8 @@ class QueueQueries(Gateway):
             sqlite_utc_text(now),
             limit,
         )
-        async with self._tx() as conn:
-            rows: list[Any] = list(await conn.exec_driver_sql(_SQLITE_CLAIM, params))
+        async with self._sqlite_tx() as conn:
+            rows: list[Any] = list(await conn.execute_fetchall(_SQLITE_CLAIM, params))
         claimed = [
             ClaimedJob(
                 row[0],
@@ -323,6 +396,8 @@ class QueueQueries(Gateway):
         the jobs that were still this worker's."""
         if not results:
             return set()
+        if self.backend == "sqlite":
+            return await self._finish_sqlite(results, worker, now)
         done = JobState.DELIVERED.value
         delivered = [r.job.id for r in results if r.state == done]
         others = [r.job.id for r in results if r.state != done]
@@ -355,32 +430,72 @@ class QueueQueries(Gateway):
             await self._advance_schedules(conn, mine, now)
         return owned
 
+    async def _finish_sqlite(
+        self, results: Sequence[Finished], worker: str, now: datetime
+    ) -> set[int]:
+        """:meth:`finish` on SQLite's driver connection (see :meth:`Gateway._sqlite_tx`):
+        the same statements as the PostgreSQL path, one round trip each."""
+        at = sqlite_utc_text(now)
+        done = JobState.DELIVERED.value
+        delivered = json.dumps([r.job.id for r in results if r.state == done])
+        others = json.dumps([r.job.id for r in results if r.state != done])
+        attempts = _attempt_rows(results, worker, sqlite_utc_text)
+        async with self._sqlite_tx() as conn:
+            owned: set[int] = set()
+            if delivered != "[]":
+                rows = await conn.execute_fetchall(_SQLITE_DELIVERED, (at, at, delivered, worker))
+                owned.update(row[0] for row in rows)
+            if others != "[]":
+                rows = await conn.execute_fetchall(_SQLITE_OWNED, (others, worker))
+                owned.update(row[0] for row in rows)
+            if attempts:
+                await conn.executemany(_ATTEMPT_INSERT.replace("%s", "?"), attempts)
+            plan = _Plan.of([r for r in results if r.job.id in owned])
+            if plan.others:
+                terminal = {JobState.DEAD.value, JobState.EXPIRED.value}
+                await conn.executemany(
+                    _SQLITE_OTHER_STATE,
+                    [
+                        (
+                            r.state,
+                            sqlite_utc_text(r.retry_at) if r.retry_at else None,
+                            1 if r.refund_attempt else 0,
+                            r.error,
+                            at if r.state in terminal else None,
+                            at,
+                            r.job.id,
+                        )
+                        for r in plan.others
+                    ],
+                )
+            if plan.with_next:
+                nexts = [
+                    (r.job.schedule_id, sqlite_utc_text(r.next_run), r.job.rrule)
+                    for r in plan.with_next
+                    if r.next_run is not None
+                ]
+                await conn.executemany(
+                    _SQLITE_NEXT_JOB,
+                    [
+                        (sid, due, due, new_idempotency_key(), at, at, sid, rule)
+                        for sid, due, rule in nexts
+                    ],
+                )
+                await conn.executemany(
+                    _SQLITE_NEXT_RUN, [(due, at, sid, rule) for sid, due, rule in nexts]
+                )
+            if plan.ended:
+                await conn.execute_fetchall(_SQLITE_COMPLETED, (at, json.dumps(plan.ended)))
+        return owned
+
     async def _insert_attempts(
         self, conn: AsyncConnection, results: Sequence[Finished], worker: str
     ) -> None:
-        """The batch's delivery-log rows in one driver-level executemany: SQLAlchemy's
-        per-row parameter processing costs more than the database's insert."""
-        if self.backend == "sqlite":
-            when: Any = sqlite_utc_text
-            sql = _ATTEMPT_INSERT.replace("%s", "?")
-        else:
-            when, sql = _same, _ATTEMPT_INSERT
-        rows = [
-            (
-                r.job.id,
-                when(a.started_at),
-                when(a.finished_at),
-                a.outcome,
-                a.status_code,
-                a.error,
-                a.message_id,
-                worker,
-            )
-            for r in results
-            if (a := r.attempt) is not None
-        ]
+        """The batch's delivery-log rows in one driver-level executemany (PostgreSQL):
+        SQLAlchemy's per-row parameter processing costs more than the insert."""
+        rows = _attempt_rows(results, worker, _same)
         if rows:
-            await conn.exec_driver_sql(sql, rows)
+            await conn.exec_driver_sql(_ATTEMPT_INSERT, rows)
 
     async def _set_other_states(
         self, conn: AsyncConnection, others: Sequence[Finished], now: datetime
@@ -424,14 +539,13 @@ class QueueQueries(Gateway):
         self, conn: AsyncConnection, results: Sequence[Finished], now: datetime
     ) -> None:
         """Insert recurring schedules' next jobs and complete finished one-offs."""
-        done = [r for r in results if r.state in TERMINAL_FOR_SCHEDULE]
-        recurring = [r for r in done if r.job.rrule is not None]
+        plan = _Plan.of(results)
+        with_next = plan.with_next
         active_same_rule = sa.exists().where(
             SCHEDULE.c.id == sa.bindparam("b_sid"),
             SCHEDULE.c.state == ScheduleState.ACTIVE.value,
             SCHEDULE.c.rrule == sa.bindparam("b_rule"),
         )
-        with_next = [r for r in recurring if r.next_run is not None]
         if with_next:
             select_new = sa.select(
                 sa.bindparam("b_sid", type_=sa.Integer),
@@ -484,7 +598,7 @@ class QueueQueries(Gateway):
                     for p in params
                 ],
             )
-        ended = [r.job.schedule_id for r in done if r.job.rrule is None or r.next_run is None]
+        ended = plan.ended
         if ended:
             open_jobs = sa.exists().where(
                 JOB.c.schedule_id == SCHEDULE.c.id, JOB.c.state.in_(CLAIMABLE)
@@ -492,7 +606,7 @@ class QueueQueries(Gateway):
             await conn.execute(
                 sa.update(SCHEDULE)
                 .where(
-                    self._among(SCHEDULE.c.id, list(set(ended))),
+                    self._among(SCHEDULE.c.id, ended),
                     SCHEDULE.c.state == ScheduleState.ACTIVE.value,
                     ~open_jobs,
                 )
