@@ -102,6 +102,7 @@ async def serve(
         observer=fan_out,
     )
     herald = Herald(store, settings, clock, on_due=dispatcher.wake, channels=channels)
+    herald.metrics = dispatcher.metrics  # calendar refreshes are counted there
     listener = asyncio.create_task(store.listen_due(dispatcher.wake), name="herald-listen")
     readiness = Readiness(store, dispatcher)
     http_app = make_http_app(readiness, herald)
@@ -115,6 +116,7 @@ async def serve(
             connected = getattr(adapter, "connected", None)
             if callable(connected):
                 readiness.adapters[adapter.name] = connected
+        await herald.publish_calendar_metrics()  # before the first scrape, not the first refresh
         if serve_http:
             runner = await start_http(http_app, settings.http_host, settings.http_port)
         for adapter in adapters:

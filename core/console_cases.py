@@ -17,9 +17,12 @@ from typing import TYPE_CHECKING, Any
 from core import timeexpr
 from core.actors import Actor
 from core.case_base import CaseBase
-from core.errors import Conflict, InvalidInput
+from core.destinations import parse_destination
+from core.errors import Conflict, HeraldError, InvalidInput
 from core.models import Audit, Job, Schedule, ScheduleState
+from core.scrub import calendar_source, scrub
 from core.store import AuditEntry
+from core.store.calendars import CalendarPage
 from core.store.console import (
     RESPONSE_CHARS,
     AttemptFilter,
@@ -238,6 +241,32 @@ class ConsoleCases(CaseBase):
             f = replace(f, actor=owner)
         return await self.store.audit_page(f, before_id=before_id, limit=limit)
 
+    async def calendars_page(
+        self,
+        actor_id: str,
+        *,
+        failing_only: bool = False,
+        after_id: int | None = None,
+        limit: int = 100,
+    ) -> CalendarPage:
+        """Calendars the actor may see (operators and admins: all; members: their
+        own) in id order, with their refresh state, feeds and waiting reminders.
+        Sources, errors and destinations are redacted: a URL shows its host only."""
+        _, owner = await self._scope(actor_id)
+        page = await self.store.calendars_page(
+            owner=owner, failing_only=failing_only, after_id=after_id, limit=limit
+        )
+        rows = [
+            replace(
+                row,
+                source=calendar_source(row.source),
+                last_error=None if row.last_error is None else scrub(row.last_error),
+                feeds=tuple(replace(f, destination=_redacted(f.destination)) for f in row.feeds),
+            )
+            for row in page.rows
+        ]
+        return replace(page, rows=rows)
+
     # --- bulk actions on schedules ----------------------------------------------------
 
     async def plan_schedules_bulk(self, actor_id: str, action: str, f: ScheduleFilter) -> BulkPlan:
@@ -433,6 +462,13 @@ class ConsoleCases(CaseBase):
             events,
             None if focus is None else focus.id,
         )
+
+
+def _redacted(destination: str) -> str:
+    try:
+        return parse_destination(destination).redacted()
+    except HeraldError:
+        return scrub(destination)
 
 
 #: Order of events at the same instant: creation, planning, the try, its end, decisions.

@@ -11,7 +11,9 @@ A mixin of :class:`core.usecases.Herald` (like :class:`core.dead_letters.DeadLet
   ``feed:<feed id>:<instance hash>``; a moved instance moves it, a cancelled or deleted
   one cancels it.
 - :meth:`FeedCases.refresh_calendars` revalidates every URL source (ETag /
-  Last-Modified); a failure is recorded on the calendar and its last good state stays.
+  Last-Modified); a failure is recorded on the calendar (failing since, failures in a
+  row, the error with URLs redacted), logged and counted, and its last good state stays.
+  The calendar gauges of :class:`core.metrics.Metrics` are set from the database.
 """
 
 from __future__ import annotations
@@ -32,9 +34,11 @@ from core.actors import Actor
 from core.calendars import CalendarError
 from core.case_base import CaseBase
 from core.destinations import parse_destination
-from core.errors import InvalidInput, NotFound
+from core.errors import HeraldError, InvalidInput, NotFound
 from core.ics_export import export
+from core.metrics import CALENDAR_SERIES, Metrics
 from core.models import CalendarSource, Feed, Schedule, ScheduleState
+from core.scrub import scrub
 from core.store import AuditEntry, ScheduleQuery
 from core.store.calendars import CalendarQueries, FetchRecord
 
@@ -59,6 +63,16 @@ def parse_before(text: str) -> int:
     return seconds
 
 
+def describe_before(seconds: int) -> str:
+    """A lead time in words (the reverse of :func:`parse_before`): ``10 minutes``,
+    ``1 hour``, ``2 days``."""
+    for size, unit in ((86400, "day"), (3600, "hour"), (60, "minute")):
+        if seconds >= size and seconds % size == 0:
+            count = seconds // size
+            return f"{count} {unit}{'s' if count != 1 else ''}"
+    return f"{seconds} second{'s' if seconds != 1 else ''}"
+
+
 @dataclass
 class RefreshReport:
     """What one refresh did: calendars changed, unchanged, failed (id → error)."""
@@ -75,6 +89,9 @@ class FeedCases(CaseBase):
 
     #: The HTTP client calendar fetches use (None: one per fetch).
     calendar_client: httpx.AsyncClient | None = None
+    #: Where refreshes are counted and calendar health is shown (the dispatcher's, set
+    #: by the composition root; None: nowhere).
+    metrics: Metrics | None = None
 
     @property
     def _cal(self) -> CalendarQueries:
@@ -220,8 +237,11 @@ class FeedCases(CaseBase):
         """Unsubscribe; waiting reminders are cancelled. Returns how many."""
         actor = await self.actor(actor_id)
         feed = await self._cal.get_feed(feed_id)
-        if feed is None or (feed.owner != actor.id and not actor.is_admin):
-            raise NotFound(f"There is no feed {feed_id} of yours.")
+        reason = f"There is no feed {feed_id} of yours."
+        if feed is None:
+            raise NotFound(reason)
+        if feed.owner != actor.id and not actor.is_admin:  # refused (audited) as if absent
+            raise await self.denied(actor, "feed.remove", "feed", str(feed_id), reason, NotFound)
         audit = AuditEntry(actor.id, "feed.remove", "feed", str(feed_id))
         return await self._cal.remove_feed(feed_id, audit=audit, now=self.clock.now())
 
@@ -308,9 +328,18 @@ class FeedCases(CaseBase):
 
     async def refresh_calendars(self) -> RefreshReport:
         """Revalidate every URL calendar, re-apply changed ones to the schedules that
-        skip them, and re-plan every feed. A failed fetch or parse is recorded on the
-        calendar (its last good content stays in use) and logged."""
+        skip them, and re-plan every feed. A calendar that fails to fetch or parse is
+        recorded as failing (its last good content stays in use), logged and counted;
+        the calendar gauges are then set from the database (even when the refresh
+        stops halfway)."""
         report = RefreshReport()
+        try:
+            await self._refresh(report)
+        finally:
+            await self.publish_calendar_metrics()
+        return report
+
+    async def _refresh(self, report: RefreshReport) -> None:
         now = self.clock.now()
         for source in await self._cal.url_calendars():
             assert source.id is not None
@@ -321,18 +350,18 @@ class FeedCases(CaseBase):
                     last_modified=source.last_modified,
                     client=self.calendar_client,
                 )
+                name = None
+                if got.body is not None and got.body != source.body:
+                    parsed = calendars.parse(got.body, source.source)
+                    calendars.blackouts([parsed], now)  # its events can be read, too
+                    name = calendars.calendar_name(parsed)
             except CalendarError as exc:
-                report.failed[source.id] = str(exc)
-                log.warning(
-                    "calendar refresh failed", extra={"calendar_id": source.id, "error": str(exc)}
-                )
-                await self._cal.record_fetch(source.id, FetchRecord(error=str(exc)), now=now)
+                await self._refresh_failed(report, source.id, str(exc), now)
                 continue
             if got.body is None or got.body == source.body:
                 report.unchanged.append(source.id)
             else:
                 report.changed.append(source.id)
-            name = calendars.calendar_name(calendars.parse(got.body)) if got.body else None
             record = FetchRecord(got.body, got.etag, got.last_modified, name)
             await self._cal.record_fetch(source.id, record, now=now)
         for schedule in await self._cal.schedules_skipping():
@@ -344,7 +373,32 @@ class FeedCases(CaseBase):
             if found:
                 for name, n in (await self.sync_feed(feed, found[0])).items():
                     report.reminders[name] = report.reminders.get(name, 0) + n
-        return report
+
+    async def _refresh_failed(
+        self, report: RefreshReport, calendar_id: int, error: str, now: datetime
+    ) -> None:
+        """Record a failed refresh: on the calendar, in the report, the log and the
+        failure counter. The error names URLs by scheme and host only."""
+        error = scrub(error)[:2000]
+        report.failed[calendar_id] = error
+        log.warning("calendar refresh failed", extra={"calendar_id": calendar_id, "error": error})
+        if self.metrics is not None:
+            self.metrics.calendar_failures.labels(str(calendar_id)).inc()
+        await self._cal.record_fetch(calendar_id, FetchRecord(error=error), now=now)
+
+    async def publish_calendar_metrics(self) -> None:
+        """Set the calendar gauges (calendars failing, each one's last success and
+        failing-since) from the database: after every refresh, and at start-up, so a
+        restarted process reports the truth before its first refresh. A database error
+        is logged, not raised: metrics never stop the work."""
+        if self.metrics is None:
+            return
+        try:
+            health = await self._cal.calendar_health(limit=CALENDAR_SERIES)
+        except HeraldError:
+            log.exception("could not read the calendars' health for the metrics")
+            return
+        self.metrics.set_calendar_health(health)
 
     # --- export -----------------------------------------------------------------------
 

@@ -1,6 +1,7 @@
 """Prometheus metrics of the dispatcher. One :class:`Metrics` per process, on its own
 registry (tests make their own). No label carries user text or an unbounded id: only
-channel kinds, outcomes and job states."""
+channel kinds, outcomes, job states and calendar ids (one series per URL calendar, at
+most :data:`CALENDAR_SERIES`; never a URL)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from bisect import bisect_left
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from itertools import accumulate
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import HistogramMetricFamily
@@ -17,9 +18,14 @@ from prometheus_client.utils import floatToGoString
 
 from core.models import JobState
 
+if TYPE_CHECKING:
+    from core.store.calendars import CalendarHealth
+
 LATENESS_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30, 60, 300, 3600)
 DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
 BATCH_BUCKETS = (1, 5, 10, 50, 100, 250, 500, 1000, 2500, 10000)
+#: At most this many calendars get series of their own.
+CALENDAR_SERIES = 1000
 
 
 #: How Prometheus writes a bucket bound (``1.0``, ``0.005``), typed.
@@ -164,6 +170,30 @@ class Metrics:
             "Unix time of the dispatcher loop's last tick.",
             registry=r,
         )
+        self.calendar_failures = Counter(
+            "herald_calendar_refresh_failures",
+            "Calendar refreshes that failed to fetch or parse, by calendar id.",
+            ["calendar_id"],
+            registry=r,
+        )
+        self.calendars_failing = Gauge(
+            "herald_calendars_failing",
+            "URL calendars whose last refresh failed (from the database).",
+            registry=r,
+        )
+        self.calendar_last_success = Gauge(
+            "herald_calendar_last_success_timestamp_seconds",
+            "Unix time of each URL calendar's last successful refresh (from the database).",
+            ["calendar_id"],
+            registry=r,
+        )
+        self.calendar_failing_since = Gauge(
+            "herald_calendar_failing_since_timestamp_seconds",
+            "Unix time of the first of a calendar's failed refreshes in a row; absent "
+            "while its refreshes work (from the database).",
+            ["calendar_id"],
+            registry=r,
+        )
 
     def channel(self, kind: str) -> ChannelMetrics:
         """The per-channel children, looked up once per kind (``labels()`` takes a lock
@@ -189,3 +219,16 @@ class Metrics:
     def set_job_counts(self, counts: Mapping[str, int]) -> None:
         for state in JobState:
             self.jobs.labels(state.value).set(counts.get(state.value, 0))
+
+    def set_calendar_health(self, health: CalendarHealth) -> None:
+        """Make the calendar gauges say what the database says (series of calendars
+        that were removed, or recovered, disappear)."""
+        self.calendars_failing.set(health.failing)
+        self.calendar_last_success.clear()
+        self.calendar_failing_since.clear()
+        for status in health.calendars[:CALENDAR_SERIES]:
+            label = str(status.calendar_id)
+            if status.last_success is not None:
+                self.calendar_last_success.labels(label).set(status.last_success.timestamp())
+            if status.failing_since is not None:
+                self.calendar_failing_since.labels(label).set(status.failing_since.timestamp())

@@ -1,4 +1,4 @@
-"""The operator console: six screens over the use cases, live, keyboard first.
+"""The operator console: seven screens over the use cases, live, keyboard first.
 
 Build it with :func:`make_app` (tests and the CLI alike); :func:`run_console` runs it
 in this terminal, :func:`run_console_served` in a browser through textual-serve.
@@ -25,6 +25,7 @@ from core.settings import Settings
 from core.store import Store
 from core.usecases import Herald
 from tui.screens.audit import AuditScreen
+from tui.screens.calendars import CalendarsScreen
 from tui.screens.dead_letters import DeadLettersScreen
 from tui.screens.deliveries import DeliveriesScreen
 from tui.screens.overview import OverviewScreen
@@ -42,6 +43,7 @@ SCREEN_MODES: list[tuple[str, str, str, type[Screen[Any]]]] = [
     ("deliveries", "4", "Delivery log", DeliveriesScreen),
     ("dead", "5", "Dead letters", DeadLettersScreen),
     ("audit", "6", "Audit log", AuditScreen),
+    ("calendars", "7", "Calendars", CalendarsScreen),
 ]
 
 

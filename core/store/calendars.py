@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -39,6 +40,78 @@ class FetchRecord:
 
 
 MEMBER = Member.__table__  # type: ignore[attr-defined]
+
+#: How much of a calendar's last error the console reads.
+ERROR_CHARS = 500
+
+
+@dataclass(frozen=True)
+class CalendarStatus:
+    """One URL calendar's refresh state: its last successful fetch (new content or
+    304) and, while its refreshes fail, since when."""
+
+    calendar_id: int
+    last_success: datetime | None
+    failing_since: datetime | None
+
+
+@dataclass(frozen=True)
+class CalendarHealth:
+    """What the metrics say about calendars, read from the database."""
+
+    failing: int
+    calendars: list[CalendarStatus]
+
+
+@dataclass(frozen=True)
+class FeedUse:
+    """A feed that posts reminders of a calendar, and how many of them wait."""
+
+    feed_id: int
+    owner: str
+    destination: str
+    before_s: int
+    pending: int
+
+
+@dataclass(frozen=True)
+class CalendarRow:
+    """A calendar as the console lists it. ``fetched_at`` is the last success,
+    ``checked_at`` the last try, ``error_at`` the first failure of the current run."""
+
+    id: int
+    owner: str
+    source: str
+    name: str
+    fetched_at: datetime | None
+    checked_at: datetime | None
+    error_at: datetime | None
+    failures: int
+    last_error: str | None
+    feeds: tuple[FeedUse, ...] = ()
+    #: Active or paused schedules that skip its event dates.
+    skipping: int = 0
+
+    @property
+    def is_url(self) -> bool:
+        return not self.source.startswith("file:")
+
+    @property
+    def failing(self) -> bool:
+        return self.last_error is not None
+
+    @property
+    def pending(self) -> int:
+        """Reminders waiting to be sent, over all its feeds."""
+        return sum(f.pending for f in self.feeds)
+
+
+@dataclass(frozen=True)
+class CalendarPage:
+    rows: list[CalendarRow]
+    #: Calendars in scope (not only on this page), and how many of them fail.
+    calendars: int
+    failing: int
 
 
 class CalendarQueries(Gateway):
@@ -81,18 +154,24 @@ class CalendarQueries(Gateway):
             return list((await s.execute(stmt.order_by(col(CalendarSource.id)))).scalars())
 
     async def record_fetch(self, calendar_id: int, record: FetchRecord, *, now: datetime) -> None:
-        """Store a refresh's outcome; a failure keeps the last good body."""
+        """Store a refresh's outcome. ``checked_at`` is the last try; a success (new
+        content or 304) sets ``fetched_at`` and clears the error; a failure keeps the
+        last good body, counts ``failures`` in a row and keeps ``error_at`` at the first
+        of them (failing since)."""
         values: dict[str, Any] = {"checked_at": now, "updated_at": now}
         if record.error is not None:
-            values.update(last_error=record.error, error_at=now, failures=CALENDAR.c.failures + 1)
+            values.update(
+                last_error=record.error,
+                error_at=sa.func.coalesce(
+                    CALENDAR.c.error_at, sa.literal(now, CALENDAR.c.error_at.type)
+                ),
+                failures=CALENDAR.c.failures + 1,
+            )
         else:
-            values.update(last_error=None, error_at=None, failures=0)
+            values.update(last_error=None, error_at=None, failures=0, fetched_at=now)
             if record.body is not None:
                 values.update(
-                    body=record.body,
-                    etag=record.etag,
-                    last_modified=record.last_modified,
-                    fetched_at=now,
+                    body=record.body, etag=record.etag, last_modified=record.last_modified
                 )
                 if record.name:
                     values["name"] = record.name
@@ -100,6 +179,144 @@ class CalendarQueries(Gateway):
             await conn.execute(
                 sa.update(CALENDAR).where(CALENDAR.c.id == calendar_id).values(**values)
             )
+
+    # --- health (metrics and console) -----------------------------------------------
+
+    async def calendar_health(self, *, limit: int = 1000) -> CalendarHealth:
+        """How many URL calendars fail now, and the refresh state of each (the first
+        ``limit`` by id: one metric series each)."""
+        url = ~CALENDAR.c.source.startswith("file:")
+        failing = sa.select(sa.func.count()).where(url, CALENDAR.c.last_error.is_not(None))
+        rows = (
+            sa.select(CALENDAR.c.id, CALENDAR.c.fetched_at, CALENDAR.c.error_at)
+            .where(url)
+            .order_by(CALENDAR.c.id)
+            .limit(limit)
+        )
+        async with self._read() as conn:
+            count = int(await conn.scalar(failing) or 0)
+            found = [CalendarStatus(int(r[0]), r[1], r[2]) for r in await conn.execute(rows)]
+        return CalendarHealth(count, found)
+
+    async def calendars_page(
+        self,
+        *,
+        owner: str | None = None,
+        failing_only: bool = False,
+        after_id: int | None = None,
+        limit: int = 100,
+    ) -> CalendarPage:
+        """One page of calendars (of ``owner``, when given) in id order (keyset:
+        ``after_id``), each with its active feeds, their waiting reminders and how many
+        schedules skip its dates; and the counts of the whole scope."""
+        scope: list[Any] = [] if owner is None else [CALENDAR.c.owner == owner]
+        failing = CALENDAR.c.last_error.is_not(None)
+        where = [*scope, failing] if failing_only else list(scope)
+        if after_id is not None:
+            where.append(CALENDAR.c.id > after_id)
+        page_q = (
+            sa.select(
+                CALENDAR.c.id,
+                CALENDAR.c.owner,
+                CALENDAR.c.source,
+                CALENDAR.c.name,
+                CALENDAR.c.fetched_at,
+                CALENDAR.c.checked_at,
+                CALENDAR.c.error_at,
+                CALENDAR.c.failures,
+                sa.func.substr(CALENDAR.c.last_error, 1, ERROR_CHARS),
+            )
+            .where(*where)
+            .order_by(CALENDAR.c.id)
+            .limit(limit)
+        )
+        counted = (sa.func.count(), sa.func.sum(sa.case((failing, 1), else_=0)))
+        counts_q = sa.select(*counted).where(*scope)
+        async with self._read() as conn:
+            rows = (await conn.execute(page_q)).all()
+            counts = (await conn.execute(counts_q)).one()
+            ids = [int(r[0]) for r in rows]
+            feeds = await self._feed_uses(conn, ids)
+            skipping = await self._skipping(conn, ids, owner)
+        found = [
+            CalendarRow(
+                id=int(r[0]),
+                owner=r[1],
+                source=r[2],
+                name=r[3],
+                fetched_at=r[4],
+                checked_at=r[5],
+                error_at=r[6],
+                failures=int(r[7] or 0),
+                last_error=r[8],
+                feeds=tuple(feeds.get(int(r[0]), ())),
+                skipping=skipping.get(int(r[0]), 0),
+            )
+            for r in rows
+        ]
+        return CalendarPage(found, int(counts[0] or 0), int(counts[1] or 0))
+
+    @staticmethod
+    async def _feed_uses(conn: Any, calendar_ids: list[int]) -> dict[int, list[FeedUse]]:
+        """The active feeds of these calendars, each with its waiting reminders (active
+        one-offs keyed ``feed:<id>:...``, looked up through the owner's key index)."""
+        if not calendar_ids:
+            return {}
+        pending = (
+            sa.select(sa.func.count())
+            .where(
+                SCHEDULE.c.owner == FEED.c.owner,
+                SCHEDULE.c.idempotency_key.like(
+                    sa.literal("feed:") + sa.cast(FEED.c.id, sa.String) + sa.literal(":%")
+                ),
+                SCHEDULE.c.state == "active",
+            )
+            .scalar_subquery()
+        )
+        q = (
+            sa.select(
+                FEED.c.calendar_id,
+                FEED.c.id,
+                FEED.c.owner,
+                FEED.c.destination,
+                FEED.c.before_s,
+                pending,
+            )
+            .where(
+                FEED.c.calendar_id.in_(calendar_ids),
+                FEED.c.state == FeedState.ACTIVE.value,
+            )
+            .order_by(FEED.c.id)
+            .limit(len(calendar_ids) * 50)
+        )
+        found: dict[int, list[FeedUse]] = {}
+        for row in await conn.execute(q):
+            use = FeedUse(int(row[1]), row[2], row[3], int(row[4]), int(row[5] or 0))
+            found.setdefault(int(row[0]), []).append(use)
+        return found
+
+    @staticmethod
+    async def _skipping(conn: Any, calendar_ids: list[int], owner: str | None) -> dict[int, int]:
+        """How many active or paused schedules (of ``owner``, when given) skip each of
+        these calendars: one scan, grouped by the list of calendars a schedule names."""
+        if not calendar_ids:
+            return {}
+        lists = sa.cast(SCHEDULE.c.skip_calendars, sa.Text)
+        q = sa.select(lists, sa.func.count()).where(
+            SCHEDULE.c.state.in_(["active", "paused"]),
+            sa.func.coalesce(lists, "[]") != "[]",
+        )
+        if owner is not None:
+            q = q.where(SCHEDULE.c.owner == owner)
+        wanted, found = set(calendar_ids), dict.fromkeys(calendar_ids, 0)
+        for text, count in await conn.execute(q.group_by(lists).limit(10_000)):
+            try:
+                named = {int(i) for i in json.loads(text or "[]")}
+            except (ValueError, TypeError):
+                continue
+            for calendar_id in named & wanted:
+                found[calendar_id] += int(count)
+        return found
 
     # --- schedules that skip --------------------------------------------------------
 

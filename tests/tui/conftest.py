@@ -14,9 +14,13 @@ from textual.pilot import Pilot
 from textual.worker import WorkerCancelled
 
 from core.clock import ManualClock
+from core.models import Feed
 from core.settings import Settings
+from core.store import AuditEntry
+from core.store.calendars import FetchRecord
 from core.store.queue import AttemptRecord, Finished
 from core.usecases import Herald
+from tests.calendars.conftest import data
 from tui.app import HeraldConsole, make_app
 
 ADMIN = "local:root-admin"
@@ -107,6 +111,56 @@ async def seed(herald: Herald, clock: ManualClock) -> dict[str, Any]:
 @pytest.fixture
 async def seeded(herald: Herald, clock: ManualClock) -> dict[str, Any]:
     return await seed(herald, clock)
+
+
+CALENDAR_SECRET = "tok-5ecret-cal"
+TEAM_URL = f"https://calendar.example.com/private/team.ics?token={CALENDAR_SECRET}"
+HOLIDAYS_URL = "https://holidays.example.org/de/holidays.ics"
+
+
+async def seed_calendars(herald: Herald, clock: ManualClock) -> dict[str, Any]:
+    """Three calendars: a URL feed calendar (the admin's) whose refreshes fail for 30
+    minutes, with an error as an older Herald stored it (the URL and its token in full);
+    bob's URL skip calendar, refreshed fine; and an uploaded file nothing uses."""
+    await herald.set_role(ADMIN, OPERATOR, "operator")
+    store = herald.store
+    now = clock.now()
+    team = await store.save_calendar(
+        ADMIN, TEAM_URL, body=data("team.ics"), name="Team events", now=now
+    )
+    assert team.id is not None
+    feed = await store.add_feed(
+        Feed(
+            calendar_id=team.id,
+            owner=ADMIN,
+            destination="slack:C0TEAM",
+            before_s=600,
+            template="{event.summary} in 10 minutes",
+            timezone="UTC",
+            created_at=now,
+            updated_at=now,
+        ),
+        audit=AuditEntry(ADMIN, "feed.add", "feed"),
+        now=now,
+    )
+    await herald.sync_feed(feed, team)
+    holidays = await store.save_calendar(
+        MEMBER, HOLIDAYS_URL, body=data("holidays.ics"), name="Holidays", now=now
+    )
+    s, _ = await herald.create_schedule(
+        MEMBER, to="log:", when="every weekday at 9am", text="Stand-up", tz="UTC"
+    )
+    await herald.attach_skip_calendars(MEMBER, s.id, loaded=[holidays])
+    upload = await herald.load_calendar(
+        await herald.actor(OPERATOR), "holidays.ics", data("holidays.ics")
+    )
+    error = f"Fetching {TEAM_URL} answered HTTP 503."
+    assert team.id is not None and holidays.id is not None
+    for _ in range(3):
+        clock.advance(timedelta(minutes=15))
+        await store.record_fetch(team.id, FetchRecord(error=error), now=clock.now())
+        await store.record_fetch(holidays.id, FetchRecord(), now=clock.now())
+    return {"team": team.id, "holidays": holidays.id, "upload": upload.id, "feed": feed.id}
 
 
 @pytest.fixture

@@ -13,7 +13,8 @@ from core.console_cases import parse_shift, unavailable
 from core.errors import InvalidInput, PermissionDenied
 from core.store.console import AttemptFilter, AuditFilter, DeadFilter, ScheduleFilter
 from core.usecases import Herald
-from tests.tui.conftest import ADMIN, FAILING, MEMBER, OPERATOR, seed
+from tests.conftest import START
+from tests.tui.conftest import ADMIN, FAILING, MEMBER, OPERATOR, seed, seed_calendars
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -188,3 +189,33 @@ def test_durations_and_rules() -> None:
     member, operator, admin = (Actor("local:x", r, None) for r in Role)
     assert unavailable(member, "dead.discard") and not unavailable(operator, "dead.discard")
     assert unavailable(operator, "dead.approve") and not unavailable(admin, "dead.approve")
+
+
+async def test_calendars_page_counts_uses_and_redacts(herald: Herald, clock: ManualClock) -> None:
+    ids = await seed_calendars(herald, clock)
+    first = await herald.calendars_page(ADMIN, limit=2)
+    assert (first.calendars, first.failing) == (3, 1)
+    assert [r.id for r in first.rows] == [ids["team"], ids["holidays"]]
+    rest = await herald.calendars_page(ADMIN, after_id=first.rows[-1].id, limit=2)
+    assert [r.id for r in rest.rows] == [ids["upload"]] and not rest.rows[0].is_url
+    team, holidays = first.rows
+    assert team.failing and team.failures == 3 and team.error_at == START + timedelta(minutes=15)
+    assert team.source == "https://calendar.example.com/…"
+    assert team.last_error == "Fetching https://calendar.example.com/… answered HTTP 503."
+    waiting = [s for s in await herald.store.feed_reminders(ids["feed"]) if s.state == "active"]
+    [feed] = team.feeds
+    assert (feed.feed_id, feed.destination, feed.pending) == (ids["feed"], "slack:C0TEAM", 10)
+    assert team.pending == len(waiting) and team.skipping == 0
+    assert not holidays.failing and holidays.skipping == 1 and holidays.feeds == ()
+    assert holidays.fetched_at == clock.now()
+    failing = await herald.calendars_page(OPERATOR, failing_only=True)
+    assert [r.id for r in failing.rows] == [ids["team"]]
+    mine = await herald.calendars_page(MEMBER)
+    assert [r.id for r in mine.rows] == [ids["holidays"]]
+    assert (mine.calendars, mine.failing) == (1, 0)
+    health = await herald.store.calendar_health()
+    assert health.failing == 1
+    assert {c.calendar_id: c.failing_since for c in health.calendars} == {
+        ids["team"]: START + timedelta(minutes=15),
+        ids["holidays"]: None,
+    }

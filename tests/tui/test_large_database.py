@@ -57,6 +57,7 @@ async def test_every_screen_reads_pages_not_tables(large_db: str) -> None:
                 ("4", ["slash", *"outcome:permanent", "enter"]),
                 ("5", ["g", "down"]),
                 ("6", []),
+                ("7", ["f"]),
             ]:
                 await pilot.press(key)
                 await settle(pilot)

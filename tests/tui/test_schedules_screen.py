@@ -36,6 +36,7 @@ async def test_number_keys_switch_screens_and_help_lists_keys(
             ("4", "Delivery log"),
             ("5", "Dead letters"),
             ("6", "Audit log"),
+            ("7", "Calendars"),
             ("1", "Overview"),
         ]:
             await pilot.press(key)

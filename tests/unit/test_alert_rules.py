@@ -20,6 +20,8 @@ WANTED = {
     "HeraldProviderErrorRateHigh",
     "HeraldDeadLettersWaiting",
     "HeraldDispatcherHeartbeatStale",
+    "HeraldCalendarFailing",
+    "HeraldCalendarsNotRefreshed",
 }
 
 
@@ -44,6 +46,19 @@ def test_rules_parse_and_cover_the_essentials() -> None:
         assert re.fullmatch(r"\d+[smh]", rule["for"])
         for name in re.findall(r"\b(herald_[a-z_]+)", rule["expr"]):
             assert name in exported, f"{rule['alert']} uses unknown metric {name}"
+
+
+def test_calendar_alerts_name_the_calendar_and_the_way_out() -> None:
+    """Per-calendar alerts keep the ``calendar_id`` label (an id, never a URL) and say
+    where to look."""
+    doc = yaml.safe_load(RULES.read_text())
+    rules = {rule["alert"]: rule for group in doc["groups"] for rule in group["rules"]}
+    for name in ("HeraldCalendarFailing", "HeraldCalendarsNotRefreshed"):
+        rule = rules[name]
+        assert "by (calendar_id)" in rule["expr"]
+        assert "{{ $labels.calendar_id }}" in rule["annotations"]["summary"]
+        assert "herald feeds refresh" in rule["annotations"]["description"]
+    assert "Calendars screen" in rules["HeraldCalendarFailing"]["annotations"]["description"]
 
 
 @pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool is not installed")
