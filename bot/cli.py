@@ -14,13 +14,14 @@ import logging
 import sys
 from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from contextlib import asynccontextmanager
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, TextIO
+from zoneinfo import ZoneInfo
 
 from bot import cli_calendars
 from bot.cli_parser import EXIT_ERROR, build_parser
 from bot.logs import configure_logging
-from core import db, timeexpr, views
+from core import calendars, db, timeexpr, views
 from core.channels import build_channels
 from core.clock import Clock, SystemClock
 from core.errors import HeraldError, InvalidInput
@@ -74,13 +75,16 @@ class Cli:
         self.emit(f"  when:    {s.expression}  [{views.describe(s)}]")
         self.emit(f"  next:    {views.local(s.next_run_at, s.timezone)} {s.timezone}")
         self.emit(f"  owner:   {s.owner}")
+        if s.skip_calendars:
+            ids = ", ".join(str(i) for i in s.skip_calendars)
+            self.emit(f"  skips:   the event dates of calendar {ids}")
         self.emit(f"  text:    {s.body}")
 
     # --- commands ---------------------------------------------------------------------
 
     async def cmd_schedule(self, herald: Herald) -> None:
         a = self.args
-        skips = await cli_calendars.load_skip_calendars(self, herald)
+        urls, files = await cli_calendars.skip_sources(self)
         schedule, created = await herald.create_schedule(
             self.actor,
             to=a.to,
@@ -90,9 +94,9 @@ class Cli:
             key=a.key,
             max_lateness=a.max_lateness,
             options=_options(a),
+            skip=urls,
+            skip_files=files,
         )
-        if created:
-            await cli_calendars.apply_skip_calendars(self, herald, schedule.id, skips)
         if a.json:
             self.emit_json({**views.schedule_dict(schedule), "created": created})
             return
@@ -300,23 +304,40 @@ class Cli:
         tz = timeexpr.zone(a.tz or self.settings.default_tz).key
         if a.count < 1:
             raise InvalidInput("--count must be at least 1.")
-        reading = timeexpr.parse_when(a.expression, tz=tz, now=now)
+        expression, urls = calendars.split_skip_phrase(a.expression)
+        reading = timeexpr.parse_when(expression, tz=tz, now=now)
         upcoming = reading.occurrences(count=a.count)
+        skipped: list[tuple[datetime, str]] = []
+        if urls:
+            skips = asyncio.run(cli_calendars.preview_skips(urls, now))
+            if reading.rule is not None:
+                tick = timedelta(microseconds=1)
+                upcoming, skipped = calendars.skip_preview(
+                    reading.rule, reading.first - tick, skips, count=a.count
+                )
+            elif (name := skips.hit(reading.first, ZoneInfo(tz))) is not None:
+                upcoming, skipped = [], [(reading.first, name)]
         if a.json:
-            self.emit_json(
-                {
-                    "expression": reading.expression,
-                    "timezone": tz,
-                    "recurring": reading.recurring,
-                    "rule": reading.rule,
-                    "description": reading.description,
-                    "occurrences": [views.iso(t) for t in upcoming],
-                }
-            )
+            data: dict[str, Any] = {
+                "expression": reading.expression,
+                "timezone": tz,
+                "recurring": reading.recurring,
+                "rule": reading.rule,
+                "description": reading.description,
+                "occurrences": [views.iso(t) for t in upcoming],
+            }
+            if urls:
+                data["skip_calendars"] = urls
+                data["skipped"] = [{"at": views.iso(t), "event": n} for t, n in skipped]
+            self.emit_json(data)
             return
         self.emit(reading.description)
         for t in upcoming:
             self.emit(f"  {views.local(t, tz)} {tz}   ({views.iso(t)})")
+        if urls:
+            self.emit(f"Skips the dates of {', '.join(urls)}" + (":" if skipped else "."))
+        for t, name in skipped:
+            self.emit(f"  {views.local(t, tz)} {tz}   skipped: {name}")
 
     def cmd_run(self) -> int:
         from bot import service

@@ -2,7 +2,8 @@
 
 Wired into bot/cli_parser.py (:func:`add_commands`, :func:`add_skip_option`) and
 bot/cli.py (``_STORE_COMMANDS``: ``"feeds": cmd_feeds``, ``"export": cmd_export``;
-:func:`apply_skip_calendars` after ``cmd_schedule`` creates a schedule).
+``cmd_schedule`` passes :func:`skip_sources` to core, ``cmd_when`` previews with
+:func:`preview_skips`).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import argparse
 import asyncio
 import sys
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -74,20 +76,24 @@ def _split(sources: list[str]) -> tuple[list[str], dict[str, str]]:
     return urls, files
 
 
-async def load_skip_calendars(cli: Any, herald: Any) -> list[Any]:
-    """Before ``herald schedule`` creates anything: read its ``--skip-calendar``s, so a
-    calendar that cannot be read refuses the request and nothing is scheduled."""
+async def skip_sources(cli: Any) -> tuple[list[str], dict[str, str]]:
+    """``herald schedule``'s ``--skip-calendar``s: the URLs, and the files read as
+    {name: text} (core reads them all before it creates anything)."""
     sources = list(getattr(cli.args, "skip_calendar", []) or [])
     if not sources:
-        return []
-    urls, files = await asyncio.to_thread(_split, sources)
-    return list(await herald.load_calendars(cli.actor, urls, files))
+        return [], {}
+    return await asyncio.to_thread(_split, sources)
 
 
-async def apply_skip_calendars(cli: Any, herald: Any, schedule_id: int, loaded: list[Any]) -> None:
-    """After ``herald schedule`` created ``schedule_id``: attach the loaded calendars."""
-    if loaded:
-        await herald.attach_skip_calendars(cli.actor, schedule_id, loaded=loaded)
+async def preview_skips(urls: list[str], now: datetime) -> calendars.Blackouts:
+    """``herald when``'s preview of ``… except holidays from URL``: the calendars'
+    blackout dates (fetched, nothing stored). CalendarError when one cannot be read."""
+    parsed = []
+    for url in urls:
+        got = await calendars.fetch(url)
+        assert got.body is not None
+        parsed.append(calendars.parse(got.body, url))
+    return calendars.blackouts(parsed, now)
 
 
 async def cmd_feeds(cli: Any, herald: Any) -> None:

@@ -83,6 +83,17 @@ class SecretScrubber(logging.Filter):
         return text
 
 
+#: Libraries' loggers held above INFO: httpx logs each request's full URL (a webhook
+#: URL may carry a token), APScheduler a line per job run (sweeps every few seconds),
+#: Apprise lines may quote the URL.
+QUIETED_LOGGERS = {
+    "httpx": logging.WARNING,
+    "apscheduler": logging.WARNING,
+    "alembic": logging.WARNING,
+    "apprise": logging.ERROR,
+}
+
+
 def configure_logging(
     settings: Settings, *, default_level: str = "WARNING", stream: TextIO | None = None
 ) -> logging.Handler:
@@ -98,10 +109,6 @@ def configure_logging(
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel((settings.log_level or default_level).upper())
-    # httpx logs each request's full URL at INFO: a webhook URL may carry a token
-    logging.getLogger("httpx").setLevel(logging.WARNING)
-    # one INFO line per scheduler job run (sweeps every few seconds) drowns the real events
-    logging.getLogger("apscheduler").setLevel(logging.WARNING)
-    logging.getLogger("alembic").setLevel(logging.WARNING)
-    logging.getLogger("apprise").setLevel(logging.ERROR)  # its lines may quote the URL
+    for name, level in QUIETED_LOGGERS.items():
+        logging.getLogger(name).setLevel(level)
     return handler

@@ -8,6 +8,7 @@ moved or cancelled instances (RECURRENCE-ID). Every error a person can cause is 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
@@ -18,7 +19,8 @@ import httpx
 import icalendar
 import recurring_ical_events
 
-from core.errors import HeraldError
+from core.errors import HeraldError, InvalidInput
+from core.models import Schedule, ScheduleState
 
 #: How far ahead events and blackout dates are read.
 HORIZON = timedelta(days=400)
@@ -309,3 +311,97 @@ def skipped_between(
             return out
         cursor = found[-1]
     return out
+
+
+# --- "except holidays from <url>" ---------------------------------------------------------
+
+SKIP_EXAMPLE = "every weekday at 9am except holidays from https://example.org/holidays.ics"
+_EXCEPT = re.compile(r"\bexcept\b", re.IGNORECASE)
+_JOINERS = frozenset({"and", "from", "&", "+"})
+
+
+def split_skip_phrase(text: str) -> tuple[str, list[str]]:
+    """Split ``<when> except <words> from <url> [and|from|, <url>...]`` into the
+    when-text and the calendar URLs whose events are dates to skip (the words only name
+    them: ``holidays``, ``team days off``). Text without ``except`` comes back as it is,
+    with no URL. InvalidInput, with an example, for an ``except`` Herald cannot read."""
+    found = _EXCEPT.search(text)
+    if found is None:
+        return text, []
+    when = text[: found.start()].strip().rstrip(",").strip()
+    rest = text[found.end() :].replace(",", " ").split()
+    if not when:
+        raise InvalidInput(f'Say when before "except", e.g. "{SKIP_EXAMPLE}".')
+    first = next((i for i, word in enumerate(rest) if is_url(word)), None)
+    if first is None:
+        said = " ".join(rest)[:80]
+        raise InvalidInput(
+            f'"except {said}" needs the calendar to read the dates from, as an https:// '
+            f'URL of an iCalendar (.ics) file, e.g. "{SKIP_EXAMPLE}".'
+        )
+    words = [w.lower() for w in rest[:first]]
+    if not words or words[-1] != "from":
+        raise InvalidInput(f'Put "from" before the calendar\'s URL, e.g. "{SKIP_EXAMPLE}".')
+    if "except" in words:
+        raise InvalidInput(
+            'Herald can only skip the dates of calendars: say "except" once, e.g. '
+            f'"{SKIP_EXAMPLE}".'
+        )
+    urls: list[str] = []
+    for word in rest[first:]:
+        if is_url(word):
+            if word not in urls:
+                urls.append(word)
+        elif word.lower() not in _JOINERS:
+            raise InvalidInput(
+                f'Could not read "{word[:60]}" after the calendar URL: "except … from URL" '
+                'ends the time (more calendars: "from URL and URL"), e.g. '
+                f'"every weekday at 9am until june 30 except holidays from https://…".'
+            )
+    return when, urls
+
+
+def skip_preview(
+    rule: str, after: datetime, skips: Blackouts, *, count: int = 3, scan: int = 2000
+) -> tuple[list[datetime], list[tuple[datetime, str]]]:
+    """For showing a schedule that skips: the next ``count`` occurrences of a stored
+    rule after ``after`` that no blackout hits, and the next ``count`` it skips (with
+    the event's name), looking at most ``scan`` occurrences ahead."""
+    from core import timeexpr
+    from core.timeexpr_rule import parse_rule
+
+    zone = ZoneInfo(parse_rule(rule).tzid)
+    sent: list[datetime] = []
+    skipped: list[tuple[datetime, str]] = []
+    cursor, seen = after, 0
+    chunk = 200 if skips else count
+    while seen < scan and (len(sent) < count or (skips and len(skipped) < count)):
+        want = min(chunk, scan - seen)
+        found = timeexpr.occurrences(rule, count=want, after=cursor)
+        for instant in found:
+            name = skips.hit(instant, zone)
+            if name is None:
+                if len(sent) < count:
+                    sent.append(instant)
+            elif len(skipped) < count:
+                skipped.append((instant, name))
+        if len(found) < want:
+            break
+        seen += len(found)
+        cursor = found[-1]
+    return sent, skipped
+
+
+def schedule_upcoming(
+    schedule: Schedule, count: int = 3
+) -> tuple[list[datetime], list[tuple[datetime, str]]]:
+    """What a surface shows of a schedule: its next ``count`` sends, and the next
+    ``count`` occurrences its skip calendars skip, with the event's name (nothing unless
+    it is active). InvalidInput for a stored rule that cannot be read."""
+    first = schedule.next_run_at
+    if schedule.state != ScheduleState.ACTIVE.value or first is None:
+        return [], []
+    if schedule.rrule is None:
+        return [first], []
+    skips = Blackouts.from_json(schedule.options.get("skip"))
+    return skip_preview(schedule.rrule, first - timedelta(microseconds=1), skips, count=count)

@@ -25,8 +25,9 @@ from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
+from zoneinfo import ZoneInfoNotFoundError
 
-from core import calendars, timeexpr
+from core import calendars, templates, timeexpr
 from core.calendars import Blackouts
 from core.channels.base import Channel, Delivery, DeliveryResult, Outcome
 from core.clock import Clock
@@ -359,7 +360,7 @@ class Dispatcher:
             job_id=job.id,
             schedule_id=job.schedule_id,
             destination=destination,
-            body=job.body,
+            body=_body(job),
             idempotency_key=job.idempotency_key,
             attempt=job.attempts,
             occurrence_at=job.occurrence_at,
@@ -706,6 +707,21 @@ def _logged(
             log.exception("periodic job failed", extra={"job": name})
 
     return run
+
+
+def _body(job: ClaimedJob) -> str:
+    """The text to send: a schedule whose text uses variables gets them filled in for
+    this occurrence (checked when it was saved; if that check has since changed, the
+    text goes out as written rather than not at all)."""
+    if not job.options.get("template"):
+        return job.body
+    try:
+        return templates.render_schedule(
+            job.body, schedule_id=job.schedule_id, occurrence=job.occurrence_at, zone=job.timezone
+        )
+    except (HeraldError, ValueError, ZoneInfoNotFoundError):
+        log.warning("schedule text could not be filled in", extra={"job_id": job.id})
+        return job.body
 
 
 def _duration(seconds: float) -> str:

@@ -8,6 +8,10 @@ A template is Python ``str.format`` syntax restricted to the documented fields:
 - ``{date}`` (the occurrence's local date; ``{date:%A %d %B}`` works too)
 - ``{schedule.id}``
 
+A feed's reminder template may use all of them; an ordinary schedule's text may use
+``{date}`` and ``{schedule.id}`` (:func:`is_schedule_template`, rendered by the
+dispatcher for each occurrence with :func:`render_schedule`).
+
 Nothing is looked up on an object: the field name as written is a key in a dictionary
 of values, so ``{event.__class__}`` or ``{event.start.tzinfo}`` are simply unknown.
 Unknown fields, conversions (``!r``) and nested specs are refused by :func:`check`
@@ -17,9 +21,11 @@ with :class:`~core.errors.InvalidInput` when the template is created. ``{{`` and
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Iterable, Mapping
 from datetime import date, datetime
 from string import Formatter
+from zoneinfo import ZoneInfo
 
 from core.errors import InvalidInput
 
@@ -46,23 +52,30 @@ _formatter = Formatter()
 Values = Mapping[str, str | int | date | datetime | None]
 
 
-def _known() -> str:
-    return ", ".join("{" + name + "}" for name in FIELDS)
+#: What an ordinary schedule's text may use (a feed's reminders also have ``event.*``).
+SCHEDULE_FIELDS = frozenset({"date", "schedule.id"})
+
+#: Something that reads as a variable: ``{name}``, ``{name:spec}``, ``{name!r}``.
+_VARIABLE = re.compile(r"\{[A-Za-z_][A-Za-z0-9_.]*(?:![a-z])?(?::[^{}]*)?\}")
 
 
-def check(template: str, *, allowed: set[str] | None = None) -> str:
+def _known(names: Iterable[str] = FIELDS) -> str:
+    return ", ".join("{" + name + "}" for name in sorted(names, key=list(FIELDS).index))
+
+
+def check(template: str, *, allowed: set[str] | None = None, noun: str = "template") -> str:
     """Return ``template`` if it only uses known fields (``allowed``, default all),
     else raise InvalidInput with a sentence naming the problem."""
     if not isinstance(template, str) or not template.strip():
-        raise InvalidInput("The template is empty: say what to post.")
+        raise InvalidInput(f"The {noun} is empty: say what to post.")
     if len(template) > MAX_TEMPLATE:
-        raise InvalidInput(f"The template is over {MAX_TEMPLATE:,} characters.")
+        raise InvalidInput(f"The {noun} is over {MAX_TEMPLATE:,} characters.")
     names = set(FIELDS) if allowed is None else allowed
     try:
         parts = list(_formatter.parse(template))
     except ValueError as exc:
         raise InvalidInput(
-            f"The template's braces do not match ({exc}); write {{{{ and }}}} for a literal brace."
+            f"The {noun}'s braces do not match ({exc}); write {{{{ and }}}} for a literal brace."
         ) from exc
     for _, field, spec, conversion in parts:
         if field is None:
@@ -70,17 +83,36 @@ def check(template: str, *, allowed: set[str] | None = None) -> str:
         if field not in names:
             shown = "{" + field + "}" if field else "{}"
             raise InvalidInput(
-                f"The template uses {shown}, which Herald does not know: use {_known()}."
+                f"The {noun} uses {shown}, which Herald does not know here: use "
+                f"{_known(names)} (write {{{{ and }}}} for a literal brace)."
             )
         if conversion:
-            raise InvalidInput(f"The template's {{{field}!{conversion}}}: conversions not allowed.")
+            raise InvalidInput(f"The {noun}'s {{{field}!{conversion}}}: conversions not allowed.")
         if spec and ("{" in spec or "}" in spec):
-            raise InvalidInput(f"The template's {{{field}}} has a nested field in its format.")
+            raise InvalidInput(f"The {noun}'s {{{field}}} has a nested field in its format.")
         if spec and field not in _TIMES:
             raise InvalidInput(
-                f"The template's {{{field}}} is text and takes no format (only times do)."
+                f"The {noun}'s {{{field}}} is text and takes no format (only times do)."
             )
     return template
+
+
+def is_schedule_template(text: str) -> bool:
+    """Whether a schedule's text uses variables (``{date}``, ``{schedule.id}``). Text
+    holding something that reads as a variable is checked like a template, so an
+    unknown one is refused with a clear message when the schedule is saved; other
+    braces (``{"json": 1}``, ``{ }``) are plain text."""
+    if _VARIABLE.search(text.replace("{{", "").replace("}}", "")) is None:
+        return False  # sent as written, escaped braces too
+    check(text, allowed=set(SCHEDULE_FIELDS), noun="message")
+    return True
+
+
+def render_schedule(text: str, *, schedule_id: int, occurrence: datetime, zone: str) -> str:
+    """A schedule's text for one occurrence: ``{date}`` is the occurrence's date in
+    the schedule's time zone."""
+    local = occurrence.astimezone(ZoneInfo(zone))
+    return render(text, {"date": local.date(), "schedule.id": schedule_id})
 
 
 def fields_used(template: str) -> set[str]:

@@ -9,12 +9,12 @@ person can read, and changes nothing.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from core import timeexpr
+from core import calendars, templates, timeexpr
 from core.actors import Actor
 from core.channels.base import Channel
 from core.clock import Clock
@@ -23,7 +23,7 @@ from core.dead_letters import DeadLetterCases
 from core.destinations import parse_destination
 from core.errors import Conflict, HeraldError, InvalidInput, NotFound, PermissionDenied
 from core.feeds import FeedCases
-from core.models import Attempt, Job, Role, Schedule, ScheduleState
+from core.models import Attempt, CalendarSource, Job, Role, Schedule, ScheduleState
 from core.settings import Settings
 from core.store import AuditEntry, ScheduleQuery, Store
 
@@ -81,6 +81,16 @@ def check_options(options: Mapping[str, Any] | None) -> dict[str, Any]:
             raise InvalidInput(f"Option {name!r} must be a JSON array of objects.")
         checked[name] = value
     return checked
+
+
+def _with_template_flag(options: dict[str, Any], body: str) -> dict[str, Any]:
+    """``options`` marked ``template`` when ``body`` uses variables (``{date}``,
+    ``{schedule.id}``: the dispatcher fills them in for each occurrence); InvalidInput
+    for an unknown one."""
+    options.pop("template", None)
+    if templates.is_schedule_template(body):
+        options["template"] = True
+    return options
 
 
 def check_key(key: str | None) -> str | None:
@@ -241,7 +251,7 @@ class Herald(DeadLetterCases, ConsoleCases, FeedCases):
             "state": ScheduleState.ACTIVE.value,
             "idempotency_key": check_key(key),
             "max_lateness_s": None if max_lateness is None else round(max_lateness),
-            "options": check_options(options),
+            "options": _with_template_flag(check_options(options), body),
             "version": 1,
             "created_at": now,
             "updated_at": now,
@@ -258,10 +268,20 @@ class Herald(DeadLetterCases, ConsoleCases, FeedCases):
         key: str | None = None,
         max_lateness: float | None = None,
         options: Mapping[str, Any] | None = None,
+        skip: Sequence[str] = (),
+        skip_files: Mapping[str, str] | None = None,
+        skip_loaded: Sequence[CalendarSource] = (),
     ) -> tuple[Schedule, bool]:
         """Schedule ``text`` to ``to`` at ``when``. Returns ``(schedule, created)``;
-        with a ``key`` the owner already used, the existing schedule and ``False``."""
+        with a ``key`` the owner already used, the existing schedule and ``False``.
+
+        Occurrences on the event dates of skip calendars are skipped: URLs in ``when``
+        (``… except holidays from URL``, :func:`core.calendars.split_skip_phrase`) or in
+        ``skip``, uploaded ``skip_files`` (name → text) and calendars already loaded by
+        :meth:`load_calendars`. They are read before anything is stored, so a calendar
+        that cannot be read (CalendarError) creates nothing."""
         actor = await self.actor(actor_id)
+        when, urls = calendars.split_skip_phrase(when)
         values = self.build_schedule(
             actor,
             to=to,
@@ -273,6 +293,9 @@ class Herald(DeadLetterCases, ConsoleCases, FeedCases):
             options=options,
         )
         await self.check_reachable(values["destination"])
+        sources = [*urls, *skip]
+        if sources or skip_files:
+            skip_loaded = [*skip_loaded, *await self.load_calendars(actor.id, sources, skip_files)]
         schedule = Schedule(**values)
         stored, created = await self.store.create_schedule(
             schedule,
@@ -287,6 +310,8 @@ class Herald(DeadLetterCases, ConsoleCases, FeedCases):
         )
         if created:
             self._due(schedule.starts_at)
+            if skip_loaded and stored.id is not None:
+                stored = await self.attach_skip_calendars(actor.id, stored.id, loaded=skip_loaded)
         return stored, created
 
     async def check_reachable(self, destination: str) -> None:
@@ -423,6 +448,7 @@ class Herald(DeadLetterCases, ConsoleCases, FeedCases):
         changed: dict[str, Any] = {}
         if text is not None:
             values["body"] = check_text(text)
+            values["options"] = _with_template_flag(dict(schedule.options or {}), text)
             changed["text_chars"] = len(text)
         if to is not None:
             destination = parse_destination(to)

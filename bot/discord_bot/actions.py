@@ -8,6 +8,7 @@ No discord.py here, so all of it is testable without Discord.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from bot.discord_bot import render
@@ -102,12 +103,15 @@ async def create(
     when: str,
     text: str,
     tz: str | None = None,
+    skip: Sequence[str] = (),
 ) -> Reply:
-    """``/schedule create``: schedule ``text`` into the channel. Without a zone of the
-    command or of the member, the server default is used, and the reply says so."""
+    """``/schedule create``: schedule ``text`` into the channel, skipping the event
+    dates of the ``skip`` calendars (URLs; or ``when`` ends ``except … from URL``).
+    Without a zone of the command or of the member, the server default is used, and
+    the reply says so."""
     member = await herald.actor(actor)
     schedule, created = await herald.create_schedule(
-        actor, to=destination(channel_id), when=when, text=text, tz=tz
+        actor, to=destination(channel_id), when=when, text=text, tz=tz, skip=skip
     )
     text_out = render.card(schedule, "Scheduled." if created else "Already scheduled.")
     if tz is None and member.timezone is None:
@@ -226,17 +230,62 @@ def help_reply(default_tz: str) -> Reply:
         "\n".join(
             [
                 "**Herald** sends a message later, once or on a rule, in your time zone.",
-                "`/schedule create when: message: [channel:] [timezone:]` — schedule in "
-                "this channel or another. `when` reads " + examples + ".",
+                "`/schedule create when: message: [channel:] [timezone:] [skip_calendar:]` "
+                "— schedule in this channel or another. `when` reads " + examples + "; "
+                "end it with `except holidays from https://…/holidays.ics` (or give "
+                "`skip_calendar:`) to skip the dates of a calendar's events.",
                 "`/schedule list` — your active and paused schedules.",
                 "`/schedule show id:` · `edit id: [when:] [message:] [channel:]` · "
                 "`cancel id:` · `pause id:` · `resume id:` · `skip id:` (a recurring "
                 "schedule's next send only).",
                 f"`/schedule timezone [zone:]` — your time zone (until set: {default_tz}).",
+                "`/schedule feed add calendar: [before:] [channel:] [template:]` · "
+                "`feed list` · `feed remove id:` — admins: a reminder before each event "
+                "of an iCalendar feed.",
                 "Replies are visible only to you. You can schedule into channels where you "
                 "and Herald can both send messages; admins can manage everyone's schedules.",
             ]
         )
+    )
+
+
+# --- event feeds -------------------------------------------------------------------------
+
+
+async def feed_add(
+    herald: Herald,
+    actor: str,
+    *,
+    channel_id: int,
+    calendar: str,
+    before: str = "10m",
+    template: str | None = None,
+    tz: str | None = None,
+) -> Reply:
+    """``/schedule feed add``: an admin subscribes the channel to a calendar (a
+    reminder ``before`` each event). Core refuses anyone else (PermissionDenied,
+    audited)."""
+    feed = await herald.add_feed(
+        actor,
+        calendar=calendar.strip(),
+        to=destination(channel_id),
+        before=before,
+        template=template,
+        tz=tz,
+    )
+    return Reply(render.feed_added(feed, calendar.strip()))
+
+
+async def feed_list(herald: Herald, actor: str) -> Reply:
+    """``/schedule feed list``."""
+    return Reply(render.feeds(await herald.list_feeds(actor)))
+
+
+async def feed_remove(herald: Herald, actor: str, feed_id: int) -> Reply:
+    """``/schedule feed remove``: waiting reminders are cancelled."""
+    count = await herald.remove_feed(actor, feed_id)
+    return Reply(
+        f"Feed #{feed_id} removed; {count} waiting reminder{'s' if count != 1 else ''} cancelled."
     )
 
 

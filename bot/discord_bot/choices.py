@@ -11,7 +11,7 @@ from functools import cache
 from zoneinfo import available_timezones
 
 from bot.discord_bot import render
-from core import timeexpr
+from core import calendars, timeexpr
 from core.errors import HeraldError, InvalidInput
 from core.models import Schedule, ScheduleState
 from core.usecases import Herald
@@ -95,10 +95,14 @@ async def when_choices(
         return []  # too long to offer back; the typed text is sent as it is
     zone = await reading_zone(herald, actor, tz=tz, schedule_id=schedule_id)
     try:
-        reading = herald.read_when(text, zone)
+        when, urls = calendars.split_skip_phrase(text)
+        reading = herald.read_when(when, zone)
     except HeraldError as exc:
         return [(render.clip(f"Not understood: {exc}", render.MAX_CHOICE), text)]
-    return [(render.when_label(reading), text)]
+    label = render.when_label(reading)
+    if urls:
+        label = render.clip(f"{label} · except a calendar's event dates", render.MAX_CHOICE)
+    return [(label, text)]
 
 
 async def id_choices(herald: Herald, actor: str, typed: str) -> list[tuple[str, str]]:

@@ -137,8 +137,9 @@ def postable(
 
 _ID = Transform[int, ScheduleId]
 _ZONE = Transform[str, Zone]
-_WHEN = Range[str, 1, 300]
+_WHEN = Range[str, 1, 500]
 _TEXT = Range[str, 1, 2000]
+_URL = Range[str, 8, 1000]
 
 
 class ScheduleGroup(
@@ -164,6 +165,8 @@ class ScheduleGroup(
         message="What to send (up to 2,000 characters)",
         channel="Where to send it (default: this channel)",
         timezone="The zone to read the time in (default: yours, see /schedule timezone)",
+        skip_calendar="An iCalendar (.ics) URL, e.g. public holidays: nothing is sent on "
+        "the dates of its events",
     )
     @app_commands.autocomplete(when=when_autocomplete)
     async def create(
@@ -173,6 +176,7 @@ class ScheduleGroup(
         message: _TEXT,
         channel: discord.TextChannel | None = None,
         timezone: _ZONE | None = None,
+        skip_calendar: _URL | None = None,
     ) -> None:
         async def work(actor: str) -> actions.Reply:
             target = postable(interaction, channel)
@@ -183,6 +187,7 @@ class ScheduleGroup(
                 when=when,
                 text=message,
                 tz=timezone,
+                skip=[skip_calendar.strip()] if skip_calendar else [],
             )
 
         await respond(interaction, work)
@@ -256,6 +261,53 @@ class ScheduleGroup(
     ) -> None:
         await respond(
             interaction, lambda actor: actions.timezone(herald_of(interaction), actor, zone)
+        )
+
+    feed = app_commands.Group(
+        name="feed", description="Admins: a reminder before each event of an iCalendar feed"
+    )
+
+    @feed.command(name="add", description="Post a reminder before each event of a calendar")
+    @app_commands.describe(
+        calendar="The https:// URL of an iCalendar (.ics) feed",
+        before="How long before each event: 10m, 1h, 1d (default 10m)",
+        channel="Where to post the reminders (default: this channel)",
+        template="The reminder, e.g. {event.summary} at {event.start:%H:%M}",
+        timezone="The zone for times in the reminder (default: yours)",
+    )
+    async def feed_add(
+        self,
+        interaction: discord.Interaction[Any],
+        calendar: _URL,
+        before: Range[str, 1, 20] = "10m",
+        channel: discord.TextChannel | None = None,
+        template: Range[str, 1, 1000] | None = None,
+        timezone: _ZONE | None = None,
+    ) -> None:
+        async def work(actor: str) -> actions.Reply:
+            return await actions.feed_add(
+                herald_of(interaction),
+                actor,
+                channel_id=postable(interaction, channel),
+                calendar=calendar,
+                before=before,
+                template=template,
+                tz=timezone,
+            )
+
+        await respond(interaction, work)
+
+    @feed.command(name="list", description="The event feeds")
+    async def feed_list(self, interaction: discord.Interaction[Any]) -> None:
+        await respond(interaction, lambda actor: actions.feed_list(herald_of(interaction), actor))
+
+    @feed.command(name="remove", description="Stop a feed (its waiting reminders are cancelled)")
+    @app_commands.describe(id="The feed's number (see /schedule feed list)")
+    async def feed_remove(
+        self, interaction: discord.Interaction[Any], id: Range[int, 1, None]
+    ) -> None:
+        await respond(
+            interaction, lambda actor: actions.feed_remove(herald_of(interaction), actor, id)
         )
 
     @app_commands.command(name="help", description="What Herald can do and how to say when")

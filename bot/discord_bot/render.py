@@ -10,10 +10,11 @@ from __future__ import annotations
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
-from core import timeexpr
+from core import calendars, timeexpr
 from core.destinations import parse_destination
 from core.errors import HeraldError
-from core.models import Schedule, ScheduleState
+from core.feeds import describe_before
+from core.models import Feed, Schedule, ScheduleState
 from core.store.queue import Finished
 from core.timeexpr_words import format_clock, format_day
 from core.usecases import ScheduleDetail
@@ -62,16 +63,29 @@ def quote(text: str, limit: int = 600) -> str:
 
 
 def upcoming(schedule: Schedule, count: int = 3) -> list[datetime]:
-    """The schedule's next ``count`` sends (none unless it is active)."""
-    first = schedule.next_run_at
-    if schedule.state != ScheduleState.ACTIVE.value or first is None:
-        return []
-    if schedule.rrule is None:
-        return [first]
+    """The schedule's next ``count`` sends (none unless it is active), past the dates
+    its skip calendars skip."""
     try:
-        return [first, *timeexpr.occurrences(schedule.rrule, count=count - 1, after=first)]
+        return calendars.schedule_upcoming(schedule, count)[0]
     except HeraldError:
-        return [first]
+        return [schedule.next_run_at] if schedule.next_run_at is not None else []
+
+
+def skipping(schedule: Schedule) -> str | None:
+    """A line about the schedule's skip calendars: the next occurrences they skip, each
+    with the event's name; None when it has none."""
+    if not schedule.skip_calendars:
+        return None
+    count = len(schedule.skip_calendars)
+    line = f"**Skips:** the event dates of {count} calendar{'s' if count != 1 else ''}"
+    try:
+        skipped = calendars.schedule_upcoming(schedule, 3)[1]
+    except HeraldError:
+        skipped = []
+    if not skipped:
+        return line
+    days = ", ".join(f"<t:{int(at.timestamp())}:D> ({clip(name, 60)})" for at, name in skipped)
+    return f"{line}; next skipped: {days}"
 
 
 def card(schedule: Schedule, heading: str | None = None) -> str:
@@ -90,17 +104,32 @@ def card(schedule: Schedule, heading: str | None = None) -> str:
             lines.append(f"**Then:** {later}")
     elif schedule.state == ScheduleState.PAUSED.value:
         lines.append("**Next:** none while paused (`/schedule resume` starts it again)")
+    if (skips := skipping(schedule)) is not None:
+        lines.append(skips)
     lines.append(quote(schedule.body))
     return "\n".join(lines)
 
 
-_JOB_MARK = {"delivered": "✅", "dead": "❌", "retrying": "🔁", "pending": "⏳", "claimed": "📤"}
+_JOB_MARK = {
+    "delivered": "✅",
+    "dead": "❌",
+    "retrying": "🔁",
+    "pending": "⏳",
+    "claimed": "📤",
+    "skipped": "⏭️",
+}
 
 
 def detail(found: ScheduleDetail) -> str:
     """A card plus the latest sends and how they went."""
     text = card(found.schedule)
-    done = [job for job in found.jobs if job.state != "pending"][:3]
+    nxt = found.schedule.next_run_at
+    done = [  # occurrences skipped ahead are in the card's "Skips" line
+        job
+        for job in found.jobs
+        if job.state != "pending"
+        and not (job.state == "skipped" and nxt is not None and job.occurrence_at > nxt)
+    ][:3]
     if done:
         rows = []
         for job in done:
@@ -186,6 +215,28 @@ def decided(original: str, verb: str, user_id: int, at: datetime) -> str:
     kept = [row for row in original.splitlines() if not row.startswith("Retry puts it back")]
     kept.append(f"**{verb}** by <@{user_id}> <t:{int(at.timestamp())}:R>")
     return fit("\n".join(kept))
+
+
+def feed_added(feed: Feed, url: str) -> str:
+    before = describe_before(feed.before_s)
+    return fit(
+        f"Feed #{feed.id}: a reminder {before} before each event of <{url}> "
+        f"in {where(feed.destination)}, worded `{clip(feed.template, 200)}`. "
+        f"`/schedule feed remove id:{feed.id}` stops it."
+    )
+
+
+def feeds(found: list[Feed]) -> str:
+    """The event feeds, within one message."""
+    if not found:
+        return "There are no event feeds. Admins add one with `/schedule feed add`."
+    rows = [
+        f"**#{f.id}** · {describe_before(f.before_s)} before each event of calendar "
+        f"{f.calendar_id} · "
+        f"{where(f.destination)} · `{clip(f.template, 80)}`"
+        for f in found
+    ]
+    return fit("\n".join([f"**Event feeds** ({len(found)}):", *rows]))
 
 
 def fit(text: str) -> str:

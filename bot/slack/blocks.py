@@ -8,15 +8,16 @@ text is escaped before it is shown (no accidental mention or link).
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
 from bot.slack.grammar import escape, unescape
-from core import timeexpr
+from core import calendars
 from core.destinations import parse_destination
 from core.errors import HeraldError
-from core.models import Schedule, ScheduleState
+from core.feeds import describe_before
+from core.models import Feed, Schedule, ScheduleState
 from core.usecases import ScheduleDetail
 from core.views import describe
 
@@ -27,7 +28,6 @@ Reply = tuple[str, Blocks]
 NEXT_COUNT = 3
 LIST_LIMIT = 15
 QUOTE_LIMIT = 300
-_TICK = timedelta(microseconds=1)
 
 
 def date_token(at: datetime, zone: str = "UTC") -> str:
@@ -50,13 +50,23 @@ def where(destination: str) -> str:
 
 
 def upcoming(schedule: Schedule, count: int = NEXT_COUNT) -> list[datetime]:
-    """The schedule's next ``count`` planned times (none unless it is active)."""
-    nxt = schedule.next_run_at
-    if schedule.state != ScheduleState.ACTIVE.value or nxt is None:
-        return []
-    if schedule.rrule is None:
-        return [nxt]
-    return timeexpr.occurrences(schedule.rrule, count=count, after=nxt - _TICK)
+    """The schedule's next ``count`` planned times (none unless it is active), past the
+    dates its skip calendars skip."""
+    return calendars.schedule_upcoming(schedule, count)[0]
+
+
+def skipping(schedule: Schedule) -> str | None:
+    """A line about the schedule's skip calendars: the next occurrences they skip, each
+    with the event's name; None when it has none."""
+    if not schedule.skip_calendars:
+        return None
+    count = len(schedule.skip_calendars)
+    line = f"Skips the event dates of {count} calendar{'s' if count != 1 else ''}"
+    skipped = calendars.schedule_upcoming(schedule, NEXT_COUNT)[1]
+    if not skipped:
+        return line + "."
+    days = ", ".join(f"{date_token(t, schedule.timezone)} ({escape(n)})" for t, n in skipped)
+    return f"{line}; next skipped: {days}"
 
 
 def quote(body: str, limit: int = QUOTE_LIMIT) -> str:
@@ -75,6 +85,8 @@ def summary(schedule: Schedule, *, owner: bool = False) -> str:
     elif times:
         label = "Next" if len(times) == 1 else "Next times"
         lines.append(f"{label}: " + ", ".join(date_token(t, schedule.timezone) for t in times))
+    if (skips := skipping(schedule)) is not None:
+        lines.append(skips)
     if owner:
         lines.append(f"Owner: <@{schedule.owner.partition(':')[2]}>")
     lines.append(quote(schedule.body))
@@ -200,7 +212,14 @@ def detail_reply(detail: ScheduleDetail) -> Reply:
         f"State *{schedule.state}*, version {schedule.version}, "
         f"expression `{escape(schedule.expression)}`"
     ]
-    for job in detail.jobs[:5]:
+    nxt = schedule.next_run_at
+    # occurrences skipped ahead are in the summary's "next skipped"; here what happened
+    jobs = [
+        j
+        for j in detail.jobs
+        if not (j.state == "skipped" and nxt is not None and j.occurrence_at > nxt)
+    ]
+    for job in jobs[:5]:
         line = f"• {date_token(job.occurrence_at, zone)}: {job.state}"
         if job.attempts:
             line += f" after {job.attempts} attempt{'s' if job.attempts != 1 else ''}"
@@ -209,3 +228,29 @@ def detail_reply(detail: ScheduleDetail) -> Reply:
         lines.append(line)
     blocks.append(context("\n".join(lines)))
     return f"Schedule #{schedule.id}", blocks
+
+
+def feed_line(feed: Feed) -> str:
+    return (
+        f"*#{feed.id}* · {describe_before(feed.before_s)} before each event of calendar "
+        f"{feed.calendar_id} · {where(feed.destination)} · `{escape(feed.template[:200])}`"
+    )
+
+
+def feed_added(feed: Feed, url: str) -> Reply:
+    before = describe_before(feed.before_s)
+    text = (
+        f":white_check_mark: Feed #{feed.id}: a reminder {before} before each "
+        f"event of {escape(url)} in {where(feed.destination)}, worded "
+        f"`{escape(feed.template[:200])}`. `/schedule feed remove {feed.id}` stops it."
+    )
+    return notice(text)
+
+
+def feeds_reply(feeds: list[Feed]) -> Reply:
+    if not feeds:
+        return notice(
+            "There are no event feeds. Admins add one with `/schedule feed add URL before 10m`."
+        )
+    lines = [f"*Event feeds* ({len(feeds)})", *(f"• {feed_line(f)}" for f in feeds)]
+    return f"Event feeds: {len(feeds)}", [section("\n".join(lines))]

@@ -16,6 +16,8 @@ from bot.slack.blocks import (
     Reply,
     date_token,
     detail_reply,
+    feed_added,
+    feeds_reply,
     list_reply,
     notice,
     plain,
@@ -25,7 +27,8 @@ from bot.slack.blocks import (
 )
 from bot.slack.grammar import escape
 from bot.slack.modal import ModalMeta, Submission, fingerprint, read_submission, schedule_modal
-from core.errors import HeraldError
+from core import calendars
+from core.errors import HeraldError, InvalidInput
 from core.models import Schedule
 from core.usecases import check_text
 
@@ -94,6 +97,14 @@ class Commands(Base):
                 await send(schedule_reply(updated, f"{DONE[verb]} schedule #{sid}."))
             case grammar.Create():
                 await send(await self._create(person, command, channel, body))
+            case grammar.FeedAdd():
+                await send(await self._feed_add(person, command, channel))
+            case grammar.FeedList():
+                await send(feeds_reply(await self.herald.list_feeds(actor)))
+            case grammar.FeedRemove(feed_id=fid):
+                count = await self.herald.remove_feed(actor, fid)
+                cancelled = f"{count} waiting reminder{'s' if count != 1 else ''} cancelled"
+                await send(notice(f":wastebasket: Feed #{fid} removed; {cancelled}."))
 
     def _zone_text(self, person: Person) -> str:
         return (
@@ -129,6 +140,22 @@ class Commands(Base):
         )
         headline = ":white_check_mark: Scheduled" if created else "Already scheduled"
         return schedule_reply(schedule, f"{headline} for {where(schedule.destination)}.")
+
+    async def _feed_add(self, person: Person, command: grammar.FeedAdd, here: str) -> Reply:
+        """An admin subscribes a channel (default: this one) to a calendar; core refuses
+        (and audits) anyone else."""
+        to = f"slack:{command.channel or here}"
+        if person.actor.is_admin:  # others get core's refusal, not a channel check
+            await self.herald.check_reachable(to)
+        feed = await self.herald.add_feed(
+            person.actor.id,
+            calendar=command.url,
+            to=to,
+            before=command.before,
+            template=command.template,
+            tz=person.zone,
+        )
+        return feed_added(feed, command.url)
 
     # --- the modal ----------------------------------------------------------------
 
@@ -168,7 +195,12 @@ class Commands(Base):
         changed_when = sub.when is not None and sub.when != meta.when
         if sub.when is not None and (changed_when or meta.schedule_id is None):
             try:
-                self.herald.read_when(sub.when, person.zone)
+                when, urls = calendars.split_skip_phrase(sub.when)
+                if urls and meta.schedule_id is not None:
+                    raise InvalidInput(
+                        "Calendars to skip can be named only when you create a schedule."
+                    )
+                self.herald.read_when(when, person.zone)
             except HeraldError as exc:
                 errors["when" if _typed(view) else "date"] = plain(exc)
         if meta.schedule_id is None and sub.channel is None:
@@ -185,6 +217,10 @@ class Commands(Base):
         actor = person.actor.id
         if meta.schedule_id is None:
             assert sub.channel is not None and sub.when is not None  # no errors: both set
+            try:  # read first: a calendar that cannot be read refuses, on its field
+                loaded = await self.herald.load_calendars(actor, sub.skip) if sub.skip else []
+            except HeraldError as exc:
+                return {"skip": plain(exc)}, None
             schedule, _ = await self.herald.create_schedule(
                 actor,
                 to=f"slack:{sub.channel}",
@@ -192,6 +228,7 @@ class Commands(Base):
                 text=sub.text,
                 tz=person.zone,
                 key=f"slack-view:{view.get('id')}" if view.get("id") else None,
+                skip_loaded=loaded,
             )
             return {}, (schedule, ":white_check_mark: Scheduled")
         text = sub.text if fingerprint(sub.text) != meta.text_fp else None
@@ -244,12 +281,16 @@ class Commands(Base):
         typed = ((view.get("state") or {}).get("values") or {}).get("when", {}).get("when", {})
         expression = (typed.get("value") or "").strip()
         try:
-            reading = self.herald.read_when(expression, person.zone)
+            when, urls = calendars.split_skip_phrase(expression)
+            reading = self.herald.read_when(when, person.zone)
         except HeraldError as exc:
             preview = f":warning: {shown(exc)}"
         else:
             times = ", ".join(date_token(t, reading.timezone) for t in reading.occurrences(3))
             preview = f"*{escape(reading.description)}*\nNext: {times}"
+            if urls:
+                named = ", ".join(escape(url) for url in urls)
+                preview += f"\nSkips the event dates of {named} (read when you save)."
         meta = ModalMeta.loads(view.get("private_metadata"))
         rebuilt = schedule_modal(zone=person.zone, meta=meta, text=sub.text, preview=preview)
         await self.client.views_update(view_id=view["id"], hash=view.get("hash"), view=rebuilt)

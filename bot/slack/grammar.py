@@ -13,7 +13,14 @@ Grammar (the first word decides; keywords are not case-sensitive)::
     /schedule list [all]
     /schedule show|edit|cancel|pause|resume|skip ID
     /schedule timezone [ZONE]
+    /schedule feed add [#channel] URL [before 10m][: TEMPLATE]     (admins)
+    /schedule feed list
+    /schedule feed remove ID
     /schedule help
+
+WHEN may end with ``except holidays from URL`` (core's
+:func:`core.calendars.split_skip_phrase` reads it); Slack sends a URL as a link,
+``<https://…>`` or ``<https://…|label>``, which is turned back into the URL.
 
 Every refusal is a :class:`Refusal` (an :class:`core.errors.InvalidInput`) whose sentence
 says what was not understood and shows an example that works.
@@ -28,8 +35,15 @@ from core.errors import InvalidInput
 
 EXAMPLE = "/schedule #general every weekday at 9am: Standup in 5 minutes!"
 QUOTED_EXAMPLE = '/schedule #general "Lunch!" tomorrow at noon'
+FEED_EXAMPLE = (
+    "/schedule feed add https://example.org/team.ics before 10m #general: "
+    "{event.summary} starts at {event.start:%H:%M}"
+)
+SKIP_EXAMPLE = (
+    "/schedule every weekday at 9am except holidays from https://example.org/holidays.ics: Standup!"
+)
 VERBS = ("show", "edit", "cancel", "pause", "resume", "skip")
-KEYWORDS = frozenset({*VERBS, "list", "timezone", "help"})
+KEYWORDS = frozenset({*VERBS, "list", "timezone", "help", "feed", "feeds"})
 
 HELP = f"""*How to use /schedule*
 • `/schedule [#channel] WHEN: MESSAGE`: schedule a message, e.g. `{EXAMPLE}`
@@ -41,8 +55,13 @@ HELP = f"""*How to use /schedule*
 • `/schedule` alone opens a form with a channel picker, a preview and date and time pickers.
 • `/schedule list` (operators and admins: `list all`), `show ID`, `edit ID`, `cancel ID`, \
 `pause ID`, `resume ID`, `skip ID` (skip the next occurrence only).
+• End WHEN with `except holidays from URL` to skip the dates of an iCalendar (.ics) \
+file's events, e.g. `{SKIP_EXAMPLE}` (the form has a field for it too).
 • `/schedule timezone` shows the zone Herald reads your times in (your Slack profile's \
 unless you set one); `/schedule timezone Europe/Berlin` sets it.
+• Admins: `/schedule feed add URL [before 10m] [#channel][: TEMPLATE]` posts a reminder \
+before each event of a calendar, into this channel unless you name one, e.g. \
+`{FEED_EXAMPLE}`; `/schedule feed list`, `/schedule feed remove ID`.
 Replies are only visible to you. You can schedule into channels you are a member of and \
 where Herald was invited (`/invite @Herald`)."""
 
@@ -94,7 +113,29 @@ class OpenModal:
     pass
 
 
-Command = Create | Act | Listing | Timezone | Help | OpenModal
+@dataclass(frozen=True)
+class FeedAdd:
+    """Subscribe ``channel`` (None: the channel typed in) to the calendar at ``url``:
+    a reminder ``before`` each event, worded by ``template`` (None: core's default;
+    in Slack's escaped form, like a message)."""
+
+    url: str
+    before: str = "10m"
+    channel: str | None = None
+    template: str | None = None
+
+
+@dataclass(frozen=True)
+class FeedList:
+    pass
+
+
+@dataclass(frozen=True)
+class FeedRemove:
+    feed_id: int
+
+
+Command = Create | Act | Listing | Timezone | Help | OpenModal | FeedAdd | FeedList | FeedRemove
 
 _CHANNEL = re.compile(r"<#([CG][A-Z0-9]+)(?:\|[^>]*)?>")
 _PERSON = re.compile(r"<[@!][^>]*>")
@@ -102,11 +143,23 @@ _RAW_CHANNEL = re.compile(r"#[\w.-]+")
 _ID = re.compile(r"#?(\d{1,18})")
 _SEPARATOR = re.compile(r":(?:\s|$)")
 _QUOTES = '"“”'
+_LINK = re.compile(r"<((?:https?|webcal)://[^\s|>]+)(?:\|[^>]*)?>")
+_UNITS = {
+    "s": "s", "sec": "s", "secs": "s", "second": "s", "seconds": "s",
+    "m": "m", "min": "m", "mins": "m", "minute": "m", "minutes": "m",
+    "h": "h", "hour": "h", "hours": "h", "d": "d", "day": "d", "days": "d",
+}  # fmt: skip
 
 
 def unescape(text: str) -> str:
     """Slack's command-text escaping undone (``&lt;`` to ``<``...)."""
     return text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+
+
+def plain(text: str) -> str:
+    """Command text as typed: Slack's links (``<https://…|label>``) turned back into
+    their URL, then unescaped."""
+    return unescape(_LINK.sub(r"\1", text))
 
 
 def escape(text: str) -> str:
@@ -121,6 +174,8 @@ def parse(text: str) -> Command:
         return OpenModal()
     head, _, tail = raw.partition(" ")
     keyword = head.lower()
+    if keyword in ("feed", "feeds"):
+        return _feed(tail.strip())
     if keyword in KEYWORDS:
         return _keyword(keyword, tail.split())
     return _create(raw)
@@ -179,7 +234,7 @@ def _create(raw: str) -> Create:
             'Could not tell the time from the message: put ": " (a colon and a space) '
             f"between them, e.g. `{EXAMPLE}`, or quote the message: `{QUOTED_EXAMPLE}`."
         )
-    when = unescape(rest[: found.start()]).strip()
+    when = plain(rest[: found.start()]).strip()
     message = rest[found.end() :].strip()
     if not when:
         raise Refusal(f"Say when before the colon, e.g. `{EXAMPLE}`.")
@@ -193,9 +248,75 @@ def _quoted(rest: str, channel: str | None) -> Create:
     if closing <= 0:
         raise Refusal(f"The message has no closing quote: e.g. `{QUOTED_EXAMPLE}`.")
     message = rest[1:closing].strip()
-    when = unescape(rest[closing + 1 :]).strip()
+    when = plain(rest[closing + 1 :]).strip()
     if not message:
         raise Refusal("The quoted message is empty: say what to send between the quotes.")
     if not when:
         raise Refusal(f"Say when after the quoted message, e.g. `{QUOTED_EXAMPLE}`.")
     return Create(when, message, channel)
+
+
+def _feed(tail: str) -> Command:
+    sub, _, rest = tail.partition(" ")
+    sub = sub.lower()
+    if sub in ("", "list"):
+        if rest.strip():
+            raise Refusal(f"`/schedule feed list` takes nothing, not `{escape(rest.strip())}`.")
+        return FeedList()
+    if sub in ("remove", "delete"):
+        match = _ID.fullmatch(rest.strip())
+        if match is None:
+            raise Refusal(
+                "Say which feed by its number: e.g. `/schedule feed remove 3` "
+                "(`/schedule feed list` shows the numbers)."
+            )
+        return FeedRemove(int(match.group(1)))
+    if sub != "add":
+        raise Refusal(
+            f"`/schedule feed` takes `add`, `list` or `remove`, e.g. `{escape(FEED_EXAMPLE)}`."
+        )
+    return _feed_add(rest.strip())
+
+
+def _feed_add(rest: str) -> FeedAdd:
+    found = _SEPARATOR.search(rest)
+    head = rest if found is None else rest[: found.start()]
+    template = None if found is None else rest[found.end() :].strip()
+    if template == "":
+        raise Refusal(f"The template after the colon is empty, e.g. `{escape(FEED_EXAMPLE)}`.")
+    url = channel = before = None
+    words = head.split()
+    while words:
+        word = words.pop(0)
+        lower = word.lower()
+        if lower in ("to", "in") and words and _CHANNEL.fullmatch(words[0]):
+            continue
+        if match := _CHANNEL.fullmatch(word):
+            if channel is not None:
+                raise Refusal("A feed posts into one channel: name only one.")
+            channel = match.group(1)
+        elif lower == "before" and words:
+            before = words.pop(0)
+            if words and words[0].lower() in _UNITS:
+                before += _UNITS[words.pop(0).lower()]
+        elif (link := plain(word)).startswith(("http://", "https://", "webcal://")):
+            if url is not None:
+                raise Refusal("A feed reads one calendar: add one feed per calendar.")
+            url = link
+        elif _RAW_CHANNEL.fullmatch(word):
+            raise Refusal(
+                f"Slack did not turn `{escape(word)}` into a channel link: pick the channel "
+                "from Slack's suggestions as you type."
+            )
+        else:
+            raise Refusal(
+                f"Could not read `{escape(word)}` in the feed: write "
+                f"`/schedule feed add URL [before 10m] [#channel][: TEMPLATE]`, e.g. "
+                f"`{escape(FEED_EXAMPLE)}`."
+            )
+    if url is None:
+        raise Refusal(
+            f"Say which calendar, as the https:// URL of an iCalendar (.ics) file, e.g. "
+            f"`{escape(FEED_EXAMPLE)}`."
+        )
+    return FeedAdd(url, before or "10m", channel, template)

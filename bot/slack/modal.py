@@ -2,8 +2,9 @@
 date and time pickers with a repeat choice. Building the view and reading what was
 submitted; the handlers decide what to do with it.
 
-Block ids are stable (``channel``, ``text``, ``when``, ``date``, ``time``, ``repeat``)
-so ``views.update`` keeps what the person typed, and inline errors name them.
+Block ids are stable (``channel``, ``text``, ``when``, ``date``, ``time``, ``repeat``,
+and for a new schedule ``skip``: calendars whose event dates are skipped) so
+``views.update`` keeps what the person typed, and inline errors name them.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from datetime import date
 from typing import Any
 
 from bot.slack.grammar import escape, unescape
+from core.calendars import is_url
 from core.timeexpr_words import ordinal_text
 
 CALLBACK = "herald_schedule"
@@ -153,6 +155,23 @@ def schedule_modal(
             optional=True,
         )
     )
+    if not editing:
+        blocks.append(
+            _input(
+                "skip",
+                "Skip dates from calendars",
+                {
+                    "type": "plain_text_input",
+                    "multiline": True,
+                    "placeholder": _text("https://example.org/holidays.ics"),
+                },
+                optional=True,
+                hint=_text(
+                    "iCalendar (.ics) URLs, one per line: no message is sent on the dates "
+                    "of their events (public holidays, team days off…)."
+                ),
+            )
+        )
     return {
         "type": "modal",
         "callback_id": CALLBACK,
@@ -183,12 +202,14 @@ def picked(day: str, clock: str, repeat: str) -> str:
 class Submission:
     """What the modal holds: ``channel`` (None for a fixed destination), ``text`` in
     Slack's escaped form, ``when`` (typed, or built from the pickers; None when neither),
-    and the errors found in its shape, by block id."""
+    the errors found in its shape, by block id, and the skip calendars' URLs."""
 
     channel: str | None
     text: str
     when: str | None
     errors: dict[str, str]
+    #: Calendar URLs from the "Skip dates from calendars" field.
+    skip: tuple[str, ...] = ()
 
 
 def _value(values: dict[str, Any], block: str) -> dict[str, Any]:
@@ -219,4 +240,13 @@ def read_submission(view: dict[str, Any]) -> Submission:
             errors["date"] = "Pick a date too (or type when in the field above)."
         else:
             errors["when"] = "Say when: type it here, or pick a date and a time below."
-    return Submission(channel, escape(text), when, errors)
+    skip = tuple(
+        dict.fromkeys((_value(values, "skip").get("value") or "").replace(",", " ").split())
+    )
+    bad = [source for source in skip if not is_url(source)]
+    if bad:
+        errors["skip"] = (
+            f"{bad[0][:80]!r} is not a calendar URL: paste the https:// address of an "
+            "iCalendar (.ics) file, one per line."
+        )
+    return Submission(channel, escape(text), when, errors, skip)

@@ -45,6 +45,8 @@ class ClaimedJob:
     rrule: str | None
     max_lateness_s: int | None
     options: dict[str, Any]
+    #: The schedule's time zone (what ``{date}`` in its text means).
+    timezone: str = "UTC"
 
 
 @dataclass(slots=True)
@@ -108,7 +110,7 @@ class DeadLetter:
 # only write lock (BEGIN IMMEDIATE), so the chosen rows need no second state test.
 _SCHEDULE_FIELDS = ", ".join(
     f"(SELECT {column} FROM schedule WHERE schedule.id = job.schedule_id)"
-    for column in ("destination", "body", "rrule", "max_lateness_s", "options")
+    for column in ("destination", "body", "rrule", "max_lateness_s", "options", "timezone")
 )
 _SQLITE_CLAIM = f"""
 UPDATE job SET state = 'claimed', lease_owner = ?, lease_expires_at = ?,
@@ -290,12 +292,13 @@ class QueueQueries(Gateway):
                     SCHEDULE.c.max_lateness_s,
                     # decoded only when not empty: most schedules have no options
                     sa.cast(SCHEDULE.c.options, sa.Text),
+                    SCHEDULE.c.timezone,
                 ).where(SCHEDULE.c.id.in_(list({row[1] for row in jobs})))
             )
             schedules = {row[0]: tuple(row)[1:] for row in result}
         claimed = []
         for job in jobs:
-            destination, body, rrule, max_lateness_s, options = schedules[job[1]]
+            destination, body, rrule, max_lateness_s, options, zone = schedules[job[1]]
             claimed.append(
                 ClaimedJob(
                     job[0],
@@ -309,6 +312,7 @@ class QueueQueries(Gateway):
                     rrule,
                     max_lateness_s,
                     _options(options),
+                    zone,
                 )
             )
         claimed.sort(key=lambda job: job.due_at)
@@ -341,6 +345,7 @@ class QueueQueries(Gateway):
                 row[8],
                 row[9],
                 _options(row[10]),
+                row[11],
             )
             for row in rows
         ]

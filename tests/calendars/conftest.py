@@ -1,23 +1,9 @@
-"""Calendar fixtures: a local .ics server and the sample calendars (the store and use
-cases come from tests/conftest.py: calendars are part of them)."""
+"""Calendar fixtures: a local .ics server and the sample calendars (shared with the
+Slack and Discord tests through tests/support/calendars.py; the store and use cases
+come from tests/conftest.py: calendars are part of them)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
+from tests.support.calendars import DATA, data, ics
 
-import pytest
-
-from tests.fakes.ics import ICSServer
-
-DATA = Path(__file__).parent / "data"
-
-
-@pytest.fixture
-async def ics() -> AsyncIterator[ICSServer]:
-    async with ICSServer() as server:
-        yield server
-
-
-def data(name: str) -> str:
-    return (DATA / name).read_text()
+__all__ = ["DATA", "data", "ics"]

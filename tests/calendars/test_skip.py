@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
+import logging
 import random
+from collections.abc import Iterator
 from datetime import UTC, datetime
 
+import pytest
+
+from bot.logs import QUIETED_LOGGERS
+from core.calendars import CalendarError
 from core.clock import ManualClock
 from core.dispatcher import Dispatcher, DispatcherConfig
+from core.errors import InvalidInput
 from core.models import JobState
+from core.settings import Settings, load_settings
 from core.usecases import Herald
 from tests.calendars.conftest import data
 from tests.fakes.ics import ICSServer
@@ -93,3 +103,101 @@ async def test_export_leaves_out_skipped_days(herald: Herald, clock: ManualClock
         for e in recurring_ical_events.of(cal).between(utc(2026, 4, 1), utc(2026, 4, 10))
     }
     assert [d.day for d in sorted(days)] == [2, 7, 8, 9]
+
+
+# --- "… except holidays from <url>" -----------------------------------------------------
+
+
+async def test_the_except_phrase_creates_a_schedule_that_skips(
+    herald: Herald, clock: ManualClock, ics: ICSServer
+) -> None:
+    clock.set(utc(2026, 4, 1, 12))
+    url = ics.publish("/holidays.ics", data("holidays.ics"))
+    s, created = await herald.create_schedule(
+        ALICE,
+        to="log:",
+        when=f"every weekday at 9am except holidays from {url}",
+        text="stand-up",
+        tz="Europe/Berlin",
+    )
+    assert created and s.expression == "every weekday at 9am" and s.skip_calendars
+    rows = await timeline(herald, s.id)
+    assert (utc(2026, 4, 3, 7), JobState.SKIPPED, "Skipped: Good Friday") in rows
+    assert (utc(2026, 4, 6, 7), JobState.SKIPPED, "Skipped: Easter Monday") in rows
+
+
+async def test_a_calendar_that_cannot_be_read_creates_nothing(
+    herald: Herald, clock: ManualClock, ics: ICSServer
+) -> None:
+    ics.publish("/holidays.ics", data("holidays.ics"))
+    good = ics.url + "/holidays.ics"
+    with pytest.raises(CalendarError, match="answered HTTP 404"):
+        await herald.create_schedule(
+            ALICE,
+            to="log:",
+            when=f"every weekday at 9am except holidays from {good} and {ics.url}/gone.ics",
+            text="x",
+        )
+    with pytest.raises(InvalidInput, match="needs the calendar"):
+        await herald.create_schedule(
+            ALICE, to="log:", when="every weekday at 9am except holidays", text="x"
+        )
+    assert await herald.list_schedules(ALICE) == []
+
+
+def cli(argv: list[str], settings: Settings) -> int:
+    from bot.cli import main
+
+    return main(argv, settings=settings)
+
+
+@pytest.fixture
+def restored_logging() -> Iterator[None]:
+    """The CLI's ``main`` configures logging for its process (a stderr handler on the
+    root logger, httpx quietened); put it back for the tests that follow."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    quieted = {name: logging.getLogger(name).level for name in QUIETED_LOGGERS}
+    yield
+    for handler in list(root.handlers):
+        if handler not in handlers:
+            root.removeHandler(handler)
+    for handler in handlers:
+        if handler not in root.handlers:
+            root.addHandler(handler)
+    root.setLevel(level)
+    for name, old in quieted.items():
+        logging.getLogger(name).setLevel(old)
+
+
+async def test_the_cli_previews_and_schedules_the_phrase(
+    sqlite_url: str, ics: ICSServer, capsys: pytest.CaptureFixture[str], restored_logging: None
+) -> None:
+    settings = load_settings(HERALD_DATABASE_URL=sqlite_url, _env_file=None)
+    url = ics.publish("/holidays.ics", data("holidays.ics"))
+    when = f"every weekday at 9am except holidays from {url}"
+    preview = ["when", when, "--tz", "Europe/Berlin", "--now", "2026-04-01T12:00:00Z"]
+    assert await asyncio.to_thread(cli, [*preview, "--count", "3"], settings) == 0
+    out = capsys.readouterr().out
+    assert "Thu 02 Apr 2026 09:00 Europe/Berlin" in out
+    assert "Tue 07 Apr 2026 09:00 Europe/Berlin" in out
+    assert "Fri 03 Apr 2026 09:00 Europe/Berlin   skipped: Good Friday" in out
+    assert "Mon 06 Apr 2026 09:00 Europe/Berlin   skipped: Easter Monday" in out
+
+    assert await asyncio.to_thread(cli, [*preview, "--json"], settings) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["skip_calendars"] == [url]
+    assert shown["skipped"][0] == {"at": "2026-04-03T07:00:00Z", "event": "Good Friday"}
+
+    argv = ["schedule", "--to", "log:", "--when", when, "--text", "hi", "--tz", "Europe/Berlin"]
+    assert await asyncio.to_thread(cli, argv, settings) == 0
+    sid = capsys.readouterr().out.strip()
+    assert await asyncio.to_thread(cli, ["show", sid], settings) == 0
+    out = capsys.readouterr().out
+    assert "every weekday at 9am" in out and "skips:   the event dates of calendar 1" in out
+
+    bad = ["schedule", "--to", "log:", "--when", f"daily at 9 except holidays from {url}x"]
+    assert await asyncio.to_thread(cli, [*bad, "--text", "x"], settings) == 2
+    assert "answered HTTP 404" in capsys.readouterr().err
+    assert await asyncio.to_thread(cli, ["list"], settings) == 0
+    assert len(capsys.readouterr().out.strip().splitlines()) == 2  # the header and one

@@ -19,6 +19,9 @@ from core.settings import Settings, load_settings
 from core.usecases import Herald
 from tests.discord_bot.doubles import ADMIN, Interaction
 from tests.fakes import unused_port
+from tests.support.calendars import ics
+
+__all__ = ["ics"]  # the fixture: a local .ics server
 
 TOKEN = "MTMw.discord-bot-secret-token"
 ALERTS = "700000000000000099"

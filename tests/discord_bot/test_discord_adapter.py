@@ -106,8 +106,12 @@ async def test_start_logs_in_syncs_commands_and_connects(
         "resume",
         "skip",
         "timezone",
+        "feed",
         "help",
     ]
+    [feed] = [o for o in group["options"] if o["name"] == "feed"]
+    assert feed["type"] == 2  # a subcommand group
+    assert [o["name"] for o in feed["options"]] == ["add", "list", "remove"]
     [identify] = [p for p in fake.gateway_received if p["op"] == 2]
     assert identify["d"]["intents"] == 1  # guilds only: no privileged intent
     assert adapter.client.is_closed()

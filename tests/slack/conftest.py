@@ -19,6 +19,9 @@ from core.store import Store
 from core.usecases import Herald
 from tests.fakes.slack_app import FakeSlackApp
 from tests.slack.support import SECRET, SlackSender
+from tests.support.calendars import ics
+
+__all__ = ["ics"]  # the fixture: a local .ics server
 
 ALERTS = "CALERTS"
 

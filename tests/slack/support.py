@@ -207,8 +207,10 @@ def state(
     date: str | None = None,
     time_: str | None = None,
     repeat: str | None = None,
+    skip: str | None = None,
 ) -> dict[str, Any]:
-    """A modal's ``state.values`` as Slack sends it on submission."""
+    """A modal's ``state.values`` as Slack sends it on submission (``skip``: the "Skip
+    dates from calendars" field)."""
     values: dict[str, Any] = {
         "text": {"text": {"type": "plain_text_input", "value": text}},
         "when": {"when": {"type": "plain_text_input", "value": when}},
@@ -221,6 +223,8 @@ def state(
             }
         },
     }
+    if skip is not None:
+        values["skip"] = {"skip": {"type": "plain_text_input", "value": skip}}
     if channel != "fixed":
         values["channel"] = {
             "channel": {"type": "conversations_select", "selected_conversation": channel}

@@ -10,6 +10,9 @@ from bot.slack.grammar import (
     HELP,
     Act,
     Create,
+    FeedAdd,
+    FeedList,
+    FeedRemove,
     Help,
     Listing,
     OpenModal,
@@ -84,6 +87,35 @@ VALID = [
     ("timezone", Timezone()),
     ("timezone Europe/Berlin", Timezone("Europe/Berlin")),
     ("TIMEZONE America/New_York", Timezone("America/New_York")),
+    # a link in the time (Slack escapes URLs as <url> or <url|label>) becomes its URL
+    (
+        "every weekday at 9am except holidays from <https://x.org/h.ics?a=1&amp;b=2>: Hi",
+        Create("every weekday at 9am except holidays from https://x.org/h.ics?a=1&b=2", "Hi"),
+    ),
+    (
+        '"Hi" daily at 9 except holidays from <https://x.org/h.ics|x.org/h.ics>',
+        Create("daily at 9 except holidays from https://x.org/h.ics", "Hi"),
+    ),
+    # event feeds
+    ("feed list", FeedList()),
+    ("feeds", FeedList()),
+    ("feed remove 3", FeedRemove(3)),
+    ("feed remove #3", FeedRemove(3)),
+    ("feed add <https://x.org/t.ics>", FeedAdd("https://x.org/t.ics")),
+    (
+        "feed add <#C0123|general> https://x.org/t.ics before 1h",
+        FeedAdd("https://x.org/t.ics", "1h", "C0123"),
+    ),
+    (
+        "feed add <https://x.org/t.ics|x.org/t.ics> before 15 minutes to <#C0123>: "
+        "{event.summary} at {event.start:%H:%M} &amp; more",
+        FeedAdd(
+            "https://x.org/t.ics",
+            "15m",
+            "C0123",
+            "{event.summary} at {event.start:%H:%M} &amp; more",
+        ),
+    ),
 ]
 
 INVALID = [
@@ -107,6 +139,15 @@ INVALID = [
     ("skip -3", "Say which schedule"),
     ("edit", "Say which schedule"),
     ("timezone Europe/Berlin please", "one word"),
+    ("feed add", "Say which calendar"),
+    ("feed add https://x.org/a.ics https://x.org/b.ics", "one feed per calendar"),
+    ("feed add https://x.org/a.ics <#C1> <#C2>", "one channel"),
+    ("feed add https://x.org/a.ics #general", "into a channel link"),
+    ("feed add https://x.org/a.ics soon", "Could not read `soon`"),
+    ("feed add https://x.org/a.ics:  ", "template after the colon is empty"),
+    ("feed remove", "Say which feed"),
+    ("feed subscribe https://x.org/a.ics", "takes `add`, `list` or `remove`"),
+    ("feed list all", "takes nothing"),
 ]
 
 
@@ -152,3 +193,5 @@ def test_help_documents_every_sub_command() -> None:
     for word in ("list", "show", "edit", "cancel", "pause", "resume", "skip", "timezone"):
         assert f"`{word}" in HELP or f" `{word} " in HELP or f"`/schedule {word}" in HELP
     assert '"MESSAGE" WHEN' in HELP and "WHEN: MESSAGE" in HELP
+    assert "except holidays from https://" in HELP
+    assert "/schedule feed add URL" in HELP and "`/schedule feed remove ID`" in HELP
