@@ -4,6 +4,7 @@ wrapped at the edge, and the audit insert every change shares."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import secrets
 import sqlite3
@@ -117,7 +118,10 @@ class Gateway:
                 try:
                     yield driver
                 except BaseException:
-                    await asyncio.shield(driver.execute_fetchall("ROLLBACK"))
+                    # SQLite may have rolled back already (e.g. a full disk): keep the
+                    # original error
+                    with contextlib.suppress(sqlite3.Error):
+                        await asyncio.shield(driver.execute_fetchall("ROLLBACK"))
                     raise
                 await driver.execute_fetchall("COMMIT")
         except HeraldError:
