@@ -61,7 +61,7 @@ FLUSH_GATHER_SECONDS = 0.002
 @dataclass(frozen=True)
 class DispatcherConfig:
     concurrency: int = 64
-    batch_size: int = 1000
+    batch_size: int = 2000
     lease_seconds: float = 60.0
     sweep_seconds: float = 30.0
     max_attempts: int = 8

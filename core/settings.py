@@ -73,7 +73,7 @@ class Settings(BaseSettings):
 
     # dispatcher
     concurrency: int = Field(default=64, ge=1, alias="HERALD_CONCURRENCY")
-    batch_size: int = Field(default=1000, ge=1, le=10_000, alias="HERALD_BATCH_SIZE")
+    batch_size: int = Field(default=2000, ge=1, le=10_000, alias="HERALD_BATCH_SIZE")
     lease_seconds: float = Field(default=60.0, gt=0, alias="HERALD_LEASE_SECONDS")
     sweep_seconds: float = Field(default=30.0, gt=0, alias="HERALD_SWEEP_SECONDS")
     max_attempts: int = Field(default=8, ge=1, alias="HERALD_MAX_ATTEMPTS")
