@@ -139,6 +139,20 @@ class FeedCases(CaseBase):
         ids = [c.id for c in found if c.id is not None]
         return await self._apply_skips(schedule, found, ids, actor.id)
 
+    def _skip_from_the_start(self, schedule: Schedule, sources: Sequence[CalendarSource]) -> None:
+        """Give a new schedule the blackout dates of ``sources`` before it is stored, and
+        its first job at the first occurrence they allow: it never sends on a skipped
+        date, even if the process stops before the skipped occurrences are recorded."""
+        parsed = [calendars.parse(c.body, c.source) for c in sources if c.body]
+        skips = calendars.blackouts(parsed, self.clock.now())
+        schedule.skip_calendars = [c.id for c in sources if c.id is not None]
+        if not skips:
+            return
+        schedule.options = {**schedule.options, "skip": skips.to_json()}
+        if schedule.rrule is not None:
+            before_first = schedule.starts_at - timedelta(microseconds=1)
+            schedule.next_run_at = calendars.next_allowed(schedule.rrule, before_first, skips)[0]
+
     async def load_calendars(
         self, actor_id: str, sources: Sequence[str] = (), files: Mapping[str, str] | None = None
     ) -> list[CalendarSource]:
@@ -150,12 +164,21 @@ class FeedCases(CaseBase):
         return loaded
 
     async def _apply_skips(
-        self, schedule: Schedule, sources: Sequence[CalendarSource], ids: list[int], who: str
+        self,
+        schedule: Schedule,
+        sources: Sequence[CalendarSource],
+        ids: list[int],
+        who: str,
+        *,
+        after: datetime | None = None,
     ) -> Schedule:
+        """Record the skips of ``sources`` on ``schedule`` for occurrences after
+        ``after`` (default: from its waiting job on)."""
         now = self.clock.now()
         parsed = [calendars.parse(c.body, c.source) for c in sources if c.body]
         skips = calendars.blackouts(parsed, now)
-        after = max(now, (schedule.next_run_at or now) - timedelta(microseconds=1))
+        if after is None:
+            after = max(now, (schedule.next_run_at or now) - timedelta(microseconds=1))
         hits = calendars.skipped_between(
             schedule.rrule,
             schedule.starts_at,

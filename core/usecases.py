@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from core import calendars, templates, timeexpr
@@ -297,9 +297,11 @@ class Herald(DeadLetterCases, ConsoleCases, FeedCases):
         if sources or skip_files:
             skip_loaded = [*skip_loaded, *await self.load_calendars(actor.id, sources, skip_files)]
         schedule = Schedule(**values)
+        if skip_loaded:
+            self._skip_from_the_start(schedule, skip_loaded)
         stored, created = await self.store.create_schedule(
             schedule,
-            first_run=schedule.starts_at,
+            first_run=schedule.next_run_at,
             now=self.clock.now(),
             audit=AuditEntry(
                 actor.id,
@@ -309,9 +311,13 @@ class Herald(DeadLetterCases, ConsoleCases, FeedCases):
             ),
         )
         if created:
-            self._due(schedule.starts_at)
+            self._due(schedule.next_run_at)
             if skip_loaded and stored.id is not None:
-                stored = await self.attach_skip_calendars(actor.id, stored.id, loaded=skip_loaded)
+                # the skipped occurrences, by event name, for the timeline
+                since = max(self.clock.now(), schedule.starts_at - timedelta(microseconds=1))
+                stored = await self._apply_skips(
+                    stored, skip_loaded, stored.skip_calendars, actor.id, after=since
+                )
         return stored, created
 
     async def check_reachable(self, destination: str) -> None:

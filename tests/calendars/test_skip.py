@@ -126,6 +126,37 @@ async def test_the_except_phrase_creates_a_schedule_that_skips(
     assert (utc(2026, 4, 6, 7), JobState.SKIPPED, "Skipped: Easter Monday") in rows
 
 
+async def test_a_schedule_stored_before_its_skips_are_recorded_still_skips(
+    herald: Herald, clock: ManualClock, ics: ICSServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The process stops right after the schedule is stored, before the skipped
+    occurrences are written: it must still not post on the holidays."""
+    clock.set(utc(2026, 4, 2, 12))  # Thursday; Friday 3rd and Monday 6th are holidays
+    url = ics.publish("/holidays.ics", data("holidays.ics"))
+
+    async def stopped(*args: object, **kwargs: object) -> None:
+        raise SystemExit("process stopped")
+
+    monkeypatch.setattr(herald, "_apply_skips", stopped)
+    with pytest.raises(SystemExit):
+        await herald.create_schedule(
+            ALICE,
+            to="log:",
+            when=f"every weekday at 9am except holidays from {url}",
+            text="stand-up",
+            tz="Europe/Berlin",
+        )
+    [s] = await herald.list_schedules(ALICE)
+    assert s.next_run_at == utc(2026, 4, 7, 7)
+    channel = RecordingChannel()
+    d = Dispatcher(herald.store, {"log": channel}, clock=clock, config=DispatcherConfig())
+    for day in (3, 6, 7, 8):
+        clock.set(utc(2026, 4, day, 7))
+        await d.drain()
+    sent = sorted(x.occurrence_at for x in channel.deliveries)
+    assert sent == [utc(2026, 4, 7, 7), utc(2026, 4, 8, 7)]
+
+
 async def test_a_calendar_that_cannot_be_read_creates_nothing(
     herald: Herald, clock: ManualClock, ics: ICSServer
 ) -> None:
