@@ -13,7 +13,7 @@ from core.models import Audit
 from core.store.console import AuditFilter
 from tui.filters import FilterError, audit_filter
 from tui.format import clip, stamp
-from tui.screens.base import ConsoleScreen
+from tui.screens.base import PAGING, ConsoleScreen
 from tui.screens.detail import DetailScreen
 from tui.widgets.filter_bar import FilterBar
 from tui.widgets.table import PageTable
@@ -36,8 +36,7 @@ class AuditScreen(ConsoleScreen):
     NOTES = ("view.everyone",)
     BINDINGS = [
         Binding("slash", "focus_filter", "Filter", id="filter"),
-        Binding("right_square_bracket", "next_page", "Next page", show=False, id="next-page"),
-        Binding("left_square_bracket", "previous_page", "Prev page", show=False, id="prev-page"),
+        *PAGING,
     ]
 
     def __init__(self) -> None:

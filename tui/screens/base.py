@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import work
+from textual.binding import Binding
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Static
@@ -25,6 +26,13 @@ if TYPE_CHECKING:
     from tui.app import HeraldConsole
 
 log = logging.getLogger(__name__)
+
+
+#: The keys that page through a screen's rows (``]`` next, ``[`` previous).
+PAGING = [
+    Binding("right_square_bracket", "next_page", "Next page", show=False, id="next-page"),
+    Binding("left_square_bracket", "previous_page", "Prev page", show=False, id="prev-page"),
+]
 
 
 class ConsoleScreen(Screen[None]):

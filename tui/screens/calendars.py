@@ -14,7 +14,7 @@ from textual.widgets import DataTable, Footer, Header, Static
 
 from core.store.calendars import CalendarPage, CalendarRow
 from tui.format import ago, clip, span, stamp
-from tui.screens.base import ConsoleScreen
+from tui.screens.base import PAGING, ConsoleScreen
 from tui.widgets.table import PageTable
 
 PAGE = 100
@@ -73,8 +73,7 @@ class CalendarsScreen(ConsoleScreen):
     BINDINGS = [
         Binding("a", "view('all')", "All", id="calendars-all"),
         Binding("f", "view('failing')", "Failing", id="calendars-failing"),
-        Binding("right_square_bracket", "next_page", "Next page", show=False, id="next-page"),
-        Binding("left_square_bracket", "previous_page", "Prev page", show=False, id="prev-page"),
+        *PAGING,
     ]
 
     def __init__(self) -> None:

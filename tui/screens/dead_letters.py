@@ -17,7 +17,7 @@ from core.store.console import DeadFilter, DeadGroup
 from core.store.queue import DeadLetter
 from tui.filters import FilterError, dead_filter
 from tui.format import ago, clip, dest
-from tui.screens.base import ConsoleScreen
+from tui.screens.base import PAGING, ConsoleScreen
 from tui.screens.detail import DetailScreen
 from tui.widgets.filter_bar import FilterBar
 from tui.widgets.table import PageTable
@@ -55,8 +55,7 @@ class DeadLettersScreen(ConsoleScreen):
         Binding("A", "act_all('approve')", "Approve all", id="approve-all-dead-letters"),
         Binding("X", "act_all('reject')", "Reject all", id="reject-all-dead-letters"),
         Binding("D", "act_all('discard')", "Discard all", id="discard-all-dead-letters"),
-        Binding("right_square_bracket", "next_page", "Next page", show=False, id="next-page"),
-        Binding("left_square_bracket", "previous_page", "Prev page", show=False, id="prev-page"),
+        *PAGING,
     ]
 
     def __init__(self) -> None:

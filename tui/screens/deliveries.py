@@ -12,7 +12,7 @@ from textual.widgets import DataTable, Footer, Header, Input, Static
 from core.store.console import AttemptFilter, AttemptRow
 from tui.filters import FilterError, attempt_filter
 from tui.format import clip, dest, stamp
-from tui.screens.base import ConsoleScreen
+from tui.screens.base import PAGING, ConsoleScreen
 from tui.screens.detail import DetailScreen
 from tui.widgets.filter_bar import FilterBar
 from tui.widgets.table import PageTable
@@ -26,8 +26,7 @@ class DeliveriesScreen(ConsoleScreen):
     BINDINGS = [
         Binding("slash", "focus_filter", "Filter", id="filter"),
         Binding("f", "follow", "Follow", id="log-follow"),
-        Binding("right_square_bracket", "next_page", "Next page", show=False, id="next-page"),
-        Binding("left_square_bracket", "previous_page", "Prev page", show=False, id="prev-page"),
+        *PAGING,
     ]
 
     def __init__(self) -> None:

@@ -11,7 +11,7 @@ from textual.widgets import DataTable, Footer, Header, Static
 from core.store.console import QueueRow
 from tui.filters import QUEUE_VIEWS
 from tui.format import ago, clip, dest
-from tui.screens.base import ConsoleScreen
+from tui.screens.base import PAGING, ConsoleScreen
 from tui.screens.detail import DetailScreen
 from tui.widgets.table import PageTable
 
@@ -26,8 +26,7 @@ class QueueScreen(ConsoleScreen):
         Binding("p", "view('pending')", "Pending", id="queue-pending"),
         Binding("i", "view('in_flight')", "In flight", id="queue-in-flight"),
         Binding("r", "view('retrying')", "Retrying", id="queue-retrying"),
-        Binding("right_square_bracket", "next_page", "Next page", show=False, id="next-page"),
-        Binding("left_square_bracket", "previous_page", "Prev page", show=False, id="prev-page"),
+        *PAGING,
     ]
 
     def __init__(self) -> None:

@@ -15,7 +15,7 @@ from core.models import Schedule
 from core.store.console import ScheduleFilter
 from tui.filters import FilterError, schedule_filter
 from tui.format import ago, clip, dest, span
-from tui.screens.base import ConsoleScreen
+from tui.screens.base import PAGING, ConsoleScreen
 from tui.screens.detail import DetailScreen
 from tui.screens.form import ScheduleFormScreen
 from tui.screens.prompt import PromptScreen
@@ -41,8 +41,7 @@ class SchedulesScreen(ConsoleScreen):
         Binding("P", "bulk_all('pause')", "Pause all matching", id="schedule-pause-all"),
         Binding("C", "bulk_all('cancel')", "Cancel all matching", id="schedule-cancel-all"),
         Binding("T", "bulk_all('shift')", "Shift all matching", id="schedule-shift-all"),
-        Binding("right_square_bracket", "next_page", "Next page", show=False, id="next-page"),
-        Binding("left_square_bracket", "previous_page", "Prev page", show=False, id="prev-page"),
+        *PAGING,
     ]
 
     def __init__(self) -> None:
