@@ -83,6 +83,17 @@ def check_options(options: Mapping[str, Any] | None) -> dict[str, Any]:
     return checked
 
 
+def _refuse_skip_phrase(when: str) -> None:
+    """Calendars to skip (``… except holidays from URL``) are named when a schedule is
+    created one at a time; anywhere else the phrase is refused, said plainly (rather
+    than as a time Herald cannot read)."""
+    if calendars.split_skip_phrase(when)[1]:
+        raise InvalidInput(
+            "Calendars to skip can be named only when you create a schedule (herald "
+            "schedule, Slack or Discord), not when you edit or import one."
+        )
+
+
 def _with_template_flag(options: dict[str, Any], body: str) -> dict[str, Any]:
     """``options`` marked ``template`` when ``body`` uses variables (``{date}``,
     ``{schedule.id}``: the dispatcher fills them in for each occurrence); InvalidInput
@@ -235,6 +246,7 @@ class Herald(DeadLetterCases, ConsoleCases, FeedCases):
         body = check_text(text)
         if max_lateness is not None and not 0 < max_lateness <= 366 * 86400:
             raise InvalidInput("The maximum lateness must be between 1 second and a year.")
+        _refuse_skip_phrase(when)  # create() takes it off first; an import line cannot
         zone_name = self._zone_for(actor, tz)
         reading = self.read_when(when, zone_name)
         now = self.clock.now()
@@ -463,6 +475,7 @@ class Herald(DeadLetterCases, ConsoleCases, FeedCases):
             changed["destination"] = destination.redacted()
         arm_at: datetime | None = None
         if when is not None:
+            _refuse_skip_phrase(when)
             zone_name = self._zone_for(actor, tz or schedule.timezone)
             reading = self.read_when(when, zone_name)
             values.update(

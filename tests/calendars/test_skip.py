@@ -232,3 +232,20 @@ async def test_the_cli_previews_and_schedules_the_phrase(
     assert "answered HTTP 404" in capsys.readouterr().err
     assert await asyncio.to_thread(cli, ["list"], settings) == 0
     assert len(capsys.readouterr().out.strip().splitlines()) == 2  # the header and one
+
+
+async def test_the_phrase_is_refused_plainly_where_calendars_cannot_be_named(
+    herald: Herald,
+) -> None:
+    from core.importer import ImportRejected, import_schedules
+
+    phrase = "every weekday at 9am except holidays from https://example.org/h.ics"
+    s, _ = await herald.create_schedule(ALICE, to="log:", when="every day at 9am", text="x")
+    with pytest.raises(InvalidInput, match="only when you create a schedule"):
+        await herald.edit_schedule(ALICE, s.id, when=phrase)
+    line = json.dumps({"to": "log:", "when": phrase, "text": "x"})
+    with pytest.raises(ImportRejected) as rejected:
+        await import_schedules(herald, ALICE, [line])
+    assert "only when you create a schedule" in str(rejected.value)
+    assert [x.id for x in await herald.list_schedules(ALICE)] == [s.id]
+    assert (await herald.store.get_schedule(s.id)).expression == "every day at 9am"

@@ -9,6 +9,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static, TextArea
 
+from core import calendars
 from core.errors import HeraldError
 from core.models import Schedule
 from core.usecases import Herald
@@ -22,12 +23,14 @@ def preview(herald: Herald, when: str, tz: str) -> str:
     if not when.strip():
         return "Say when: e.g. tomorrow at 9am, every weekday at 9:30, in 20 minutes."
     try:
+        when, urls = calendars.split_skip_phrase(when)
         reading = herald.read_when(when, tz)
         upcoming = reading.occurrences(PREVIEW_COUNT)
     except HeraldError as exc:
         return f"[red]{exc}[/]"
     times = ", ".join(stamp(t, reading.timezone, seconds=False) for t in upcoming)
-    return f"[b]{reading.description}[/] · next: {times}"
+    skips = f" · skips the dates of {len(urls)} calendar(s) (read when you save)" if urls else ""
+    return f"[b]{reading.description}[/] · next: {times}{skips}"
 
 
 class ScheduleFormScreen(ModalScreen[Schedule | None]):
