@@ -27,7 +27,11 @@ async def seed(herald: Herald, actor: str, out: TextIO) -> None:
         ("in 3 seconds", "log:", "Hello from Herald: scheduled 3 seconds ahead."),
         ("in 8 seconds", "log:", "Standup in 5 minutes!"),
         ("in 15 seconds", "log:", "Deploy window opens now."),
-        ("every minute", "log:", "Recurring: a message at the top of every minute."),
+        (
+            "every minute",
+            "log:",
+            "Recurring: a message at the top of every minute ({date:%A}, schedule #{schedule.id}).",
+        ),
         ("in 5 seconds", FAILING, "This webhook has no receiver: it will fail."),
     ]
     for when, to, text in plan:
