@@ -8,16 +8,16 @@ records a whole batch of outcomes.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.ext.asyncio import AsyncConnection
 
-from core.models import WAITING_SQL, JobState, ScheduleState, Worker, sqlite_utc_text
+from core.models import WAITING_SQL, JobState, Worker, sqlite_utc_text
 from core.store.base import ATTEMPT, JOB, SCHEDULE, AuditEntry, Gateway, new_idempotency_key
 
 WORKER = Worker.__table__  # type: ignore[attr-defined]
@@ -122,68 +122,90 @@ WHERE id IN (
 RETURNING id, schedule_id, occurrence_at, due_at, attempts, idempotency_key, {_SCHEDULE_FIELDS}
 """
 
-_SQLITE_DELIVERED = """
+# Recording outcomes: the same statements on both databases, written with %s
+# parameters; {ids} is a batch of ids as one parameter (SQLite: a JSON array read by
+# json_each, PostgreSQL: an array), {lock} locks the rows read on PostgreSQL.
+_DELIVERED = """
 UPDATE job SET state = 'delivered', lease_owner = NULL, lease_expires_at = NULL,
-    last_error = NULL, finished_at = ?, updated_at = ?
-WHERE id IN (SELECT value FROM json_each(?)) AND state = 'claimed' AND lease_owner = ?
+    last_error = NULL, finished_at = %s, updated_at = %s
+WHERE id IN {ids} AND state = 'claimed' AND lease_owner = %s
 RETURNING id
 """
-_SQLITE_OWNED = """
-SELECT id FROM job
-WHERE id IN (SELECT value FROM json_each(?)) AND state = 'claimed' AND lease_owner = ?
+_OWNED = """
+SELECT id FROM job WHERE id IN {ids} AND state = 'claimed' AND lease_owner = %s{lock}
 """
-_SQLITE_OTHER_STATE = """
-UPDATE job SET state = ?, due_at = coalesce(?, due_at), attempts = attempts - ?,
-    last_error = ?, finished_at = ?, lease_owner = NULL, lease_expires_at = NULL,
-    updated_at = ?
-WHERE id = ?
+_OTHER_STATE = """
+UPDATE job SET state = %s, due_at = coalesce(%s, due_at), attempts = attempts - %s,
+    last_error = %s, finished_at = %s, lease_owner = NULL, lease_expires_at = NULL,
+    updated_at = %s
+WHERE id = %s
 """
-_SQLITE_NEXT_JOB = """
+_NEXT_JOB = """
 INSERT INTO job (schedule_id, occurrence_at, due_at, state, attempts, idempotency_key,
     created_at, updated_at)
-SELECT ?, ?, ?, 'pending', 0, ?, ?, ?
-WHERE EXISTS (SELECT 1 FROM schedule WHERE id = ? AND state = 'active' AND rrule = ?)
+SELECT %s, %s, %s, 'pending', 0, %s, %s, %s
+WHERE EXISTS (SELECT 1 FROM schedule WHERE id = %s AND state = 'active' AND rrule = %s)
 ON CONFLICT (schedule_id, occurrence_at) DO NOTHING
 """
-_SQLITE_NEXT_RUN = """
-UPDATE schedule SET next_run_at = ?, updated_at = ?
-WHERE id = ? AND state = 'active' AND rrule = ?
+_NEXT_RUN = """
+UPDATE schedule SET next_run_at = %s, updated_at = %s
+WHERE id = %s AND state = 'active' AND rrule = %s
 """
-_SQLITE_COMPLETED = f"""
-UPDATE schedule SET state = 'completed', next_run_at = NULL, updated_at = ?
-WHERE id IN (SELECT value FROM json_each(?)) AND state = 'active'
+_COMPLETED = f"""
+UPDATE schedule SET state = 'completed', next_run_at = NULL, updated_at = %s
+WHERE id IN {{ids}} AND state = 'active'
     AND NOT EXISTS (SELECT 1 FROM job WHERE job.schedule_id = schedule.id AND {WAITING_SQL})
 """
+_ATTEMPT_INSERT = """
+INSERT INTO attempt (job_id, started_at, finished_at, outcome, status_code, error,
+    provider_message_id, worker) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)
+"""
 
-_ATTEMPT_INSERT = (
-    "INSERT INTO attempt (job_id, started_at, finished_at, outcome, status_code, error, "
-    "provider_message_id, worker) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"
-)
+
+class _Recorder:
+    """Runs the recording statements on one backend's driver connection (aiosqlite,
+    or psycopg through SQLAlchemy's connection), in the transaction it was given."""
+
+    def __init__(self, conn: Any, backend: str) -> None:
+        self.conn = conn
+        self.sqlite = backend == "sqlite"
+
+    def sql(self, statement: str) -> str:
+        if self.sqlite:
+            text = statement.format(ids="(SELECT value FROM json_each(%s))", lock="")
+            return text.replace("%s", "?")
+        return statement.format(ids="(SELECT unnest(%s::bigint[]))", lock=" FOR UPDATE")
+
+    def ids(self, ids: Sequence[int]) -> Any:
+        return json.dumps(list(ids)) if self.sqlite else list(ids)
+
+    def at(self, value: datetime | None) -> Any:
+        return sqlite_utc_text(value) if self.sqlite and value is not None else value
+
+    async def rows(self, statement: str, params: tuple[Any, ...]) -> list[Any]:
+        if self.sqlite:
+            return list(await self.conn.execute_fetchall(self.sql(statement), params))
+        return list(await self.conn.exec_driver_sql(self.sql(statement), params))
+
+    async def run(self, statement: str, params: tuple[Any, ...]) -> None:
+        """A statement that returns no rows."""
+        if self.sqlite:
+            await self.conn.execute_fetchall(self.sql(statement), params)
+        else:
+            await self.conn.exec_driver_sql(self.sql(statement), params)
+
+    async def many(self, statement: str, rows: list[tuple[Any, ...]]) -> None:
+        if not rows:
+            return
+        if self.sqlite:
+            await self.conn.executemany(self.sql(statement), rows)
+        else:
+            await self.conn.exec_driver_sql(self.sql(statement), rows)
 
 
 def _sqlite_utc(text: str) -> datetime:
     """A timestamp read below SQLAlchemy from SQLite (see :func:`sqlite_utc_text`)."""
     return datetime.fromisoformat(text).replace(tzinfo=UTC)
-
-
-def _attempt_rows(
-    results: Sequence[Finished], worker: str, when: Callable[[datetime], Any]
-) -> list[tuple[Any, ...]]:
-    """The delivery-log rows of a batch, in :data:`_ATTEMPT_INSERT`'s column order."""
-    return [
-        (
-            r.job.id,
-            when(a.started_at),
-            when(a.finished_at),
-            a.outcome,
-            a.status_code,
-            a.error,
-            a.message_id,
-            worker,
-        )
-        for r in results
-        if (a := r.attempt) is not None
-    ]
 
 
 @dataclass(slots=True)
@@ -208,10 +230,6 @@ class _Plan:
         )
 
 
-def _same(value: datetime) -> datetime:
-    return value
-
-
 def _options(text: str | None) -> dict[str, Any]:
     """A schedule's options column read as text (JSON), as a fresh dict."""
     if not text or text in ("{}", "null"):
@@ -231,15 +249,6 @@ def _held_by(worker: str, job_ids: Sequence[int]) -> sa.ColumnElement[bool]:
 
 class QueueQueries(Gateway):
     """The job queue as the dispatcher and the dead-letter desk see it."""
-
-    def _among(self, column: sa.ColumnElement[int], ids: Sequence[int]) -> Any:
-        """``column IN ids``. On SQLite the ids travel as one JSON parameter: a batch of
-        a thousand would otherwise be a thousand parameters, each rendered and
-        processed on every execution."""
-        if self.backend == "sqlite":
-            values = sa.func.json_each(sa.bindparam(None, json.dumps(list(ids)), sa.String))
-            return column.in_(sa.select(values.table_valued("value").c.value))
-        return column.in_(list(ids))
 
     def _insert(self) -> Any:
         dialect = postgresql if self.backend == "postgresql" else sqlite
@@ -398,225 +407,81 @@ class QueueQueries(Gateway):
         """Record a batch of outcomes in one transaction: attempts, job states, the next
         occurrence of recurring schedules, and completed one-offs. Outcomes for jobs
         whose lease this worker lost are recorded as attempts only. Returns the ids of
-        the jobs that were still this worker's."""
+        the jobs that were still this worker's.
+
+        The statements are plain SQL run on the driver (see :class:`_Recorder`): per row,
+        SQLAlchemy's parameter processing cost more than the database's work, and on
+        SQLite each statement is one round trip to the driver's thread
+        (:meth:`Gateway._sqlite_tx`) instead of three or four."""
         if not results:
             return set()
-        if self.backend == "sqlite":
-            return await self._finish_sqlite(results, worker, now)
         done = JobState.DELIVERED.value
         delivered = [r.job.id for r in results if r.state == done]
         others = [r.job.id for r in results if r.state != done]
-        mine_q = (JOB.c.state == JobState.CLAIMED.value) & (JOB.c.lease_owner == worker)
-        async with self._tx() as conn:
+        async with self._recorder() as db:
+            at = db.at(now)
             owned: set[int] = set()
             if delivered:
-                result = await conn.execute(
-                    sa.update(JOB)
-                    .where(self._among(JOB.c.id, delivered), mine_q)
-                    .values(
-                        state=JobState.DELIVERED.value,
-                        lease_owner=None,
-                        lease_expires_at=None,
-                        last_error=None,
-                        finished_at=now,
-                        updated_at=now,
-                    )
-                    .returning(JOB.c.id)
-                )
-                owned.update(row[0] for row in result)
+                rows = await db.rows(_DELIVERED, (at, at, db.ids(delivered), worker))
+                owned.update(row[0] for row in rows)
             if others:
-                owned_q = sa.select(JOB.c.id).where(self._among(JOB.c.id, others), mine_q)
-                if self.backend == "postgresql":
-                    owned_q = owned_q.with_for_update()
-                owned.update(row[0] for row in await conn.execute(owned_q))
-            await self._insert_attempts(conn, results, worker)
-            mine = [r for r in results if r.job.id in owned]
-            await self._set_other_states(conn, [r for r in mine if r.state != done], now)
-            await self._advance_schedules(conn, mine, now)
-        return owned
-
-    async def _finish_sqlite(
-        self, results: Sequence[Finished], worker: str, now: datetime
-    ) -> set[int]:
-        """:meth:`finish` on SQLite's driver connection (see :meth:`Gateway._sqlite_tx`):
-        the same statements as the PostgreSQL path, one round trip each."""
-        at = sqlite_utc_text(now)
-        done = JobState.DELIVERED.value
-        delivered = json.dumps([r.job.id for r in results if r.state == done])
-        others = json.dumps([r.job.id for r in results if r.state != done])
-        attempts = _attempt_rows(results, worker, sqlite_utc_text)
-        async with self._sqlite_tx() as conn:
-            owned: set[int] = set()
-            if delivered != "[]":
-                rows = await conn.execute_fetchall(_SQLITE_DELIVERED, (at, at, delivered, worker))
-                owned.update(row[0] for row in rows)
-            if others != "[]":
-                rows = await conn.execute_fetchall(_SQLITE_OWNED, (others, worker))
-                owned.update(row[0] for row in rows)
-            if attempts:
-                await conn.executemany(_ATTEMPT_INSERT.replace("%s", "?"), attempts)
-            plan = _Plan.of([r for r in results if r.job.id in owned])
-            if plan.others:
-                terminal = {JobState.DEAD.value, JobState.EXPIRED.value}
-                await conn.executemany(
-                    _SQLITE_OTHER_STATE,
-                    [
-                        (
-                            r.state,
-                            sqlite_utc_text(r.retry_at) if r.retry_at else None,
-                            1 if r.refund_attempt else 0,
-                            r.error,
-                            at if r.state in terminal else None,
-                            at,
-                            r.job.id,
-                        )
-                        for r in plan.others
-                    ],
-                )
-            if plan.with_next:
-                nexts = [
-                    (r.job.schedule_id, sqlite_utc_text(r.next_run), r.job.rrule)
-                    for r in plan.with_next
-                    if r.next_run is not None
-                ]
-                await conn.executemany(
-                    _SQLITE_NEXT_JOB,
-                    [
-                        (sid, due, due, new_idempotency_key(), at, at, sid, rule)
-                        for sid, due, rule in nexts
-                    ],
-                )
-                await conn.executemany(
-                    _SQLITE_NEXT_RUN, [(due, at, sid, rule) for sid, due, rule in nexts]
-                )
-            if plan.ended:
-                await conn.execute_fetchall(_SQLITE_COMPLETED, (at, json.dumps(plan.ended)))
-        return owned
-
-    async def _insert_attempts(
-        self, conn: AsyncConnection, results: Sequence[Finished], worker: str
-    ) -> None:
-        """The batch's delivery-log rows in one driver-level executemany (PostgreSQL):
-        SQLAlchemy's per-row parameter processing costs more than the insert."""
-        rows = _attempt_rows(results, worker, _same)
-        if rows:
-            await conn.exec_driver_sql(_ATTEMPT_INSERT, rows)
-
-    async def _set_other_states(
-        self, conn: AsyncConnection, others: Sequence[Finished], now: datetime
-    ) -> None:
-        """Retrying, dead, expired or handed-back jobs: one executemany."""
-        if not others:
-            return
-        stmt = (
-            sa.update(JOB)
-            .where(JOB.c.id == sa.bindparam("b_id"))
-            .values(
-                state=sa.bindparam("b_state"),
-                due_at=sa.func.coalesce(
-                    sa.bindparam("b_due", type_=JOB.c.due_at.type), JOB.c.due_at
-                ),
-                attempts=JOB.c.attempts - sa.bindparam("b_refund", type_=sa.Integer),
-                last_error=sa.bindparam("b_error"),
-                finished_at=sa.bindparam("b_finished", type_=JOB.c.finished_at.type),
-                lease_owner=None,
-                lease_expires_at=None,
-                updated_at=now,
-            )
-        )
-        terminal = {JobState.DEAD.value, JobState.EXPIRED.value}
-        await conn.execute(
-            stmt,
-            [
-                {
-                    "b_id": r.job.id,
-                    "b_state": r.state,
-                    "b_due": r.retry_at,
-                    "b_refund": 1 if r.refund_attempt else 0,
-                    "b_error": r.error,
-                    "b_finished": now if r.state in terminal else None,
-                }
-                for r in others
-            ],
-        )
-
-    async def _advance_schedules(
-        self, conn: AsyncConnection, results: Sequence[Finished], now: datetime
-    ) -> None:
-        """Insert recurring schedules' next jobs and complete finished one-offs."""
-        plan = _Plan.of(results)
-        with_next = plan.with_next
-        active_same_rule = sa.exists().where(
-            SCHEDULE.c.id == sa.bindparam("b_sid"),
-            SCHEDULE.c.state == ScheduleState.ACTIVE.value,
-            SCHEDULE.c.rrule == sa.bindparam("b_rule"),
-        )
-        if with_next:
-            select_new = sa.select(
-                sa.bindparam("b_sid", type_=sa.Integer),
-                sa.bindparam("b_next", type_=JOB.c.due_at.type),
-                sa.bindparam("b_next2", type_=JOB.c.due_at.type),
-                sa.literal(JobState.PENDING.value),
-                sa.literal(0),
-                sa.bindparam("b_key"),
-                sa.literal(now, JOB.c.created_at.type),
-                sa.literal(now, JOB.c.updated_at.type),
-            ).where(active_same_rule)
-            insert = (
-                self._insert()(JOB)
-                .from_select(
-                    [
-                        "schedule_id",
-                        "occurrence_at",
-                        "due_at",
-                        "state",
-                        "attempts",
-                        "idempotency_key",
-                        "created_at",
-                        "updated_at",
-                    ],
-                    select_new,
-                )
-                .on_conflict_do_nothing(index_elements=["schedule_id", "occurrence_at"])
-            )
-            params = [
-                {
-                    "b_sid": r.job.schedule_id,
-                    "b_next": r.next_run,
-                    "b_next2": r.next_run,
-                    "b_key": new_idempotency_key(),
-                    "b_rule": r.job.rrule,
-                }
-                for r in with_next
-            ]
-            await conn.execute(insert, params)
-            await conn.execute(
-                sa.update(SCHEDULE)
-                .where(
-                    SCHEDULE.c.id == sa.bindparam("b_sid"),
-                    SCHEDULE.c.state == ScheduleState.ACTIVE.value,
-                    SCHEDULE.c.rrule == sa.bindparam("b_rule"),
-                )
-                .values(next_run_at=sa.bindparam("b_next"), updated_at=now),
+                owned.update(row[0] for row in await db.rows(_OWNED, (db.ids(others), worker)))
+            await db.many(
+                _ATTEMPT_INSERT,
                 [
-                    {"b_sid": p["b_sid"], "b_rule": p["b_rule"], "b_next": p["b_next"]}
-                    for p in params
+                    (
+                        r.job.id,
+                        db.at(a.started_at),
+                        db.at(a.finished_at),
+                        a.outcome,
+                        a.status_code,
+                        a.error,
+                        a.message_id,
+                        worker,
+                    )
+                    for r in results
+                    if (a := r.attempt) is not None
                 ],
             )
-        ended = plan.ended
-        if ended:
-            open_jobs = sa.exists().where(
-                JOB.c.schedule_id == SCHEDULE.c.id, JOB.c.state.in_(CLAIMABLE)
+            plan = _Plan.of([r for r in results if r.job.id in owned])
+            terminal = {JobState.DEAD.value, JobState.EXPIRED.value}
+            await db.many(
+                _OTHER_STATE,
+                [
+                    (
+                        r.state,
+                        db.at(r.retry_at),
+                        1 if r.refund_attempt else 0,
+                        r.error,
+                        at if r.state in terminal else None,
+                        at,
+                        r.job.id,
+                    )
+                    for r in plan.others
+                ],
             )
-            await conn.execute(
-                sa.update(SCHEDULE)
-                .where(
-                    self._among(SCHEDULE.c.id, ended),
-                    SCHEDULE.c.state == ScheduleState.ACTIVE.value,
-                    ~open_jobs,
-                )
-                .values(state=ScheduleState.COMPLETED.value, next_run_at=None, updated_at=now)
+            nexts = [(r.job.schedule_id, db.at(r.next_run), r.job.rrule) for r in plan.with_next]
+            await db.many(
+                _NEXT_JOB,
+                [
+                    (sid, due, due, new_idempotency_key(), at, at, sid, rule)
+                    for sid, due, rule in nexts
+                ],
             )
+            await db.many(_NEXT_RUN, [(due, at, sid, rule) for sid, due, rule in nexts])
+            if plan.ended:
+                await db.run(_COMPLETED, (at, db.ids(plan.ended)))
+        return owned
+
+    @asynccontextmanager
+    async def _recorder(self) -> AsyncIterator[_Recorder]:
+        """A transaction for :meth:`finish`: on SQLite the driver's connection."""
+        if self.backend == "sqlite":
+            async with self._sqlite_tx() as driver:
+                yield _Recorder(driver, self.backend)
+        else:
+            async with self._tx() as conn:
+                yield _Recorder(conn, self.backend)
 
     async def release(self, job_ids: Sequence[int], *, worker: str, now: datetime) -> int:
         """Hand back claimed jobs that were never tried (shutdown), refunding the attempt."""
