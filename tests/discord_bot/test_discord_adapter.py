@@ -271,6 +271,7 @@ async def test_only_dead_letters_are_posted_and_only_with_an_alert_channel(
     adapter = create_adapter(live, herald)
     try:
         await adapter.start()
+        await quiet.start()
         adapter.on_finished(_finished("delivered"))
         adapter.on_finished(_finished("retrying"))
         quiet.on_finished(_finished("dead"))

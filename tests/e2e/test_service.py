@@ -43,7 +43,7 @@ async def test_an_idle_dispatcher_is_woken_by_a_new_earlier_schedule(db_url: str
     try:
         later = Herald(store, settings, SystemClock(), on_due=dispatcher.wake)
         await later.create_schedule("local:a", to="log:", when="in 2 hours", text="later")
-        await asyncio.sleep(0)  # the dispatcher plans its wake-up for two hours from now
+        await _wait_for_worker(store)  # idle, its wake-up planned two hours from now
         started = time.monotonic()
         await writer.create_schedule("local:a", to="log:", when="in 2 seconds", text="now")
         await asyncio.wait_for(channel.arrived.wait(), timeout=5)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from datetime import UTC, datetime
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from core.clock import ManualClock
@@ -69,6 +69,8 @@ async def _counts(store: Store) -> tuple[int, int, int]:
     text=texts,
     tz=st.sampled_from([None, "UTC", "Europe/Berlin", "Mars/Base"]),
 )
+@example(to="log:", when="in 5 minutes", text="hi", tz="UTC")  # the "written whole" branch
+@example(to="log:", when="every weekday at 9am", text="stand-up", tz="Europe/Berlin")
 async def test_a_request_is_written_whole_or_not_at_all(
     sqlite_url: str, to, when, text, tz
 ) -> None:

@@ -21,6 +21,7 @@ from core.store.calendars import FetchRecord
 from core.store.queue import AttemptRecord, Finished
 from core.usecases import Herald
 from tests.calendars.conftest import data
+from tests.support.calendars import ics  # noqa: F401 - a fixture for the calendar screen
 from tui.app import HeraldConsole, make_app
 
 ADMIN = "local:root-admin"

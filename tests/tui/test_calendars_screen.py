@@ -11,9 +11,9 @@ import pytest
 
 from core.clock import ManualClock
 from core.usecases import Herald
-from tests.calendars.conftest import data
 from tests.fakes.http import Scripted
 from tests.fakes.ics import ICSServer
+from tests.support.calendars import data
 from tests.tui.conftest import (
     ADMIN,
     CALENDAR_SECRET,
@@ -34,12 +34,6 @@ def flat(text: str) -> str:
 
 def table(app: Any) -> PageTable:
     return app.screen.query_one("#table", PageTable)
-
-
-@pytest.fixture
-async def ics() -> Any:
-    async with ICSServer() as server:
-        yield server
 
 
 async def test_a_failing_calendar_stands_out_without_its_secrets(

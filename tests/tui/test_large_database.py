@@ -22,7 +22,7 @@ from tui.widgets.table import PageTable
 
 PAGE = 100
 BOUNDED = re.compile(
-    r"\bLIMIT\b|\bcount\(|\bGROUP BY\b|\b(id|job_id|schedule_id) (=|IN) |PRAGMA",
+    r"\bLIMIT\b|\bcount\(|\bGROUP BY\b|\b(id|job_id|schedule_id) (= \?|IN \(\?)|PRAGMA",
     re.IGNORECASE,
 )
 

@@ -6,11 +6,12 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
-import socket
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.fakes.http import unused_port
 
 pytest.importorskip("textual_serve")
 aiohttp = pytest.importorskip("aiohttp")
@@ -24,14 +25,8 @@ run_console_served(settings, port=int(sys.argv[2]), host="127.0.0.1")
 """
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 async def test_the_console_is_served_in_a_browser(tmp_path: Path) -> None:
-    port = free_port()
+    port = unused_port()
     url = f"sqlite:///{tmp_path}/served.db"
     server = await asyncio.create_subprocess_exec(
         sys.executable,
