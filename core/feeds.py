@@ -31,7 +31,7 @@ import httpx
 
 from core import calendars, templates, timeexpr
 from core.actors import Actor
-from core.calendars import CalendarError
+from core.calendars import Blackouts, CalendarError
 from core.case_base import CaseBase
 from core.destinations import parse_destination
 from core.errors import HeraldError, InvalidInput, NotFound
@@ -139,19 +139,27 @@ class FeedCases(CaseBase):
         ids = [c.id for c in found if c.id is not None]
         return await self._apply_skips(schedule, found, ids, actor.id)
 
-    def _skip_from_the_start(self, schedule: Schedule, sources: Sequence[CalendarSource]) -> None:
+    def _blackouts(self, sources: Sequence[CalendarSource]) -> Blackouts:
+        """The blackout dates of stored calendars, from now on."""
+        parsed = [calendars.parse(c.body, c.source) for c in sources if c.body]
+        return calendars.blackouts(parsed, self.clock.now())
+
+    def _skip_from_the_start(
+        self, schedule: Schedule, sources: Sequence[CalendarSource]
+    ) -> Blackouts:
         """Give a new schedule the blackout dates of ``sources`` before it is stored, and
         its first job at the first occurrence they allow: it never sends on a skipped
-        date, even if the process stops before the skipped occurrences are recorded."""
-        parsed = [calendars.parse(c.body, c.source) for c in sources if c.body]
-        skips = calendars.blackouts(parsed, self.clock.now())
+        date, even if the process stops before the skipped occurrences are recorded.
+        Returns the blackouts (for :meth:`_apply_skips`)."""
+        skips = self._blackouts(sources)
         schedule.skip_calendars = [c.id for c in sources if c.id is not None]
         if not skips:
-            return
+            return skips
         schedule.options = {**schedule.options, "skip": skips.to_json()}
         if schedule.rrule is not None:
             before_first = schedule.starts_at - timedelta(microseconds=1)
             schedule.next_run_at = calendars.next_allowed(schedule.rrule, before_first, skips)[0]
+        return skips
 
     async def load_calendars(
         self, actor_id: str, sources: Sequence[str] = (), files: Mapping[str, str] | None = None
@@ -171,12 +179,13 @@ class FeedCases(CaseBase):
         who: str,
         *,
         after: datetime | None = None,
+        skips: Blackouts | None = None,
     ) -> Schedule:
-        """Record the skips of ``sources`` on ``schedule`` for occurrences after
-        ``after`` (default: from its waiting job on)."""
+        """Record the skips of ``sources`` (their ``skips``, when already read) on
+        ``schedule`` for occurrences after ``after`` (default: from its waiting job on)."""
         now = self.clock.now()
-        parsed = [calendars.parse(c.body, c.source) for c in sources if c.body]
-        skips = calendars.blackouts(parsed, now)
+        if skips is None:
+            skips = self._blackouts(sources)
         if after is None:
             after = max(now, (schedule.next_run_at or now) - timedelta(microseconds=1))
         hits = calendars.skipped_between(
@@ -387,10 +396,16 @@ class FeedCases(CaseBase):
                 report.changed.append(source.id)
             record = FetchRecord(got.body, got.etag, got.last_modified, name)
             await self._cal.record_fetch(source.id, record, now=now)
+        # many schedules skip the same holiday calendar: read and expand it once
+        read: dict[tuple[int, ...], tuple[list[CalendarSource], Blackouts]] = {}
         for schedule in await self._cal.schedules_skipping():
             if set(schedule.skip_calendars) & set(report.changed):
-                sources = await self._cal.get_calendars(schedule.skip_calendars)
-                await self._apply_skips(schedule, sources, schedule.skip_calendars, SYSTEM)
+                ids = tuple(schedule.skip_calendars)
+                if ids not in read:
+                    sources = await self._cal.get_calendars(list(ids))
+                    read[ids] = (sources, self._blackouts(sources))
+                sources, skips = read[ids]
+                await self._apply_skips(schedule, sources, list(ids), SYSTEM, skips=skips)
         for feed in await self._cal.list_feeds():
             found = await self._cal.get_calendars([feed.calendar_id])
             if found:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from datetime import date, datetime
+from functools import lru_cache
 from string import Formatter
 from zoneinfo import ZoneInfo
 
@@ -120,12 +121,19 @@ def fields_used(template: str) -> set[str]:
     return {field for _, field, _, _ in _formatter.parse(template) if field}
 
 
+@lru_cache(maxsize=1024)
+def _checked(template: str) -> tuple[tuple[str, str | None, str | None], ...]:
+    """A template's parts, checked once per distinct template (a schedule's text is
+    rendered for every occurrence, a feed's template for every reminder)."""
+    check(template)
+    return tuple((literal, field, spec) for literal, field, spec, _ in _formatter.parse(template))
+
+
 def render(template: str, values: Values) -> str:
     """Fill ``template`` from ``values`` (keyed by field name). A missing or None value
     renders as empty text. Raises InvalidInput for a template :func:`check` refuses."""
-    check(template)
     out: list[str] = []
-    for literal, field, spec, _ in _formatter.parse(template):
+    for literal, field, spec in _checked(template):
         out.append(literal)
         if not field:
             continue

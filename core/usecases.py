@@ -309,8 +309,7 @@ class Herald(DeadLetterCases, ConsoleCases, FeedCases):
         if sources or skip_files:
             skip_loaded = [*skip_loaded, *await self.load_calendars(actor.id, sources, skip_files)]
         schedule = Schedule(**values)
-        if skip_loaded:
-            self._skip_from_the_start(schedule, skip_loaded)
+        skips = self._skip_from_the_start(schedule, skip_loaded) if skip_loaded else None
         stored, created = await self.store.create_schedule(
             schedule,
             first_run=schedule.next_run_at,
@@ -328,7 +327,7 @@ class Herald(DeadLetterCases, ConsoleCases, FeedCases):
                 # the skipped occurrences, by event name, for the timeline
                 since = max(self.clock.now(), schedule.starts_at - timedelta(microseconds=1))
                 stored = await self._apply_skips(
-                    stored, skip_loaded, stored.skip_calendars, actor.id, after=since
+                    stored, skip_loaded, stored.skip_calendars, actor.id, after=since, skips=skips
                 )
         return stored, created
 
