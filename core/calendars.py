@@ -397,11 +397,15 @@ def schedule_upcoming(
 ) -> tuple[list[datetime], list[tuple[datetime, str]]]:
     """What a surface shows of a schedule: its next ``count`` sends, and the next
     ``count`` occurrences its skip calendars skip, with the event's name (nothing unless
-    it is active). InvalidInput for a stored rule that cannot be read."""
+    it is active). A stored rule that cannot be read shows its planned next send only
+    (a listing must not fail over one schedule)."""
     first = schedule.next_run_at
     if schedule.state != ScheduleState.ACTIVE.value or first is None:
         return [], []
     if schedule.rrule is None:
         return [first], []
     skips = Blackouts.from_json(schedule.options.get("skip"))
-    return skip_preview(schedule.rrule, first - timedelta(microseconds=1), skips, count=count)
+    try:
+        return skip_preview(schedule.rrule, first - timedelta(microseconds=1), skips, count=count)
+    except HeraldError:
+        return [first], []

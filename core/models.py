@@ -110,6 +110,8 @@ WAITING_SQL = "state IN ('pending', 'retrying')"
 
 #: Job states that still wait to be sent (cancelling a schedule cancels these).
 OPEN_JOB_STATES = (JobState.PENDING, JobState.RETRYING)
+#: The same, as the values stored in the ``state`` column.
+OPEN_STATE_VALUES = tuple(state.value for state in OPEN_JOB_STATES)
 
 
 class Role(StrEnum):

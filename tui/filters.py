@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 
 from core.console_cases import parse_shift
 from core.errors import HeraldError
-from core.models import JobState, ScheduleState
+from core.models import ScheduleState
 from core.store.console import AttemptFilter, AuditFilter, DeadFilter, ScheduleFilter
 
 OUTCOMES = ("ok", "retry", "permanent")
@@ -124,4 +124,3 @@ QUEUE_VIEWS = {
     "in_flight": "In flight",
     "retrying": "Retrying",
 }
-JOB_STATES = tuple(s.value for s in JobState)

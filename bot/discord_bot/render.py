@@ -65,23 +65,17 @@ def quote(text: str, limit: int = 600) -> str:
 def upcoming(schedule: Schedule, count: int = 3) -> list[datetime]:
     """The schedule's next ``count`` sends (none unless it is active), past the dates
     its skip calendars skip."""
-    try:
-        return calendars.schedule_upcoming(schedule, count)[0]
-    except HeraldError:
-        return [schedule.next_run_at] if schedule.next_run_at is not None else []
+    return calendars.schedule_upcoming(schedule, count)[0]
 
 
-def skipping(schedule: Schedule) -> str | None:
-    """A line about the schedule's skip calendars: the next occurrences they skip, each
-    with the event's name; None when it has none."""
+def skipping(schedule: Schedule, skipped: list[tuple[datetime, str]]) -> str | None:
+    """A line about the schedule's skip calendars: the next occurrences they skip
+    (``skipped``, from :func:`core.calendars.schedule_upcoming`), each with the event's
+    name; None when it has none."""
     if not schedule.skip_calendars:
         return None
     count = len(schedule.skip_calendars)
     line = f"**Skips:** the event dates of {count} calendar{'s' if count != 1 else ''}"
-    try:
-        skipped = calendars.schedule_upcoming(schedule, 3)[1]
-    except HeraldError:
-        skipped = []
     if not skipped:
         return line
     days = ", ".join(f"<t:{int(at.timestamp())}:D> ({clip(name, 60)})" for at, name in skipped)
@@ -96,7 +90,7 @@ def card(schedule: Schedule, heading: str | None = None) -> str:
         f"**Schedule #{schedule.id}** · {schedule.state} · to {where(schedule.destination)}",
         f"**When:** {describe(schedule)}",
     ]
-    times = upcoming(schedule)
+    times, skipped = calendars.schedule_upcoming(schedule, 3)
     if times:
         lines.append(f"**Next:** {stamp(times[0])}")
         if len(times) > 1:
@@ -104,7 +98,7 @@ def card(schedule: Schedule, heading: str | None = None) -> str:
             lines.append(f"**Then:** {later}")
     elif schedule.state == ScheduleState.PAUSED.value:
         lines.append("**Next:** none while paused (`/schedule resume` starts it again)")
-    if (skips := skipping(schedule)) is not None:
+    if (skips := skipping(schedule, skipped)) is not None:
         lines.append(skips)
     lines.append(quote(schedule.body))
     return "\n".join(lines)

@@ -49,20 +49,14 @@ def where(destination: str) -> str:
     return f"`{escape(parsed.redacted())}`"
 
 
-def upcoming(schedule: Schedule, count: int = NEXT_COUNT) -> list[datetime]:
-    """The schedule's next ``count`` planned times (none unless it is active), past the
-    dates its skip calendars skip."""
-    return calendars.schedule_upcoming(schedule, count)[0]
-
-
-def skipping(schedule: Schedule) -> str | None:
-    """A line about the schedule's skip calendars: the next occurrences they skip, each
-    with the event's name; None when it has none."""
+def skipping(schedule: Schedule, skipped: list[tuple[datetime, str]]) -> str | None:
+    """A line about the schedule's skip calendars: the next occurrences they skip
+    (``skipped``, from :func:`core.calendars.schedule_upcoming`), each with the event's
+    name; None when it has none."""
     if not schedule.skip_calendars:
         return None
     count = len(schedule.skip_calendars)
     line = f"Skips the event dates of {count} calendar{'s' if count != 1 else ''}"
-    skipped = calendars.schedule_upcoming(schedule, NEXT_COUNT)[1]
     if not skipped:
         return line + "."
     days = ", ".join(f"{date_token(t, schedule.timezone)} ({escape(n)})" for t, n in skipped)
@@ -78,14 +72,14 @@ def quote(body: str, limit: int = QUOTE_LIMIT) -> str:
 
 def summary(schedule: Schedule, *, owner: bool = False) -> str:
     """Id, destination, the time in words, the next times, the message quoted."""
-    times = upcoming(schedule)
+    times, skipped = calendars.schedule_upcoming(schedule, NEXT_COUNT)
     lines = [f"*#{schedule.id}* to {where(schedule.destination)}: {escape(describe(schedule))}"]
     if schedule.state != ScheduleState.ACTIVE.value:
         lines.append(f"_{schedule.state}_")
     elif times:
         label = "Next" if len(times) == 1 else "Next times"
         lines.append(f"{label}: " + ", ".join(date_token(t, schedule.timezone) for t in times))
-    if (skips := skipping(schedule)) is not None:
+    if (skips := skipping(schedule, skipped)) is not None:
         lines.append(skips)
     if owner:
         lines.append(f"Owner: <@{schedule.owner.partition(':')[2]}>")

@@ -20,7 +20,6 @@ from core.calendars import is_url
 from core.timeexpr_words import ordinal_text
 
 CALLBACK = "herald_schedule"
-PREVIEW_ACTION = "herald_when"
 REPEATS = {
     "once": "Once",
     "daily": "Every day",

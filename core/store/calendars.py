@@ -13,7 +13,7 @@ from sqlmodel import col, select
 
 from core.errors import Conflict
 from core.models import (
-    OPEN_JOB_STATES,
+    OPEN_STATE_VALUES,
     CalendarSource,
     Feed,
     FeedState,
@@ -375,7 +375,7 @@ class CalendarQueries(Gateway):
             waiting = await s.execute(
                 sa.select(JOB.c.id, JOB.c.occurrence_at).where(
                     JOB.c.schedule_id == sid,
-                    JOB.c.state.in_([st.value for st in OPEN_JOB_STATES]),
+                    JOB.c.state.in_(OPEN_STATE_VALUES),
                 )
             )
             open_at = {row.occurrence_at: row.id for row in waiting}
@@ -455,7 +455,7 @@ class CalendarQueries(Gateway):
                 sa.update(JOB)
                 .where(
                     JOB.c.schedule_id.in_(ids),
-                    JOB.c.state.in_([st.value for st in OPEN_JOB_STATES]),
+                    JOB.c.state.in_(OPEN_STATE_VALUES),
                 )
                 .values(state=JobState.CANCELLED.value, updated_at=now, finished_at=now)
             )

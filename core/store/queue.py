@@ -17,11 +17,11 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
-from core.models import WAITING_SQL, JobState, Worker, sqlite_utc_text
+from core.models import OPEN_STATE_VALUES, WAITING_SQL, JobState, Worker, sqlite_utc_text
 from core.store.base import ATTEMPT, JOB, SCHEDULE, AuditEntry, Gateway, new_idempotency_key
 
 WORKER = Worker.__table__  # type: ignore[attr-defined]
-CLAIMABLE = (JobState.PENDING.value, JobState.RETRYING.value)
+CLAIMABLE = OPEN_STATE_VALUES
 
 TERMINAL_FOR_SCHEDULE = ("delivered", "dead", "expired")
 

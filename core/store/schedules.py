@@ -12,7 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 from sqlmodel import col, select
 
 from core.errors import Conflict, DatabaseError
-from core.models import OPEN_JOB_STATES, Attempt, Audit, Job, JobState, Member, Schedule
+from core.models import OPEN_STATE_VALUES, Attempt, Audit, Job, JobState, Member, Schedule
 from core.store.base import AUDIT, JOB, SCHEDULE, AuditEntry, Gateway, new_idempotency_key
 
 
@@ -302,7 +302,7 @@ class ScheduleQueries(Gateway):
                     sa.update(JOB)
                     .where(
                         JOB.c.schedule_id == schedule_id,
-                        JOB.c.state.in_([state.value for state in OPEN_JOB_STATES]),
+                        JOB.c.state.in_(OPEN_STATE_VALUES),
                     )
                     .values(state=JobState.CANCELLED.value, updated_at=now, finished_at=now)
                 )
