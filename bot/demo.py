@@ -101,16 +101,13 @@ DEMO_LOG = "herald-demo.log"
 def _with_console(demo: Settings) -> int:
     """The dispatcher in the background of the console, in one event loop. Deliveries
     and logs go to herald-demo.log so they do not draw over the screen."""
-    import logging
-
     from bot import service
+    from bot.logs import configure_logging
     from tui.app import make_app
 
     with open(DEMO_LOG, "w", encoding="utf-8") as log_file:
-        root = logging.getLogger()
-        for handler in list(root.handlers):
-            root.removeHandler(handler)
-        logging.basicConfig(stream=log_file, level=logging.INFO, force=True)
+        # the service's own set-up (format, secret scrubber), into the file
+        configure_logging(demo, default_level="INFO", stream=log_file)
 
         async def go() -> int:
             stop = asyncio.Event()
@@ -122,7 +119,11 @@ def _with_console(demo: Settings) -> int:
             running = asyncio.create_task(
                 service.serve(demo, out=log_file, stop=stop, ready=ready, serve_http=False)
             )
-            herald = await started
+            await asyncio.wait({started, running}, return_when=asyncio.FIRST_COMPLETED)
+            if not started.done():  # the service stopped before it was ready: say why
+                await running
+                raise RuntimeError("the demo's dispatcher stopped before it started")
+            herald = started.result()
             await seed(herald, demo.local_actor, log_file)
             app = make_app(demo, herald, demo.local_actor)
             try:

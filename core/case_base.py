@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 
+from core import timeexpr
 from core.actors import Actor
 from core.clock import Clock
 from core.errors import HeraldError, PermissionDenied
@@ -47,4 +48,15 @@ class CaseBase:
 
     def _due(self, at: datetime | None) -> None:
         """A job was created or moved: wake the in-process dispatcher."""
-        raise NotImplementedError
+        if at is not None and self.on_due is not None:
+            self.on_due(at)
+
+    def _zone_for(self, actor: Actor, tz: str | None) -> str:
+        """The time zone a request is read in: given, else the member's, else the
+        default (InvalidInput for an unknown one)."""
+        return timeexpr.zone(tz or actor.timezone or self.settings.default_tz).key
+
+    async def _scope(self, actor_id: str) -> tuple[Actor, str | None]:
+        """The actor, and the owner their lists are limited to (None: everyone)."""
+        actor = await self.actor(actor_id)
+        return actor, None if actor.sees_everything else actor.id

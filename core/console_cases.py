@@ -169,11 +169,6 @@ class ConsoleCases(CaseBase):
 
     # --- pages ------------------------------------------------------------------------
 
-    async def _scope(self, actor_id: str) -> tuple[Actor, str | None]:
-        """The actor, and the owner their lists are limited to (None: everyone)."""
-        actor = await self.actor(actor_id)
-        return actor, None if actor.sees_everything else actor.id
-
     async def schedules_page(
         self,
         actor_id: str,
@@ -312,8 +307,8 @@ class ConsoleCases(CaseBase):
                 changed = await self.store.shift_schedules(
                     ids, by=shift, owner=owner, now=now, audit=entry
                 )
-                if changed and self.on_due is not None:
-                    self.on_due(now)
+                if changed:
+                    self._due(now)
             else:
                 to_state, from_states = SCHEDULE_BULK[action]
                 entry = AuditEntry(actor.id, f"schedule.{action}", "schedule", "", dict(VIA))

@@ -19,8 +19,7 @@ class DeadLetterCases(CaseBase):
 
     async def dead_letters(self, actor_id: str, *, limit: int = 200) -> list[DeadLetter]:
         """Dead letters, newest first: everyone's for operators and admins, else own."""
-        actor = await self.actor(actor_id)
-        owner = None if actor.sees_everything else actor.id
+        _, owner = await self._scope(actor_id)
         return await self.store.dead_letters(owner=owner, limit=limit)
 
     async def dead_letter(self, actor_id: str, job_id: int) -> list[DeadLetter]:
@@ -52,8 +51,8 @@ class DeadLetterCases(CaseBase):
         if actor.is_admin:
             audit = AuditEntry(actor.id, "dead.retry", "job")
             count = await self.store.retry_dead(job_ids, now=now, audit=audit)
-            if count and self.on_due is not None:
-                self.on_due(now)
+            if count:
+                self._due(now)
             return "retried", count
         audit = AuditEntry(actor.id, "dead.retry_request", "job")
         return "requested", await self.store.request_dead_retry(

@@ -29,7 +29,7 @@ from zoneinfo import ZoneInfo
 
 import httpx
 
-from core import calendars, templates, timeexpr
+from core import calendars, templates
 from core.actors import Actor
 from core.calendars import Blackouts, CalendarError
 from core.case_base import CaseBase
@@ -240,7 +240,7 @@ class FeedCases(CaseBase):
         destination = str(parse_destination(to))
         text = templates.check(template or templates.DEFAULT_REMINDER)
         lead = parse_before(before)
-        zone = timeexpr.zone(tz or actor.timezone or self.settings.default_tz).key
+        zone = self._zone_for(actor, tz)
         source = await self.load_calendar(actor, calendar, body)
         now = self.clock.now()
         assert source.id is not None
@@ -262,8 +262,8 @@ class FeedCases(CaseBase):
         return feed
 
     async def list_feeds(self, actor_id: str) -> list[Feed]:
-        actor = await self.actor(actor_id)
-        return await self._cal.list_feeds(None if actor.sees_everything else actor.id)
+        _, owner = await self._scope(actor_id)
+        return await self._cal.list_feeds(owner)
 
     async def remove_feed(self, actor_id: str, feed_id: int) -> int:
         """Unsubscribe; waiting reminders are cancelled. Returns how many."""

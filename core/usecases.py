@@ -148,11 +148,6 @@ class Herald(DeadLetterCases, ConsoleCases, FeedCases):
             role = Role.ADMIN
         return Actor(actor_id, role, member.timezone if member is not None else None)
 
-    def _zone_for(self, actor: Actor, tz: str | None) -> str:
-        name = tz or actor.timezone or self.settings.default_tz
-        timezone = timeexpr.zone(name)
-        return timezone.key
-
     async def set_timezone(self, actor_id: str, tz: str) -> str:
         """Remember the actor's preferred zone; returns its canonical name."""
         actor = await self.actor(actor_id)
@@ -338,10 +333,6 @@ class Herald(DeadLetterCases, ConsoleCases, FeedCases):
         channel = self.channels.get(parsed.kind)
         if channel is not None:
             await channel.validate(parsed)
-
-    def _due(self, at: datetime | None) -> None:
-        if at is not None and self.on_due is not None:
-            self.on_due(at)
 
     async def list_schedules(
         self,

@@ -68,6 +68,10 @@ class Gateway:
     async def close(self) -> None:
         await self._engine.dispose()
 
+    def _failed(self, exc: BaseException) -> DatabaseError:
+        """A driver error, said once for every way the gateway reaches the database."""
+        return DatabaseError(f"The database at {db.redacted(self.url)} failed: {db.reason(exc)}")
+
     @asynccontextmanager
     async def _session(self) -> AsyncIterator[AsyncSession]:
         """A session in one transaction, committed on success; driver errors become
@@ -81,9 +85,7 @@ class Gateway:
         except sa.exc.IntegrityError:
             raise
         except (sa.exc.OperationalError, sa.exc.InterfaceError) as exc:
-            raise DatabaseError(
-                f"The database at {db.redacted(self.url)} failed: {db.reason(exc)}"
-            ) from exc
+            raise self._failed(exc) from exc
 
     @asynccontextmanager
     async def _tx(self) -> AsyncIterator[AsyncConnection]:
@@ -94,9 +96,7 @@ class Gateway:
         except HeraldError:
             raise
         except sa.exc.DBAPIError as exc:
-            raise DatabaseError(
-                f"The database at {db.redacted(self.url)} failed: {db.reason(exc)}"
-            ) from exc
+            raise self._failed(exc) from exc
 
     @asynccontextmanager
     async def _sqlite_tx(self) -> AsyncIterator[Any]:
@@ -127,9 +127,7 @@ class Gateway:
         except HeraldError:
             raise
         except (sqlite3.Error, sa.exc.DBAPIError) as exc:
-            raise DatabaseError(
-                f"The database at {db.redacted(self.url)} failed: {db.reason(exc)}"
-            ) from exc
+            raise self._failed(exc) from exc
 
     @asynccontextmanager
     async def _read(self) -> AsyncIterator[AsyncConnection]:
@@ -143,9 +141,7 @@ class Gateway:
         except HeraldError:
             raise
         except sa.exc.DBAPIError as exc:
-            raise DatabaseError(
-                f"The database at {db.redacted(self.url)} failed: {db.reason(exc)}"
-            ) from exc
+            raise self._failed(exc) from exc
 
     @asynccontextmanager
     async def _conn(self) -> AsyncIterator[AsyncConnection]:
@@ -206,9 +202,7 @@ class Gateway:
             async with self._engine.connect() as conn:
                 await conn.execute(sa.text("SELECT 1"))
         except sa.exc.DBAPIError as exc:
-            raise DatabaseError(
-                f"The database at {db.redacted(self.url)} failed: {db.reason(exc)}"
-            ) from exc
+            raise self._failed(exc) from exc
 
     async def optimize(self) -> None:
         """Refresh the query planner's statistics. SQLite has none until ANALYZE runs,
