@@ -8,7 +8,7 @@ import contextlib
 import logging
 import secrets
 import sqlite3
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -214,6 +214,29 @@ class Gateway:
         async with self._engine.begin() as conn:
             await conn.exec_driver_sql("PRAGMA analysis_limit = 1000")
             await conn.exec_driver_sql("ANALYZE")
+
+    @staticmethod
+    async def _audit_each(
+        conn: Any,
+        audit: AuditEntry,
+        now: datetime,
+        objects: Sequence[tuple[str, dict[str, Any]]],
+    ) -> None:
+        """One audit row per object (id, extra details) of one action, in one insert."""
+        await conn.execute(
+            sa.insert(AUDIT),
+            [
+                {
+                    "at": now,
+                    "actor": audit.actor,
+                    "action": audit.action,
+                    "object_type": audit.object_type,
+                    "object_id": object_id,
+                    "details": {**audit.details, **details},
+                }
+                for object_id, details in objects
+            ],
+        )
 
     @staticmethod
     async def _audit(conn: AsyncConnection | AsyncSession, entry: AuditEntry, at: datetime) -> None:

@@ -391,28 +391,6 @@ class ConsoleQueries(Gateway):
             )
         return sorted(moved)
 
-    async def _audit_each(
-        self,
-        conn: Any,
-        audit: AuditEntry,
-        now: datetime,
-        objects: Sequence[tuple[str, dict[str, Any]]],
-    ) -> None:
-        await conn.execute(
-            sa.insert(AUDIT),
-            [
-                {
-                    "at": now,
-                    "actor": audit.actor,
-                    "action": audit.action,
-                    "object_type": audit.object_type,
-                    "object_id": object_id,
-                    "details": {**audit.details, **details},
-                }
-                for object_id, details in objects
-            ],
-        )
-
     async def record_audit(self, entry: AuditEntry, *, now: datetime) -> None:
         """Write one audit row on its own (a refused attempt, say)."""
         async with self._conn() as conn:

@@ -7,6 +7,7 @@ records a whole batch of outcomes.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -737,10 +738,7 @@ class QueueQueries(Gateway):
             changed = sorted(row[0] for row in result)
             if notify and changed:
                 await self._notify_due(conn)
-            for job_id in changed:
-                await self._audit(
-                    conn,
-                    AuditEntry(audit.actor, audit.action, "job", str(job_id), audit.details),
-                    now,
-                )
+            if changed:
+                entry = dataclasses.replace(audit, object_type="job")
+                await self._audit_each(conn, entry, now, [(str(i), {}) for i in changed])
             return len(changed)

@@ -13,7 +13,7 @@ from sqlmodel import col, select
 
 from core.errors import Conflict, DatabaseError
 from core.models import OPEN_STATE_VALUES, Attempt, Audit, Job, JobState, Member, Schedule
-from core.store.base import AUDIT, JOB, SCHEDULE, AuditEntry, Gateway, new_idempotency_key
+from core.store.base import JOB, SCHEDULE, AuditEntry, Gateway, new_idempotency_key
 
 
 @dataclass(frozen=True)
@@ -164,19 +164,11 @@ class ScheduleQueries(Gateway):
                     ],
                 )
                 await self._notify_due(conn)
-                await conn.execute(
-                    sa.insert(AUDIT),
-                    [
-                        {
-                            "at": now,
-                            "actor": actor,
-                            "action": action,
-                            "object_type": "schedule",
-                            "object_id": str(sid),
-                            "details": detail,
-                        }
-                        for sid, detail in zip(ids, details, strict=True)
-                    ],
+                await self._audit_each(
+                    conn,
+                    AuditEntry(actor, action, "schedule"),
+                    now,
+                    [(str(sid), detail) for sid, detail in zip(ids, details, strict=True)],
                 )
         except sa.exc.IntegrityError as exc:
             raise Conflict(
