@@ -23,7 +23,7 @@ from core.dead_letters import DeadLetterCases
 from core.destinations import parse_destination
 from core.errors import Conflict, HeraldError, InvalidInput, NotFound, PermissionDenied
 from core.feeds import FeedCases
-from core.models import Attempt, CalendarSource, Job, Role, Schedule, ScheduleState
+from core.models import Attempt, CalendarSource, Job, Member, Role, Schedule, ScheduleState
 from core.settings import Settings
 from core.store import AuditEntry, ScheduleQuery, Store
 
@@ -83,6 +83,13 @@ def check_options(options: Mapping[str, Any] | None) -> dict[str, Any]:
     return checked
 
 
+def _check_actor_id(actor_id: str) -> None:
+    if not _ACTOR.match(actor_id):
+        raise InvalidInput(
+            f"{actor_id!r} is not a member id: use platform:id, e.g. local:alice or slack:U123."
+        )
+
+
 def _refuse_skip_phrase(when: str) -> None:
     """Calendars to skip (``… except holidays from URL``) are named when a schedule is
     created one at a time; anywhere else the phrase is refused, said plainly (rather
@@ -138,11 +145,11 @@ class Herald(DeadLetterCases, ConsoleCases, FeedCases):
 
     async def actor(self, actor_id: str) -> Actor:
         """Resolve an actor id to its role: ``HERALD_ADMINS`` first, then the member table."""
-        if not _ACTOR.match(actor_id):
-            raise InvalidInput(
-                f"{actor_id!r} is not a member id: use platform:id, e.g. local:alice or slack:U123."
-            )
-        member = await self.store.get_member(actor_id)
+        _check_actor_id(actor_id)
+        return self._actor_of(actor_id, await self.store.get_member(actor_id))
+
+    def _actor_of(self, actor_id: str, member: Member | None) -> Actor:
+        """The actor an id and its member row (if any) make."""
         role = Role(member.role) if member is not None else Role.MEMBER
         if actor_id in self.settings.admins or (member is not None and member.platform_admin):
             role = Role.ADMIN
@@ -170,7 +177,7 @@ class Herald(DeadLetterCases, ConsoleCases, FeedCases):
         """Record what a chat platform says about a member (name; whether it
         administers the workspace/server, which makes them a Herald admin). Writes only
         when something changed; a change of admin standing is audited."""
-        await self.actor(actor_id)  # validates the id
+        _check_actor_id(actor_id)
         member = await self.store.get_member(actor_id)
         name_changed = display_name is not None and (
             member is None or member.display_name != display_name
@@ -187,14 +194,14 @@ class Herald(DeadLetterCases, ConsoleCases, FeedCases):
                     actor_id,
                     {"platform_admin": platform_admin},
                 )
-            await self.store.save_member(
+            member = await self.store.save_member(
                 actor_id,
                 now=self.clock.now(),
                 display_name=display_name,
                 platform_admin=platform_admin,
                 audit=audit,
             )
-        return await self.actor(actor_id)
+        return self._actor_of(actor_id, member)
 
     async def set_role(self, actor_id: str, member_id: str, role: str) -> None:
         """An admin gives ``member_id`` a role (member, operator, admin)."""
