@@ -204,6 +204,13 @@ class _Recorder:
             await self.conn.exec_driver_sql(self.sql(statement), rows)
 
 
+_COUNTS = sa.select(JOB.c.state, sa.func.count()).group_by(JOB.c.state)
+_NEXT_DUE = sa.select(sa.func.min(JOB.c.due_at)).where(JOB.c.state.in_(CLAIMABLE))
+_AWAITING = sa.select(sa.func.count()).where(
+    JOB.c.state == JobState.DEAD.value, JOB.c.retry_requested_by.is_not(None)
+)
+
+
 def _sqlite_utc(text: str) -> datetime:
     """A timestamp read below SQLAlchemy from SQLite (see :func:`sqlite_utc_text`)."""
     return datetime.fromisoformat(text).replace(tzinfo=UTC)
@@ -365,11 +372,7 @@ class QueueQueries(Gateway):
     async def next_due_at(self) -> datetime | None:
         """When the earliest waiting job falls due (None when nothing waits)."""
         async with self._read() as conn:
-            value = (
-                await conn.execute(
-                    sa.select(sa.func.min(JOB.c.due_at)).where(JOB.c.state.in_(CLAIMABLE))
-                )
-            ).scalar()
+            value = (await conn.execute(_NEXT_DUE)).scalar()
         return value if isinstance(value, datetime) else None
 
     # --- leases ---------------------------------------------------------------------
@@ -626,25 +629,19 @@ class QueueQueries(Gateway):
     # --- counts ---------------------------------------------------------------------
 
     async def queue_stats(self, *, now: datetime) -> QueueStats:
-        """Jobs by state, dead letters awaiting a decision, the oldest overdue job."""
-        counts = await self.job_counts()
+        """Jobs by state, dead letters awaiting a decision, the oldest overdue job (one
+        read, every sweep)."""
         async with self._read() as conn:
-            awaiting = (
-                await conn.execute(
-                    sa.select(sa.func.count()).where(
-                        JOB.c.state == JobState.DEAD.value, JOB.c.retry_requested_by.is_not(None)
-                    )
-                )
-            ).scalar() or 0
-        oldest = await self.next_due_at()
+            counts = {state: int(n) for state, n in await conn.execute(_COUNTS)}
+            awaiting = (await conn.execute(_AWAITING)).scalar() or 0
+            oldest = (await conn.execute(_NEXT_DUE)).scalar()
         overdue = max(0.0, (now - oldest).total_seconds()) if oldest is not None else 0.0
         return QueueStats(counts, int(awaiting), overdue)
 
     async def job_counts(self) -> dict[str, int]:
         """How many jobs are in each state."""
         async with self._read() as conn:
-            rows = await conn.execute(sa.select(JOB.c.state, sa.func.count()).group_by(JOB.c.state))
-            return {state: int(count) for state, count in rows}
+            return {state: int(count) for state, count in await conn.execute(_COUNTS)}
 
     # --- dead letters ---------------------------------------------------------------
 

@@ -89,6 +89,10 @@ class FakeHTTPServer:
         await web.SockSite(self._runner, sock).start()
         return self
 
+    def release(self) -> None:
+        """Let stalled requests answer (503)."""
+        self._release.set()
+
     async def stop(self) -> None:
         self._release.set()
         if self._runner is not None:

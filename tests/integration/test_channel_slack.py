@@ -259,6 +259,7 @@ async def test_validate_does_not_block_when_slack_cannot_be_asked(
     slack.script(Scripted(status=503), slack_error("missing_scope"), on="conversations.info")
     await channel.validate(parse_destination("slack:C0MISSING"))
     await channel.validate(parse_destination("slack:C0MISSING"))
+    assert len(slack.requests_to("conversations.info")) == 2  # asked, and let through
 
 
 async def test_fake_speaks_the_protocol_of_slack_sdk(slack: FakeSlack) -> None:

@@ -14,6 +14,8 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
+
 from bot.bench import schedule_rows
 from core.store import Store
 from tests.fakes import WebhookReceiver
@@ -52,6 +54,7 @@ async def fill(store: Store, hook: WebhookReceiver, n: int) -> None:
         )
 
 
+@pytest.mark.timeout(900)  # 20 kills, each waited for, then the drain
 async def test_repeated_sigkill_loses_nothing(tmp_path: Path) -> None:
     jobs, kills = size(1_000, 10_000), size(3, 20)
     url = f"sqlite:///{tmp_path}/crash.db"

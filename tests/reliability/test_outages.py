@@ -67,6 +67,7 @@ async def _until(check, within: float) -> None:
     raise AssertionError("timed out")
 
 
+@pytest.mark.timeout(400)  # a 70 s outage at full size, then the drain
 async def test_provider_outage_drops_nothing_and_backs_off(tmp_path: Path) -> None:
     jobs = size(300, 3_000)
     outage, limited = (60.0, 10.0) if FULL else (4.0, 2.0)

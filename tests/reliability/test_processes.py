@@ -67,6 +67,7 @@ async def fill(store: Store, n: int) -> list[str]:
     return []
 
 
+@pytest.mark.timeout(600)  # its own waits add up to ~6 min at full size
 async def test_four_dispatchers_deliver_each_job_exactly_once(db_url: str, tmp_path: Path) -> None:
     """Four dispatchers share one queue; one is SIGKILLed midway. Every job is delivered,
     once, except that jobs the killed one held may be sent again (same idempotency key)."""
@@ -110,6 +111,7 @@ async def test_four_dispatchers_deliver_each_job_exactly_once(db_url: str, tmp_p
     )
 
 
+@pytest.mark.timeout(600)  # its own waits add up to ~5 min at full size
 async def test_sigkill_mid_batch_loses_nothing(db_url: str, tmp_path: Path) -> None:
     db.upgrade(db_url)
     store = await Store.open(db_url)
