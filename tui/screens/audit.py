@@ -13,12 +13,11 @@ from core.models import Audit
 from core.store.console import AuditFilter
 from tui.filters import FilterError, audit_filter
 from tui.format import clip, stamp
-from tui.screens.base import PAGING, ConsoleScreen
+from tui.screens.base import PAGE, PAGING, ConsoleScreen
 from tui.screens.detail import DetailScreen
 from tui.widgets.filter_bar import FilterBar
 from tui.widgets.table import PageTable
 
-PAGE = 100
 SURFACES = {"slack": "Slack", "discord": "Discord", "local": "CLI", "system": "system"}
 
 
@@ -33,6 +32,7 @@ def surface(row: Audit) -> str:
 
 class AuditScreen(ConsoleScreen):
     TITLE = "Audit log"
+    FOCUS = "#table"
     NOTES = ("view.everyone",)
     BINDINGS = [
         Binding("slash", "focus_filter", "Filter", id="filter"),
@@ -51,10 +51,6 @@ class AuditScreen(ConsoleScreen):
         yield Static("", id="status", classes="status")
         yield Static("", classes="role-note")
         yield Footer()
-
-    def on_mount(self) -> None:
-        super().on_mount()
-        self.query_one("#table", PageTable).focus()
 
     async def fetch(self) -> Any:
         return await self.herald.audit_log(

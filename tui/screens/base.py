@@ -21,12 +21,16 @@ from core.errors import HeraldError
 from core.models import Role
 from core.usecases import Herald
 from tui.screens.confirm import ConfirmScreen
+from tui.widgets.table import PageTable
 
 if TYPE_CHECKING:
     from tui.app import HeraldConsole
 
 log = logging.getLogger(__name__)
 
+
+#: Rows per page on every list screen.
+PAGE = 100
 
 #: The keys that page through a screen's rows (``]`` next, ``[`` previous).
 PAGING = [
@@ -83,11 +87,42 @@ class ConsoleScreen(Screen[None]):
     def zone(self) -> str:
         return self.actor.timezone or self.console.settings.default_tz
 
+    # --- views and focus ----------------------------------------------------------------
+
+    #: Views a key switches between (view -> (key, label)), drawn in ``#views``; the
+    #: screen keeps the current one in ``self.view``.
+    VIEWS: ClassVar[dict[str, tuple[str, str]]] = {}
+    #: The widget focused when the screen opens (None: Textual's choice).
+    FOCUS: ClassVar[str | None] = None
+
+    view: str
+
+    @property
+    def table(self) -> PageTable:
+        return self.query_one("#table", PageTable)
+
+    def _draw_views(self) -> None:
+        parts = [
+            f"[reverse] {label} [/]" if view == self.view else f" {key} {label} "
+            for view, (key, label) in self.VIEWS.items()
+        ]
+        self.query_one("#views", Static).update("  ".join(parts))
+
+    def action_view(self, view: str) -> None:
+        self.view = view
+        self.first_page()
+        self._draw_views()
+        self.reload()
+
     # --- live data ----------------------------------------------------------------------
 
     def on_mount(self) -> None:
+        if self.VIEWS:
+            self._draw_views()
         self.set_interval(self.console.refresh_interval, self._tick, name="live-refresh")
         self.reload()
+        if self.FOCUS is not None:
+            self.query_one(self.FOCUS).focus()
 
     def on_screen_resume(self) -> None:
         self.refresh_bindings()

@@ -14,11 +14,8 @@ from textual.widgets import DataTable, Footer, Header, Static
 
 from core.store.calendars import CalendarPage, CalendarRow
 from tui.format import ago, clip, span, stamp
-from tui.screens.base import PAGING, ConsoleScreen
+from tui.screens.base import PAGE, PAGING, ConsoleScreen
 from tui.widgets.table import PageTable
-
-PAGE = 100
-VIEWS = {"all": ("a", "All"), "failing": ("f", "Failing")}
 
 
 def uses(row: CalendarRow) -> str:
@@ -70,6 +67,8 @@ def describe(row: CalendarRow, now: datetime, zone: str) -> str:
 class CalendarsScreen(ConsoleScreen):
     TITLE = "Calendars"
     NOTES = ("view.everyone",)
+    VIEWS = {"all": ("a", "All"), "failing": ("f", "Failing")}
+    FOCUS = "#table"
     BINDINGS = [
         Binding("a", "view('all')", "All", id="calendars-all"),
         Binding("f", "view('failing')", "Failing", id="calendars-failing"),
@@ -100,24 +99,6 @@ class CalendarsScreen(ConsoleScreen):
         yield Static("", id="status", classes="status")
         yield Static("", classes="role-note")
         yield Footer()
-
-    def on_mount(self) -> None:
-        self._draw_views()
-        super().on_mount()
-        self.query_one("#table", PageTable).focus()
-
-    def _draw_views(self) -> None:
-        parts = [
-            f"[reverse] {label} [/]" if view == self.view else f" {key} {label} "
-            for view, (key, label) in VIEWS.items()
-        ]
-        self.query_one("#views", Static).update("  ".join(parts))
-
-    def action_view(self, view: str) -> None:
-        self.view = view
-        self.first_page()
-        self._draw_views()
-        self.reload()
 
     async def fetch(self) -> Any:
         return await self.herald.calendars_page(

@@ -17,12 +17,11 @@ from core.store.console import DeadFilter, DeadGroup
 from core.store.queue import DeadLetter
 from tui.filters import FilterError, dead_filter
 from tui.format import ago, clip, dest
-from tui.screens.base import PAGING, ConsoleScreen
+from tui.screens.base import PAGE, PAGING, ConsoleScreen
 from tui.screens.detail import DetailScreen
 from tui.widgets.filter_bar import FilterBar
 from tui.widgets.table import PageTable
 
-PAGE = 100
 NAMES = {"retry": "Retry", "approve": "Approve", "reject": "Reject", "discard": "Discard"}
 DONE = {
     "retried": "Retried",
@@ -35,6 +34,7 @@ DONE = {
 
 class DeadLettersScreen(ConsoleScreen):
     TITLE = "Dead letters"
+    FOCUS = "#table"
     GATED = {
         "act('approve')": "dead.approve",
         "act('reject')": "dead.reject",
@@ -86,14 +86,9 @@ class DeadLettersScreen(ConsoleScreen):
         yield Static("", classes="role-note")
         yield Footer()
 
-    @property
-    def table(self) -> PageTable:
-        return self.query_one("#table", PageTable)
-
     def on_mount(self) -> None:
         self.query_one("#groups", OptionList).border_title = "Reasons"
         super().on_mount()
-        self.table.focus()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         full = f"{action}({', '.join(repr(p) for p in parameters)})" if parameters else action

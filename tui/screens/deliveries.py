@@ -12,16 +12,15 @@ from textual.widgets import DataTable, Footer, Header, Input, Static
 from core.store.console import AttemptFilter, AttemptRow
 from tui.filters import FilterError, attempt_filter
 from tui.format import clip, dest, stamp
-from tui.screens.base import PAGING, ConsoleScreen
+from tui.screens.base import PAGE, PAGING, ConsoleScreen
 from tui.screens.detail import DetailScreen
 from tui.widgets.filter_bar import FilterBar
 from tui.widgets.table import PageTable
 
-PAGE = 100
-
 
 class DeliveriesScreen(ConsoleScreen):
     TITLE = "Delivery log"
+    FOCUS = "#table"
     NOTES = ("view.everyone",)
     BINDINGS = [
         Binding("slash", "focus_filter", "Filter", id="filter"),
@@ -55,14 +54,6 @@ class DeliveriesScreen(ConsoleScreen):
         yield Static("", id="status", classes="status")
         yield Static("", classes="role-note")
         yield Footer()
-
-    @property
-    def table(self) -> PageTable:
-        return self.query_one("#table", PageTable)
-
-    def on_mount(self) -> None:
-        super().on_mount()
-        self.table.focus()
 
     async def fetch(self) -> Any:
         return await self.herald.delivery_log(

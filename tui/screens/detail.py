@@ -18,6 +18,7 @@ from tui.widgets.table import PageTable
 
 
 class DetailScreen(ConsoleScreen):
+    FOCUS = "#timeline"
     BINDINGS = [
         Binding("escape,backspace", "back", "Back", id="detail-back"),
         Binding("a", "whole_schedule", "Whole schedule", id="detail-schedule"),
@@ -47,7 +48,6 @@ class DetailScreen(ConsoleScreen):
     def on_mount(self) -> None:
         self.query_one("#timeline", PageTable).border_title = "Timeline"
         super().on_mount()
-        self.query_one("#timeline", PageTable).focus()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "whole_schedule":

@@ -11,16 +11,18 @@ from textual.widgets import DataTable, Footer, Header, Static
 from core.store.console import QueueRow
 from tui.filters import QUEUE_VIEWS
 from tui.format import ago, clip, dest
-from tui.screens.base import PAGING, ConsoleScreen
+from tui.screens.base import PAGE, PAGING, ConsoleScreen
 from tui.screens.detail import DetailScreen
 from tui.widgets.table import PageTable
 
-PAGE = 100
+_KEYS = {"due": "d", "pending": "p", "in_flight": "i", "retrying": "r"}
 
 
 class QueueScreen(ConsoleScreen):
     TITLE = "Queue"
     NOTES = ("view.everyone",)
+    VIEWS = {view: (_KEYS[view], label) for view, label in QUEUE_VIEWS.items()}
+    FOCUS = "#table"
     BINDINGS = [
         Binding("d", "view('due')", "Due", id="queue-due"),
         Binding("p", "view('pending')", "Pending", id="queue-pending"),
@@ -51,25 +53,6 @@ class QueueScreen(ConsoleScreen):
         yield Static("", id="status", classes="status")
         yield Static("", classes="role-note")
         yield Footer()
-
-    def on_mount(self) -> None:
-        self._draw_views()
-        super().on_mount()
-        self.query_one("#table", PageTable).focus()
-
-    def _draw_views(self) -> None:
-        keys = {"due": "d", "pending": "p", "in_flight": "i", "retrying": "r"}
-        parts = [
-            f"[reverse] {label} [/]" if view == self.view else f" {keys[view]} {label} "
-            for view, label in QUEUE_VIEWS.items()
-        ]
-        self.query_one("#views", Static).update("  ".join(parts))
-
-    def action_view(self, view: str) -> None:
-        self.view = view
-        self.first_page()
-        self._draw_views()
-        self.reload()
 
     async def fetch(self) -> Any:
         return await self.herald.queue_page(

@@ -15,19 +15,19 @@ from core.models import Schedule
 from core.store.console import ScheduleFilter
 from tui.filters import FilterError, schedule_filter
 from tui.format import ago, clip, dest, span
-from tui.screens.base import PAGING, ConsoleScreen
+from tui.screens.base import PAGE, PAGING, ConsoleScreen
 from tui.screens.detail import DetailScreen
 from tui.screens.form import ScheduleFormScreen
 from tui.screens.prompt import PromptScreen
 from tui.widgets.filter_bar import FilterBar
 from tui.widgets.table import PageTable
 
-PAGE = 100
 VERBS = {"cancel": "Cancel", "pause": "Pause", "shift": "Shift"}
 
 
 class SchedulesScreen(ConsoleScreen):
     TITLE = "Schedules"
+    FOCUS = "#table"
     NOTES = ("view.everyone", "schedule.others")
     BINDINGS = [
         Binding("slash", "focus_filter", "Filter", id="filter"),
@@ -59,14 +59,6 @@ class SchedulesScreen(ConsoleScreen):
         yield Static("", id="status", classes="status")
         yield Static("", classes="role-note")
         yield Footer()
-
-    @property
-    def table(self) -> PageTable:
-        return self.query_one("#table", PageTable)
-
-    def on_mount(self) -> None:
-        super().on_mount()
-        self.table.focus()
 
     async def fetch(self) -> Any:
         return await self.herald.schedules_page(
