@@ -8,9 +8,9 @@ from collections.abc import Callable
 from datetime import datetime
 
 from core import timeexpr
-from core.actors import Actor
+from core.actors import Actor, ActorRef
 from core.clock import Clock
-from core.errors import HeraldError, PermissionDenied
+from core.errors import HeraldError, NotFound, PermissionDenied
 from core.models import Schedule
 from core.settings import Settings
 from core.store import Store
@@ -24,7 +24,7 @@ class CaseBase:
     settings: Settings
     on_due: Callable[[datetime], None] | None
 
-    async def actor(self, actor_id: str) -> Actor:
+    async def actor(self, actor_id: ActorRef) -> Actor:
         """The acting member with their role (InvalidInput for a malformed id)."""
         raise NotImplementedError
 
@@ -56,7 +56,22 @@ class CaseBase:
         default (InvalidInput for an unknown one)."""
         return timeexpr.zone(tz or actor.timezone or self.settings.default_tz).key
 
-    async def _scope(self, actor_id: str) -> tuple[Actor, str | None]:
-        """The actor, and the owner their lists are limited to (None: everyone)."""
+    async def _scope(
+        self, actor_id: ActorRef, tenant: str | None = None
+    ) -> tuple[Actor, str | None, str | None]:
+        """The actor, the owner their lists are limited to (None: everyone) and the
+        tenant (None: every tenant; see :meth:`tenant_scope`)."""
         actor = await self.actor(actor_id)
-        return actor, None if actor.sees_everything else actor.id
+        owner = None if actor.sees_everything else actor.id
+        return actor, owner, self.tenant_scope(actor, tenant)
+
+    @staticmethod
+    def tenant_scope(actor: Actor, tenant: str | None = None) -> str | None:
+        """The tenant a query of ``actor`` is limited to: their own; for Herald-wide
+        actors the one they name, or every tenant (None). Naming another tenant without
+        being Herald-wide is refused like a missing one."""
+        if actor.herald_wide:
+            return tenant or None
+        if tenant and tenant != actor.tenant:
+            raise NotFound(f"There is no tenant {tenant} of yours.")
+        return actor.tenant

@@ -12,13 +12,13 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from core import timeexpr
-from core.actors import Actor
+from core.actors import Actor, ActorRef
 from core.case_base import CaseBase
 from core.destinations import parse_destination
-from core.errors import Conflict, HeraldError, InvalidInput
+from core.errors import Conflict, HeraldError, InvalidInput, NotFound
 from core.models import Audit, Job, Schedule, ScheduleState
 from core.scrub import calendar_source, scrub
 from core.store import AuditEntry
@@ -66,6 +66,9 @@ _RULES: dict[str, tuple[Callable[[Actor], bool], str]] = {
         "Members see their own schedules only.",
     ),
 }
+
+#: The console filters that carry an owner and a tenant.
+_F = TypeVar("_F", ScheduleFilter, AttemptFilter, DeadFilter)
 
 
 def unavailable(actor: Actor, action: str) -> str | None:
@@ -145,111 +148,112 @@ class ConsoleCases(CaseBase):
     """The console's use cases; rely on :class:`~core.case_base.CaseBase` and on the
     dead-letter and schedule use cases they build on."""
 
-    async def show_schedule(self, actor_id: str, schedule_id: int) -> ScheduleDetail:
+    async def show_schedule(self, actor_id: ActorRef, schedule_id: int) -> ScheduleDetail:
         raise NotImplementedError
 
-    async def retry_dead_letters(self, actor_id: str, job_ids: Sequence[int]) -> tuple[str, int]:
+    async def retry_dead_letters(
+        self, actor_id: ActorRef, job_ids: Sequence[int]
+    ) -> tuple[str, int]:
         raise NotImplementedError
 
-    async def reject_dead_retry(self, actor_id: str, job_ids: Sequence[int]) -> int:
+    async def reject_dead_retry(self, actor_id: ActorRef, job_ids: Sequence[int]) -> int:
         raise NotImplementedError
 
-    async def discard_dead_letters(self, actor_id: str, job_ids: Sequence[int]) -> int:
+    async def discard_dead_letters(self, actor_id: ActorRef, job_ids: Sequence[int]) -> int:
         raise NotImplementedError
 
     # --- overview -------------------------------------------------------------------
 
-    async def overview(self, actor_id: str) -> Overview:
-        """The state of the whole queue (counts only: no message content)."""
-        await self.actor(actor_id)
+    async def overview(self, actor_id: ActorRef) -> Overview:
+        """The state of the queue (counts only: no message content): of the actor's
+        tenant, or the whole queue for Herald-wide actors."""
+        actor = await self.actor(actor_id)
         now = self.clock.now()
-        counts = await self.store.job_counts()
-        figures = await self.store.overview_figures(now=now)
+        counts = await self.store.job_counts(tenant=actor.scope)
+        figures = await self.store.overview_figures(now=now, tenant=actor.scope)
         return Overview(now, counts, figures)
 
     # --- pages ------------------------------------------------------------------------
 
     async def schedules_page(
         self,
-        actor_id: str,
+        actor_id: ActorRef,
         f: ScheduleFilter,
         *,
         before_id: int | None = None,
         limit: int = 100,
     ) -> list[Schedule]:
         """Schedules matching ``f`` that the actor may see, newest first."""
-        _, owner = await self._scope(actor_id)
-        if owner is not None:
-            f = replace(f, owner=owner)
+        f = await self._scoped(actor_id, f)
         return await self.store.schedules_page(f, before_id=before_id, limit=limit)
 
     async def queue_page(
         self,
-        actor_id: str,
+        actor_id: ActorRef,
         view: str,
         *,
         after: tuple[datetime, int] | None = None,
         limit: int = 100,
+        tenant: str | None = None,
     ) -> list[QueueRow]:
         """Jobs in one queue view (due, pending, in_flight, retrying)."""
-        _, owner = await self._scope(actor_id)
+        _, owner, scope = await self._scope(actor_id, tenant)
         return await self.store.queue_page(
-            view, now=self.clock.now(), owner=owner, after=after, limit=limit
+            view, now=self.clock.now(), owner=owner, tenant=scope, after=after, limit=limit
         )
 
     async def delivery_log(
         self,
-        actor_id: str,
+        actor_id: ActorRef,
         f: AttemptFilter,
         *,
         before: tuple[datetime, int] | None = None,
         limit: int = 100,
     ) -> list[AttemptRow]:
         """Attempts matching ``f``, newest first."""
-        _, owner = await self._scope(actor_id)
-        if owner is not None:
-            f = replace(f, owner=owner)
+        f = await self._scoped(actor_id, f)
         return await self.store.attempts_page(f, before=before, limit=limit)
 
-    async def dead_groups(self, actor_id: str, f: DeadFilter) -> list[DeadGroup]:
-        _, owner = await self._scope(actor_id)
-        return await self.store.dead_groups(replace(f, owner=owner))
+    async def dead_groups(self, actor_id: ActorRef, f: DeadFilter) -> list[DeadGroup]:
+        return await self.store.dead_groups(await self._scoped(actor_id, f))
 
     async def dead_page(
         self,
-        actor_id: str,
+        actor_id: ActorRef,
         f: DeadFilter,
         *,
         before: tuple[datetime, int] | None = None,
         limit: int = 100,
     ) -> list[DeadLetter]:
-        _, owner = await self._scope(actor_id)
-        return await self.store.dead_page(replace(f, owner=owner), before=before, limit=limit)
+        f = await self._scoped(actor_id, f)
+        return await self.store.dead_page(f, before=before, limit=limit)
 
     async def audit_log(
-        self, actor_id: str, f: AuditFilter, *, before_id: int | None = None, limit: int = 100
+        self, actor_id: ActorRef, f: AuditFilter, *, before_id: int | None = None, limit: int = 100
     ) -> list[Audit]:
         """The audit log, newest first: everything for operators and admins, a member's
-        own actions otherwise."""
-        _, owner = await self._scope(actor_id)
+        own actions otherwise; of the actor's tenant (Herald-wide: any)."""
+        _, owner, tenant = await self._scope(actor_id, f.tenant)
+        f = replace(f, tenant=tenant)
         if owner is not None:
             f = replace(f, actor=owner)
         return await self.store.audit_page(f, before_id=before_id, limit=limit)
 
     async def calendars_page(
         self,
-        actor_id: str,
+        actor_id: ActorRef,
         *,
         failing_only: bool = False,
         after_id: int | None = None,
         limit: int = 100,
+        tenant: str | None = None,
     ) -> CalendarPage:
         """Calendars the actor may see (operators and admins: all; members: their
         own) in id order, with their refresh state, feeds and waiting reminders.
         Sources, errors and destinations are redacted: a URL shows its host only."""
-        _, owner = await self._scope(actor_id)
+        _, owner, scope = await self._scope(actor_id, tenant)
         page = await self.store.calendars_page(
-            owner=owner, failing_only=failing_only, after_id=after_id, limit=limit
+            owner=owner, tenant=scope, failing_only=failing_only, after_id=after_id, limit=limit
         )
         rows = [
             replace(
@@ -262,9 +266,18 @@ class ConsoleCases(CaseBase):
         ]
         return replace(page, rows=rows)
 
+    async def _scoped(self, actor_id: ActorRef, f: _F) -> _F:
+        """``f`` limited to what the actor may see: their tenant (Herald-wide: the
+        tenant ``f`` names, else all) and, for members, their own rows."""
+        _, owner, tenant = await self._scope(actor_id, f.tenant)
+        f = replace(f, tenant=tenant)
+        return f if owner is None else replace(f, owner=owner)
+
     # --- bulk actions on schedules ----------------------------------------------------
 
-    async def plan_schedules_bulk(self, actor_id: str, action: str, f: ScheduleFilter) -> BulkPlan:
+    async def plan_schedules_bulk(
+        self, actor_id: ActorRef, action: str, f: ScheduleFilter
+    ) -> BulkPlan:
         """How many schedules ``action`` would change (for the confirmation)."""
         actor, visible = await self._bulk_scope(actor_id, action, f)
         matching = await self.store.count_schedules(visible)
@@ -279,7 +292,7 @@ class ConsoleCases(CaseBase):
 
     async def bulk_schedules(
         self,
-        actor_id: str,
+        actor_id: ActorRef,
         action: str,
         f: ScheduleFilter,
         *,
@@ -295,28 +308,30 @@ class ConsoleCases(CaseBase):
             raise InvalidInput("Say how far to shift, e.g. 2h or -30m.")
         target = self._actionable(actor, action, visible)
         owner = None if actor.is_admin else actor.id
+        tenant = visible.tenant
         now = self.clock.now()
         total, after = 0, 0
         while ids := await self.store.schedule_ids(target, after_id=after, limit=CHUNK):
             after = ids[-1]
             if action == "shift":
                 assert shift is not None
-                entry = AuditEntry(
-                    actor.id, "schedule.shift", "schedule", "", {**VIA, "by": str(shift)}
+                entry = AuditEntry.by(
+                    actor, "schedule.shift", "schedule", "", {**VIA, "by": str(shift)}
                 )
                 changed = await self.store.shift_schedules(
-                    ids, by=shift, owner=owner, now=now, audit=entry
+                    ids, by=shift, owner=owner, tenant=tenant, now=now, audit=entry
                 )
                 if changed:
                     self._due(now)
             else:
                 to_state, from_states = SCHEDULE_BULK[action]
-                entry = AuditEntry(actor.id, f"schedule.{action}", "schedule", "", dict(VIA))
+                entry = AuditEntry.by(actor, f"schedule.{action}", "schedule", "", dict(VIA))
                 changed = await self.store.stop_schedules(
                     ids,
                     to_state=to_state,
                     from_states=from_states,
                     owner=owner,
+                    tenant=tenant,
                     now=now,
                     audit=entry,
                 )
@@ -324,11 +339,12 @@ class ConsoleCases(CaseBase):
         return total
 
     async def _bulk_scope(
-        self, actor_id: str, action: str, f: ScheduleFilter
+        self, actor_id: ActorRef, action: str, f: ScheduleFilter
     ) -> tuple[Actor, ScheduleFilter]:
         if action not in SCHEDULE_BULK:
             raise InvalidInput(f"Unknown bulk action {action!r}: use cancel, pause or shift.")
-        actor, owner = await self._scope(actor_id)
+        actor, owner, tenant = await self._scope(actor_id, f.tenant)
+        f = replace(f, tenant=tenant)
         return actor, f if owner is None else replace(f, owner=owner)
 
     @staticmethod
@@ -344,13 +360,12 @@ class ConsoleCases(CaseBase):
 
     # --- dead letters -----------------------------------------------------------------
 
-    async def count_dead(self, actor_id: str, f: DeadFilter) -> int:
-        _, owner = await self._scope(actor_id)
-        return await self.store.count_dead(replace(f, owner=owner))
+    async def count_dead(self, actor_id: ActorRef, f: DeadFilter) -> int:
+        return await self.store.count_dead(await self._scoped(actor_id, f))
 
     async def dead_letter_action(
         self,
-        actor_id: str,
+        actor_id: ActorRef,
         action: str,
         *,
         ids: Sequence[int] | None = None,
@@ -362,7 +377,7 @@ class ConsoleCases(CaseBase):
         is audited."""
         if action not in DEAD_ACTIONS:
             raise InvalidInput(f"Unknown action {action!r}: use {', '.join(DEAD_ACTIONS)}.")
-        actor, owner = await self._scope(actor_id)
+        actor, owner, tenant = await self._scope(actor_id, f.tenant if f else None)
         reason = unavailable(actor, f"dead.{action}")
         if reason is not None:
             objects = ", ".join(map(str, ids)) if ids is not None else "all matching"
@@ -370,7 +385,7 @@ class ConsoleCases(CaseBase):
         if ids is not None:
             chunks: list[list[int]] = [list(ids[i : i + CHUNK]) for i in range(0, len(ids), CHUNK)]
         else:
-            scope = replace(f or DeadFilter(), owner=owner)
+            scope = replace(f or DeadFilter(), owner=owner, tenant=tenant)
             if action in ("approve", "reject"):
                 scope = replace(scope, requested=True)
             chunks, after = [], 0
@@ -385,7 +400,7 @@ class ConsoleCases(CaseBase):
         )
         for chunk in chunks:
             if action == "retry":
-                verb, n = await self.retry_dead_letters(actor.id, chunk)
+                verb, n = await self.retry_dead_letters(actor_id, chunk)
             elif action == "approve":
                 letters = await self.store.dead_letters(ids=chunk, limit=len(chunk))
                 unrequested = [d.job_id for d in letters if d.retry_requested_by is None]
@@ -394,11 +409,11 @@ class ConsoleCases(CaseBase):
                         f"Dead letter {', '.join(map(str, unrequested))} has no retry "
                         "request to approve; retry it instead."
                     )
-                _, n = await self.retry_dead_letters(actor.id, chunk)
+                _, n = await self.retry_dead_letters(actor_id, chunk)
             elif action == "reject":
-                n = await self.reject_dead_retry(actor.id, chunk)
+                n = await self.reject_dead_retry(actor_id, chunk)
             else:
-                n = await self.discard_dead_letters(actor.id, chunk)
+                n = await self.discard_dead_letters(actor_id, chunk)
             total += n
         return verb, total
 
@@ -406,7 +421,7 @@ class ConsoleCases(CaseBase):
 
     async def timeline(
         self,
-        actor_id: str,
+        actor_id: ActorRef,
         *,
         schedule_id: int | None = None,
         job_id: int | None = None,
@@ -427,7 +442,13 @@ class ConsoleCases(CaseBase):
             schedule_id = focus.schedule_id
         if schedule_id is None:
             raise InvalidInput("Say which schedule, job or attempt to show.")
-        detail = await self.show_schedule(actor_id, schedule_id)
+        try:
+            detail = await self.show_schedule(actor_id, schedule_id)
+        except NotFound:
+            if focus is None:
+                raise
+            # another tenant's or member's job: as if it did not exist
+            raise NotFound(f"There is no job {job_id} of yours.") from None
         schedule = detail.schedule
         jobs = list(detail.jobs)
         attempts = list(detail.attempts)

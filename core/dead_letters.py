@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from core.actors import Actor
+from core.actors import Actor, ActorRef
 from core.case_base import CaseBase
 from core.errors import Conflict, InvalidInput, NotFound
 from core.store import AuditEntry
@@ -17,12 +17,15 @@ from core.store.queue import DeadLetter
 class DeadLetterCases(CaseBase):
     """Dead-letter decisions; relies on :class:`~core.case_base.CaseBase`."""
 
-    async def dead_letters(self, actor_id: str, *, limit: int = 200) -> list[DeadLetter]:
-        """Dead letters, newest first: everyone's for operators and admins, else own."""
-        _, owner = await self._scope(actor_id)
-        return await self.store.dead_letters(owner=owner, limit=limit)
+    async def dead_letters(
+        self, actor_id: ActorRef, *, limit: int = 200, tenant: str | None = None
+    ) -> list[DeadLetter]:
+        """Dead letters of the actor's tenant, newest first: everyone's for operators and
+        admins, else own (Herald-wide ones: every tenant's, or the ``tenant`` named)."""
+        _, owner, tenant = await self._scope(actor_id, tenant)
+        return await self.store.dead_letters(owner=owner, tenant=tenant, limit=limit)
 
-    async def dead_letter(self, actor_id: str, job_id: int) -> list[DeadLetter]:
+    async def dead_letter(self, actor_id: ActorRef, job_id: int) -> list[DeadLetter]:
         """One dead letter the actor may see (as a one-item list)."""
         actor = await self.actor(actor_id)
         return await self._dead_visible(actor, [job_id])
@@ -31,7 +34,11 @@ class DeadLetterCases(CaseBase):
         if not job_ids:
             raise InvalidInput("Name at least one dead letter (its job id).")
         found = await self.store.dead_letters(ids=job_ids, limit=len(job_ids))
-        visible = {d.job_id: d for d in found if actor.sees_everything or d.owner == actor.id}
+        visible = {
+            d.job_id: d
+            for d in found
+            if actor.owns_tenant_of(d.tenant) and (actor.sees_everything or d.owner == actor.id)
+        }
         missing = [job_id for job_id in job_ids if job_id not in visible]
         if missing:
             ids = ", ".join(str(m) for m in missing)
@@ -41,7 +48,9 @@ class DeadLetterCases(CaseBase):
             raise NotFound(reason)
         return [visible[job_id] for job_id in job_ids]
 
-    async def retry_dead_letters(self, actor_id: str, job_ids: Sequence[int]) -> tuple[str, int]:
+    async def retry_dead_letters(
+        self, actor_id: ActorRef, job_ids: Sequence[int]
+    ) -> tuple[str, int]:
         """An admin's retry puts the jobs back in the queue now (fresh attempt budget,
         same idempotency key); anyone else's becomes a request an admin decides on.
         Returns ``("retried" | "requested", count)``."""
@@ -49,18 +58,18 @@ class DeadLetterCases(CaseBase):
         await self._dead_visible(actor, job_ids)
         now = self.clock.now()
         if actor.is_admin:
-            audit = AuditEntry(actor.id, "dead.retry", "job")
+            audit = AuditEntry.by(actor, "dead.retry", "job")
             count = await self.store.retry_dead(job_ids, now=now, audit=audit)
             if count:
                 self._due(now)
             return "retried", count
-        audit = AuditEntry(actor.id, "dead.retry_request", "job")
+        audit = AuditEntry.by(actor, "dead.retry_request", "job")
         return "requested", await self.store.request_dead_retry(
             job_ids, actor=actor.id, now=now, audit=audit
         )
 
     async def decide_dead_letters(
-        self, actor_id: str, job_ids: Sequence[int], decision: str
+        self, actor_id: ActorRef, job_ids: Sequence[int], decision: str
     ) -> int:
         """An admin's decision on dead letters from an alert button: ``"retry"`` or
         ``"discard"``. Anyone else is refused (and the refusal audited); nothing changes."""
@@ -79,7 +88,7 @@ class DeadLetterCases(CaseBase):
             return (await self.retry_dead_letters(actor_id, job_ids))[1]
         return await self.discard_dead_letters(actor_id, job_ids)
 
-    async def reject_dead_retry(self, actor_id: str, job_ids: Sequence[int]) -> int:
+    async def reject_dead_retry(self, actor_id: ActorRef, job_ids: Sequence[int]) -> int:
         """An admin turns down retry requests; the jobs stay dead."""
         actor = await self.actor(actor_id)
         if not actor.is_admin:
@@ -95,10 +104,10 @@ class DeadLetterCases(CaseBase):
         if unrequested:
             ids = ", ".join(str(j) for j in unrequested)
             raise Conflict(f"Dead letter {ids} has no retry request to reject.")
-        audit = AuditEntry(actor.id, "dead.retry_reject", "job")
+        audit = AuditEntry.by(actor, "dead.retry_reject", "job")
         return await self.store.reject_dead_retry(job_ids, now=self.clock.now(), audit=audit)
 
-    async def discard_dead_letters(self, actor_id: str, job_ids: Sequence[int]) -> int:
+    async def discard_dead_letters(self, actor_id: ActorRef, job_ids: Sequence[int]) -> int:
         """Give up on dead letters for good (operators and admins)."""
         actor = await self.actor(actor_id)
         if not actor.sees_everything:
@@ -110,7 +119,7 @@ class DeadLetterCases(CaseBase):
                 "Only operators and admins can discard dead letters.",
             )
         await self._dead_visible(actor, job_ids)
-        audit = AuditEntry(actor.id, "dead.discard", "job")
+        audit = AuditEntry.by(actor, "dead.discard", "job")
         return await self.store.discard_dead(job_ids, now=self.clock.now(), audit=audit)
 
 

@@ -30,7 +30,7 @@ from zoneinfo import ZoneInfo
 import httpx
 
 from core import calendars, templates
-from core.actors import Actor
+from core.actors import Actor, ActorRef, Principal
 from core.calendars import Blackouts, CalendarError
 from core.case_base import CaseBase
 from core.destinations import parse_destination
@@ -41,6 +41,7 @@ from core.models import CalendarSource, Feed, Schedule, ScheduleState
 from core.scrub import scrub
 from core.store import AuditEntry, ScheduleQuery
 from core.store.calendars import CalendarQueries, FetchRecord
+from core.tenancy import neutralize_mentions
 
 log = logging.getLogger(__name__)
 
@@ -115,14 +116,21 @@ class FeedCases(CaseBase):
             etag = modified = None
         name = calendars.calendar_name(calendars.parse(body, source)) or source[:200]
         return await self._cal.save_calendar(
-            actor.id, source, body=body, name=name, now=now, etag=etag, last_modified=modified
+            actor.id,
+            source,
+            tenant=actor.tenant,
+            body=body,
+            name=name,
+            now=now,
+            etag=etag,
+            last_modified=modified,
         )
 
     # --- skip calendars -------------------------------------------------------------------
 
     async def attach_skip_calendars(
         self,
-        actor_id: str,
+        actor_id: ActorRef,
         schedule_id: int,
         sources: Sequence[str] = (),
         files: Mapping[str, str] | None = None,
@@ -162,7 +170,10 @@ class FeedCases(CaseBase):
         return skips
 
     async def load_calendars(
-        self, actor_id: str, sources: Sequence[str] = (), files: Mapping[str, str] | None = None
+        self,
+        actor_id: ActorRef,
+        sources: Sequence[str] = (),
+        files: Mapping[str, str] | None = None,
     ) -> list[CalendarSource]:
         """Fetch and check calendars (URLs, or files by name → text) and store them, so
         a request can be refused before anything else is written."""
@@ -213,6 +224,7 @@ class FeedCases(CaseBase):
                 "schedule",
                 str(schedule.id),
                 {"calendars": ids, "skipped": len(hits)},
+                tenant=schedule.tenant,
             ),
         )
         self._due(updated.next_run_at)
@@ -222,7 +234,7 @@ class FeedCases(CaseBase):
 
     async def add_feed(
         self,
-        actor_id: str,
+        actor_id: ActorRef,
         *,
         calendar: str,
         to: str,
@@ -247,6 +259,7 @@ class FeedCases(CaseBase):
         feed = await self._cal.add_feed(
             Feed(
                 calendar_id=source.id,
+                tenant=actor.tenant,
                 owner=actor.id,
                 destination=destination,
                 before_s=lead,
@@ -255,26 +268,28 @@ class FeedCases(CaseBase):
                 created_at=now,
                 updated_at=now,
             ),
-            audit=AuditEntry(actor.id, "feed.add", "feed", details={"calendar": source.id}),
+            audit=AuditEntry.by(actor, "feed.add", "feed", details={"calendar": source.id}),
             now=now,
         )
         await self.sync_feed(feed, source)
         return feed
 
-    async def list_feeds(self, actor_id: str) -> list[Feed]:
-        _, owner = await self._scope(actor_id)
-        return await self._cal.list_feeds(owner)
+    async def list_feeds(self, actor_id: ActorRef, *, tenant: str | None = None) -> list[Feed]:
+        _, owner, scope = await self._scope(actor_id, tenant)
+        return await self._cal.list_feeds(owner, tenant=scope)
 
-    async def remove_feed(self, actor_id: str, feed_id: int) -> int:
+    async def remove_feed(self, actor_id: ActorRef, feed_id: int) -> int:
         """Unsubscribe; waiting reminders are cancelled. Returns how many."""
         actor = await self.actor(actor_id)
         feed = await self._cal.get_feed(feed_id)
         reason = f"There is no feed {feed_id} of yours."
         if feed is None:
             raise NotFound(reason)
-        if feed.owner != actor.id and not actor.is_admin:  # refused (audited) as if absent
+        if not actor.owns_tenant_of(feed.tenant) or (
+            feed.owner != actor.id and not actor.is_admin
+        ):  # refused (audited) as if absent
             raise await self.denied(actor, "feed.remove", "feed", str(feed_id), reason, NotFound)
-        audit = AuditEntry(actor.id, "feed.remove", "feed", str(feed_id))
+        audit = AuditEntry.by(actor, "feed.remove", "feed", str(feed_id), tenant=feed.tenant)
         return await self._cal.remove_feed(feed_id, audit=audit, now=self.clock.now())
 
     async def sync_feed(self, feed: Feed, source: CalendarSource) -> dict[str, int]:
@@ -312,7 +327,7 @@ class FeedCases(CaseBase):
                     now=now,
                     cancel_open_jobs=True,
                     arm_at=at,
-                    audit=AuditEntry(SYSTEM, "feed.reminder_move", "schedule"),
+                    audit=AuditEntry(SYSTEM, "feed.reminder_move", "schedule", tenant=feed.tenant),
                 )
                 self._due(at)
                 counts["moved"] += 1
@@ -326,7 +341,9 @@ class FeedCases(CaseBase):
                     values={"state": ScheduleState.CANCELLED.value, "next_run_at": None},
                     now=now,
                     cancel_open_jobs=True,
-                    audit=AuditEntry(SYSTEM, "feed.reminder_cancel", "schedule"),
+                    audit=AuditEntry(
+                        SYSTEM, "feed.reminder_cancel", "schedule", tenant=feed.tenant
+                    ),
                 )
                 counts["cancelled"] += 1
         return counts
@@ -336,7 +353,7 @@ class FeedCases(CaseBase):
     ) -> None:
         schedule = Schedule(
             owner=feed.owner,
-            workspace=feed.owner.partition(":")[0],
+            tenant=feed.tenant,
             destination=feed.destination,
             body=text[:4000],
             expression=f"feed {feed.id} reminder",
@@ -352,7 +369,9 @@ class FeedCases(CaseBase):
             schedule,
             first_run=at,
             now=now,
-            audit=AuditEntry(SYSTEM, "feed.reminder", "schedule", details={"feed": feed.id}),
+            audit=AuditEntry(
+                SYSTEM, "feed.reminder", "schedule", details={"feed": feed.id}, tenant=feed.tenant
+            ),
         )
         self._due(at)
 
@@ -440,7 +459,7 @@ class FeedCases(CaseBase):
 
     # --- export -----------------------------------------------------------------------
 
-    async def export_ics(self, actor_id: str, owner: str | None = None) -> bytes:
+    async def export_ics(self, actor_id: ActorRef, owner: str | None = None) -> bytes:
         """A member's schedules (default: the actor's) as an iCalendar file."""
         actor = await self.actor(actor_id)
         whose = owner or actor.id
@@ -453,25 +472,28 @@ class FeedCases(CaseBase):
                 "Only operators and admins can export someone else's schedules.",
             )
         found = await self.store.list_schedules(
-            ScheduleQuery(owner=whose, states=("active", "paused"), limit=10_000)
+            ScheduleQuery(
+                owner=whose, tenant=actor.scope, states=("active", "paused"), limit=10_000
+            )
         )
         return export(found, now=self.clock.now(), name=f"Herald: {whose}")
 
-    async def calendar_feed_token(self, actor_id: str, *, rotate: bool = False) -> str:
+    async def calendar_feed_token(self, actor_id: ActorRef, *, rotate: bool = False) -> str:
         """The secret of the actor's calendar-feed URL (``/calendar/<token>.ics``,
         served by ``herald run``), issued on first use; ``rotate`` issues a new one and
         the old URL stops working."""
         actor = await self.actor(actor_id)
-        member = await self.store.get_member(actor.id)
+        member = await self.store.get_member(actor.tenant, actor.id)
         if member is not None and member.calendar_token and not rotate:
             return member.calendar_token
         token = secrets.token_urlsafe(24)
         await self.store.save_member(
+            actor.tenant,
             actor.id,
             calendar_token=token,
             now=self.clock.now(),
-            audit=AuditEntry(
-                actor.id,
+            audit=AuditEntry.by(
+                actor,
                 "member.calendar_token",
                 "member",
                 actor.id,
@@ -482,22 +504,23 @@ class FeedCases(CaseBase):
 
     async def calendar_for_token(self, token: str) -> bytes:
         """The iCalendar file behind a feed token; NotFound for any other string."""
-        owner = await self.store.member_by_calendar_token(token) if token else None
-        if owner is None:
+        found = await self.store.member_by_calendar_token(token) if token else None
+        if found is None:
             raise NotFound("There is no calendar at that address.")
-        return await self.export_ics(owner)
+        tenant, owner = found
+        return await self.export_ics(Principal(owner, tenant))
 
 
 def _reminder(feed: Feed, event: calendars.EventInstance, zone: ZoneInfo) -> str:
     start = event.start.astimezone(zone)
     return templates.render(
         feed.template,
-        {
-            "event.summary": event.summary,
+        {  # a calendar's texts notify nobody: mentions in them are shown, not sent
+            "event.summary": neutralize_mentions(event.summary),
             "event.start": start,
             "event.end": event.end.astimezone(zone),
-            "event.location": event.location,
-            "event.description": event.description,
+            "event.location": neutralize_mentions(event.location),
+            "event.description": neutralize_mentions(event.description),
             "date": event.day or start.date(),
             "schedule.id": None,
         },

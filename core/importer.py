@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from core.actors import ActorRef
 from core.errors import HeraldError, InvalidInput
 from core.usecases import Herald, audit_summary
 
@@ -69,7 +70,7 @@ def _read_line(line: str) -> dict[str, Any]:
 
 async def import_schedules(
     herald: Herald,
-    actor_id: str,
+    actor_id: ActorRef,
     lines: Iterable[str],
     *,
     skip_invalid: bool = False,
@@ -128,7 +129,9 @@ async def import_schedules(
     if report.invalid and not skip_invalid:
         raise ImportRejected(report.invalid)
     existing = await herald.store.existing_keys(
-        actor.id, [row["idempotency_key"] for row in rows if row["idempotency_key"] is not None]
+        actor.id,
+        [row["idempotency_key"] for row in rows if row["idempotency_key"] is not None],
+        tenant=actor.tenant,
     )
     if existing:
         keep = [i for i, row in enumerate(rows) if row["idempotency_key"] not in existing]
@@ -136,6 +139,7 @@ async def import_schedules(
         rows = [rows[i] for i in keep]
         details = [details[i] for i in keep]
     total = len(rows)
+    await herald.check_quota(actor, adding=total)  # imports count like one-by-one creates
     if progress is not None:
         progress(0, total)
     now = herald.clock.now()
@@ -146,6 +150,7 @@ async def import_schedules(
             actor=actor.id,
             action="schedule.import",
             now=now,
+            tenant=actor.tenant,
         )
         report.ids.extend(ids)
         report.imported += len(ids)

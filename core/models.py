@@ -124,9 +124,20 @@ def _utc(**kw: Any) -> Any:
     return Field(sa_type=UTCDateTime, **kw)
 
 
-class Member(SQLModel, table=True):
-    """A platform user: ``slack:U123``, ``discord:456``, ``local:alice``."""
+#: The tenant of the terminal: the CLI, the console and the rows made before tenants.
+LOCAL_TENANT = "local"
 
+
+class Member(SQLModel, table=True):
+    """A platform user (``slack:U123``, ``discord:456``, ``local:alice``) as a member of one
+    tenant (``slack:T…``, ``discord:<guild>``, ``local``): roles are held per tenant."""
+
+    tenant: str = Field(
+        default=LOCAL_TENANT,
+        primary_key=True,
+        max_length=200,
+        sa_column_kwargs={"server_default": LOCAL_TENANT},
+    )
     id: str = Field(primary_key=True, max_length=200)
     display_name: str = Field(default="", max_length=200)
     role: str = Field(default=Role.MEMBER.value, max_length=16)
@@ -146,11 +157,15 @@ class Schedule(SQLModel, table=True):
     __table_args__ = (
         sa.Index("ix_schedule_owner_state", "owner", "state"),
         sa.Index("ix_schedule_state_next", "state", "next_run_at"),
-        sa.Index("ux_schedule_owner_key", "owner", "idempotency_key", unique=True),
+        sa.Index("ix_schedule_tenant_state", "tenant", "state"),
+        sa.Index("ux_schedule_owner_key", "tenant", "owner", "idempotency_key", unique=True),
     )
 
     id: int | None = Field(default=None, primary_key=True)
-    workspace: str = Field(default="", max_length=200)
+    #: The workspace or server it belongs to (``slack:T…``, ``discord:<guild>``, ``local``).
+    tenant: str = Field(
+        default=LOCAL_TENANT, max_length=200, sa_column_kwargs={"server_default": LOCAL_TENANT}
+    )
     owner: str = Field(max_length=200)
     destination: str = Field(max_length=2000, index=True)
     body: str = Field(sa_type=sa.Text)
@@ -240,10 +255,14 @@ class Audit(SQLModel, table=True):
     __table_args__ = (
         sa.Index("ix_audit_object", "object_type", "object_id"),
         sa.Index("ix_audit_at", "at"),
+        sa.Index("ix_audit_tenant_at", "tenant", "at"),
     )
 
     id: int | None = Field(default=None, primary_key=True, sa_type=BigId)
     at: datetime = _utc()
+    tenant: str = Field(
+        default=LOCAL_TENANT, max_length=200, sa_column_kwargs={"server_default": LOCAL_TENANT}
+    )
     actor: str = Field(max_length=200)
     action: str = Field(max_length=64)
     object_type: str = Field(max_length=32)
@@ -267,9 +286,14 @@ class CalendarSource(SQLModel, table=True):
     its last good content: the blackout dates of skip calendars, the events of feeds."""
 
     __tablename__ = "calendar"
-    __table_args__ = (sa.Index("ux_calendar_owner_source", "owner", "source", unique=True),)
+    __table_args__ = (
+        sa.Index("ux_calendar_owner_source", "tenant", "owner", "source", unique=True),
+    )
 
     id: int | None = Field(default=None, primary_key=True)
+    tenant: str = Field(
+        default=LOCAL_TENANT, max_length=200, sa_column_kwargs={"server_default": LOCAL_TENANT}
+    )
     owner: str = Field(max_length=200)
     #: ``https://...`` or ``file:<name>`` for an upload.
     source: str = Field(max_length=2000)
@@ -298,6 +322,12 @@ class Feed(SQLModel, table=True):
 
     id: int | None = Field(default=None, primary_key=True)
     calendar_id: int = Field(foreign_key="calendar.id", ondelete="CASCADE", index=True)
+    tenant: str = Field(
+        default=LOCAL_TENANT,
+        max_length=200,
+        index=True,
+        sa_column_kwargs={"server_default": LOCAL_TENANT},
+    )
     owner: str = Field(max_length=200)
     destination: str = Field(max_length=2000)
     before_s: int = Field(default=600)

@@ -85,6 +85,39 @@ class Settings(BaseSettings):
     dead_letter_max: int = Field(default=100_000, ge=1, alias="HERALD_DEAD_LETTER_MAX")
     dead_letter_days: float = Field(default=90.0, gt=0, alias="HERALD_DEAD_LETTER_DAYS")
 
+    # tenants, mentions and quotas (core.tenancy)
+    #: Slack workspaces (team ids) this deployment serves; empty: the bot token's own.
+    slack_team_ids: Annotated[frozenset[str], NoDecode] = Field(
+        default=frozenset(), alias="HERALD_SLACK_TEAM_IDS"
+    )
+    #: Tenants whose members (not only admins) may use Slack's <!channel>, <!here>,
+    #: <!everyone> and user-group mentions.
+    broadcast_tenants: Annotated[frozenset[str], NoDecode] = Field(
+        default=frozenset(), alias="HERALD_BROADCAST_TENANTS"
+    )
+    #: Tenants no quota applies to (the terminal's, by default).
+    quota_exempt_tenants: Annotated[frozenset[str], NoDecode] = Field(
+        default=frozenset({"local"}), alias="HERALD_QUOTA_EXEMPT_TENANTS"
+    )
+    quota_schedules_per_member: int = Field(
+        default=200, ge=1, alias="HERALD_QUOTA_SCHEDULES_PER_MEMBER"
+    )
+    quota_schedules: int = Field(default=10_000, ge=1, alias="HERALD_QUOTA_SCHEDULES_PER_TENANT")
+    #: Seconds: the shortest interval of a member's recurring schedule into a shared
+    #: chat channel (0: no minimum).
+    quota_min_interval: float = Field(default=900.0, ge=0, alias="HERALD_QUOTA_MIN_INTERVAL")
+    #: Slack and Discord commands per member per minute (0: no limit).
+    quota_commands_per_minute: int = Field(
+        default=30, ge=0, alias="HERALD_QUOTA_COMMANDS_PER_MINUTE"
+    )
+
+    @field_validator("slack_team_ids", "broadcast_tenants", "quota_exempt_tenants", mode="before")
+    @classmethod
+    def _split_list(cls, value: object) -> object:
+        if isinstance(value, str):
+            return frozenset(part.strip() for part in value.split(",") if part.strip())
+        return value
+
     @field_validator("admins", mode="before")
     @classmethod
     def _split_admins(cls, value: object) -> object:

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from core import calendars, templates, timeexpr
-from core.actors import Actor
+from core import calendars, templates, tenancy, timeexpr
+from core.actors import Actor, ActorRef, Principal
 from core.channels.base import Channel
 from core.clock import Clock
 from core.console_cases import ConsoleCases
@@ -23,13 +23,23 @@ from core.dead_letters import DeadLetterCases
 from core.destinations import parse_destination
 from core.errors import Conflict, HeraldError, InvalidInput, NotFound, PermissionDenied
 from core.feeds import FeedCases
-from core.models import Attempt, CalendarSource, Job, Member, Role, Schedule, ScheduleState
+from core.models import (
+    LOCAL_TENANT,
+    Attempt,
+    CalendarSource,
+    Job,
+    Member,
+    Role,
+    Schedule,
+    ScheduleState,
+)
 from core.settings import Settings
 from core.store import AuditEntry, ScheduleQuery, Store
 
 MAX_TEXT = 4000
 MAX_KEY = 200
 _ACTOR = re.compile(r"^[a-z][a-z0-9_-]*:[^\s:][^\s]*$")
+_TENANT = re.compile(r"^(local|[a-z][a-z0-9_-]*:[^\s:][^\s]{0,190})$")
 
 
 @dataclass(frozen=True)
@@ -90,6 +100,23 @@ def _check_actor_id(actor_id: str) -> None:
         )
 
 
+def _check_tenant(tenant: str) -> None:
+    if not _TENANT.match(tenant):
+        raise InvalidInput(
+            f"{tenant!r} is not a tenant: use local, slack:T… or discord:<server id>."
+        )
+
+
+def _principal(ref: ActorRef) -> Principal:
+    """Who is acting, checked: a bare id acts in the ``local`` tenant."""
+    if isinstance(ref, Actor):
+        ref = ref.principal
+    principal = ref if isinstance(ref, Principal) else Principal(ref)
+    _check_actor_id(principal.id)
+    _check_tenant(principal.tenant)
+    return principal
+
+
 def _refuse_skip_phrase(when: str) -> None:
     """Calendars to skip (``… except holidays from URL``) are named when a schedule is
     created one at a time; anywhere else the phrase is refused, said plainly (rather
@@ -140,45 +167,66 @@ class Herald(DeadLetterCases, ConsoleCases, FeedCases):
         #: Called with the due time whenever a job is created or moved, so an
         #: in-process dispatcher wakes at once (set by the composition root).
         self.on_due = on_due
+        self._commands = tenancy.CommandMeter(settings.quota_commands_per_minute)
 
     # --- who is acting ------------------------------------------------------------
 
-    async def actor(self, actor_id: str) -> Actor:
-        """Resolve an actor id to its role: ``HERALD_ADMINS`` first, then the member table."""
-        _check_actor_id(actor_id)
-        return self._actor_of(actor_id, await self.store.get_member(actor_id))
+    async def actor(self, ref: ActorRef) -> Actor:
+        """Resolve who is acting to their role in their tenant: ``HERALD_ADMINS`` first
+        (admins of every tenant), then the tenant's member table. A bare id acts in the
+        ``local`` tenant (InvalidInput for a malformed id or tenant)."""
+        principal = _principal(ref)
+        return self._actor_of(
+            principal, await self.store.get_member(principal.tenant, principal.id)
+        )
 
-    def _actor_of(self, actor_id: str, member: Member | None) -> Actor:
-        """The actor an id and its member row (if any) make."""
+    def _actor_of(self, principal: Principal, member: Member | None) -> Actor:
+        """The actor a principal and its member row in that tenant (if any) make."""
         role = Role(member.role) if member is not None else Role.MEMBER
-        if actor_id in self.settings.admins or (member is not None and member.platform_admin):
+        herald_admin = principal.id in self.settings.admins
+        if herald_admin or (member is not None and member.platform_admin):
             role = Role.ADMIN
-        return Actor(actor_id, role, member.timezone if member is not None else None)
+        herald_wide = herald_admin or (
+            principal.tenant == LOCAL_TENANT and role in (Role.OPERATOR, Role.ADMIN)
+        )
+        return Actor(
+            principal.id,
+            role,
+            member.timezone if member is not None else None,
+            tenant=principal.tenant,
+            herald_wide=herald_wide,
+            mentions=principal.mentions,
+        )
 
-    async def set_timezone(self, actor_id: str, tz: str) -> str:
+    async def set_timezone(self, actor_id: ActorRef, tz: str) -> str:
         """Remember the actor's preferred zone; returns its canonical name."""
         actor = await self.actor(actor_id)
         name = timeexpr.zone(tz).key
         await self.store.save_member(
+            actor.tenant,
             actor.id,
             now=self.clock.now(),
             timezone=name,
-            audit=AuditEntry(actor.id, "member.timezone", "member", actor.id, {"timezone": name}),
+            audit=AuditEntry.by(actor, "member.timezone", "member", actor.id, {"timezone": name}),
         )
         return name
 
     async def sync_member(
         self,
-        actor_id: str,
+        actor_id: ActorRef,
         *,
         display_name: str | None = None,
         platform_admin: bool | None = None,
     ) -> Actor:
-        """Record what a chat platform says about a member (name; whether it
-        administers the workspace/server, which makes them a Herald admin). Writes only
-        when something changed; a change of admin standing is audited."""
-        _check_actor_id(actor_id)
-        member = await self.store.get_member(actor_id)
+        """Record what a chat platform says about a member of a tenant (name; whether
+        they administer that workspace/server, which makes them an admin of that tenant
+        only). Writes only when something changed; a change of admin standing is
+        audited. ``platform_admin`` defaults to what the principal carries."""
+        principal = _principal(actor_id)
+        actor_id, tenant = principal.id, principal.tenant
+        if platform_admin is None:
+            platform_admin = principal.platform_admin
+        member = await self.store.get_member(tenant, actor_id)
         name_changed = display_name is not None and (
             member is None or member.display_name != display_name
         )
@@ -193,19 +241,25 @@ class Herald(DeadLetterCases, ConsoleCases, FeedCases):
                     "member",
                     actor_id,
                     {"platform_admin": platform_admin},
+                    tenant=tenant,
                 )
             member = await self.store.save_member(
+                tenant,
                 actor_id,
                 now=self.clock.now(),
                 display_name=display_name,
                 platform_admin=platform_admin,
                 audit=audit,
             )
-        return self._actor_of(actor_id, member)
+        return self._actor_of(principal, member)
 
-    async def set_role(self, actor_id: str, member_id: str, role: str) -> None:
-        """An admin gives ``member_id`` a role (member, operator, admin)."""
+    async def set_role(
+        self, actor_id: ActorRef, member_id: str, role: str, *, tenant: str | None = None
+    ) -> None:
+        """An admin gives ``member_id`` a role (member, operator, admin) in ``tenant``
+        (default: the admin's own; another tenant only for Herald-wide admins)."""
         actor = await self.actor(actor_id)
+        where = tenant or actor.tenant
         if not actor.is_admin:
             raise await self.denied(
                 actor, "member.role", "member", member_id, "Only an admin can change roles."
@@ -214,13 +268,19 @@ class Herald(DeadLetterCases, ConsoleCases, FeedCases):
             new_role = Role(role)
         except ValueError as exc:
             raise InvalidInput(f"Unknown role {role!r}: use member, operator or admin.") from exc
-        await self.actor(member_id)  # validates the id
+        _check_tenant(where)
+        if not actor.owns_tenant_of(where):
+            raise await self.denied(
+                actor, "member.role", "member", member_id, f"There is no tenant {where} of yours."
+            )
+        await self.actor(Principal(member_id, where))  # validates the id
         await self.store.save_member(
+            where,
             member_id,
             now=self.clock.now(),
             role=new_role.value,
-            audit=AuditEntry(
-                actor.id, "member.role", "member", member_id, {"role": new_role.value}
+            audit=AuditEntry.by(
+                actor, "member.role", "member", member_id, {"role": new_role.value}, tenant=where
             ),
         )
 
@@ -251,10 +311,13 @@ class Herald(DeadLetterCases, ConsoleCases, FeedCases):
         _refuse_skip_phrase(when)  # create() takes it off first; an import line cannot
         zone_name = self._zone_for(actor, tz)
         reading = self.read_when(when, zone_name)
+        checked = check_options(options)
+        tenancy.check_mentions(actor, destination, body, checked, self.settings)
+        tenancy.check_interval(actor, destination, reading.rule, self.settings)
         now = self.clock.now()
         return {
             "owner": actor.id,
-            "workspace": actor.id.partition(":")[0],
+            "tenant": actor.tenant,
             "destination": str(destination),
             "body": body,
             "expression": reading.expression,
@@ -265,7 +328,7 @@ class Herald(DeadLetterCases, ConsoleCases, FeedCases):
             "state": ScheduleState.ACTIVE.value,
             "idempotency_key": check_key(key),
             "max_lateness_s": None if max_lateness is None else round(max_lateness),
-            "options": _with_template_flag(check_options(options), body),
+            "options": _with_template_flag(checked, body),
             "version": 1,
             "created_at": now,
             "updated_at": now,
@@ -273,7 +336,7 @@ class Herald(DeadLetterCases, ConsoleCases, FeedCases):
 
     async def create_schedule(
         self,
-        actor_id: str,
+        actor_id: ActorRef,
         *,
         to: str,
         when: str,
@@ -296,28 +359,32 @@ class Herald(DeadLetterCases, ConsoleCases, FeedCases):
         that cannot be read (CalendarError) creates nothing."""
         actor = await self.actor(actor_id)
         when, urls = calendars.split_skip_phrase(when)
-        values = self.build_schedule(
+        values = await self._audited_refusals(
             actor,
-            to=to,
-            when=when,
-            text=text,
-            tz=tz,
-            key=key,
-            max_lateness=max_lateness,
-            options=options,
+            lambda: self.build_schedule(
+                actor,
+                to=to,
+                when=when,
+                text=text,
+                tz=tz,
+                key=key,
+                max_lateness=max_lateness,
+                options=options,
+            ),
         )
+        await self.check_quota(actor, adding=1)
         await self.check_reachable(values["destination"])
         sources = [*urls, *skip]
         if sources or skip_files:
-            skip_loaded = [*skip_loaded, *await self.load_calendars(actor.id, sources, skip_files)]
+            skip_loaded = [*skip_loaded, *await self.load_calendars(actor, sources, skip_files)]
         schedule = Schedule(**values)
         skips = self._skip_from_the_start(schedule, skip_loaded) if skip_loaded else None
         stored, created = await self.store.create_schedule(
             schedule,
             first_run=schedule.next_run_at,
             now=self.clock.now(),
-            audit=AuditEntry(
-                actor.id,
+            audit=AuditEntry.by(
+                actor,
                 "schedule.create",
                 "schedule",
                 details=audit_summary(values),
@@ -333,6 +400,50 @@ class Herald(DeadLetterCases, ConsoleCases, FeedCases):
                 )
         return stored, created
 
+    async def _audited_refusals(
+        self, actor: Actor, build: Callable[[], dict[str, Any]]
+    ) -> dict[str, Any]:
+        """``build()``, with quota and mention refusals audited (``schedule.create.denied``)."""
+        try:
+            return build()
+        except (tenancy.QuotaExceeded, tenancy.MentionRefused) as exc:
+            raise await self.denied(
+                actor, "schedule.create", "schedule", "", str(exc), type(exc)
+            ) from None
+
+    async def check_quota(self, actor: Actor, *, adding: int) -> None:
+        """Refuse (and audit) ``adding`` live schedules past the member's or tenant's quota."""
+        if tenancy.exempt(actor, self.settings):
+            return
+        mine, total = await self.store.count_live(actor.tenant, actor.id)
+        try:
+            tenancy.check_live_count(
+                actor, mine=mine, tenant_total=total, adding=adding, settings=self.settings
+            )
+        except tenancy.QuotaExceeded as exc:
+            raise await self.denied(
+                actor, "schedule.create", "schedule", "", str(exc), tenancy.QuotaExceeded
+            ) from None
+
+    async def count_command(self, actor_id: ActorRef) -> Actor:
+        """Count one chat command of the actor against ``HERALD_QUOTA_COMMANDS_PER_MINUTE``;
+        QuotaExceeded (audited once a minute per member) past it. Returns the actor."""
+        actor = await self.actor(actor_id)
+        if tenancy.exempt(actor, self.settings):
+            return actor
+        now = self.clock.now()
+        if self._commands.admit(actor, now):
+            return actor
+        reason = (
+            f"You sent more than {self.settings.quota_commands_per_minute} commands in a "
+            "minute; wait a moment and try again."
+        )
+        if self._commands.first_refusal(actor, now):
+            raise await self.denied(
+                actor, "command", "member", actor.id, reason, tenancy.QuotaExceeded
+            )
+        raise tenancy.QuotaExceeded(reason)
+
     async def check_reachable(self, destination: str) -> None:
         """Ask the destination's channel whether it can deliver there (InvalidInput if
         not); a syntax check only when no channel is wired in."""
@@ -343,15 +454,17 @@ class Herald(DeadLetterCases, ConsoleCases, FeedCases):
 
     async def list_schedules(
         self,
-        actor_id: str,
+        actor_id: ActorRef,
         *,
         everyone: bool = False,
         state: str | None = None,
         destination: str | None = None,
         text: str | None = None,
+        tenant: str | None = None,
         limit: int = 200,
     ) -> list[Schedule]:
-        """The actor's schedules (or, for operators and admins, everyone's)."""
+        """The actor's schedules in their tenant (or, for operators and admins,
+        everyone's there; Herald-wide ones may name any ``tenant``, default all)."""
         actor = await self.actor(actor_id)
         if everyone and not actor.sees_everything:
             raise await self.denied(
@@ -375,6 +488,7 @@ class Herald(DeadLetterCases, ConsoleCases, FeedCases):
         return await self.store.list_schedules(
             ScheduleQuery(
                 owner=None if everyone else actor.id,
+                tenant=self.tenant_scope(actor, tenant),
                 states=states,
                 destination=destination,
                 text=text,
@@ -393,7 +507,7 @@ class Herald(DeadLetterCases, ConsoleCases, FeedCases):
     ) -> HeraldError:
         """Audit a refused attempt (``<action>.denied``) and return the error to raise."""
         await self.store.record_audit(
-            AuditEntry(actor.id, f"{action}.denied", object_type, object_id, {"reason": reason}),
+            AuditEntry.by(actor, f"{action}.denied", object_type, object_id, {"reason": reason}),
             now=self.clock.now(),
         )
         return error(reason)
@@ -403,7 +517,9 @@ class Herald(DeadLetterCases, ConsoleCases, FeedCases):
         reason = f"There is no schedule {schedule_id} of yours."
         if schedule is None:
             raise NotFound(reason)
-        if schedule.owner != actor.id and not actor.sees_everything:
+        if not actor.owns_tenant_of(schedule.tenant) or (
+            schedule.owner != actor.id and not actor.sees_everything
+        ):
             # someone else's: refused (and audited) without saying that it exists
             raise await self.denied(
                 actor, f"schedule.{action}", "schedule", str(schedule_id), reason, NotFound
@@ -430,7 +546,7 @@ class Herald(DeadLetterCases, ConsoleCases, FeedCases):
             )
         return schedule
 
-    async def show_schedule(self, actor_id: str, schedule_id: int) -> ScheduleDetail:
+    async def show_schedule(self, actor_id: ActorRef, schedule_id: int) -> ScheduleDetail:
         """One schedule with its jobs and their attempts."""
         actor = await self.actor(actor_id)
         schedule = await self._visible(actor, schedule_id)
@@ -441,7 +557,7 @@ class Herald(DeadLetterCases, ConsoleCases, FeedCases):
 
     async def edit_schedule(
         self,
-        actor_id: str,
+        actor_id: ActorRef,
         schedule_id: int,
         *,
         when: str | None = None,
@@ -463,18 +579,44 @@ class Herald(DeadLetterCases, ConsoleCases, FeedCases):
         changed: dict[str, Any] = {}
         if text is not None:
             values["body"] = check_text(text)
-            values["options"] = _with_template_flag(dict(schedule.options or {}), text)
             changed["text_chars"] = len(text)
         if to is not None:
             destination = parse_destination(to)
             await self.check_reachable(str(destination))
             values["destination"] = str(destination)
             changed["destination"] = destination.redacted()
+        if text is not None or to is not None:
+            # whom the message may notify is the editor's to say, as of this edit
+            body = values.get("body", schedule.body)
+            options = _with_template_flag(dict(schedule.options or {}), body)
+            try:
+                values["options"] = tenancy.check_mentions(
+                    actor,
+                    parse_destination(values.get("destination", schedule.destination)),
+                    body,
+                    options,
+                    self.settings,
+                )
+            except tenancy.MentionRefused as exc:
+                raise await self.denied(
+                    actor, "schedule.edit", "schedule", str(schedule_id), str(exc), type(exc)
+                ) from None
         arm_at: datetime | None = None
         if when is not None:
             _refuse_skip_phrase(when)
             zone_name = self._zone_for(actor, tz or schedule.timezone)
             reading = self.read_when(when, zone_name)
+            try:
+                tenancy.check_interval(
+                    actor,
+                    parse_destination(values.get("destination", schedule.destination)),
+                    reading.rule,
+                    self.settings,
+                )
+            except tenancy.QuotaExceeded as exc:
+                raise await self.denied(
+                    actor, "schedule.edit", "schedule", str(schedule_id), str(exc), type(exc)
+                ) from None
             values.update(
                 expression=reading.expression,
                 timezone=zone_name,
@@ -490,7 +632,7 @@ class Herald(DeadLetterCases, ConsoleCases, FeedCases):
         )
 
     async def pause_schedule(
-        self, actor_id: str, schedule_id: int, *, expected_version: int | None = None
+        self, actor_id: ActorRef, schedule_id: int, *, expected_version: int | None = None
     ) -> Schedule:
         """Stop sending until resumed; waiting jobs are cancelled."""
         actor = await self.actor(actor_id)
@@ -499,7 +641,7 @@ class Herald(DeadLetterCases, ConsoleCases, FeedCases):
         return await self._set_state(actor, schedule, ScheduleState.PAUSED, cancel=True)
 
     async def resume_schedule(
-        self, actor_id: str, schedule_id: int, *, expected_version: int | None = None
+        self, actor_id: ActorRef, schedule_id: int, *, expected_version: int | None = None
     ) -> Schedule:
         """Start sending again from the next occurrence after now."""
         actor = await self.actor(actor_id)
@@ -523,7 +665,7 @@ class Herald(DeadLetterCases, ConsoleCases, FeedCases):
         return await self._set_state(actor, schedule, ScheduleState.ACTIVE, arm_at=upcoming)
 
     async def skip_next(
-        self, actor_id: str, schedule_id: int, *, expected_version: int | None = None
+        self, actor_id: ActorRef, schedule_id: int, *, expected_version: int | None = None
     ) -> Schedule:
         """Skip a recurring schedule's next occurrence only; it resumes after it."""
         actor = await self.actor(actor_id)
@@ -546,7 +688,7 @@ class Herald(DeadLetterCases, ConsoleCases, FeedCases):
         )
 
     async def cancel_schedule(
-        self, actor_id: str, schedule_id: int, *, expected_version: int | None = None
+        self, actor_id: ActorRef, schedule_id: int, *, expected_version: int | None = None
     ) -> Schedule:
         """Stop for good; waiting jobs are cancelled."""
         actor = await self.actor(actor_id)
@@ -592,7 +734,14 @@ class Herald(DeadLetterCases, ConsoleCases, FeedCases):
             now=self.clock.now(),
             cancel_open_jobs=cancel,
             arm_at=arm_at,
-            audit=AuditEntry(actor.id, f"schedule.{verb}", "schedule", str(schedule.id), details),
+            audit=AuditEntry.by(
+                actor,
+                f"schedule.{verb}",
+                "schedule",
+                str(schedule.id),
+                details,
+                tenant=schedule.tenant,
+            ),
         )
         self._due(arm_at)
         return updated

@@ -18,8 +18,9 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession
 
 from core import db
+from core.actors import Actor
 from core.errors import DatabaseError, HeraldError
-from core.models import Attempt, Audit, Job, Member, Schedule
+from core.models import LOCAL_TENANT, Attempt, Audit, Job, Member, Schedule
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +43,22 @@ class AuditEntry:
     object_type: str
     object_id: str = ""
     details: dict[str, Any] = field(default_factory=dict)
+    #: The tenant the action belongs to: the object's, else the actor's.
+    tenant: str = LOCAL_TENANT
+
+    @classmethod
+    def by(
+        cls,
+        actor: Actor,
+        action: str,
+        object_type: str,
+        object_id: str = "",
+        details: dict[str, Any] | None = None,
+        *,
+        tenant: str | None = None,
+    ) -> AuditEntry:
+        """An entry by ``actor`` in ``tenant`` (default: the actor's own)."""
+        return cls(actor.id, action, object_type, object_id, details or {}, tenant or actor.tenant)
 
 
 def new_idempotency_key() -> str:
@@ -233,6 +250,7 @@ class Gateway:
                     "object_type": audit.object_type,
                     "object_id": object_id,
                     "details": {**audit.details, **details},
+                    "tenant": audit.tenant,
                 }
                 for object_id, details in objects
             ],
@@ -248,5 +266,6 @@ class Gateway:
                 object_type=entry.object_type,
                 object_id=entry.object_id,
                 details=entry.details,
+                tenant=entry.tenant,
             )
         )

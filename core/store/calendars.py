@@ -13,6 +13,7 @@ from sqlmodel import col, select
 
 from core.errors import Conflict
 from core.models import (
+    LOCAL_TENANT,
     OPEN_STATE_VALUES,
     CalendarSource,
     Feed,
@@ -120,18 +121,30 @@ class CalendarQueries(Gateway):
     # --- calendars ----------------------------------------------------------------
 
     async def save_calendar(
-        self, owner: str, source: str, *, body: str, name: str, now: datetime, **fetch: Any
+        self,
+        owner: str,
+        source: str,
+        *,
+        body: str,
+        name: str,
+        now: datetime,
+        tenant: str = LOCAL_TENANT,
+        **fetch: Any,
     ) -> CalendarSource:
         """Create or replace the owner's calendar for ``source`` with good content."""
         async with self._session() as s:
             found = await s.execute(
                 select(CalendarSource).where(
-                    col(CalendarSource.owner) == owner, col(CalendarSource.source) == source
+                    col(CalendarSource.tenant) == tenant,
+                    col(CalendarSource.owner) == owner,
+                    col(CalendarSource.source) == source,
                 )
             )
             cal = found.scalars().first()
             if cal is None:
-                cal = CalendarSource(owner=owner, source=source, created_at=now, updated_at=now)
+                cal = CalendarSource(
+                    tenant=tenant, owner=owner, source=source, created_at=now, updated_at=now
+                )
                 s.add(cal)
             cal.body, cal.name, cal.fetched_at, cal.checked_at = body, name, now, now
             cal.etag = fetch.get("etag")
@@ -202,14 +215,17 @@ class CalendarQueries(Gateway):
         self,
         *,
         owner: str | None = None,
+        tenant: str | None = None,
         failing_only: bool = False,
         after_id: int | None = None,
         limit: int = 100,
     ) -> CalendarPage:
-        """One page of calendars (of ``owner``, when given) in id order (keyset:
-        ``after_id``), each with its active feeds, their waiting reminders and how many
-        schedules skip its dates; and the counts of the whole scope."""
+        """One page of calendars (of ``owner`` and ``tenant``, when given) in id order
+        (keyset: ``after_id``), each with its active feeds, their waiting reminders and
+        how many schedules skip its dates; and the counts of the whole scope."""
         scope: list[Any] = [] if owner is None else [CALENDAR.c.owner == owner]
+        if tenant is not None:
+            scope.append(CALENDAR.c.tenant == tenant)
         failing = CALENDAR.c.last_error.is_not(None)
         where = [*scope, failing] if failing_only else list(scope)
         if after_id is not None:
@@ -237,7 +253,7 @@ class CalendarQueries(Gateway):
             counts = (await conn.execute(counts_q)).one()
             ids = [int(r[0]) for r in rows]
             feeds = await self._feed_uses(conn, ids)
-            skipping = await self._skipping(conn, ids, owner)
+            skipping = await self._skipping(conn, ids, owner, tenant)
         found = [
             CalendarRow(
                 id=int(r[0]),
@@ -296,7 +312,9 @@ class CalendarQueries(Gateway):
         return found
 
     @staticmethod
-    async def _skipping(conn: Any, calendar_ids: list[int], owner: str | None) -> dict[int, int]:
+    async def _skipping(
+        conn: Any, calendar_ids: list[int], owner: str | None, tenant: str | None = None
+    ) -> dict[int, int]:
         """How many active or paused schedules (of ``owner``, when given) skip each of
         these calendars: one scan, grouped by the list of calendars a schedule names."""
         if not calendar_ids:
@@ -308,6 +326,8 @@ class CalendarQueries(Gateway):
         )
         if owner is not None:
             q = q.where(SCHEDULE.c.owner == owner)
+        if tenant is not None:
+            q = q.where(SCHEDULE.c.tenant == tenant)
         wanted, found = set(calendar_ids), dict.fromkeys(calendar_ids, 0)
         for text, count in await conn.execute(q.group_by(lists).limit(10_000)):
             try:
@@ -428,10 +448,14 @@ class CalendarQueries(Gateway):
             await self._audit(s, entry, now)
             return feed
 
-    async def list_feeds(self, owner: str | None = None) -> list[Feed]:
+    async def list_feeds(
+        self, owner: str | None = None, *, tenant: str | None = None
+    ) -> list[Feed]:
         stmt = select(Feed).where(col(Feed.state) == FeedState.ACTIVE.value)
         if owner is not None:
             stmt = stmt.where(col(Feed.owner) == owner)
+        if tenant is not None:
+            stmt = stmt.where(col(Feed.tenant) == tenant)
         async with self._session() as s:
             return list((await s.execute(stmt.order_by(col(Feed.id)))).scalars())
 
@@ -473,11 +497,11 @@ class CalendarQueries(Gateway):
         async with self._session() as s:
             return list((await s.execute(stmt.order_by(col(Schedule.starts_at)))).scalars())
 
-    async def member_by_calendar_token(self, token: str) -> str | None:
-        """Whose calendar feed ``token`` opens, if anyone's."""
+    async def member_by_calendar_token(self, token: str) -> tuple[str, str] | None:
+        """Whose calendar feed ``token`` opens, if anyone's: ``(tenant, member id)``."""
         async with self._read() as conn:
             found = await conn.execute(
-                sa.select(MEMBER.c.id).where(MEMBER.c.calendar_token == token)
+                sa.select(MEMBER.c.tenant, MEMBER.c.id).where(MEMBER.c.calendar_token == token)
             )
             row = found.first()
-            return None if row is None else str(row[0])
+            return None if row is None else (str(row[0]), str(row[1]))

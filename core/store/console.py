@@ -38,6 +38,8 @@ class ScheduleFilter:
     """Which schedules a console list or bulk action covers. ``None`` means "any"."""
 
     owner: str | None = None
+    #: The tenant the schedules belong to.
+    tenant: str | None = None
     states: tuple[str, ...] | None = None
     #: A prefix of the destination (``slack:`` or a whole URI).
     destination: str | None = None
@@ -55,11 +57,13 @@ class AttemptFilter:
     since: datetime | None = None
     until: datetime | None = None
     owner: str | None = None
+    tenant: str | None = None
 
 
 @dataclass(frozen=True)
 class DeadFilter:
     owner: str | None = None
+    tenant: str | None = None
     #: A group key: the first ``REASON_CHARS`` characters of the last error.
     reason: str | None = None
     destination: str | None = None
@@ -69,6 +73,7 @@ class DeadFilter:
 @dataclass(frozen=True)
 class AuditFilter:
     actor: str | None = None
+    tenant: str | None = None
     #: A prefix of the action (``schedule.`` or ``dead.retry``).
     action: str | None = None
     object_type: str | None = None
@@ -87,6 +92,7 @@ class QueueRow:
     lease_owner: str | None
     lease_expires_at: datetime | None
     last_error: str | None
+    tenant: str = "local"
 
 
 @dataclass(frozen=True)
@@ -126,6 +132,13 @@ class Figures:
     workers: list[Worker] = field(default_factory=list)
 
 
+def _tenant_jobs(tenant: str | None) -> list[Any]:
+    """A condition on JOB: its schedule belongs to ``tenant`` (none when None)."""
+    if tenant is None:
+        return []
+    return [JOB.c.schedule_id.in_(sa.select(SCHEDULE.c.id).where(SCHEDULE.c.tenant == tenant))]
+
+
 def _prefix(column: Any, prefix: str) -> Any:
     return sa.func.substr(column, 1, len(prefix)) == prefix
 
@@ -155,28 +168,30 @@ class ConsoleQueries(Gateway):
 
     # --- overview ---------------------------------------------------------------------
 
-    async def overview_figures(self, *, now: datetime) -> Figures:
+    async def overview_figures(self, *, now: datetime, tenant: str | None = None) -> Figures:
         """Due soon, deliveries per minute, first-try success, oldest overdue job, dead
-        letters and dispatchers, as of ``now``."""
+        letters and dispatchers, as of ``now`` (of one tenant's jobs, when given)."""
         hour_ago, soon = now - timedelta(hours=1), now + timedelta(hours=1)
         minute = self._minute(ATTEMPT.c.started_at)
         first_try = sa.and_(JOB.c.state == JobState.DELIVERED.value, JOB.c.attempts <= 1)
+        mine = _tenant_jobs(tenant)
         queries = {
             "due": sa.select(sa.func.count())
             .select_from(JOB)
-            .where(WAITING, JOB.c.due_at > now, JOB.c.due_at <= soon),
+            .where(WAITING, JOB.c.due_at > now, JOB.c.due_at <= soon, *mine),
             "finished": sa.select(
                 sa.func.count(), sa.func.sum(sa.case((first_try, 1), else_=0))
             ).where(
                 JOB.c.state.in_([JobState.DELIVERED.value, JobState.DEAD.value]),
                 JOB.c.finished_at > hour_ago,
+                *mine,
             ),
             "oldest": sa.select(JOB.c.id, JOB.c.due_at)
-            .where(WAITING, JOB.c.due_at <= now)
+            .where(WAITING, JOB.c.due_at <= now, *mine)
             .order_by(JOB.c.due_at)
             .limit(1),
             "dead": sa.select(sa.func.count(), sa.func.count(JOB.c.retry_requested_by)).where(
-                JOB.c.state == JobState.DEAD.value
+                JOB.c.state == JobState.DEAD.value, *mine
             ),
         }
         rates_q = (
@@ -185,6 +200,8 @@ class ConsoleQueries(Gateway):
             .where(ATTEMPT.c.started_at > hour_ago, ATTEMPT.c.started_at <= now)
             .group_by(minute)
         )
+        if tenant is not None:
+            rates_q = rates_q.where(ATTEMPT.c.job_id.in_(sa.select(JOB.c.id).where(*mine)))
         workers_q = sa.select(WORKER).order_by(WORKER.c.heartbeat_at.desc()).limit(20)
         async with self._read() as conn:
             rows = {name: (await conn.execute(q)).first() for name, q in queries.items()}
@@ -225,6 +242,8 @@ class ConsoleQueries(Gateway):
         where: list[Any] = []
         if f.owner is not None:
             where.append(SCHEDULE.c.owner == f.owner)
+        if f.tenant is not None:
+            where.append(SCHEDULE.c.tenant == f.tenant)
         if f.states:
             where.append(SCHEDULE.c.state.in_(f.states))
         if f.destination:
@@ -273,6 +292,7 @@ class ConsoleQueries(Gateway):
         owner: str | None,
         now: datetime,
         audit: AuditEntry,
+        tenant: str | None = None,
     ) -> list[int]:
         """Move schedules (of ``owner``, when given) from ``from_states`` to ``to_state``
         (paused or cancelled), cancel their waiting jobs and audit each, in one
@@ -282,6 +302,8 @@ class ConsoleQueries(Gateway):
         where = [SCHEDULE.c.id.in_(list(ids)), SCHEDULE.c.state.in_(list(from_states))]
         if owner is not None:
             where.append(SCHEDULE.c.owner == owner)
+        if tenant is not None:
+            where.append(SCHEDULE.c.tenant == tenant)
         async with self._conn() as conn:
             rows = await conn.execute(sa.select(SCHEDULE.c.id, SCHEDULE.c.state).where(*where))
             before = {int(row[0]): str(row[1]) for row in rows}
@@ -319,6 +341,7 @@ class ConsoleQueries(Gateway):
         owner: str | None,
         now: datetime,
         audit: AuditEntry,
+        tenant: str | None = None,
     ) -> list[int]:
         """Move the waiting jobs of active schedules (of ``owner``, when given) by
         ``by`` (never earlier than ``now``); a one-off's start moves with it. Audits
@@ -328,6 +351,8 @@ class ConsoleQueries(Gateway):
         where = [SCHEDULE.c.id.in_(list(ids)), SCHEDULE.c.state == ScheduleState.ACTIVE.value]
         if owner is not None:
             where.append(SCHEDULE.c.owner == owner)
+        if tenant is not None:
+            where.append(SCHEDULE.c.tenant == tenant)
         async with self._conn() as conn:
             schedules = {
                 int(row.id): row
@@ -404,6 +429,7 @@ class ConsoleQueries(Gateway):
         *,
         now: datetime,
         owner: str | None = None,
+        tenant: str | None = None,
         after: tuple[datetime, int] | None = None,
         limit: int = 100,
     ) -> list[QueueRow]:
@@ -423,6 +449,8 @@ class ConsoleQueries(Gateway):
             raise ValueError(f"unknown queue view {view!r}")
         if owner is not None:
             where.append(SCHEDULE.c.owner == owner)
+        if tenant is not None:
+            where.append(SCHEDULE.c.tenant == tenant)
         q = (
             sa.select(
                 JOB.c.id,
@@ -435,6 +463,7 @@ class ConsoleQueries(Gateway):
                 JOB.c.lease_owner,
                 JOB.c.lease_expires_at,
                 _reason(JOB.c.last_error),
+                SCHEDULE.c.tenant,
             )
             .join(SCHEDULE, SCHEDULE.c.id == JOB.c.schedule_id)
             .where(*where, _before((key, JOB.c.id), after, desc=False))
@@ -469,6 +498,8 @@ class ConsoleQueries(Gateway):
             where.append(_prefix(SCHEDULE.c.destination, f.destination))
         if f.owner is not None:
             where.append(SCHEDULE.c.owner == f.owner)
+        if f.tenant is not None:
+            where.append(SCHEDULE.c.tenant == f.tenant)
         q = (
             sa.select(
                 ATTEMPT.c.id,
@@ -499,6 +530,8 @@ class ConsoleQueries(Gateway):
         where: list[Any] = [JOB.c.state == JobState.DEAD.value]
         if f.owner is not None:
             where.append(SCHEDULE.c.owner == f.owner)
+        if f.tenant is not None:
+            where.append(SCHEDULE.c.tenant == f.tenant)
         if f.reason is not None:
             where.append(_reason(JOB.c.last_error) == f.reason)
         if f.destination:
@@ -518,7 +551,11 @@ class ConsoleQueries(Gateway):
             sa.select(reason, sa.func.count(), sa.func.count(JOB.c.retry_requested_by))
         )
         q = (
-            q.where(*self._dead_where(DeadFilter(owner=f.owner, destination=f.destination)))
+            q.where(
+                *self._dead_where(
+                    DeadFilter(owner=f.owner, tenant=f.tenant, destination=f.destination)
+                )
+            )
             .group_by(reason)
             .order_by(sa.func.count().desc(), reason)
             .limit(limit)
@@ -537,6 +574,7 @@ class ConsoleQueries(Gateway):
         columns = (
             JOB.c.id.label("job_id"),
             JOB.c.schedule_id,
+            SCHEDULE.c.tenant,
             SCHEDULE.c.owner,
             SCHEDULE.c.destination,
             SCHEDULE.c.body,
@@ -582,6 +620,8 @@ class ConsoleQueries(Gateway):
         q = sa.select(AUDIT)
         if f.actor:
             q = q.where(AUDIT.c.actor == f.actor)
+        if f.tenant is not None:
+            q = q.where(AUDIT.c.tenant == f.tenant)
         if f.action:
             q = q.where(_prefix(AUDIT.c.action, f.action))
         if f.object_type:

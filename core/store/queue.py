@@ -18,7 +18,14 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
-from core.models import OPEN_STATE_VALUES, WAITING_SQL, JobState, Worker, sqlite_utc_text
+from core.models import (
+    LOCAL_TENANT,
+    OPEN_STATE_VALUES,
+    WAITING_SQL,
+    JobState,
+    Worker,
+    sqlite_utc_text,
+)
 from core.store.base import ATTEMPT, JOB, SCHEDULE, AuditEntry, Gateway, new_idempotency_key
 
 WORKER = Worker.__table__  # type: ignore[attr-defined]
@@ -104,6 +111,7 @@ class DeadLetter:
     finished_at: datetime | None
     retry_requested_by: str | None
     retry_requested_at: datetime | None
+    tenant: str = LOCAL_TENANT
 
 
 # SQLite's planner, without statistics, would prefer the (state, due_at) index and
@@ -638,10 +646,14 @@ class QueueQueries(Gateway):
         overdue = max(0.0, (now - oldest).total_seconds()) if oldest is not None else 0.0
         return QueueStats(counts, int(awaiting), overdue)
 
-    async def job_counts(self) -> dict[str, int]:
-        """How many jobs are in each state."""
+    async def job_counts(self, *, tenant: str | None = None) -> dict[str, int]:
+        """How many jobs are in each state (of one tenant's schedules, when given)."""
+        q = _COUNTS
+        if tenant is not None:
+            mine = sa.select(SCHEDULE.c.id).where(SCHEDULE.c.tenant == tenant)
+            q = q.where(JOB.c.schedule_id.in_(mine))
         async with self._read() as conn:
-            return {state: int(count) for state, count in await conn.execute(_COUNTS)}
+            return {state: int(count) for state, count in await conn.execute(q)}
 
     # --- dead letters ---------------------------------------------------------------
 
@@ -650,6 +662,7 @@ class QueueQueries(Gateway):
             sa.select(
                 JOB.c.id.label("job_id"),
                 JOB.c.schedule_id,
+                SCHEDULE.c.tenant,
                 SCHEDULE.c.owner,
                 SCHEDULE.c.destination,
                 SCHEDULE.c.body,
@@ -665,12 +678,19 @@ class QueueQueries(Gateway):
         )
 
     async def dead_letters(
-        self, *, owner: str | None = None, ids: Sequence[int] | None = None, limit: int = 200
+        self,
+        *,
+        owner: str | None = None,
+        tenant: str | None = None,
+        ids: Sequence[int] | None = None,
+        limit: int = 200,
     ) -> list[DeadLetter]:
-        """Dead jobs, newest first (optionally one owner's, or the given ids)."""
+        """Dead jobs, newest first (optionally one owner's, one tenant's, or the given ids)."""
         q = self._dead_query()
         if owner is not None:
             q = q.where(SCHEDULE.c.owner == owner)
+        if tenant is not None:
+            q = q.where(SCHEDULE.c.tenant == tenant)
         if ids is not None:
             q = q.where(JOB.c.id.in_(list(ids)))
         q = q.order_by(JOB.c.finished_at.desc(), JOB.c.id.desc()).limit(limit)

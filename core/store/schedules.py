@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -12,7 +12,16 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 from sqlmodel import col, select
 
 from core.errors import Conflict, DatabaseError
-from core.models import OPEN_STATE_VALUES, Attempt, Audit, Job, JobState, Member, Schedule
+from core.models import (
+    LOCAL_TENANT,
+    OPEN_STATE_VALUES,
+    Attempt,
+    Audit,
+    Job,
+    JobState,
+    Member,
+    Schedule,
+)
 from core.store.base import JOB, SCHEDULE, AuditEntry, Gateway, new_idempotency_key
 
 
@@ -21,6 +30,8 @@ class ScheduleQuery:
     """Filters for :meth:`ScheduleQueries.list_schedules`. ``None`` means "any"."""
 
     owner: str | None = None
+    #: The tenant the rows belong to (None: every tenant).
+    tenant: str | None = None
     states: tuple[str, ...] | None = None
     destination: str | None = None
     text: str | None = None
@@ -37,12 +48,13 @@ class ScheduleQueries(Gateway):
 
     # --- members ----------------------------------------------------------------
 
-    async def get_member(self, member_id: str) -> Member | None:
+    async def get_member(self, tenant: str, member_id: str) -> Member | None:
         async with self._session() as s:
-            return await s.get(Member, member_id)
+            return await s.get(Member, {"tenant": tenant, "id": member_id})
 
     async def save_member(
         self,
+        tenant: str,
         member_id: str,
         *,
         now: datetime,
@@ -55,9 +67,9 @@ class ScheduleQueries(Gateway):
     ) -> Member:
         """Create the member or update the given fields; returns the stored row."""
         async with self._session() as s:
-            member = await s.get(Member, member_id)
+            member = await s.get(Member, {"tenant": tenant, "id": member_id})
             if member is None:
-                member = Member(id=member_id, created_at=now, updated_at=now)
+                member = Member(tenant=tenant, id=member_id, created_at=now, updated_at=now)
                 s.add(member)
             if role is not None:
                 member.role = role
@@ -76,11 +88,13 @@ class ScheduleQueries(Gateway):
 
     # --- schedules: create --------------------------------------------------------
 
-    async def find_schedule_by_key(self, owner: str, key: str) -> Schedule | None:
+    async def find_schedule_by_key(self, tenant: str, owner: str, key: str) -> Schedule | None:
         async with self._session() as s:
             result = await s.execute(
                 select(Schedule).where(
-                    col(Schedule.owner) == owner, col(Schedule.idempotency_key) == key
+                    col(Schedule.tenant) == tenant,
+                    col(Schedule.owner) == owner,
+                    col(Schedule.idempotency_key) == key,
                 )
             )
             return result.scalars().first()
@@ -92,7 +106,9 @@ class ScheduleQueries(Gateway):
         row in one transaction. Returns ``(schedule, created)``: when the owner already
         has a schedule with the same idempotency key, that one and ``False``."""
         if schedule.idempotency_key is not None:
-            existing = await self.find_schedule_by_key(schedule.owner, schedule.idempotency_key)
+            existing = await self.find_schedule_by_key(
+                schedule.tenant, schedule.owner, schedule.idempotency_key
+            )
             if existing is not None:
                 return existing, False
         try:
@@ -102,21 +118,28 @@ class ScheduleQueries(Gateway):
                 assert schedule.id is not None
                 if first_run is not None:
                     await self._arm(s, schedule.id, first_run, now)
-                entry = AuditEntry(
-                    audit.actor, audit.action, "schedule", str(schedule.id), audit.details
+                entry = replace(
+                    audit,
+                    object_type="schedule",
+                    object_id=str(schedule.id),
+                    tenant=schedule.tenant,
                 )
                 await self._audit(s, entry, now)
         except sa.exc.IntegrityError:
             # Lost a race with the same idempotency key: the other insert won.
             if schedule.idempotency_key is not None:
-                existing = await self.find_schedule_by_key(schedule.owner, schedule.idempotency_key)
+                existing = await self.find_schedule_by_key(
+                    schedule.tenant, schedule.owner, schedule.idempotency_key
+                )
                 if existing is not None:
                     return existing, False
             raise
         return schedule, True
 
-    async def existing_keys(self, owner: str, keys: Iterable[str]) -> set[str]:
-        """Which of ``keys`` the owner already used for a schedule."""
+    async def existing_keys(
+        self, owner: str, keys: Iterable[str], *, tenant: str = LOCAL_TENANT
+    ) -> set[str]:
+        """Which of ``keys`` the owner already used for a schedule in ``tenant``."""
         wanted = list(set(keys))
         found: set[str] = set()
         async with self._session() as s:
@@ -124,7 +147,9 @@ class ScheduleQueries(Gateway):
                 chunk = wanted[start : start + 500]
                 result = await s.execute(
                     sa.select(SCHEDULE.c.idempotency_key).where(
-                        SCHEDULE.c.owner == owner, SCHEDULE.c.idempotency_key.in_(chunk)
+                        SCHEDULE.c.tenant == tenant,
+                        SCHEDULE.c.owner == owner,
+                        SCHEDULE.c.idempotency_key.in_(chunk),
                     )
                 )
                 found.update(row[0] for row in result)
@@ -138,6 +163,7 @@ class ScheduleQueries(Gateway):
         actor: str,
         action: str,
         now: datetime,
+        tenant: str = LOCAL_TENANT,
     ) -> list[int]:
         """Insert many schedules (column dicts, each with ``starts_at``), one job and one
         audit row each (``details`` in the same order), in one transaction.
@@ -166,7 +192,7 @@ class ScheduleQueries(Gateway):
                 await self._notify_due(conn)
                 await self._audit_each(
                     conn,
-                    AuditEntry(actor, action, "schedule"),
+                    AuditEntry(actor, action, "schedule", tenant=tenant),
                     now,
                     [(str(sid), detail) for sid, detail in zip(ids, details, strict=True)],
                 )
@@ -203,6 +229,16 @@ class ScheduleQueries(Gateway):
 
     # --- schedules: read ------------------------------------------------------------
 
+    async def count_live(self, tenant: str, owner: str) -> tuple[int, int]:
+        """Active and paused schedules: ``(of owner in tenant, of the whole tenant)``."""
+        live = SCHEDULE.c.state.in_(("active", "paused"))
+        stmt = sa.select(sa.func.count().filter(SCHEDULE.c.owner == owner), sa.func.count()).where(
+            SCHEDULE.c.tenant == tenant, live
+        )
+        async with self._read() as conn:
+            mine, total = (await conn.execute(stmt)).one()
+        return int(mine), int(total)
+
     async def get_schedule(self, schedule_id: int) -> Schedule | None:
         async with self._session() as s:
             return await s.get(Schedule, schedule_id)
@@ -212,6 +248,8 @@ class ScheduleQueries(Gateway):
         stmt = select(Schedule)
         if query.owner is not None:
             stmt = stmt.where(col(Schedule.owner) == query.owner)
+        if query.tenant is not None:
+            stmt = stmt.where(col(Schedule.tenant) == query.tenant)
         if query.states:
             stmt = stmt.where(col(Schedule.state).in_(query.states))
         if query.destination is not None:
@@ -300,9 +338,7 @@ class ScheduleQueries(Gateway):
                 )
             if arm_at is not None:
                 await self._arm(s, schedule_id, arm_at, now)
-            entry = AuditEntry(
-                audit.actor, audit.action, "schedule", str(schedule_id), audit.details
-            )
+            entry = replace(audit, object_type="schedule", object_id=str(schedule_id))
             await self._audit(s, entry, now)
             updated = await s.get(Schedule, schedule_id, populate_existing=True)
             assert updated is not None

@@ -186,8 +186,14 @@ async def test_bulk_create_keeps_input_order_and_reports_existing_keys(store: St
 
 
 async def test_members_are_created_then_updated(store: Store) -> None:
-    assert await store.get_member("slack:U1") is None
-    m = await store.save_member("slack:U1", now=START, timezone="Europe/Berlin")
+    assert await store.get_member("slack:T1", "slack:U1") is None
+    m = await store.save_member("slack:T1", "slack:U1", now=START, timezone="Europe/Berlin")
     assert (m.role, m.timezone) == ("member", "Europe/Berlin")
-    m = await store.save_member("slack:U1", now=START, role="operator")
+    m = await store.save_member("slack:T1", "slack:U1", now=START, role="operator")
     assert (m.role, m.timezone) == ("operator", "Europe/Berlin")
+    # a role is held per tenant: the same person elsewhere is someone else's member
+    assert await store.get_member("slack:T2", "slack:U1") is None
+    other = await store.save_member("slack:T2", "slack:U1", now=START)
+    assert other.role == "member"
+    again = await store.get_member("slack:T1", "slack:U1")
+    assert again is not None and again.role == "operator"

@@ -1,0 +1,217 @@
+"""What a member may make the bot do in their tenant: whom a message may notify, and the
+quotas that keep one member from flooding a channel or the queue.
+
+The bot posts with more rights than its members have (it can ping ``@everyone`` where
+a member could not), so a delivered message may notify only whom its author could:
+
+- **Discord**: every message carries ``allowed_mentions`` (https://discord.com/developers/
+  docs/resources/message#allowed-mentions-object). Users only, unless the author had
+  Mention Everyone in the channel when scheduling (then ``@everyone``/``@here`` and every
+  role), plus the roles the author could mention themselves (mentionable roles).
+- **Slack** has no such field: ``<!channel>``, ``<!here>``, ``<!everyone>`` and user-group
+  mentions (``<!subteam^…>``, https://api.slack.com/reference/surfaces/formatting#special-
+  mentions) are refused at schedule time unless the author is an admin or their tenant is
+  in ``HERALD_BROADCAST_TENANTS``.
+
+Quotas (each a setting; Herald-wide admins and operators and the tenants in
+``HERALD_QUOTA_EXEMPT_TENANTS``, by default the terminal's ``local``, are exempt): live
+(active or paused) schedules per member and per tenant, the shortest interval of a
+recurring schedule into a shared chat channel for members, and chat commands per member
+per minute.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import deque
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+from typing import Any
+
+from core import timeexpr
+from core.actors import Actor
+from core.destinations import Destination
+from core.errors import HeraldError
+from core.settings import Settings
+
+#: Slack's broadcast and user-group mentions, in message text or in block text.
+_SLACK_BROADCAST = re.compile(r"<!(channel|here|everyone|subteam\^[A-Z0-9]+)(\|[^>]*)?>")
+#: A Discord role mention, ``<@&id>``.
+_DISCORD_ROLE = re.compile(r"<@&(\d{1,20})>")
+#: Destination kinds that post into a chat channel many people read.
+SHARED_CHANNELS = frozenset({"slack", "discord", "discord-webhook"})
+DISCORD_KINDS = frozenset({"discord", "discord-webhook"})
+#: How many occurrences are looked at for the shortest interval of a rule.
+_SAMPLE = 48
+
+
+class QuotaExceeded(HeraldError):
+    """A member or tenant reached one of its limits; nothing was changed."""
+
+
+class MentionRefused(HeraldError):
+    """A message would notify people its author may not notify; nothing was changed."""
+
+
+def exempt(actor: Actor, settings: Settings) -> bool:
+    """Whether no quota applies to ``actor`` (Herald-wide, or an exempt tenant)."""
+    return actor.herald_wide or actor.tenant in settings.quota_exempt_tenants
+
+
+# --- mentions ------------------------------------------------------------------------
+
+
+def slack_broadcasts(body: str, options: Mapping[str, Any] | None) -> list[str]:
+    """The broadcast and user-group mentions in a Slack message (text and blocks)."""
+    found = [m.group(0) for m in _SLACK_BROADCAST.finditer(body)]
+    blocks = (options or {}).get("blocks")
+    if blocks:
+        found += [m.group(0) for m in _SLACK_BROADCAST.finditer(json.dumps(blocks))]
+    return found
+
+
+def check_mentions(
+    actor: Actor,
+    destination: Destination,
+    body: str,
+    options: dict[str, Any],
+    settings: Settings,
+) -> dict[str, Any]:
+    """``options`` with the mentions the author may make (Discord ``allowed_mentions``,
+    which no request may set itself). Raises MentionRefused when a Slack message would
+    notify more people than its author may."""
+    options.pop("allowed_mentions", None)
+    if destination.kind == "slack":
+        broadcasts = slack_broadcasts(body, options)
+        allowed = actor.is_admin or actor.tenant in settings.broadcast_tenants
+        if broadcasts and not allowed:
+            raise MentionRefused(
+                f"Only admins can notify a whole channel or a user group ({broadcasts[0]}): "
+                "Herald posts as the bot, which could reach people you cannot. Remove it, "
+                "or ask an admin to schedule this message."
+            )
+    elif destination.kind in DISCORD_KINDS:
+        options["allowed_mentions"] = discord_allowed_mentions(actor, body)
+    return options
+
+
+def discord_allowed_mentions(actor: Actor, body: str) -> dict[str, Any]:
+    """The ``allowed_mentions`` of a Discord message written by ``actor``."""
+    if actor.herald_wide or actor.mentions.everyone:
+        return {"parse": ["users", "roles", "everyone"]}
+    roles = sorted({m.group(1) for m in _DISCORD_ROLE.finditer(body)} & actor.mentions.roles)
+    allowed: dict[str, Any] = {"parse": ["users"]}
+    if roles:
+        allowed["roles"] = roles
+    return allowed
+
+
+# --- quotas ----------------------------------------------------------------------------
+
+
+def check_interval(
+    actor: Actor, destination: Destination, rule: str | None, settings: Settings
+) -> None:
+    """Refuse a recurring rule into a shared channel that repeats faster than the
+    members' minimum (admins and exempt tenants may)."""
+    limit = settings.quota_min_interval
+    if rule is None or destination.kind not in SHARED_CHANNELS or limit <= 0:
+        return
+    if actor.is_admin or exempt(actor, settings):
+        return
+    times = timeexpr.occurrences(rule, count=_SAMPLE)
+    gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
+    if gaps and min(gaps) < timedelta(seconds=limit):
+        raise QuotaExceeded(
+            f"This rule repeats every {_span(min(gaps))}; into a shared channel, members "
+            f"may repeat a message at most every {_span(timedelta(seconds=limit))}. "
+            "Choose a longer interval, or ask an admin."
+        )
+
+
+def check_live_count(
+    actor: Actor, *, mine: int, tenant_total: int, adding: int, settings: Settings
+) -> None:
+    """Refuse ``adding`` more live schedules when the member or the tenant would pass
+    its quota."""
+    if exempt(actor, settings):
+        return
+    per_member, per_tenant = settings.quota_schedules_per_member, settings.quota_schedules
+    if mine + adding > per_member:
+        raise QuotaExceeded(
+            f"You have {mine:,} active or paused schedules here and may have at most "
+            f"{per_member:,}; cancel some first."
+        )
+    if tenant_total + adding > per_tenant:
+        raise QuotaExceeded(
+            f"This workspace has {tenant_total:,} active or paused schedules and may have "
+            f"at most {per_tenant:,}; ask an admin to cancel some first."
+        )
+
+
+class CommandMeter:
+    """Chat commands per member per minute, counted in this process (a sliding
+    window over the injected clock)."""
+
+    def __init__(self, per_minute: int) -> None:
+        self.per_minute = per_minute
+        self._seen: dict[tuple[str, str], deque[datetime]] = {}
+        self._refused: dict[tuple[str, str], datetime] = {}
+
+    def admit(self, actor: Actor, now: datetime) -> bool:
+        """Count one command; False when the member already used their minute."""
+        if self.per_minute <= 0:
+            return True
+        key = (actor.tenant, actor.id)
+        seen = self._seen.setdefault(key, deque())
+        while seen and now - seen[0] >= timedelta(minutes=1):
+            seen.popleft()
+        if len(seen) >= self.per_minute:
+            return False
+        seen.append(now)
+        if len(self._seen) > 10_000:  # forget members idle for a minute
+            for k in [k for k, v in self._seen.items() if not v or now - v[-1] >= _MINUTE]:
+                del self._seen[k]
+                self._refused.pop(k, None)
+        return True
+
+    def first_refusal(self, actor: Actor, now: datetime) -> bool:
+        """Whether this is the member's first refusal this minute (audited; later ones
+        in the same minute are not, so a flood cannot flood the audit log too)."""
+        key = (actor.tenant, actor.id)
+        last = self._refused.get(key)
+        if last is not None and now - last < _MINUTE:
+            return False
+        self._refused[key] = now
+        return True
+
+
+_MINUTE = timedelta(minutes=1)
+
+
+def _span(delta: timedelta) -> str:
+    seconds = int(delta.total_seconds())
+    if seconds % 3600 == 0 and seconds >= 3600:
+        hours = seconds // 3600
+        return f"{hours} hour" + ("s" if hours != 1 else "")
+    if seconds % 60 == 0 and seconds >= 60:
+        minutes = seconds // 60
+        return f"{minutes} minute" + ("s" if minutes != 1 else "")
+    return f"{seconds} second" + ("s" if seconds != 1 else "")
+
+
+#: Discord's broadcast mentions, and a role's.
+_DISCORD_BROADCAST = re.compile(r"@(everyone|here)\b")
+
+
+def neutralize_mentions(text: str | None) -> str | None:
+    """``text`` (from a calendar, say: nobody's to vouch for) with its broadcast, group
+    and role mentions shown as text rather than sent: Slack's ``<!channel>``-style
+    tokens are escaped (``&lt;!channel&gt;``), Discord's ``@everyone``/``@here`` get a
+    zero-width space after the ``@`` and role mentions lose their ``<@&`` form."""
+    if not text:
+        return text
+    text = _SLACK_BROADCAST.sub(lambda m: "&lt;" + m.group(0)[1:-1] + "&gt;", text)
+    text = _DISCORD_BROADCAST.sub(lambda m: "@\u200b" + m.group(1), text)
+    return _DISCORD_ROLE.sub(lambda m: "@&\u200b" + m.group(1), text)
