@@ -8,6 +8,7 @@ person can read, and changes nothing.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -39,6 +40,8 @@ from core.store import AuditEntry, ScheduleQuery, Store
 MAX_TEXT = 4000
 MAX_KEY = 200
 _ACTOR = re.compile(r"^[a-z][a-z0-9_-]*:[^\s:][^\s]*$")
+#: Herald's own action and block ids: user-supplied blocks may not carry them.
+_HERALD_IDS = re.compile(r'"(action_id|block_id)"\s*:\s*"(herald|schedule:|dead:)')
 _TENANT = re.compile(r"^(local|[a-z][a-z0-9_-]*:[^\s:][^\s]{0,190})$")
 
 
@@ -89,6 +92,11 @@ def check_options(options: Mapping[str, Any] | None) -> dict[str, Any]:
             raise InvalidInput(f"Option {name!r} must be {kind}.")
         if isinstance(value, list) and not all(isinstance(item, dict) for item in value):
             raise InvalidInput(f"Option {name!r} must be a JSON array of objects.")
+        if name == "blocks" and _HERALD_IDS.search(json.dumps(value)):
+            raise InvalidInput(
+                "Blocks may not use Herald's own action or block ids (herald_…, schedule:…, "
+                "dead:…): a click on them would act on Herald's objects."
+            )
         checked[name] = value
     return checked
 

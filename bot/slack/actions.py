@@ -31,6 +31,20 @@ def _action(body: dict[str, Any]) -> dict[str, Any]:
     return actions[0] if isinstance(actions[0], dict) else {}
 
 
+def _herald_surface(body: dict[str, Any]) -> bool:
+    """Whether a click came from something only Herald makes: its Home tab or modal,
+    or an ephemeral reply. A delivered message is posted by the bot too, and may carry
+    blocks its author wrote; core refuses Herald's own action ids in those, and this is
+    the second lock."""
+    container = body.get("container") or {}
+    return container.get("type") == "view" or bool(container.get("is_ephemeral"))
+
+
+async def _unanswered(reply: Reply) -> None:
+    """Nowhere to answer (an App Home event): the refusal is only logged."""
+    log.info("slack request refused: %s", reply[0])
+
+
 def _ids(value: str) -> list[int]:
     try:
         ids = [int(part) for part in value.split(",") if part.strip()]
@@ -43,6 +57,16 @@ def _ids(value: str) -> list[int]:
 
 class Actions(Commands):
     """Block actions and App Home events."""
+
+    def _alert_surface(self, body: dict[str, Any]) -> bool:
+        """Whether a dead-letter click came from Herald's alert channel or Home tab."""
+        if _herald_surface(body):
+            return True
+        channel = ((body.get("container") or {}).get("channel_id")) or (
+            (body.get("channel") or {}).get("id")
+        )
+        alerts = (self.settings.slack_alert_channel or "").removeprefix("slack:")
+        return bool(alerts) and channel == alerts
 
     def sender(self, body: dict[str, Any], person: Person, respond: AsyncRespond) -> Send:
         """Where a click's reply goes: the Home tab, or an ephemeral message."""
@@ -57,7 +81,9 @@ class Actions(Commands):
     ) -> None:
         with self.tracker.track():
             await ack()
-            person = await self.person(str(body["user"]["id"]))
+            person = await self.entrant(str(body["user"]["id"]), body, responder(respond))
+            if person is None:
+                return
             await self.guard(
                 self._schedule_button(body, person, respond), self.sender(body, person, respond)
             )
@@ -67,12 +93,14 @@ class Actions(Commands):
     ) -> None:
         action = _action(body)
         verb = str(action.get("action_id", "")).removeprefix("herald_")
+        if not _herald_surface(body):
+            raise InvalidInput("Herald's buttons work only on Herald's own replies and Home tab.")
         try:
             schedule_id = int(action.get("value", ""))
         except ValueError:
             raise InvalidInput("That button carries no schedule number.") from None
         if verb == "edit":
-            detail = await self.herald.show_schedule(person.actor.id, schedule_id)
+            detail = await self.herald.show_schedule(person.principal, schedule_id)
             await self.open_modal(str(body["trigger_id"]), person, schedule=detail.schedule)
             return
         updated = await self.change(person, verb, schedule_id)
@@ -88,16 +116,20 @@ class Actions(Commands):
     async def on_open_modal(self, ack: AsyncAck, body: dict[str, Any]) -> None:
         with self.tracker.track():
             await ack()
-            person = await self.person(str(body["user"]["id"]))
+            person = await self.entrant(str(body["user"]["id"]), body, _unanswered)
+            if person is None:
+                return
             await self.guard(
                 self.open_modal(str(body["trigger_id"]), person), self.home_sender(person)
             )
 
-    async def on_home_opened(self, event: dict[str, Any]) -> None:
+    async def on_home_opened(self, event: dict[str, Any], body: dict[str, Any]) -> None:
         if event.get("tab") != "home":
             return
         with self.tracker.track():
-            person = await self.person(str(event["user"]))
+            person = await self.entrant(str(event["user"]), body, _unanswered)
+            if person is None:
+                return
             await self.guard(self.publish_home(person), self.home_sender(person))
 
     # --- dead letters ---------------------------------------------------------------
@@ -107,7 +139,9 @@ class Actions(Commands):
     ) -> None:
         with self.tracker.track():
             await ack()
-            person = await self.person(str(body["user"]["id"]))
+            person = await self.entrant(str(body["user"]["id"]), body, responder(respond))
+            if person is None:
+                return
             send = self._refusal_sender(body, person, respond)
             await self.guard(self._decide(body, person, respond, send), send)
 
@@ -131,12 +165,13 @@ class Actions(Commands):
         self, body: dict[str, Any], person: Person, respond: AsyncRespond, send: Send
     ) -> None:
         action = _action(body)
+        if not self._alert_surface(body):
+            raise InvalidInput("Herald's buttons work only on Herald's own alerts and Home tab.")
         job_ids = _ids(str(action.get("value", "")))
-        actor = person.actor
         retry = action.get("action_id") == RETRY
-        try:  # core checks the role and audits a refusal
+        try:  # core checks the role and the tenant, and audits a refusal
             count = await self.herald.decide_dead_letters(
-                actor.id, job_ids, "retry" if retry else "discard"
+                person.principal, job_ids, "retry" if retry else "discard"
             )
         except PermissionDenied:
             await send(notice(REFUSED))

@@ -27,6 +27,7 @@ from bot.slack.blocks import Blocks
 from bot.slack.dead import DISCARD, RETRY, DeadLetterAlerts
 from bot.slack.directory import error_code
 from bot.slack.modal import CALLBACK
+from core.actors import slack_tenant
 from core.errors import ConfigError
 from core.settings import Settings
 from core.store.queue import Finished
@@ -88,6 +89,8 @@ class SlackAdapter:
         self._runner: web.AppRunner | None = None
         self._alerts: DeadLetterAlerts | None = None
         self._attached = False
+        #: The tenant of the bot token's workspace (auth.test), once known.
+        self.tenant: str | None = None
 
     # --- integration with herald run ----------------------------------------------
 
@@ -136,7 +139,7 @@ class SlackAdapter:
             logger=logging.getLogger("bot.slack.sdk"),
         )
         try:
-            await self._check_token(client)
+            teams = await self._check_token(client)
             bolt = AsyncApp(
                 client=client,
                 signing_secret=_secret(settings.slack_signing_secret),
@@ -144,10 +147,12 @@ class SlackAdapter:
                 process_before_response=False,
                 logger=logging.getLogger("bot.slack.bolt"),
             )
-            register(bolt, Actions(settings, self.herald, client, self.tracker))
+            register(bolt, Actions(settings, self.herald, client, self.tracker, teams))
             self.client, self.bolt = client, bolt
             if settings.slack_alert_channel:
-                self._alerts = DeadLetterAlerts(self._post_alert, window=self.alert_window)
+                self._alerts = DeadLetterAlerts(
+                    self._post_alert, window=self.alert_window, keep=self._alert_keep
+                )
             if self.mode == "socket":
                 self._socket = AsyncSocketModeHandler(
                     bolt, _secret(settings.slack_app_token), web_client=client
@@ -160,9 +165,17 @@ class SlackAdapter:
             raise
         log.info("slack adapter running", extra={"mode": self.mode})
 
-    async def _check_token(self, client: AsyncWebClient) -> None:
+    async def _check_token(self, client: AsyncWebClient) -> frozenset[str]:
+        """Check the bot token; return the workspaces this deployment serves
+        (HERALD_SLACK_TEAM_IDS, else the token's own team, as auth.test says)."""
         try:
-            await client.auth_test()
+            found = await client.auth_test()
+            team, enterprise = found.get("team_id"), found.get("enterprise_id")
+            if isinstance(team, str) and team:
+                #: the alert channel is this workspace's: it hears of its dead letters only
+                self.tenant = slack_tenant(team, enterprise if enterprise else None)
+                if not self.settings.slack_team_ids:
+                    return frozenset({team})
         except SlackApiError as exc:
             code = error_code(exc)
             if code in _BAD_TOKEN:
@@ -173,6 +186,12 @@ class SlackAdapter:
             log.warning("slack auth.test failed: %s", code)
         except (aiohttp.ClientError, TimeoutError) as exc:
             log.warning("could not reach slack to check the bot token: %s", error_code(exc))
+        if not self.settings.slack_team_ids:
+            log.warning(
+                "slack: the bot token's workspace is unknown and HERALD_SLACK_TEAM_IDS is "
+                "empty, so every Slack request is refused until Herald restarts"
+            )
+        return self.settings.slack_team_ids
 
     async def _serve(self) -> None:
         app = web.Application()
@@ -209,6 +228,12 @@ class SlackAdapter:
         """Queue a dead letter for the alert channel (never blocks)."""
         if item.state == "dead" and self._alerts is not None:
             self._alerts.add(item)
+
+    async def _alert_keep(self, job_ids: list[int]) -> set[int]:
+        """The dead letters the alert channel may hear of: its own workspace's."""
+        if self.tenant is None:
+            return set()
+        return await self.herald.dead_of_tenant(job_ids, self.tenant)
 
     async def _post_alert(self, text: str, blocks: Blocks) -> None:
         assert self.client is not None and self.settings.slack_alert_channel

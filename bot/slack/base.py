@@ -21,7 +21,7 @@ from bot.slack.blocks import Reply, notice, refusal
 from bot.slack.directory import Directory, error_code
 from bot.slack.home import home_view
 from bot.slack.modal import ModalMeta, fingerprint, schedule_modal
-from core.actors import Actor
+from core.actors import Actor, ActorRef, Principal, slack_tenant
 from core.destinations import parse_destination
 from core.errors import HeraldError
 from core.models import Schedule, ScheduleState
@@ -47,6 +47,37 @@ class Person:
     zone: str
     #: Where ``zone`` comes from, in words.
     zone_source: str = "Herald's default"
+
+    @property
+    def principal(self) -> Principal:
+        """Who to act as: this member, in the workspace the request came from."""
+        return self.actor.principal
+
+
+class ForeignTeam(HeraldError):
+    """A request from a Slack workspace this deployment is not installed in."""
+
+
+def request_team(body: dict[str, Any]) -> tuple[str, str | None]:
+    """The team (workspace) and Enterprise Grid org a Slack request comes from: slash
+    commands carry ``team_id``/``enterprise_id``; interactions ``team``/``enterprise``
+    and ``user.team_id``; events ``team_id`` (https://api.slack.com/interactivity/
+    handling#payloads). Raises ForeignTeam when it names none."""
+    team = body.get("team")
+    user = body.get("user") if isinstance(body.get("user"), dict) else {}
+    team_id = (
+        (team.get("id") if isinstance(team, dict) else None)
+        or body.get("team_id")
+        or (user or {}).get("team_id")
+        or (body.get("view") or {}).get("team_id")
+    )
+    enterprise = body.get("enterprise")
+    enterprise_id = (
+        enterprise.get("id") if isinstance(enterprise, dict) else None
+    ) or body.get("enterprise_id")
+    if not isinstance(team_id, str) or not team_id:
+        raise ForeignTeam("This request names no Slack workspace.")
+    return team_id, enterprise_id if isinstance(enterprise_id, str) and enterprise_id else None
 
 
 class Tracker:
@@ -84,30 +115,60 @@ class Base:
     """Shared state and helpers of the handler mixins."""
 
     def __init__(
-        self, settings: Settings, herald: Herald, client: AsyncWebClient, tracker: Tracker
+        self,
+        settings: Settings,
+        herald: Herald,
+        client: AsyncWebClient,
+        tracker: Tracker,
+        teams: frozenset[str] = frozenset(),
     ) -> None:
         self.settings = settings
         self.herald = herald
         self.client = client
         self.directory = Directory(client)
         self.tracker = tracker
+        #: The workspaces (team ids) this deployment serves: HERALD_SLACK_TEAM_IDS, else
+        #: the bot token's own (auth.test). Empty: none known, every request is refused.
+        self.teams = teams
 
     # --- who ----------------------------------------------------------------------
 
-    async def person(self, user_id: str) -> Person:
-        """Sync what Slack says about ``user_id`` into Herald and resolve their zone."""
+    def tenant(self, body: dict[str, Any]) -> str:
+        """The tenant of a request; ForeignTeam (refused, logged) for a workspace this
+        deployment is not installed in."""
+        team_id, enterprise_id = request_team(body)
+        if team_id not in self.teams and (enterprise_id or "") not in self.teams:
+            log.warning("slack request from a workspace Herald is not installed in")
+            raise ForeignTeam("Herald is not installed in this Slack workspace.")
+        return slack_tenant(team_id, enterprise_id)
+
+    async def person(self, user_id: str, body: dict[str, Any]) -> Person:
+        """Sync what Slack says about ``user_id`` (in the workspace ``body`` comes from)
+        into Herald and resolve their zone. Every command counts against the member's
+        commands per minute (QuotaExceeded past it)."""
+        tenant = self.tenant(body)
         info = await self.directory.user(user_id)
         admin = None
         if self.settings.slack_admins_from_workspace and info.known:
             admin = info.workspace_admin
         actor = await self.herald.sync_member(
-            f"slack:{user_id}", display_name=info.name, platform_admin=admin
+            Principal(f"slack:{user_id}", tenant), display_name=info.name, platform_admin=admin
         )
+        await self.herald.count_command(actor)
         if actor.timezone:
             return Person(user_id, actor, actor.timezone, "you set it")
         if info.tz:
             return Person(user_id, actor, info.tz, "from your Slack profile")
         return Person(user_id, actor, self.settings.default_tz)
+
+    async def entrant(self, user_id: str, body: dict[str, Any], send: Send) -> Person | None:
+        """:meth:`person`, or None after telling them why not (a workspace Herald is not
+        installed in, too many commands)."""
+        try:
+            return await self.person(user_id, body)
+        except HeraldError as exc:
+            await self._safely(send, refusal(exc))
+            return None
 
     # --- the boundary -------------------------------------------------------------
 
@@ -159,7 +220,9 @@ class Base:
 
     # --- App Home -----------------------------------------------------------------
 
-    async def live_schedules(self, actor_id: str, *, everyone: bool = False) -> list[Schedule]:
+    async def live_schedules(
+        self, actor_id: ActorRef, *, everyone: bool = False
+    ) -> list[Schedule]:
         """Active and paused schedules, soonest first (paused last)."""
         found: list[Schedule] = []
         for state in (ScheduleState.ACTIVE.value, ScheduleState.PAUSED.value):
@@ -169,11 +232,11 @@ class Base:
 
     async def publish_home(self, person: Person, notice_text: str | None = None) -> None:
         actor = person.actor
-        schedules = await self.live_schedules(actor.id)
+        schedules = await self.live_schedules(actor)
         overview = dead = None
         if actor.sees_everything:
-            overview = await self.herald.overview(actor.id)
-            dead = await self.herald.dead_letters(actor.id, limit=5)
+            overview = await self.herald.overview(actor)
+            dead = await self.herald.dead_letters(actor, limit=5)
         view = home_view(
             schedules,
             zone=person.zone,

@@ -72,8 +72,8 @@ class Commands(Base):
         command = grammar.parse(body.get("text") or "")
         user_id = str(body["user_id"])
         channel = str(body.get("channel_id") or "")
-        person = await self.person(user_id)
-        actor = person.actor.id
+        person = await self.person(user_id, body)
+        actor = person.principal
         match command:
             case grammar.Help():
                 await send(notice(grammar.HELP))
@@ -114,7 +114,7 @@ class Commands(Base):
 
     async def change(self, person: Person, verb: str, schedule_id: int) -> Schedule:
         """Cancel, pause, resume or skip: one use case each."""
-        actor = person.actor.id
+        actor = person.principal
         if verb == "cancel":
             return await self.herald.cancel_schedule(actor, schedule_id)
         if verb == "pause":
@@ -131,7 +131,7 @@ class Commands(Base):
         channel = command.channel or here
         await self.directory.check_member(person.user_id, channel)
         schedule, created = await self.herald.create_schedule(
-            person.actor.id,
+            person.principal,
             to=f"slack:{channel}",
             when=command.when,
             text=command.text,
@@ -148,7 +148,7 @@ class Commands(Base):
         if person.actor.is_admin:  # others get core's refusal, not a channel check
             await self.herald.check_reachable(to)
         feed = await self.herald.add_feed(
-            person.actor.id,
+            person.principal,
             calendar=command.url,
             to=to,
             before=command.before,
@@ -214,7 +214,7 @@ class Commands(Base):
                 errors["channel"] = plain(exc)
         if errors:
             return errors, None
-        actor = person.actor.id
+        actor = person.principal
         if meta.schedule_id is None:
             assert sub.channel is not None and sub.when is not None  # no errors: both set
             try:  # read first: a calendar that cannot be read refuses, on its field
@@ -273,7 +273,7 @@ class Commands(Base):
             await self.guard(self._preview(body, body.get("view") or {}), _nowhere)
 
     async def _who(self, body: dict[str, Any]) -> Person:
-        return await self.person(str(body["user"]["id"]))
+        return await self.person(str(body["user"]["id"]), body)
 
     async def _preview(self, body: dict[str, Any], view: dict[str, Any]) -> None:
         person = await self._who(body)

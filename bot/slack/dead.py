@@ -122,9 +122,17 @@ class DeadLetterAlerts:
 
     ``add`` never blocks (it is called from the dispatcher's outcome observer)."""
 
-    def __init__(self, post: Post, *, window: float = 1.0) -> None:
+    def __init__(
+        self,
+        post: Post,
+        *,
+        window: float = 1.0,
+        keep: Callable[[list[int]], Awaitable[set[int]]] | None = None,
+    ) -> None:
         self.post = post
         self.window = window
+        #: Which of these job ids this channel may hear of (its own tenant's).
+        self.keep = keep
         self._pending: list[Letter] = []
         self._task: asyncio.Task[None] | None = None
 
@@ -142,6 +150,13 @@ class DeadLetterAlerts:
     async def flush(self) -> None:
         """Post what is pending now."""
         letters, self._pending = self._pending, []
+        if letters and self.keep is not None:
+            try:
+                mine = await self.keep([x.job_id for x in letters])
+            except Exception:  # never guess: what cannot be checked is not posted
+                log.exception("could not check the tenant of dead letters")
+                mine = set()
+            letters = [x for x in letters if x.job_id in mine]
         if not letters:
             return
         if len(letters) < DIGEST_FROM:

@@ -42,10 +42,15 @@ class FakeSlack(FakeHTTPServer):
     """A workspace with one bot token and some channels."""
 
     def __init__(
-        self, token: str = "xoxb-test-token", scopes: tuple[str, ...] = DEFAULT_SCOPES
+        self,
+        token: str = "xoxb-test-token",
+        scopes: tuple[str, ...] = DEFAULT_SCOPES,
+        team_id: str = "T0HERALD",
     ) -> None:
         super().__init__()
         self.token = token
+        #: The workspace the bot token belongs to (auth.test answers it).
+        self.team_id = team_id
         self.scopes = scopes
         self.channels: dict[str, SlackChannelState] = {}
         #: Every message posted: the arguments plus ``ts`` and ``channel``.
@@ -79,7 +84,9 @@ class FakeSlack(FakeHTTPServer):
             return self._error("invalid_auth")
         method = request.match_info["method"]
         if method == "auth.test":
-            return self._answer({"ok": True, "user_id": "UHERALD", "bot_id": "BHERALD"})
+            return self._answer(
+                {"ok": True, "user_id": "UHERALD", "bot_id": "BHERALD", "team_id": self.team_id}
+            )
         if method == "conversations.info":
             return self._conversations_info(args)
         if method == "chat.postMessage":

@@ -17,8 +17,17 @@ from urllib.parse import urlencode
 
 import aiohttp
 
+from core.actors import Principal, slack_tenant
+
 SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
 TEAM = "T0HERALD"
+#: The tenant of the fake workspace.
+TENANT = slack_tenant(TEAM)
+
+
+def who(user: str, team: str = TEAM) -> Principal:
+    """A Slack member as the use cases know them: in their workspace's tenant."""
+    return Principal(f"slack:{user}", slack_tenant(team))
 
 
 def signature(secret: str, timestamp: str, body: str) -> str:

@@ -10,7 +10,7 @@ import pytest
 from core.errors import NotFound
 from tests.fakes.http import Scripted
 from tests.slack.conftest import SlackEnv
-from tests.slack.support import SECRET, action_ids, text_of
+from tests.slack.support import SECRET, action_ids, text_of, who
 
 
 async def test_a_schedule_goes_to_the_channel_it_was_typed_in_in_the_profile_zone(
@@ -142,7 +142,7 @@ async def test_members_manage_their_own_schedules_and_admins_everyones(env: Slac
         ("slack:UADMIN", "schedule.cancel"),
     ]
     with pytest.raises(NotFound):
-        await env.herald.show_schedule("slack:U2", 1)
+        await env.herald.show_schedule(who("U2"), 1)
 
 
 async def test_a_zone_set_with_timezone_wins_over_the_profile(env: SlackEnv) -> None:
@@ -179,7 +179,7 @@ async def test_the_command_is_acknowledged_at_once_even_when_slack_is_slow(
 async def test_workspace_owners_are_admins_when_herald_trusts_them(env: SlackEnv) -> None:
     await env.send.command("list all", user="UOWNER")
     assert "Everyone's schedule list is empty" in text_of(await env.reply())
-    actor = await env.herald.actor("slack:UOWNER")
+    actor = await env.herald.actor(who("UOWNER"))
     assert actor.is_admin
 
 

@@ -10,7 +10,7 @@ import pytest
 from core.channels.base import DeliveryResult
 from core.dispatcher import Dispatcher, DispatcherConfig
 from tests.slack.conftest import ALERTS, SlackEnv
-from tests.slack.support import action_ids, text_of
+from tests.slack.support import action_ids, text_of, who
 from tests.support.channels import RecordingChannel
 
 
@@ -18,7 +18,7 @@ async def kill(env: SlackEnv, count: int) -> list[int]:
     """``count`` schedules whose delivery fails for good; returns their job ids."""
     for n in range(count):
         await env.herald.create_schedule(
-            "slack:U1", to="slack:C0123", when="in 1 minute", text=f"doomed {n}"
+            who("U1"), to="slack:C0123", when="in 1 minute", text=f"doomed {n}"
         )
     env.clock.advance(60)
     failing = RecordingChannel(
@@ -160,7 +160,7 @@ async def test_without_the_alerts_timestamp_the_decision_answers_through_respons
     posted = await alert(env)
     message = {"blocks": posted["blocks"]}
     await env.send.click(
-        "herald_dead_discard", str(job), user="UADMIN", channel=None, message=message
+        "herald_dead_discard", str(job), user="UADMIN", channel=ALERTS, message=message
     )
     reply = await env.reply()
     assert reply["replace_original"] is True and "Discarded 1 by <@UADMIN>" in text_of(reply)

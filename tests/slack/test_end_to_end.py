@@ -18,7 +18,7 @@ from core.usecases import Herald
 from tests.fakes.http import unused_port
 from tests.fakes.slack_app import FakeSlackApp
 from tests.slack.conftest import SlackEnv, slack_settings
-from tests.slack.support import SlackSender, text_of
+from tests.slack.support import SlackSender, text_of, who
 
 
 @pytest.fixture
@@ -77,7 +77,7 @@ async def test_herald_run_serves_slack_on_its_http_server(
     store = await Store.open(sqlite_url)
     try:
         herald = Herald(store, settings, SystemClock())
-        [schedule] = await herald.list_schedules("slack:U1")
+        [schedule] = await herald.list_schedules(who("U1"))
         assert (schedule.destination, schedule.body) == ("slack:C0123", "from herald run")
     finally:
         await store.close()

@@ -17,7 +17,7 @@ from core.store import Store
 from core.usecases import Herald
 from tests.fakes.slack_socket import FakeSlackSocket
 from tests.slack.conftest import slack_settings, workspace
-from tests.slack.support import SlackSender, text_of
+from tests.slack.support import SlackSender, text_of, who
 
 
 @pytest.fixture
@@ -49,7 +49,7 @@ async def test_socket_mode_takes_a_command_without_any_public_url(
         await socket_slack.until(lambda: socket_slack.acks and socket_slack.responses)
         assert socket_slack.acks[0]["envelope_id"] == envelope
         assert "Scheduled for <#C0123>" in text_of(socket_slack.responses[0])
-        [schedule] = await herald.list_schedules("slack:U1")
+        [schedule] = await herald.list_schedules(who("U1"))
         assert schedule.timezone == "Europe/Berlin"
     finally:
         await adapter.stop()
