@@ -28,8 +28,7 @@ class DeadLetterCases(CaseBase):
     async def dead_of_tenant(self, job_ids: Sequence[int], tenant: str) -> set[int]:
         """Which of these dead letters belong to ``tenant`` (for its alert channel,
         which hears of its own tenant's only)."""
-        found = await self.store.dead_letters(ids=job_ids, tenant=tenant, limit=len(job_ids))
-        return {d.job_id for d in found}
+        return await self.store.jobs_of_tenant(job_ids, tenant)
 
     async def dead_letter(self, actor_id: ActorRef, job_id: int) -> list[DeadLetter]:
         """One dead letter the actor may see (as a one-item list)."""

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from bot.discord_bot import render
 from bot.discord_bot.choices import EXAMPLES
+from core.actors import ActorRef, Principal
 from core.errors import InvalidInput, PermissionDenied
 from core.models import Schedule, ScheduleState
 from core.settings import Settings
@@ -51,20 +52,20 @@ async def sync_member(
     herald: Herald,
     settings: Settings,
     *,
-    user_id: int,
+    principal: Principal,
     display_name: str,
     manages_server: bool | None,
-) -> str:
+) -> Principal:
     """Record the member's name and (only with ``HERALD_DISCORD_ADMINS_FROM_PERMISSION``)
-    whether they have Manage Server; returns their actor id."""
-    actor = actor_id(user_id)
+    whether they have Manage Server in this server, which makes them an admin of this
+    server's tenant only; returns who they are."""
     from_permission = settings.discord_admins_from_permission and manages_server is not None
     await herald.sync_member(
-        actor,
+        principal,
         display_name=display_name,
         platform_admin=manages_server if from_permission else None,
     )
-    return actor
+    return principal
 
 
 def check_can_post(channel_id: int, *, member_can: bool, bot_can: bool) -> None:
@@ -97,7 +98,7 @@ def _answer(schedule: Schedule, heading: str) -> Reply:
 
 async def create(
     herald: Herald,
-    actor: str,
+    actor: ActorRef,
     *,
     channel_id: int,
     when: str,
@@ -123,7 +124,7 @@ async def create(
     return Reply(render.fit(text_out), buttons_for(schedule))
 
 
-async def list_schedules(herald: Herald, actor: str, *, everyone: bool = False) -> Reply:
+async def list_schedules(herald: Herald, actor: ActorRef, *, everyone: bool = False) -> Reply:
     """``/schedule list``: the member's (or everyone's) active and paused schedules."""
     found: list[Schedule] = []
     for state in (ScheduleState.ACTIVE, ScheduleState.PAUSED):
@@ -131,7 +132,7 @@ async def list_schedules(herald: Herald, actor: str, *, everyone: bool = False) 
     return Reply(render.listing(found, everyone=everyone))
 
 
-async def show(herald: Herald, actor: str, schedule_id: int) -> Reply:
+async def show(herald: Herald, actor: ActorRef, schedule_id: int) -> Reply:
     """``/schedule show``: one schedule with its next and latest sends."""
     found = await herald.show_schedule(actor, schedule_id)
     return Reply(render.detail(found), buttons_for(found.schedule))
@@ -139,7 +140,7 @@ async def show(herald: Herald, actor: str, schedule_id: int) -> Reply:
 
 async def edit(
     herald: Herald,
-    actor: str,
+    actor: ActorRef,
     schedule_id: int,
     *,
     when: str | None = None,
@@ -162,7 +163,7 @@ async def edit(
 
 async def edit_from_form(
     herald: Herald,
-    actor: str,
+    actor: ActorRef,
     schedule_id: int,
     *,
     version: int,
@@ -190,7 +191,7 @@ _HEADINGS = {
 }
 
 
-async def change(herald: Herald, actor: str, verb: str, schedule_id: int) -> Reply:
+async def change(herald: Herald, actor: ActorRef, verb: str, schedule_id: int) -> Reply:
     """``/schedule cancel|pause|resume|skip`` (and the Cancel button)."""
     use_cases = {
         "cancel": herald.cancel_schedule,
@@ -202,7 +203,7 @@ async def change(herald: Herald, actor: str, verb: str, schedule_id: int) -> Rep
     return _answer(schedule, _HEADINGS[verb])
 
 
-async def timezone(herald: Herald, actor: str, zone: str | None) -> Reply:
+async def timezone(herald: Herald, actor: ActorRef, zone: str | None) -> Reply:
     """``/schedule timezone``: show the member's zone, or set it."""
     if zone is None:
         member = await herald.actor(actor)
@@ -254,7 +255,7 @@ def help_reply(default_tz: str) -> Reply:
 
 async def feed_add(
     herald: Herald,
-    actor: str,
+    actor: ActorRef,
     *,
     channel_id: int,
     calendar: str,
@@ -276,12 +277,12 @@ async def feed_add(
     return Reply(render.feed_added(feed, calendar.strip()))
 
 
-async def feed_list(herald: Herald, actor: str) -> Reply:
+async def feed_list(herald: Herald, actor: ActorRef) -> Reply:
     """``/schedule feed list``."""
     return Reply(render.feeds(await herald.list_feeds(actor)))
 
 
-async def feed_remove(herald: Herald, actor: str, feed_id: int) -> Reply:
+async def feed_remove(herald: Herald, actor: ActorRef, feed_id: int) -> Reply:
     """``/schedule feed remove``: waiting reminders are cancelled."""
     count = await herald.remove_feed(actor, feed_id)
     return Reply(
@@ -299,7 +300,7 @@ def alert(item: Finished) -> Reply:
     )
 
 
-async def decide_dead_letter(herald: Herald, actor: str, job_id: int, action: str) -> str:
+async def decide_dead_letter(herald: Herald, actor: ActorRef, job_id: int, action: str) -> str:
     """An admin's Retry or Discard on an alert; returns the past tense for the alert.
     Anyone else is refused (PermissionDenied) and nothing changes."""
     if action not in ("retry", "discard"):

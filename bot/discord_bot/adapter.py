@@ -99,6 +99,8 @@ class DiscordAdapter:
         alert = settings.discord_alert_channel
         found = _snowflakes(alert, "HERALD_DISCORD_ALERT_CHANNEL") if alert else []
         self.alert_channel: int | None = found[0] if found else None
+        #: The tenant of the alert channel's server, once looked up.
+        self._alert_tenant: str | None = None
         self._gateway: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[object]] = set()
 
@@ -179,6 +181,8 @@ class DiscordAdapter:
         """Post the alert for one dead letter; None (logged) when Discord refuses."""
         if self.alert_channel is None:
             return None
+        if not await self._alert_may_hear(item.job.id):
+            return None
         reply = actions.alert(item)
         channel = self.client.get_partial_messageable(self.alert_channel)
         view = view_for(reply)
@@ -194,6 +198,24 @@ class DiscordAdapter:
         except Exception:
             log.exception("dead-letter alert failed", extra={"job_id": item.job.id})
         return None
+
+    async def _alert_may_hear(self, job_id: int) -> bool:
+        """Whether the alert channel's server may hear of this dead letter: it hears of
+        its own tenant's only (the server the channel belongs to, looked up once)."""
+        if self._alert_tenant is None and self.alert_channel is not None:
+            try:
+                data = await self.client.http.get_channel(self.alert_channel)
+            except discord.HTTPException as exc:
+                log.warning("could not look up the alert channel", extra={"status": exc.status})
+                return False
+            guild = data.get("guild_id")
+            if guild is None:
+                log.warning("the alert channel is not in a server: no alerts are posted")
+                return False
+            self._alert_tenant = f"discord:{int(guild)}"
+        if self._alert_tenant is None:
+            return False
+        return job_id in await self.herald.dead_of_tenant([job_id], self._alert_tenant)
 
 
 def _gateway_ended(task: asyncio.Task[None]) -> None:

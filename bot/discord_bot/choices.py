@@ -12,6 +12,7 @@ from zoneinfo import available_timezones
 
 from bot.discord_bot import render
 from core import calendars, timeexpr
+from core.actors import ActorRef
 from core.errors import HeraldError, InvalidInput
 from core.models import Schedule, ScheduleState
 from core.usecases import Herald
@@ -60,7 +61,7 @@ def parse_schedule_id(value: str) -> int:
 
 
 async def reading_zone(
-    herald: Herald, actor: str, *, tz: str | None = None, schedule_id: int | None = None
+    herald: Herald, actor: ActorRef, *, tz: str | None = None, schedule_id: int | None = None
 ) -> str:
     """The zone a ``when`` is read in: the command's, the schedule's (edit), the
     member's, else the server default."""
@@ -80,7 +81,7 @@ async def reading_zone(
 
 async def when_choices(
     herald: Herald,
-    actor: str,
+    actor: ActorRef,
     typed: str,
     *,
     tz: str | None = None,
@@ -105,7 +106,7 @@ async def when_choices(
     return [(label, text)]
 
 
-async def id_choices(herald: Herald, actor: str, typed: str) -> list[tuple[str, str]]:
+async def id_choices(herald: Herald, actor: ActorRef, typed: str) -> list[tuple[str, str]]:
     """``id`` autocomplete: the member's active and paused schedules whose id, text or
     time expression contains what was typed, soonest first."""
     needle = typed.strip().lstrip("#").lower()

@@ -10,6 +10,7 @@ the ``channel`` option.
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from typing import Any, cast
 
 import discord
@@ -18,15 +19,23 @@ from discord.app_commands import Choice, Range, Transform
 
 from bot.discord_bot import actions, choices
 from bot.discord_bot.components import respond
-from bot.discord_bot.interact import herald_of, member_of, report, settings_of
+from bot.discord_bot.interact import (
+    herald_of,
+    member_of,
+    mentions_in,
+    principal_of,
+    report,
+    settings_of,
+)
 from core import timeexpr
+from core.actors import Principal
 from core.errors import HeraldError
 
 log = logging.getLogger(__name__)
 
 
-def _actor(interaction: discord.Interaction[Any]) -> str:
-    return actions.actor_id(interaction.user.id)
+def _actor(interaction: discord.Interaction[Any]) -> Principal:
+    return principal_of(interaction)
 
 
 class ScheduleId(app_commands.Transformer[Any]):
@@ -106,9 +115,10 @@ def _can_send(perms: discord.Permissions, *, thread: bool) -> bool:
 
 def postable(
     interaction: discord.Interaction[Any], channel: discord.abc.GuildChannel | None
-) -> int:
+) -> tuple[int, discord.Permissions]:
     """The id of the channel to schedule into (the option, else the current one), once
-    both the member and the bot can send messages there (else PermissionDenied).
+    both the member and the bot can send messages there (else PermissionDenied), with
+    the member's permissions there.
 
     The current channel uses the permissions Discord computed for this interaction
     (``permissions`` for the member, ``app_permissions`` for the bot); another channel
@@ -132,7 +142,7 @@ def postable(
         member_can=_can_send(member_perms, thread=thread),
         bot_can=_can_send(bot_perms, thread=thread),
     )
-    return target
+    return target, member_perms
 
 
 _ID = Transform[int, ScheduleId]
@@ -178,11 +188,13 @@ class ScheduleGroup(
         timezone: _ZONE | None = None,
         skip_calendar: _URL | None = None,
     ) -> None:
-        async def work(actor: str) -> actions.Reply:
-            target = postable(interaction, channel)
+        async def work(actor: Principal) -> actions.Reply:
+            target, perms = postable(interaction, channel)
+            # whom the message may notify: whom the member could, in that channel
+            author = replace(actor, mentions=mentions_in(interaction, perms))
             return await actions.create(
                 herald_of(interaction),
-                actor,
+                author,
                 channel_id=target,
                 when=when,
                 text=message,
@@ -221,10 +233,14 @@ class ScheduleGroup(
         message: _TEXT | None = None,
         channel: discord.TextChannel | None = None,
     ) -> None:
-        async def work(actor: str) -> actions.Reply:
-            target = None if channel is None else postable(interaction, channel)
+        async def work(actor: Principal) -> actions.Reply:
+            target, perms = (None, interaction.permissions)
+            if channel is not None:
+                target, perms = postable(interaction, channel)
+            # a new text notifies whom the editor could (in the new channel, or here)
+            author = replace(actor, mentions=mentions_in(interaction, perms))
             return await actions.edit(
-                herald_of(interaction), actor, id, when=when, text=message, channel_id=target
+                herald_of(interaction), author, id, when=when, text=message, channel_id=target
             )
 
         await respond(interaction, work)
@@ -284,11 +300,11 @@ class ScheduleGroup(
         template: Range[str, 1, 1000] | None = None,
         timezone: _ZONE | None = None,
     ) -> None:
-        async def work(actor: str) -> actions.Reply:
+        async def work(actor: Principal) -> actions.Reply:
             return await actions.feed_add(
                 herald_of(interaction),
                 actor,
-                channel_id=postable(interaction, channel),
+                channel_id=postable(interaction, channel)[0],
                 calendar=calendar,
                 before=before,
                 template=template,

@@ -17,7 +17,8 @@ import discord
 from discord import ui
 
 from bot.discord_bot import actions, render
-from bot.discord_bot.interact import NO_MENTIONS, herald_of, member_of, report
+from bot.discord_bot.interact import NO_MENTIONS, herald_of, member_of, principal_of, report
+from core.actors import Principal
 from core.models import Schedule
 
 log = logging.getLogger(__name__)
@@ -85,7 +86,7 @@ class DeadLetterButton(
     async def callback(self, interaction: discord.Interaction[Any]) -> None:
         herald = herald_of(interaction)
 
-        async def decide(actor: str) -> actions.Reply:
+        async def decide(actor: Principal) -> actions.Reply:
             verb = await actions.decide_dead_letter(herald, actor, self.job_id, self.action)
             original = interaction.message.content if interaction.message else ""
             return actions.Reply(
@@ -108,7 +109,7 @@ def view_for(reply: actions.Reply) -> ui.View | None:
     return view
 
 
-Work = Callable[[str], Awaitable[actions.Reply]]
+Work = Callable[[Principal], Awaitable[actions.Reply]]
 
 
 async def respond(interaction: discord.Interaction[Any], work: Work) -> None:
@@ -116,7 +117,7 @@ async def respond(interaction: discord.Interaction[Any], work: Work) -> None:
     actor id, answer with its reply and buttons; a HeraldError's sentence otherwise."""
     await interaction.response.defer(ephemeral=True, thinking=True)
     try:
-        reply = await work(actions.actor_id(interaction.user.id))
+        reply = await work(principal_of(interaction))
     except Exception as exc:
         await report(interaction, exc)
         return
@@ -189,7 +190,7 @@ class EditForm(ui.Modal):
     async def on_submit(self, interaction: discord.Interaction[Any], /) -> None:
         herald = herald_of(interaction)
 
-        async def work(_: str) -> actions.Reply:
+        async def work(_: Principal) -> actions.Reply:
             actor = await member_of(interaction)
             return await actions.edit_from_form(
                 herald,

@@ -10,6 +10,7 @@ import discord
 from discord import app_commands
 
 from bot.discord_bot import actions
+from core.actors import Mentions, Principal, discord_tenant
 from core.errors import HeraldError
 from core.settings import Settings
 from core.usecases import Herald
@@ -49,16 +50,38 @@ def manages_server(interaction: discord.Interaction[Any]) -> bool | None:
     return bool(perms.manage_guild or perms.administrator)
 
 
-async def member_of(interaction: discord.Interaction[Any]) -> str:
-    """Sync the acting member (name; Manage Server when the settings say so) and
-    return their actor id, ``discord:<user id>``."""
-    return await actions.sync_member(
-        herald_of(interaction),
+def principal_of(interaction: discord.Interaction[Any]) -> Principal:
+    """Who is acting: ``discord:<user id>`` in the server the interaction comes from
+    (a direct message's tenant is the user's own)."""
+    return Principal(
+        actions.actor_id(interaction.user.id),
+        discord_tenant(interaction.guild_id, interaction.user.id),
+    )
+
+
+def mentions_in(interaction: discord.Interaction[Any], perms: discord.Permissions) -> Mentions:
+    """Whom the member may notify where ``perms`` are theirs: everyone and every role
+    with Mention Everyone, else the server's mentionable roles."""
+    if perms.mention_everyone or perms.administrator:
+        return Mentions(everyone=True)
+    guild = interaction.guild
+    roles = frozenset(str(r.id) for r in guild.roles if r.mentionable) if guild else frozenset()
+    return Mentions(roles=roles)
+
+
+async def member_of(interaction: discord.Interaction[Any]) -> Principal:
+    """Sync the acting member (name; Manage Server when the settings say so), count
+    the command against their commands per minute, and return who they are."""
+    herald = herald_of(interaction)
+    principal = await actions.sync_member(
+        herald,
         settings_of(interaction),
-        user_id=interaction.user.id,
+        principal=principal_of(interaction),
         display_name=interaction.user.display_name,
         manages_server=manages_server(interaction),
     )
+    await herald.count_command(principal)
+    return principal
 
 
 def explain(error: BaseException) -> str:

@@ -51,6 +51,19 @@ def discord_nonce(idempotency_key: str) -> str:
     return base64.urlsafe_b64encode(digest).decode("ascii")[:25]
 
 
+#: Whom a message may notify when its author's rights were never recorded (rows made
+#: before core.tenancy): users only, never @everyone, @here or a role.
+USERS_ONLY: dict[str, Any] = {"parse": ["users"]}
+
+
+def allowed_mentions(delivery: Delivery) -> dict[str, Any]:
+    """The ``allowed_mentions`` of every message Herald sends: what the author could
+    notify when they scheduled it (core.tenancy), else users only
+    (https://discord.com/developers/docs/resources/message#allowed-mentions-object)."""
+    found = delivery.options.get("allowed_mentions")
+    return found if isinstance(found, dict) else USERS_ONLY
+
+
 @dataclass
 class _Bucket:
     remaining: int
@@ -260,10 +273,10 @@ class DiscordChannel(_DiscordHTTP):
             "content": delivery.body,
             "nonce": discord_nonce(delivery.idempotency_key),
             "enforce_nonce": True,
+            "allowed_mentions": allowed_mentions(delivery),
         }
-        for name in ("embeds", "allowed_mentions"):
-            if delivery.options.get(name) is not None:
-                body[name] = delivery.options[name]
+        if delivery.options.get("embeds") is not None:
+            body["embeds"] = delivery.options["embeds"]
         return body
 
     async def send(self, delivery: Delivery) -> DeliveryResult:
@@ -332,8 +345,11 @@ class DiscordWebhookChannel(_DiscordHTTP):
 
     def payload(self, delivery: Delivery) -> dict[str, Any]:
         """The JSON body of the execute-webhook request for ``delivery``."""
-        body: dict[str, Any] = {"content": delivery.body}
-        for name in ("username", "avatar_url", "embeds", "allowed_mentions"):
+        body: dict[str, Any] = {
+            "content": delivery.body,
+            "allowed_mentions": allowed_mentions(delivery),
+        }
+        for name in ("username", "avatar_url", "embeds"):
             if delivery.options.get(name) is not None:
                 body[name] = delivery.options[name]
         return body

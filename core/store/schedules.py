@@ -229,6 +229,18 @@ class ScheduleQueries(Gateway):
 
     # --- schedules: read ------------------------------------------------------------
 
+    async def jobs_of_tenant(self, job_ids: Sequence[int], tenant: str) -> set[int]:
+        """Which of these jobs belong to a schedule of ``tenant``."""
+        if not job_ids:
+            return set()
+        stmt = (
+            sa.select(JOB.c.id)
+            .join(SCHEDULE, SCHEDULE.c.id == JOB.c.schedule_id)
+            .where(JOB.c.id.in_(list(job_ids)), SCHEDULE.c.tenant == tenant)
+        )
+        async with self._read() as conn:
+            return {int(row[0]) for row in await conn.execute(stmt)}
+
     async def count_live(self, tenant: str, owner: str) -> tuple[int, int]:
         """Active and paused schedules: ``(of owner in tenant, of the whole tenant)``."""
         live = SCHEDULE.c.state.in_(("active", "paused"))

@@ -18,6 +18,7 @@ from typing import Any
 import discord
 
 from bot.discord_bot import DiscordAdapter, HeraldClient
+from core.actors import Principal, discord_tenant
 
 GUILD = 700000000000000001
 CHANNEL = 700000000000000010
@@ -62,6 +63,11 @@ class User:
         return f"<@{self.id}>"
 
 
+def who(user_id: int, guild_id: int = GUILD) -> Principal:
+    """A Discord member as the use cases know them: in their server's tenant."""
+    return Principal(f"discord:{user_id}", discord_tenant(guild_id, user_id))
+
+
 class Channel:
     """A guild channel whose ``permissions_for`` answers from a table (user id -> perms)."""
 
@@ -75,10 +81,17 @@ class Channel:
         return self.perms.get(obj.id, discord.Permissions.none())
 
 
+class Role:
+    def __init__(self, role_id: int, *, mentionable: bool = False) -> None:
+        self.id = role_id
+        self.mentionable = mentionable
+
+
 class Guild:
-    def __init__(self, guild_id: int = GUILD) -> None:
+    def __init__(self, guild_id: int = GUILD, roles: list[Role] | None = None) -> None:
         self.id = guild_id
         self.me = User(BOT, "Herald")
+        self.roles = roles or []
 
 
 class Response:

@@ -23,7 +23,16 @@ from core.store import Store
 from core.store.queue import ClaimedJob, Finished
 from core.usecases import Herald
 from tests.discord_bot.conftest import ALERTS, TOKEN, discord_settings
-from tests.discord_bot.doubles import ADMIN, CHANNEL, OWNER, STRANGER, Interaction, click, command
+from tests.discord_bot.doubles import (
+    ADMIN,
+    CHANNEL,
+    OWNER,
+    STRANGER,
+    Interaction,
+    click,
+    command,
+    who,
+)
 from tests.discord_bot.doubles import message_from as message_of
 from tests.fakes.discord_app import FakeDiscordApp
 
@@ -213,7 +222,7 @@ async def test_dead_letter_alert_buttons_work_after_a_restart(
             ("followup", True),
         ]
         assert str(refused.last.content).startswith("Only Herald admins can retry")
-        assert len(await due_herald.dead_letters(f"discord:{ADMIN}")) == 1
+        assert len(await due_herald.dead_letters(who(ADMIN))) == 1
 
         decided = Interaction(second.client, ADMIN, message=message_of(second.client, alert))
         await click(second.client, decided, "herald:dead:retry:1")
@@ -224,7 +233,7 @@ async def test_dead_letter_alert_buttons_work_after_a_restart(
     assert edit.kind == "edit" and edit.view is None
     assert f"**Retried** by <@{ADMIN}>" in str(edit.content)
     assert "Only Herald admins can decide" not in str(edit.content)
-    assert await due_herald.dead_letters(f"discord:{ADMIN}") == []
+    assert await due_herald.dead_letters(who(ADMIN)) == []
     trail = [(a.actor, a.action) for a in await store.audit_trail("job", "1")]
     assert (f"discord:{ADMIN}", "dead.retry") in trail
 
@@ -253,7 +262,15 @@ async def test_discard_from_an_alert(
         await adapter.stop()
 
     assert f"**Discarded** by <@{ADMIN}>" in str(inter.last.content)
-    assert await due_herald.dead_letters(f"discord:{ADMIN}") == []
+    assert await due_herald.dead_letters(who(ADMIN)) == []
+
+
+async def _job_seven(herald: Herald) -> None:
+    """Jobs 1 to 7 of schedules in this server (alerts are only about its own)."""
+    for n in range(7):
+        await herald.create_schedule(
+            who(OWNER), to=f"discord:{CHANNEL}", when="in 10 minutes", text=f"m{n}"
+        )
 
 
 def _finished(state: str) -> Finished:
@@ -265,6 +282,7 @@ def _finished(state: str) -> Finished:
 async def test_only_dead_letters_are_posted_and_only_with_an_alert_channel(
     fake: FakeDiscordApp, live: Settings, sqlite_url: str, herald: Herald
 ) -> None:
+    await _job_seven(herald)
     quiet = create_adapter(
         discord_settings(sqlite_url, fake.api_url, HERALD_DISCORD_ALERT_CHANNEL=""), herald
     )
@@ -293,7 +311,9 @@ async def test_an_alert_discord_refuses_is_logged(
     settings = discord_settings(
         sqlite_url, fake.api_url, HERALD_DISCORD_ALERT_CHANNEL="700000000000000404"
     )
+    await _job_seven(herald)
     adapter = create_adapter(settings, herald)
+    adapter._alert_tenant = who(OWNER).tenant  # the lookup of the channel is not the point
     try:
         await adapter.start()
         assert await adapter.post_alert(_finished("dead")) is None
@@ -302,13 +322,46 @@ async def test_an_alert_discord_refuses_is_logged(
     assert "could not post a dead-letter alert" in caplog.text
 
 
+async def test_alerts_are_only_about_the_alert_channels_own_server(
+    fake: FakeDiscordApp, live: Settings, herald: Herald
+) -> None:
+    """A dead letter of another server (or of the terminal) is not posted to this
+    server's alert channel; one of its own is."""
+    for guild in (700000000000000555, None):
+        who_there = who(OWNER, guild) if guild else f"discord:{OWNER}"
+        await herald.create_schedule(
+            who_there, to=f"discord:{CHANNEL}", when="in 10 minutes", text="elsewhere"
+        )
+    adapter = create_adapter(live, herald)
+    try:
+        await adapter.start()
+        elsewhere = [_finished_job(1), _finished_job(2)]
+        for item in elsewhere:
+            assert await adapter.post_alert(item) is None
+        assert fake.channels[ALERTS].messages == []
+        await herald.create_schedule(
+            who(OWNER), to=f"discord:{CHANNEL}", when="in 10 minutes", text="here"
+        )
+        assert await adapter.post_alert(_finished_job(3)) is not None
+    finally:
+        await adapter.stop()
+    [alert] = fake.channels[ALERTS].messages
+    assert "job 3" in alert["content"]
+
+
+def _finished_job(job_id: int) -> Finished:
+    now = datetime(2026, 3, 2, 12, tzinfo=UTC)
+    job = ClaimedJob(job_id, job_id, now, now, 8, "k", f"discord:{CHANNEL}", "b", None, None, {})
+    return Finished(job, "dead", error="Discord answered 500.")
+
+
 async def test_herald_run_starts_the_adapter_and_alerts_dead_letters(
     fake: FakeDiscordApp, live: Settings, due_herald: Herald
 ) -> None:
     """`herald run` (bot.service.serve) with DISCORD_BOT_TOKEN set: the adapter logs in
     and connects, and a delivery that dies is posted to the alert channel."""
     await due_herald.create_schedule(
-        f"discord:{OWNER}", to=f"discord:{BLOCKED}", when="in 10 seconds", text="Blocked"
+        who(OWNER), to=f"discord:{BLOCKED}", when="in 10 seconds", text="Blocked"
     )
     stop = asyncio.Event()
     died = asyncio.Event()

@@ -7,7 +7,7 @@ from typing import Any
 
 from bot.discord_bot import DiscordAdapter, choices
 from core.usecases import Herald
-from tests.discord_bot.doubles import CHANNEL, OWNER, STRANGER, Interaction, command
+from tests.discord_bot.doubles import CHANNEL, OWNER, STRANGER, Interaction, command, who
 
 Make = Callable[..., Interaction]
 
@@ -24,7 +24,7 @@ async def complete(
 async def test_when_shows_the_reading_in_the_members_zone(
     adapter: DiscordAdapter, interaction: Make, herald: Herald
 ) -> None:
-    await herald.set_timezone(f"discord:{OWNER}", "Europe/Berlin")
+    await herald.set_timezone(who(OWNER), "Europe/Berlin")
 
     choices = await complete(adapter, interaction, "create", "when", when="every weekday at 9am")
 
@@ -48,7 +48,7 @@ async def test_when_reads_an_edit_in_the_schedules_zone(
     adapter: DiscordAdapter, interaction: Make, herald: Herald
 ) -> None:
     await herald.create_schedule(
-        f"discord:{OWNER}", to=f"discord:{CHANNEL}", when="in 1 hour", text="x", tz="America/Lima"
+        who(OWNER), to=f"discord:{CHANNEL}", when="in 1 hour", text="x", tz="America/Lima"
     )
 
     [(name, _)] = await complete(
@@ -73,10 +73,10 @@ async def test_when_says_what_it_cannot_read_and_offers_examples(
 async def test_id_lists_only_the_members_open_schedules(
     adapter: DiscordAdapter, interaction: Make, herald: Herald
 ) -> None:
-    me = f"discord:{OWNER}"
+    me = who(OWNER)
     for when, text in [("every day at 9am", "Standup"), ("tomorrow at 8am", "Deploy")]:
         await herald.create_schedule(me, to=f"discord:{CHANNEL}", when=when, text=text)
-    await herald.create_schedule(f"discord:{STRANGER}", to="log:", when="in 1 hour", text="Theirs")
+    await herald.create_schedule(who(STRANGER), to="log:", when="in 1 hour", text="Theirs")
     await herald.create_schedule(me, to="log:", when="in 2 hours", text="Gone")
     await herald.cancel_schedule(me, 4)
 

@@ -20,6 +20,7 @@ from tests.discord_bot.doubles import (
     command,
     message_with,
     submit,
+    who,
 )
 
 Make = Callable[..., Interaction]
@@ -47,7 +48,7 @@ async def test_cancel_replaces_the_card(
     assert deferred.kind == "defer" and edited.kind == "edit"
     assert str(edited.content).startswith("Cancelled: nothing more will be sent.")
     assert "· cancelled ·" in str(edited.content) and edited.view is None
-    detail = await herald.show_schedule(f"discord:{OWNER}", 1)
+    detail = await herald.show_schedule(who(OWNER), 1)
     assert detail.schedule.state == "cancelled"
 
 
@@ -61,7 +62,7 @@ async def test_someone_elses_click_is_refused_to_them_alone(
 
     assert [(a.kind, a.ephemeral) for a in inter.log] == [("defer", False), ("followup", True)]
     assert inter.last.content == "There is no schedule 1 of yours."
-    assert (await herald.show_schedule(f"discord:{OWNER}", 1)).schedule.state == "active"
+    assert (await herald.show_schedule(who(OWNER), 1)).schedule.state == "active"
 
 
 async def test_edit_opens_a_prefilled_form_and_applies_it(
@@ -84,7 +85,7 @@ async def test_edit_opens_a_prefilled_form_and_applies_it(
     assert str(sent.last.content).startswith("Changed.")
     stamp = int(datetime(2026, 3, 3, 11, 30, tzinfo=UTC).timestamp())
     assert f"<t:{stamp}:F>" in str(sent.last.content)
-    schedule = (await herald.show_schedule(f"discord:{OWNER}", 1)).schedule
+    schedule = (await herald.show_schedule(who(OWNER), 1)).schedule
     assert (schedule.expression, schedule.body) == ("every day at 11:30", "Daily")
 
 
@@ -95,13 +96,13 @@ async def test_a_form_opened_before_a_change_is_refused(
     opener = interaction(message=message)
     await click(adapter.client, opener, "herald:schedule:edit:1")
     form = opener.log[0].modal
-    await herald.edit_schedule(f"discord:{ADMIN}", 1, text="Changed by an admin")
+    await herald.edit_schedule(who(ADMIN), 1, text="Changed by an admin")
 
     sent = interaction()
     await submit(adapter.client, sent, form, when="every day at 10:00", text="Mine")
 
     assert str(sent.last.content).startswith("Schedule 1 is at version 2, not 1")
-    schedule = (await herald.show_schedule(f"discord:{OWNER}", 1)).schedule
+    schedule = (await herald.show_schedule(who(OWNER), 1)).schedule
     assert schedule.body == "Changed by an admin"
 
 

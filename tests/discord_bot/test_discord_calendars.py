@@ -14,7 +14,7 @@ from bot.discord_bot import DiscordAdapter
 from core.models import JobState
 from core.store import Store
 from core.usecases import Herald
-from tests.discord_bot.doubles import ADMIN, CHANNEL, OWNER, Interaction, command
+from tests.discord_bot.doubles import ADMIN, CHANNEL, OWNER, Interaction, command, who
 from tests.fakes.ics import ICSServer
 from tests.support.calendars import data
 
@@ -63,7 +63,7 @@ async def test_the_skip_calendar_option_skips_holidays_and_the_reply_names_them(
     adapter: DiscordAdapter, interaction: Make, herald: Herald, ics: ICSServer
 ) -> None:
     url = ics.publish("/holidays.ics", data("holidays.ics"))
-    await herald.set_timezone(f"discord:{OWNER}", "Europe/Berlin")
+    await herald.set_timezone(who(OWNER), "Europe/Berlin")
     text = await run(
         command(adapter, "create"),
         interaction(),
@@ -78,7 +78,7 @@ async def test_the_skip_calendar_option_skips_holidays_and_the_reply_names_them(
         f"{day(utc(2026, 4, 3, 7))} (Good Friday), {day(utc(2026, 4, 6, 7))} (Easter Monday), "
         f"{day(utc(2026, 5, 1, 7))} (Labour Day)"
     ) in text
-    [schedule] = await herald.list_schedules(f"discord:{OWNER}")
+    [schedule] = await herald.list_schedules(who(OWNER))
     assert (await skipped(herald, schedule.id))[:2] == [
         (utc(2026, 4, 3, 7), "Skipped: Good Friday"),
         (utc(2026, 4, 6, 7), "Skipped: Easter Monday"),
@@ -99,7 +99,7 @@ async def test_except_holidays_from_a_url_in_when_does_the_same(
     )
 
     assert "every weekday at 09:00 (UTC)" in text and "(Good Friday)" in text
-    [schedule] = await herald.list_schedules(f"discord:{OWNER}")
+    [schedule] = await herald.list_schedules(who(OWNER))
     assert schedule.expression == "every weekday at 9am"
     assert (utc(2026, 4, 3, 9), "Skipped: Good Friday") in await skipped(herald, schedule.id)
 
@@ -113,7 +113,7 @@ async def test_a_calendar_that_cannot_be_read_schedules_nothing(
     assert text == f"Fetching {gone} answered HTTP 404."
     text = await run(create, interaction(), when="every day at 9 except holidays", message="x")
     assert "needs the calendar to read the dates from" in text
-    assert await herald.list_schedules(f"discord:{OWNER}") == []
+    assert await herald.list_schedules(who(OWNER)) == []
 
 
 async def test_when_autocomplete_reads_the_phrase(
@@ -143,7 +143,7 @@ async def test_an_admin_subscribes_this_channel_to_a_feed(
 
     assert text.startswith("Feed #1: a reminder 10 minutes before each event of")
     assert f"in <#{CHANNEL}>" in text
-    reminders = await herald.list_schedules(f"discord:{ADMIN}", state="active")
+    reminders = await herald.list_schedules(who(ADMIN), state="active")
     assert reminders and {s.destination for s in reminders} == {f"discord:{CHANNEL}"}
     first = min(reminders, key=lambda s: s.starts_at)
     assert (first.starts_at, first.body) == (utc(2026, 3, 2, 14, 20), "Team stand-up in 10 minutes")
@@ -152,7 +152,7 @@ async def test_an_admin_subscribes_this_channel_to_a_feed(
     assert f"**#1** · 10 minutes before each event of calendar 1 · <#{CHANNEL}>" in listed
     removed = await run(feed_command(adapter, "remove"), interaction(ADMIN), id=1)
     assert removed == f"Feed #1 removed; {len(reminders)} waiting reminders cancelled."
-    assert await herald.list_schedules(f"discord:{ADMIN}", state="active") == []
+    assert await herald.list_schedules(who(ADMIN), state="active") == []
 
 
 async def test_only_admins_may_add_or_remove_feeds(
@@ -162,13 +162,13 @@ async def test_only_admins_may_add_or_remove_feeds(
     add = feed_command(adapter, "add")
     text = await run(add, interaction(OWNER), calendar=url)
     assert text == "Only an admin can subscribe to event feeds."
-    assert await herald.list_feeds(f"discord:{ADMIN}") == []
-    assert await herald.list_schedules(f"discord:{OWNER}") == []
+    assert await herald.list_feeds(who(ADMIN)) == []
+    assert await herald.list_schedules(who(OWNER)) == []
 
     await run(add, interaction(ADMIN), calendar=url)
     text = await run(feed_command(adapter, "remove"), interaction(OWNER), id=1)
     assert text == "There is no feed 1 of yours."
-    assert len(await herald.list_feeds(f"discord:{ADMIN}")) == 1
+    assert len(await herald.list_feeds(who(ADMIN))) == 1
     refused = [
         (a.actor, a.action)
         for key in ("", "1")
@@ -191,4 +191,4 @@ async def test_a_bad_lead_time_is_explained(
         before="soon",
     )
     assert text == "'soon' is not a lead time: write e.g. 10m, 1h or 1d."
-    assert await herald.list_feeds(f"discord:{ADMIN}") == []
+    assert await herald.list_feeds(who(ADMIN)) == []

@@ -30,6 +30,7 @@ from tests.discord_bot.doubles import (
     Interaction,
     command,
     in_dm,
+    who,
 )
 
 Make = Callable[..., Interaction]
@@ -66,7 +67,7 @@ async def test_create_answers_ephemerally_with_discord_timestamps_and_buttons(
     assert "read this in **UTC** (the server default)" in text and "/schedule timezone" in text
     assert inter.last.custom_ids == ["herald:schedule:edit:1", "herald:schedule:cancel:1"]
     assert inter.last.options["allowed_mentions"].to_dict()["parse"] == []
-    [schedule] = await herald.list_schedules(f"discord:{OWNER}")
+    [schedule] = await herald.list_schedules(who(OWNER))
     assert (schedule.owner, schedule.destination) == (f"discord:{OWNER}", f"discord:{CHANNEL}")
     assert schedule.timezone == "UTC"
 
@@ -74,7 +75,7 @@ async def test_create_answers_ephemerally_with_discord_timestamps_and_buttons(
 async def test_recurring_in_the_members_zone_shows_the_next_sends(
     adapter: DiscordAdapter, interaction: Make, herald: Herald
 ) -> None:
-    await herald.set_timezone(f"discord:{OWNER}", "Europe/Berlin")
+    await herald.set_timezone(who(OWNER), "Europe/Berlin")
     text = await run(
         adapter, "create", interaction(), when="every weekday at 9am", message="Standup"
     )
@@ -102,7 +103,7 @@ async def test_unreadable_time_says_what_and_gives_an_example(
     text = await run(adapter, "create", interaction(), when="blursday at noonish", message="x")
 
     assert text.startswith('Could not read "blursday at noonish": try "every day at 9am"')
-    assert await herald.list_schedules(f"discord:{OWNER}") == []
+    assert await herald.list_schedules(who(OWNER)) == []
 
 
 @pytest.mark.parametrize(
@@ -119,7 +120,7 @@ async def test_current_channel_needs_both_member_and_bot_to_send(
     text = await run(adapter, "create", inter, when="in 1 hour", message="hello")
 
     assert text.startswith(refusal)
-    assert await herald.list_schedules(f"discord:{OWNER}") == []
+    assert await herald.list_schedules(who(OWNER)) == []
 
 
 @pytest.mark.parametrize(
@@ -140,7 +141,7 @@ async def test_another_channel_is_checked_with_permissions_for(
         adapter, "create", interaction(guild=guild), when="in 1 hour", message="hi", channel=other
     )
 
-    found = await herald.list_schedules(f"discord:{OWNER}")
+    found = await herald.list_schedules(who(OWNER))
     if ok:
         assert "to <#700000000000000020>" in text
         assert [s.destination for s in found] == [f"discord:{OTHER_CHANNEL}"]
@@ -188,7 +189,7 @@ async def test_the_check_records_the_member(
     inter = interaction(display_name="Grace")
     assert await command(adapter, "list")._check_can_run(inter)  # type: ignore[arg-type]
 
-    member = await store.get_member(f"discord:{OWNER}")
+    member = await store.get_member(who(OWNER).tenant, f"discord:{OWNER}")
     assert member is not None and member.display_name == "Grace" and not member.platform_admin
 
 
@@ -208,9 +209,9 @@ async def test_manage_server_makes_an_admin_only_when_configured(
     try:
         check = command(adapter, "list")._check_can_run
         await check(Interaction(adapter.client, STRANGER, permissions=MANAGER))  # type: ignore[arg-type]
-        assert (await herald.actor(f"discord:{STRANGER}")).is_admin is from_permission
+        assert (await herald.actor(who(STRANGER))).is_admin is from_permission
         await check(Interaction(adapter.client, STRANGER, permissions=SENDER))  # type: ignore[arg-type]
-        assert not (await herald.actor(f"discord:{STRANGER}")).is_admin
+        assert not (await herald.actor(who(STRANGER))).is_admin
     finally:
         await adapter.stop()
 
@@ -239,7 +240,7 @@ async def test_list_and_show(adapter: DiscordAdapter, interaction: Make, herald:
 
 
 async def test_edit_command(adapter: DiscordAdapter, interaction: Make, herald: Herald) -> None:
-    await herald.set_timezone(f"discord:{OWNER}", "Europe/Berlin")
+    await herald.set_timezone(who(OWNER), "Europe/Berlin")
     await run(adapter, "create", interaction(), when="tomorrow at 9am", message="Old")
 
     text = await run(adapter, "edit", interaction(), id=1, when="friday at 17:00", message="New")

@@ -51,9 +51,12 @@ class FakeDiscord(FakeHTTPServer):
         bucket_limit: int = 5,
         bucket_window: float = 5.0,
         clock: Callable[[], float] = time.monotonic,
+        guild_id: str = "700000000000000001",
     ) -> None:
         super().__init__()
         self.token = token
+        #: The server every channel belongs to.
+        self.guild_id = guild_id
         self.bucket_limit = bucket_limit
         self.bucket_window = bucket_window
         self.clock = clock
@@ -108,7 +111,14 @@ class FakeDiscord(FakeHTTPServer):
         channel = self._channel(request)
         if isinstance(channel, web.Response):
             return channel
-        return web.json_response({"id": channel.id, "type": 0, "name": f"chan-{channel.id}"})
+        return web.json_response(
+            {
+                "id": channel.id,
+                "type": 0,
+                "name": f"chan-{channel.id}",
+                "guild_id": self.guild_id,
+            }
+        )
 
     def _bucket_headers(self, channel: DiscordChannelState) -> tuple[dict[str, str], float]:
         now = self.clock()
