@@ -97,7 +97,7 @@ def build(
             created = now - timedelta(days=31)
             yield {
                 "id": sid,
-                "workspace": "local",
+                "tenant": "local",
                 "owner": owners[sid % len(owners)],
                 "destination": destinations[sid % len(destinations)],
                 "body": f"Message {sid}: standup, deploy or coffee {rnd.randrange(10**6)}",

@@ -51,7 +51,7 @@ def schedule_rows(
         rows.append(
             {
                 "owner": owner,
-                "workspace": owner.partition(":")[0],
+                "tenant": "local",
                 "destination": destination(i) if callable(destination) else destination,
                 "body": f"bench {i}",
                 "expression": "bench",

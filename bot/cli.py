@@ -75,6 +75,8 @@ class Cli:
         self.emit(f"  when:    {s.expression}  [{views.describe(s)}]")
         self.emit(f"  next:    {views.local(s.next_run_at, s.timezone)} {s.timezone}")
         self.emit(f"  owner:   {s.owner}")
+        if s.tenant != "local":
+            self.emit(f"  tenant:  {s.tenant}")
         if s.skip_calendars:
             ids = ", ".join(str(i) for i in s.skip_calendars)
             self.emit(f"  skips:   the event dates of calendar {ids}")
@@ -115,6 +117,7 @@ class Cli:
             state=a.state,
             destination=a.to,
             text=a.search,
+            tenant=a.tenant,
             limit=a.limit,
         )
         if a.json:
@@ -123,9 +126,12 @@ class Cli:
         if not rows:
             self.emit("No schedules.")
             return
-        self.emit(f"{'ID':>6}  {'STATE':<9}  {'NEXT (local)':<21}  {'TO':<28}  TEXT")
-        for s in rows:
-            self.emit(self.schedule_line(s))
+        tenants = {s.tenant for s in rows} != {"local"}
+        head = f"{'ID':>6}  {'STATE':<9}  {'NEXT (local)':<21}  {'TO':<28}  TEXT"
+        self.emit(f"{'TENANT':<20}  {head}" if tenants else head)
+        for s in rows:  # the tenant column once rows come from more than the terminal's
+            line = self.schedule_line(s)
+            self.emit(f"{s.tenant[:20]:<20}  {line}" if tenants else line)
 
     async def cmd_show(self, herald: Herald) -> None:
         detail = await herald.show_schedule(self.actor, self.args.id)
@@ -235,28 +241,32 @@ class Cli:
             self.emit(f"Your time zone is {zone}.")
 
     async def cmd_member_role(self, herald: Herald) -> None:
-        await herald.set_role(self.actor, self.args.member, self.args.role)
-        self.emit(f"{self.args.member} is now {self.args.role}.")
+        await herald.set_role(
+            self.actor, self.args.member, self.args.role, tenant=self.args.tenant
+        )
+        where = f" in {self.args.tenant}" if self.args.tenant else ""
+        self.emit(f"{self.args.member} is now {self.args.role}{where}.")
 
     async def cmd_dead(self, herald: Herald) -> None:
         a = self.args
         if a.dead_command == "list":
-            letters = await herald.dead_letters(self.actor, limit=a.limit)
+            letters = await herald.dead_letters(self.actor, limit=a.limit, tenant=a.tenant)
             if a.json:
                 self.emit_json([views.dead_letter_dict(d) for d in letters])
             elif not letters:
                 self.emit("No dead letters.")
             else:
-                self.emit(
-                    f"{'JOB':>7}  {'SCHED':>6}  {'DIED (UTC)':<20}  {'TO':<24}  REQUEST  ERROR"
-                )
+                tenants = {d.tenant for d in letters} != {"local"}
+                head = f"{'JOB':>7}  {'SCHED':>6}  {'DIED (UTC)':<20}  {'TO':<24}  REQUEST  ERROR"
+                self.emit(f"{'TENANT':<20}  {head}" if tenants else head)
                 for d in letters:
                     died = views.iso(d.finished_at) or "-"
                     asked = d.retry_requested_by or "-"
-                    self.emit(
+                    line = (
                         f"{d.job_id:>7}  {d.schedule_id:>6}  {died:<20}  {d.destination:<24}  "
                         f"{asked}  {(d.last_error or '')[:60]}"
                     )
+                    self.emit(f"{d.tenant[:20]:<20}  {line}" if tenants else line)
             return
         ids = a.ids
         if a.dead_command == "show":

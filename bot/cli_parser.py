@@ -54,6 +54,9 @@ def build_parser() -> argparse.ArgumentParser:
     c = add("list", "List schedules.")
     c.add_argument("--all", action="store_true", help="everyone's (operators and admins)")
     c.add_argument("--state", help="active, paused, cancelled or completed")
+    c.add_argument(
+        "--tenant", help="one tenant's (slack:T…, discord:<server>, local; Herald-wide only)"
+    )
     c.add_argument("--to", help="only this destination")
     c.add_argument("--search", help="only messages containing this text")
     c.add_argument("--limit", type=int, default=200)
@@ -98,6 +101,9 @@ def build_parser() -> argparse.ArgumentParser:
     r = msub.add_parser("role", help="give a member a role")
     r.add_argument("member", help="member id, e.g. slack:U123")
     r.add_argument("role", choices=["member", "operator", "admin"])
+    r.add_argument(
+        "--tenant", help="the tenant the role is held in (default local), e.g. slack:T0123"
+    )
 
     c = add("db", "Database schema.")
     dsub = c.add_subparsers(dest="db_command", required=True, parser_class=_Parser)
@@ -110,6 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
     dsub = c.add_subparsers(dest="dead_command", required=True, parser_class=_Parser)
     d = dsub.add_parser("list", help="newest first")
     d.add_argument("--limit", type=int, default=200)
+    d.add_argument("--tenant", help="one tenant's (Herald-wide operators and admins)")
     d.add_argument("--json", action="store_true")
     d = dsub.add_parser("show", help="one dead letter with its attempts")
     d.add_argument("ids", type=int, nargs=1, metavar="ID")

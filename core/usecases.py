@@ -192,7 +192,10 @@ class Herald(DeadLetterCases, ConsoleCases, FeedCases):
         """The actor a principal and its member row in that tenant (if any) make."""
         role = Role(member.role) if member is not None else Role.MEMBER
         herald_admin = principal.id in self.settings.admins
-        if herald_admin or (member is not None and member.platform_admin):
+        platform_admin = principal.platform_admin or (
+            principal.platform_admin is None and member is not None and member.platform_admin
+        )
+        if herald_admin or platform_admin:
             role = Role.ADMIN
         herald_wide = herald_admin or (
             principal.tenant == LOCAL_TENANT and role in (Role.OPERATOR, Role.ADMIN)
@@ -279,7 +282,12 @@ class Herald(DeadLetterCases, ConsoleCases, FeedCases):
         _check_tenant(where)
         if not actor.owns_tenant_of(where):
             raise await self.denied(
-                actor, "member.role", "member", member_id, f"There is no tenant {where} of yours."
+                actor,
+                "member.role",
+                "member",
+                member_id,
+                f"There is no tenant {where} of yours.",
+                NotFound,
             )
         await self.actor(Principal(member_id, where))  # validates the id
         await self.store.save_member(

@@ -36,6 +36,7 @@ def describe(schedule: Schedule) -> str:
 def schedule_dict(schedule: Schedule) -> dict[str, Any]:
     return {
         "id": schedule.id,
+        "tenant": schedule.tenant,
         "owner": schedule.owner,
         "destination": schedule.destination,
         "text": schedule.body,
@@ -97,6 +98,7 @@ def dead_letter_dict(letter: DeadLetter) -> dict[str, Any]:
     return {
         "job_id": letter.job_id,
         "schedule_id": letter.schedule_id,
+        "tenant": letter.tenant,
         "owner": letter.owner,
         "destination": letter.destination,
         "text": letter.body,

@@ -43,7 +43,7 @@ def terms(text: str, keys: tuple[str, ...]) -> tuple[dict[str, str], str]:
 
 
 def schedule_filter(text: str) -> ScheduleFilter:
-    found, words = terms(text, ("owner", "to", "state"))
+    found, words = terms(text, ("owner", "to", "state", "tenant"))
     states = None
     if "state" in found:
         states = tuple(s for s in found["state"].split(",") if s)
@@ -53,6 +53,7 @@ def schedule_filter(text: str) -> ScheduleFilter:
             raise FilterError(f"Unknown state {bad[0]!r}: use {', '.join(sorted(valid))}")
     return ScheduleFilter(
         owner=found.get("owner") or None,
+        tenant=found.get("tenant") or None,
         states=states or None,
         destination=found.get("to") or None,
         text=words or None,
@@ -78,9 +79,13 @@ def _number(key: str, value: str) -> int:
 
 
 def attempt_filter(text: str, now: datetime) -> AttemptFilter:
-    found, words = terms(text, ("outcome", "to", "schedule", "job", "since", "until"))
+    found, words = terms(
+        text, ("outcome", "to", "schedule", "job", "since", "until", "tenant")
+    )
     if words:
-        raise FilterError("Filter the log with outcome:, to:, schedule:, job:, since:, until:")
+        raise FilterError(
+            "Filter the log with outcome:, to:, schedule:, job:, since:, until:, tenant:"
+        )
     outcome = found.get("outcome") or None
     if outcome is not None and outcome not in OUTCOMES:
         raise FilterError(f"Unknown outcome {outcome!r}: use {', '.join(OUTCOMES)}")
@@ -91,26 +96,35 @@ def attempt_filter(text: str, now: datetime) -> AttemptFilter:
         job_id=_number("job", found["job"]) if "job" in found else None,
         since=_when(found["since"], now) if "since" in found else None,
         until=_when(found["until"], now) if "until" in found else None,
+        tenant=found.get("tenant") or None,
     )
 
 
 def dead_filter(text: str, reason: str | None) -> DeadFilter:
-    found, words = terms(text, ("to", "requested"))
+    found, words = terms(text, ("to", "requested", "tenant"))
     if words:
-        raise FilterError("Filter dead letters with to: and requested:yes|no")
+        raise FilterError("Filter dead letters with to:, requested:yes|no and tenant:")
     requested = None
     if "requested" in found:
         requested = found["requested"].lower() in ("yes", "y", "true", "1")
-    return DeadFilter(reason=reason, destination=found.get("to") or None, requested=requested)
+    return DeadFilter(
+        reason=reason,
+        destination=found.get("to") or None,
+        requested=requested,
+        tenant=found.get("tenant") or None,
+    )
 
 
 def audit_filter(text: str) -> AuditFilter:
-    found, words = terms(text, ("actor", "action", "object"))
+    found, words = terms(text, ("actor", "action", "object", "tenant"))
     if words:
-        raise FilterError("Filter the audit log with actor:, action:, object:TYPE[:ID]")
+        raise FilterError(
+            "Filter the audit log with actor:, action:, object:TYPE[:ID], tenant:"
+        )
     object_type, _, object_id = found.get("object", "").partition(":")
     return AuditFilter(
         actor=found.get("actor") or None,
+        tenant=found.get("tenant") or None,
         action=found.get("action") or None,
         object_type=object_type or None,
         object_id=object_id or None,

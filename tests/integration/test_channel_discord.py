@@ -76,6 +76,24 @@ async def test_message_is_created_with_nonce(discord: FakeDiscord, channel: Disc
     assert body["nonce"] == discord_nonce(KEY) and body["enforce_nonce"] is True
 
 
+async def test_every_message_carries_allowed_mentions(
+    discord: FakeDiscord, channel: DiscordChannel, hook_channel: DiscordWebhookChannel
+) -> None:
+    """A message whose author's rights were recorded notifies whom they could; any
+    other (rows from before tenants) notifies users only, never @everyone or a role."""
+    recorded = {"allowed_mentions": {"parse": ["users"], "roles": ["55"]}}
+    await channel.send(make_delivery(f"discord:{CHAN}", "@everyone <@&55>", options=recorded))
+    await channel.send(make_delivery(f"discord:{CHAN}", "@everyone <@&55>"))
+    url = discord.add_webhook("555", WEBHOOK_TOKEN, CHAN)
+    await hook_channel.send(make_delivery(f"discord-webhook:{url}", "@here"))
+    bodies = [r.json() for r in discord.requests if r.method == "POST"]
+    assert [b["allowed_mentions"] for b in bodies] == [
+        {"parse": ["users"], "roles": ["55"]},
+        {"parse": ["users"]},
+        {"parse": ["users"]},
+    ]
+
+
 def test_nonce_is_deterministic_and_short() -> None:
     assert discord_nonce(KEY) == discord_nonce(KEY)
     assert len(discord_nonce(KEY)) == 25 == len(discord_nonce("x" * 500))

@@ -91,11 +91,13 @@ class SlackSender:
     def trigger(self) -> str:
         return f"{next(self._triggers)}.trigger"
 
-    def command_body(self, text: str, *, user: str = "U1", channel: str = "C0123") -> str:
+    def command_body(
+        self, text: str, *, user: str = "U1", channel: str = "C0123", team: str = TEAM
+    ) -> str:
         return urlencode(
             {
                 "token": "verification-token-unused",
-                "team_id": TEAM,
+                "team_id": team,
                 "team_domain": "herald",
                 "channel_id": channel,
                 "channel_name": "general",
@@ -110,8 +112,10 @@ class SlackSender:
             }
         )
 
-    async def command(self, text: str, *, user: str = "U1", channel: str = "C0123") -> Answer:
-        return await self.post(self.command_body(text, user=user, channel=channel))
+    async def command(
+        self, text: str, *, user: str = "U1", channel: str = "C0123", team: str = TEAM
+    ) -> Answer:
+        return await self.post(self.command_body(text, user=user, channel=channel, team=team))
 
     async def interaction(self, payload: dict[str, Any]) -> Answer:
         return await self.post(urlencode({"payload": json.dumps(payload)}))
@@ -126,12 +130,13 @@ class SlackSender:
         channel: str | None = "C0123",
         message: dict[str, Any] | None = None,
         home: bool = False,
+        team: str = TEAM,
     ) -> Answer:
         """A button click on a message (ephemeral unless ``message``), or in the Home tab."""
         payload: dict[str, Any] = {
             "type": "block_actions",
-            "team": {"id": TEAM, "domain": "herald"},
-            "user": {"id": user, "username": user.lower(), "team_id": TEAM},
+            "team": {"id": team, "domain": "herald"},
+            "user": {"id": user, "username": user.lower(), "team_id": team},
             "api_app_id": "A0HERALD",
             "trigger_id": self.trigger(),
             "actions": [
@@ -160,15 +165,15 @@ class SlackSender:
                 payload["message"] = message
         return await self.interaction(payload)
 
-    async def submit(self, view: dict[str, Any], *, user: str = "U1") -> Answer:
+    async def submit(self, view: dict[str, Any], *, user: str = "U1", team: str = TEAM) -> Answer:
         """Submit a modal: ``view`` as opened, with ``state`` filled in."""
         payload = {
             "type": "view_submission",
-            "team": {"id": TEAM, "domain": "herald"},
-            "user": {"id": user, "username": user.lower(), "team_id": TEAM},
+            "team": {"id": team, "domain": "herald"},
+            "user": {"id": user, "username": user.lower(), "team_id": team},
             "api_app_id": "A0HERALD",
             "trigger_id": self.trigger(),
-            "view": {"hash": "h1", "team_id": TEAM, **view},
+            "view": {"hash": "h1", "team_id": team, **view},
         }
         return await self.interaction(payload)
 

@@ -46,8 +46,12 @@ class AuditScreen(ConsoleScreen):
 
     def compose(self) -> ComposeResult:
         yield Header()
-        yield FilterBar("/ filter: actor:ID action:PREFIX object:TYPE[:ID]", id="filter")
-        yield PageTable("when", "actor", "via", "action", "object", "details", id="table")
+        yield FilterBar(
+            "/ filter: actor:ID action:PREFIX object:TYPE[:ID] tenant:ID", id="filter"
+        )
+        yield PageTable(
+            "when", "actor", "via", "action", "object", "details", "tenant", id="table"
+        )
         yield Static("", id="status", classes="status")
         yield Static("", classes="role-note")
         yield Footer()
@@ -71,6 +75,7 @@ class AuditScreen(ConsoleScreen):
                         r.action,
                         f"{r.object_type} {r.object_id}".strip(),
                         clip(", ".join(f"{k}={v}" for k, v in (r.details or {}).items()), 60),
+                        clip(r.tenant, 24),
                     ),
                 )
                 for r in rows

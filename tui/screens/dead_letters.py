@@ -70,7 +70,7 @@ class DeadLettersScreen(ConsoleScreen):
     def compose(self) -> ComposeResult:
         yield Header()
         yield OptionList(id="groups")
-        yield FilterBar("/ filter: to:DEST requested:yes|no", id="filter")
+        yield FilterBar("/ filter: to:DEST requested:yes|no tenant:ID", id="filter")
         yield PageTable(
             "job",
             "died",
@@ -79,6 +79,7 @@ class DeadLettersScreen(ConsoleScreen):
             "tries",
             "retry asked by",
             "error",
+            "tenant",
             selectable=True,
             id="table",
         )
@@ -132,6 +133,7 @@ class DeadLettersScreen(ConsoleScreen):
                         str(d.attempts),
                         clip(d.retry_requested_by or "", 16),
                         clip(d.last_error, 50),
+                        clip(d.tenant, 24),
                     ),
                 )
                 for d in letters

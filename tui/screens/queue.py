@@ -48,6 +48,7 @@ class QueueScreen(ConsoleScreen):
             "owner",
             "to",
             "last error",
+            "tenant",
             id="table",
         )
         yield Static("", id="status", classes="status")
@@ -77,6 +78,7 @@ class QueueScreen(ConsoleScreen):
                         clip(r.owner, 16),
                         clip(dest(r.destination), 22),
                         clip(r.last_error, 40),
+                        clip(r.tenant, 24),
                     ),
                 )
                 for r in rows

@@ -52,9 +52,11 @@ class SchedulesScreen(ConsoleScreen):
 
     def compose(self) -> ComposeResult:
         yield Header()
-        yield FilterBar("/ filter: words owner:ID to:DEST state:active,paused", id="filter")
+        yield FilterBar(
+            "/ filter: words owner:ID to:DEST state:active,paused tenant:ID", id="filter"
+        )
         yield PageTable(
-            "id", "state", "next run", "owner", "to", "text", selectable=True, id="table"
+            "id", "state", "next run", "owner", "to", "text", "tenant", selectable=True, id="table"
         )
         yield Static("", id="status", classes="status")
         yield Static("", classes="role-note")
@@ -80,6 +82,7 @@ class SchedulesScreen(ConsoleScreen):
                         clip(s.owner, 16),
                         clip(dest(s.destination), 22),
                         clip(s.body, 40),
+                        clip(s.tenant, 24),
                     ),
                 )
                 for s in schedules
