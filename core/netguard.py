@@ -219,12 +219,6 @@ def refusal(host: str) -> str:
     )
 
 
-async def internal_address(url: str) -> str | None:
-    """Why ``url`` may not be sent to (a sentence), or None: :meth:`Guard.refusal` of
-    the default guard."""
-    return await Guard().refusal(url)
-
-
 # --- httpx plumbing ------------------------------------------------------------------
 
 
