@@ -188,6 +188,20 @@ async def test_apprise_connects_to_the_address_that_was_checked(pair: Pair) -> N
 
 
 @needs_apprise
+async def test_apprise_redirects_inside_are_refused(pair: Pair) -> None:
+    # requests follows redirects; each hop opens its connection through the guard
+    channel = AppriseChannel(guard=Rebinding(times=99).guard())
+    inside = f"http://{INSIDE}:{pair.port}/ok"
+    result = await channel.send(
+        make_delivery(f"apprise:json://hooks.test:{pair.port}/to?-url={inside}")
+    )
+    assert result.outcome is Outcome.PERMANENT
+    assert f"{INSIDE} is an internal address" in (result.error or "")
+    assert len(pair.outside.requests) == 1  # the redirect itself
+    assert pair.inside.requests == []
+
+
+@needs_apprise
 async def test_apprise_outside_the_guard_is_untouched(pair: Pair) -> None:
     """The urllib3 hook only acts inside a guarded delivery."""
     import requests
