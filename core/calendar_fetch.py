@@ -17,7 +17,6 @@ or the reason; it never quotes what the server said (body, status text or error 
 from __future__ import annotations
 
 import asyncio
-import ssl
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -76,14 +75,13 @@ async def get(
     *,
     guard: Guard,
     limits: FetchLimits,
-    verify: ssl.SSLContext | None = None,
 ) -> Answer:
     """GET ``url`` within ``limits`` through ``guard``. Raises FetchRefused (one
     sentence) for a refused address, a limit passed or a network failure; any other
     status than a redirect is returned for the caller to judge."""
     try:
         async with asyncio.timeout(limits.deadline):
-            return await _follow(url, dict(headers), guard, limits, verify)
+            return await _follow(url, dict(headers), guard, limits)
     except (TimeoutError, httpx.TimeoutException):
         raise FetchRefused(
             f"{url} did not finish within {limits.deadline:g} s, the most Herald waits for "
@@ -96,12 +94,10 @@ async def _follow(
     headers: dict[str, str],
     guard: Guard,
     limits: FetchLimits,
-    verify: ssl.SSLContext | None,
 ) -> Answer:
     headers.setdefault("Accept-Encoding", "gzip, deflate")
     client = guard.client(
         timeout=httpx.Timeout(limits.deadline),
-        verify=verify,
         limits=httpx.Limits(max_connections=4),
     )
     async with client:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-import ssl
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
@@ -225,7 +224,6 @@ async def fetch(
     last_modified: str | None = None,
     guard: Guard | None = None,
     limits: FetchLimits | None = None,
-    verify: ssl.SSLContext | None = None,
 ) -> Fetched:
     """GET ``url`` revalidating with If-None-Match / If-Modified-Since, through the
     network ``guard`` (default: internal addresses refused) and within ``limits``
@@ -241,7 +239,7 @@ async def fetch(
         headers["If-Modified-Since"] = last_modified
     try:
         answer = await calendar_fetch.get(
-            url, headers, guard=guard or Guard(), limits=limits or FetchLimits(), verify=verify
+            url, headers, guard=guard or Guard(), limits=limits or FetchLimits()
         )
     except calendar_fetch.FetchRefused as exc:
         raise CalendarError(str(exc)) from None
