@@ -319,7 +319,7 @@ class Cli:
         upcoming = reading.occurrences(count=a.count)
         skipped: list[tuple[datetime, str]] = []
         if urls:
-            skips = asyncio.run(cli_calendars.preview_skips(urls, now))
+            skips = asyncio.run(cli_calendars.preview_skips(urls, now, self.settings))
             if reading.rule is not None:
                 tick = timedelta(microseconds=1)
                 upcoming, skipped = calendars.skip_preview(

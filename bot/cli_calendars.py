@@ -18,6 +18,7 @@ from typing import Any
 
 from core import calendars
 from core.errors import InvalidInput
+from core.settings import Settings
 
 AddParser = Callable[[str, str], argparse.ArgumentParser]
 
@@ -85,12 +86,15 @@ async def skip_sources(cli: Any) -> tuple[list[str], dict[str, str]]:
     return await asyncio.to_thread(_split, sources)
 
 
-async def preview_skips(urls: list[str], now: datetime) -> calendars.Blackouts:
+async def preview_skips(urls: list[str], now: datetime, settings: Settings) -> calendars.Blackouts:
     """``herald when``'s preview of ``… except holidays from URL``: the calendars'
-    blackout dates (fetched, nothing stored). CalendarError when one cannot be read."""
+    blackout dates (fetched through the network guard, within the settings' limits;
+    nothing stored). CalendarError when one cannot be read."""
     parsed = []
     for url in urls:
-        got = await calendars.fetch(url)
+        got = await calendars.fetch(
+            url, guard=settings.network_guard(), limits=settings.calendar_limits()
+        )
         assert got.body is not None
         parsed.append(calendars.parse(got.body, url))
     return calendars.blackouts(parsed, now)

@@ -1,6 +1,7 @@
 """iCalendar sources: fetch, parse, expand into events, and read as blackout dates.
 
-Pure except :func:`fetch` (httpx, with a timeout and ETag / Last-Modified revalidation).
+Pure except :func:`fetch` (ETag / Last-Modified revalidation, through the network guard
+and within :class:`core.calendar_fetch.FetchLimits`).
 Recurring events are expanded by recurring-ical-events, which applies EXDATE, RDATE and
 moved or cancelled instances (RECURRENCE-ID). Every error a person can cause is a
 :class:`CalendarError` whose message says what is wrong with which source.
@@ -8,6 +9,7 @@ moved or cancelled instances (RECURRENCE-ID). Every error a person can cause is 
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -15,19 +17,19 @@ from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
-import httpx
 import icalendar
 import recurring_ical_events
 
+from core import calendar_fetch
+from core.calendar_fetch import FetchLimits
 from core.errors import HeraldError, InvalidInput
 from core.models import Schedule, ScheduleState
+from core.netguard import Guard
 
 #: How far ahead events and blackout dates are read.
 HORIZON = timedelta(days=400)
 #: The most instances read from one source (a runaway RRULE is cut there).
 MAX_INSTANCES = 5000
-MAX_BYTES = 5 * 1024 * 1024
-FETCH_TIMEOUT = 20.0
 
 
 class CalendarError(HeraldError):
@@ -220,11 +222,14 @@ async def fetch(
     *,
     etag: str | None = None,
     last_modified: str | None = None,
-    client: httpx.AsyncClient | None = None,
-    fetch_timeout: float = FETCH_TIMEOUT,
+    guard: Guard | None = None,
+    limits: FetchLimits | None = None,
 ) -> Fetched:
-    """GET ``url`` revalidating with If-None-Match / If-Modified-Since. The body is
-    checked to be iCalendar. Raises CalendarError (with the reason) on any failure."""
+    """GET ``url`` revalidating with If-None-Match / If-Modified-Since, through the
+    network ``guard`` (default: internal addresses refused) and within ``limits``
+    (:class:`core.calendar_fetch.FetchLimits`: deadline, size, redirects). The body is
+    checked to be iCalendar, off the event loop. Raises CalendarError (one sentence,
+    never quoting the server) on any failure."""
     if url.startswith("webcal://"):
         url = "https://" + url.removeprefix("webcal://")
     headers = {"Accept": "text/calendar, */*;q=0.5", "User-Agent": "Herald calendar reader"}
@@ -232,24 +237,19 @@ async def fetch(
         headers["If-None-Match"] = etag
     if last_modified:
         headers["If-Modified-Since"] = last_modified
-    owned = client is None
-    http = client or httpx.AsyncClient(follow_redirects=True)
     try:
-        response = await http.get(url, headers=headers, timeout=fetch_timeout)
-    except httpx.HTTPError as exc:
-        raise CalendarError(f"Could not fetch {url}: {type(exc).__name__} {exc}".strip()) from exc
-    finally:
-        if owned:
-            await http.aclose()
-    if response.status_code == 304:
+        answer = await calendar_fetch.get(
+            url, headers, guard=guard or Guard(), limits=limits or FetchLimits()
+        )
+    except calendar_fetch.FetchRefused as exc:
+        raise CalendarError(str(exc)) from None
+    if answer.status == 304:
         return Fetched(None, etag, last_modified)
-    if response.status_code != 200:
-        raise CalendarError(f"Fetching {url} answered HTTP {response.status_code}.")
-    if len(response.content) > MAX_BYTES:
-        raise CalendarError(f"{url} is over {MAX_BYTES // 1024 // 1024} MB.")
-    text = response.text
-    parse(text, url)
-    return Fetched(text, response.headers.get("etag"), response.headers.get("last-modified"))
+    if answer.status != 200:
+        raise CalendarError(f"Fetching {url} answered HTTP {answer.status}.")
+    text = answer.text()
+    await asyncio.to_thread(parse, text, url)
+    return Fetched(text, answer.headers.get("etag"), answer.headers.get("last-modified"))
 
 
 # --- schedules that skip ------------------------------------------------------------------

@@ -27,8 +27,6 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
-import httpx
-
 from core import calendars, templates
 from core.actors import Actor, ActorRef, Principal
 from core.calendars import Blackouts, CalendarError
@@ -88,8 +86,6 @@ class FeedCases(CaseBase):
     """Calendars and feeds; relies on :class:`~core.case_base.CaseBase` (its ``store``
     includes :class:`~core.store.calendars.CalendarQueries`)."""
 
-    #: The HTTP client calendar fetches use (None: one per fetch).
-    calendar_client: httpx.AsyncClient | None = None
     #: Where refreshes are counted and calendar health is shown (the dispatcher's, set
     #: by the composition root; None: nowhere).
     metrics: Metrics | None = None
@@ -100,6 +96,18 @@ class FeedCases(CaseBase):
 
     # --- sources ------------------------------------------------------------------------
 
+    async def _fetch(
+        self, url: str, etag: str | None = None, last_modified: str | None = None
+    ) -> calendars.Fetched:
+        """Fetch a calendar URL through the network guard, within the settings' limits."""
+        return await calendars.fetch(
+            url,
+            etag=etag,
+            last_modified=last_modified,
+            guard=self.settings.network_guard(),
+            limits=self.settings.calendar_limits(),
+        )
+
     async def load_calendar(
         self, actor: Actor, source: str, body: str | None = None
     ) -> CalendarSource:
@@ -108,7 +116,7 @@ class FeedCases(CaseBase):
         if body is None:
             if not calendars.is_url(source):
                 raise InvalidInput(f"{source!r} is not a calendar URL (https://...) or file.")
-            got = await calendars.fetch(source, client=self.calendar_client)
+            got = await self._fetch(source)
             assert got.body is not None
             body, etag, modified = got.body, got.etag, got.last_modified
         else:
@@ -395,12 +403,7 @@ class FeedCases(CaseBase):
         for source in await self._cal.url_calendars():
             assert source.id is not None
             try:
-                got = await calendars.fetch(
-                    source.source,
-                    etag=source.etag,
-                    last_modified=source.last_modified,
-                    client=self.calendar_client,
-                )
+                got = await self._fetch(source.source, source.etag, source.last_modified)
                 name = None
                 if got.body is not None and got.body != source.body:
                     parsed = calendars.parse(got.body, source.source)

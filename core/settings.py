@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import os
 import pwd
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from core.errors import ConfigError
+
+if TYPE_CHECKING:
+    from core.calendar_fetch import FetchLimits
+    from core.netguard import Guard
 
 
 class Settings(BaseSettings):
@@ -64,8 +68,17 @@ class Settings(BaseSettings):
     #: longest matching prefix wins (Standard Webhooks ``whsec_...`` secrets).
     webhook_secrets: SecretStr | None = Field(default=None, alias="HERALD_WEBHOOK_SECRETS")
     http_timeout: float = Field(default=30.0, gt=0, alias="HERALD_HTTP_TIMEOUT")
-    #: Allow webhooks to loopback, private and link-local addresses (off: SSRF guard).
+    #: Allow webhooks, Discord webhooks, calendars and Apprise services to reach loopback,
+    #: private and link-local addresses (off: the network guard refuses them).
     webhook_allow_private: bool = Field(default=False, alias="HERALD_WEBHOOK_ALLOW_PRIVATE")
+    #: Seconds a whole calendar fetch may take (redirects and a trickling body included).
+    calendar_fetch_timeout: float = Field(
+        default=20.0, gt=0, le=600, alias="HERALD_CALENDAR_FETCH_TIMEOUT"
+    )
+    #: The most bytes read from one calendar URL (after decompression).
+    calendar_max_bytes: int = Field(
+        default=5 * 1024 * 1024, ge=1024, le=1024**3, alias="HERALD_CALENDAR_MAX_BYTES"
+    )
 
     # logs
     log_format: Literal["human", "json"] = Field(default="human", alias="HERALD_LOG_FORMAT")
@@ -135,6 +148,18 @@ class Settings(BaseSettings):
             if sep and url.startswith(prefix) and (best is None or len(prefix) > best[0]):
                 best = (len(prefix), secret)
         return best[1] if best else None
+
+    def network_guard(self) -> Guard:
+        """The network guard for every URL a member gives (webhooks, calendars, ...)."""
+        from core.netguard import Guard
+
+        return Guard(allow_private=self.webhook_allow_private)
+
+    def calendar_limits(self) -> FetchLimits:
+        """The limits of one calendar fetch (deadline, bytes)."""
+        from core.calendar_fetch import FetchLimits
+
+        return FetchLimits(deadline=self.calendar_fetch_timeout, max_bytes=self.calendar_max_bytes)
 
     def secret_values(self) -> list[str]:
         """Every configured secret's plain text (for the log scrubber)."""

@@ -85,6 +85,7 @@ def settings(db_url: str) -> Settings:
         HERALD_DATABASE_URL=db_url,
         HERALD_ADMINS="local:root-admin",
         HERALD_DEFAULT_TZ="UTC",
+        HERALD_WEBHOOK_ALLOW_PRIVATE="true",  # the fakes (.ics server, receivers) are on 127.0.0.1
         _env_file=None,
     )
 

@@ -26,6 +26,7 @@ from core.settings import Settings
 def build_channels(settings: Settings, *, log_stream: TextIO | None = None) -> dict[str, Channel]:
     """The channels, keyed by destination kind."""
     timeout = settings.http_timeout
+    guard = settings.network_guard()  # one for every URL a member gives
     channels: list[Channel] = [
         LogChannel(log_stream),
         NullChannel(),
@@ -33,11 +34,11 @@ def build_channels(settings: Settings, *, log_stream: TextIO | None = None) -> d
         DiscordChannel(
             settings.discord_bot_token, base_url=settings.discord_api_url, timeout=timeout
         ),
-        DiscordWebhookChannel(timeout=timeout, allow_private=settings.webhook_allow_private),
+        DiscordWebhookChannel(timeout=timeout, guard=guard),
         WebhookChannel(
             settings.webhook_secret_for,
             timeout=timeout,
-            allow_private=settings.webhook_allow_private,
+            guard=guard,
         ),
         EmailChannel(
             host=settings.smtp_host,
@@ -48,6 +49,6 @@ def build_channels(settings: Settings, *, log_stream: TextIO | None = None) -> d
             tls=settings.smtp_tls,
             timeout=timeout,
         ),
-        AppriseChannel(allow_private=settings.webhook_allow_private),
+        AppriseChannel(guard=guard),
     ]
     return {channel.kind: channel for channel in channels}

@@ -5,19 +5,26 @@ more, e.g. ``apprise:tgram://BOT_TOKEN/CHAT_ID`` or ``apprise:ntfy://ntfy.sh/tea
 An optional extra (``pip install 'herald[apprise]'``): without it the channel answers
 every delivery with a permanent "not installed" result. Apprise reports only success or
 failure, so a failure is retried with backoff and becomes a dead letter when it keeps
-failing. URLs of the generic HTTP kinds (json, xml, form) are checked against internal
-addresses like webhooks.
+failing.
+
+Every HTTP request an Apprise plugin makes goes through the network guard
+(:meth:`core.netguard.Guard.urllib3`: Apprise's plugins speak ``requests``), whatever the
+scheme: a service URL that points at an internal address is refused where the
+connection is opened, and the delivery fails permanently with the guard's sentence. The
+generic HTTP kinds (json, xml, form), which name any host, are also checked at schedule
+time.
 """
 
 from __future__ import annotations
 
+import asyncio
 import warnings
 from typing import Any, ClassVar
 
 from core.channels.base import Channel, Delivery, DeliveryResult, RateLimit
 from core.destinations import Destination
 from core.errors import InvalidInput
-from core.netguard import internal_address
+from core.netguard import Guard
 
 #: Apprise schemes that POST to any host the URL names (so: the SSRF check applies).
 GENERIC_HTTP = ("json", "jsons", "xml", "xmls", "form", "forms")
@@ -44,15 +51,15 @@ class AppriseChannel(Channel):
     kind: ClassVar[str] = "apprise"
     rate_limit: ClassVar[RateLimit] = RateLimit(rate=2.0, burst=5.0)
 
-    def __init__(self, *, allow_private: bool = False) -> None:
-        self._allow_private = allow_private
+    def __init__(self, *, allow_private: bool = False, guard: Guard | None = None) -> None:
+        self._guard = guard or Guard(allow_private=allow_private)
 
     async def _refused(self, url: str) -> str | None:
         scheme = url.partition("://")[0].lower()
-        if self._allow_private or scheme not in GENERIC_HTTP:
+        if scheme not in GENERIC_HTTP:
             return None
         http_url = ("https" if scheme.endswith("s") else "http") + url[len(scheme) :]
-        return await internal_address(http_url)
+        return await self._guard.refusal(http_url)
 
     async def validate(self, destination: Destination) -> None:
         """Refuse a URL Apprise does not understand, or that points inside the network."""
@@ -87,9 +94,14 @@ class AppriseChannel(Channel):
             return DeliveryResult.permanent(refused)
         title = str(delivery.options.get("subject") or "")
         try:
-            sent = await notifier.async_notify(body=delivery.body, title=title)
+            # in a worker thread that carries the guard's context (Apprise's own
+            # threads copy it); its plugins' connections are checked where they open
+            with self._guard.urllib3() as refusals:
+                sent = await asyncio.to_thread(notifier.notify, body=delivery.body, title=title)
         except Exception as exc:  # noqa: BLE001 - a plugin's failure is a failed try
             return DeliveryResult.retry(f"Apprise failed for {where} ({type(exc).__name__}).")
+        if refusals:
+            return DeliveryResult.permanent(refusals[0])
         if sent:
             return DeliveryResult.ok()
         return DeliveryResult.retry(f"Apprise could not deliver to {where}.")

@@ -34,7 +34,7 @@ from core.channels.base import Channel, Delivery, DeliveryResult, RateLimit
 from core.channels.webhook import hidden_urls, parse_retry_after, reveal, truncate
 from core.destinations import Destination
 from core.errors import InvalidInput
-from core.netguard import internal_address
+from core.netguard import Guard, Refused
 
 DEFAULT_BASE_URL = "https://discord.com/api/v10"
 MAX_CONTENT = 2000
@@ -149,11 +149,13 @@ class _DiscordHTTP(Channel):
         clock: Callable[[], float] = time.monotonic,
         sleep: Sleep = asyncio.sleep,
         headers: Mapping[str, str] | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self._client = httpx.AsyncClient(
             timeout=httpx.Timeout(timeout, connect=connect_timeout),
             follow_redirects=False,
             headers={"User-Agent": USER_AGENT, **(headers or {})},
+            transport=transport,
         )
         self._limits = RateLimits(clock, global_rate)
         self._max_wait = max_wait
@@ -183,6 +185,8 @@ class _DiscordHTTP(Channel):
         try:
             with hidden_urls():  # a webhook URL carries its token
                 response = await self._client.request(method, url, **kwargs)
+        except Refused as exc:  # the network guard (member-given webhook URLs)
+            return DeliveryResult.permanent(str(exc))
         except httpx.TimeoutException:
             return DeliveryResult.retry(f"Discord did not answer in time for {what}.")
         except httpx.HTTPError as exc:
@@ -335,13 +339,16 @@ class DiscordWebhookChannel(_DiscordHTTP):
         "(Integrations → Webhooks) and update the destination.",
     }
 
-    def __init__(self, *, allow_private: bool = False, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        #: Send to internal addresses too (tests, private deployments).
-        self._allow_private = allow_private
+    def __init__(
+        self, *, allow_private: bool = False, guard: Guard | None = None, **kwargs: Any
+    ) -> None:
+        #: Every connection goes through the network guard; ``allow_private`` lets
+        #: internal addresses through (tests, private deployments).
+        self._guard = guard or Guard(allow_private=allow_private)
+        super().__init__(transport=self._guard.transport(), **kwargs)
 
     async def _refused(self, url: str) -> str | None:
-        return None if self._allow_private else await internal_address(url)
+        return await self._guard.refusal(url)
 
     def payload(self, delivery: Delivery) -> dict[str, Any]:
         """The JSON body of the execute-webhook request for ``delivery``."""
@@ -367,9 +374,6 @@ class DiscordWebhookChannel(_DiscordHTTP):
         what = f"Discord webhook {webhook_id}"
         if len(delivery.body) > MAX_CONTENT:
             return _too_long(delivery.body)
-        refused = await self._refused(url)
-        if refused is not None:
-            return DeliveryResult.permanent(refused)
         params: dict[str, str] = {"wait": "true"}
         if delivery.options.get("thread_id"):
             params["thread_id"] = str(delivery.options["thread_id"])

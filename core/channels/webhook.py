@@ -38,7 +38,7 @@ from pydantic import SecretStr
 from core.channels.base import Channel, Delivery, DeliveryResult, RateLimit
 from core.destinations import Destination
 from core.errors import InvalidInput
-from core.netguard import internal_address
+from core.netguard import Guard, Refused
 
 #: Longest response body kept in a result's error text, in bytes.
 MAX_BODY = 2048
@@ -150,6 +150,8 @@ class WebhookChannel(Channel):
     ``secret_for`` maps a target URL to its signing secret (or None: unsigned).
     Timeouts: ``connect_timeout`` to open the connection, ``timeout`` for the whole
     request. Redirects are never followed. ``clock`` returns unix seconds (tests).
+    Every connection goes through ``guard`` (by default the network guard with
+    ``allow_private``): internal addresses are refused where the socket is opened.
     """
 
     kind = "webhook"
@@ -164,14 +166,14 @@ class WebhookChannel(Channel):
         user_agent: str = USER_AGENT,
         clock: Callable[[], float] = time.time,
         allow_private: bool = False,
+        guard: Guard | None = None,
     ) -> None:
         self._secret_for = secret_for
-        self._allow_private = allow_private
+        self._guard = guard or Guard(allow_private=allow_private)
         self._timeout = timeout
         self._clock = clock
-        self._client = httpx.AsyncClient(
+        self._client = self._guard.client(
             timeout=httpx.Timeout(timeout, connect=connect_timeout),
-            follow_redirects=False,
             headers={"User-Agent": user_agent},
             # keep as many connections alive as the dispatcher sends at once (httpx keeps
             # 20 by default: the rest would reconnect for every delivery)
@@ -202,10 +204,6 @@ class WebhookChannel(Channel):
         where = delivery.destination.redacted()
         if urlsplit(url).scheme not in ("http", "https"):
             return DeliveryResult.permanent(f"{where} is not an http(s) URL: fix the destination.")
-        if not self._allow_private:
-            refused = await internal_address(url)
-            if refused is not None:
-                return DeliveryResult.permanent(refused)
         secret = reveal(self._secret_for(url)) if self._secret_for else None
         body = self.body(delivery)
         timestamp = int(self._clock())
@@ -228,6 +226,8 @@ class WebhookChannel(Channel):
             async with asyncio.timeout(self._timeout):
                 with hidden_urls():
                     response = await self._client.post(url, content=body, headers=headers)
+        except Refused as exc:  # the guard, where the connection was opened
+            return DeliveryResult.permanent(str(exc))
         except (TimeoutError, httpx.TimeoutException):
             return DeliveryResult.retry(f"{where} did not answer within {self._timeout:g} s.")
         except httpx.HTTPError as exc:
@@ -235,11 +235,11 @@ class WebhookChannel(Channel):
         return self._classify(response, where, secret)
 
     async def validate(self, destination: Destination) -> None:
-        """Refuse, at schedule time, a URL whose host is an internal address."""
-        if not self._allow_private:
-            refused = await internal_address(destination.target)
-            if refused is not None:
-                raise InvalidInput(refused)
+        """Refuse, at schedule time, a URL whose host is an internal address (each
+        delivery's connection is checked again)."""
+        refused = await self._guard.refusal(destination.target)
+        if refused is not None:
+            raise InvalidInput(refused)
 
     def _classify(self, response: httpx.Response, where: str, secret: str | None) -> DeliveryResult:
         status = response.status_code

@@ -204,7 +204,9 @@ def restored_logging() -> Iterator[None]:
 async def test_the_cli_previews_and_schedules_the_phrase(
     sqlite_url: str, ics: ICSServer, capsys: pytest.CaptureFixture[str], restored_logging: None
 ) -> None:
-    settings = load_settings(HERALD_DATABASE_URL=sqlite_url, _env_file=None)
+    settings = load_settings(
+        HERALD_DATABASE_URL=sqlite_url, HERALD_WEBHOOK_ALLOW_PRIVATE="true", _env_file=None
+    )
     url = ics.publish("/holidays.ics", data("holidays.ics"))
     when = f"every weekday at 9am except holidays from {url}"
     preview = ["when", when, "--tz", "Europe/Berlin", "--now", "2026-04-01T12:00:00Z"]

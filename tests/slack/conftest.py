@@ -73,6 +73,7 @@ def slack_settings(slack: FakeSlackApp, database_url: str, **extra: Any) -> Sett
         "HERALD_HTTP_HOST": "127.0.0.1",
         "HERALD_HTTP_PORT": 0,
         "HERALD_SLACK_ALERT_CHANNEL": ALERTS,
+        "HERALD_WEBHOOK_ALLOW_PRIVATE": "true",  # the .ics fake is on 127.0.0.1
         "_env_file": None,
     }
     values.update(extra)

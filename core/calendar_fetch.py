@@ -1,0 +1,181 @@
+"""Reading a calendar URL within limits: the network half of
+:func:`core.calendars.fetch`.
+
+One GET, through the network guard (:mod:`core.netguard`), bounded three ways:
+
+- a wall-clock deadline for the whole fetch, redirects and body included, however
+  slowly the server trickles (default 20 s);
+- a byte cap enforced while streaming (default 5 MB): a ``Content-Length`` over it is
+  refused before the body is read, a body that grows past it is cut off there, and a
+  compressed body is inflated only up to the cap (no decompression bomb);
+- at most 3 redirects, each to an http(s) URL whose host passes the guard.
+
+Every refusal is a :class:`FetchRefused` whose message is one sentence naming the limit
+or the reason; it never quotes what the server said (body, status text or error text).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import zlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+import httpx
+
+from core.errors import HeraldError
+from core.netguard import Guard, Refused
+
+REDIRECTS = frozenset({301, 302, 303, 307, 308})
+_CHUNK = 64 * 1024
+
+
+class FetchRefused(HeraldError):
+    """The calendar URL could not be read within the limits, or may not be read."""
+
+
+@dataclass(frozen=True)
+class FetchLimits:
+    """``deadline`` seconds for the whole fetch, ``max_bytes`` of body (after
+    decompression), ``max_redirects`` hops."""
+
+    deadline: float = 20.0
+    max_bytes: int = 5 * 1024 * 1024
+    max_redirects: int = 3
+
+    def size(self) -> str:
+        """The byte cap in words (``5 MB``, ``64 KB``, ``900 bytes``)."""
+        for unit, name in ((1024 * 1024, "MB"), (1024, "KB")):
+            if self.max_bytes >= unit:
+                return f"{self.max_bytes / unit:g} {name}"
+        return f"{self.max_bytes} bytes"
+
+
+@dataclass(frozen=True)
+class Answer:
+    """The final response: its status, headers and (for a 200) body bytes."""
+
+    status: int
+    headers: httpx.Headers
+    body: bytes
+
+    def text(self) -> str:
+        """The body decoded by its declared charset (UTF-8 unless said otherwise)."""
+        charset = _charset(self.headers.get("content-type", ""))
+        try:
+            return self.body.decode(charset, errors="replace")
+        except LookupError:
+            return self.body.decode("utf-8", errors="replace")
+
+
+async def get(
+    url: str,
+    headers: Mapping[str, str],
+    *,
+    guard: Guard,
+    limits: FetchLimits,
+) -> Answer:
+    """GET ``url`` within ``limits`` through ``guard``. Raises FetchRefused (one
+    sentence) for a refused address, a limit passed or a network failure; any other
+    status than a redirect is returned for the caller to judge."""
+    try:
+        async with asyncio.timeout(limits.deadline):
+            return await _follow(url, dict(headers), guard, limits)
+    except (TimeoutError, httpx.TimeoutException):
+        raise FetchRefused(
+            f"{url} did not finish within {limits.deadline:g} s, the most Herald waits for "
+            "a calendar (HERALD_CALENDAR_FETCH_TIMEOUT)."
+        ) from None
+
+
+async def _follow(
+    url: str,
+    headers: dict[str, str],
+    guard: Guard,
+    limits: FetchLimits,
+) -> Answer:
+    headers.setdefault("Accept-Encoding", "gzip, deflate")
+    client = guard.client(
+        timeout=httpx.Timeout(limits.deadline),
+        limits=httpx.Limits(max_connections=4),
+    )
+    async with client:
+        current = url
+        for hop in range(limits.max_redirects + 1):
+            try:
+                async with client.stream("GET", current, headers=headers) as response:
+                    status = response.status_code
+                    if status not in REDIRECTS:
+                        body = await _read(response, url, limits) if status == 200 else b""
+                        return Answer(status, response.headers, body)
+                    location = response.headers.get("location", "")
+                    target = str(response.url.join(location)) if location else ""
+            except Refused as exc:
+                if hop == 0:
+                    raise FetchRefused(str(exc)) from None
+                raise FetchRefused(f"{url} redirects to an internal address: {exc}") from None
+            except httpx.TimeoutException:
+                raise
+            except httpx.HTTPError as exc:
+                raise FetchRefused(f"Could not fetch {url}: {type(exc).__name__}.") from None
+            scheme = urlsplit(target).scheme.lower() if target else ""
+            if scheme not in ("http", "https"):
+                raise FetchRefused(
+                    f"{url} redirects to a URL Herald does not follow (only http and https); "
+                    "use the calendar's final URL."
+                )
+            current = target
+    raise FetchRefused(
+        f"{url} redirects more than {limits.max_redirects} times; use the calendar's final URL."
+    )
+
+
+async def _read(response: httpx.Response, url: str, limits: FetchLimits) -> bytes:
+    """The body, refused as soon as it is known to pass ``limits.max_bytes``."""
+    too_big = FetchRefused(
+        f"{url} is larger than {limits.size()}, the most Herald reads from a calendar "
+        "(HERALD_CALENDAR_MAX_BYTES)."
+    )
+    declared = response.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limits.max_bytes:
+        raise too_big
+    inflate = _inflater(response.headers.get("content-encoding", ""), url)
+    out = bytearray()
+    async for raw in response.aiter_raw(_CHUNK):
+        if inflate is None:
+            out += raw
+        else:
+            data = inflate.decompress(raw, limits.max_bytes + 1 - len(out))
+            out += data
+        if len(out) > limits.max_bytes:
+            raise too_big
+    if inflate is not None:
+        out += inflate.flush()
+        if len(out) > limits.max_bytes:
+            raise too_big
+    return bytes(out)
+
+
+def _inflater(coding: str, url: str) -> zlib._Decompress | None:
+    """A decompressor for the ``Content-Encoding`` (None for identity); FetchRefused
+    for one Herald did not ask for."""
+    coding = coding.strip().lower()
+    if coding in ("", "identity"):
+        return None
+    if coding in ("gzip", "x-gzip"):
+        return zlib.decompressobj(16 + zlib.MAX_WBITS)
+    if coding == "deflate":
+        return zlib.decompressobj()
+    raise FetchRefused(
+        f"{url} is sent in a content encoding Herald does not read; "
+        "serve it plain or gzip-compressed."
+    )
+
+
+def _charset(content_type: str) -> str:
+    for part in content_type.split(";")[1:]:
+        name, _, value = part.strip().partition("=")
+        if name.lower() == "charset" and value:
+            return value.strip('"').strip()
+    return "utf-8"
