@@ -234,3 +234,46 @@ def test_an_unreadable_skip_calendar_schedules_nothing(tmp_path: Path) -> None:
     )
     assert_error(proc, "Cannot read the calendar")
     assert run(url, "list").stdout.strip() == "No schedules."
+
+
+async def _slack_schedule(url: str) -> int:
+    """A schedule made in a Slack workspace's tenant (as the Slack adapter would)."""
+    from core.actors import Principal
+    from core.clock import SystemClock
+    from core.settings import load_settings
+    from core.store import Store
+    from core.usecases import Herald
+
+    store = await Store.open(url)
+    try:
+        herald = Herald(
+            store, load_settings(HERALD_DATABASE_URL=url, _env_file=None), SystemClock()
+        )
+        made, _ = await herald.create_schedule(
+            Principal("slack:U1", "slack:T0WORK"), to="log:", when="in 1 hour", text="Workspace's"
+        )
+    finally:
+        await store.close()
+    assert made.id is not None
+    return made.id
+
+
+async def test_a_terminal_member_cannot_reach_a_workspaces_schedule(url: str) -> None:
+    """The CLI acts in the terminal's tenant: a workspace's schedule is not there for a
+    plain member; Herald-wide admins see it with its tenant and filter by it."""
+    sid = await _slack_schedule(url)
+    for verb in ("show", "pause", "cancel"):
+        assert_error(run(url, verb, str(sid)), f"There is no schedule {sid} of yours.")
+    assert run(url, "list", "--all").returncode == 2  # a member may not list everyone's
+    assert run(url, "list").stdout.strip() == "No schedules."
+    listed = run(url, "list", "--all", user="boss")
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.splitlines()[0].startswith("TENANT")
+    assert "slack:T0WORK" in listed.stdout and "Workspace's" in listed.stdout
+    assert run(url, "list", "--all", "--tenant", "local", user="boss").stdout.strip() == (
+        "No schedules."
+    )
+    shown = run(url, "show", str(sid), user="boss")
+    assert "tenant:  slack:T0WORK" in shown.stdout
+    data = json.loads(run(url, "list", "--all", "--json", user="boss").stdout)
+    assert [row["tenant"] for row in data] == ["slack:T0WORK"]
