@@ -175,7 +175,9 @@ class SlackAdapter:
                 #: the alert channel is this workspace's: it hears of its dead letters only
                 self.tenant = slack_tenant(team, enterprise if enterprise else None)
                 if not self.settings.slack_team_ids:
-                    return frozenset({team})
+                    # an org-wide install (Enterprise Grid) serves every workspace of the org
+                    org = enterprise if found.get("is_enterprise_install") else None
+                    return frozenset({team, org} - {None, ""})
         except SlackApiError as exc:
             code = error_code(exc)
             if code in _BAD_TOKEN:
