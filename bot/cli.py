@@ -141,7 +141,7 @@ class Cli:
         self.show_schedule(detail.schedule)
         self.emit("  jobs:")
         for job in detail.jobs:
-            err = f"  {job.last_error}" if job.last_error else ""
+            err = f"  {views.error_text(job.last_error)}" if job.last_error else ""
             self.emit(
                 f"    {job.id:>6}  {job.state:<9}  due {views.iso(job.due_at)}  "
                 f"attempts {job.attempts}{err}"
@@ -264,7 +264,7 @@ class Cli:
                     asked = d.retry_requested_by or "-"
                     line = (
                         f"{d.job_id:>7}  {d.schedule_id:>6}  {died:<20}  {d.destination:<24}  "
-                        f"{asked}  {(d.last_error or '')[:60]}"
+                        f"{asked}  {(views.error_text(d.last_error) or '')[:60]}"
                     )
                     self.emit(f"{d.tenant[:20]:<20}  {line}" if tenants else line)
             return

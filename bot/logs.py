@@ -2,7 +2,8 @@
 
 Code logs with ``extra={...}`` fields (job_id, schedule_id, destination kind, attempt,
 outcome, duration_ms, worker); the formatters print them. Message text is never logged
-at INFO, and a scrubber replaces any configured secret that might slip into a line.
+at INFO, and a scrubber replaces any configured secret or credential-shaped string that
+might slip into a line, a field or a traceback.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any, TextIO
 
 from pythonjsonlogger.json import JsonFormatter
 
+from core.scrub import Scrubber
 from core.settings import Settings
 
 #: Attributes every LogRecord has; anything else came in through ``extra=``.
@@ -33,8 +35,12 @@ class HumanFormatter(logging.Formatter):
         fields = " ".join(f"{k}={v}" for k, v in _extras(record).items() if k != "event")
         line = f"{stamp.replace('+00:00', 'Z')} {record.levelname:<7} {record.name}  "
         line += record.getMessage() + (f"  {fields}" if fields else "")
-        if record.exc_info:
-            line += "\n" + self.formatException(record.exc_info)
+        if record.exc_info and not record.exc_text:
+            record.exc_text = self.formatException(record.exc_info)
+        if record.exc_text:
+            line += "\n" + record.exc_text
+        if record.stack_info:
+            line += "\n" + self.formatStack(record.stack_info)
         return line
 
 
@@ -58,29 +64,39 @@ class JsonLineFormatter(JsonFormatter):
 
 
 class SecretScrubber(logging.Filter):
-    """Replaces configured secrets in a record's message and fields with ``***``."""
+    """Scrubs a record before any handler formats it: its message, its string fields,
+    its traceback and its stack (:class:`core.scrub.Scrubber`: configured secrets as
+    ``***``, credential-shaped strings and URL paths hidden).
 
-    def __init__(self, secrets: Iterable[str]) -> None:
+    A traceback is formatted here once, scrubbed, and kept as ``exc_text`` (``exc_info``
+    is dropped, so no formatter can print the raw one again).
+    """
+
+    def __init__(self, scrubber: Scrubber | Iterable[str]) -> None:
         super().__init__()
-        self.secrets = [s for s in secrets if s]
+        self.scrub = scrubber if isinstance(scrubber, Scrubber) else Scrubber(scrubber)
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if not self.secrets:
-            return True
         message = record.getMessage()
-        scrubbed = self._scrub(message)
+        scrubbed = self.scrub(message)
         if scrubbed != message:
             record.msg, record.args = scrubbed, None
         for key, value in _extras(record).items():
             if isinstance(value, str):
-                setattr(record, key, self._scrub(value))
+                setattr(record, key, self.scrub(value))
+        if record.exc_info:
+            if not record.exc_text:
+                record.exc_text = _TRACEBACKS.formatException(record.exc_info)
+            record.exc_info = None
+        if record.exc_text:
+            record.exc_text = self.scrub(record.exc_text)
+        if record.stack_info:
+            record.stack_info = self.scrub(record.stack_info)
         return True
 
-    def _scrub(self, text: str) -> str:
-        for secret in self.secrets:
-            if secret in text:
-                text = text.replace(secret, "***")
-        return text
+
+#: Formats tracebacks for :class:`SecretScrubber` (the stdlib's own layout).
+_TRACEBACKS = logging.Formatter()
 
 
 #: Libraries' loggers held above INFO: httpx logs each request's full URL (a webhook
@@ -103,7 +119,7 @@ def configure_logging(
         handler.setFormatter(JsonLineFormatter())
     else:
         handler.setFormatter(HumanFormatter())
-    handler.addFilter(SecretScrubber(settings.secret_values()))
+    handler.addFilter(SecretScrubber(Scrubber.from_settings(settings)))
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)

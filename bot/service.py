@@ -13,6 +13,7 @@ from bot.http import Readiness, make_http_app, start_http
 from core.channels import build_channels
 from core.clock import Clock, SystemClock
 from core.dispatcher import Dispatcher, DispatcherConfig, DrainSummary
+from core.scrub import Scrubber
 from core.settings import Settings
 from core.store import Store
 from core.store.queue import Finished
@@ -40,6 +41,7 @@ async def drain(
             channels,
             clock=clock or SystemClock(),
             config=DispatcherConfig.from_settings(settings),
+            scrubber=Scrubber.from_settings(settings),
         )
         return await dispatcher.drain(retry_window=retry_window)
     finally:
@@ -100,6 +102,7 @@ async def serve(
         clock=clock,
         config=DispatcherConfig.from_settings(settings),
         observer=fan_out,
+        scrubber=Scrubber.from_settings(settings),
     )
     herald = Herald(store, settings, clock, on_due=dispatcher.wake, channels=channels)
     herald.metrics = dispatcher.metrics  # calendar refreshes are counted there

@@ -20,7 +20,7 @@ from core.case_base import CaseBase
 from core.destinations import parse_destination
 from core.errors import Conflict, HeraldError, InvalidInput, NotFound
 from core.models import Audit, Job, Schedule, ScheduleState
-from core.scrub import calendar_source, scrub
+from core.scrub import calendar_source, scrub, scrub_credentials
 from core.store import AuditEntry
 from core.store.calendars import CalendarPage
 from core.store.console import (
@@ -259,7 +259,7 @@ class ConsoleCases(CaseBase):
             replace(
                 row,
                 source=calendar_source(row.source),
-                last_error=None if row.last_error is None else scrub(row.last_error),
+                last_error=None if row.last_error is None else scrub_credentials(row.last_error),
                 feeds=tuple(replace(f, destination=_redacted(f.destination)) for f in row.feeds),
             )
             for row in page.rows

@@ -22,7 +22,7 @@ import socket
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfoNotFoundError
@@ -36,6 +36,7 @@ from core.errors import HeraldError
 from core.metrics import Metrics
 from core.models import JobState
 from core.ratelimit import RateLimiter
+from core.scrub import Scrubber
 from core.settings import Settings
 from core.store import AuditEntry, Store
 from core.store.queue import AttemptRecord, ClaimedJob, Finished
@@ -137,6 +138,7 @@ class Dispatcher:
         rng: random.Random | None = None,
         observer: Observer | None = None,
         metrics: Metrics | None = None,
+        scrubber: Scrubber | None = None,
     ) -> None:
         self.store = store
         self.channels = dict(channels)
@@ -146,6 +148,9 @@ class Dispatcher:
         self.rng = rng or random.Random()
         self.observer = observer
         self.metrics = metrics or Metrics()
+        #: Every error text is scrubbed before it is recorded, logged or observed: a
+        #: provider may echo a token or a password (``Scrubber.from_settings``).
+        self.scrub = scrubber or Scrubber()
         #: ``time.monotonic()`` of the loop's last tick (readiness checks it).
         self.last_tick = time.monotonic()
         self.outcomes: Counter[str] = Counter()
@@ -331,7 +336,7 @@ class Dispatcher:
             try:
                 destination = parse_destination(job.destination)
             except HeraldError as exc:
-                return self._dead(job, None, str(exc), now)
+                return self._dead(job, None, self.scrub(str(exc)), now)
             if len(self._destinations) >= 10_000:
                 self._destinations.clear()
             parsed = self._destinations[job.destination] = (destination, str(destination))
@@ -378,6 +383,8 @@ class Dispatcher:
                     "channel raised", extra={"job_id": job.id, "destination": destination.kind}
                 )
                 result = DeliveryResult.retry(f"Internal error in the {destination.kind} channel.")
+        if result.error is not None:  # failures only: the provider's words, scrubbed
+            result = replace(result, error=self.scrub(result.error))
         return self._outcome(job, result, started, clock.now(), destination_key=key)
 
     def _outcome(

@@ -36,7 +36,7 @@ from core.errors import HeraldError, InvalidInput, NotFound
 from core.ics_export import export
 from core.metrics import CALENDAR_SERIES, Metrics
 from core.models import CalendarSource, Feed, Schedule, ScheduleState
-from core.scrub import scrub
+from core.scrub import scrub_credentials
 from core.store import AuditEntry, ScheduleQuery
 from core.store.calendars import CalendarQueries, FetchRecord
 from core.tenancy import neutralize_mentions
@@ -439,7 +439,7 @@ class FeedCases(CaseBase):
     ) -> None:
         """Record a failed refresh: on the calendar, in the report, the log and the
         failure counter. The error names URLs by scheme and host only."""
-        error = scrub(error)[:2000]
+        error = scrub_credentials(error)[:2000]
         report.failed[calendar_id] = error
         log.warning("calendar refresh failed", extra={"calendar_id": calendar_id, "error": error})
         if self.metrics is not None:

@@ -34,6 +34,7 @@ from core.models import (
     Schedule,
     ScheduleState,
 )
+from core.scrub import Scrubber
 from core.settings import Settings
 from core.store import AuditEntry, ScheduleQuery, Store
 
@@ -466,7 +467,11 @@ class Herald(DeadLetterCases, ConsoleCases, FeedCases):
         parsed = parse_destination(destination)
         channel = self.channels.get(parsed.kind)
         if channel is not None:
-            await channel.validate(parsed)
+            try:
+                await channel.validate(parsed)
+            except InvalidInput as exc:  # the provider's words may echo a token
+                scrubbed = Scrubber.from_settings(self.settings)(str(exc))
+                raise InvalidInput(scrubbed) from None
 
     async def list_schedules(
         self,

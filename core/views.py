@@ -1,4 +1,7 @@
-"""Plain-data views of Herald's records, shared by every surface (JSON, chat, console)."""
+"""Plain-data views of Herald's records, shared by every surface (JSON, chat, console).
+
+Error texts are scrubbed when they are recorded; a view scrubs them again of anything
+credential-shaped (rows written before that, by an older Herald)."""
 
 from __future__ import annotations
 
@@ -8,6 +11,7 @@ from zoneinfo import ZoneInfo
 
 from core import timeexpr
 from core.models import Attempt, Job, Schedule
+from core.scrub import scrub_credentials
 from core.store.queue import DeadLetter
 from core.usecases import ScheduleDetail
 
@@ -24,6 +28,11 @@ def local(value: datetime | None, zone: str) -> str:
     if value is None:
         return "-"
     return value.astimezone(ZoneInfo(zone)).strftime("%a %d %b %Y %H:%M")
+
+
+def error_text(text: str | None) -> str | None:
+    """A stored error text fit for a screen (:func:`core.scrub.scrub_credentials`)."""
+    return None if text is None else scrub_credentials(text)
 
 
 def describe(schedule: Schedule) -> str:
@@ -67,7 +76,7 @@ def job_dict(job: Job) -> dict[str, Any]:
         "lease_owner": job.lease_owner,
         "lease_expires_at": iso(job.lease_expires_at),
         "idempotency_key": job.idempotency_key,
-        "last_error": job.last_error,
+        "last_error": error_text(job.last_error),
         "finished_at": iso(job.finished_at),
     }
 
@@ -80,7 +89,7 @@ def attempt_dict(attempt: Attempt) -> dict[str, Any]:
         "finished_at": iso(attempt.finished_at),
         "outcome": attempt.outcome,
         "status_code": attempt.status_code,
-        "error": attempt.error,
+        "error": error_text(attempt.error),
         "provider_message_id": attempt.provider_message_id,
         "worker": attempt.worker,
     }
@@ -103,7 +112,7 @@ def dead_letter_dict(letter: DeadLetter) -> dict[str, Any]:
         "destination": letter.destination,
         "text": letter.body,
         "attempts": letter.attempts,
-        "last_error": letter.last_error,
+        "last_error": error_text(letter.last_error),
         "occurrence_at": iso(letter.occurrence_at),
         "died_at": iso(letter.finished_at),
         "retry_requested_by": letter.retry_requested_by,

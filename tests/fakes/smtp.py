@@ -1,19 +1,23 @@
 """A fake SMTP server (aiosmtpd) on the test's own event loop.
 
 Plain, STARTTLS (``tls_context`` given, ``require_starttls``) or implicit TLS
-(``implicit_tls=True``), optionally with AUTH for one user. Records each accepted message
-in :attr:`FakeSMTP.messages`. Script replies per stage with :meth:`FakeSMTP.reply`
-(``"rcpt"``, ``"mail"`` or ``"data"``: e.g. ``"450 4.2.1 Mailbox busy"``); the stage
-``"data"`` may also be told to stall (``stall_data = True``) until the server stops, for
-client timeout tests.
+(``implicit_tls=True``), optionally with AUTH for one user (over plain text too with
+``auth_require_tls=False``; ``echo_login=True`` makes a refused login quote the login,
+the password and the ``AUTH PLAIN`` data it got, as careless servers do). Records each
+accepted message in :attr:`FakeSMTP.messages`. Script replies per stage with
+:meth:`FakeSMTP.reply` (``"rcpt"``, ``"mail"`` or ``"data"``: e.g. ``"450 4.2.1 Mailbox
+busy"``); the stage ``"data"`` may also be told to stall (``stall_data = True``) until the
+server stops, for client timeout tests.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import email
 import email.policy
 import ssl
+import warnings
 from collections import deque
 from dataclasses import dataclass
 from email.message import EmailMessage
@@ -91,8 +95,12 @@ class FakeSMTP:
         require_starttls: bool = False,
         user: str | None = None,
         password: str | None = None,
+        auth_require_tls: bool = True,
+        echo_login: bool = False,
     ) -> None:
         self.tls_context = tls_context
+        self.auth_require_tls = auth_require_tls
+        self.echo_login = echo_login
         self.implicit_tls = implicit_tls
         self.require_starttls = require_starttls
         self.user = user
@@ -121,20 +129,30 @@ class FakeSMTP:
             and data.login.decode() == self.user
             and data.password.decode() == self.password
         )
+        if not ok and self.echo_login and isinstance(data, LoginPassword):
+            plain = base64.b64encode(b"\0" + data.login + b"\0" + data.password).decode()
+            said = (
+                f"535 5.7.8 Authentication failed for {data.login.decode()} with password "
+                f"{data.password.decode()} (AUTH PLAIN {plain})"
+            )
+            return AuthResult(success=False, handled=False, message=said)
         return AuthResult(success=ok, handled=False)
 
     def _protocol(self) -> SMTP:
         loop = asyncio.get_running_loop()
-        protocol = SMTP(
-            _Handler(self),
-            hostname="fake-smtp.test",
-            loop=loop,
-            tls_context=None if self.implicit_tls else self.tls_context,
-            require_starttls=self.require_starttls,
-            authenticator=self._authenticate if self.user else None,
-            auth_required=bool(self.user),
-            auth_require_tls=True,
-        )
+        with warnings.catch_warnings():
+            # "Requiring AUTH while not requiring TLS": what auth_require_tls=False asks for
+            warnings.simplefilter("ignore", UserWarning)
+            protocol = SMTP(
+                _Handler(self),
+                hostname="fake-smtp.test",
+                loop=loop,
+                tls_context=None if self.implicit_tls else self.tls_context,
+                require_starttls=self.require_starttls,
+                authenticator=self._authenticate if self.user else None,
+                auth_required=bool(self.user),
+                auth_require_tls=self.auth_require_tls,
+            )
         self._protocols.append(protocol)
         return protocol
 
