@@ -104,8 +104,22 @@ class ChannelMetrics:
         return {"ok": self.ok, "retry": self.retry}.get(outcome, self.permanent)
 
 
+#: Gauges read from the database: every dispatcher exports the same value, so a query
+#: over several aggregates them with ``max`` (never ``sum``: three dispatchers would
+#: report three times the queue). deploy/prometheus-rules.yml follows this.
+DATABASE_GAUGES = (
+    "herald_jobs",
+    "herald_dead_letters_awaiting_decision",
+    "herald_oldest_overdue_seconds",
+    "herald_calendars_failing",
+    "herald_calendar_last_success_timestamp_seconds",
+    "herald_calendar_failing_since_timestamp_seconds",
+)
+
+
 class Metrics:
-    """The dispatcher's counters, histograms and gauges."""
+    """The dispatcher's counters, histograms and gauges (those of
+    :data:`DATABASE_GAUGES` are the database's, the rest this process's)."""
 
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry or CollectorRegistry()
