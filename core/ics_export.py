@@ -1,7 +1,8 @@
 """A member's schedules as an iCalendar file, so Herald's posts show in their calendar.
 
 A recurring schedule becomes one VEVENT with its stored DTSTART (in the schedule's
-zone) and RRULE lines, plus EXDATE for occurrences a skip calendar removes; a one-off
+zone), RRULE lines and the rule's own RDATE values, plus EXDATE for the rule's own
+exclusions and for occurrences a skip calendar removes; a one-off
 becomes a single VEVENT at its time. Events are instants (no DTEND). The summary is the
 message's first line; the description names the schedule and its destination (secrets
 redacted). Pure: the caller passes the schedules.
@@ -10,6 +11,7 @@ redacted). Pure: the caller passes the schedules.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
@@ -20,7 +22,7 @@ from core.calendars import Blackouts
 from core.destinations import parse_destination
 from core.errors import HeraldError
 from core.models import Schedule, ScheduleState
-from core.timeexpr_rule import parse_rule
+from core.timeexpr_rule import Rule, parse_rule, take
 
 PRODID = "-//Herald//Scheduled messages//EN"
 #: Occurrences examined for skip-calendar EXDATEs.
@@ -67,19 +69,25 @@ def schedule_event(schedule: Schedule, *, stamp: datetime) -> icalendar.Event:
     for line in schedule.rrule.split():
         if line.upper().startswith("RRULE:"):
             event.add("rrule", icalendar.vRecur.from_ical(line[6:]))
-    for instant in _excluded(schedule, dtstart, zone):
+    for instant in rule.rdates:
+        event.add("rdate", instant.astimezone(zone))
+    for instant in _excluded(schedule, rule, dtstart, zone):
         event.add("exdate", instant.astimezone(zone))
     return event
 
 
-def _excluded(schedule: Schedule, dtstart: datetime, zone: ZoneInfo) -> list[datetime]:
+def _excluded(schedule: Schedule, rule: Rule, dtstart: datetime, zone: ZoneInfo) -> list[datetime]:
     """Instants a calendar reader would show but Herald does not send: DTSTART when it
-    is not itself an occurrence (RFC 5545 counts it), and skip-calendar hits."""
+    is not itself an occurrence (RFC 5545 counts it), the rule's EXDATE values (its
+    excluded days as the instants they remove), and skip-calendar hits."""
     assert schedule.rrule is not None
-    out: list[datetime] = []
     first = timeexpr.occurrences(schedule.rrule, count=1)
-    if first and first[0] != dtstart.astimezone(UTC):
+    out: list[datetime] = sorted(rule.exdates)
+    if first and first[0] != dtstart.astimezone(UTC) and dtstart.astimezone(UTC) not in out:
         out.append(dtstart)
+    if rule.exdays:
+        unexcluded = replace(rule, exdays=frozenset())
+        out.extend(i for i in take(unexcluded, MAX_EXDATES) if rule.excludes(i))
     skips = Blackouts.from_json(schedule.options.get("skip"))
     if skips:
         for instant in timeexpr.occurrences(schedule.rrule, count=MAX_EXDATES):

@@ -5,7 +5,8 @@ Pure: no I/O, no wall clock. ``now`` and the zone are arguments.
 Readers are tried in this order, the first that recognises the text wins:
 
 1. RFC 5545 text (``RRULE:FREQ=WEEKLY;BYDAY=TU,TH;BYHOUR=18;BYMINUTE=0``, optional
-   ``DTSTART``), 2. five-field cron (``0 9 * * 1-5``, see core.timeexpr_cron),
+   ``DTSTART``, ``EXDATE`` and ``RDATE`` lines), 2. five-field cron (``0 9 * * 1-5``, see
+   core.timeexpr_cron),
 3. recurring phrases (``every weekday at 9am``, core.timeexpr_every),
 4. one-off phrases and ISO-8601 (``in 5 minutes``, ``tomorrow at noon``,
    core.timeexpr_once), 5. dateparser for other English dates (core.timeexpr_freeform).
@@ -33,6 +34,7 @@ from zoneinfo import ZoneInfo
 
 from core.errors import InvalidInput
 from core.timeexpr_cron import cron_lines
+from core.timeexpr_dates import with_dates
 from core.timeexpr_describe import describe_rule
 from core.timeexpr_every import Draft, parse_every
 from core.timeexpr_freeform import parse_freeform
@@ -116,7 +118,7 @@ def parse_when(text: str, *, tz: str, now: datetime) -> When:
     if len(raw) > _MAX_LENGTH:
         raise refuse(raw[:40] + "...", "that is too long for a time; keep it to one phrase")
     words = normalise(raw)
-    if words.startswith(("rrule:", "dtstart")):
+    if words.startswith(("rrule:", "dtstart", "exdate", "rdate")):
         return _recurring(raw, _rule_input(raw, zi, now), now)
     lines = cron_lines(words)
     if lines is not None:
@@ -146,12 +148,14 @@ def _once(raw: str, zi: ZoneInfo, instant: datetime, now: datetime) -> When:
 def _rule_input(raw: str, zi: ZoneInfo, now: datetime) -> Draft:
     """RFC 5545 text typed by a person. Without DTSTART the rule starts today at
     00:00 local (so no minute or second of "now" leaks in) and is moved to its first
-    occurrence; a floating DTSTART is in the person's zone."""
-    tzid, dtstart, lines = read_lines(raw)
+    occurrence; a floating DTSTART (or EXDATE, RDATE) is in the person's zone."""
+    tzid, dtstart, lines, date_lines = read_lines(raw)
     if dtstart is None:
         anchor = datetime.combine(wall_clock(now, zi).date(), time(0))
-        return Draft(Rule(zi.key, anchor, tuple(lines)), move_start=True)
-    return Draft(Rule(tzid or zi.key, dtstart, tuple(lines)), move_start=False)
+        rule = with_dates(Rule(zi.key, anchor, tuple(lines)), date_lines)
+        return Draft(rule, move_start=True)
+    rule = with_dates(Rule(tzid or zi.key, dtstart, tuple(lines)), date_lines)
+    return Draft(rule, move_start=False)
 
 
 def _never(raw: str) -> InvalidInput:
@@ -173,9 +177,13 @@ def _settle(draft: Draft, now: datetime, raw: str) -> Rule:
     # counted from today, would put it. COUNT is applied from that first one.
     dropped = ("COUNT", "INTERVAL") if on_wall else ("COUNT",)
     counted = [{k: v for k, v in p.items() if k not in dropped} for p in rule.lines]
+    # the RRULE lines alone: DTSTART moves to their first instance (EXDATE and RDATE
+    # values keep their own instants, and COUNT counts RRULE instances, RFC 5545)
     probe = Rule(rule.tzid, rule.dtstart, tuple(counted))
     found = next(rule_pairs(probe, now), None)
     if found is None:
+        if rule.rdates:
+            return rule  # only RDATE values are left: DTSTART stays as it is
         raise _never(raw)
     instant, reading = found
     if on_wall:

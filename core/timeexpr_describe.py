@@ -8,7 +8,7 @@ RRULE text, which is exact if not pretty.
 from __future__ import annotations
 
 import calendar
-from datetime import timedelta
+from datetime import date, datetime, timedelta
 from itertools import product
 
 from core.timeexpr_rule import DAY_CODES, Rule, wall_clock
@@ -240,7 +240,29 @@ def _merged(rule: Rule) -> list[dict[str, str]]:
     return merged
 
 
+def _dates(rule: Rule) -> str:
+    """``; also on Fri 13 Mar 1998 09:00; not on Wed 25 Dec 2026``: RDATE and EXDATE
+    values (a count past three)."""
+
+    def listed(instants: list[datetime], days: list[date]) -> str:
+        if len(instants) + len(days) > 3:
+            return f"{len(instants) + len(days)} dates"
+        words = [
+            f"{format_day(wall_clock(i, rule.zone))} {format_clock(wall_clock(i, rule.zone))}"
+            for i in instants
+        ]
+        return ", ".join(words + [format_day(d) for d in days])
+
+    out = ""
+    if rule.rdates:
+        out += f"; also on {listed(list(rule.rdates), [])}"
+    if rule.exdates or rule.exdays:
+        out += f"; not on {listed(sorted(rule.exdates), sorted(rule.exdays))}"
+    return out
+
+
 def describe_rule(rule: Rule) -> str:
-    """Plain words for every RRULE line of ``rule``, then its zone in parentheses."""
+    """Plain words for every RRULE line of ``rule`` (and its RDATE and EXDATE values),
+    then its zone in parentheses."""
     lines = [_line(rule, parts) + _bounds(rule, parts) for parts in _merged(rule)]
-    return f"{'; and '.join(lines)} ({rule.tzid})"
+    return f"{'; and '.join(lines)}{_dates(rule)} ({rule.tzid})"

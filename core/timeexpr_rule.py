@@ -1,7 +1,12 @@
 """Stored recurrence rules: RFC 5545 text in, aware UTC instants out.
 
 A stored rule is a ``DTSTART;TZID=<zone>:<local wall time>`` line followed by one or
-more ``RRULE:`` lines (several lines are a union, as cron needs). dateutil.rrule does
+more ``RRULE:`` lines (several lines are a union, as cron needs), and optionally
+``EXDATE`` and ``RDATE`` lines: the recurrence set of RFC 5545 3.8.5, every RRULE and
+RDATE instant less every EXDATE one (COUNT counts RRULE instances, excluded ones too).
+They are stored as UTC instants (``EXDATE:19970902T130000Z``), and an ``EXDATE`` of
+dates (``EXDATE;VALUE=DATE:20261225``) excludes every occurrence on those local days
+(read by core.timeexpr_dates). dateutil.rrule does
 the calendar work; this module only decides on which clock it runs and turns its
 results into instants:
 
@@ -29,10 +34,10 @@ import heapq
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from functools import lru_cache
 from itertools import islice
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from dateutil.relativedelta import relativedelta
@@ -48,6 +53,9 @@ from dateutil.rrule import (
 )
 
 from core.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from core.timeexpr_dates import DateLine
 
 _Frequency = Literal[0, 1, 2, 3, 4, 5, 6]
 FREQUENCIES: dict[str, _Frequency] = {
@@ -156,23 +164,40 @@ def parse_stamp(text: str, what: str) -> tuple[datetime, bool, bool]:
 
 @dataclass(frozen=True)
 class Rule:
-    """A parsed recurrence: zone, local DTSTART and one or more RRULE part maps."""
+    """A parsed recurrence: zone, local DTSTART, one or more RRULE part maps, and the
+    EXDATE instants (``exdates``) and local days (``exdays``) and RDATE instants."""
 
     tzid: str
     dtstart: datetime  # naive, local wall clock of ``tzid``
     lines: tuple[dict[str, str], ...] = field(default=())
+    exdates: frozenset[datetime] = field(default=frozenset())  # aware UTC
+    exdays: frozenset[date] = field(default=frozenset())  # local days of ``tzid``
+    rdates: tuple[datetime, ...] = field(default=())  # aware UTC, sorted
 
     @property
     def zone(self) -> ZoneInfo:
         return ZoneInfo(self.tzid)
 
     def text(self) -> str:
-        """The rule as stored: DTSTART line, then one RRULE line per part map."""
+        """The rule as stored: DTSTART line, one RRULE line per part map, then the
+        EXDATE and RDATE lines (sorted, so equal rules have equal text)."""
         out = [f"DTSTART;TZID={self.tzid}:{format_stamp(self.dtstart)}"]
         for parts in self.lines:
             ordered = [k for k in PART_ORDER if k in parts]
             out.append("RRULE:" + ";".join(f"{k}={parts[k]}" for k in ordered))
+        if self.exdates:
+            out.append("EXDATE:" + ",".join(_utc_stamp(i) for i in sorted(self.exdates)))
+        if self.exdays:
+            out.append("EXDATE;VALUE=DATE:" + ",".join(f"{d:%Y%m%d}" for d in sorted(self.exdays)))
+        if self.rdates:
+            out.append("RDATE:" + ",".join(_utc_stamp(i) for i in self.rdates))
         return "\n".join(out)
+
+    def excludes(self, instant: datetime) -> bool:
+        """Whether an EXDATE removes ``instant`` (aware UTC) from the recurrence set."""
+        if instant in self.exdates:
+            return True
+        return bool(self.exdays) and instant.astimezone(self.zone).date() in self.exdays
 
     def until(self, parts: dict[str, str]) -> datetime | None:
         """The UNTIL of one line as an aware UTC instant (a DATE means its whole day)."""
@@ -186,6 +211,10 @@ class Rule:
             value = value + timedelta(days=1)
             return localize(value, self.zone) - timedelta(seconds=1)
         return localize(value, self.zone)
+
+
+def _utc_stamp(instant: datetime) -> str:
+    return format_stamp(instant.astimezone(UTC).replace(tzinfo=None)) + "Z"
 
 
 def split_parts(body: str) -> dict[str, str]:
@@ -269,14 +298,18 @@ def check_parts(parts: dict[str, str]) -> None:
             raise bad_rule("no month in the rule has such a day, so it never happens")
 
 
-def read_lines(text: str) -> tuple[str | None, datetime | None, list[dict[str, str]]]:
-    """DTSTART zone (None: floating), DTSTART (None: absent) and RRULE lines of ``text``.
+def read_lines(
+    text: str,
+) -> tuple[str | None, datetime | None, list[dict[str, str]], list[DateLine]]:
+    """DTSTART zone (None: floating), DTSTART (None: absent), RRULE lines and EXDATE /
+    RDATE lines of ``text``.
 
     Lines may be separated by any whitespace. ``DTSTART:...Z`` is in UTC.
     """
     tzid: str | None = None
     dtstart: datetime | None = None
     lines: list[dict[str, str]] = []
+    date_lines: list[DateLine] = []
     text = re.sub(r"\s*([;=,])\s*", r"\1", text)  # "FREQ=DAILY; BYHOUR = 9" as typed
     for line in text.split():
         upper = line.upper()
@@ -288,21 +321,28 @@ def read_lines(text: str) -> tuple[str | None, datetime | None, list[dict[str, s
                 raise bad_rule(f"the start {line!r} is not understood")
             dtstart, is_utc, _ = parse_stamp(m.group(2), "DTSTART")
             tzid = "UTC" if is_utc else m.group(1)
+        elif upper.startswith(("EXDATE", "RDATE")):
+            from core.timeexpr_dates import read_date_line  # it imports this module
+
+            date_lines.append(read_date_line(line))
         else:
-            raise bad_rule(f"the line {line[:40]!r} is neither DTSTART nor RRULE")
+            raise bad_rule(f"the line {line[:40]!r} is none of DTSTART, RRULE, EXDATE, RDATE")
     if not lines:
         raise bad_rule("there is no RRULE: line")
     if tzid is not None:
         tzid = zone(tzid).key
-    return tzid, dtstart, lines
+    return tzid, dtstart, lines, date_lines
 
 
 def parse_rule(text: str) -> Rule:
-    """Read a stored rule text (a DTSTART;TZID=... line and RRULE: lines)."""
-    tzid, dtstart, lines = read_lines(text)
+    """Read a stored rule text (a DTSTART;TZID=... line, RRULE: lines, and any
+    EXDATE / RDATE lines)."""
+    from core.timeexpr_dates import with_dates  # it imports this module
+
+    tzid, dtstart, lines, date_lines = read_lines(text)
     if dtstart is None or tzid is None:
         raise bad_rule("a stored rule needs a DTSTART;TZID=... line")
-    return Rule(tzid, dtstart, tuple(lines))
+    return with_dates(Rule(tzid, dtstart, tuple(lines)), date_lines)
 
 
 # --------------------------------------------------------------------------- engine
@@ -524,7 +564,8 @@ def rule_pairs(rule: Rule, after: datetime | None = None) -> Iterator[Pair]:
     """(instant, clock reading) of ``rule`` strictly after ``after``, in order.
 
     ``after`` None means from DTSTART on. Distinct instants only: two wall times
-    that name one instant (a gap, or two RRULE lines) fire once.
+    that name one instant (a gap, two RRULE lines, an RDATE) fire once. EXDATE
+    instants and days are left out.
     """
     if after is not None:
         after = after.astimezone(UTC)
@@ -533,11 +574,16 @@ def rule_pairs(rule: Rule, after: datetime | None = None) -> Iterator[Pair]:
         if after.year < MIN_YEAR:
             after = None  # every rule starts after 1900
     streams = [_line_pairs(rule, parts, after) for parts in rule.lines]
+    if rule.rdates:
+        zi = rule.zone
+        streams.append(iter([(instant, wall_clock(instant, zi)) for instant in rule.rdates]))
     last: datetime | None = None
     for pair in heapq.merge(*streams):
         if pair[0] == last or (after is not None and pair[0] <= after):
             continue
         last = pair[0]
+        if (rule.exdates or rule.exdays) and rule.excludes(pair[0]):
+            continue
         yield pair
 
 

@@ -40,6 +40,17 @@ CASES = [
     ("every month on the 31st at 10am", "Asia/Tokyo"),
     ("every 2 weeks on friday at 16:00 for 6 times", "Europe/London"),
     ("every day at 8am until 2026-04-15", "America/Los_Angeles"),
+    # a rule pasted with its own exclusions (a date-time and a whole day) and an extra date
+    (
+        "RRULE:FREQ=DAILY;BYHOUR=9;BYMINUTE=0 EXDATE;TZID=Europe/Berlin:20260304T090000 "
+        "EXDATE;VALUE=DATE:20260310 RDATE;TZID=Europe/Berlin:20260304T170000",
+        "Europe/Berlin",
+    ),
+    (
+        "DTSTART;TZID=America/New_York:19970902T090000 "
+        "EXDATE;TZID=America/New_York:19970902T090000 RRULE:FREQ=MONTHLY;BYDAY=FR;BYMONTHDAY=13",
+        "UTC",
+    ),
 ]
 
 
