@@ -1,6 +1,8 @@
 """The service's HTTP endpoints on ``HERALD_HTTP_HOST:HERALD_HTTP_PORT``: ``/healthz``
 (the process is alive), ``/readyz`` (it can do its job) and ``/metrics`` (Prometheus).
-Adapters that take HTTP requests (Slack's HTTP mode) add their routes to the same app."""
+Adapters that take HTTP requests (Slack's HTTP mode) add their routes to the same app.
+The port is served behind :mod:`bot.http_guard`'s limits (timeouts, a connection cap,
+body sizes per route)."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from typing import Any
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from bot.http_guard import HttpLimits, guarded_app, start_guarded
 from core import db
 from core.dispatcher import Dispatcher
 from core.errors import ConfigError, HeraldError, NotFound
@@ -72,8 +75,9 @@ class Readiness:
 
 def make_http_app(readiness: Readiness, herald: Herald | None = None) -> web.Application:
     """The aiohttp app with the health and metrics routes, and (given ``herald``) each
-    member's calendar feed at ``/calendar/<token>.ics``."""
-    app = web.Application()
+    member's calendar feed at ``/calendar/<token>.ics``. Its routes take no request
+    body unless they declare one (:func:`bot.http_guard.body_limit`)."""
+    app = guarded_app()
 
     async def calendar(request: web.Request) -> web.Response:
         assert herald is not None
@@ -111,18 +115,19 @@ def make_http_app(readiness: Readiness, herald: Herald | None = None) -> web.App
     return app
 
 
-async def start_http(app: web.Application, host: str, port: int) -> web.AppRunner:
-    """Serve ``app``; returns the runner to ``cleanup()`` at shutdown."""
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, host, port)
+async def start_http(
+    app: web.Application, host: str, port: int, limits: HttpLimits
+) -> web.AppRunner:
+    """Serve ``app`` behind ``limits``; returns the runner to ``cleanup()`` at shutdown."""
     try:
-        await site.start()
+        runner, site = await start_guarded(app, host, port, limits)
     except OSError as exc:
-        await runner.cleanup()
         raise ConfigError(
             f"Cannot listen on {host}:{port} ({exc.strerror}): set HERALD_HTTP_HOST and "
             "HERALD_HTTP_PORT to a free address (0 picks any free port)."
         ) from exc
-    log.info("http endpoints up", extra={"host": host, "port": port})
+    log.info(
+        "http endpoints up",
+        extra={"host": host, "port": site.port, "max_connections": limits.max_connections},
+    )
     return runner

@@ -10,6 +10,7 @@ from typing import TextIO
 
 from bot.adapters import Adapter, build_adapters
 from bot.http import Readiness, make_http_app, start_http
+from bot.http_guard import HttpLimits
 from core.channels import build_channels
 from core.clock import Clock, SystemClock
 from core.dispatcher import Dispatcher, DispatcherConfig, DrainSummary
@@ -121,7 +122,9 @@ async def serve(
                 readiness.adapters[adapter.name] = connected
         await herald.publish_calendar_metrics()  # before the first scrape, not the first refresh
         if serve_http:
-            runner = await start_http(http_app, settings.http_host, settings.http_port)
+            runner = await start_http(
+                http_app, settings.http_host, settings.http_port, HttpLimits.from_settings(settings)
+            )
         for adapter in adapters:
             await adapter.start()
             log.info("adapter started", extra={"adapter": adapter.name})

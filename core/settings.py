@@ -54,6 +54,15 @@ class Settings(BaseSettings):
     public_url: str | None = Field(default=None, alias="HERALD_PUBLIC_URL")
     http_host: str = Field(default="127.0.0.1", alias="HERALD_HTTP_HOST")
     http_port: int = Field(default=8080, alias="HERALD_HTTP_PORT")
+    #: Limits of that port (bot/http_guard.py): seconds a new connection has to send its
+    #: request headers, an idle keep-alive connection is kept, a request body may take;
+    #: connections served at once (one more gets 503); bytes of body a route that takes
+    #: one (POST /slack/events) accepts.
+    http_header_timeout: float = Field(default=10.0, gt=0, alias="HERALD_HTTP_HEADER_TIMEOUT")
+    http_idle_timeout: float = Field(default=30.0, gt=0, alias="HERALD_HTTP_IDLE_TIMEOUT")
+    http_body_timeout: float = Field(default=10.0, gt=0, alias="HERALD_HTTP_BODY_TIMEOUT")
+    http_max_connections: int = Field(default=256, ge=1, alias="HERALD_HTTP_MAX_CONNECTIONS")
+    http_max_body: int = Field(default=1024 * 1024, ge=1, alias="HERALD_HTTP_MAX_BODY")
 
     # email and webhooks
     smtp_host: str | None = Field(default=None, alias="HERALD_SMTP_HOST")

@@ -1,8 +1,9 @@
 """The Slack adapter: a slack-bolt ``AsyncApp`` in Herald's event loop.
 
 Socket Mode when ``SLACK_APP_TOKEN`` is set (no public URL needed). Otherwise HTTP
-mode: ``POST /slack/events`` with ``SLACK_SIGNING_SECRET`` verification (Bolt answers
-401 to unsigned, forged and stale requests), on the service's own HTTP server when
+mode: ``POST /slack/events`` with ``SLACK_SIGNING_SECRET`` verification (unsigned,
+forged and stale requests get 401; oversized, slow and malformed ones 413, 408 and 400;
+each refusal is one log line), on the service's own HTTP server when
 ``herald run`` attaches it (:meth:`SlackAdapter.attach_http`), else on a server of its
 own at ``HERALD_HTTP_HOST:HERALD_HTTP_PORT``. Web API calls go to ``SLACK_API_URL``.
 """
@@ -15,12 +16,22 @@ from typing import Any
 
 import aiohttp
 from aiohttp import web
-from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
+from slack_bolt.adapter.aiohttp import to_aiohttp_response
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.app.async_app import AsyncApp
+from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_sdk.errors import SlackApiError
+from slack_sdk.signature import SignatureVerifier
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.http_guard import (
+    BodyRefused,
+    HttpLimits,
+    body_limit,
+    guarded_app,
+    read_body,
+    start_guarded,
+)
 from bot.slack.actions import Actions
 from bot.slack.base import Tracker
 from bot.slack.blocks import Blocks
@@ -75,6 +86,9 @@ class SlackAdapter:
             )
         self.settings = settings
         self.herald = herald
+        self.limits = HttpLimits.from_settings(settings)
+        secret = _secret(settings.slack_signing_secret)
+        self._verifier = SignatureVerifier(secret) if self.mode == "http" else None
         self.tracker = Tracker()
         #: Seconds dead letters are collected before they are posted (a burst: a digest).
         self.alert_window = 1.0
@@ -98,6 +112,7 @@ class SlackAdapter:
         """In HTTP mode, serve ``POST /slack/events`` on the service's HTTP server."""
         if self.mode == "http":
             app.router.add_post(EVENTS_PATH, self.handle_http)
+            body_limit(app, EVENTS_PATH, self.limits.max_body)
             self._attached = True
 
     def connected(self) -> bool:
@@ -110,16 +125,35 @@ class SlackAdapter:
         return True
 
     async def handle_http(self, request: web.Request) -> web.Response:
-        """One request from Slack: Bolt verifies its signature and dispatches it."""
-        bolt = self.bolt
-        if bolt is None:
+        """One request from Slack: its body read within the port's limits, its signature
+        checked, then Bolt dispatches it. Whatever is wrong with a request gets a 4xx and
+        one log line, never a 500 (nothing of it reaches a listener)."""
+        bolt, verifier = self.bolt, self._verifier
+        if bolt is None or verifier is None:
             return web.json_response({"error": "starting"}, status=503)
+        try:
+            body = await read_body(request, self.limits)
+        except BodyRefused as refused:
+            return _refuse(request, refused.response.status, refused.reason)
         stamp = request.headers.get("X-Slack-Request-Timestamp", "")
-        if not (stamp.isascii() and stamp.isdigit()) or not request.headers.get(
-            "X-Slack-Signature"
-        ):  # Bolt answers 500 to a timestamp that is not a number
-            return web.json_response({"error": "invalid request"}, status=401)
-        response = await bolt.async_dispatch(await to_bolt_request(request))
+        signature = request.headers.get("X-Slack-Signature", "")
+        signed = stamp.isascii() and stamp.isdigit() and signature.isascii() and signature
+        if not signed or not verifier.is_valid(body, stamp, signature):
+            return _refuse(request, 401, "not signed with SLACK_SIGNING_SECRET in the last 5 min")
+        try:
+            bolt_request = AsyncBoltRequest(
+                body=body.decode("utf-8"),
+                query=request.query_string,
+                headers=request.headers,  # type: ignore[arg-type]
+            )
+        except ValueError:  # not UTF-8 (UnicodeDecodeError), not JSON (JSONDecodeError)
+            return _refuse(request, 400, "body is not a Slack payload")
+        if not isinstance(bolt_request.body, dict):
+            return _refuse(request, 400, "body is not a Slack payload")
+        try:
+            response = await bolt.async_dispatch(bolt_request)
+        except Exception as exc:  # a signed payload Bolt cannot take: the request's fault
+            return _refuse(request, 400, f"payload Bolt cannot handle ({type(exc).__name__})")
         return await to_aiohttp_response(response)
 
     # --- lifecycle ----------------------------------------------------------------
@@ -196,15 +230,14 @@ class SlackAdapter:
         return self.settings.slack_team_ids
 
     async def _serve(self) -> None:
-        app = web.Application()
+        app = guarded_app()
         app.router.add_post(EVENTS_PATH, self.handle_http)
-        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=STOP_GRACE)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, self.settings.http_host, self.settings.http_port)
-        await site.start()
-        server = getattr(site, "_server", None)
-        sockets = getattr(server, "sockets", None) or []
-        self.port = sockets[0].getsockname()[1] if sockets else self.settings.http_port
+        body_limit(app, EVENTS_PATH, self.limits.max_body)
+        settings = self.settings
+        self._runner, site = await start_guarded(
+            app, settings.http_host, settings.http_port, self.limits, shutdown_timeout=STOP_GRACE
+        )
+        self.port = site.port
         log.info("slack http mode listening", extra={"port": self.port, "path": EVENTS_PATH})
 
     async def stop(self) -> None:
@@ -241,6 +274,16 @@ class SlackAdapter:
         assert self.client is not None and self.settings.slack_alert_channel
         channel = self.settings.slack_alert_channel.removeprefix("slack:")
         await self.client.chat_postMessage(channel=channel, text=text, blocks=blocks)
+
+
+def _refuse(request: web.Request, status: int, reason: str) -> web.Response:
+    """Answer ``status`` to a request to /slack/events and log why, in one line."""
+    log.warning(
+        "slack request refused: %s",
+        reason,
+        extra={"status": status, "remote": request.remote, "path": request.path},
+    )
+    return web.json_response({"error": "invalid request"}, status=status)
 
 
 def _secret(value: Any) -> str:

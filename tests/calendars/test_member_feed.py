@@ -8,6 +8,7 @@ import recurring_ical_events
 from icalendar import Calendar
 
 from bot.http import Readiness, make_http_app, start_http
+from bot.http_guard import HttpLimits
 from core.clock import SystemClock
 from core.dispatcher import Dispatcher
 from core.usecases import Herald
@@ -23,7 +24,10 @@ async def test_the_calendar_feed_url(herald: Herald) -> None:
     dispatcher = Dispatcher(herald.store, {}, clock=SystemClock())
     port = unused_port()
     runner = await start_http(
-        make_http_app(Readiness(herald.store, dispatcher), herald), "127.0.0.1", port
+        make_http_app(Readiness(herald.store, dispatcher), herald),
+        "127.0.0.1",
+        port,
+        HttpLimits.from_settings(herald.settings),
     )
     try:
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as client:

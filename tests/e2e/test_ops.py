@@ -13,6 +13,7 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 from bot.http import Readiness, make_http_app, start_http
+from bot.http_guard import HttpLimits
 from core import db
 from core.channels import build_channels
 from core.clock import ManualClock, SystemClock
@@ -40,7 +41,8 @@ async def test_health_readiness_and_metrics(sqlite_url: str) -> None:
     herald = Herald(store, settings, ManualClock(datetime.now(UTC) - timedelta(minutes=1)))
     readiness = Readiness(store, dispatcher)
     port = unused_port()
-    runner = await start_http(make_http_app(readiness), "127.0.0.1", port)
+    limits = HttpLimits.from_settings(settings)
+    runner = await start_http(make_http_app(readiness), "127.0.0.1", port, limits)
     try:
         await herald.create_schedule("local:a", to="log:", when="in 30 seconds", text=TEXT)
         await dispatcher.drain()
