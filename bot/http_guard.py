@@ -237,6 +237,10 @@ async def _refuse_large_bodies(request: web.Request, handler: Any) -> web.Stream
     limit = request.app[_LIMIT_KEY].get(request.path, 0)
     length = request.content_length
     if (length is not None and length > limit) or (limit == 0 and request.body_exists):
+        log.warning(
+            "http request refused: body over its limit",
+            extra={"status": 413, "path": request.path, "remote": request.remote},
+        )
         return _too_large(limit)
     return await handler(request)  # type: ignore[no-any-return]
 
