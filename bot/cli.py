@@ -381,7 +381,10 @@ class Cli:
         from tui.app import run_console, run_console_served
 
         if self.args.serve:
-            return run_console_served(self.settings, port=self.args.port, host=self.args.host)
+            a = self.args
+            return run_console_served(
+                self.settings, port=a.port, host=a.host, public_url=a.public_url, out=self.out
+            )
 
         async def go() -> int:
             channels = build_channels(self.settings)

@@ -167,7 +167,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     c = add("console", "The operator console (Textual): queues, deliveries, dead letters.")
     c.add_argument("--serve", action="store_true", help="serve it in a browser instead")
-    c.add_argument("--host", default="localhost", help="with --serve (default localhost)")
+    c.add_argument(
+        "--host", default="127.0.0.1", help="with --serve: address to listen on (default 127.0.0.1)"
+    )
+    c.add_argument(
+        "--public-url",
+        default=None,
+        help="with --serve: the URL browsers use (needed with another --host; https behind TLS)",
+    )
     c.add_argument("--port", type=int, default=8000, help="with --serve (default 8000)")
 
     c = add("demo", "Run the local demo on a fresh SQLite file.")

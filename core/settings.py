@@ -64,6 +64,14 @@ class Settings(BaseSettings):
     http_max_connections: int = Field(default=256, ge=1, alias="HERALD_HTTP_MAX_CONNECTIONS")
     http_max_body: int = Field(default=1024 * 1024, ge=1, alias="HERALD_HTTP_MAX_BODY")
 
+    # the console
+    #: The member the console acts as (default local:$USER); `herald console --serve`
+    #: sets it for each browser tab to the actor its login names.
+    console_actor: str | None = Field(default=None, alias="HERALD_CONSOLE_ACTOR")
+    #: `herald console --serve` logins: a file of "ACTOR_ID SECRET" lines (mode 600);
+    #: unset, the server makes one secret at start, prints it once, acting as local:$USER.
+    console_logins_file: str | None = Field(default=None, alias="HERALD_CONSOLE_LOGINS_FILE")
+
     # email and webhooks
     smtp_host: str | None = Field(default=None, alias="HERALD_SMTP_HOST")
     smtp_port: int | None = Field(default=None, alias="HERALD_SMTP_PORT")

@@ -7,9 +7,10 @@ in this terminal, :func:`run_console_served` in a browser through textual-serve.
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Iterable, Mapping
 from functools import partial
-from typing import Any
+from typing import Any, TextIO
 
 from textual import work
 from textual.actions import parse
@@ -147,39 +148,36 @@ def make_app(
 
 
 async def run_console(settings: Settings, *, channels: Mapping[str, Channel] | None = None) -> int:
-    """Open the store, run the console in this terminal as ``settings.local_actor``,
+    """Open the store, run the console in this terminal as ``HERALD_CONSOLE_ACTOR`` (by
+    default ``settings.local_actor``),
     close the store. Returns the exit status. ``channels`` (the CLI's, when it has
     them) let the create and edit forms check that a destination is reachable."""
     store = await Store.open(settings.database_url)
     try:
         herald = Herald(store, settings, SystemClock(), channels=channels)
-        app = make_app(settings, herald, settings.local_actor)
+        app = make_app(settings, herald, settings.console_actor or settings.local_actor)
         await app.run_async()
         return app.return_code or 0
     finally:
         await store.close()
 
 
-def run_console_served(settings: Settings, port: int = 8000, host: str = "localhost") -> int:
-    """Serve the console in a browser on ``host:port`` through textual-serve: each
-    browser tab runs ``python -m tui`` (this same app, the same settings from the
-    environment). Blocks until interrupted."""
+def run_console_served(
+    settings: Settings,
+    port: int = 8000,
+    host: str = "127.0.0.1",
+    *,
+    public_url: str | None = None,
+    out: TextIO | None = None,
+) -> int:
+    """Serve the console in a browser on ``host:port`` through textual-serve, behind a
+    login (:mod:`tui.serve`): each browser tab runs ``python -m tui`` as the actor its
+    login names. Blocks until interrupted."""
     try:
-        from textual_serve.server import Server
+        from tui import serve
     except ImportError as exc:  # optional dependency
         raise HeraldError(
             "Serving the console needs textual-serve: pip install 'textual-serve>=1.1,<2'."
         ) from exc
-    import shlex
-    import sys
-
-    env = {
-        "HERALD_DATABASE_URL": settings.database_url,
-        "HERALD_ADMINS": ",".join(sorted(settings.admins)),
-        "HERALD_DEFAULT_TZ": settings.default_tz,
-        "USER": settings.local_actor.partition(":")[2],
-    }
-    assignments = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
-    command = f"{assignments} {shlex.quote(sys.executable)} -m tui"
-    Server(command, host=host, port=port, title="Herald console").serve()
+    serve.serve(settings, host=host, port=port, public_url=public_url, out=out or sys.stdout)
     return 0

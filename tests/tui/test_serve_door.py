@@ -1,0 +1,99 @@
+"""The served console's door, in this process on a controlled clock: repeated bad logins
+make their address wait longer and longer (not another address), and a logins file that
+others can read, or that holds something other than logins, is refused."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import aiohttp
+import pytest
+from aiohttp import web
+
+from core.errors import ConfigError
+from core.settings import load_settings
+from tests.fakes.http import unused_port
+from tui.serve import ConsoleServer, Door, Login, read_logins
+
+SECRET = "the-right-secret-0123456789"
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+async def door_at(sqlite_url: str) -> AsyncIterator[tuple[str, Clock]]:
+    clock = Clock()
+    settings = load_settings(HERALD_DATABASE_URL=sqlite_url, _env_file=None)
+    door = Door([Login("local:olive", SECRET)], clock=clock)
+    port = unused_port()
+    server = ConsoleServer(settings, door, host="127.0.0.1", port=port)
+    runner = web.AppRunner(await server._make_app())
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    try:
+        yield f"http://127.0.0.1:{port}", clock
+    finally:
+        await runner.cleanup()
+
+
+async def login(base: str, secret: str, source: str = "127.0.0.1") -> int:
+    connector = aiohttp.TCPConnector(local_addr=(source, 0))
+    async with aiohttp.ClientSession(connector=connector) as session:
+        async with session.post(
+            f"{base}/login", data={"secret": secret}, allow_redirects=False
+        ) as answer:
+            await answer.read()
+            return answer.status
+
+
+async def test_repeated_bad_logins_wait_longer_each_time(door_at: tuple[str, Clock]) -> None:
+    base, clock = door_at
+    assert await login(base, "guess-1") == 403
+    assert await login(base, SECRET) == 429  # even the right one must wait its second
+    clock.now += 1
+    assert await login(base, "guess-2") == 403
+    clock.now += 1
+    assert await login(base, "guess-3") == 429  # the second wait is two seconds
+    assert await login(base, SECRET, source="127.0.0.2") == 303  # another address
+    clock.now += 1
+    assert await login(base, SECRET) == 303
+
+
+async def test_a_login_posted_from_another_page_is_refused(door_at: tuple[str, Clock]) -> None:
+    base, _ = door_at
+    async with aiohttp.ClientSession() as session:
+        async with session.post(
+            f"{base}/login",
+            data={"secret": "guess"},
+            headers={"Origin": "https://evil.example"},
+            allow_redirects=False,
+        ) as answer:
+            assert answer.status == 403
+    assert await login(base, SECRET) == 303  # and it cost the operator no wait
+
+
+def test_a_logins_file_others_can_read_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "logins"
+    path.write_text(f"local:olive {SECRET}\n")
+    path.chmod(0o644)
+    with pytest.raises(ConfigError, match="chmod 600"):
+        read_logins(path)
+    path.chmod(0o600)
+    assert read_logins(path) == [Login("local:olive", SECRET)]
+
+
+@pytest.mark.parametrize("line", ["olive " + SECRET, "local:olive short", "local:olive"])
+def test_a_line_that_is_not_a_login_is_refused_by_number(tmp_path: Path, line: str) -> None:
+    path = tmp_path / "logins"
+    path.write_text(f"# people\nlocal:bob {'b' * 20}\n{line}\n")
+    path.chmod(0o600)
+    with pytest.raises(ConfigError, match="Line 3 of") as refused:
+        read_logins(path)
+    assert SECRET not in str(refused.value)
