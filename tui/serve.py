@@ -197,6 +197,10 @@ class ConsoleServer(Server):
         if not self.allowed_host(request):
             return web.Response(status=421, text="This server does not serve that host.\n")
         path = request.path
+        public = urlsplit(self.public_url).netloc
+        if request.host != public and request.method == "GET" and path in ("/", "/login"):
+            # one name per server: the session cookie and the WebSocket URL use the public one
+            raise web.HTTPSeeOther(f"{self.public_url}{path}")
         if path == "/login" or path.startswith("/static/"):
             return await handler(request)  # type: ignore[no-any-return]
         if self.door.session(request) is None:

@@ -97,3 +97,11 @@ def test_a_line_that_is_not_a_login_is_refused_by_number(tmp_path: Path, line: s
     with pytest.raises(ConfigError, match="Line 3 of") as refused:
         read_logins(path)
     assert SECRET not in str(refused.value)
+
+
+async def test_another_loopback_name_is_sent_to_the_public_one(door_at: tuple[str, Clock]) -> None:
+    base, _ = door_at
+    port = base.rpartition(":")[2]
+    async with aiohttp.ClientSession() as session:
+        async with session.get(f"http://localhost:{port}/login", allow_redirects=False) as page:
+            assert page.status == 303 and page.headers["Location"] == f"{base}/login"
