@@ -39,3 +39,18 @@ def test_bad_value_names_the_variable_not_the_value(monkeypatch: pytest.MonkeyPa
     with pytest.raises(ConfigError, match="HERALD_HTTP_PORT") as info:
         load_settings(_env_file=None)
     assert "eighty" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("HERALD_HTTP_MAX_CONNECTIONS", "0"),
+        ("HERALD_HTTP_HEADER_TIMEOUT", "0"),
+        ("HERALD_HTTP_IDLE_TIMEOUT", "-1"),
+        ("HERALD_HTTP_BODY_TIMEOUT", "soon"),
+        ("HERALD_HTTP_MAX_BODY", "0"),
+    ],
+)
+def test_the_http_port_limits_must_be_positive(name: str, value: str) -> None:
+    with pytest.raises(ConfigError, match=name):
+        load_settings(_env_file=None, **{name: value})
