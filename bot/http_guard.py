@@ -5,7 +5,9 @@ whatever happens there must not cost the dispatcher its file descriptors or its 
 :func:`start_guarded` serves an aiohttp app behind these limits (:class:`HttpLimits`):
 
 - **connections**: at most ``max_connections`` open at once; one more is answered
-  ``503 Service Unavailable`` and closed at once (it never reaches aiohttp);
+  ``503 Service Unavailable`` and closed (it never reaches aiohttp): it has
+  :data:`REFUSE_LINGER` seconds to read the answer, and while ``max_connections``
+  refused ones are still closing, a further one is cut without it;
 - **header timeout**: a new connection has ``header_timeout`` seconds to send its first
   request line and headers, however it trickles them;
 - **idle timeout**: a keep-alive connection waiting for its next request (or trickling its
