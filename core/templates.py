@@ -116,6 +116,30 @@ def render_schedule(text: str, *, schedule_id: int, occurrence: datetime, zone: 
     return render(text, {"date": local.date(), "schedule.id": schedule_id})
 
 
+#: The longest a schedule id can be written (SQL BIGINT's largest value, 19 digits).
+LONGEST_ID = len(str(2**63 - 1))
+#: Every date of a leap year: each weekday in each month, each day of the year.
+_YEAR = tuple(date.fromordinal(date(2028, 1, 1).toordinal() + n) for n in range(366))
+
+
+@lru_cache(maxsize=256)
+def _longest_date(spec: str) -> int:
+    return max(len(day.strftime(spec)) for day in _YEAR) if spec else len("2028-01-01")
+
+
+def longest_schedule_text(text: str) -> int:
+    """The most characters a schedule's (checked) text can render to: ``{date:%A %d
+    %B}`` as its longest day name and month, ``{schedule.id}`` as the largest id."""
+    size = 0
+    for literal, field, spec, _ in _formatter.parse(text):
+        size += len(literal)
+        if field == "schedule.id":
+            size += LONGEST_ID
+        elif field == "date":
+            size += _longest_date(spec or "")
+    return size
+
+
 def fields_used(template: str) -> set[str]:
     """The field names a (checked) template uses."""
     return {field for _, field, _, _ in _formatter.parse(template) if field}

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from core import calendars, templates, tenancy, timeexpr
+from core import calendars, limits, templates, tenancy, timeexpr
 from core.actors import Actor, ActorRef, Principal
 from core.channels.base import Channel
 from core.clock import Clock
@@ -38,7 +38,7 @@ from core.scrub import Scrubber
 from core.settings import Settings
 from core.store import AuditEntry, ScheduleQuery, Store
 
-MAX_TEXT = 4000
+MAX_TEXT = limits.HERALD_TEXT.size
 MAX_KEY = 200
 _ACTOR = re.compile(r"^[a-z][a-z0-9_-]*:[^\s:][^\s]*$")
 #: Herald's own action and block ids: user-supplied blocks may not carry them.
@@ -60,9 +60,7 @@ def check_text(text: str) -> str:
     if not text.strip():
         raise InvalidInput("The message is empty: say what to send.")
     if len(text) > MAX_TEXT:
-        raise InvalidInput(
-            f"The message is {len(text):,} characters long; the limit is {MAX_TEXT:,}."
-        )
+        raise limits.HERALD_TEXT.refuse(len(text))
     return text
 
 
@@ -332,6 +330,8 @@ class Herald(DeadLetterCases, ConsoleCases, FeedCases):
         tenancy.check_mentions(actor, destination, body, checked, self.settings)
         tenancy.check_interval(actor, destination, reading.rule, self.settings)
         now = self.clock.now()
+        options_checked = _with_template_flag(checked, body)
+        limits.check_message(destination, body, options_checked)
         return {
             "owner": actor.id,
             "tenant": actor.tenant,
@@ -345,7 +345,7 @@ class Herald(DeadLetterCases, ConsoleCases, FeedCases):
             "state": ScheduleState.ACTIVE.value,
             "idempotency_key": check_key(key),
             "max_lateness_s": None if max_lateness is None else round(max_lateness),
-            "options": _with_template_flag(checked, body),
+            "options": options_checked,
             "version": 1,
             "created_at": now,
             "updated_at": now,
@@ -622,6 +622,11 @@ class Herald(DeadLetterCases, ConsoleCases, FeedCases):
                 raise await self.denied(
                     actor, "schedule.edit", "schedule", str(schedule_id), str(exc), type(exc)
                 ) from None
+            limits.check_message(  # the message must fit where it goes
+                values.get("destination", schedule.destination),
+                values.get("body", schedule.body),
+                values.get("options", schedule.options),
+            )
         arm_at: datetime | None = None
         if when is not None:
             _refuse_skip_phrase(when)

@@ -54,7 +54,7 @@ async def test_the_remind_form_names_another_channel(env: SlackEnv) -> None:
         ("<#C0123> 2026-03-01 09:00: x", "in the past"),
         ("tomorrow at 9 Coffee", 'put ": "'),
         ("#general tomorrow: x", "channel link"),
-        ("<#C0123> tomorrow at 9: " + "x" * 4001, "the limit is 4,000"),
+        ("<#C0123> tomorrow at 9: " + "x" * 4001, "Herald allows 4,000 characters"),
     ],
 )
 async def test_what_cannot_be_read_is_named_and_nothing_is_scheduled(
