@@ -11,13 +11,13 @@ from functools import cache
 from zoneinfo import available_timezones
 
 from bot.discord_bot import render
-from core import calendars, timeexpr
+from core import calendars, limits, timeexpr
 from core.actors import ActorRef
 from core.errors import HeraldError, InvalidInput
 from core.models import Schedule, ScheduleState
 from core.usecases import Herald
 
-MAX_CHOICES = 25
+MAX_CHOICES = limits.DISCORD_CHOICES.size
 EXAMPLES = (
     "in 30 minutes",
     "tomorrow at 9am",

@@ -18,6 +18,7 @@ from discord import ui
 
 from bot.discord_bot import actions, render
 from bot.discord_bot.interact import NO_MENTIONS, herald_of, member_of, principal_of, report
+from core import limits
 from core.actors import Principal
 from core.models import Schedule
 
@@ -38,7 +39,7 @@ def _button(kind: str, action: str, target: int) -> ui.Button[Any]:
 
 class ScheduleButton(
     ui.DynamicItem[ui.Button[Any]],
-    template=r"herald:schedule:(?P<action>cancel|edit):(?P<id>[0-9]{1,18})",
+    template=r"herald:schedule:(?P<action>cancel|edit):(?P<id>[0-9]{1,19})",
 ):
     """Cancel or Edit under a schedule card."""
 
@@ -67,7 +68,7 @@ class ScheduleButton(
 
 class DeadLetterButton(
     ui.DynamicItem[ui.Button[Any]],
-    template=r"herald:dead:(?P<action>retry|discard):(?P<id>[0-9]{1,18})",
+    template=r"herald:dead:(?P<action>retry|discard):(?P<id>[0-9]{1,19})",
 ):
     """Retry or Discard under a dead-letter alert. Only admins' clicks act; the alert
     then shows who decided and loses its buttons."""
@@ -159,6 +160,23 @@ async def open_edit_form(interaction: discord.Interaction[Any], schedule_id: int
     await interaction.response.send_modal(EditForm(found.schedule))
 
 
+def message_field_size(schedule: Schedule) -> int:
+    """How long a message the form's field takes: what the destination allows, at most
+    what a Discord text input holds (4,000)."""
+    return min(limits.DISCORD_TEXT_INPUT.size, limits.text_limit(schedule.destination).size)
+
+
+def kept_message_note(schedule: Schedule, holds: int) -> str:
+    """What the form says instead of a message field that cannot hold the message."""
+    size = len(schedule.body)
+    return limits.clip(
+        f"**Message** ({size:,} characters) stays as it is: this form holds {holds:,}. "
+        f"Change it with `/schedule edit id:{schedule.id} message:` (a shorter text) or "
+        f"`herald edit {schedule.id} --text`.\n{render.quote(schedule.body, 400)}",
+        limits.DISCORD_TEXT_DISPLAY,
+    )
+
+
 class EditForm(ui.Modal):
     """Edit a schedule's time (read in its own zone) and text. The custom_id carries the
     version it was opened at, so a change made meanwhile is refused, not overwritten."""
@@ -175,17 +193,24 @@ class EditForm(ui.Modal):
         self.was_when = schedule.expression
         self.was_text = schedule.body
         self.when: ui.TextInput[Any] = ui.TextInput(
-            default=schedule.expression[:300], max_length=300, custom_id="when"
+            default=schedule.expression[: limits.DISCORD_TEXT_INPUT.size],
+            max_length=limits.DISCORD_TEXT_INPUT.size,
+            custom_id="when",
         )
-        self.text: ui.TextInput[Any] = ui.TextInput(
-            default=schedule.body[: render.MAX_MESSAGE],
-            max_length=render.MAX_MESSAGE,
-            style=discord.TextStyle.paragraph,
-            custom_id="text",
-        )
-        zone = f"in {schedule.timezone}"
+        zone = limits.clip(f"in {schedule.timezone}", limits.DISCORD_LABEL_DESCRIPTION)
         self.add_item(ui.Label(text="When", description=zone, component=self.when))
-        self.add_item(ui.Label(text="Message", component=self.text))
+        holds = message_field_size(schedule)
+        self.text: ui.TextInput[Any] | None = None
+        if len(schedule.body) <= holds:
+            self.text = ui.TextInput(
+                default=schedule.body,
+                max_length=holds,
+                style=discord.TextStyle.paragraph,
+                custom_id="text",
+            )
+            self.add_item(ui.Label(text="Message", component=self.text))
+        else:  # shown, never cut: saving a shortened copy would lose the rest
+            self.add_item(ui.TextDisplay(kept_message_note(schedule, holds)))
 
     async def on_submit(self, interaction: discord.Interaction[Any], /) -> None:
         herald = herald_of(interaction)
@@ -198,7 +223,7 @@ class EditForm(ui.Modal):
                 self.schedule_id,
                 version=self.version,
                 when=self.when.value,
-                text=self.text.value,
+                text=self.was_text if self.text is None else self.text.value,
                 was_when=self.was_when,
                 was_text=self.was_text,
             )

@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
-from core import calendars, timeexpr
+from core import calendars, limits, timeexpr
 from core.destinations import parse_destination
 from core.errors import HeraldError
 from core.feeds import describe_before
@@ -20,9 +20,9 @@ from core.timeexpr_words import format_clock, format_day
 from core.usecases import ScheduleDetail
 from core.views import describe
 
-#: Discord's limits: a message's content, an autocomplete choice's name and value.
-MAX_MESSAGE = 2000
-MAX_CHOICE = 100
+#: Discord's limits (core.limits): a message's content, an autocomplete choice's name.
+MAX_MESSAGE = limits.DISCORD_CONTENT.size
+MAX_CHOICE = limits.DISCORD_CHOICE_NAME.size
 OPEN_STATES = (ScheduleState.ACTIVE.value, ScheduleState.PAUSED.value)
 
 

@@ -20,7 +20,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.slack.blocks import Reply, notice, refusal
 from bot.slack.directory import Directory, error_code
 from bot.slack.home import home_view
-from bot.slack.modal import ModalMeta, fingerprint, schedule_modal
+from bot.slack.modal import ModalMeta, fingerprint, fits_input, schedule_modal
 from core.actors import Actor, ActorRef, Principal, slack_tenant
 from core.destinations import parse_destination
 from core.errors import HeraldError
@@ -213,6 +213,7 @@ class Base:
                 when=schedule.expression,
                 text_fp=fingerprint(schedule.body),
                 fixed=None if slack else parsed.redacted(),
+                long_text=not fits_input(schedule.body),
             )
             text = schedule.body
         view = schedule_modal(zone=person.zone, meta=meta, text=text)

@@ -13,7 +13,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from bot.slack.grammar import escape, unescape
-from core import calendars
+from core import calendars, limits
 from core.destinations import parse_destination
 from core.errors import HeraldError
 from core.feeds import describe_before
@@ -137,11 +137,25 @@ def buttons(schedule: Schedule, *, full: bool = False, one: bool = False) -> dic
 
 
 def section(text: str) -> dict[str, Any]:
-    return {"type": "section", "text": {"type": "mrkdwn", "text": text[:3000]}}
+    """A section of mrkdwn, cut (with an ellipsis) to what Slack shows in one."""
+    return {"type": "section", "text": {"type": "mrkdwn", "text": clip(text)}}
 
 
 def context(text: str) -> dict[str, Any]:
-    return {"type": "context", "elements": [{"type": "mrkdwn", "text": text[:3000]}]}
+    return {"type": "context", "elements": [{"type": "mrkdwn", "text": clip(text)}]}
+
+
+def clip(text: str, limit: int = limits.SLACK_SECTION_TEXT.size) -> str:
+    """Display text cut to ``limit``, never inside an escape (``&amp;``) or a Slack
+    token (``<!date^…|…>``, ``<#C0123>``), which would then show as garbage."""
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    for opener, closer in (("<", ">"), ("&", ";")):
+        start = cut.rfind(opener)
+        if start != -1 and closer not in cut[start:]:
+            cut = cut[:start]
+    return cut + "…"
 
 
 def schedule_blocks(

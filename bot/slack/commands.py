@@ -27,7 +27,7 @@ from bot.slack.blocks import (
 )
 from bot.slack.grammar import escape
 from bot.slack.modal import ModalMeta, Submission, fingerprint, read_submission, schedule_modal
-from core import calendars
+from core import calendars, limits
 from core.errors import HeraldError, InvalidInput
 from core.models import Schedule
 from core.usecases import check_text
@@ -170,6 +170,8 @@ class Commands(Base):
                     errors, saved = await self._save(person, meta, submission, view)
             except TimeoutError:
                 errors = {_first(view): "Slack could not wait for Herald: try again."}
+            except limits.TooLarge as exc:  # the message does not fit where it goes
+                errors = {"text" if _has(view, "text") else _first(view): plain(exc)}
             except HeraldError as exc:
                 errors = {_first(view): plain(exc)}
             except Exception:  # the handler boundary
@@ -187,12 +189,14 @@ class Commands(Base):
     ) -> tuple[dict[str, str], tuple[Schedule, str] | None]:
         """Check each field (errors by block id), then create or edit."""
         errors = dict(sub.errors)
-        if "text" not in errors:
+        if "text" not in errors and not meta.long_text:
             try:
                 check_text(sub.text)
+                if sub.channel is not None:
+                    limits.check_message(f"slack:{sub.channel}", sub.text)
             except HeraldError as exc:
                 errors["text"] = plain(exc)
-        changed_when = sub.when is not None and sub.when != meta.when
+        changed_when = meta.when_changed(sub.when)
         if sub.when is not None and (changed_when or meta.schedule_id is None):
             try:
                 when, urls = calendars.split_skip_phrase(sub.when)
@@ -231,7 +235,7 @@ class Commands(Base):
                 skip_loaded=loaded,
             )
             return {}, (schedule, ":white_check_mark: Scheduled")
-        text = sub.text if fingerprint(sub.text) != meta.text_fp else None
+        text = None if meta.long_text or fingerprint(sub.text) == meta.text_fp else sub.text
         if not (changed_when or changed_channel or text is not None):
             return {}, None
         schedule = await self.herald.edit_schedule(
@@ -304,6 +308,10 @@ async def _nowhere(reply: Reply) -> None:
 def _typed(view: dict[str, Any]) -> bool:
     values = (view.get("state") or {}).get("values") or {}
     return bool(((values.get("when") or {}).get("when") or {}).get("value"))
+
+
+def _has(view: dict[str, Any], block_id: str) -> bool:
+    return any(b.get("block_id") == block_id for b in view.get("blocks") or [])
 
 
 def _first(view: dict[str, Any]) -> str:

@@ -12,6 +12,7 @@ from typing import Any
 
 from bot.slack.blocks import Blocks, button, context, quote, section, where
 from bot.slack.grammar import escape
+from core import limits
 from core.store.queue import DeadLetter, Finished
 
 log = logging.getLogger(__name__)
@@ -20,7 +21,8 @@ RETRY = "herald_dead_retry"
 DISCARD = "herald_dead_discard"
 #: From this many letters in one burst, one digest message instead of one each.
 DIGEST_FROM = 4
-#: Job ids one digest's buttons carry (a button value holds 2,000 characters).
+#: Job ids one digest's buttons carry at most (their comma-separated list must also
+#: fit a button's value: Slack allows 2,000 characters there).
 DIGEST_IDS = 150
 DIGEST_LINES = 10
 ERROR_CHARS = 300
@@ -111,6 +113,27 @@ def digest_blocks(letters: Sequence[Letter]) -> Blocks:
     ]
 
 
+def digest_chunks(letters: Sequence[Letter]) -> list[list[Letter]]:
+    """``letters`` in digests of at most DIGEST_IDS whose ids, comma-separated, fit
+    one button's value."""
+    chunks: list[list[Letter]] = []
+    size = 0
+    for letter in letters:
+        width = len(str(letter.job_id))
+        current = chunks[-1] if chunks else None
+        if (
+            current is None
+            or len(current) >= DIGEST_IDS
+            or size + 1 + width > limits.SLACK_BUTTON_VALUE.size
+        ):
+            chunks.append([letter])
+            size = width
+        else:
+            current.append(letter)
+            size += 1 + width
+    return chunks
+
+
 def decided(original: Blocks, outcome: str) -> Blocks:
     """The alert once decided: its content without the buttons, and who decided."""
     kept = [b for b in original if b.get("type") != "actions"]
@@ -166,9 +189,7 @@ class DeadLetterAlerts:
         else:
             messages = [
                 (f"{len(chunk)} messages could not be delivered", digest_blocks(chunk))
-                for chunk in (
-                    letters[i : i + DIGEST_IDS] for i in range(0, len(letters), DIGEST_IDS)
-                )
+                for chunk in digest_chunks(letters)
             ]
         for text, blocks in messages:
             try:

@@ -7,10 +7,13 @@ from typing import Any
 
 from bot.slack.blocks import Blocks, button, context, schedule_blocks, section
 from bot.slack.dead import Letter, letter_blocks
+from core import limits
 from core.console_cases import Overview
 from core.models import Schedule
 from core.store.queue import DeadLetter
 
+#: Schedules and dead letters shown: 3 blocks a schedule, 2 a letter, with the header,
+#: buttons and notes, stay well inside Slack's 100 blocks of a Home tab.
 HOME_LIMIT = 20
 DEAD_LIMIT = 5
 
@@ -45,7 +48,9 @@ def home_view(
         blocks.append(context(f"…and {len(schedules) - HOME_LIMIT} more: `/schedule list`."))
     if overview is not None:
         blocks.extend(_operations(overview, dead or [], admin=admin))
-    return {"type": "home", "blocks": blocks[:100]}
+    if len(blocks) > limits.SLACK_HOME_BLOCKS.size:  # HOME_LIMIT and DEAD_LIMIT forbid it
+        raise ValueError(limits.SLACK_HOME_BLOCKS.sentence(len(blocks), "this Home tab"))
+    return {"type": "home", "blocks": blocks}
 
 
 def _operations(overview: Overview, dead: list[DeadLetter], *, admin: bool) -> Blocks:

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import date
 from typing import Any
 
+from bot.slack.blocks import clip
 from bot.slack.grammar import escape, unescape
+from core import limits
 from core.calendars import is_url
 from core.timeexpr_words import ordinal_text
 
@@ -35,6 +37,19 @@ def fingerprint(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+def fits_input(text: str) -> bool:
+    """Whether a stored message (Slack's escaped form) fits the modal's message field."""
+    return len(unescape(text)) <= limits.SLACK_INPUT_MAX_LENGTH.size
+
+
+def _title(editing: int | None) -> str:
+    """The modal's title: ``Edit schedule #12``, within Slack's 24 characters."""
+    if editing is None:
+        return "Schedule a message"
+    title = f"Edit schedule #{editing}"
+    return title if len(title) <= limits.SLACK_MODAL_TITLE.size else "Edit schedule"
+
+
 @dataclass(frozen=True)
 class ModalMeta:
     """What the modal remembers between opening and submitting (``private_metadata``).
@@ -49,9 +64,29 @@ class ModalMeta:
     text_fp: str | None = None
     #: A destination the picker cannot show (webhook, email...): kept as it is.
     fixed: str | None = None
+    #: The message is longer than the message field holds: it is shown, not edited.
+    long_text: bool = False
+    #: ``when`` as a fingerprint, when the expression itself does not fit the metadata.
+    when_fp: str | None = None
 
     def dumps(self) -> str:
-        return json.dumps(asdict(self), separators=(",", ":"))
+        """The metadata, within Slack's 3,000 characters of ``private_metadata``."""
+        meta = self
+        if self.fixed is not None and len(self.fixed) > 200:
+            meta = replace(meta, fixed=limits.clip(self.fixed, 200))
+        raw = json.dumps(asdict(meta), separators=(",", ":"), ensure_ascii=False)
+        if len(raw) > limits.SLACK_PRIVATE_METADATA.size and meta.when is not None:
+            meta = replace(meta, when=None, when_fp=fingerprint(meta.when))
+            raw = json.dumps(asdict(meta), separators=(",", ":"), ensure_ascii=False)
+        return raw
+
+    def when_changed(self, when: str | None) -> bool:
+        """Whether ``when`` differs from the time the modal was opened with."""
+        if when is None:
+            return False
+        if self.when_fp is not None:
+            return fingerprint(when) != self.when_fp
+        return when != self.when
 
     @classmethod
     def loads(cls, raw: str | None) -> ModalMeta:
@@ -97,7 +132,9 @@ def schedule_modal(
                 "block_id": "destination",
                 "text": {
                     "type": "mrkdwn",
-                    "text": f"Sends to `{escape(meta.fixed)}` (change it with the herald CLI).",
+                    "text": clip(
+                        f"Sends to `{escape(meta.fixed)}` (change it with the herald CLI)."
+                    ),
                 },
             }
         )
@@ -112,10 +149,33 @@ def schedule_modal(
         else:
             picker["default_to_current_conversation"] = True
         blocks.append(_input("channel", "Post in", picker))
-    message: dict[str, Any] = {"type": "plain_text_input", "multiline": True, "max_length": 4000}
-    if text is not None:
-        message["initial_value"] = unescape(text)
-    blocks.append(_input("text", "Message", message))
+    if meta.long_text:
+        # a message the field cannot hold is shown, never cut: editing it would shorten it
+        size = len(unescape(text or ""))
+        blocks.append(
+            {
+                "type": "section",
+                "block_id": "text_kept",
+                "text": {
+                    "type": "mrkdwn",
+                    "text": clip(
+                        f"*Message* ({size:,} characters) stays as it is: "
+                        f"{limits.SLACK_INPUT_MAX_LENGTH.sentence(size, 'it')} Change it with "
+                        f"`herald edit {meta.schedule_id} --text …`, or save a shorter text "
+                        f"with `/schedule` instead.\n{_quoted(text or '')}"
+                    ),
+                },
+            }
+        )
+    else:
+        message: dict[str, Any] = {
+            "type": "plain_text_input",
+            "multiline": True,
+            "max_length": limits.SLACK_INPUT_MAX_LENGTH.size,
+        }
+        if text is not None:
+            message["initial_value"] = unescape(text)
+        blocks.append(_input("text", "Message", message))
     when: dict[str, Any] = {
         "type": "plain_text_input",
         "placeholder": _text("every weekday at 9am, tomorrow at 14:00, in 2 hours…"),
@@ -140,7 +200,7 @@ def schedule_modal(
         {
             "type": "context",
             "block_id": "preview",
-            "elements": [{"type": "mrkdwn", "text": (preview or _NO_PREVIEW)[:3000]}],
+            "elements": [{"type": "mrkdwn", "text": clip(preview or _NO_PREVIEW)}],
         }
     )
     blocks.append(_input("date", "Date", {"type": "datepicker"}, optional=True))
@@ -174,12 +234,18 @@ def schedule_modal(
     return {
         "type": "modal",
         "callback_id": CALLBACK,
-        "title": _text(f"Edit schedule #{meta.schedule_id}" if editing else "Schedule a message"),
+        "title": _text(_title(meta.schedule_id)),
         "submit": _text("Save" if editing else "Schedule"),
         "close": _text("Cancel"),
         "private_metadata": meta.dumps(),
         "blocks": blocks,
     }
+
+
+def _quoted(text: str) -> str:
+    """The start of a (Slack-escaped) message, quoted."""
+    shown = clip(text, 600)
+    return "\n".join(f">{line}" for line in shown.splitlines() or [""])
 
 
 def picked(day: str, clock: str, repeat: str) -> str:
@@ -224,7 +290,7 @@ def read_submission(view: dict[str, Any]) -> Submission:
     if "channel" in values and not channel:
         errors["channel"] = "Pick the channel to post in."
     text = (_value(values, "text").get("value") or "").strip()
-    if not text:
+    if not text and not ModalMeta.loads(view.get("private_metadata")).long_text:
         errors["text"] = "Say what to send."
     when = (_value(values, "when").get("value") or "").strip() or None
     day = _value(values, "date").get("selected_date")
