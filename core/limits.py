@@ -45,12 +45,13 @@ class Limit:
     where: str
     source: str
 
-    def sentence(self, actual: int, subject: str = "this message") -> str:
-        """``Discord allows 2,000 characters in a message; this message has 3,508.``"""
+    def sentence(self, actual: int, subject: str = "this message has") -> str:
+        """``Discord allows 2,000 characters in a message; this message has 3,508.``
+        (``subject`` ends with its verb)."""
         allows = f"{self.platform} allows {self.size:,} {self.unit} {self.where}"
-        return f"{allows}; {subject} has {actual:,}."
+        return f"{allows}; {subject} {actual:,}."
 
-    def refuse(self, actual: int, subject: str = "this message") -> TooLarge:
+    def refuse(self, actual: int, subject: str = "this message has") -> TooLarge:
         """The error to raise for ``actual`` over this limit."""
         return TooLarge(self.sentence(actual, subject), self)
 
@@ -280,8 +281,10 @@ def check_message(
 
 
 def _at_most(limit: Limit, value: Sized, subject: str) -> None:
+    """Refuse ``value`` longer than ``limit``; ``subject`` is what has it (no verb)."""
     if len(value) > limit.size:
-        raise limit.refuse(len(value), subject)
+        verb = "have" if subject.startswith("these ") else "has"
+        raise limit.refuse(len(value), f"{subject} {verb}")
 
 
 # --- Slack blocks ---------------------------------------------------------------------
@@ -308,7 +311,7 @@ def check_slack_blocks(blocks: Any) -> None:
     button value or action_id over its limit (the numbers slack_sdk validates)."""
     if not isinstance(blocks, list):
         raise _bad("The Slack blocks must be a JSON array of blocks.")
-    _at_most(SLACK_MESSAGE_BLOCKS, blocks, "these blocks")
+    _at_most(SLACK_MESSAGE_BLOCKS, blocks, "this message")
     for number, block in enumerate(blocks, start=1):
         where = f"block {number}"
         if not isinstance(block, dict) or not isinstance(block.get("type"), str):
@@ -458,7 +461,7 @@ def check_discord_embeds(embeds: Any) -> None:
             _at_most(limit, value, subject)
             total += len(value)
     if total > DISCORD_EMBED_TOTAL.size:
-        raise DISCORD_EMBED_TOTAL.refuse(total, "these embeds")
+        raise DISCORD_EMBED_TOTAL.refuse(total, "these embeds have")
 
 
 def _sub(embed: Mapping[str, Any], name: str, key: str) -> Any:
