@@ -49,7 +49,7 @@ def home_view(
     if overview is not None:
         blocks.extend(_operations(overview, dead or [], admin=admin))
     if len(blocks) > limits.SLACK_HOME_BLOCKS.size:  # HOME_LIMIT and DEAD_LIMIT forbid it
-        raise ValueError(limits.SLACK_HOME_BLOCKS.sentence(len(blocks), "this Home tab"))
+        raise ValueError(limits.SLACK_HOME_BLOCKS.sentence(len(blocks), "this Home tab has"))
     return {"type": "home", "blocks": blocks}
 
 

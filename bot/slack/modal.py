@@ -160,7 +160,7 @@ def schedule_modal(
                     "type": "mrkdwn",
                     "text": clip(
                         f"*Message* ({size:,} characters) stays as it is: "
-                        f"{limits.SLACK_INPUT_MAX_LENGTH.sentence(size, 'it')} Change it with "
+                        f"{limits.SLACK_INPUT_MAX_LENGTH.sentence(size, 'it has')} Change it with "
                         f"`herald edit {meta.schedule_id} --text …`, or save a shorter text "
                         f"with `/schedule` instead.\n{_quoted(text or '')}"
                     ),

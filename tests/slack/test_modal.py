@@ -155,3 +155,44 @@ async def test_a_slow_slack_still_gets_its_answer_within_three_seconds(
     assert answer.seconds < 3.0
     assert "could not wait for Herald" in answer.json()["errors"]["when"]
     assert await env.schedules() == []
+
+
+async def test_a_message_longer_than_the_field_is_shown_and_kept_on_edit(env: SlackEnv) -> None:
+    """Slack's plain_text_input holds 3,000 characters; a 3,500-character message is
+    shown (not cut into the field) and an edit of its time leaves it whole."""
+    from slack_sdk.models.views import View
+
+    body = "Long notes. " * 291 + "end"  # 3,495 characters
+    await env.herald.create_schedule("slack:U1", to="slack:C0123", when="in 2 hours", text=body)
+    opened = await open_modal(env, "edit 1")
+    view = opened["view"]
+    View(**view).validate_json()
+    assert "text" not in {b.get("block_id") for b in view["blocks"]}
+    kept = text_of({"blocks": [block(view, "text_kept")]})
+    assert "(3,495 characters) stays as it is" in kept
+    assert "Slack allows 3,000 characters in a plain_text_input; it has 3,495." in kept
+    assert "herald edit 1 --text" in kept
+    state = filled(opened, when="in 3 hours")
+    del state["state"]["values"]["text"]  # Slack sends only the inputs the view has
+    answer = await env.send.submit(state)
+    assert answer.status == 200 and answer.text == ""
+    await env.slack.until(lambda: env.slack.ephemerals)
+    [after] = await env.schedules()
+    assert after.body == body and after.expression == "in 3 hours"
+
+
+async def test_a_text_too_long_for_a_fixed_destination_is_refused_on_the_field(
+    env: SlackEnv,
+) -> None:
+    hook = "discord-webhook:https://discord.com/api/webhooks/1/token"
+    await env.herald.create_schedule("slack:U1", to=hook, when="in 2 hours", text="short")
+    opened = await open_modal(env, "edit 1")
+    answer = await env.send.submit(
+        filled(opened, channel="fixed", text="x" * 2500, when="in 2 hours")
+    )
+    errors = answer.json()["errors"]
+    assert errors == {
+        "text": "Discord allows 2,000 characters in a message; this message has 2,500."
+    }
+    [after] = await env.schedules()
+    assert after.body == "short" and after.version == 1
