@@ -277,3 +277,29 @@ async def test_a_terminal_member_cannot_reach_a_workspaces_schedule(url: str) ->
     assert "tenant:  slack:T0WORK" in shown.stdout
     data = json.loads(run(url, "list", "--all", "--json", user="boss").stdout)
     assert [row["tenant"] for row in data] == ["slack:T0WORK"]
+
+
+def test_a_message_its_destination_would_refuse_is_one_line_and_stores_nothing(
+    url: str, tmp_path: Path
+) -> None:
+    to = ("--to", "discord:123456789012345678", "--when", "2099-01-01 08:00")
+    proc = run(url, "schedule", *to, "--text", "x" * 3508)
+    assert_error(proc, "Discord allows 2,000 characters in a message; this message has 3,508.")
+    blocks = tmp_path / "blocks.json"
+    blocks.write_text(
+        json.dumps([{"type": "section", "text": {"type": "mrkdwn", "text": "b"}}] * 51)
+    )
+    proc = run(
+        url,
+        "schedule",
+        "--to",
+        "slack:C0123",
+        "--when",
+        "2099-01-01 08:00",
+        "--text",
+        "x",
+        "--blocks",
+        f"@{blocks}",
+    )
+    assert_error(proc, "Slack allows 50 blocks in a message; this message has 51.")
+    assert json.loads(run(url, "list", "--json").stdout) == []
