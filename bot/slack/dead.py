@@ -63,6 +63,8 @@ class Letter:
 
 def decision_buttons(job_ids: Sequence[int], *, many: bool = False) -> dict[str, Any]:
     value = ",".join(str(j) for j in job_ids)
+    if len(value) > limits.SLACK_BUTTON_VALUE.size:  # digest_chunks keeps them within
+        raise ValueError(limits.SLACK_BUTTON_VALUE.sentence(len(value), "these job ids have"))
     suffix = " all" if many else ""
     return {
         "type": "actions",

@@ -1,0 +1,188 @@
+"""Every Slack payload Herald builds, rendered with extreme inputs (the longest texts it
+stores, the largest ids, escaped unicode, many schedules and dead letters), is valid
+for slack_sdk's own models (``Block.parse`` / ``View`` + ``validate_json()``, and
+``to_dict()``, which validates every element inside) and within the documented limits
+of core.limits that no model checks (a plain_text_input's max_length, options...).
+
+Our fake Slack accepts anything; the real one answers ``invalid_blocks``."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from slack_sdk.models.blocks import Block
+from slack_sdk.models.views import View
+
+from bot.slack import blocks as b
+from bot.slack import grammar
+from bot.slack.dead import Letter, decided, digest_blocks, digest_chunks, letter_blocks
+from bot.slack.home import home_view
+from bot.slack.modal import ModalMeta, fingerprint, fits_input, schedule_modal
+from core import limits
+from core.console_cases import Overview
+from core.errors import InvalidInput
+from core.models import Schedule
+from core.store.console import Figures
+from core.usecases import Herald
+from tests.support import extremes as x
+
+
+def walk(node: Any) -> Iterator[dict[str, Any]]:
+    if isinstance(node, dict):
+        yield node
+        for value in node.values():
+            yield from walk(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from walk(value)
+
+
+def within_table(payload: Any) -> None:
+    """The limits slack_sdk's models do not check."""
+    for node in walk(payload):
+        kind = node.get("type")
+        if kind == "plain_text_input":
+            most = node.get("max_length", limits.SLACK_INPUT_MAX_LENGTH.size)
+            assert 1 <= most <= limits.SLACK_INPUT_MAX_LENGTH.size, node
+            assert len(node.get("initial_value", "")) <= most
+            placeholder = node.get("placeholder", {}).get("text", "")
+            assert len(placeholder) <= limits.SLACK_PLACEHOLDER.size
+        if kind in ("static_select", "multi_static_select"):
+            assert len(node["options"]) <= limits.SLACK_SELECT_OPTIONS.size
+            for option in node["options"]:
+                assert len(option["text"]["text"]) <= limits.SLACK_OPTION_TEXT.size
+                assert len(option["value"]) <= limits.SLACK_OPTION_VALUE.size
+        if kind == "section":
+            text = node.get("text", {}).get("text", "")
+            assert len(text) <= limits.SLACK_SECTION_TEXT.size
+        if kind in ("mrkdwn", "plain_text"):
+            assert len(node["text"]) <= limits.SLACK_TEXT_OBJECT.size
+        if kind == "button":
+            assert len(node.get("value", "")) <= limits.SLACK_BUTTON_VALUE.size
+            assert len(node["action_id"]) <= limits.SLACK_ACTION_ID.size
+
+
+def valid_message(reply: tuple[str, list[dict[str, Any]]]) -> None:
+    text, blocks = reply
+    assert len(text) <= limits.SLACK_TEXT.size
+    assert 0 < len(blocks) <= limits.SLACK_MESSAGE_BLOCKS.size
+    for raw in json.loads(json.dumps(blocks)):
+        parsed = Block.parse(raw)
+        assert parsed is not None, raw
+        parsed.validate_json()
+        parsed.to_dict()
+    within_table(blocks)
+    # and what core accepts of user-supplied blocks accepts Herald's own
+    limits.check_slack_blocks(blocks)
+
+
+def valid_view(view: dict[str, Any]) -> None:
+    model = View(**json.loads(json.dumps(view)))
+    model.validate_json()
+    model.to_dict()
+    limit = limits.SLACK_HOME_BLOCKS if view["type"] == "home" else limits.SLACK_VIEW_BLOCKS
+    assert len(view["blocks"]) <= limit.size
+    within_table(view)
+
+
+@pytest.fixture
+def db_url(sqlite_url: str) -> str:
+    return sqlite_url  # the payloads do not depend on the database
+
+
+@pytest.fixture
+async def many(herald: Herald) -> list[Schedule]:
+    return await x.extreme_schedules(herald)
+
+
+async def test_replies_about_schedules(many: list[Schedule]) -> None:
+    for schedule in many:
+        valid_message(b.schedule_reply(schedule, f"Scheduled for {b.where(schedule.destination)}."))
+        valid_message(b.detail_reply(x.detail_of(schedule)))
+    for everyone in (False, True):
+        valid_message(b.list_reply(many * 10, everyone=everyone))
+    valid_message(b.notice(grammar.HELP))
+    valid_message(b.refusal(InvalidInput("Refused & <refused> " * 300)))
+
+
+async def test_feed_replies() -> None:
+    feeds = x.feeds()
+    valid_message(b.feeds_reply(feeds))
+    valid_message(b.feed_added(feeds[0], "https://example.org/" + "c" * 2000 + ".ics"))
+
+
+async def test_dead_letters_single_digest_and_decided() -> None:
+    letters = [Letter.from_dead(d) for d in x.dead_letters(400)]
+    for letter in letters[:3]:
+        valid_message(("alert", letter_blocks(letter)))
+    chunks = digest_chunks(letters)
+    assert sum(len(c) for c in chunks) == 400  # every letter in one digest
+    for chunk in chunks:
+        blocks = digest_blocks(chunk)
+        valid_message(("digest", blocks))
+        valid_message(("decided", decided(blocks, "Retried 400 by <@U1> " * 50)))
+
+
+async def test_the_home_tab(many: list[Schedule]) -> None:
+    now = datetime(2026, 3, 2, 12, tzinfo=UTC)
+    figures = Figures(
+        due_next_hour=2**31,
+        per_minute=[],
+        finished_last_hour=2**31,
+        first_try_ok=2**31,
+        oldest_overdue=(x.BIG, now.replace(year=2000)),
+        dead=2**31,
+        dead_requested=2**31,
+    )
+    overview = Overview(now, {"pending": 2**40, "retrying": 2**40, "claimed": 2**40}, figures)
+    for schedules in ([], many * 10):
+        view = home_view(
+            schedules,
+            zone=x.ZONE,
+            overview=overview,
+            dead=x.dead_letters(30),
+            admin=True,
+            notice="Saved & <done> " * 400,
+        )
+        valid_view(view)
+
+
+async def test_the_schedule_modal(many: list[Schedule]) -> None:
+    valid_view(schedule_modal(zone=x.ZONE, meta=ModalMeta(channel="C0123")))
+    valid_view(schedule_modal(zone=x.ZONE, meta=ModalMeta(), preview="*reads* " * 900))
+    for schedule in many:
+        for body in (schedule.body, "x" * 3000, "&amp;" * 1000):
+            meta = ModalMeta(
+                schedule_id=schedule.id,
+                version=schedule.version,
+                channel="C0123",
+                when=schedule.expression,
+                text_fp=fingerprint(body),
+                fixed=schedule.destination,
+                long_text=not fits_input(body),
+            )
+            view = schedule_modal(zone=x.ZONE, meta=meta, text=body, preview="ü" * 4000)
+            valid_view(view)
+            assert len(view["title"]["text"]) <= limits.SLACK_MODAL_TITLE.size
+            kept = ModalMeta.loads(view["private_metadata"])
+            assert kept.when_changed(schedule.expression) is False  # read back as opened
+            assert kept.when_changed("tomorrow at 9") is True
+
+
+def test_the_known_bugs_are_gone() -> None:
+    """The issue's list: a 4,000 max_length, a 25-character title, a digest button
+    value over 2,000 characters."""
+    view = schedule_modal(zone="UTC", meta=ModalMeta(schedule_id=1234567890, text_fp="f"))
+    [message] = [bl for bl in view["blocks"] if bl.get("block_id") == "text"]
+    assert message["element"]["max_length"] == 3000
+    assert view["title"]["text"] == "Edit schedule"  # "Edit schedule #1234567890" is 25
+    chunks = digest_chunks([Letter.from_dead(d) for d in x.dead_letters(150)])
+    assert len(chunks) == 2  # 150 nineteen-digit ids do not fit one button
+    for chunk in chunks:
+        digest = digest_blocks(chunk)
+        values = [e["value"] for bl in digest if bl["type"] == "actions" for e in bl["elements"]]
+        assert values and all(len(v) <= 2000 for v in values)
