@@ -10,6 +10,7 @@ import discord
 from discord import app_commands
 
 from bot.discord_bot import actions
+from core import limits
 from core.actors import Mentions, Principal, discord_tenant
 from core.errors import HeraldError
 from core.settings import Settings
@@ -99,7 +100,9 @@ def explain(error: BaseException) -> str:
 
 
 async def ephemeral(interaction: discord.Interaction[Any], text: str) -> None:
-    """Answer ``text`` to the member only: a response, or a follow-up once answered."""
+    """Answer ``text`` to the member only: a response, or a follow-up once answered
+    (cut to Discord's 2,000 characters: an error sentence may quote what was typed)."""
+    text = limits.clip(text, limits.DISCORD_CONTENT)
     if interaction.response.is_done():
         await interaction.followup.send(text, ephemeral=True, allowed_mentions=NO_MENTIONS)
     else:

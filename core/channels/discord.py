@@ -30,6 +30,7 @@ from urllib.parse import urlsplit
 import httpx
 from pydantic import SecretStr
 
+from core import limits
 from core.channels.base import Channel, Delivery, DeliveryResult, RateLimit
 from core.channels.webhook import hidden_urls, parse_retry_after, reveal, truncate
 from core.destinations import Destination
@@ -37,7 +38,7 @@ from core.errors import InvalidInput
 from core.netguard import Guard, Refused
 
 DEFAULT_BASE_URL = "https://discord.com/api/v10"
-MAX_CONTENT = 2000
+MAX_CONTENT = limits.DISCORD_CONTENT.size
 USER_AGENT = "DiscordBot (herald, 0.1.0)"
 _WEBHOOK_PATH = re.compile(r"/webhooks/(\d+)/[^/]+/?$")
 

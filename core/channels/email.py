@@ -21,12 +21,13 @@ from typing import Literal
 import aiosmtplib
 from pydantic import SecretStr
 
+from core import limits
 from core.channels.base import Channel, Delivery, DeliveryResult, RateLimit
 from core.channels.webhook import reveal, truncate
 
 TlsMode = Literal["starttls", "tls", "none"]
 DEFAULT_PORTS: dict[str, int] = {"starttls": 587, "tls": 465, "none": 25}
-MAX_SUBJECT = 78
+MAX_SUBJECT = limits.EMAIL_SUBJECT.size
 _SAFE_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
