@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from core import calendars, templates
+from core import calendars, limits, templates
 from core.actors import Actor, ActorRef, Principal
 from core.calendars import Blackouts, CalendarError
 from core.case_base import CaseBase
@@ -363,7 +363,9 @@ class FeedCases(CaseBase):
             owner=feed.owner,
             tenant=feed.tenant,
             destination=feed.destination,
-            body=text[:4000],
+            # an event's text is the calendar's, not bounded by anyone here: the
+            # reminder is cut (with an ellipsis) to what its destination takes
+            body=limits.clip(text, limits.text_limit(feed.destination)),
             expression=f"feed {feed.id} reminder",
             timezone=feed.timezone,
             rrule=None,

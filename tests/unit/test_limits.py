@@ -269,3 +269,12 @@ def test_every_limit_names_its_source() -> None:
     for limit in table:
         assert limit.size > 0
         assert limit.source.startswith(("https://", "README.md#")), limit
+
+
+def test_text_limit_per_destination_and_clip_for_what_herald_shows() -> None:
+    assert limits.text_limit("discord:1").size == 2000
+    assert limits.text_limit("discord-webhook:https://x").size == 2000
+    assert limits.text_limit("slack:C1") is limits.HERALD_TEXT  # Slack's 40,000 is looser
+    assert limits.text_limit("email:a@b.c") is limits.HERALD_TEXT
+    assert limits.clip("é" * 2001, limits.DISCORD_CONTENT) == "é" * 1999 + "…"
+    assert limits.clip("short", 3) == "sh…" and limits.clip("ok", 3) == "ok"
