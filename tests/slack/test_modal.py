@@ -11,7 +11,7 @@ import pytest
 from bot.slack import commands
 from tests.fakes.http import Scripted
 from tests.slack.conftest import SlackEnv
-from tests.slack.support import filled, text_of
+from tests.slack.support import filled, text_of, who
 
 
 async def open_modal(env: SlackEnv, command: str = "", user: str = "U1") -> dict[str, Any]:
@@ -163,7 +163,7 @@ async def test_a_message_longer_than_the_field_is_shown_and_kept_on_edit(env: Sl
     from slack_sdk.models.views import View
 
     body = "Long notes. " * 291 + "end"  # 3,495 characters
-    await env.herald.create_schedule("slack:U1", to="slack:C0123", when="in 2 hours", text=body)
+    await env.herald.create_schedule(who("U1"), to="slack:C0123", when="in 2 hours", text=body)
     opened = await open_modal(env, "edit 1")
     view = opened["view"]
     View(**view).validate_json()
@@ -185,7 +185,7 @@ async def test_a_text_too_long_for_a_fixed_destination_is_refused_on_the_field(
     env: SlackEnv,
 ) -> None:
     hook = "discord-webhook:https://discord.com/api/webhooks/1/token"
-    await env.herald.create_schedule("slack:U1", to=hook, when="in 2 hours", text="short")
+    await env.herald.create_schedule(who("U1"), to=hook, when="in 2 hours", text="short")
     opened = await open_modal(env, "edit 1")
     answer = await env.send.submit(
         filled(opened, channel="fixed", text="x" * 2500, when="in 2 hours")
