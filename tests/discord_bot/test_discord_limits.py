@@ -11,7 +11,7 @@ from bot.discord_bot import DiscordAdapter
 from bot.discord_bot.components import EditForm
 from core.store import AuditEntry
 from core.usecases import Herald
-from tests.discord_bot.doubles import OWNER, Interaction, submit
+from tests.discord_bot.doubles import OWNER, Interaction, submit, who
 from tests.discord_bot.test_discord_commands import run
 
 Make = Callable[..., Interaction]
@@ -23,7 +23,7 @@ async def test_create_refuses_a_message_over_2000_characters(
 ) -> None:
     text = await run(adapter, "create", interaction(), when="in 1 hour", message="x" * 3508)
     assert text == "Discord allows 2,000 characters in a message; this message has 3,508."
-    assert await herald.list_schedules(f"discord:{OWNER}") == []
+    assert await herald.list_schedules(who(OWNER)) == []
 
 
 def fields(form: EditForm) -> dict[str, discord.ui.TextInput[EditForm]]:
@@ -38,7 +38,7 @@ async def test_the_edit_form_keeps_a_3500_character_message_intact(
     adapter: DiscordAdapter, interaction: Make, herald: Herald
 ) -> None:
     body = "Quarterly notes — " * 194 + "fin"  # 3,495 characters, for a webhook
-    actor = f"discord:{OWNER}"
+    actor = who(OWNER)
     schedule, _ = await herald.create_schedule(
         actor, to=WEBHOOK, when="every day at 10:00", text=body
     )
@@ -59,7 +59,7 @@ async def test_a_message_the_form_cannot_hold_is_shown_and_kept(
 ) -> None:
     """A Discord schedule stored before the limits were checked (2,500 characters):
     the form has no message field to cut it into, and says how to change it."""
-    actor = f"discord:{OWNER}"
+    actor = who(OWNER)
     schedule, _ = await herald.create_schedule(
         actor, to="discord:123456789012345678", when="every day at 10:00", text="short"
     )
@@ -68,7 +68,9 @@ async def test_a_message_the_form_cannot_hold_is_shown_and_kept(
         expected_version=1,
         values={"body": "y" * 2500},
         now=herald.clock.now(),
-        audit=AuditEntry(actor, "schedule.edit", "schedule", str(schedule.id), {}),
+        audit=AuditEntry(
+            actor.id, "schedule.edit", "schedule", str(schedule.id), {}, tenant=actor.tenant
+        ),
     )
     form = EditForm(legacy)
     assert "text" not in fields(form)
