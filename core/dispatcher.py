@@ -6,9 +6,11 @@ housekeeping. The database is the queue and the source of truth.
 
 One loop claims due jobs in batches (up to ``concurrency * 2`` in flight), each job is
 sent by its channel under a global concurrency limit and a per-destination token
-bucket, and a flusher records finished jobs in batches. A lease (renewed while sending)
-guards every claimed job; a job whose worker died is reclaimed by the sweep and sent
-again with the same idempotency key.
+bucket, and a flusher records finished jobs in batches. A lease (renewed, with the
+worker's heartbeat, while sending) guards every claimed job, and a job is sent only
+while its lease still holds with a margin (:mod:`core.leases`): a dispatcher that
+stalled past it drops the job. A job whose worker died is reclaimed, at start-up and
+by every sweep, and sent again with the same idempotency key.
 """
 
 from __future__ import annotations
@@ -33,13 +35,14 @@ from core.channels.base import Channel, Delivery, DeliveryResult, Outcome
 from core.clock import Clock
 from core.destinations import Destination, parse_destination
 from core.errors import HeraldError
+from core.leases import Leases, machine_id, process_gone
 from core.metrics import Metrics
 from core.models import JobState
 from core.ratelimit import RateLimiter
 from core.scrub import Scrubber
 from core.settings import Settings
 from core.store import AuditEntry, Store
-from core.store.queue import AttemptRecord, ClaimedJob, Finished
+from core.store.queue import AttemptRecord, Backlog, ClaimedJob, Finished
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +67,10 @@ class DispatcherConfig:
     concurrency: int = 64
     batch_size: int = 2000
     lease_seconds: float = 60.0
-    sweep_seconds: float = 30.0
+    sweep_seconds: float = 5.0
+    #: Another dispatcher that has not heartbeated for this many sweeps is dead: its
+    #: jobs are handed back at once, whatever their leases say.
+    dead_after_sweeps: int = 3
     max_attempts: int = 8
     backoff_base: float = 5.0
     backoff_cap: float = 3600.0
@@ -87,6 +93,7 @@ class DispatcherConfig:
             batch_size=s.batch_size,
             lease_seconds=s.lease_seconds,
             sweep_seconds=s.sweep_seconds,
+            dead_after_sweeps=s.dead_after_sweeps,
             max_attempts=s.max_attempts,
             backoff_base=s.backoff_base,
             backoff_cap=s.backoff_cap,
@@ -101,6 +108,23 @@ class DispatcherConfig:
     def max_inflight(self) -> int:
         return max(self.concurrency * 2, self.batch_size * 2)
 
+    @property
+    def dead_after(self) -> float:
+        """Seconds without a heartbeat after which a dispatcher counts as dead."""
+        return self.sweep_seconds * self.dead_after_sweeps
+
+    @property
+    def keep_alive_seconds(self) -> float:
+        """How often the heartbeat is written and the leases renewed: three times in
+        the shorter of a lease and the silence that makes a dispatcher dead."""
+        return min(self.lease_seconds, self.dead_after) / 3
+
+    @property
+    def lease_margin(self) -> float:
+        """A job is sent only while its lease (and this dispatcher's life) last this
+        much longer: time for the request to leave, and for clocks to disagree."""
+        return min(self.lease_seconds, self.dead_after) / 4
+
 
 def backoff_delay(attempt: int, base: float, cap: float, rng: random.Random) -> float:
     """Exponential backoff with full jitter: uniform in [0, min(cap, base * 2^(n-1))]."""
@@ -110,10 +134,12 @@ def backoff_delay(attempt: int, base: float, cap: float, rng: random.Random) -> 
 
 @dataclass
 class DrainSummary:
-    """What a drain run did, by final state, and what it left waiting."""
+    """What a drain run did, by final state, and what it left waiting and why."""
 
     outcomes: Counter[str] = field(default_factory=Counter)
     waiting: int = 0
+    #: Why jobs were left: one sentence per reason (empty when nothing was left).
+    left: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, int]:
         keys = ("delivered", "retrying", "dead", "expired")
@@ -156,6 +182,9 @@ class Dispatcher:
         self.outcomes: Counter[str] = Counter()
         self._limiter = RateLimiter()
         self._inflight: dict[int, ClaimedJob] = {}
+        self._leases = Leases(self.config.lease_margin)
+        self._keeping_alive: asyncio.Task[None] | None = None
+        self._host, self._pid, self._machine = socket.gethostname(), os.getpid(), machine_id()
         #: Deliveries running (one task per claimed job).
         self._tasks: set[asyncio.Task[None]] = set()
         #: Parsed destinations (and their canonical text) by URI: the hot path parses
@@ -196,12 +225,14 @@ class Dispatcher:
                 break  # wait for a bigger gap: fewer, larger claims
             want = min(room, self.config.batch_size)
             now = self.clock.now()
+            lease_until = now + timedelta(seconds=self.config.lease_seconds)
             jobs = await self.store.claim_due(
                 now=now + timedelta(seconds=lookahead),
                 worker=self.worker_id,
-                lease_until=now + timedelta(seconds=self.config.lease_seconds),
+                lease_until=lease_until,
                 limit=want,
             )
+            self._leases.claimed((job.id for job in jobs), lease_until)
             for job in jobs:
                 self._inflight[job.id] = job
                 # unnamed (a name costs a microsecond); ``_run`` removes it from the set
@@ -248,6 +279,7 @@ class Dispatcher:
                 continue
             for item in batch:
                 self._inflight.pop(item.job.id, None)
+                self._leases.forget(item.job.id)
             kick.set()  # room for the next claim, which can start while these are counted
             for item in batch:
                 if item.job.id not in owned:
@@ -373,6 +405,8 @@ class Dispatcher:
             options=job.options,
         )
         async with sem:
+            if not await self._lease_holds(job):
+                return self._lapsed(job, key)
             started = clock.now()
             try:
                 result = await channel.send(delivery)
@@ -433,6 +467,31 @@ class Dispatcher:
             refund_attempt=rate_limited,
         )
 
+    async def _lease_holds(self, job: ClaimedJob) -> bool:
+        """The job may be sent now: its lease and this dispatcher's life both last
+        the margin, renewing them first when they are close (one keep-alive for every
+        job that finds it so)."""
+        if self._leases.sendable(job.id, self.clock.now()):
+            return True
+        try:
+            await self.keep_alive()
+        except HeraldError:
+            log.exception("could not renew leases before sending")
+            return False
+        return self._leases.sendable(job.id, self.clock.now())
+
+    def _lapsed(self, job: ClaimedJob, destination_key: str) -> Finished:
+        """Not sent: the lease lapsed (this dispatcher stalled, or could not reach the
+        database) and another may hold the job now; handed back if it is still ours."""
+        self._limiter.refund(destination_key)
+        self.metrics.leases_lapsed.inc()
+        return Finished(
+            job,
+            _RETRYING if job.attempts > 1 else _PENDING,
+            error="Not sent: this dispatcher's lease lapsed before sending; handed back.",
+            refund_attempt=True,
+        )
+
     def _dead(
         self, job: ClaimedJob, attempt: AttemptRecord | None, error: str, now: datetime
     ) -> Finished:
@@ -458,39 +517,85 @@ class Dispatcher:
     # --- leases -----------------------------------------------------------------------
 
     async def sweep(self) -> int:
-        """Reclaim jobs whose worker died; renew this worker's leases; refresh the
-        gauges read from the database."""
+        """Reclaim jobs whose worker died or whose lease expired; refresh the gauges
+        read from the database."""
         now = self.clock.now()
         self.tick()
         stats = await self.store.queue_stats(now=now)
         self.metrics.set_job_counts(stats.counts)
         self.metrics.dead_awaiting.set(stats.dead_awaiting)
         self.metrics.overdue_seconds.set(stats.oldest_overdue_seconds)
-        reclaimed = await self.store.reclaim_expired(now=now)
-        if reclaimed:
-            log.warning("reclaimed jobs with expired leases", extra={"jobs": reclaimed})
+        return await self.reclaim()
+
+    async def reclaim(self) -> int:
+        """Hand back the jobs of dispatchers that are provably dead (their process no
+        longer runs on this machine, or no heartbeat for ``dead_after`` seconds), and
+        jobs whose lease expired. Returns how many."""
+        now = self.clock.now()
+        gone = []
+        if self._machine is not None:
+            gone = [
+                w.id
+                for w in await self.store.running_workers()
+                if w.machine == self._machine and w.id != self.worker_id and process_gone(w.pid)
+            ]
+        dead, handed_back = await self.store.reclaim_dead_workers(
+            now=now,
+            silent_since=now - timedelta(seconds=self.config.dead_after),
+            gone=gone,
+            me=self.worker_id,
+        )
+        if dead:
+            log.warning(
+                "dispatchers found dead; their jobs were handed back",
+                extra={"workers": dead, "jobs": handed_back},
+            )
+        expired = await self.store.reclaim_expired(now=now)
+        if expired:
+            log.warning("reclaimed jobs with expired leases", extra={"jobs": expired})
+        if handed_back or expired:
             self.wake()
-        await self._renew(now)
-        return reclaimed
+        return handed_back + expired
 
     def tick(self) -> None:
         """The loop is alive."""
         self.last_tick = time.monotonic()
         self.metrics.tick()
 
-    async def _renew(self, now: datetime) -> None:
-        if self._inflight:
-            await self.store.renew_leases(
-                list(self._inflight),
-                worker=self.worker_id,
-                until=now + timedelta(seconds=self.config.lease_seconds),
-            )
+    async def keep_alive(self) -> None:
+        """Write this dispatcher's heartbeat and renew its leases, in one transaction;
+        callers at the same moment share one write."""
+        task = self._keeping_alive
+        if task is None or task.done():
+            task = self._keeping_alive = asyncio.create_task(self._keep_alive_once())
+        await asyncio.shield(task)
 
-    async def _renew_forever(self) -> None:
+    async def _keep_alive_once(self) -> None:
+        now = self.clock.now()
+        until = now + timedelta(seconds=self.config.lease_seconds)
+        asked = list(self._inflight)
+        kept = await self.store.keep_alive(
+            self.worker_id,
+            host=self._host,
+            pid=self._pid,
+            machine=self._machine,
+            now=now,
+            job_ids=asked,
+            until=until,
+        )
+        if kept.revived:
+            log.warning(
+                "this dispatcher had been declared dead; jobs another took are not sent",
+                extra={"worker": self.worker_id, "jobs": len(asked) - len(kept.held)},
+            )
+        alive_until = now + timedelta(seconds=self.config.dead_after)
+        self._leases.renewed(asked, kept.held, until, alive_until)
+
+    async def _keep_alive_forever(self) -> None:
         while True:
-            await asyncio.sleep(self.config.lease_seconds / 3)
+            await asyncio.sleep(self.config.keep_alive_seconds)
             try:
-                await self._renew(self.clock.now())
+                await self.keep_alive()
             except HeraldError:
                 log.exception("could not renew leases")
 
@@ -532,15 +637,17 @@ class Dispatcher:
     # --- drain mode -------------------------------------------------------------------
 
     async def drain(self, retry_window: float = 0.0) -> DrainSummary:
-        """Deliver everything due now; keep going while retries fall due within
-        ``retry_window`` seconds (waiting on the clock); then stop and summarise."""
+        """Deliver everything due now; keep going while retries fall due, or leases of
+        jobs other dispatchers hold run out, within ``retry_window`` seconds (waiting
+        on the clock); then stop and summarise what was done and what was left."""
         deadline = self.clock.now() + timedelta(seconds=retry_window)
         _, _, flushed = self._events()
-        renewer = asyncio.create_task(self._renew_forever(), name="herald-renew")
         before = Counter(self.outcomes)
+        await self.store.optimize()
+        await self.keep_alive()
+        renewer = asyncio.create_task(self._keep_alive_forever(), name="herald-renew")
         try:
-            await self.store.optimize()
-            await self.store.reclaim_expired(now=self.clock.now())
+            await self.reclaim()
             while True:
                 claimed = await self.pump()
                 if self._inflight:
@@ -549,17 +656,49 @@ class Dispatcher:
                     continue
                 if claimed:
                     continue
-                upcoming = await self.store.next_due_at()
-                if upcoming is None or upcoming > deadline:
+                if await self.reclaim():
+                    continue
+                backlog = await self.store.backlog(worker=self.worker_id, after=deadline)
+                now = self.clock.now()
+                at = min(
+                    (t for t in (backlog.next_due_at, backlog.next_lease_end) if t is not None),
+                    default=None,
+                )
+                if at is None or at > deadline:
                     break
-                await self.clock.sleep((upcoming - self.clock.now()).total_seconds())
+                if backlog.held_elsewhere:
+                    # a dead dispatcher may be found dead before its leases end
+                    at = min(at, now + timedelta(seconds=self.config.sweep_seconds))
+                await self.clock.sleep(max(0.0, (at - now).total_seconds()))
         finally:
             renewer.cancel()
             await asyncio.gather(renewer, return_exceptions=True)
+            await self.store.heartbeat(
+                self.worker_id,
+                host=self._host,
+                pid=self._pid,
+                machine=self._machine,
+                now=self.clock.now(),
+                stopped=True,
+            )
         summary = DrainSummary(self.outcomes - before)
         counts = await self.store.job_counts()
         summary.waiting = sum(counts.get(s, 0) for s in ("pending", "retrying", "claimed"))
+        if summary.waiting:
+            summary.left = _left(
+                await self.store.backlog(worker=self.worker_id, after=deadline),
+                self.clock.now(),
+                retry_window,
+            )
         return summary
+
+    async def settle(self) -> None:
+        """Wait until every delivery started so far has finished and been recorded."""
+        while self._tasks or self._done or (self._flusher and not self._flusher.done()):
+            if self._tasks:
+                await asyncio.gather(*list(self._tasks), return_exceptions=True)
+            if self._flusher is not None:
+                await asyncio.gather(self._flusher, return_exceptions=True)
 
     # --- service mode -----------------------------------------------------------------
 
@@ -581,14 +720,17 @@ class Dispatcher:
         # stall the loop for ~50 ms every few thousand deliveries.
         gc.collect()
         gc.freeze()
-        host, pid = socket.gethostname(), os.getpid()
         scheduler = AsyncIOScheduler(timezone=UTC)
+        try:
+            await self.keep_alive()  # alive before anything is claimed
+            await self.reclaim()  # a dead predecessor's jobs: now, not when leases end
+        except HeraldError:
+            log.exception("start-up reclaim failed; the sweep will retry")
 
         async def on_sweep() -> None:
             kick.set()  # the safety net: whatever is due gets claimed within a sweep
             try:
                 await self.sweep()
-                await self.store.heartbeat(self.worker_id, host=host, pid=pid, now=self.clock.now())
             except HeraldError:
                 log.exception("sweep failed")
 
@@ -602,7 +744,7 @@ class Dispatcher:
             id="sweep",
             coalesce=True,
             max_instances=1,
-            next_run_time=datetime.now(UTC),
+            next_run_time=datetime.now(UTC) + timedelta(seconds=self.config.sweep_seconds),
         )
 
         async def on_housekeeping() -> None:
@@ -625,7 +767,7 @@ class Dispatcher:
             )
         self._on_wake = on_wake
         scheduler.start()
-        renewer = asyncio.create_task(self._renew_forever(), name="herald-renew")
+        renewer = asyncio.create_task(self._keep_alive_forever(), name="herald-renew")
         stopper = asyncio.create_task(stop.wait(), name="herald-stop")
         log.info("dispatcher started", extra={"worker": self.worker_id})
         kick.set()
@@ -645,7 +787,7 @@ class Dispatcher:
                 except HeraldError:
                     log.exception("dispatcher loop failed; retrying at the next sweep")
         finally:
-            await self._shutdown(renewer, scheduler, host, pid)
+            await self._shutdown(renewer, scheduler)
             gc.unfreeze()
 
     async def _plan_wake(self, scheduler: Any) -> None:
@@ -670,9 +812,7 @@ class Dispatcher:
             misfire_grace_time=None,
         )
 
-    async def _shutdown(
-        self, renewer: asyncio.Task[None], scheduler: Any, host: str, pid: int
-    ) -> None:
+    async def _shutdown(self, renewer: asyncio.Task[None], scheduler: Any) -> None:
         self._stopping = True
         scheduler.shutdown(wait=False)
         senders = list(self._tasks)
@@ -695,7 +835,12 @@ class Dispatcher:
             log.info("handed back jobs not sent", extra={"jobs": released})
         self._inflight.clear()
         await self.store.heartbeat(
-            self.worker_id, host=host, pid=pid, now=self.clock.now(), stopped=True
+            self.worker_id,
+            host=self._host,
+            pid=self._pid,
+            machine=self._machine,
+            now=self.clock.now(),
+            stopped=True,
         )
         for channel in self.channels.values():
             await channel.close()
@@ -729,6 +874,25 @@ def _body(job: ClaimedJob) -> str:
     except (HeraldError, ValueError, ZoneInfoNotFoundError):
         log.warning("schedule text could not be filled in", extra={"job_id": job.id})
         return job.body
+
+
+def _left(backlog: Backlog, now: datetime, window: float) -> list[str]:
+    """Why a drain left jobs, in sentences."""
+    reasons = []
+    if backlog.due_later:
+        when = ""
+        if backlog.next_due_at is not None:
+            when = f" (the next in {_duration((backlog.next_due_at - now).total_seconds())})"
+        reasons.append(
+            f"{backlog.due_later} due after the {_duration(window)} drain timeout{when}."
+        )
+    if backlog.held_elsewhere:
+        when = ""
+        if backlog.next_lease_end is not None:
+            ends = (backlog.next_lease_end - now).total_seconds()
+            when = f", the first lease ending in {_duration(ends)}"
+        reasons.append(f"{backlog.held_elsewhere} held by another dispatcher{when}.")
+    return reasons
 
 
 def _duration(seconds: float) -> str:

@@ -105,7 +105,10 @@ class Settings(BaseSettings):
     concurrency: int = Field(default=64, ge=1, alias="HERALD_CONCURRENCY")
     batch_size: int = Field(default=2000, ge=1, le=10_000, alias="HERALD_BATCH_SIZE")
     lease_seconds: float = Field(default=60.0, gt=0, alias="HERALD_LEASE_SECONDS")
-    sweep_seconds: float = Field(default=30.0, gt=0, alias="HERALD_SWEEP_SECONDS")
+    sweep_seconds: float = Field(default=5.0, gt=0, alias="HERALD_SWEEP_SECONDS")
+    #: A dispatcher silent (no heartbeat) for this many sweeps is dead: its jobs are
+    #: handed back at once instead of when their leases run out.
+    dead_after_sweeps: int = Field(default=3, ge=2, le=1000, alias="HERALD_DEAD_AFTER_SWEEPS")
     max_attempts: int = Field(default=8, ge=1, alias="HERALD_MAX_ATTEMPTS")
     backoff_base: float = Field(default=5.0, gt=0, alias="HERALD_BACKOFF_BASE")
     backoff_cap: float = Field(default=3600.0, gt=0, alias="HERALD_BACKOFF_CAP")

@@ -89,6 +89,25 @@ class Finished:
 
 
 @dataclass(frozen=True)
+class KeptAlive:
+    """What a keep-alive found: the jobs whose leases it extended, and whether this
+    worker had been declared dead (and its other jobs handed back) before it."""
+
+    held: set[int]
+    revived: bool
+
+
+@dataclass(frozen=True)
+class Backlog:
+    """What waits besides what a drain can send now (see :meth:`QueueQueries.backlog`)."""
+
+    due_later: int
+    next_due_at: datetime | None
+    held_elsewhere: int
+    next_lease_end: datetime | None
+
+
+@dataclass(frozen=True)
 class QueueStats:
     """What the metrics gauges show: jobs by state, retry requests awaiting an admin,
     and how long the oldest waiting job has been due."""
@@ -246,6 +265,16 @@ class _Plan:
         )
 
 
+def _aware(value: Any) -> datetime | None:
+    """An aggregate's timestamp: SQLite returns the stored text, not a datetime."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return _sqlite_utc(value)
+    moment: datetime = value
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
 def _options(text: str | None) -> dict[str, Any]:
     """A schedule's options column read as text (JSON), as a fresh dict."""
     if not text or text in ("{}", "null"):
@@ -385,19 +414,54 @@ class QueueQueries(Gateway):
 
     # --- leases ---------------------------------------------------------------------
 
-    async def renew_leases(self, job_ids: Sequence[int], *, worker: str, until: datetime) -> int:
-        """Extend this worker's leases; returns how many it still holds."""
-        if not job_ids:
-            return 0
+    async def keep_alive(
+        self,
+        worker: str,
+        *,
+        host: str,
+        pid: int,
+        machine: str | None,
+        now: datetime,
+        job_ids: Sequence[int],
+        until: datetime,
+    ) -> KeptAlive:
+        """In one transaction: ``worker``'s heartbeat (at ``now``) and its leases on
+        ``job_ids`` extended to ``until`` where it still holds them.
+
+        The heartbeat and :meth:`reclaim_dead_workers` lock the same worker row, so a
+        worker is either still alive when its heartbeat lands or learns here (``revived``)
+        that it had been declared dead, its jobs handed back."""
+        values = {"host": host, "pid": pid, "machine": machine, "heartbeat_at": now}
         async with self._tx() as conn:
-            result = await conn.execute(
-                sa.update(JOB).where(_held_by(worker, job_ids)).values(lease_expires_at=until)
+            beat = await conn.execute(
+                sa.update(WORKER)
+                .where(WORKER.c.id == worker, WORKER.c.stopped_at.is_(None))
+                .values(**values)
             )
-            return int(result.rowcount)
+            revived = False
+            if beat.rowcount == 0:
+                existed = await conn.execute(sa.select(WORKER.c.id).where(WORKER.c.id == worker))
+                revived = existed.first() is not None
+                insert = self._insert()(WORKER).values(id=worker, started_at=now, **values)
+                await conn.execute(
+                    insert.on_conflict_do_update(
+                        index_elements=["id"], set_={**values, "stopped_at": None}
+                    )
+                )
+            held: set[int] = set()
+            if job_ids:
+                result = await conn.execute(
+                    sa.update(JOB)
+                    .where(_held_by(worker, job_ids))
+                    .values(lease_expires_at=until)
+                    .returning(JOB.c.id)
+                )
+                held = {row[0] for row in result}
+        return KeptAlive(held, revived)
 
     async def reclaim_expired(self, *, now: datetime) -> int:
-        """Hand back jobs whose worker died (lease expired) so they are claimed again
-        with the same idempotency key. Returns how many."""
+        """Hand back jobs whose lease expired (their worker died or stalled) so they are
+        claimed again with the same idempotency key. Returns how many."""
         async with self._tx() as conn:
             result = await conn.execute(
                 sa.update(JOB)
@@ -412,6 +476,58 @@ class QueueQueries(Gateway):
                 )
             )
             return int(result.rowcount)
+
+    async def reclaim_dead_workers(
+        self, *, now: datetime, silent_since: datetime, gone: Sequence[str], me: str
+    ) -> tuple[list[str], int]:
+        """Declare dead the running workers (other than ``me``) that have not heartbeated
+        since ``silent_since`` or whose process is ``gone``, and hand back the jobs they
+        held, whatever their leases say, in one transaction. Returns the workers' ids
+        and how many jobs."""
+        dead_if = WORKER.c.heartbeat_at <= silent_since
+        if gone:
+            dead_if = sa.or_(dead_if, WORKER.c.id.in_(list(gone)))
+        async with self._tx() as conn:
+            rows = await conn.execute(
+                sa.update(WORKER)
+                .where(WORKER.c.stopped_at.is_(None), WORKER.c.id != me, dead_if)
+                .values(stopped_at=now)
+                .returning(WORKER.c.id)
+            )
+            dead = sorted(row[0] for row in rows)
+            if not dead:
+                return [], 0
+            result = await conn.execute(
+                sa.update(JOB)
+                .where(JOB.c.state == JobState.CLAIMED.value, JOB.c.lease_owner.in_(dead))
+                .values(
+                    state=JobState.RETRYING.value,
+                    lease_owner=None,
+                    lease_expires_at=None,
+                    last_error="The dispatcher holding this job died; it was handed back.",
+                    updated_at=now,
+                )
+            )
+            if result.rowcount:
+                await self._notify_due(conn)
+            return dead, int(result.rowcount)
+
+    async def backlog(self, *, worker: str, after: datetime) -> Backlog:
+        """What a drain leaves: waiting jobs due after ``after``, jobs other workers
+        hold, and when the next of each falls due or has its lease end."""
+        claimed = sa.and_(
+            JOB.c.state == JobState.CLAIMED.value,
+            sa.or_(JOB.c.lease_owner.is_(None), JOB.c.lease_owner != worker),
+        )
+        q = sa.select(
+            sa.func.count().filter(JOB.c.state.in_(CLAIMABLE), JOB.c.due_at > after),
+            sa.func.min(JOB.c.due_at).filter(JOB.c.state.in_(CLAIMABLE)),
+            sa.func.count().filter(claimed),
+            sa.func.min(JOB.c.lease_expires_at).filter(claimed),
+        ).where(JOB.c.state.in_((*CLAIMABLE, JobState.CLAIMED.value)))
+        async with self._read() as conn:
+            later, next_due, held, lease_ends = (await conn.execute(q)).one()
+        return Backlog(int(later), _aware(next_due), int(held), _aware(lease_ends))
 
     # --- finish ---------------------------------------------------------------------
 
@@ -519,12 +635,20 @@ class QueueQueries(Gateway):
     # --- workers --------------------------------------------------------------------
 
     async def heartbeat(
-        self, worker: str, *, host: str, pid: int, now: datetime, stopped: bool = False
+        self,
+        worker: str,
+        *,
+        host: str,
+        pid: int,
+        now: datetime,
+        stopped: bool = False,
+        machine: str | None = None,
     ) -> None:
         """Record that ``worker`` is alive (or, with ``stopped``, that it stopped)."""
         values = {
             "host": host,
             "pid": pid,
+            "machine": machine,
             "heartbeat_at": now,
             "stopped_at": now if stopped else None,
         }
@@ -568,6 +692,12 @@ class QueueQueries(Gateway):
                 )
             )
             return {row[0] for row in rows}
+
+    async def running_workers(self) -> list[Worker]:
+        """Dispatchers that have not stopped (nor been declared dead)."""
+        async with self._read() as conn:
+            rows = await conn.execute(sa.select(WORKER).where(WORKER.c.stopped_at.is_(None)))
+            return [Worker(**row._mapping) for row in rows]
 
     async def workers(self) -> list[Worker]:
         """Dispatchers that reported a heartbeat, most recent first."""
