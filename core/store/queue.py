@@ -21,8 +21,10 @@ from sqlalchemy.dialects import postgresql, sqlite
 from core.models import (
     LOCAL_TENANT,
     OPEN_STATE_VALUES,
+    OUTCOME_OF_JOB,
     WAITING_SQL,
     JobState,
+    Outcome,
     Worker,
     sqlite_utc_text,
 )
@@ -145,7 +147,7 @@ UPDATE job SET state = 'claimed', lease_owner = ?, lease_expires_at = ?,
     attempts = attempts + 1, updated_at = ?
 WHERE id IN (
     SELECT id FROM job INDEXED BY ix_job_waiting_due
-    WHERE {WAITING_SQL} AND due_at <= ? ORDER BY due_at LIMIT ?
+    WHERE {WAITING_SQL} AND due_at <= ? ORDER BY due_at, id LIMIT ?
 )
 RETURNING id, schedule_id, occurrence_at, due_at, attempts, idempotency_key, {_SCHEDULE_FIELDS}
 """
@@ -183,6 +185,9 @@ _COMPLETED = f"""
 UPDATE schedule SET state = 'completed', next_run_at = NULL, updated_at = %s
 WHERE id IN {{ids}} AND state = 'active'
     AND NOT EXISTS (SELECT 1 FROM job WHERE job.schedule_id = schedule.id AND {WAITING_SQL})
+"""
+_OUTCOME = """
+UPDATE schedule SET last_outcome = %s WHERE id IN {ids}
 """
 _ATTEMPT_INSERT = """
 INSERT INTO attempt (job_id, started_at, finished_at, outcome, status_code, error,
@@ -252,11 +257,23 @@ class _Plan:
     others: list[Finished]
     with_next: list[Finished]
     ended: list[int]
+    #: Schedules by what their occurrence did (the latest occurrence wins).
+    outcomes: dict[str, list[int]]
 
     @classmethod
     def of(cls, mine: Sequence[Finished]) -> _Plan:
         done = [r for r in mine if r.state in TERMINAL_FOR_SCHEDULE]
+        latest: dict[int, Finished] = {}
+        for r in mine:
+            if r.state in OUTCOME_OF_JOB:
+                seen = latest.get(r.job.schedule_id)
+                if seen is None or seen.job.occurrence_at <= r.job.occurrence_at:
+                    latest[r.job.schedule_id] = r
+        outcomes: dict[str, list[int]] = {}
+        for schedule_id, r in latest.items():
+            outcomes.setdefault(OUTCOME_OF_JOB[r.state], []).append(schedule_id)
         return cls(
+            outcomes=outcomes,
             others=[r for r in mine if r.state != JobState.DELIVERED.value],
             with_next=[r for r in done if r.job.rrule is not None and r.next_run is not None],
             ended=sorted(
@@ -310,7 +327,7 @@ class QueueQueries(Gateway):
         due = (
             sa.select(JOB.c.id)
             .where(sa.text(WAITING_SQL), JOB.c.due_at <= now)
-            .order_by(JOB.c.due_at)
+            .order_by(JOB.c.due_at, JOB.c.id)
             .limit(limit)
             .with_for_update(skip_locked=True)
         )
@@ -369,7 +386,7 @@ class QueueQueries(Gateway):
                     zone,
                 )
             )
-        claimed.sort(key=lambda job: job.due_at)
+        claimed.sort(key=lambda job: (job.due_at, job.id))
         return claimed
 
     async def _claim_sqlite(
@@ -403,7 +420,7 @@ class QueueQueries(Gateway):
             )
             for row in rows
         ]
-        claimed.sort(key=lambda job: job.due_at)
+        claimed.sort(key=lambda job: (job.due_at, job.id))
         return claimed
 
     async def next_due_at(self) -> datetime | None:
@@ -597,6 +614,8 @@ class QueueQueries(Gateway):
                 ],
             )
             await db.many(_NEXT_RUN, [(due, at, sid, rule) for sid, due, rule in nexts])
+            for outcome, schedule_ids in plan.outcomes.items():
+                await db.run(_OUTCOME, (outcome, db.ids(schedule_ids)))
             if plan.ended:
                 await db.run(_COMPLETED, (at, db.ids(plan.ended)))
         return owned
@@ -855,7 +874,9 @@ class QueueQueries(Gateway):
             "retry_requested_by": None,
             "retry_requested_at": None,
         }
-        return await self._dead_update(job_ids, values, now, audit, notify=True)
+        return await self._dead_update(
+            job_ids, values, now, audit, notify=True, outcome=Outcome.RETRYING.value
+        )
 
     async def discard_dead(
         self, job_ids: Sequence[int], *, now: datetime, audit: AuditEntry
@@ -872,6 +893,7 @@ class QueueQueries(Gateway):
         audit: AuditEntry,
         *,
         notify: bool = False,
+        outcome: str | None = None,
     ) -> int:
         if not job_ids:
             return 0
@@ -885,6 +907,14 @@ class QueueQueries(Gateway):
             changed = sorted(row[0] for row in result)
             if notify and changed:
                 await self._notify_due(conn)
+            if outcome is not None and changed:
+                await conn.execute(
+                    sa.update(SCHEDULE)
+                    .where(
+                        SCHEDULE.c.id.in_(sa.select(JOB.c.schedule_id).where(JOB.c.id.in_(changed)))
+                    )
+                    .values(last_outcome=outcome)
+                )
             if changed:
                 entry = dataclasses.replace(audit, object_type="job")
                 await self._audit_each(conn, entry, now, [(str(i), {}) for i in changed])
