@@ -31,14 +31,14 @@ from zoneinfo import ZoneInfoNotFoundError
 
 from core import calendars, templates, timeexpr
 from core.calendars import Blackouts
-from core.channels.base import Channel, Delivery, DeliveryResult, Outcome
+from core.channels.base import Channel, Delivery, DeliveryResult, Outcome, RateLimit
 from core.clock import Clock
 from core.destinations import Destination, parse_destination
 from core.errors import HeraldError
 from core.leases import Leases, machine_id, process_gone
 from core.metrics import Metrics
 from core.models import JobState
-from core.ratelimit import RateLimiter
+from core.ratelimit import Pauses, RateLimits
 from core.scrub import Scrubber
 from core.settings import Settings
 from core.store import AuditEntry, Store
@@ -80,8 +80,10 @@ class DispatcherConfig:
     dead_letter_days: float = 90.0
     dead_letter_max: int = 100_000
     #: A job that would wait longer than this for its destination's rate limit is
-    #: handed back (due when the limit allows) instead of holding a slot.
+    #: handed back (due when the limit allows) as soon as it is claimed.
     max_rate_wait: float = 10.0
+    #: Limits by destination prefix; others keep their channel's default.
+    rate_limits: RateLimits = RateLimits()
     #: In service mode, claim jobs this many seconds before they fall due and send
     #: each at its exact time: the claim's round trip is then not part of lateness.
     prefetch_seconds: float = 0.05
@@ -102,6 +104,7 @@ class DispatcherConfig:
             retention_days=s.retention_days,
             dead_letter_days=s.dead_letter_days,
             dead_letter_max=s.dead_letter_max,
+            rate_limits=RateLimits.parse(s.rate_limits),
         )
 
     @property
@@ -180,7 +183,9 @@ class Dispatcher:
         #: ``time.monotonic()`` of the loop's last tick (readiness checks it).
         self.last_tick = time.monotonic()
         self.outcomes: Counter[str] = Counter()
-        self._limiter = RateLimiter()
+        self._pauses = Pauses()
+        #: Each destination's limit (and its kind), by canonical destination.
+        self._limits: dict[str, RateLimit] = {}
         self._inflight: dict[int, ClaimedJob] = {}
         self._leases = Leases(self.config.lease_margin)
         self._keeping_alive: asyncio.Task[None] | None = None
@@ -233,10 +238,16 @@ class Dispatcher:
                 limit=want,
             )
             self._leases.claimed((job.id for job in jobs), lease_until)
+            slots, later = await self._slots(jobs, now)
             for job in jobs:
                 self._inflight[job.id] = job
+            for job in jobs:
+                if job.id in later:
+                    continue
                 # unnamed (a name costs a microsecond); ``_run`` removes it from the set
-                self._tasks.add(asyncio.create_task(self._run(job)))
+                self._tasks.add(asyncio.create_task(self._run(job, slots.get(job.id))))
+            if later:
+                self._hand_back(list(later.values()))
             claimed_total += len(jobs)
             if jobs:
                 self.metrics.claims.observe(len(jobs))
@@ -249,9 +260,94 @@ class Dispatcher:
 
         return claimed_total
 
-    async def _run(self, job: ClaimedJob) -> None:
+    def _parsed(self, job: ClaimedJob) -> tuple[Destination, str]:
+        """The job's destination and its canonical text (parsed once per distinct one);
+        HeraldError if it cannot be read."""
+        parsed = self._destinations.get(job.destination)
+        if parsed is None:
+            destination = parse_destination(job.destination)
+            if len(self._destinations) >= 10_000:
+                self._destinations.clear()
+            parsed = self._destinations[job.destination] = (destination, str(destination))
+        return parsed
+
+    def _limit(self, key: str, channel: Channel) -> RateLimit:
+        limit = self._limits.get(key)
+        if limit is None:
+            if len(self._limits) >= 10_000:
+                self._limits.clear()
+            limit = self.config.rate_limits.for_destination(key, channel.rate_limit)
+            self._limits[key] = limit
+        return limit
+
+    async def _slots(
+        self, jobs: list[ClaimedJob], now: datetime
+    ) -> tuple[dict[int, datetime], dict[int, Finished]]:
+        """Send slots for the rate-limited jobs just claimed, from their destinations'
+        buckets shared by every dispatcher: when each may be sent, and the jobs that
+        would wait longer than ``max_rate_wait``, handed back due when their bucket
+        allows (so no dispatcher holds jobs another could send sooner)."""
+        by_key: dict[str, list[ClaimedJob]] = {}
+        limits: dict[str, RateLimit] = {}
+        for job in jobs:
+            try:
+                destination, key = self._parsed(job)
+            except HeraldError:
+                continue  # said when it is tried
+            channel = self.channels.get(destination.kind)
+            if channel is None:
+                continue
+            limit = self._limit(key, channel)
+            if limit.unlimited:
+                continue
+            by_key.setdefault(key, []).append(job)
+            limits[key] = limit
+        if not by_key:
+            return {}, {}
+        slots: dict[int, datetime] = {}
+        later: dict[int, Finished] = {}
+        wanted = {key: (len(group), limits[key]) for key, group in by_key.items()}
         try:
-            finished = await self._attempt(job)
+            granted = await self.store.reserve_slots(
+                wanted, now=now, window=self.config.max_rate_wait
+            )
+        except HeraldError:
+            log.exception("could not take rate-limit slots; handing the jobs back")
+            retry = now + timedelta(seconds=1)
+            for group in by_key.values():
+                for job in group:
+                    later[job.id] = self._wait_for_limit(job, retry, now, "")
+            return slots, later
+        for key, group in by_key.items():
+            taken = granted[key]
+            kind = key.partition(":")[0]
+            for job, at in zip(group, taken.times, strict=False):
+                slots[job.id] = at
+            for job in group[len(taken.times) :]:
+                later[job.id] = self._wait_for_limit(job, taken.next_free, now, kind)
+        return slots, later
+
+    def _wait_for_limit(
+        self, job: ClaimedJob, until: datetime, now: datetime, kind: str
+    ) -> Finished:
+        wait = (until - now).total_seconds()
+        return Finished(
+            job,
+            _RETRYING if job.attempts > 1 else _PENDING,
+            error=f"Waiting {_duration(wait)} for {kind or 'its'} rate limits.",
+            retry_at=until,
+            refund_attempt=True,
+        )
+
+    def _hand_back(self, items: list[Finished]) -> None:
+        """Record these (claimed, not tried) with the next flush."""
+        self._done.extend(items)
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.create_task(self._flush(), name="herald-flush")
+
+    async def _run(self, job: ClaimedJob, slot: datetime | None) -> None:
+        try:
+            finished = await self._attempt(job, slot)
         finally:
             self._tasks.discard(asyncio.current_task())
         # append only after the await: the flusher swaps ``_done`` for a new list while
@@ -343,7 +439,9 @@ class Dispatcher:
                 },
             )
 
-    async def _attempt(self, job: ClaimedJob) -> Finished:
+    async def _attempt(self, job: ClaimedJob, slot: datetime | None) -> Finished:
+        """Send one claimed job, no earlier than its due time and its rate-limit
+        ``slot``, and say what happened."""
         clock = self.clock
         now = clock.now()
         if job.due_at > now:  # claimed ahead of time (prefetch): wait for the exact moment
@@ -363,32 +461,22 @@ class Dispatcher:
             )
         if job.attempts > self.config.max_attempts:
             return self._dead(job, None, f"Gave up after {job.attempts - 1} tries.", now)
-        parsed = self._destinations.get(job.destination)
-        if parsed is None:
-            try:
-                destination = parse_destination(job.destination)
-            except HeraldError as exc:
-                return self._dead(job, None, self.scrub(str(exc)), now)
-            if len(self._destinations) >= 10_000:
-                self._destinations.clear()
-            parsed = self._destinations[job.destination] = (destination, str(destination))
-        destination, key = parsed
+        try:
+            destination, key = self._parsed(job)
+        except HeraldError as exc:
+            return self._dead(job, None, self.scrub(str(exc)), now)
         channel = self.channels.get(destination.kind)
         if channel is None:
             result = DeliveryResult.retry(
                 f"No {destination.kind} channel is configured on this dispatcher."
             )
             return self._outcome(job, result, now, now, destination_key=key)
-        wait = self._limiter.reserve(key, channel.rate_limit, now)
-        if wait > self.config.max_rate_wait:
-            self._limiter.refund(key)
-            return Finished(
-                job,
-                _RETRYING if job.attempts > 1 else _PENDING,
-                error=f"Waiting {_duration(wait)} for {destination.kind} rate limits.",
-                retry_at=now + timedelta(seconds=wait),
-                refund_attempt=True,
-            )
+        wait = (slot - now).total_seconds() if slot is not None else 0.0
+        paused = self._pauses.paused_until(key, now) if self._pauses else None
+        if paused is not None:
+            wait = max(wait, (paused - now).total_seconds())
+            if wait > self.config.max_rate_wait:
+                return self._wait_for_limit(job, paused, now, destination.kind)
         if wait > 0:
             self.metrics.channel(destination.kind).rate_limit_waits.inc()
             await clock.sleep(wait)
@@ -406,7 +494,7 @@ class Dispatcher:
         )
         async with sem:
             if not await self._lease_holds(job):
-                return self._lapsed(job, key)
+                return self._lapsed(job)
             started = clock.now()
             try:
                 result = await channel.send(delivery)
@@ -442,10 +530,8 @@ class Dispatcher:
             return Finished(job, _DELIVERED, attempt, next_run=self._next_run(job, finished))
         if result.outcome is Outcome.PERMANENT:
             return self._dead(job, attempt, result.error or "The provider refused it.", finished)
-        channel = self.channels.get(destination_key.partition(":")[0])
-        if result.retry_after is not None and channel is not None:
-            until = finished + timedelta(seconds=result.retry_after)
-            self._limiter.pause(destination_key, channel.rate_limit, until)
+        if result.retry_after is not None:
+            self._pauses.pause(destination_key, finished + timedelta(seconds=result.retry_after))
         rate_limited = result.retry_after is not None and result.status_code == 429
         if job.attempts >= self.config.max_attempts and not rate_limited:
             return self._dead(
@@ -480,10 +566,9 @@ class Dispatcher:
             return False
         return self._leases.sendable(job.id, self.clock.now())
 
-    def _lapsed(self, job: ClaimedJob, destination_key: str) -> Finished:
+    def _lapsed(self, job: ClaimedJob) -> Finished:
         """Not sent: the lease lapsed (this dispatcher stalled, or could not reach the
         database) and another may hold the job now; handed back if it is still ours."""
-        self._limiter.refund(destination_key)
         self.metrics.leases_lapsed.inc()
         return Finished(
             job,

@@ -331,6 +331,16 @@ class Audit(SQLModel, table=True):
     details: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)
 
 
+class RateBucket(SQLModel, table=True):
+    """A destination's shared rate limit (core.ratelimit): the moment its token bucket
+    is full again. Every dispatcher takes its send slots from this row."""
+
+    __tablename__ = "rate_bucket"
+
+    destination: str = Field(primary_key=True, max_length=2000)
+    tat: datetime = _utc()
+
+
 class Worker(SQLModel, table=True):
     """A running dispatcher and its heartbeat (for the console and readiness)."""
 

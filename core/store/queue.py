@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -18,6 +18,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
+from core.channels.base import RateLimit
 from core.models import (
     LOCAL_TENANT,
     OPEN_STATE_VALUES,
@@ -25,12 +26,15 @@ from core.models import (
     WAITING_SQL,
     JobState,
     Outcome,
+    RateBucket,
     Worker,
     sqlite_utc_text,
 )
+from core.ratelimit import allocate, next_slot
 from core.store.base import ATTEMPT, JOB, SCHEDULE, AuditEntry, Gateway, new_idempotency_key
 
 WORKER = Worker.__table__  # type: ignore[attr-defined]
+BUCKET = RateBucket.__table__  # type: ignore[attr-defined]
 CLAIMABLE = OPEN_STATE_VALUES
 
 TERMINAL_FOR_SCHEDULE = ("delivered", "dead", "expired")
@@ -97,6 +101,15 @@ class KeptAlive:
 
     held: set[int]
     revived: bool
+
+
+@dataclass(frozen=True)
+class Slots:
+    """Send slots taken from a destination's shared bucket, in order, and when its
+    next one is free (for the jobs that got none)."""
+
+    times: list[datetime]
+    next_free: datetime
 
 
 @dataclass(frozen=True)
@@ -650,6 +663,46 @@ class QueueQueries(Gateway):
                 )
             )
             return int(result.rowcount)
+
+    # --- rate limits ----------------------------------------------------------------
+
+    async def reserve_slots(
+        self, wanted: Mapping[str, tuple[int, RateLimit]], *, now: datetime, window: float
+    ) -> dict[str, Slots]:
+        """Take send slots from the shared buckets of destinations: for each, up to the
+        count wanted, none later than ``window`` seconds from now, under its limit. One
+        transaction; the buckets' rows are locked in one order, so dispatchers taking
+        slots at the same moment queue behind each other and share each limit."""
+        if not wanted:
+            return {}
+        keys = sorted(wanted)
+        epoch = datetime(2000, 1, 1, tzinfo=UTC)
+        found: dict[str, Slots] = {}
+        async with self._tx() as conn:
+            await conn.execute(
+                self._insert()(BUCKET)
+                .values([{"destination": k, "tat": epoch} for k in keys])
+                .on_conflict_do_nothing(index_elements=["destination"])
+            )
+            locked = sa.select(BUCKET.c.destination, BUCKET.c.tat).where(
+                BUCKET.c.destination.in_(keys)
+            )
+            if self.backend == "postgresql":
+                locked = locked.order_by(BUCKET.c.destination).with_for_update()
+            tats = {row[0]: row[1] for row in await conn.execute(locked)}
+            updates = []
+            for key in keys:
+                count, limit = wanted[key]
+                slots, tat = allocate(tats.get(key), now, count, limit, window)
+                found[key] = Slots(slots, next_slot(tat, now, limit))
+                updates.append({"key": key, "new_tat": tat})
+            await conn.execute(
+                sa.update(BUCKET)
+                .where(BUCKET.c.destination == sa.bindparam("key"))
+                .values(tat=sa.bindparam("new_tat")),
+                updates,
+            )
+        return found
 
     # --- workers --------------------------------------------------------------------
 

@@ -1,4 +1,4 @@
-"""worker machine; schedule last outcome
+"""worker machine; schedule last outcome; shared rate buckets
 
 Revision ID: 0008
 Revises: 0007
@@ -12,6 +12,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 import sqlmodel
 from alembic import op
+
+import core.models
 
 
 revision: str = '0008'
@@ -39,6 +41,11 @@ UPDATE schedule SET last_outcome = (
 
 
 def upgrade() -> None:
+    op.create_table('rate_bucket',
+    sa.Column('destination', sqlmodel.sql.sqltypes.AutoString(length=2000), nullable=False),
+    sa.Column('tat', core.models.UTCDateTime(timezone=True), nullable=False),
+    sa.PrimaryKeyConstraint('destination', name=op.f('pk_rate_bucket'))
+    )
     with op.batch_alter_table('worker', schema=None) as batch_op:
         batch_op.add_column(sa.Column('machine', sqlmodel.sql.sqltypes.AutoString(length=100), nullable=True))
     with op.batch_alter_table('schedule', schema=None) as batch_op:
@@ -52,6 +59,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    op.drop_table('rate_bucket')
     with op.batch_alter_table('job', schema=None) as batch_op:
         batch_op.drop_index('ix_job_waiting_due', sqlite_where=sa.text(WAITING), postgresql_where=sa.text(WAITING))
         batch_op.create_index('ix_job_waiting_due', ['due_at'], unique=False, sqlite_where=sa.text(WAITING), postgresql_where=sa.text(WAITING))

@@ -11,7 +11,17 @@ from sqlmodel import SQLModel
 import core.models  # noqa: F401
 from core import db
 
-TABLES = {"schedule", "job", "attempt", "member", "audit", "worker", "calendar", "feed"}
+TABLES = {
+    "schedule",
+    "job",
+    "attempt",
+    "member",
+    "audit",
+    "worker",
+    "calendar",
+    "feed",
+    "rate_bucket",
+}
 
 
 def _tables(url: str) -> set[str]:
