@@ -49,7 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="if Herald was down, skip a send more than this late (default HERALD_MAX_LATENESS)",
     )
     c.add_argument("--json", action="store_true", help="print the whole record as JSON")
-    c.add_argument("--quiet", action="store_true", help="print only the schedule's id")
+    c.add_argument("-q", "--quiet", action="store_true", help="print only the schedule's id")
     cli_calendars.add_skip_option(c)
 
     c = add("list", "List schedules.")
