@@ -42,7 +42,8 @@ from core.ratelimit import Pauses, RateLimits
 from core.scrub import Scrubber
 from core.settings import Settings
 from core.store import AuditEntry, Store
-from core.store.queue import AttemptRecord, Backlog, ClaimedJob, Finished
+from core.store.leases import Backlog
+from core.store.queue import AttemptRecord, ClaimedJob, Finished
 
 log = logging.getLogger(__name__)
 

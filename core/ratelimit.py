@@ -5,7 +5,7 @@ A destination's limit is a token bucket (``rate`` per second, bursts of ``burst`
 kept as a GCRA "theoretical arrival time" (``tat``): the moment the bucket is full
 again. The store keeps one ``tat`` per destination in the database, so every
 dispatcher sharing it takes its slots from the same bucket (:func:`allocate` is the
-arithmetic; ``QueueQueries.reserve_slots`` the transaction).
+arithmetic; ``LeaseQueries.reserve_slots`` the transaction).
 """
 
 from __future__ import annotations
