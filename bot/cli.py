@@ -27,6 +27,7 @@ from core.clock import Clock, SystemClock
 from core.errors import HeraldError, InvalidInput
 from core.importer import ImportRejected, import_schedules
 from core.models import Schedule
+from core.send_check import send_warnings
 from core.settings import Settings, load_settings
 from core.store import Store
 from core.usecases import Herald
@@ -67,10 +68,10 @@ class Cli:
         if len(text) > 40:
             text = text[:39] + "…"
         nxt = views.local(s.next_run_at, s.timezone)
-        return f"{s.id:>6}  {s.state:<9}  {nxt:<21}  {s.destination:<28}  {text}"
+        return f"{s.id:>6}  {s.shown_state:<9}  {nxt:<21}  {s.destination:<28}  {text}"
 
     def show_schedule(self, s: Schedule) -> None:
-        self.emit(f"Schedule {s.id} ({s.state}, version {s.version})")
+        self.emit(f"Schedule {s.id} ({s.shown_state}, version {s.version})")
         self.emit(f"  to:      {s.destination}")
         self.emit(f"  when:    {s.expression}  [{views.describe(s)}]")
         self.emit(f"  next:    {views.local(s.next_run_at, s.timezone)} {s.timezone}")
@@ -107,7 +108,19 @@ class Cli:
                 f"Schedule {schedule.id} already exists with key {a.key!r}; nothing new created.",
                 file=sys.stderr,
             )
-        self.emit(str(schedule.id))
+        if a.quiet:
+            self.emit(str(schedule.id))
+            return
+        zone = schedule.timezone
+        self.emit(f"Schedule {schedule.id}: {views.describe(schedule)}, in {zone}.")
+        upcoming, _ = calendars.schedule_upcoming(schedule, 3)
+        for t in upcoming:
+            self.emit(f"  {views.local(t, zone)} {zone}   ({views.iso(t)})")
+        warnings = await send_warnings(
+            herald.store, self.settings, schedule.destination, now=herald.clock.now()
+        )
+        for warning in warnings:
+            print(f"warning: {warning}", file=sys.stderr)  # noqa: T201 - CLI output
 
     async def cmd_list(self, herald: Herald) -> None:
         a = self.args
@@ -356,17 +369,20 @@ class Cli:
         if a.drain:
             if a.drain_timeout < 0:
                 raise InvalidInput("--drain-timeout must be 0 or more seconds.")
-            summary = asyncio.run(
+            drained = asyncio.run(
                 service.drain(self.settings, retry_window=a.drain_timeout, out=self.out)
-            ).as_dict()
+            )
+            summary = drained.as_dict()
             if a.json:
-                self.emit_json(summary)
+                self.emit_json({**summary, "left": drained.left})
             else:
                 self.emit(
                     "Drained: "
                     + ", ".join(f"{count} {state}" for state, count in summary.items())
                     + "."
                 )
+                for reason in drained.left:
+                    self.emit(f"  left: {reason}")
             return 0
         asyncio.run(service.serve(self.settings, out=self.out))
         return 0

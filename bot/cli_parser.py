@@ -49,11 +49,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="if Herald was down, skip a send more than this late (default HERALD_MAX_LATENESS)",
     )
     c.add_argument("--json", action="store_true", help="print the whole record as JSON")
+    c.add_argument("-q", "--quiet", action="store_true", help="print only the schedule's id")
     cli_calendars.add_skip_option(c)
 
     c = add("list", "List schedules.")
     c.add_argument("--all", action="store_true", help="everyone's (operators and admins)")
-    c.add_argument("--state", help="active, paused, cancelled or completed")
+    c.add_argument(
+        "--state",
+        help="pending, retrying, delivered, failed, skipped, active, paused, ended or cancelled",
+    )
     c.add_argument(
         "--tenant", help="one tenant's (slack:T…, discord:<server>, local; Herald-wide only)"
     )

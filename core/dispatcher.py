@@ -6,9 +6,11 @@ housekeeping. The database is the queue and the source of truth.
 
 One loop claims due jobs in batches (up to ``concurrency * 2`` in flight), each job is
 sent by its channel under a global concurrency limit and a per-destination token
-bucket, and a flusher records finished jobs in batches. A lease (renewed while sending)
-guards every claimed job; a job whose worker died is reclaimed by the sweep and sent
-again with the same idempotency key.
+bucket, and a flusher records finished jobs in batches. A lease (renewed, with the
+worker's heartbeat, while sending) guards every claimed job, and a job is sent only
+while its lease still holds with a margin (:mod:`core.leases`): a dispatcher that
+stalled past it drops the job. A job whose worker died is reclaimed, at start-up and
+by every sweep, and sent again with the same idempotency key.
 """
 
 from __future__ import annotations
@@ -29,16 +31,18 @@ from zoneinfo import ZoneInfoNotFoundError
 
 from core import calendars, templates, timeexpr
 from core.calendars import Blackouts
-from core.channels.base import Channel, Delivery, DeliveryResult, Outcome
+from core.channels.base import Channel, Delivery, DeliveryResult, Outcome, RateLimit
 from core.clock import Clock
 from core.destinations import Destination, parse_destination
 from core.errors import HeraldError
+from core.leases import Leases, machine_id, process_gone
 from core.metrics import Metrics
 from core.models import JobState
-from core.ratelimit import RateLimiter
+from core.ratelimit import Pauses, RateLimits
 from core.scrub import Scrubber
 from core.settings import Settings
 from core.store import AuditEntry, Store
+from core.store.leases import Backlog
 from core.store.queue import AttemptRecord, ClaimedJob, Finished
 
 log = logging.getLogger(__name__)
@@ -64,7 +68,10 @@ class DispatcherConfig:
     concurrency: int = 64
     batch_size: int = 2000
     lease_seconds: float = 60.0
-    sweep_seconds: float = 30.0
+    sweep_seconds: float = 5.0
+    #: Another dispatcher that has not heartbeated for this many sweeps is dead: its
+    #: jobs are handed back at once, whatever their leases say.
+    dead_after_sweeps: int = 3
     max_attempts: int = 8
     backoff_base: float = 5.0
     backoff_cap: float = 3600.0
@@ -74,8 +81,10 @@ class DispatcherConfig:
     dead_letter_days: float = 90.0
     dead_letter_max: int = 100_000
     #: A job that would wait longer than this for its destination's rate limit is
-    #: handed back (due when the limit allows) instead of holding a slot.
+    #: handed back (due when the limit allows) as soon as it is claimed.
     max_rate_wait: float = 10.0
+    #: Limits by destination prefix; others keep their channel's default.
+    rate_limits: RateLimits = RateLimits()
     #: In service mode, claim jobs this many seconds before they fall due and send
     #: each at its exact time: the claim's round trip is then not part of lateness.
     prefetch_seconds: float = 0.05
@@ -87,6 +96,7 @@ class DispatcherConfig:
             batch_size=s.batch_size,
             lease_seconds=s.lease_seconds,
             sweep_seconds=s.sweep_seconds,
+            dead_after_sweeps=s.dead_after_sweeps,
             max_attempts=s.max_attempts,
             backoff_base=s.backoff_base,
             backoff_cap=s.backoff_cap,
@@ -95,11 +105,29 @@ class DispatcherConfig:
             retention_days=s.retention_days,
             dead_letter_days=s.dead_letter_days,
             dead_letter_max=s.dead_letter_max,
+            rate_limits=RateLimits.parse(s.rate_limits),
         )
 
     @property
     def max_inflight(self) -> int:
         return max(self.concurrency * 2, self.batch_size * 2)
+
+    @property
+    def dead_after(self) -> float:
+        """Seconds without a heartbeat after which a dispatcher counts as dead."""
+        return self.sweep_seconds * self.dead_after_sweeps
+
+    @property
+    def keep_alive_seconds(self) -> float:
+        """How often the heartbeat is written and the leases renewed: three times in
+        the shorter of a lease and the silence that makes a dispatcher dead."""
+        return min(self.lease_seconds, self.dead_after) / 3
+
+    @property
+    def lease_margin(self) -> float:
+        """A job is sent only while its lease (and this dispatcher's life) last this
+        much longer: time for the request to leave, and for clocks to disagree."""
+        return min(self.lease_seconds, self.dead_after) / 4
 
 
 def backoff_delay(attempt: int, base: float, cap: float, rng: random.Random) -> float:
@@ -110,10 +138,12 @@ def backoff_delay(attempt: int, base: float, cap: float, rng: random.Random) -> 
 
 @dataclass
 class DrainSummary:
-    """What a drain run did, by final state, and what it left waiting."""
+    """What a drain run did, by final state, and what it left waiting and why."""
 
     outcomes: Counter[str] = field(default_factory=Counter)
     waiting: int = 0
+    #: Why jobs were left: one sentence per reason (empty when nothing was left).
+    left: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, int]:
         keys = ("delivered", "retrying", "dead", "expired")
@@ -154,8 +184,13 @@ class Dispatcher:
         #: ``time.monotonic()`` of the loop's last tick (readiness checks it).
         self.last_tick = time.monotonic()
         self.outcomes: Counter[str] = Counter()
-        self._limiter = RateLimiter()
+        self._pauses = Pauses()
+        #: Each destination's limit (and its kind), by canonical destination.
+        self._limits: dict[str, RateLimit] = {}
         self._inflight: dict[int, ClaimedJob] = {}
+        self._leases = Leases(self.config.lease_margin)
+        self._keeping_alive: asyncio.Task[None] | None = None
+        self._host, self._pid, self._machine = socket.gethostname(), os.getpid(), machine_id()
         #: Deliveries running (one task per claimed job).
         self._tasks: set[asyncio.Task[None]] = set()
         #: Parsed destinations (and their canonical text) by URI: the hot path parses
@@ -196,16 +231,24 @@ class Dispatcher:
                 break  # wait for a bigger gap: fewer, larger claims
             want = min(room, self.config.batch_size)
             now = self.clock.now()
+            lease_until = now + timedelta(seconds=self.config.lease_seconds)
             jobs = await self.store.claim_due(
                 now=now + timedelta(seconds=lookahead),
                 worker=self.worker_id,
-                lease_until=now + timedelta(seconds=self.config.lease_seconds),
+                lease_until=lease_until,
                 limit=want,
             )
+            self._leases.claimed((job.id for job in jobs), lease_until)
+            slots, later = await self._slots(jobs, now)
             for job in jobs:
                 self._inflight[job.id] = job
+            for job in jobs:
+                if job.id in later:
+                    continue
                 # unnamed (a name costs a microsecond); ``_run`` removes it from the set
-                self._tasks.add(asyncio.create_task(self._run(job)))
+                self._tasks.add(asyncio.create_task(self._run(job, slots.get(job.id))))
+            if later:
+                self._hand_back(list(later.values()))
             claimed_total += len(jobs)
             if jobs:
                 self.metrics.claims.observe(len(jobs))
@@ -218,9 +261,94 @@ class Dispatcher:
 
         return claimed_total
 
-    async def _run(self, job: ClaimedJob) -> None:
+    def _parsed(self, job: ClaimedJob) -> tuple[Destination, str]:
+        """The job's destination and its canonical text (parsed once per distinct one);
+        HeraldError if it cannot be read."""
+        parsed = self._destinations.get(job.destination)
+        if parsed is None:
+            destination = parse_destination(job.destination)
+            if len(self._destinations) >= 10_000:
+                self._destinations.clear()
+            parsed = self._destinations[job.destination] = (destination, str(destination))
+        return parsed
+
+    def _limit(self, key: str, channel: Channel) -> RateLimit:
+        limit = self._limits.get(key)
+        if limit is None:
+            if len(self._limits) >= 10_000:
+                self._limits.clear()
+            limit = self.config.rate_limits.for_destination(key, channel.rate_limit)
+            self._limits[key] = limit
+        return limit
+
+    async def _slots(
+        self, jobs: list[ClaimedJob], now: datetime
+    ) -> tuple[dict[int, datetime], dict[int, Finished]]:
+        """Send slots for the rate-limited jobs just claimed, from their destinations'
+        buckets shared by every dispatcher: when each may be sent, and the jobs that
+        would wait longer than ``max_rate_wait``, handed back due when their bucket
+        allows (so no dispatcher holds jobs another could send sooner)."""
+        by_key: dict[str, list[ClaimedJob]] = {}
+        limits: dict[str, RateLimit] = {}
+        for job in jobs:
+            try:
+                destination, key = self._parsed(job)
+            except HeraldError:
+                continue  # said when it is tried
+            channel = self.channels.get(destination.kind)
+            if channel is None:
+                continue
+            limit = self._limit(key, channel)
+            if limit.unlimited:
+                continue
+            by_key.setdefault(key, []).append(job)
+            limits[key] = limit
+        if not by_key:
+            return {}, {}
+        slots: dict[int, datetime] = {}
+        later: dict[int, Finished] = {}
+        wanted = {key: (len(group), limits[key]) for key, group in by_key.items()}
         try:
-            finished = await self._attempt(job)
+            granted = await self.store.reserve_slots(
+                wanted, now=now, window=self.config.max_rate_wait
+            )
+        except HeraldError:
+            log.exception("could not take rate-limit slots; handing the jobs back")
+            retry = now + timedelta(seconds=1)
+            for group in by_key.values():
+                for job in group:
+                    later[job.id] = self._wait_for_limit(job, retry, now, "")
+            return slots, later
+        for key, group in by_key.items():
+            taken = granted[key]
+            kind = key.partition(":")[0]
+            for job, at in zip(group, taken.times, strict=False):
+                slots[job.id] = at
+            for job in group[len(taken.times) :]:
+                later[job.id] = self._wait_for_limit(job, taken.next_free, now, kind)
+        return slots, later
+
+    def _wait_for_limit(
+        self, job: ClaimedJob, until: datetime, now: datetime, kind: str
+    ) -> Finished:
+        wait = (until - now).total_seconds()
+        return Finished(
+            job,
+            _RETRYING if job.attempts > 1 else _PENDING,
+            error=f"Waiting {_duration(wait)} for {kind or 'its'} rate limits.",
+            retry_at=until,
+            refund_attempt=True,
+        )
+
+    def _hand_back(self, items: list[Finished]) -> None:
+        """Record these (claimed, not tried) with the next flush."""
+        self._done.extend(items)
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.create_task(self._flush(), name="herald-flush")
+
+    async def _run(self, job: ClaimedJob, slot: datetime | None) -> None:
+        try:
+            finished = await self._attempt(job, slot)
         finally:
             self._tasks.discard(asyncio.current_task())
         # append only after the await: the flusher swaps ``_done`` for a new list while
@@ -248,6 +376,7 @@ class Dispatcher:
                 continue
             for item in batch:
                 self._inflight.pop(item.job.id, None)
+                self._leases.forget(item.job.id)
             kick.set()  # room for the next claim, which can start while these are counted
             for item in batch:
                 if item.job.id not in owned:
@@ -311,7 +440,9 @@ class Dispatcher:
                 },
             )
 
-    async def _attempt(self, job: ClaimedJob) -> Finished:
+    async def _attempt(self, job: ClaimedJob, slot: datetime | None) -> Finished:
+        """Send one claimed job, no earlier than its due time and its rate-limit
+        ``slot``, and say what happened."""
         clock = self.clock
         now = clock.now()
         if job.due_at > now:  # claimed ahead of time (prefetch): wait for the exact moment
@@ -331,32 +462,22 @@ class Dispatcher:
             )
         if job.attempts > self.config.max_attempts:
             return self._dead(job, None, f"Gave up after {job.attempts - 1} tries.", now)
-        parsed = self._destinations.get(job.destination)
-        if parsed is None:
-            try:
-                destination = parse_destination(job.destination)
-            except HeraldError as exc:
-                return self._dead(job, None, self.scrub(str(exc)), now)
-            if len(self._destinations) >= 10_000:
-                self._destinations.clear()
-            parsed = self._destinations[job.destination] = (destination, str(destination))
-        destination, key = parsed
+        try:
+            destination, key = self._parsed(job)
+        except HeraldError as exc:
+            return self._dead(job, None, self.scrub(str(exc)), now)
         channel = self.channels.get(destination.kind)
         if channel is None:
             result = DeliveryResult.retry(
                 f"No {destination.kind} channel is configured on this dispatcher."
             )
             return self._outcome(job, result, now, now, destination_key=key)
-        wait = self._limiter.reserve(key, channel.rate_limit, now)
-        if wait > self.config.max_rate_wait:
-            self._limiter.refund(key)
-            return Finished(
-                job,
-                _RETRYING if job.attempts > 1 else _PENDING,
-                error=f"Waiting {_duration(wait)} for {destination.kind} rate limits.",
-                retry_at=now + timedelta(seconds=wait),
-                refund_attempt=True,
-            )
+        wait = (slot - now).total_seconds() if slot is not None else 0.0
+        paused = self._pauses.paused_until(key, now) if self._pauses else None
+        if paused is not None:
+            wait = max(wait, (paused - now).total_seconds())
+            if wait > self.config.max_rate_wait:
+                return self._wait_for_limit(job, paused, now, destination.kind)
         if wait > 0:
             self.metrics.channel(destination.kind).rate_limit_waits.inc()
             await clock.sleep(wait)
@@ -373,6 +494,8 @@ class Dispatcher:
             options=job.options,
         )
         async with sem:
+            if not await self._lease_holds(job):
+                return self._lapsed(job)
             started = clock.now()
             try:
                 result = await channel.send(delivery)
@@ -408,10 +531,8 @@ class Dispatcher:
             return Finished(job, _DELIVERED, attempt, next_run=self._next_run(job, finished))
         if result.outcome is Outcome.PERMANENT:
             return self._dead(job, attempt, result.error or "The provider refused it.", finished)
-        channel = self.channels.get(destination_key.partition(":")[0])
-        if result.retry_after is not None and channel is not None:
-            until = finished + timedelta(seconds=result.retry_after)
-            self._limiter.pause(destination_key, channel.rate_limit, until)
+        if result.retry_after is not None:
+            self._pauses.pause(destination_key, finished + timedelta(seconds=result.retry_after))
         rate_limited = result.retry_after is not None and result.status_code == 429
         if job.attempts >= self.config.max_attempts and not rate_limited:
             return self._dead(
@@ -431,6 +552,30 @@ class Dispatcher:
             error=result.error,
             retry_at=finished + timedelta(seconds=delay),
             refund_attempt=rate_limited,
+        )
+
+    async def _lease_holds(self, job: ClaimedJob) -> bool:
+        """The job may be sent now: its lease and this dispatcher's life both last
+        the margin, renewing them first when they are close (one keep-alive for every
+        job that finds it so)."""
+        if self._leases.sendable(job.id, self.clock.now()):
+            return True
+        try:
+            await self.keep_alive()
+        except HeraldError:
+            log.exception("could not renew leases before sending")
+            return False
+        return self._leases.sendable(job.id, self.clock.now())
+
+    def _lapsed(self, job: ClaimedJob) -> Finished:
+        """Not sent: the lease lapsed (this dispatcher stalled, or could not reach the
+        database) and another may hold the job now; handed back if it is still ours."""
+        self.metrics.leases_lapsed.inc()
+        return Finished(
+            job,
+            _RETRYING if job.attempts > 1 else _PENDING,
+            error="Not sent: this dispatcher's lease lapsed before sending; handed back.",
+            refund_attempt=True,
         )
 
     def _dead(
@@ -458,39 +603,85 @@ class Dispatcher:
     # --- leases -----------------------------------------------------------------------
 
     async def sweep(self) -> int:
-        """Reclaim jobs whose worker died; renew this worker's leases; refresh the
-        gauges read from the database."""
+        """Reclaim jobs whose worker died or whose lease expired; refresh the gauges
+        read from the database."""
         now = self.clock.now()
         self.tick()
         stats = await self.store.queue_stats(now=now)
         self.metrics.set_job_counts(stats.counts)
         self.metrics.dead_awaiting.set(stats.dead_awaiting)
         self.metrics.overdue_seconds.set(stats.oldest_overdue_seconds)
-        reclaimed = await self.store.reclaim_expired(now=now)
-        if reclaimed:
-            log.warning("reclaimed jobs with expired leases", extra={"jobs": reclaimed})
+        return await self.reclaim()
+
+    async def reclaim(self) -> int:
+        """Hand back the jobs of dispatchers that are provably dead (their process no
+        longer runs on this machine, or no heartbeat for ``dead_after`` seconds), and
+        jobs whose lease expired. Returns how many."""
+        now = self.clock.now()
+        gone = []
+        if self._machine is not None:
+            gone = [
+                w.id
+                for w in await self.store.running_workers()
+                if w.machine == self._machine and w.id != self.worker_id and process_gone(w.pid)
+            ]
+        dead, handed_back = await self.store.reclaim_dead_workers(
+            now=now,
+            silent_since=now - timedelta(seconds=self.config.dead_after),
+            gone=gone,
+            me=self.worker_id,
+        )
+        if dead:
+            log.warning(
+                "dispatchers found dead; their jobs were handed back",
+                extra={"workers": dead, "jobs": handed_back},
+            )
+        expired = await self.store.reclaim_expired(now=now)
+        if expired:
+            log.warning("reclaimed jobs with expired leases", extra={"jobs": expired})
+        if handed_back or expired:
             self.wake()
-        await self._renew(now)
-        return reclaimed
+        return handed_back + expired
 
     def tick(self) -> None:
         """The loop is alive."""
         self.last_tick = time.monotonic()
         self.metrics.tick()
 
-    async def _renew(self, now: datetime) -> None:
-        if self._inflight:
-            await self.store.renew_leases(
-                list(self._inflight),
-                worker=self.worker_id,
-                until=now + timedelta(seconds=self.config.lease_seconds),
-            )
+    async def keep_alive(self) -> None:
+        """Write this dispatcher's heartbeat and renew its leases, in one transaction;
+        callers at the same moment share one write."""
+        task = self._keeping_alive
+        if task is None or task.done():
+            task = self._keeping_alive = asyncio.create_task(self._keep_alive_once())
+        await asyncio.shield(task)
 
-    async def _renew_forever(self) -> None:
+    async def _keep_alive_once(self) -> None:
+        now = self.clock.now()
+        until = now + timedelta(seconds=self.config.lease_seconds)
+        asked = list(self._inflight)
+        kept = await self.store.keep_alive(
+            self.worker_id,
+            host=self._host,
+            pid=self._pid,
+            machine=self._machine,
+            now=now,
+            job_ids=asked,
+            until=until,
+        )
+        if kept.revived:
+            log.warning(
+                "this dispatcher had been declared dead; jobs another took are not sent",
+                extra={"worker": self.worker_id, "jobs": len(asked) - len(kept.held)},
+            )
+        alive_until = now + timedelta(seconds=self.config.dead_after)
+        self._leases.renewed(asked, kept.held, until, alive_until)
+
+    async def _keep_alive_forever(self) -> None:
         while True:
-            await asyncio.sleep(self.config.lease_seconds / 3)
+            await asyncio.sleep(self.config.keep_alive_seconds)
             try:
-                await self._renew(self.clock.now())
+                await self.keep_alive()
             except HeraldError:
                 log.exception("could not renew leases")
 
@@ -532,15 +723,17 @@ class Dispatcher:
     # --- drain mode -------------------------------------------------------------------
 
     async def drain(self, retry_window: float = 0.0) -> DrainSummary:
-        """Deliver everything due now; keep going while retries fall due within
-        ``retry_window`` seconds (waiting on the clock); then stop and summarise."""
+        """Deliver everything due now; keep going while retries fall due, or leases of
+        jobs other dispatchers hold run out, within ``retry_window`` seconds (waiting
+        on the clock); then stop and summarise what was done and what was left."""
         deadline = self.clock.now() + timedelta(seconds=retry_window)
         _, _, flushed = self._events()
-        renewer = asyncio.create_task(self._renew_forever(), name="herald-renew")
         before = Counter(self.outcomes)
+        await self.store.optimize()
+        await self.keep_alive()
+        renewer = asyncio.create_task(self._keep_alive_forever(), name="herald-renew")
         try:
-            await self.store.optimize()
-            await self.store.reclaim_expired(now=self.clock.now())
+            await self.reclaim()
             while True:
                 claimed = await self.pump()
                 if self._inflight:
@@ -549,17 +742,49 @@ class Dispatcher:
                     continue
                 if claimed:
                     continue
-                upcoming = await self.store.next_due_at()
-                if upcoming is None or upcoming > deadline:
+                if await self.reclaim():
+                    continue
+                backlog = await self.store.backlog(worker=self.worker_id, after=deadline)
+                now = self.clock.now()
+                at = min(
+                    (t for t in (backlog.next_due_at, backlog.next_lease_end) if t is not None),
+                    default=None,
+                )
+                if at is None or at > deadline:
                     break
-                await self.clock.sleep((upcoming - self.clock.now()).total_seconds())
+                if backlog.held_elsewhere:
+                    # a dead dispatcher may be found dead before its leases end
+                    at = min(at, now + timedelta(seconds=self.config.sweep_seconds))
+                await self.clock.sleep(max(0.0, (at - now).total_seconds()))
         finally:
             renewer.cancel()
             await asyncio.gather(renewer, return_exceptions=True)
+            await self.store.heartbeat(
+                self.worker_id,
+                host=self._host,
+                pid=self._pid,
+                machine=self._machine,
+                now=self.clock.now(),
+                stopped=True,
+            )
         summary = DrainSummary(self.outcomes - before)
         counts = await self.store.job_counts()
         summary.waiting = sum(counts.get(s, 0) for s in ("pending", "retrying", "claimed"))
+        if summary.waiting:
+            summary.left = _left(
+                await self.store.backlog(worker=self.worker_id, after=deadline),
+                self.clock.now(),
+                retry_window,
+            )
         return summary
+
+    async def settle(self) -> None:
+        """Wait until every delivery started so far has finished and been recorded."""
+        while self._tasks or self._done or (self._flusher and not self._flusher.done()):
+            if self._tasks:
+                await asyncio.gather(*list(self._tasks), return_exceptions=True)
+            if self._flusher is not None:
+                await asyncio.gather(self._flusher, return_exceptions=True)
 
     # --- service mode -----------------------------------------------------------------
 
@@ -581,14 +806,17 @@ class Dispatcher:
         # stall the loop for ~50 ms every few thousand deliveries.
         gc.collect()
         gc.freeze()
-        host, pid = socket.gethostname(), os.getpid()
         scheduler = AsyncIOScheduler(timezone=UTC)
+        try:
+            await self.keep_alive()  # alive before anything is claimed
+            await self.reclaim()  # a dead predecessor's jobs: now, not when leases end
+        except HeraldError:
+            log.exception("start-up reclaim failed; the sweep will retry")
 
         async def on_sweep() -> None:
             kick.set()  # the safety net: whatever is due gets claimed within a sweep
             try:
                 await self.sweep()
-                await self.store.heartbeat(self.worker_id, host=host, pid=pid, now=self.clock.now())
             except HeraldError:
                 log.exception("sweep failed")
 
@@ -602,7 +830,7 @@ class Dispatcher:
             id="sweep",
             coalesce=True,
             max_instances=1,
-            next_run_time=datetime.now(UTC),
+            next_run_time=datetime.now(UTC) + timedelta(seconds=self.config.sweep_seconds),
         )
 
         async def on_housekeeping() -> None:
@@ -625,7 +853,7 @@ class Dispatcher:
             )
         self._on_wake = on_wake
         scheduler.start()
-        renewer = asyncio.create_task(self._renew_forever(), name="herald-renew")
+        renewer = asyncio.create_task(self._keep_alive_forever(), name="herald-renew")
         stopper = asyncio.create_task(stop.wait(), name="herald-stop")
         log.info("dispatcher started", extra={"worker": self.worker_id})
         kick.set()
@@ -645,7 +873,7 @@ class Dispatcher:
                 except HeraldError:
                     log.exception("dispatcher loop failed; retrying at the next sweep")
         finally:
-            await self._shutdown(renewer, scheduler, host, pid)
+            await self._shutdown(renewer, scheduler)
             gc.unfreeze()
 
     async def _plan_wake(self, scheduler: Any) -> None:
@@ -670,9 +898,7 @@ class Dispatcher:
             misfire_grace_time=None,
         )
 
-    async def _shutdown(
-        self, renewer: asyncio.Task[None], scheduler: Any, host: str, pid: int
-    ) -> None:
+    async def _shutdown(self, renewer: asyncio.Task[None], scheduler: Any) -> None:
         self._stopping = True
         scheduler.shutdown(wait=False)
         senders = list(self._tasks)
@@ -695,7 +921,12 @@ class Dispatcher:
             log.info("handed back jobs not sent", extra={"jobs": released})
         self._inflight.clear()
         await self.store.heartbeat(
-            self.worker_id, host=host, pid=pid, now=self.clock.now(), stopped=True
+            self.worker_id,
+            host=self._host,
+            pid=self._pid,
+            machine=self._machine,
+            now=self.clock.now(),
+            stopped=True,
         )
         for channel in self.channels.values():
             await channel.close()
@@ -729,6 +960,25 @@ def _body(job: ClaimedJob) -> str:
     except (HeraldError, ValueError, ZoneInfoNotFoundError):
         log.warning("schedule text could not be filled in", extra={"job_id": job.id})
         return job.body
+
+
+def _left(backlog: Backlog, now: datetime, window: float) -> list[str]:
+    """Why a drain left jobs, in sentences."""
+    reasons = []
+    if backlog.due_later:
+        when = ""
+        if backlog.next_due_at is not None:
+            when = f" (the next in {_duration((backlog.next_due_at - now).total_seconds())})"
+        reasons.append(
+            f"{backlog.due_later} due after the {_duration(window)} drain timeout{when}."
+        )
+    if backlog.held_elsewhere:
+        when = ""
+        if backlog.next_lease_end is not None:
+            ends = (backlog.next_lease_end - now).total_seconds()
+            when = f", the first lease ending in {_duration(ends)}"
+        reasons.append(f"{backlog.held_elsewhere} held by another dispatcher{when}.")
+    return reasons
 
 
 def _duration(seconds: float) -> str:

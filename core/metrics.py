@@ -172,6 +172,11 @@ class Metrics:
         self.provider_429 = Counter(
             "herald_provider_429", "HTTP 429 answers from providers.", ["channel"], registry=r
         )
+        self.leases_lapsed = Counter(
+            "herald_leases_lapsed",
+            "Jobs not sent because this dispatcher's lease on them lapsed first (a stall).",
+            registry=r,
+        )
         self.claims = Histogram(
             "herald_claim_batch_size",
             "Jobs per claim statement.",

@@ -91,6 +91,57 @@ class ScheduleState(StrEnum):
     COMPLETED = "completed"
 
 
+class Outcome(StrEnum):
+    """What a schedule's latest tried occurrence did, as people read it."""
+
+    DELIVERED = "delivered"
+    #: dead, discarded or expired: it will not be sent unless an admin retries it
+    FAILED = "failed"
+    RETRYING = "retrying"
+    SKIPPED = "skipped"
+
+
+#: The outcome a job's final (or retrying) state means for its schedule.
+OUTCOME_OF_JOB = {
+    "delivered": Outcome.DELIVERED.value,
+    "retrying": Outcome.RETRYING.value,
+    "dead": Outcome.FAILED.value,
+    "expired": Outcome.FAILED.value,
+    "discarded": Outcome.FAILED.value,
+    "skipped": Outcome.SKIPPED.value,
+}
+
+
+#: What ``--state`` and the console's ``state:`` filter accept: a lifecycle state or
+#: an outcome (matching a one-off whose occurrence did that, and a recurring schedule
+#: whose last occurrence did).
+STATE_FILTERS = (
+    "pending",
+    "retrying",
+    "delivered",
+    "failed",
+    "skipped",
+    "active",
+    "paused",
+    "ended",
+    "completed",
+    "cancelled",
+)
+
+
+def describe_state(state: str, recurring: bool, last_outcome: str | None) -> str:
+    """A schedule's state as people read it: a one-off says what its occurrence did
+    (delivered, failed, retrying, or pending before anything was tried), never
+    "completed" when nothing was sent; a recurring one says active, paused, ended or
+    cancelled and its last outcome ("active, last failed")."""
+    if state in (ScheduleState.CANCELLED.value, ScheduleState.PAUSED.value) and not recurring:
+        return state
+    if not recurring:
+        return last_outcome or "pending"
+    lifecycle = "ended" if state == ScheduleState.COMPLETED.value else state
+    return f"{lifecycle}, last {last_outcome}" if last_outcome else lifecycle
+
+
 class JobState(StrEnum):
     PENDING = "pending"
     CLAIMED = "claimed"
@@ -178,6 +229,9 @@ class Schedule(SQLModel, table=True):
     #: The next planned occurrence (UTC), None once nothing is left to send.
     next_run_at: datetime | None = _utc(default=None)
     state: str = Field(default=ScheduleState.ACTIVE.value, max_length=16)
+    #: What its latest tried occurrence did (:class:`Outcome`), None before any was
+    #: tried; recorded in the transaction that records the job's outcome.
+    last_outcome: str | None = Field(default=None, max_length=16)
     idempotency_key: str | None = Field(default=None, max_length=200)
     max_lateness_s: int | None = Field(default=None)
     #: Presentation options passed to the channel (Slack blocks, sender name, email
@@ -193,6 +247,11 @@ class Schedule(SQLModel, table=True):
     created_at: datetime = _utc()
     updated_at: datetime = _utc()
 
+    @property
+    def shown_state(self) -> str:
+        """Its state as people read it (see :func:`describe_state`)."""
+        return describe_state(self.state, self.rrule is not None, self.last_outcome)
+
 
 class Job(SQLModel, table=True):
     """One planned send of a schedule."""
@@ -200,10 +259,12 @@ class Job(SQLModel, table=True):
     __table_args__ = (
         sa.UniqueConstraint("schedule_id", "occurrence_at", name="uq_job_schedule_occurrence"),
         sa.Index("ix_job_state_due", "state", "due_at"),
-        # the claim's own index: waiting jobs in due order, nothing else
+        # the claim's own index: waiting jobs in due order (first created first among
+        # those due at the same moment), nothing else
         sa.Index(
             "ix_job_waiting_due",
             "due_at",
+            "id",
             sqlite_where=sa.text(WAITING_SQL),
             postgresql_where=sa.text(WAITING_SQL),
         ),
@@ -270,12 +331,25 @@ class Audit(SQLModel, table=True):
     details: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)
 
 
+class RateBucket(SQLModel, table=True):
+    """A destination's shared rate limit (core.ratelimit): the moment its token bucket
+    is full again. Every dispatcher takes its send slots from this row."""
+
+    __tablename__ = "rate_bucket"
+
+    destination: str = Field(primary_key=True, max_length=2000)
+    tat: datetime = _utc()
+
+
 class Worker(SQLModel, table=True):
     """A running dispatcher and its heartbeat (for the console and readiness)."""
 
     id: str = Field(primary_key=True, max_length=200)
     host: str = Field(max_length=200)
     pid: int
+    #: The kernel boot and PID namespace it ran in (core.leases.machine_id): another
+    #: dispatcher with the same one may judge it dead when ``pid`` no longer runs.
+    machine: str | None = Field(default=None, max_length=100)
     started_at: datetime = _utc()
     heartbeat_at: datetime = _utc()
     stopped_at: datetime | None = _utc(default=None)

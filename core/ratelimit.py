@@ -1,62 +1,122 @@
-"""Per-destination token buckets, and pauses a provider asks for (Retry-After)."""
+"""Per-destination rate limits: which limit a destination has, how send slots are
+handed out, and pauses a provider asks for (Retry-After).
+
+A destination's limit is a token bucket (``rate`` per second, bursts of ``burst``),
+kept as a GCRA "theoretical arrival time" (``tat``): the moment the bucket is full
+again. The store keeps one ``tat`` per destination in the database, so every
+dispatcher sharing it takes its slots from the same bucket (:func:`allocate` is the
+arithmetic; ``LeaseQueries.reserve_slots`` the transaction).
+"""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from core.channels.base import RateLimit
+from core.errors import ConfigError
+
+_SPEC = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*/\s*(s|sec|second|m|min|minute)\s*(?::\s*(\d+))?\s*$")
 
 
-@dataclass
-class _Bucket:
-    limit: RateLimit
-    tokens: float
-    updated: datetime
-    paused_until: datetime | None = None
+def parse_rate(text: str) -> RateLimit:
+    """``200/s``, ``30/min`` or ``200/s:50`` (bursts of 50) as a limit. Without a
+    burst, sends are paced evenly: no second ever sees more than the rate.
+    ConfigError if unreadable."""
+    match = _SPEC.match(text)
+    if match is None:
+        # not echoed: a mistyped pair may put part of a secret URL here
+        raise ConfigError("A rate limit reads like 200/s, 30/min or 200/s:400 (PREFIX=RATE).")
+    amount, unit, burst = match.groups()
+    rate = float(amount) / (60.0 if unit.startswith("m") else 1.0)
+    if rate <= 0 or rate > 100_000:
+        raise ConfigError("A rate limit is between 0 and 100000/s.")
+    chosen = float(burst) if burst is not None else 1.0
+    if chosen < 1 or chosen > 1_000_000:
+        raise ConfigError("A burst is between 1 and 1000000.")
+    return RateLimit(rate=rate, burst=chosen)
 
 
-class RateLimiter:
-    """Hands out send slots per destination. Not thread-safe; one per event loop."""
+@dataclass(frozen=True)
+class RateLimits:
+    """Limits by destination prefix (the longest matching prefix wins); a destination
+    no prefix matches has its channel's default (its provider's documented limit)."""
+
+    prefixes: tuple[tuple[str, RateLimit], ...] = ()
+
+    @classmethod
+    def parse(cls, text: str | None) -> RateLimits:
+        """``PREFIX=RATE`` pairs, comma-separated, e.g.
+        ``webhook:https://hooks.internal/=200/s,slack:C0ALERTS=1/s:10``."""
+        pairs = []
+        for part in (text or "").split(","):
+            if not part.strip():
+                continue
+            prefix, sep, spec = part.strip().rpartition("=")
+            if not sep or not prefix:
+                # the text is not echoed: a webhook URL prefix may hold a secret
+                raise ConfigError(
+                    "HERALD_RATE_LIMITS takes PREFIX=RATE pairs, comma-separated, e.g. "
+                    "webhook:https://hooks.internal/=200/s."
+                )
+            pairs.append((prefix, parse_rate(spec)))
+        return cls(tuple(sorted(pairs, key=lambda p: -len(p[0]))))
+
+    def for_destination(self, destination: str, default: RateLimit) -> RateLimit:
+        for prefix, limit in self.prefixes:
+            if destination.startswith(prefix):
+                return limit
+        return default
+
+
+def allocate(
+    tat: datetime | None, now: datetime, count: int, limit: RateLimit, window: float
+) -> tuple[list[datetime], datetime]:
+    """Slots for up to ``count`` sends from a bucket whose theoretical arrival time is
+    ``tat`` (None: a full bucket), each no later than ``window`` seconds from now.
+    Returns the slots, in order, and the bucket's new ``tat``."""
+    interval = timedelta(seconds=1.0 / limit.rate)
+    tolerance = interval * (max(limit.burst, 1.0) - 1.0)
+    horizon = now + timedelta(seconds=window)
+    current = now if tat is None or tat < now else tat
+    slots = []
+    for _ in range(count):
+        slot = current - tolerance
+        slot = now if slot < now else slot
+        if slot > horizon:
+            break
+        slots.append(slot)
+        current += interval
+    return slots, current
+
+
+def next_slot(tat: datetime, now: datetime, limit: RateLimit) -> datetime:
+    """When a bucket at ``tat`` next has a slot."""
+    interval = timedelta(seconds=1.0 / limit.rate)
+    slot = tat - interval * (max(limit.burst, 1.0) - 1.0)
+    return now if slot < now else slot
+
+
+class Pauses:
+    """Destinations a provider asked to leave alone until a time (this process)."""
 
     def __init__(self) -> None:
-        self._buckets: dict[str, _Bucket] = {}
+        self._until: dict[str, datetime] = {}
 
-    def reserve(self, key: str, limit: RateLimit, now: datetime) -> float:
-        """Take one slot for ``key`` and return how many seconds to wait before using
-        it (0 when it may send now). Reserving is committing: the caller must wait
-        that long, or :meth:`refund` the slot."""
-        bucket = self._buckets.get(key)
-        if bucket is None:
-            bucket = _Bucket(limit, max(limit.burst, 1.0), now)
-            self._buckets[key] = bucket
-        wait = 0.0
-        if bucket.paused_until is not None and bucket.paused_until > now:
-            wait = (bucket.paused_until - now).total_seconds()
-        if limit.unlimited:
-            return wait
-        elapsed = max(0.0, (now - bucket.updated).total_seconds())
-        bucket.tokens = min(max(limit.burst, 1.0), bucket.tokens + elapsed * limit.rate)
-        bucket.updated = now
-        bucket.tokens -= 1.0
-        if bucket.tokens < 0:
-            wait = max(wait, -bucket.tokens / limit.rate)
-        return wait
-
-    def refund(self, key: str) -> None:
-        """Give back a slot reserved but not used."""
-        bucket = self._buckets.get(key)
-        if bucket is not None and not bucket.limit.unlimited:
-            bucket.tokens += 1.0
-
-    def pause(self, key: str, limit: RateLimit, until: datetime) -> None:
+    def pause(self, key: str, until: datetime) -> None:
         """Send nothing to ``key`` before ``until`` (the provider said so)."""
-        bucket = self._buckets.setdefault(key, _Bucket(limit, 0.0, until))
-        if bucket.paused_until is None or until > bucket.paused_until:
-            bucket.paused_until = until
+        if key not in self._until or until > self._until[key]:
+            self._until[key] = until
 
     def paused_until(self, key: str, now: datetime) -> datetime | None:
-        bucket = self._buckets.get(key)
-        if bucket is None or bucket.paused_until is None or bucket.paused_until <= now:
+        until = self._until.get(key)
+        if until is None:
             return None
-        return bucket.paused_until
+        if until <= now:
+            del self._until[key]
+            return None
+        return until
+
+    def __len__(self) -> int:
+        return len(self._until)

@@ -97,6 +97,11 @@ class Settings(BaseSettings):
         default=5 * 1024 * 1024, ge=1024, le=1024**3, alias="HERALD_CALENDAR_MAX_BYTES"
     )
 
+    #: Per-destination rate limits: ``PREFIX=RATE`` pairs, comma-separated
+    #: (``webhook:https://hooks.internal/=200/s``, ``slack:C0ALERTS=1/s:10``); the
+    #: longest matching prefix wins, others keep their channel's default.
+    rate_limits: str | None = Field(default=None, alias="HERALD_RATE_LIMITS")
+
     # logs
     log_format: Literal["human", "json"] = Field(default="human", alias="HERALD_LOG_FORMAT")
     log_level: str | None = Field(default=None, alias="HERALD_LOG_LEVEL")
@@ -105,7 +110,10 @@ class Settings(BaseSettings):
     concurrency: int = Field(default=64, ge=1, alias="HERALD_CONCURRENCY")
     batch_size: int = Field(default=2000, ge=1, le=10_000, alias="HERALD_BATCH_SIZE")
     lease_seconds: float = Field(default=60.0, gt=0, alias="HERALD_LEASE_SECONDS")
-    sweep_seconds: float = Field(default=30.0, gt=0, alias="HERALD_SWEEP_SECONDS")
+    sweep_seconds: float = Field(default=5.0, gt=0, alias="HERALD_SWEEP_SECONDS")
+    #: A dispatcher silent (no heartbeat) for this many sweeps is dead: its jobs are
+    #: handed back at once instead of when their leases run out.
+    dead_after_sweeps: int = Field(default=3, ge=2, le=1000, alias="HERALD_DEAD_AFTER_SWEEPS")
     max_attempts: int = Field(default=8, ge=1, alias="HERALD_MAX_ATTEMPTS")
     backoff_base: float = Field(default=5.0, gt=0, alias="HERALD_BACKOFF_BASE")
     backoff_cap: float = Field(default=3600.0, gt=0, alias="HERALD_BACKOFF_CAP")
@@ -146,6 +154,17 @@ class Settings(BaseSettings):
     def _split_list(cls, value: object) -> object:
         if isinstance(value, str):
             return frozenset(part.strip() for part in value.split(",") if part.strip())
+        return value
+
+    @field_validator("rate_limits")
+    @classmethod
+    def _check_rate_limits(cls, value: str | None) -> str | None:
+        from core.ratelimit import RateLimits
+
+        try:
+            RateLimits.parse(value)
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
         return value
 
     @field_validator("admins", mode="before")

@@ -26,6 +26,7 @@ from core.errors import Conflict, HeraldError, InvalidInput, NotFound, Permissio
 from core.feeds import FeedCases
 from core.models import (
     LOCAL_TENANT,
+    STATE_FILTERS,
     Attempt,
     CalendarSource,
     Job,
@@ -497,11 +498,10 @@ class Herald(DeadLetterCases, ConsoleCases, FeedCases):
             )
         states: tuple[str, ...] | None = None
         if state is not None:
-            try:
-                states = (ScheduleState(state).value,)
-            except ValueError as exc:
-                choices = ", ".join(s.value for s in ScheduleState)
-                raise InvalidInput(f"Unknown state {state!r}: use one of {choices}.") from exc
+            if state not in STATE_FILTERS:
+                choices = ", ".join(STATE_FILTERS)
+                raise InvalidInput(f"Unknown state {state!r}: use one of {choices}.")
+            states = (state,)
         if destination is not None:
             destination = str(parse_destination(destination))
         if limit < 1:

@@ -38,6 +38,13 @@ def run_migrations_online() -> None:
 
 
 def _run(connection: object) -> None:
+    sqlite = connection.dialect.name == "sqlite"  # type: ignore[attr-defined]
+    if sqlite:
+        # Batch mode rebuilds a table (copy, drop, rename): with foreign keys on, the
+        # drop would delete every row that references it (jobs of a schedule, ON
+        # DELETE CASCADE). The pragma only works outside a transaction, so it goes
+        # through the driver before the migration's transaction begins.
+        _driver(connection).execute("PRAGMA foreign_keys = OFF")
     context.configure(
         connection=connection,  # type: ignore[arg-type]
         target_metadata=target_metadata,
@@ -47,6 +54,13 @@ def _run(connection: object) -> None:
     with context.begin_transaction():
         context.run_migrations()
     connection.commit()  # type: ignore[attr-defined]
+    if sqlite:
+        _driver(connection).execute("PRAGMA foreign_keys = ON")
+
+
+def _driver(connection: object) -> object:
+    """The DB-API connection under a SQLAlchemy one."""
+    return connection.connection.driver_connection  # type: ignore[attr-defined]
 
 
 if context.is_offline_mode():

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 
 from core.console_cases import parse_shift
 from core.errors import HeraldError
-from core.models import ScheduleState
+from core.models import STATE_FILTERS
 from core.store.console import AttemptFilter, AuditFilter, DeadFilter, ScheduleFilter
 
 OUTCOMES = ("ok", "retry", "permanent")
@@ -47,7 +47,7 @@ def schedule_filter(text: str) -> ScheduleFilter:
     states = None
     if "state" in found:
         states = tuple(s for s in found["state"].split(",") if s)
-        valid = {s.value for s in ScheduleState}
+        valid = set(STATE_FILTERS)
         bad = [s for s in states if s not in valid]
         if bad:
             raise FilterError(f"Unknown state {bad[0]!r}: use {', '.join(sorted(valid))}")

@@ -124,11 +124,17 @@ async def create(
     return Reply(render.fit(text_out), buttons_for(schedule))
 
 
-async def list_schedules(herald: Herald, actor: ActorRef, *, everyone: bool = False) -> Reply:
-    """``/schedule list``: the member's (or everyone's) active and paused schedules."""
-    found: list[Schedule] = []
-    for state in (ScheduleState.ACTIVE, ScheduleState.PAUSED):
-        found += await herald.list_schedules(actor, everyone=everyone, state=state.value)
+async def list_schedules(
+    herald: Herald, actor: ActorRef, *, everyone: bool = False, state: str | None = None
+) -> Reply:
+    """``/schedule list``: the member's (or everyone's) active and paused schedules, or
+    those in ``state`` (core.models.STATE_FILTERS)."""
+    if state is not None:
+        found = await herald.list_schedules(actor, everyone=everyone, state=state)
+        return Reply(render.listing(found, everyone=everyone, state=state))
+    found = []
+    for live in (ScheduleState.ACTIVE, ScheduleState.PAUSED):
+        found += await herald.list_schedules(actor, everyone=everyone, state=live.value)
     return Reply(render.listing(found, everyone=everyone))
 
 

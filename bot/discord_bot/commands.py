@@ -30,6 +30,7 @@ from bot.discord_bot.interact import (
 from core import timeexpr
 from core.actors import Principal
 from core.errors import HeraldError
+from core.models import STATE_FILTERS
 
 log = logging.getLogger(__name__)
 
@@ -205,11 +206,22 @@ class ScheduleGroup(
         await respond(interaction, work)
 
     @app_commands.command(name="list", description="Your active and paused schedules")
-    @app_commands.describe(everyone="Everyone's (operators and admins)")
-    async def list_(self, interaction: discord.Interaction[Any], everyone: bool = False) -> None:
+    @app_commands.describe(
+        everyone="Everyone's (operators and admins)",
+        state="Only these: what happened (delivered, failed...) or active, paused...",
+    )
+    @app_commands.choices(state=[Choice(name=s, value=s) for s in STATE_FILTERS])
+    async def list_(
+        self,
+        interaction: discord.Interaction[Any],
+        everyone: bool = False,
+        state: str | None = None,
+    ) -> None:
         await respond(
             interaction,
-            lambda actor: actions.list_schedules(herald_of(interaction), actor, everyone=everyone),
+            lambda actor: actions.list_schedules(
+                herald_of(interaction), actor, everyone=everyone, state=state
+            ),
         )
 
     @app_commands.command(description="One schedule: when, where, next and latest sends")

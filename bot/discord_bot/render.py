@@ -87,7 +87,7 @@ def card(schedule: Schedule, heading: str | None = None) -> str:
     ``heading`` (e.g. "Scheduled.") goes first."""
     lines = [heading] if heading else []
     lines += [
-        f"**Schedule #{schedule.id}** · {schedule.state} · to {where(schedule.destination)}",
+        f"**Schedule #{schedule.id}** · {schedule.shown_state} · to {where(schedule.destination)}",
         f"**When:** {describe(schedule)}",
     ]
     times, skipped = calendars.schedule_upcoming(schedule, 3)
@@ -138,20 +138,23 @@ def detail(found: ScheduleDetail) -> str:
 def line(schedule: Schedule) -> str:
     """One schedule in a list."""
     times = upcoming(schedule, count=1)
-    when = f"<t:{int(times[0].timestamp())}:R>" if times else schedule.state
+    when = f"<t:{int(times[0].timestamp())}:R>" if times else schedule.shown_state
     return (
         f"**#{schedule.id}** · {when} · {clip(describe(schedule), 60)} · "
         f"{where(schedule.destination)} · {clip(schedule.body, 50)}"
     )
 
 
-def listing(schedules: list[Schedule], *, everyone: bool = False) -> str:
-    """The open schedules (active and paused), soonest first, within one message."""
+def listing(schedules: list[Schedule], *, everyone: bool = False, state: str | None = None) -> str:
+    """The open schedules (active and paused), or with ``state`` those given, soonest
+    first, within one message."""
     shown = sorted(
-        (s for s in schedules if s.state in OPEN_STATES),
+        (s for s in schedules if state is not None or s.state in OPEN_STATES),
         key=lambda s: (s.next_run_at is None, s.next_run_at or s.starts_at),
     )
     whose = "Everyone's" if everyone else "Your"
+    if state is not None:
+        whose += f" {state}"
     if not shown:
         return f"{whose} list is empty: nothing is scheduled. Start with `/schedule create`."
     head = f"**{whose} schedules** ({len(shown)}):"
@@ -173,7 +176,7 @@ def choice_label(schedule: Schedule) -> str:
     if times:
         when = f"next {wall(times[0], schedule.timezone)}"
     else:
-        when = schedule.state
+        when = schedule.shown_state
     return clip(f"#{schedule.id} · {when} · {schedule.body}", MAX_CHOICE)
 
 

@@ -75,7 +75,7 @@ def summary(schedule: Schedule, *, owner: bool = False) -> str:
     times, skipped = calendars.schedule_upcoming(schedule, NEXT_COUNT)
     lines = [f"*#{schedule.id}* to {where(schedule.destination)}: {escape(describe(schedule))}"]
     if schedule.state != ScheduleState.ACTIVE.value:
-        lines.append(f"_{schedule.state}_")
+        lines.append(f"_{schedule.shown_state}_")
     elif times:
         label = "Next" if len(times) == 1 else "Next times"
         lines.append(f"{label}: " + ", ".join(date_token(t, schedule.timezone) for t in times))
@@ -194,8 +194,10 @@ def refusal(error: HeraldError) -> Reply:
     return notice(f":warning: {shown(error)}")
 
 
-def list_reply(schedules: list[Schedule], *, everyone: bool) -> Reply:
+def list_reply(schedules: list[Schedule], *, everyone: bool, state: str | None = None) -> Reply:
     whose = "Everyone's" if everyone else "Your"
+    if state is not None:
+        whose += f" {state}"
     if not schedules:
         text = f"{whose} schedule list is empty. Try `/schedule help` to make one."
         return notice(text)
@@ -217,7 +219,7 @@ def detail_reply(detail: ScheduleDetail) -> Reply:
     blocks = schedule_blocks(schedule, full=True, owner=True, one=True)
     zone = schedule.timezone
     lines = [
-        f"State *{schedule.state}*, version {schedule.version}, "
+        f"State *{schedule.shown_state}*, version {schedule.version}, "
         f"expression `{escape(schedule.expression)}`"
     ]
     nxt = schedule.next_run_at

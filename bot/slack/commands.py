@@ -79,9 +79,12 @@ class Commands(Base):
                 await send(notice(grammar.HELP))
             case grammar.OpenModal():
                 await self.open_modal(str(body["trigger_id"]), person, channel=channel)
-            case grammar.Listing(everyone=everyone):
+            case grammar.Listing(everyone=everyone, state=None):
                 schedules = await self.live_schedules(actor, everyone=everyone)
                 await send(list_reply(schedules, everyone=everyone))
+            case grammar.Listing(everyone=everyone, state=str(state)):
+                schedules = await self.herald.list_schedules(actor, everyone=everyone, state=state)
+                await send(list_reply(schedules, everyone=everyone, state=state))
             case grammar.Timezone(zone=None):
                 await send(notice(self._zone_text(person)))
             case grammar.Timezone(zone=str(zone)):

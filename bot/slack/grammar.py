@@ -10,7 +10,7 @@ Grammar (the first word decides; keywords are not case-sensitive)::
     /schedule                              open the modal
     /schedule [#channel] WHEN: MESSAGE     schedule (": " - a colon and a space - ends WHEN)
     /schedule [#channel] "MESSAGE" WHEN    the /remind form (straight or curly quotes)
-    /schedule list [all]
+    /schedule list [all] [STATE]
     /schedule show|edit|cancel|pause|resume|skip ID
     /schedule timezone [ZONE]
     /schedule feed add [#channel] URL [before 10m][: TEMPLATE]     (admins)
@@ -32,6 +32,7 @@ import re
 from dataclasses import dataclass
 
 from core.errors import InvalidInput
+from core.models import STATE_FILTERS
 
 EXAMPLE = "/schedule #general every weekday at 9am: Standup in 5 minutes!"
 QUOTED_EXAMPLE = '/schedule #general "Lunch!" tomorrow at noon'
@@ -53,7 +54,8 @@ HELP = f"""*How to use /schedule*
 `2026-04-01 08:00`, `every weekday at 9am`, `every other friday at 17:00 until june 30`, \
 `every month on the last day at 18:00`, cron `0 9 * * 1-5` or an `RRULE:`.
 • `/schedule` alone opens a form with a channel picker, a preview and date and time pickers.
-• `/schedule list` (operators and admins: `list all`), `show ID`, `edit ID`, `cancel ID`, \
+• `/schedule list` (operators and admins: `list all`; one state: `list failed`), \
+`show ID`, `edit ID`, `cancel ID`, \
 `pause ID`, `resume ID`, `skip ID` (skip the next occurrence only).
 • End WHEN with `except holidays from URL` to skip the dates of an iCalendar (.ics) \
 file's events, e.g. `{SKIP_EXAMPLE}` (the form has a field for it too).
@@ -94,6 +96,8 @@ class Act:
 @dataclass(frozen=True)
 class Listing:
     everyone: bool = False
+    #: Only schedules in this state (core.models.STATE_FILTERS), else the live ones.
+    state: str | None = None
 
 
 @dataclass(frozen=True)
@@ -185,11 +189,17 @@ def _keyword(keyword: str, args: list[str]) -> Command:
     if keyword == "help":
         return Help()
     if keyword == "list":
-        if not args:
-            return Listing()
-        if len(args) == 1 and args[0].lower() in ("all", "everyone"):
-            return Listing(everyone=True)
-        raise Refusal(f"`/schedule list` takes nothing or `all`, not `{escape(' '.join(args))}`.")
+        words = [a.lower() for a in args]
+        everyone = bool(words) and words[0] in ("all", "everyone")
+        rest = words[1:] if everyone else words
+        if not rest:
+            return Listing(everyone=everyone)
+        if len(rest) == 1 and rest[0] in STATE_FILTERS:
+            return Listing(everyone=everyone, state=rest[0])
+        raise Refusal(
+            f"`/schedule list` takes nothing, `all`, or a state ({', '.join(STATE_FILTERS)}), "
+            f"not `{escape(' '.join(args))}`."
+        )
     if keyword == "timezone":
         if not args:
             return Timezone()

@@ -430,7 +430,7 @@ class CalendarQueries(Gateway):
                     await s.execute(
                         sa.update(SCHEDULE)
                         .where(SCHEDULE.c.id == sid)
-                        .values(state="completed", next_run_at=None)
+                        .values(state="completed", next_run_at=None, last_outcome="skipped")
                     )
             if audit is not None:
                 await self._audit(s, audit, now)

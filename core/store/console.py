@@ -18,6 +18,7 @@ import sqlalchemy as sa
 from core.models import WAITING_SQL, Audit, Job, JobState, Schedule, ScheduleState, Worker
 from core.store.base import ATTEMPT, AUDIT, JOB, SCHEDULE, AuditEntry, Gateway
 from core.store.queue import DeadLetter
+from core.store.states import state_condition
 
 WORKER = Worker.__table__  # type: ignore[attr-defined]
 
@@ -245,7 +246,7 @@ class ConsoleQueries(Gateway):
         if f.tenant is not None:
             where.append(SCHEDULE.c.tenant == f.tenant)
         if f.states:
-            where.append(SCHEDULE.c.state.in_(f.states))
+            where.append(state_condition(f.states))
         if f.destination:
             where.append(_prefix(SCHEDULE.c.destination, f.destination))
         if f.text:

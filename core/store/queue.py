@@ -1,4 +1,5 @@
-"""Queries of the dispatcher: claim, finish, leases, dead letters, workers.
+"""Queries of the dispatcher: claim, finish, dead letters, housekeeping (leases and
+workers: core.store.leases).
 
 The hot path is set-based SQLAlchemy Core: one claim statement per batch (``UPDATE …
 RETURNING``, with ``FOR UPDATE SKIP LOCKED`` on PostgreSQL) and one transaction that
@@ -12,23 +13,23 @@ import json
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql, sqlite
 
 from core.models import (
     LOCAL_TENANT,
     OPEN_STATE_VALUES,
+    OUTCOME_OF_JOB,
     WAITING_SQL,
     JobState,
-    Worker,
+    Outcome,
     sqlite_utc_text,
 )
 from core.store.base import ATTEMPT, JOB, SCHEDULE, AuditEntry, Gateway, new_idempotency_key
+from core.store.leases import held_by, sqlite_datetime
 
-WORKER = Worker.__table__  # type: ignore[attr-defined]
 CLAIMABLE = OPEN_STATE_VALUES
 
 TERMINAL_FOR_SCHEDULE = ("delivered", "dead", "expired")
@@ -126,7 +127,7 @@ UPDATE job SET state = 'claimed', lease_owner = ?, lease_expires_at = ?,
     attempts = attempts + 1, updated_at = ?
 WHERE id IN (
     SELECT id FROM job INDEXED BY ix_job_waiting_due
-    WHERE {WAITING_SQL} AND due_at <= ? ORDER BY due_at LIMIT ?
+    WHERE {WAITING_SQL} AND due_at <= ? ORDER BY due_at, id LIMIT ?
 )
 RETURNING id, schedule_id, occurrence_at, due_at, attempts, idempotency_key, {_SCHEDULE_FIELDS}
 """
@@ -164,6 +165,9 @@ _COMPLETED = f"""
 UPDATE schedule SET state = 'completed', next_run_at = NULL, updated_at = %s
 WHERE id IN {{ids}} AND state = 'active'
     AND NOT EXISTS (SELECT 1 FROM job WHERE job.schedule_id = schedule.id AND {WAITING_SQL})
+"""
+_OUTCOME = """
+UPDATE schedule SET last_outcome = %s WHERE id IN {ids}
 """
 _ATTEMPT_INSERT = """
 INSERT INTO attempt (job_id, started_at, finished_at, outcome, status_code, error,
@@ -219,11 +223,6 @@ _AWAITING = sa.select(sa.func.count()).where(
 )
 
 
-def _sqlite_utc(text: str) -> datetime:
-    """A timestamp read below SQLAlchemy from SQLite (see :func:`sqlite_utc_text`)."""
-    return datetime.fromisoformat(text).replace(tzinfo=UTC)
-
-
 @dataclass(slots=True)
 class _Plan:
     """What recording a batch (of outcomes still this worker's) changes besides the
@@ -233,11 +232,23 @@ class _Plan:
     others: list[Finished]
     with_next: list[Finished]
     ended: list[int]
+    #: Schedules by what their occurrence did (the latest occurrence wins).
+    outcomes: dict[str, list[int]]
 
     @classmethod
     def of(cls, mine: Sequence[Finished]) -> _Plan:
         done = [r for r in mine if r.state in TERMINAL_FOR_SCHEDULE]
+        latest: dict[int, Finished] = {}
+        for r in mine:
+            if r.state in OUTCOME_OF_JOB:
+                seen = latest.get(r.job.schedule_id)
+                if seen is None or seen.job.occurrence_at <= r.job.occurrence_at:
+                    latest[r.job.schedule_id] = r
+        outcomes: dict[str, list[int]] = {}
+        for schedule_id, r in latest.items():
+            outcomes.setdefault(OUTCOME_OF_JOB[r.state], []).append(schedule_id)
         return cls(
+            outcomes=outcomes,
             others=[r for r in mine if r.state != JobState.DELIVERED.value],
             with_next=[r for r in done if r.job.rrule is not None and r.next_run is not None],
             ended=sorted(
@@ -254,21 +265,8 @@ def _options(text: str | None) -> dict[str, Any]:
     return dict(value) if isinstance(value, dict) else {}
 
 
-def _held_by(worker: str, job_ids: Sequence[int]) -> sa.ColumnElement[bool]:
-    """Jobs among ``job_ids`` that ``worker`` still holds a lease on."""
-    return sa.and_(
-        JOB.c.id.in_(list(job_ids)),
-        JOB.c.lease_owner == worker,
-        JOB.c.state == JobState.CLAIMED.value,
-    )
-
-
 class QueueQueries(Gateway):
     """The job queue as the dispatcher and the dead-letter desk see it."""
-
-    def _insert(self) -> Any:
-        dialect = postgresql if self.backend == "postgresql" else sqlite
-        return dialect.insert
 
     # --- claim ----------------------------------------------------------------------
 
@@ -281,7 +279,7 @@ class QueueQueries(Gateway):
         due = (
             sa.select(JOB.c.id)
             .where(sa.text(WAITING_SQL), JOB.c.due_at <= now)
-            .order_by(JOB.c.due_at)
+            .order_by(JOB.c.due_at, JOB.c.id)
             .limit(limit)
             .with_for_update(skip_locked=True)
         )
@@ -340,7 +338,7 @@ class QueueQueries(Gateway):
                     zone,
                 )
             )
-        claimed.sort(key=lambda job: job.due_at)
+        claimed.sort(key=lambda job: (job.due_at, job.id))
         return claimed
 
     async def _claim_sqlite(
@@ -361,8 +359,8 @@ class QueueQueries(Gateway):
             ClaimedJob(
                 row[0],
                 row[1],
-                _sqlite_utc(row[2]),
-                _sqlite_utc(row[3]),
+                sqlite_datetime(row[2]),
+                sqlite_datetime(row[3]),
                 row[4],
                 row[5],
                 row[6],
@@ -374,7 +372,7 @@ class QueueQueries(Gateway):
             )
             for row in rows
         ]
-        claimed.sort(key=lambda job: job.due_at)
+        claimed.sort(key=lambda job: (job.due_at, job.id))
         return claimed
 
     async def next_due_at(self) -> datetime | None:
@@ -382,36 +380,6 @@ class QueueQueries(Gateway):
         async with self._read() as conn:
             value = (await conn.execute(_NEXT_DUE)).scalar()
         return value if isinstance(value, datetime) else None
-
-    # --- leases ---------------------------------------------------------------------
-
-    async def renew_leases(self, job_ids: Sequence[int], *, worker: str, until: datetime) -> int:
-        """Extend this worker's leases; returns how many it still holds."""
-        if not job_ids:
-            return 0
-        async with self._tx() as conn:
-            result = await conn.execute(
-                sa.update(JOB).where(_held_by(worker, job_ids)).values(lease_expires_at=until)
-            )
-            return int(result.rowcount)
-
-    async def reclaim_expired(self, *, now: datetime) -> int:
-        """Hand back jobs whose worker died (lease expired) so they are claimed again
-        with the same idempotency key. Returns how many."""
-        async with self._tx() as conn:
-            result = await conn.execute(
-                sa.update(JOB)
-                .where(JOB.c.state == JobState.CLAIMED.value, JOB.c.lease_expires_at <= now)
-                .values(
-                    state=JobState.RETRYING.value,
-                    due_at=now,
-                    lease_owner=None,
-                    lease_expires_at=None,
-                    last_error="The dispatcher holding this job stopped; it was handed back.",
-                    updated_at=now,
-                )
-            )
-            return int(result.rowcount)
 
     # --- finish ---------------------------------------------------------------------
 
@@ -481,6 +449,8 @@ class QueueQueries(Gateway):
                 ],
             )
             await db.many(_NEXT_RUN, [(due, at, sid, rule) for sid, due, rule in nexts])
+            for outcome, schedule_ids in plan.outcomes.items():
+                await db.run(_OUTCOME, (outcome, db.ids(schedule_ids)))
             if plan.ended:
                 await db.run(_COMPLETED, (at, db.ids(plan.ended)))
         return owned
@@ -502,7 +472,7 @@ class QueueQueries(Gateway):
         async with self._tx() as conn:
             result = await conn.execute(
                 sa.update(JOB)
-                .where(_held_by(worker, job_ids))
+                .where(held_by(worker, job_ids))
                 .values(
                     state=sa.case(
                         (JOB.c.attempts > 1, JobState.RETRYING.value),
@@ -517,20 +487,6 @@ class QueueQueries(Gateway):
             return int(result.rowcount)
 
     # --- workers --------------------------------------------------------------------
-
-    async def heartbeat(
-        self, worker: str, *, host: str, pid: int, now: datetime, stopped: bool = False
-    ) -> None:
-        """Record that ``worker`` is alive (or, with ``stopped``, that it stopped)."""
-        values = {
-            "host": host,
-            "pid": pid,
-            "heartbeat_at": now,
-            "stopped_at": now if stopped else None,
-        }
-        insert = self._insert()(WORKER).values(id=worker, started_at=now, **values)
-        async with self._tx() as conn:
-            await conn.execute(insert.on_conflict_do_update(index_elements=["id"], set_=values))
 
     # --- benchmarks ---------------------------------------------------------------------
 
@@ -558,22 +514,6 @@ class QueueQueries(Gateway):
         )
         async with self._read() as conn:
             return [(row[0], row[1]) for row in await conn.execute(q)]
-
-    async def leased_by(self, worker: str) -> set[str]:
-        """Idempotency keys of the jobs ``worker`` holds a lease on."""
-        async with self._read() as conn:
-            rows = await conn.execute(
-                sa.select(JOB.c.idempotency_key).where(
-                    JOB.c.lease_owner == worker, JOB.c.state == JobState.CLAIMED.value
-                )
-            )
-            return {row[0] for row in rows}
-
-    async def workers(self) -> list[Worker]:
-        """Dispatchers that reported a heartbeat, most recent first."""
-        async with self._read() as conn:
-            rows = await conn.execute(sa.select(WORKER).order_by(WORKER.c.heartbeat_at.desc()))
-            return [Worker(**row._mapping) for row in rows]
 
     # --- housekeeping ---------------------------------------------------------------
 
@@ -725,7 +665,9 @@ class QueueQueries(Gateway):
             "retry_requested_by": None,
             "retry_requested_at": None,
         }
-        return await self._dead_update(job_ids, values, now, audit, notify=True)
+        return await self._dead_update(
+            job_ids, values, now, audit, notify=True, outcome=Outcome.RETRYING.value
+        )
 
     async def discard_dead(
         self, job_ids: Sequence[int], *, now: datetime, audit: AuditEntry
@@ -742,6 +684,7 @@ class QueueQueries(Gateway):
         audit: AuditEntry,
         *,
         notify: bool = False,
+        outcome: str | None = None,
     ) -> int:
         if not job_ids:
             return 0
@@ -755,6 +698,14 @@ class QueueQueries(Gateway):
             changed = sorted(row[0] for row in result)
             if notify and changed:
                 await self._notify_due(conn)
+            if outcome is not None and changed:
+                await conn.execute(
+                    sa.update(SCHEDULE)
+                    .where(
+                        SCHEDULE.c.id.in_(sa.select(JOB.c.schedule_id).where(JOB.c.id.in_(changed)))
+                    )
+                    .values(last_outcome=outcome)
+                )
             if changed:
                 entry = dataclasses.replace(audit, object_type="job")
                 await self._audit_each(conn, entry, now, [(str(i), {}) for i in changed])

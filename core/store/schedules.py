@@ -23,6 +23,7 @@ from core.models import (
     Schedule,
 )
 from core.store.base import JOB, SCHEDULE, AuditEntry, Gateway, new_idempotency_key
+from core.store.states import state_condition
 
 
 @dataclass(frozen=True)
@@ -263,7 +264,7 @@ class ScheduleQueries(Gateway):
         if query.tenant is not None:
             stmt = stmt.where(col(Schedule.tenant) == query.tenant)
         if query.states:
-            stmt = stmt.where(col(Schedule.state).in_(query.states))
+            stmt = stmt.where(state_condition(query.states))
         if query.destination is not None:
             stmt = stmt.where(col(Schedule.destination) == query.destination)
         if query.text:

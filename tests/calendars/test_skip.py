@@ -222,7 +222,18 @@ async def test_the_cli_previews_and_schedules_the_phrase(
     assert shown["skip_calendars"] == [url]
     assert shown["skipped"][0] == {"at": "2026-04-03T07:00:00Z", "event": "Good Friday"}
 
-    argv = ["schedule", "--to", "log:", "--when", when, "--text", "hi", "--tz", "Europe/Berlin"]
+    argv = [
+        "schedule",
+        "--to",
+        "log:",
+        "--when",
+        when,
+        "--text",
+        "hi",
+        "--tz",
+        "Europe/Berlin",
+        "-q",
+    ]
     assert await asyncio.to_thread(cli, argv, settings) == 0
     sid = capsys.readouterr().out.strip()
     assert await asyncio.to_thread(cli, ["show", sid], settings) == 0

@@ -60,7 +60,7 @@ async def test_create_answers_ephemerally_with_discord_timestamps_and_buttons(
     text = await run(adapter, "create", inter, when="tomorrow at 9am", message="Standup <@&1>")
 
     assert text.startswith("Scheduled.")
-    assert "**Schedule #1** · active · to <#700000000000000010>" in text
+    assert "**Schedule #1** · pending · to <#700000000000000010>" in text
     assert f"**Next:** {t(datetime(2026, 3, 3, 9, 0, tzinfo=UTC))}" in text
     assert "> Standup <@&1>" in text
     # no zone of the member: the server default is used, and the reply says so
@@ -237,6 +237,10 @@ async def test_list_and_show(adapter: DiscordAdapter, interaction: Make, herald:
     everyone = await run(adapter, "list", interaction(STRANGER), everyone=True)
     assert everyone == "Only operators and admins can list everyone's schedules."
     assert "(2)" in await run(adapter, "list", interaction(ADMIN), everyone=True)
+    pending = await run(adapter, "list", interaction(), state="pending")
+    assert pending.splitlines()[0] == "**Your pending schedules** (1):" and "**#2**" in pending
+    failed = await run(adapter, "list", interaction(), state="failed")
+    assert failed.startswith("Your failed list is empty")
 
 
 async def test_edit_command(adapter: DiscordAdapter, interaction: Make, herald: Herald) -> None:

@@ -70,6 +70,7 @@ def test_schedule_list_show_edit_cancel_round_trip(url: str) -> None:
         "Europe/Berlin",
         "--text",
         "Quarterly review",
+        "--quiet",
     )
     assert made.returncode == 0, made.stderr
     sid = made.stdout.strip()
@@ -159,7 +160,7 @@ def test_errors_are_one_line_exit_2_and_change_nothing(url: str, args, fragment)
 
 def test_admin_acts_on_others_and_member_cannot(url: str) -> None:
     sid = run(
-        url, "schedule", "--to", "log:", "--when", "2099-01-01 08:00", "--text", "x"
+        url, "schedule", "--to", "log:", "--when", "2099-01-01 08:00", "--text", "x", "--quiet"
     ).stdout.strip()
     assert_error(run(url, "cancel", sid, user="bob"), f"no schedule {sid}")
     assert run(url, "cancel", sid, user="boss").returncode == 0
@@ -303,3 +304,46 @@ def test_a_message_its_destination_would_refuse_is_one_line_and_stores_nothing(
     )
     assert_error(proc, "Slack allows 50 blocks in a message; this message has 51.")
     assert json.loads(run(url, "list", "--json").stdout) == []
+
+
+def test_schedule_reads_back_what_it_understood_and_warns(url: str) -> None:
+    made = run(
+        url,
+        "schedule",
+        "--to",
+        "email:ops@example.com",
+        "--when",
+        "every monday at 9am",
+        "--tz",
+        "America/New_York",
+        "--text",
+        "Weekly report",
+    )
+    assert made.returncode == 0, made.stderr
+    lines = made.stdout.splitlines()
+    assert lines[0].startswith("Schedule ") and lines[0].endswith(", in America/New_York.")
+    assert len(lines) == 4  # the reading, then the next three sends
+    assert all(" Mon " in line or line.startswith("  Mon ") for line in lines[1:])
+    assert "America/New_York   (" in lines[1] and lines[1].endswith("Z)")
+    warnings = made.stderr.splitlines()
+    assert warnings == [
+        "warning: No SMTP server is configured (HERALD_SMTP_HOST): email cannot be sent.",
+        "warning: No dispatcher has reported in the last minute: nothing sends it until "
+        "`herald run` runs.",
+    ]
+    quiet = run(
+        url, "schedule", "--to", "log:", "--when", "2099-01-01 08:00", "--text", "x", "--quiet"
+    )
+    assert quiet.stdout.strip().isdigit() and quiet.stderr == ""
+
+
+def test_list_accepts_the_states_people_read(url: str) -> None:
+    run(url, "schedule", "--to", "log:", "--when", "2099-01-01 08:00", "--text", "x")
+    assert run(url, "list", "--state", "failed").stdout.strip() == "No schedules."
+    [pending] = json.loads(run(url, "list", "--state", "pending", "--json").stdout)
+    assert (pending["state"], pending["lifecycle"], pending["last_outcome"]) == (
+        "pending",
+        "active",
+        None,
+    )
+    assert_error(run(url, "list", "--state", "dead"), "use one of pending, retrying, delivered")

@@ -26,9 +26,7 @@ def make_delivery(
     """A delivery of job 7 of schedule 3 to ``uri`` (``discord-webhook:`` is accepted
     even before the destination parser knows it)."""
     kind, _, target = uri.partition(":")
-    destination = (
-        Destination(kind, target) if kind == "discord-webhook" else parse_destination(uri)
-    )
+    destination = Destination(kind, target) if kind == "discord-webhook" else parse_destination(uri)
     return Delivery(
         job_id=job_id,
         schedule_id=schedule_id,

@@ -145,8 +145,11 @@ class FakeDiscord(FakeHTTPServer):
             headers["X-RateLimit-Remaining"] = "0"
             headers["Retry-After"] = str(int(reset_after) + 1)
             headers["X-RateLimit-Scope"] = "user"
-            body = {"message": "You are being rate limited.", "retry_after": reset_after,
-                    "global": False}
+            body = {
+                "message": "You are being rate limited.",
+                "retry_after": reset_after,
+                "global": False,
+            }
             return web.json_response(body, status=429, headers=headers)
         channel.used += 1
         payload = self.requests[-1].json()
@@ -155,8 +158,12 @@ class FakeDiscord(FakeHTTPServer):
             return invalid
         nonce = payload.get("nonce")
         if nonce is not None and len(str(nonce)) > 25:
-            return _error(400, "Invalid Form Body", 50035,
-                          errors={"nonce": {"_errors": [{"code": "BASE_TYPE_MAX_LENGTH"}]}})
+            return _error(
+                400,
+                "Invalid Form Body",
+                50035,
+                errors={"nonce": {"_errors": [{"code": "BASE_TYPE_MAX_LENGTH"}]}},
+            )
         if nonce is not None and payload.get("enforce_nonce"):
             for existing in channel.messages:
                 if existing.get("nonce") == nonce:
@@ -211,6 +218,10 @@ def _check_content(payload: dict[str, Any]) -> web.Response | None:
     if not content and not payload.get("embeds"):
         return _error(400, "Cannot send an empty message", 50006)
     if len(content) > 2000:
-        return _error(400, "Invalid Form Body", 50035,
-                      errors={"content": {"_errors": [{"code": "BASE_TYPE_MAX_LENGTH"}]}})
+        return _error(
+            400,
+            "Invalid Form Body",
+            50035,
+            errors={"content": {"_errors": [{"code": "BASE_TYPE_MAX_LENGTH"}]}},
+        )
     return None

@@ -27,6 +27,8 @@ from tests.fakes.http import FakeHTTPServer, Recorded
 class ReceivedWebhook:
     request: Recorded
     verified: bool | None
+    #: ``time.monotonic()`` when it arrived
+    at: float = 0.0
 
     @property
     def id(self) -> str:
@@ -79,7 +81,7 @@ class WebhookReceiver(FakeHTTPServer):
         verified = None
         if self.secret is not None:
             verified = verify(self.secret, recorded.headers, recorded.body)
-        self.received.append(ReceivedWebhook(recorded, verified))
+        self.received.append(ReceivedWebhook(recorded, verified, time.monotonic()))
         if verified is False:
             return web.json_response({"error": "bad signature"}, status=401)
         return web.json_response({"ok": True})

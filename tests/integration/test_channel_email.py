@@ -46,7 +46,11 @@ async def smtp() -> AsyncIterator[FakeSMTP]:
 
 def plain(smtp: FakeSMTP, **kwargs: object) -> EmailChannel:
     return EmailChannel(
-        host="127.0.0.1", port=smtp.port, from_address=FROM, tls="none", timeout=2.0,
+        host="127.0.0.1",
+        port=smtp.port,
+        from_address=FROM,
+        tls="none",
+        timeout=2.0,
         **kwargs,  # type: ignore[arg-type]
     )
 
@@ -87,15 +91,19 @@ def test_subject_and_message_id_rules() -> None:
     assert odd.startswith("<herald.") and " " not in odd and odd.count("<") == 1
 
 
-async def test_starttls_with_login(
-    server_tls: ssl.SSLContext, client_tls: ssl.SSLContext
-) -> None:
+async def test_starttls_with_login(server_tls: ssl.SSLContext, client_tls: ssl.SSLContext) -> None:
     async with FakeSMTP(
         tls_context=server_tls, require_starttls=True, user="herald", password=PASSWORD
     ) as fake:
         channel = EmailChannel(
-            host="127.0.0.1", port=fake.port, from_address=FROM, user="herald",
-            password=PASSWORD, tls="starttls", tls_context=client_tls, timeout=2.0,
+            host="127.0.0.1",
+            port=fake.port,
+            from_address=FROM,
+            user="herald",
+            password=PASSWORD,
+            tls="starttls",
+            tls_context=client_tls,
+            timeout=2.0,
         )
         result = await channel.send(make_delivery(TO, options={"subject": "Hi"}))
     assert result.outcome is Outcome.OK
@@ -106,8 +114,12 @@ async def test_starttls_with_login(
 async def test_implicit_tls(server_tls: ssl.SSLContext, client_tls: ssl.SSLContext) -> None:
     async with FakeSMTP(tls_context=server_tls, implicit_tls=True) as fake:
         channel = EmailChannel(
-            host="127.0.0.1", port=fake.port, from_address=FROM, tls="tls",
-            tls_context=client_tls, timeout=2.0,
+            host="127.0.0.1",
+            port=fake.port,
+            from_address=FROM,
+            tls="tls",
+            tls_context=client_tls,
+            timeout=2.0,
         )
         result = await channel.send(make_delivery(TO))
     assert result.outcome is Outcome.OK and fake.messages[0].tls
@@ -119,8 +131,13 @@ async def test_wrong_password_is_permanent_and_never_shown(
     caplog.set_level(logging.DEBUG, logger="core")
     async with FakeSMTP(tls_context=server_tls, user="herald", password=PASSWORD) as fake:
         channel = EmailChannel(
-            host="127.0.0.1", port=fake.port, from_address=FROM, user="herald",
-            password="wrong-pass-123", tls_context=client_tls, timeout=2.0,
+            host="127.0.0.1",
+            port=fake.port,
+            from_address=FROM,
+            user="herald",
+            password="wrong-pass-123",
+            tls_context=client_tls,
+            timeout=2.0,
         )
         result = await channel.send(make_delivery(TO))
     assert result.outcome is Outcome.PERMANENT and result.status_code == 535

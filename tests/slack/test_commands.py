@@ -111,6 +111,12 @@ async def test_list_show_and_help(env: SlackEnv) -> None:
     assert "expression `every day at 8am`" in text_of(await env.reply(4))
     await env.send.command("help")
     assert "WHEN: MESSAGE" in text_of(await env.reply(5))
+    await env.send.command("list pending")
+    shown = text_of(await env.reply(6))
+    assert "Your pending schedules* (1)" in shown and ">dentist" in shown
+    assert ">vitamins" not in shown  # recurring: active, not pending
+    await env.send.command("list failed")
+    assert "Your failed schedule list is empty" in text_of(await env.reply(7))
 
 
 async def test_members_manage_their_own_schedules_and_admins_everyones(env: SlackEnv) -> None:

@@ -77,6 +77,8 @@ VALID = [
     ("list", Listing()),
     ("list all", Listing(everyone=True)),
     ("List Everyone", Listing(everyone=True)),
+    ("list failed", Listing(state="failed")),
+    ("list all Retrying", Listing(everyone=True, state="retrying")),
     ("show 12", Act("show", 12)),
     ("show #12", Act("show", 12)),
     ("edit 3", Act("edit", 3)),
@@ -132,7 +134,7 @@ INVALID = [
     ('"unclosed message tomorrow', "no closing quote"),
     ('"" tomorrow', "quoted message is empty"),
     ('"Lunch!"', "Say when after the quoted message"),
-    ("list mine please", "takes nothing or `all`"),
+    ("list mine please", "takes nothing, `all`, or a state"),
     ("show", "Say which schedule"),
     ("show twelve", "not `twelve`"),
     ("cancel 1 2", "Say which schedule"),
@@ -148,6 +150,8 @@ INVALID = [
     ("feed remove", "Say which feed"),
     ("feed subscribe https://x.org/a.ics", "takes `add`, `list` or `remove`"),
     ("feed list all", "takes nothing"),
+    ("list dead", "a state (pending, retrying, delivered, failed"),
+    ("list failed all", "not `failed all`"),
 ]
 
 

@@ -219,7 +219,7 @@ async def test_schedule_detail_shows_rule_next_runs_and_timeline(
         await pilot.press("enter")
         await settle(pilot)
         text = screen_text(app)
-        assert f"Schedule {seeded['dead1']} · completed" in text
+        assert f"Schedule {seeded['dead1']} · failed" in text
         assert "Broken hook one" in text and "webhook:https://hooks.example.com/…" in flat(text)
         assert "permanent 410" in text and "HTTP 410 Gone" in text
         assert "schedule.create by local:bob" in text

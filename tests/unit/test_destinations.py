@@ -13,7 +13,11 @@ from core.errors import InvalidInput
         ("slack:C0123ABC/1700000000.000100", "slack", "C0123ABC/1700000000.000100"),
         ("SLACK:G01ABC", "slack", "G01ABC"),
         ("discord:123456789012345678", "discord", "123456789012345678"),
-        ("webhook:https://example.com/hook?token=abc", "webhook", "https://example.com/hook?token=abc"),
+        (
+            "webhook:https://example.com/hook?token=abc",
+            "webhook",
+            "https://example.com/hook?token=abc",
+        ),
         ("email:ops@example.com", "email", "ops@example.com"),
         ("log:", "log", ""),
         ("null:", "null", ""),

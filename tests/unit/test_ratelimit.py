@@ -2,37 +2,82 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from core.channels.base import UNLIMITED, RateLimit
-from core.ratelimit import RateLimiter
+import pytest
+
+from core.channels.base import RateLimit
+from core.errors import ConfigError
+from core.ratelimit import Pauses, RateLimits, allocate, next_slot, parse_rate
 
 T0 = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
 
 
-def test_bucket_allows_a_burst_then_paces() -> None:
-    limiter = RateLimiter()
+def seconds(slots: list[datetime]) -> list[float]:
+    return [(s - T0).total_seconds() for s in slots]
+
+
+def test_a_bucket_allows_a_burst_then_paces() -> None:
     one_per_second = RateLimit(rate=1.0, burst=3)
-    waits = [limiter.reserve("slack:C1", one_per_second, T0) for _ in range(5)]
-    assert waits == [0.0, 0.0, 0.0, 1.0, 2.0]
-    # another destination has its own bucket
-    assert limiter.reserve("slack:C2", one_per_second, T0) == 0.0
-    # tokens come back with time
-    later = T0 + timedelta(seconds=10)
-    assert limiter.reserve("slack:C1", one_per_second, later) == 0.0
+    slots, tat = allocate(None, T0, 5, one_per_second, window=10)
+    assert seconds(slots) == [0.0, 0.0, 0.0, 1.0, 2.0]
+    # the next caller, on this or another dispatcher, queues behind them
+    more, tat = allocate(tat, T0, 2, one_per_second, window=10)
+    assert seconds(more) == [3.0, 4.0]
+    # the bucket fills again with time
+    later = T0 + timedelta(seconds=60)
+    again, _ = allocate(tat, later, 3, one_per_second, window=10)
+    assert again == [later] * 3
 
 
-def test_refund_gives_the_slot_back() -> None:
-    limiter = RateLimiter()
-    limit = RateLimit(rate=1.0, burst=1)
-    assert limiter.reserve("k", limit, T0) == 0.0
-    assert limiter.reserve("k", limit, T0) == 1.0
-    limiter.refund("k")
-    assert limiter.reserve("k", limit, T0) == 1.0
+def test_no_slot_beyond_the_window() -> None:
+    hundred = RateLimit(rate=100.0, burst=100)
+    slots, tat = allocate(None, T0, 3000, hundred, window=10)
+    # a full bucket's 100, then 100 a second for ten seconds
+    assert len(slots) == 1100 and max(seconds(slots)) == pytest.approx(10.0)
+    assert seconds([next_slot(tat, T0, hundred)]) == [pytest.approx(10.01)]
+    # in no second do more than a burst plus the rate get a slot
+    for start in range(1, 10):
+        inside = [s for s in seconds(slots) if start <= s < start + 1]
+        assert len(inside) <= 100
+
+
+def test_limits_by_longest_prefix_else_the_channel_default() -> None:
+    limits = RateLimits.parse(
+        "webhook:https://hooks.internal/=200/s, webhook:https://hooks.internal/slow/=30/min:2"
+    )
+    default = RateLimit(rate=10.0, burst=10.0)
+    fast = limits.for_destination("webhook:https://hooks.internal/a", default)
+    slow = limits.for_destination("webhook:https://hooks.internal/slow/b", default)
+    other = limits.for_destination("webhook:https://example.com/", default)
+    assert (fast.rate, fast.burst) == (200.0, 1.0)
+    assert (slow.rate, slow.burst) == (0.5, 2.0)
+    assert other == default
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("webhook:https://x.org/?token=s3cret", "reads like 200/s"),
+        ("webhook:https://x.org/s3cret", "PREFIX=RATE pairs"),
+        ("webhook:https://x.org/=fast", "reads like 200/s"),
+        ("slack:C1=0/s", "between 0 and 100000/s"),
+        ("slack:C1=1/s:0", "A burst is between 1"),
+    ],
+)
+def test_bad_limits_say_so_without_echoing_the_url(text: str, problem: str) -> None:
+    with pytest.raises(ConfigError, match=problem) as caught:
+        RateLimits.parse(text)
+    assert "s3cret" not in str(caught.value)
+
+
+def test_parse_rate_units() -> None:
+    assert parse_rate("30/min") == RateLimit(rate=0.5, burst=1.0)
+    assert parse_rate(" 5 / s : 20 ") == RateLimit(rate=5.0, burst=20.0)
 
 
 def test_a_provider_pause_holds_only_that_destination() -> None:
-    limiter = RateLimiter()
-    limiter.pause("discord:1", UNLIMITED, T0 + timedelta(seconds=30))
-    assert limiter.reserve("discord:1", UNLIMITED, T0) == 30.0
-    assert limiter.reserve("discord:2", UNLIMITED, T0) == 0.0
-    assert limiter.paused_until("discord:1", T0) == T0 + timedelta(seconds=30)
-    assert limiter.reserve("discord:1", UNLIMITED, T0 + timedelta(seconds=31)) == 0.0
+    pauses = Pauses()
+    pauses.pause("discord:1", T0 + timedelta(seconds=30))
+    assert pauses.paused_until("discord:1", T0) == T0 + timedelta(seconds=30)
+    assert pauses.paused_until("discord:2", T0) is None
+    assert pauses.paused_until("discord:1", T0 + timedelta(seconds=31)) is None
+    assert len(pauses) == 0

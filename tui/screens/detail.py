@@ -71,7 +71,7 @@ class DetailScreen(ConsoleScreen):
         self.title = subject
         upcoming = ", ".join(stamp(u, zone, seconds=False) for u in t.upcoming) or "none"
         lines = [
-            f"[b]{subject}[/] · {s.state} · version {s.version} · owner {escape(s.owner)}",
+            f"[b]{subject}[/] · {s.shown_state} · version {s.version} · owner {escape(s.owner)}",
             f"To {escape(dest(s.destination))} · zone {zone}",
             f"When [i]{escape(s.expression)}[/] → {escape(t.description)}",
             f"Next {upcoming}",

@@ -77,7 +77,7 @@ class SchedulesScreen(ConsoleScreen):
                     str(s.id),
                     (
                         str(s.id),
-                        s.state,
+                        s.shown_state,
                         ago(s.next_run_at, now),
                         clip(s.owner, 16),
                         clip(dest(s.destination), 22),

@@ -1,0 +1,280 @@
+"""Queries of leases, dispatchers and shared rate limits: heartbeats and lease
+renewals, reclaiming what dead or stalled dispatchers held, what a drain leaves, and
+send slots from each destination's bucket (see :mod:`core.leases` and
+:mod:`core.ratelimit`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
+
+from core.channels.base import RateLimit
+from core.models import OPEN_STATE_VALUES, JobState, RateBucket, Worker
+from core.ratelimit import allocate, next_slot
+from core.store.base import JOB, Gateway
+
+WORKER = Worker.__table__  # type: ignore[attr-defined]
+BUCKET = RateBucket.__table__  # type: ignore[attr-defined]
+CLAIMABLE = OPEN_STATE_VALUES
+
+
+@dataclass(frozen=True)
+class KeptAlive:
+    """What a keep-alive found: the jobs whose leases it extended, and whether this
+    worker had been declared dead (and its other jobs handed back) before it."""
+
+    held: set[int]
+    revived: bool
+
+
+@dataclass(frozen=True)
+class Slots:
+    """Send slots taken from a destination's shared bucket, in order, and when its
+    next one is free (for the jobs that got none)."""
+
+    times: list[datetime]
+    next_free: datetime
+
+
+@dataclass(frozen=True)
+class Backlog:
+    """What waits besides what a drain can send now (see :meth:`LeaseQueries.backlog`)."""
+
+    due_later: int
+    next_due_at: datetime | None
+    held_elsewhere: int
+    next_lease_end: datetime | None
+
+
+def _aware(value: Any) -> datetime | None:
+    """An aggregate's timestamp: SQLite returns the stored text, not a datetime."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return sqlite_datetime(value)
+    moment: datetime = value
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def held_by(worker: str, job_ids: Sequence[int]) -> sa.ColumnElement[bool]:
+    """Jobs among ``job_ids`` that ``worker`` still holds a lease on."""
+    return sa.and_(
+        JOB.c.id.in_(list(job_ids)),
+        JOB.c.lease_owner == worker,
+        JOB.c.state == JobState.CLAIMED.value,
+    )
+
+
+def sqlite_datetime(text: str) -> datetime:
+    """A timestamp read below SQLAlchemy from SQLite (see :func:`sqlite_utc_text`)."""
+    return datetime.fromisoformat(text).replace(tzinfo=UTC)
+
+
+class LeaseQueries(Gateway):
+    """Dispatchers' heartbeats and leases, and the shared rate-limit buckets."""
+
+    def _insert(self) -> Any:
+        dialect = postgresql if self.backend == "postgresql" else sqlite
+        return dialect.insert
+
+    async def keep_alive(
+        self,
+        worker: str,
+        *,
+        host: str,
+        pid: int,
+        machine: str | None,
+        now: datetime,
+        job_ids: Sequence[int],
+        until: datetime,
+    ) -> KeptAlive:
+        """In one transaction: ``worker``'s heartbeat (at ``now``) and its leases on
+        ``job_ids`` extended to ``until`` where it still holds them.
+
+        The heartbeat and :meth:`reclaim_dead_workers` lock the same worker row, so a
+        worker is either still alive when its heartbeat lands or learns here (``revived``)
+        that it had been declared dead, its jobs handed back."""
+        values = {"host": host, "pid": pid, "machine": machine, "heartbeat_at": now}
+        async with self._tx() as conn:
+            beat = await conn.execute(
+                sa.update(WORKER)
+                .where(WORKER.c.id == worker, WORKER.c.stopped_at.is_(None))
+                .values(**values)
+            )
+            revived = False
+            if beat.rowcount == 0:
+                existed = await conn.execute(sa.select(WORKER.c.id).where(WORKER.c.id == worker))
+                revived = existed.first() is not None
+                insert = self._insert()(WORKER).values(id=worker, started_at=now, **values)
+                await conn.execute(
+                    insert.on_conflict_do_update(
+                        index_elements=["id"], set_={**values, "stopped_at": None}
+                    )
+                )
+            held: set[int] = set()
+            if job_ids:
+                result = await conn.execute(
+                    sa.update(JOB)
+                    .where(held_by(worker, job_ids))
+                    .values(lease_expires_at=until)
+                    .returning(JOB.c.id)
+                )
+                held = {row[0] for row in result}
+        return KeptAlive(held, revived)
+
+    async def reclaim_expired(self, *, now: datetime) -> int:
+        """Hand back jobs whose lease expired (their worker died or stalled) so they are
+        claimed again with the same idempotency key. Returns how many."""
+        async with self._tx() as conn:
+            result = await conn.execute(
+                sa.update(JOB)
+                .where(JOB.c.state == JobState.CLAIMED.value, JOB.c.lease_expires_at <= now)
+                .values(
+                    state=JobState.RETRYING.value,
+                    due_at=now,
+                    lease_owner=None,
+                    lease_expires_at=None,
+                    last_error="The dispatcher holding this job stopped; it was handed back.",
+                    updated_at=now,
+                )
+            )
+            return int(result.rowcount)
+
+    async def reclaim_dead_workers(
+        self, *, now: datetime, silent_since: datetime, gone: Sequence[str], me: str
+    ) -> tuple[list[str], int]:
+        """Declare dead the running workers (other than ``me``) that have not heartbeated
+        since ``silent_since`` or whose process is ``gone``, and hand back the jobs they
+        held, whatever their leases say, in one transaction. Returns the workers' ids
+        and how many jobs."""
+        dead_if = WORKER.c.heartbeat_at <= silent_since
+        if gone:
+            dead_if = sa.or_(dead_if, WORKER.c.id.in_(list(gone)))
+        async with self._tx() as conn:
+            rows = await conn.execute(
+                sa.update(WORKER)
+                .where(WORKER.c.stopped_at.is_(None), WORKER.c.id != me, dead_if)
+                .values(stopped_at=now)
+                .returning(WORKER.c.id)
+            )
+            dead = sorted(row[0] for row in rows)
+            if not dead:
+                return [], 0
+            result = await conn.execute(
+                sa.update(JOB)
+                .where(JOB.c.state == JobState.CLAIMED.value, JOB.c.lease_owner.in_(dead))
+                .values(
+                    state=JobState.RETRYING.value,
+                    lease_owner=None,
+                    lease_expires_at=None,
+                    last_error="The dispatcher holding this job died; it was handed back.",
+                    updated_at=now,
+                )
+            )
+            if result.rowcount:
+                await self._notify_due(conn)
+            return dead, int(result.rowcount)
+
+    async def backlog(self, *, worker: str, after: datetime) -> Backlog:
+        """What a drain leaves: waiting jobs due after ``after``, jobs other workers
+        hold, and when the next of each falls due or has its lease end."""
+        claimed = sa.and_(
+            JOB.c.state == JobState.CLAIMED.value,
+            sa.or_(JOB.c.lease_owner.is_(None), JOB.c.lease_owner != worker),
+        )
+        q = sa.select(
+            sa.func.count().filter(JOB.c.state.in_(CLAIMABLE), JOB.c.due_at > after),
+            sa.func.min(JOB.c.due_at).filter(JOB.c.state.in_(CLAIMABLE)),
+            sa.func.count().filter(claimed),
+            sa.func.min(JOB.c.lease_expires_at).filter(claimed),
+        ).where(JOB.c.state.in_((*CLAIMABLE, JobState.CLAIMED.value)))
+        async with self._read() as conn:
+            later, next_due, held, lease_ends = (await conn.execute(q)).one()
+        return Backlog(int(later), _aware(next_due), int(held), _aware(lease_ends))
+
+    async def reserve_slots(
+        self, wanted: Mapping[str, tuple[int, RateLimit]], *, now: datetime, window: float
+    ) -> dict[str, Slots]:
+        """Take send slots from the shared buckets of destinations: for each, up to the
+        count wanted, none later than ``window`` seconds from now, under its limit. One
+        transaction; the buckets' rows are locked in one order, so dispatchers taking
+        slots at the same moment queue behind each other and share each limit."""
+        if not wanted:
+            return {}
+        keys = sorted(wanted)
+        epoch = datetime(2000, 1, 1, tzinfo=UTC)
+        found: dict[str, Slots] = {}
+        async with self._tx() as conn:
+            await conn.execute(
+                self._insert()(BUCKET)
+                .values([{"destination": k, "tat": epoch} for k in keys])
+                .on_conflict_do_nothing(index_elements=["destination"])
+            )
+            locked = sa.select(BUCKET.c.destination, BUCKET.c.tat).where(
+                BUCKET.c.destination.in_(keys)
+            )
+            if self.backend == "postgresql":
+                locked = locked.order_by(BUCKET.c.destination).with_for_update()
+            tats = {row[0]: row[1] for row in await conn.execute(locked)}
+            updates = []
+            for key in keys:
+                count, limit = wanted[key]
+                slots, tat = allocate(tats.get(key), now, count, limit, window)
+                found[key] = Slots(slots, next_slot(tat, now, limit))
+                updates.append({"key": key, "new_tat": tat})
+            await conn.execute(
+                sa.update(BUCKET)
+                .where(BUCKET.c.destination == sa.bindparam("key"))
+                .values(tat=sa.bindparam("new_tat")),
+                updates,
+            )
+        return found
+
+    async def heartbeat(
+        self,
+        worker: str,
+        *,
+        host: str,
+        pid: int,
+        now: datetime,
+        stopped: bool = False,
+        machine: str | None = None,
+    ) -> None:
+        """Record that ``worker`` is alive (or, with ``stopped``, that it stopped)."""
+        values = {
+            "host": host,
+            "pid": pid,
+            "machine": machine,
+            "heartbeat_at": now,
+            "stopped_at": now if stopped else None,
+        }
+        insert = self._insert()(WORKER).values(id=worker, started_at=now, **values)
+        async with self._tx() as conn:
+            await conn.execute(insert.on_conflict_do_update(index_elements=["id"], set_=values))
+
+    async def leased_by(self, worker: str) -> set[str]:
+        """Idempotency keys of the jobs ``worker`` holds a lease on."""
+        async with self._read() as conn:
+            rows = await conn.execute(
+                sa.select(JOB.c.idempotency_key).where(
+                    JOB.c.lease_owner == worker, JOB.c.state == JobState.CLAIMED.value
+                )
+            )
+            return {row[0] for row in rows}
+
+    async def running_workers(self) -> list[Worker]:
+        """Dispatchers that have not stopped (nor been declared dead)."""
+        async with self._read() as conn:
+            rows = await conn.execute(sa.select(WORKER).where(WORKER.c.stopped_at.is_(None)))
+            return [Worker(**row._mapping) for row in rows]
+
+    async def workers(self) -> list[Worker]:
+        """Dispatchers that reported a heartbeat, most recent first."""
+        async with self._read() as conn:
+            rows = await conn.execute(sa.select(WORKER).order_by(WORKER.c.heartbeat_at.desc()))
+            return [Worker(**row._mapping) for row in rows]
