@@ -99,3 +99,63 @@ def test_0008_backfills_what_each_schedule_last_did(db_url: str) -> None:
     finally:
         engine.dispose()
     assert found == {1: "failed", 2: "delivered", 3: "failed", 4: None}
+
+
+def test_0007_gives_existing_rows_the_local_tenant_and_goes_back(db_url: str) -> None:
+    """Rows made before tenants belong to ``local``; nothing is lost on the way up or
+    down (on SQLite the rebuilt tables must not cascade-delete their jobs)."""
+    db.upgrade(db_url, "0006")
+    engine = db.make_sync_engine(db_url)
+    at = "2026-03-02 12:00:00"
+    try:
+        with engine.begin() as conn:
+            conn.execute(
+                sa.text(
+                    "INSERT INTO member (id, display_name, role, platform_admin, created_at,"
+                    " updated_at) VALUES ('slack:U1', 'Ada', 'operator', false, :at, :at)"
+                ),
+                {"at": at},
+            )
+            conn.execute(
+                sa.text(
+                    "INSERT INTO schedule (id, workspace, owner, destination, body, expression,"
+                    " timezone, starts_at, state, idempotency_key, version, created_at,"
+                    " updated_at) VALUES (1, 'slack', 'slack:U1', 'log:', 'x', 'x', 'UTC', :at,"
+                    " 'active', 'k1', 1, :at, :at)"
+                ),
+                {"at": at},
+            )
+            conn.execute(
+                sa.text(
+                    "INSERT INTO job (schedule_id, occurrence_at, due_at, state, attempts,"
+                    " idempotency_key, created_at, updated_at)"
+                    " VALUES (1, :at, :at, 'pending', 0, 'j1', :at, :at)"
+                ),
+                {"at": at},
+            )
+            conn.execute(
+                sa.text(
+                    "INSERT INTO audit (at, actor, action, object_type, object_id, details)"
+                    " VALUES (:at, 'slack:U1', 'schedule.create', 'schedule', '1', '{}')"
+                ),
+                {"at": at},
+            )
+        db.upgrade(db_url, "0007")
+        with engine.connect() as conn:
+            tenants = {
+                table: conn.execute(sa.text(f"SELECT tenant FROM {table}")).scalars().all()
+                for table in ("member", "schedule", "audit")
+            }
+            jobs = conn.execute(sa.text("SELECT COUNT(*) FROM job")).scalar()
+        assert tenants == {"member": ["local"], "schedule": ["local"], "audit": ["local"]}
+        assert jobs == 1
+        db.downgrade(db_url, "0006")
+        with engine.connect() as conn:
+            back = conn.execute(sa.text("SELECT owner, workspace FROM schedule")).all()
+            members = conn.execute(sa.text("SELECT id, role FROM member")).all()
+            jobs = conn.execute(sa.text("SELECT COUNT(*) FROM job")).scalar()
+    finally:
+        engine.dispose()
+    assert [tuple(r) for r in back] == [("slack:U1", "slack")]
+    assert [tuple(r) for r in members] == [("slack:U1", "operator")]
+    assert jobs == 1
