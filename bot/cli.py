@@ -254,9 +254,7 @@ class Cli:
             self.emit(f"Your time zone is {zone}.")
 
     async def cmd_member_role(self, herald: Herald) -> None:
-        await herald.set_role(
-            self.actor, self.args.member, self.args.role, tenant=self.args.tenant
-        )
+        await herald.set_role(self.actor, self.args.member, self.args.role, tenant=self.args.tenant)
         where = f" in {self.args.tenant}" if self.args.tenant else ""
         self.emit(f"{self.args.member} is now {self.args.role}{where}.")
 
@@ -332,7 +330,7 @@ class Cli:
         upcoming = reading.occurrences(count=a.count)
         skipped: list[tuple[datetime, str]] = []
         if urls:
-            skips = asyncio.run(cli_calendars.preview_skips(urls, now, self.settings))
+            skips = asyncio.run(cli_calendars.preview_skips(urls, now, tz, self.settings))
             if reading.rule is not None:
                 tick = timedelta(microseconds=1)
                 upcoming, skipped = calendars.skip_preview(

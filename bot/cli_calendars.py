@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from core import calendars
+from core.calendar_worker import CalendarReader
 from core.errors import InvalidInput
 from core.settings import Settings
 
@@ -86,18 +87,21 @@ async def skip_sources(cli: Any) -> tuple[list[str], dict[str, str]]:
     return await asyncio.to_thread(_split, sources)
 
 
-async def preview_skips(urls: list[str], now: datetime, settings: Settings) -> calendars.Blackouts:
+async def preview_skips(
+    urls: list[str], now: datetime, tz: str, settings: Settings
+) -> calendars.Blackouts:
     """``herald when``'s preview of ``… except holidays from URL``: the calendars'
-    blackout dates (fetched through the network guard, within the settings' limits;
-    nothing stored). CalendarError when one cannot be read."""
-    parsed = []
+    blackout dates read in ``tz`` (fetched through the network guard, within the
+    settings' limits; read in a calendar worker; nothing stored). CalendarError when
+    one cannot be read."""
+    texts = []
     for url in urls:
         got = await calendars.fetch(
             url, guard=settings.network_guard(), limits=settings.calendar_limits()
         )
         assert got.body is not None
-        parsed.append(calendars.parse(got.body, url))
-    return calendars.blackouts(parsed, now)
+        texts.append((url, got.body))
+    return await CalendarReader.from_settings(settings).blackouts(texts, now, tz)
 
 
 async def cmd_feeds(cli: Any, herald: Any) -> None:

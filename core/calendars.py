@@ -1,9 +1,9 @@
-"""iCalendar sources: fetch, parse, expand into events, and read as blackout dates.
+"""iCalendar sources: fetch them, and plan schedules that skip their events.
 
 Pure except :func:`fetch` (ETag / Last-Modified revalidation, through the network guard
-and within :class:`core.calendar_fetch.FetchLimits`).
-Recurring events are expanded by recurring-ical-events, which applies EXDATE, RDATE and
-moved or cancelled instances (RECURRENCE-ID). Every error a person can cause is a
+and within :class:`core.calendar_fetch.FetchLimits`). Parsing and expanding a
+calendar's text lives in :mod:`core.ics_read` and runs in a worker process
+(:class:`core.calendar_worker.CalendarReader`). Every error a person can cause is a
 :class:`CalendarError` whose message says what is wrong with which source.
 """
 
@@ -11,195 +11,18 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, time, timedelta
-from typing import Any
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
-
-import icalendar
-import recurring_ical_events
 
 from core import calendar_fetch
 from core.calendar_fetch import FetchLimits
 from core.errors import HeraldError, InvalidInput
+from core.ics_read import MAX_INSTANCES, parse
+from core.ics_read import Blackouts as Blackouts  # known from here, too
+from core.ics_read import CalendarError as CalendarError
 from core.models import Schedule, ScheduleState
 from core.netguard import Guard
-
-#: How far ahead events and blackout dates are read.
-HORIZON = timedelta(days=400)
-#: The most instances read from one source (a runaway RRULE is cut there).
-MAX_INSTANCES = 5000
-
-
-class CalendarError(HeraldError):
-    """A calendar could not be fetched or read; the message names the source."""
-
-
-# --- parsing ------------------------------------------------------------------------------
-
-
-def parse(text: str | bytes, source: str = "the calendar") -> icalendar.Calendar:
-    """Read iCalendar text; CalendarError when it is not a calendar."""
-    try:
-        cal = icalendar.Calendar.from_ical(text)
-    except (ValueError, IndexError, KeyError) as exc:
-        raise CalendarError(f"{source} is not an iCalendar file: {exc}") from exc
-    if not isinstance(cal, icalendar.Calendar) or cal.name != "VCALENDAR":
-        raise CalendarError(f"{source} is not an iCalendar file (no VCALENDAR).")
-    return cal
-
-
-def calendar_name(cal: icalendar.Calendar) -> str:
-    """The calendar's display name (X-WR-CALNAME), or empty."""
-    return str(cal.get("X-WR-CALNAME", ""))[:200]
-
-
-@dataclass(frozen=True)
-class EventInstance:
-    """One occurrence of an event. ``start``/``end`` are aware UTC; for an all-day
-    event they are local midnight in the zone it was expanded in, and ``day`` is set."""
-
-    uid: str
-    #: The instance's original start (RECURRENCE-ID) as ISO text; identifies it even
-    #: when it is moved.
-    occurrence: str
-    summary: str
-    location: str
-    description: str
-    start: datetime
-    end: datetime
-    day: date | None = None
-    cancelled: bool = False
-
-    @property
-    def key(self) -> str:
-        return f"{self.uid}/{self.occurrence}"
-
-    @property
-    def all_day(self) -> bool:
-        return self.day is not None
-
-
-def _instant(value: date | datetime, zone: ZoneInfo) -> datetime:
-    if isinstance(value, datetime):
-        local = value if value.tzinfo is not None else value.replace(tzinfo=zone)
-        return local.astimezone(UTC)
-    return datetime.combine(value, time(0), zone).astimezone(UTC)
-
-
-def _text(component: Any, name: str) -> str:
-    value = component.get(name)
-    return "" if value is None else str(value)
-
-
-def instances(
-    cal: icalendar.Calendar, start: datetime, end: datetime, zone: ZoneInfo
-) -> list[EventInstance]:
-    """The events between ``start`` and ``end`` (aware), recurring ones expanded, in
-    start order. Floating times and all-day dates are read in ``zone``. Cancelled
-    instances (STATUS:CANCELLED) are included with ``cancelled`` set."""
-    try:
-        query = recurring_ical_events.of(cal, skip_bad_series=True)
-        found: list[EventInstance] = []
-        for event in query.between(start, end):
-            if len(found) >= MAX_INSTANCES:
-                break
-            found.append(_instance(event, zone))
-    except (ValueError, TypeError, recurring_ical_events.InvalidCalendar) as exc:
-        raise CalendarError(f"The calendar's events cannot be read: {exc}") from exc
-    found.sort(key=lambda e: (e.start, e.uid))
-    return found
-
-
-def _instance(event: Any, zone: ZoneInfo) -> EventInstance:
-    begin = event["DTSTART"].dt
-    if "DTEND" in event:
-        finish = event["DTEND"].dt
-    elif "DURATION" in event:
-        finish = begin + event["DURATION"].dt
-    else:
-        finish = begin + (timedelta(days=1) if not isinstance(begin, datetime) else timedelta())
-    rid = event.get("RECURRENCE-ID")
-    original = rid.dt if rid is not None else begin
-    return EventInstance(
-        uid=_text(event, "UID") or f"anonymous-{_instant(begin, zone).isoformat()}",
-        occurrence=_instant(original, zone).isoformat(),
-        summary=_text(event, "SUMMARY"),
-        location=_text(event, "LOCATION"),
-        description=_text(event, "DESCRIPTION"),
-        start=_instant(begin, zone),
-        end=_instant(finish, zone),
-        day=None if isinstance(begin, datetime) else begin,
-        cancelled=_text(event, "STATUS").upper() == "CANCELLED",
-    )
-
-
-# --- blackout dates -------------------------------------------------------------------
-
-
-@dataclass
-class Blackouts:
-    """Dates and times to skip. ``days`` are all-day events (local dates, read in the
-    schedule's own zone: a holiday is the same date everywhere); ``spans`` are timed
-    events ([start, end) in UTC)."""
-
-    days: dict[date, str] = field(default_factory=dict)
-    spans: list[tuple[datetime, datetime, str]] = field(default_factory=list)
-
-    def __bool__(self) -> bool:
-        return bool(self.days or self.spans)
-
-    def hit(self, instant: datetime, zone: ZoneInfo) -> str | None:
-        """The name of the blackout ``instant`` falls in, or None."""
-        name = self.days.get(instant.astimezone(zone).date())
-        if name is not None:
-            return name
-        for begin, end, label in self.spans:
-            if begin <= instant < end:
-                return label
-        return None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "days": {d.isoformat(): name for d, name in sorted(self.days.items())},
-            "spans": [[b.isoformat(), e.isoformat(), n] for b, e, n in self.spans],
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any] | None) -> Blackouts:
-        if not data:
-            return cls()
-        days = {date.fromisoformat(k): str(v) for k, v in dict(data.get("days", {})).items()}
-        spans = [
-            (datetime.fromisoformat(b), datetime.fromisoformat(e), str(n))
-            for b, e, n in data.get("spans", [])
-        ]
-        return cls(days, spans)
-
-
-def blackouts(
-    calendars: Iterable[icalendar.Calendar], start: datetime, end: datetime | None = None
-) -> Blackouts:
-    """The blackout dates and times of ``calendars`` from ``start`` to ``end`` (default
-    :data:`HORIZON` later). Cancelled events are no blackout."""
-    until = end or start + HORIZON
-    out = Blackouts()
-    for cal in calendars:
-        # all-day events are read on UTC dates here and mapped back to their own dates
-        for event in instances(cal, start - timedelta(days=2), until, ZoneInfo("UTC")):
-            if event.cancelled:
-                continue
-            name = event.summary or "calendar event"
-            if event.day is not None:
-                days = max(1, (event.end - event.start).days)
-                for n in range(days):
-                    out.days.setdefault(event.day + timedelta(days=n), name)
-            elif event.end > event.start:
-                out.spans.append((event.start, event.end, name))
-    out.spans.sort()
-    return out
-
 
 # --- fetching ---------------------------------------------------------------------------
 

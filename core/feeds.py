@@ -29,11 +29,12 @@ from zoneinfo import ZoneInfo
 
 from core import calendars, limits, templates
 from core.actors import Actor, ActorRef, Principal
-from core.calendars import Blackouts, CalendarError
+from core.calendar_worker import CalendarReader
 from core.case_base import CaseBase
 from core.destinations import parse_destination
 from core.errors import HeraldError, InvalidInput, NotFound
 from core.ics_export import export
+from core.ics_read import HORIZON, Blackouts, CalendarError, EventInstance
 from core.metrics import CALENDAR_SERIES, Metrics
 from core.models import CalendarSource, Feed, Schedule, ScheduleState
 from core.scrub import scrub_credentials
@@ -86,6 +87,9 @@ class FeedCases(CaseBase):
     """Calendars and feeds; relies on :class:`~core.case_base.CaseBase` (its ``store``
     includes :class:`~core.store.calendars.CalendarQueries`)."""
 
+    #: Where calendar texts are parsed and expanded (worker processes with a deadline;
+    #: None: one built from the settings on first use).
+    calendar_reader: CalendarReader | None = None
     #: Where refreshes are counted and calendar health is shown (the dispatcher's, set
     #: by the composition root; None: nowhere).
     metrics: Metrics | None = None
@@ -93,6 +97,12 @@ class FeedCases(CaseBase):
     @property
     def _cal(self) -> CalendarQueries:
         return self.store
+
+    @property
+    def _reader(self) -> CalendarReader:
+        if self.calendar_reader is None:
+            self.calendar_reader = CalendarReader.from_settings(self.settings)
+        return self.calendar_reader
 
     # --- sources ------------------------------------------------------------------------
 
@@ -122,7 +132,7 @@ class FeedCases(CaseBase):
         else:
             source = source if source.startswith("file:") else f"file:{source}"
             etag = modified = None
-        name = calendars.calendar_name(calendars.parse(body, source)) or source[:200]
+        name = await self._reader.check(source, body, now) or source[:200]
         return await self._cal.save_calendar(
             actor.id,
             source,
@@ -155,19 +165,20 @@ class FeedCases(CaseBase):
         ids = [c.id for c in found if c.id is not None]
         return await self._apply_skips(schedule, found, ids, actor.id)
 
-    def _blackouts(self, sources: Sequence[CalendarSource]) -> Blackouts:
-        """The blackout dates of stored calendars, from now on."""
-        parsed = [calendars.parse(c.body, c.source) for c in sources if c.body]
-        return calendars.blackouts(parsed, self.clock.now())
+    async def _blackouts(self, sources: Sequence[CalendarSource], zone: str) -> Blackouts:
+        """The blackout dates of stored calendars from now on, read in the schedule's
+        ``zone`` (floating times and all-day dates are that zone's)."""
+        texts = [(c.source, c.body) for c in sources if c.body]
+        return await self._reader.blackouts(texts, self.clock.now(), zone)
 
-    def _skip_from_the_start(
+    async def _skip_from_the_start(
         self, schedule: Schedule, sources: Sequence[CalendarSource]
     ) -> Blackouts:
         """Give a new schedule the blackout dates of ``sources`` before it is stored, and
         its first job at the first occurrence they allow: it never sends on a skipped
         date, even if the process stops before the skipped occurrences are recorded.
         Returns the blackouts (for :meth:`_apply_skips`)."""
-        skips = self._blackouts(sources)
+        skips = await self._blackouts(sources, schedule.timezone)
         schedule.skip_calendars = [c.id for c in sources if c.id is not None]
         if not skips:
             return skips
@@ -204,14 +215,14 @@ class FeedCases(CaseBase):
         ``schedule`` for occurrences after ``after`` (default: from its waiting job on)."""
         now = self.clock.now()
         if skips is None:
-            skips = self._blackouts(sources)
+            skips = await self._blackouts(sources, schedule.timezone)
         if after is None:
             after = max(now, (schedule.next_run_at or now) - timedelta(microseconds=1))
         hits = calendars.skipped_between(
             schedule.rrule,
             schedule.starts_at,
             after,
-            now + calendars.HORIZON,
+            now + HORIZON,
             skips,
             schedule.timezone,
         )
@@ -305,8 +316,8 @@ class FeedCases(CaseBase):
         :data:`FEED_WINDOW`: create, move (re-render) or cancel. Returns the counts."""
         now = self.clock.now()
         zone = ZoneInfo(feed.timezone)
-        events = calendars.instances(
-            calendars.parse(source.body, source.source), now, now + FEED_WINDOW, zone
+        events = await self._reader.instances(
+            (source.source, source.body), now, now + FEED_WINDOW, feed.timezone
         )
         wanted: dict[str, tuple[datetime, str]] = {}
         for event in events:
@@ -408,9 +419,8 @@ class FeedCases(CaseBase):
                 got = await self._fetch(source.source, source.etag, source.last_modified)
                 name = None
                 if got.body is not None and got.body != source.body:
-                    parsed = calendars.parse(got.body, source.source)
-                    calendars.blackouts([parsed], now)  # its events can be read, too
-                    name = calendars.calendar_name(parsed)
+                    # its events can be read within the limits, too (in a worker)
+                    name = await self._reader.check(source.source, got.body, now)
             except CalendarError as exc:
                 await self._refresh_failed(report, source.id, str(exc), now)
                 continue
@@ -420,21 +430,39 @@ class FeedCases(CaseBase):
                 report.changed.append(source.id)
             record = FetchRecord(got.body, got.etag, got.last_modified, name)
             await self._cal.record_fetch(source.id, record, now=now)
-        # many schedules skip the same holiday calendar: read and expand it once
-        read: dict[tuple[int, ...], tuple[list[CalendarSource], Blackouts]] = {}
+        # many schedules skip the same holiday calendar: read and expand it once a zone
+        read: dict[tuple[tuple[int, ...], str], tuple[list[CalendarSource], Blackouts]] = {}
         for schedule in await self._cal.schedules_skipping():
-            if set(schedule.skip_calendars) & set(report.changed):
-                ids = tuple(schedule.skip_calendars)
-                if ids not in read:
+            if not set(schedule.skip_calendars) & set(report.changed):
+                continue
+            ids = tuple(schedule.skip_calendars)
+            try:
+                if (ids, schedule.timezone) not in read:
                     sources = await self._cal.get_calendars(list(ids))
-                    read[ids] = (sources, self._blackouts(sources))
-                sources, skips = read[ids]
-                await self._apply_skips(schedule, sources, list(ids), SYSTEM, skips=skips)
+                    skips = await self._blackouts(sources, schedule.timezone)
+                    read[ids, schedule.timezone] = (sources, skips)
+            except CalendarError as exc:  # it keeps the skips it had
+                log.warning(
+                    "skip calendars could not be read again",
+                    extra={"schedule_id": schedule.id, "error": scrub_credentials(str(exc))[:500]},
+                )
+                continue
+            sources, skips = read[ids, schedule.timezone]
+            await self._apply_skips(schedule, sources, list(ids), SYSTEM, skips=skips)
         for feed in await self._cal.list_feeds():
             found = await self._cal.get_calendars([feed.calendar_id])
-            if found:
-                for name, n in (await self.sync_feed(feed, found[0])).items():
-                    report.reminders[name] = report.reminders.get(name, 0) + n
+            if not found:
+                continue
+            try:
+                counts = await self.sync_feed(feed, found[0])
+            except CalendarError as exc:  # its reminders stay as they were
+                log.warning(
+                    "feed calendar could not be read again",
+                    extra={"feed_id": feed.id, "error": scrub_credentials(str(exc))[:500]},
+                )
+                continue
+            for name, n in counts.items():
+                report.reminders[name] = report.reminders.get(name, 0) + n
 
     async def _refresh_failed(
         self, report: RefreshReport, calendar_id: int, error: str, now: datetime
@@ -516,7 +544,7 @@ class FeedCases(CaseBase):
         return await self.export_ics(Principal(owner, tenant))
 
 
-def _reminder(feed: Feed, event: calendars.EventInstance, zone: ZoneInfo) -> str:
+def _reminder(feed: Feed, event: EventInstance, zone: ZoneInfo) -> str:
     start = event.start.astimezone(zone)
     return templates.render(
         feed.template,

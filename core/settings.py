@@ -102,6 +102,14 @@ class Settings(BaseSettings):
     #: longest matching prefix wins, others keep their channel's default.
     rate_limits: str | None = Field(default=None, alias="HERALD_RATE_LIMITS")
 
+    # calendars (read in worker processes: core.calendar_worker)
+    #: Seconds one calendar may take to parse and expand; its worker is killed then.
+    calendar_read_timeout: float = Field(default=20.0, gt=0, alias="HERALD_CALENDAR_READ_TIMEOUT")
+    #: The most event occurrences one calendar may have in the window Herald reads.
+    calendar_max_occurrences: int = Field(
+        default=10_000, ge=1, alias="HERALD_CALENDAR_MAX_OCCURRENCES"
+    )
+
     # logs
     log_format: Literal["human", "json"] = Field(default="human", alias="HERALD_LOG_FORMAT")
     log_level: str | None = Field(default=None, alias="HERALD_LOG_LEVEL")

@@ -396,7 +396,7 @@ class Herald(DeadLetterCases, ConsoleCases, FeedCases):
         if sources or skip_files:
             skip_loaded = [*skip_loaded, *await self.load_calendars(actor, sources, skip_files)]
         schedule = Schedule(**values)
-        skips = self._skip_from_the_start(schedule, skip_loaded) if skip_loaded else None
+        skips = await self._skip_from_the_start(schedule, skip_loaded) if skip_loaded else None
         stored, created = await self.store.create_schedule(
             schedule,
             first_run=schedule.next_run_at,
