@@ -26,6 +26,7 @@ from zoneinfo import ZoneInfo
 
 import icalendar
 import recurring_ical_events
+from dateutil.rrule import rrulestr
 
 from core.errors import HeraldError
 
@@ -142,6 +143,7 @@ def instances(
     the window (counted as they come, so a runaway rule costs ``limit`` of them)."""
     found: list[EventInstance] = []
     stop = end + _SLACK
+    _precount(cal, start, end, zone, limit, source)
     try:
         query = recurring_ical_events.of(cal, skip_bad_series=True)
         for event in query.after(start.astimezone(zone)):
@@ -151,17 +153,61 @@ def instances(
             if instance.start >= end:
                 continue
             if len(found) >= limit:
-                days = max(1, round((end - start) / timedelta(days=1)))
-                raise CalendarError(
-                    f"{source} has more than {limit:,} event occurrences in the {days:,} "
-                    f"days Herald reads, and Herald reads at most {limit:,} "
-                    "(HERALD_CALENDAR_MAX_OCCURRENCES); it was not used."
-                )
+                raise _too_many(source, limit, start, end)
             found.append(instance)
     except (ValueError, TypeError, OverflowError, recurring_ical_events.InvalidCalendar) as exc:
         raise CalendarError(f"The events of {source} cannot be read: {exc}") from exc
     found.sort(key=lambda e: (e.start, e.uid))
     return found
+
+
+def _too_many(source: str, limit: int, start: datetime, end: datetime) -> CalendarError:
+    days = max(1, round((end - start) / timedelta(days=1)))
+    return CalendarError(
+        f"{source} has more than {limit:,} event occurrences in the {days:,} days Herald "
+        f"reads, and Herald reads at most {limit:,} (HERALD_CALENDAR_MAX_OCCURRENCES); "
+        "it was not used."
+    )
+
+
+def _precount(
+    cal: icalendar.Calendar, start: datetime, end: datetime, zone: ZoneInfo, limit: int, source: str
+) -> None:
+    """Refuse a calendar whose RRULEs alone make more than ``limit`` occurrences in the
+    window, counting them one at a time with dateutil's lazy iterator: recurring-ical-
+    events builds each search window's occurrences whole (20 ``FREQ=SECONDLY`` events
+    are 1.7 million in its first one-day window), so its own count would come too late.
+    EXDATEs are not subtracted here but tolerated (a calendar is refused only when it is
+    surely over); a rule dateutil cannot read is left to recurring-ical-events."""
+    total = tolerance = 0
+    for component in cal.walk("VEVENT"):
+        rules, first = component.get("RRULE"), component.get("DTSTART")
+        if rules is None or first is None:
+            continue
+        begin = first.dt
+        if not isinstance(begin, datetime):
+            begin = datetime.combine(begin, time(0))
+        low, high = start.astimezone(zone), end.astimezone(zone)
+        if begin.tzinfo is None:
+            low, high = low.replace(tzinfo=None), high.replace(tzinfo=None)
+        tolerance += sum(len(x.dts) for x in _listed(component.get("EXDATE")))
+        for rule in _listed(rules):
+            try:
+                recurrence = rrulestr(rule.to_ical().decode(), dtstart=begin)
+                for instant in recurrence.xafter(low, inc=True):
+                    if instant >= high:
+                        break
+                    total += 1
+                    if total > limit + tolerance:
+                        raise _too_many(source, limit, start, end)
+            except (ValueError, TypeError, OverflowError):
+                continue
+
+
+def _listed(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    return list(value) if isinstance(value, list) else [value]
 
 
 def _instance(event: Any, zone: ZoneInfo) -> EventInstance:
@@ -269,7 +315,7 @@ def blackouts(
     out = Blackouts()
     for n, cal in enumerate(calendars):
         source = names[n] if n < len(names) else "The calendar"
-        for event in instances(cal, start - _SLACK, until, zone, limit=limit, source=source):
+        for event in instances(cal, start, until, zone, limit=limit, source=source):
             if event.cancelled:
                 continue
             name = event.summary or "calendar event"
