@@ -2,10 +2,13 @@
 
 A mixin of :class:`core.usecases.Herald` (like :class:`core.dead_letters.DeadLetterCases`).
 
-- A **skip calendar** is an iCalendar source whose events are dates to skip. Attaching
-  one stores its blackout data in the schedule's ``options["skip"]`` (read by the
-  dispatcher when it plans the next occurrence) and records each skipped occurrence in
-  the coming :data:`core.calendars.HORIZON` as a ``skipped`` job naming the event.
+- A **skip calendar** is an iCalendar source whose events are times to skip (an all-day
+  event its dates, a timed one the occurrences inside it; read in the schedule's zone,
+  :mod:`core.ics_read`). Attaching one stores its blackout data in the schedule's
+  ``options["skip"]`` (read by the dispatcher when it plans the next occurrence) and
+  records each skipped occurrence in the coming :data:`core.ics_read.HORIZON` as a
+  ``skipped`` job naming the event. Calendars are read in worker processes
+  (:class:`core.calendar_worker.CalendarReader`), never on the event loop.
 - A **feed** posts a reminder ``before`` each event of a calendar to a destination:
   each event instance is a one-off schedule of the feed's owner keyed
   ``feed:<feed id>:<instance hash>``; a moved instance moves it, a cancelled or deleted
@@ -155,7 +158,7 @@ class FeedCases(CaseBase):
         *,
         loaded: Sequence[CalendarSource] = (),
     ) -> Schedule:
-        """Make a schedule skip the dates of these calendars (URLs, uploaded files by
+        """Make a schedule skip the events of these calendars (URLs, uploaded files by
         name → text, or calendars already ``loaded`` by :meth:`load_calendars`),
         replacing any it had. InvalidInput for a source that cannot be read; NotFound
         if the schedule is not the actor's (refusals are audited)."""

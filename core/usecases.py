@@ -370,7 +370,7 @@ class Herald(DeadLetterCases, ConsoleCases, FeedCases):
         """Schedule ``text`` to ``to`` at ``when``. Returns ``(schedule, created)``;
         with a ``key`` the owner already used, the existing schedule and ``False``.
 
-        Occurrences on the event dates of skip calendars are skipped: URLs in ``when``
+        Occurrences the events of skip calendars hold are skipped: URLs in ``when``
         (``… except holidays from URL``, :func:`core.calendars.split_skip_phrase`) or in
         ``skip``, uploaded ``skip_files`` (name → text) and calendars already loaded by
         :meth:`load_calendars`. They are read before anything is stored, so a calendar
