@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import re
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
 from core import calendar_fetch
@@ -109,8 +109,13 @@ def skipped_between(
     skips: Blackouts,
     tz: str = "UTC",
 ) -> list[tuple[datetime, str]]:
-    """Occurrences in ``(after, until)`` a blackout hits, with the event's name. A
-    one-off (``rule`` None) has the single occurrence ``first``, read in ``tz``."""
+    """Occurrences in ``(after, until)`` a blackout hits, with the event's name, in
+    order (the first :data:`~core.ics_read.MAX_INSTANCES` of them). A one-off (``rule``
+    None) has the single occurrence ``first``, read in ``tz``.
+
+    Only the rule's occurrences inside blackouts are visited, window by window: a
+    schedule every minute has 576,000 occurrences in the coming 400 days, and walking
+    them all held the event loop for 18 s."""
     from core import timeexpr
     from core.timeexpr_rule import parse_rule
 
@@ -121,19 +126,44 @@ def skipped_between(
         return [] if name is None else [(first, name)]
     zone = ZoneInfo(parse_rule(rule).tzid)
     out: list[tuple[datetime, str]] = []
-    cursor = after
-    for _ in range(MAX_INSTANCES):
-        found = timeexpr.occurrences(rule, count=200, after=cursor)
-        for instant in found:
-            if instant >= until:
-                return out
-            name = skips.hit(instant, zone)
-            if name is not None:
-                out.append((instant, name))
-        if len(found) < 200:
-            return out
-        cursor = found[-1]
-    return out
+    for begin, end in _windows(skips, zone, after, until):
+        cursor = max(after, begin - _TICK)
+        while len(out) < MAX_INSTANCES:
+            found = timeexpr.occurrences(rule, count=200, after=cursor)
+            inside = [instant for instant in found if instant < end]
+            for instant in inside:
+                name = skips.hit(instant, zone)
+                if name is not None:
+                    out.append((instant, name))
+            if len(inside) < 200:
+                break
+            cursor = inside[-1]
+    return out[:MAX_INSTANCES]
+
+
+_TICK = timedelta(microseconds=1)
+
+
+def _windows(
+    skips: Blackouts, zone: ZoneInfo, after: datetime, until: datetime
+) -> list[tuple[datetime, datetime]]:
+    """The times ``skips`` black out within ``(after, until)``, as sorted, disjoint
+    ``[begin, end)`` UTC windows (an all-day date is its local day in ``zone``)."""
+    spans = [
+        (
+            datetime.combine(day, time(0), zone).astimezone(UTC),
+            datetime.combine(day + timedelta(days=1), time(0), zone).astimezone(UTC),
+        )
+        for day in skips.days
+    ]
+    spans += [(begin, end) for begin, end, _ in skips.spans]
+    merged: list[tuple[datetime, datetime]] = []
+    for begin, end in sorted(s for s in spans if s[1] > after and s[0] < until):
+        if merged and begin <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((begin, end))
+    return [(begin, min(end, until)) for begin, end in merged]
 
 
 # --- "except holidays from <url>" ---------------------------------------------------------
