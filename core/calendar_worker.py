@@ -69,6 +69,8 @@ class CalendarReader:
         self.max_occurrences = max_occurrences
         self.workers = workers
         self._slots: asyncio.Semaphore | None = None
+        #: How many workers are running now.
+        self.running = 0
 
     @classmethod
     def from_settings(cls, settings: Settings) -> CalendarReader:
@@ -156,6 +158,7 @@ class CalendarReader:
             # the worker reads hostile input: it inherits no secret, only where Python is
             env={"PYTHONPATH": os.pathsep.join(p for p in sys.path if p)},
         )
+        self.running += 1
         try:
             out, err = await asyncio.wait_for(proc.communicate(request), self.timeout)
         except TimeoutError:
@@ -164,6 +167,7 @@ class CalendarReader:
                 "spends on one calendar (HERALD_CALENDAR_READ_TIMEOUT); it was not used."
             ) from None
         finally:
+            self.running -= 1
             if proc.returncode is None:
                 proc.kill()
                 await proc.wait()

@@ -7,7 +7,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime, timedelta
 
 import httpx
@@ -56,6 +56,13 @@ async def _ticker(lags: list[float], stop: asyncio.Event) -> None:
         before = time.perf_counter()
         await asyncio.sleep(0.01)
         lags.append(time.perf_counter() - before - 0.01)
+
+
+async def _until(condition: Callable[[], bool]) -> None:
+    """Wait for ``condition`` (set by another process's progress), checking every 5 ms."""
+    async with asyncio.timeout(15):
+        while not condition():  # noqa: ASYNC110 - nothing to wait on but the condition
+            await asyncio.sleep(0.005)
 
 
 @pytest.mark.parametrize(
@@ -124,6 +131,7 @@ async def test_deliveries_keep_their_lateness_while_hostile_calendars_are_read(
     )
     now = datetime.now(UTC)
     herald = Herald(sqlite_store, settings, ManualClock(now - timedelta(minutes=1)))
+    herald.calendar_reader = reader = CalendarReader.from_settings(settings)
     # a feed that was fine, and whose calendar then holds a million-instance rule
     good = ics.publish("/team.ics", data("team.ics"))
     feed = await herald.add_feed(ADMIN, calendar=good, to="log:", before="10m")
@@ -153,7 +161,7 @@ async def test_deliveries_keep_their_lateness_while_hostile_calendars_are_read(
         herald.add_feed(ADMIN, calendar=never, to="log:"),
         return_exceptions=True,
     )
-    await asyncio.sleep(0.2)  # both reads are in their workers now
+    await _until(lambda: reader.running >= 1)  # a calendar is being read
     drain_started = datetime.now(UTC)
     summary = await dispatcher.drain()
     delivered_after = time.perf_counter() - started
