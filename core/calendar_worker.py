@@ -37,6 +37,7 @@ from core.ics_read import (
     instances,
     parse,
 )
+from core.scrub import scrub
 
 if TYPE_CHECKING:  # the worker process must not import pydantic for nothing
     from core.settings import Settings
@@ -64,10 +65,12 @@ class CalendarReader:
         timeout: float = READ_TIMEOUT,
         max_occurrences: int = MAX_INSTANCES,
         workers: int = WORKERS,
+        memory_bytes: int = MEMORY_BYTES,
     ) -> None:
         self.timeout = timeout
         self.max_occurrences = max_occurrences
         self.workers = workers
+        self.memory_bytes = memory_bytes
         self._slots: asyncio.Semaphore | None = None
         #: How many workers are running now.
         self.running = 0
@@ -122,6 +125,7 @@ class CalendarReader:
                 "end": None if end is None else end.isoformat(),
                 "zone": zone,
                 "limit": self.max_occurrences,
+                "memory": self.memory_bytes,
             }
         ).encode()
         name = sources[0][0] if len(sources) == 1 else "One of the calendars"
@@ -132,15 +136,15 @@ class CalendarReader:
         if code != 0:
             log.warning(
                 "calendar worker failed",
-                extra={"exit_code": code, "error": err.decode(errors="replace")[-500:]},
+                extra={"exit_code": code, "error": scrub(err.decode(errors="replace")[-500:])},
             )
-            raise CalendarError(
-                f"{name} could not be read: reading it needed more than Herald allows "
-                f"one calendar ({MEMORY_BYTES // 1024 // 1024:,} MB of memory)."
-                if b"MemoryError" in err
-                else f"{name} could not be read (the calendar reader stopped, code {code})."
-            )
+            raise CalendarError(f"{name} could not be read (the calendar reader stopped).")
         answer: dict[str, Any] = json.loads(out)
+        if answer.get("memory"):
+            raise CalendarError(
+                f"Reading {name} needed more than {self.memory_bytes / 2**20:,.0f} MB of "
+                "memory, the most Herald gives one calendar; it was not used."
+            )
         if not answer.get("ok"):
             raise CalendarError(str(answer.get("error")))
         return answer
@@ -201,15 +205,21 @@ def answer(request: dict[str, Any]) -> dict[str, Any]:
 
 
 def main() -> None:
-    """``python -m core.calendar_worker``: one request on stdin, one answer on stdout."""
+    """``python -m core.calendar_worker``: one request on stdin, one answer on stdout.
+    The worker limits its own address space to the request's ``memory`` first."""
+    request = json.loads(sys.stdin.buffer.read())
     try:
         import resource
 
-        resource.setrlimit(resource.RLIMIT_AS, (MEMORY_BYTES, MEMORY_BYTES))
+        memory = int(request.get("memory") or MEMORY_BYTES)
+        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
     except (ImportError, ValueError, OSError):  # not on this platform: the deadline holds
         pass
-    request = json.loads(sys.stdin.buffer.read())
-    sys.stdout.buffer.write(json.dumps(answer(request)).encode())
+    try:
+        reply = answer(request)
+    except MemoryError:  # what it had built is gone by now: there is room to say so
+        reply = {"ok": False, "memory": True}
+    sys.stdout.buffer.write(json.dumps(reply).encode())
 
 
 if __name__ == "__main__":
