@@ -24,11 +24,13 @@ from core.ics_read import CalendarError as CalendarError
 from core.models import Schedule, ScheduleState
 from core.netguard import Guard
 
+
 def parse(text: str | bytes, source: str = "the calendar") -> None:
-    """The check a fetched body gets on the event loop: it must begin as iCalendar
-    text does (``BEGIN:VCALENDAR``); CalendarError if not. Reading it in full is
-    :func:`core.ics_read.parse`, in a calendar worker only: parsing 5 MB of events
-    takes 13 s, which no event loop may spend."""
+    """The check :func:`fetch` gives a body: it must begin as iCalendar text does
+    (``BEGIN:VCALENDAR``); CalendarError if not. Reading it in full is
+    :func:`core.ics_read.parse`, in a calendar worker only, under its deadline: parsing
+    5 MB of events takes 13-16 s, which neither the event loop nor a thread beside it
+    (holding the GIL, impossible to stop) may spend."""
     head = text[:64].decode(errors="replace") if isinstance(text, bytes) else text[:64]
     if not head.lstrip("\ufeff \t\r\n").upper().startswith("BEGIN:VCALENDAR"):
         raise CalendarError(f"{source} is not an iCalendar file (no BEGIN:VCALENDAR).")
