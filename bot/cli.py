@@ -254,7 +254,9 @@ class Cli:
             self.emit(f"Your time zone is {zone}.")
 
     async def cmd_member_role(self, herald: Herald) -> None:
-        await herald.set_role(self.actor, self.args.member, self.args.role, tenant=self.args.tenant)
+        await herald.set_role(
+            self.actor, self.args.member, self.args.role, tenant=self.args.tenant
+        )
         where = f" in {self.args.tenant}" if self.args.tenant else ""
         self.emit(f"{self.args.member} is now {self.args.role}{where}.")
 
