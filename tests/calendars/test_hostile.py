@@ -127,6 +127,7 @@ async def test_deliveries_keep_their_lateness_while_hostile_calendars_are_read(
         HERALD_DATABASE_URL=sqlite_url,
         HERALD_ADMINS=ADMIN,
         HERALD_CALENDAR_READ_TIMEOUT=str(deadline),
+        HERALD_WEBHOOK_ALLOW_PRIVATE="true",  # the calendar server is on loopback
         _env_file=None,
     )
     now = datetime.now(UTC)
@@ -231,6 +232,7 @@ async def test_healthz_answers_while_a_hostile_calendar_is_read(
         HERALD_HTTP_HOST="127.0.0.1",
         HERALD_HTTP_PORT=str(port),
         HERALD_CALENDAR_READ_TIMEOUT=str(deadline),
+        HERALD_WEBHOOK_ALLOW_PRIVATE="true",  # the calendar server is on loopback
         _env_file=None,
     )
     stop = asyncio.Event()
