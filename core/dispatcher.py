@@ -722,6 +722,17 @@ class Dispatcher:
 
     # --- drain mode -------------------------------------------------------------------
 
+    async def _stopped_heartbeat(self) -> None:
+        """Record that this dispatcher stopped (its jobs are free to reclaim at once)."""
+        await self.store.heartbeat(
+            self.worker_id,
+            host=self._host,
+            pid=self._pid,
+            machine=self._machine,
+            now=self.clock.now(),
+            stopped=True,
+        )
+
     async def drain(self, retry_window: float = 0.0) -> DrainSummary:
         """Deliver everything due now; keep going while retries fall due, or leases of
         jobs other dispatchers hold run out, within ``retry_window`` seconds (waiting
@@ -759,14 +770,7 @@ class Dispatcher:
         finally:
             renewer.cancel()
             await asyncio.gather(renewer, return_exceptions=True)
-            await self.store.heartbeat(
-                self.worker_id,
-                host=self._host,
-                pid=self._pid,
-                machine=self._machine,
-                now=self.clock.now(),
-                stopped=True,
-            )
+            await self._stopped_heartbeat()
         summary = DrainSummary(self.outcomes - before)
         counts = await self.store.job_counts()
         summary.waiting = sum(counts.get(s, 0) for s in ("pending", "retrying", "claimed"))
@@ -920,14 +924,7 @@ class Dispatcher:
             )
             log.info("handed back jobs not sent", extra={"jobs": released})
         self._inflight.clear()
-        await self.store.heartbeat(
-            self.worker_id,
-            host=self._host,
-            pid=self._pid,
-            machine=self._machine,
-            now=self.clock.now(),
-            stopped=True,
-        )
+        await self._stopped_heartbeat()
         for channel in self.channels.values():
             await channel.close()
         log.info("dispatcher stopped", extra={"worker": self.worker_id})

@@ -445,8 +445,9 @@ class Herald(DeadLetterCases, ConsoleCases, FeedCases):
 
     async def count_command(self, actor_id: ActorRef) -> Actor:
         """Count one chat command of the actor against ``HERALD_QUOTA_COMMANDS_PER_MINUTE``;
-        QuotaExceeded (audited once a minute per member) past it. Returns the actor."""
-        actor = await self.actor(actor_id)
+        QuotaExceeded (audited once a minute per member) past it. Returns the actor
+        (one already resolved, e.g. by :meth:`sync_member`, is not read again)."""
+        actor = actor_id if isinstance(actor_id, Actor) else await self.actor(actor_id)
         if tenancy.exempt(actor, self.settings):
             return actor
         now = self.clock.now()

@@ -58,13 +58,15 @@ async def sync_member(
 ) -> Principal:
     """Record the member's name and (only with ``HERALD_DISCORD_ADMINS_FROM_PERMISSION``)
     whether they have Manage Server in this server, which makes them an admin of this
-    server's tenant only; returns who they are."""
+    server's tenant only; count the command against their commands per minute
+    (QuotaExceeded past it); returns who they are."""
     from_permission = settings.discord_admins_from_permission and manages_server is not None
-    await herald.sync_member(
+    actor = await herald.sync_member(
         principal,
         display_name=display_name,
         platform_admin=manages_server if from_permission else None,
     )
+    await herald.count_command(actor)  # the actor just read, not read again
     return principal
 
 

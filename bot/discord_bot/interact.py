@@ -73,16 +73,13 @@ def mentions_in(interaction: discord.Interaction[Any], perms: discord.Permission
 async def member_of(interaction: discord.Interaction[Any]) -> Principal:
     """Sync the acting member (name; Manage Server when the settings say so), count
     the command against their commands per minute, and return who they are."""
-    herald = herald_of(interaction)
-    principal = await actions.sync_member(
-        herald,
+    return await actions.sync_member(
+        herald_of(interaction),
         settings_of(interaction),
         principal=principal_of(interaction),
         display_name=interaction.user.display_name,
         manages_server=manages_server(interaction),
     )
-    await herald.count_command(principal)
-    return principal
 
 
 def explain(error: BaseException) -> str:

@@ -19,7 +19,6 @@ from tests.discord_bot.doubles import (
     CHANNEL,
     MANAGER,
     OWNER,
-    SENDER,
     STRANGER,
     Guild,
     Interaction,
@@ -147,4 +146,3 @@ async def test_a_message_notifies_whom_its_author_could(
     )
     assert quiet[0].options["allowed_mentions"] == {"parse": ["users"], "roles": ["55"]}
     assert boss[0].options["allowed_mentions"] == {"parse": ["users", "roles", "everyone"]}
-    assert SENDER.mention_everyone is False
