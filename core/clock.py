@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import heapq
+import itertools
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
@@ -26,20 +28,51 @@ class SystemClock:
 
 
 class ManualClock:
-    """A clock tests move by hand; ``sleep`` moves it instead of waiting."""
+    """A clock tests move by hand; ``sleep`` moves it instead of waiting.
+
+    Sleepers wake in the order of the moments they asked for, each moving the clock
+    to its own moment (unless it is past it already): tasks waiting at the same time,
+    like deliveries each waiting for their send slot, see the time each asked for,
+    not the sum of everyone's waits."""
 
     def __init__(self, start: datetime) -> None:
         if start.tzinfo is None:
             raise ValueError("ManualClock needs an aware datetime")
         self._now = start.astimezone(UTC)
+        self._sleepers: list[tuple[datetime, int, asyncio.Future[None]]] = []
+        self._order = itertools.count()
+        self._waking = False
 
     def now(self) -> datetime:
         return self._now
 
     async def sleep(self, seconds: float) -> None:
-        if seconds > 0:
-            self._now += timedelta(seconds=seconds)
-        await asyncio.sleep(0)
+        if seconds <= 0:
+            await asyncio.sleep(0)
+            return
+        loop = asyncio.get_running_loop()
+        wake: asyncio.Future[None] = loop.create_future()
+        at = self._now + timedelta(seconds=seconds)
+        heapq.heappush(self._sleepers, (at, next(self._order), wake))
+        if not self._waking:
+            # after the tasks already running have had their turn (and perhaps gone to
+            # sleep too): then the earliest moment first
+            self._waking = True
+            loop.call_soon(self._wake_next, loop)
+        await wake
+
+    def _wake_next(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Wake the earliest sleeper; the next one only after it has run, so one that
+        wakes at 12:00:00.2 sees that time and not a later sleeper's."""
+        while self._sleepers:
+            at, _, wake = heapq.heappop(self._sleepers)
+            if wake.done():  # cancelled while asleep
+                continue
+            self._now = max(self._now, at)
+            wake.set_result(None)
+            loop.call_soon(self._wake_next, loop)
+            return
+        self._waking = False
 
     def set(self, when: datetime) -> None:
         self._now = when.astimezone(UTC)

@@ -38,7 +38,7 @@ from core.errors import HeraldError
 from core.leases import Leases, machine_id, process_gone
 from core.metrics import Metrics
 from core.models import JobState
-from core.ratelimit import Pauses, RateLimits
+from core.ratelimit import Pacer, Pauses, RateLimits
 from core.scrub import Scrubber
 from core.settings import Settings
 from core.store import AuditEntry, Store
@@ -83,6 +83,11 @@ class DispatcherConfig:
     #: A job that would wait longer than this for its destination's rate limit is
     #: handed back (due when the limit allows) as soon as it is claimed.
     max_rate_wait: float = 10.0
+    #: A rate-limited send that could not start within this many seconds of its slot
+    #: (a stalled loop, a busy machine) takes a fresh slot rather than crowd the next
+    #: ones: together with the per-process pacer, no second sees more than the limit
+    #: plus this fraction of it.
+    slot_grace: float = 0.1
     #: Limits by destination prefix; others keep their channel's default.
     rate_limits: RateLimits = RateLimits()
     #: In service mode, claim jobs this many seconds before they fall due and send
@@ -185,6 +190,9 @@ class Dispatcher:
         self.last_tick = time.monotonic()
         self.outcomes: Counter[str] = Counter()
         self._pauses = Pauses()
+        self._pacer = Pacer()
+        #: Provider pauses being written to the shared buckets.
+        self._sharing: set[asyncio.Task[None]] = set()
         #: Each destination's limit (and its kind), by canonical destination.
         self._limits: dict[str, RateLimit] = {}
         self._inflight: dict[int, ClaimedJob] = {}
@@ -493,22 +501,36 @@ class Dispatcher:
             due_at=job.due_at,
             options=job.options,
         )
-        async with sem:
-            if not await self._lease_holds(job):
-                return self._lapsed(job)
-            started = clock.now()
-            try:
-                result = await channel.send(delivery)
-            except asyncio.CancelledError:
-                raise
-            except Exception:  # noqa: BLE001 - a channel bug must not lose the job
-                log.exception(
-                    "channel raised", extra={"job_id": job.id, "destination": destination.kind}
-                )
-                result = DeliveryResult.retry(f"Internal error in the {destination.kind} channel.")
+        pacing = self._limit(key, channel) if slot is not None else None
+        while True:
+            async with sem:
+                now = clock.now()
+                if slot is not None and (now - slot).total_seconds() > self.config.slot_grace:
+                    # this dispatcher ran late: sent now, it would crowd the sends of the
+                    # slots after this one; it takes a fresh slot instead
+                    return self._wait_for_limit(job, now, now, destination.kind)
+                pace = self._pacer.take(key, now, pacing) if pacing is not None else 0.0
+                if pace <= 0:
+                    if not await self._lease_holds(job):
+                        return self._lapsed(job)
+                    started = clock.now()
+                    result = await self._send(channel, delivery)
+                    break
+            await clock.sleep(pace)  # not holding a sending slot meanwhile
         if result.error is not None:  # failures only: the provider's words, scrubbed
             result = replace(result, error=self.scrub(result.error))
         return self._outcome(job, result, started, clock.now(), destination_key=key)
+
+    @staticmethod
+    async def _send(channel: Channel, delivery: Delivery) -> DeliveryResult:
+        try:
+            return await channel.send(delivery)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # noqa: BLE001 - a channel bug must not lose the job
+            kind = delivery.destination.kind
+            log.exception("channel raised", extra={"job_id": delivery.job_id, "destination": kind})
+            return DeliveryResult.retry(f"Internal error in the {kind} channel.")
 
     def _outcome(
         self,
@@ -532,7 +554,7 @@ class Dispatcher:
         if result.outcome is Outcome.PERMANENT:
             return self._dead(job, attempt, result.error or "The provider refused it.", finished)
         if result.retry_after is not None:
-            self._pauses.pause(destination_key, finished + timedelta(seconds=result.retry_after))
+            self._pause(job, destination_key, finished + timedelta(seconds=result.retry_after))
         rate_limited = result.retry_after is not None and result.status_code == 429
         if job.attempts >= self.config.max_attempts and not rate_limited:
             return self._dead(
@@ -553,6 +575,26 @@ class Dispatcher:
             retry_at=finished + timedelta(seconds=delay),
             refund_attempt=rate_limited,
         )
+
+    def _pause(self, job: ClaimedJob, key: str, until: datetime) -> None:
+        """The provider asked for no sends to ``key`` before ``until``: this process
+        waits at once, and the shared bucket makes every other dispatcher wait too."""
+        self._pauses.pause(key, until)
+        limit = self._limits.get(key)
+        if limit is None or limit.unlimited:
+            return
+        task = asyncio.create_task(self._share_pause(job, key, until, limit))
+        self._sharing.add(task)
+        task.add_done_callback(self._sharing.discard)
+
+    async def _share_pause(
+        self, job: ClaimedJob, key: str, until: datetime, limit: RateLimit
+    ) -> None:
+        try:
+            await self.store.pause_bucket(key, until, limit)
+        except HeraldError:
+            # this process still waits; others learn it from the provider themselves
+            log.exception("could not share a provider's pause", extra={"job_id": job.id})
 
     async def _lease_holds(self, job: ClaimedJob) -> bool:
         """The job may be sent now: its lease and this dispatcher's life both last
@@ -784,11 +826,13 @@ class Dispatcher:
 
     async def settle(self) -> None:
         """Wait until every delivery started so far has finished and been recorded."""
-        while self._tasks or self._done or (self._flusher and not self._flusher.done()):
-            if self._tasks:
-                await asyncio.gather(*list(self._tasks), return_exceptions=True)
+        flushing = self._flusher is not None and not self._flusher.done()
+        while self._tasks or self._done or self._sharing or flushing:
+            if self._tasks or self._sharing:
+                await asyncio.gather(*self._tasks, *self._sharing, return_exceptions=True)
             if self._flusher is not None:
                 await asyncio.gather(self._flusher, return_exceptions=True)
+            flushing = self._flusher is not None and not self._flusher.done()
 
     # --- service mode -----------------------------------------------------------------
 
@@ -915,6 +959,7 @@ class Dispatcher:
         if self._flusher is not None:
             await asyncio.gather(self._flusher, return_exceptions=True)
         await self._flush()
+        await asyncio.gather(*self._sharing, return_exceptions=True)
         renewer.cancel()
         await asyncio.gather(renewer, return_exceptions=True)
         leftover = list(self._inflight)

@@ -91,6 +91,14 @@ def allocate(
     return slots, current
 
 
+def pause(tat: datetime | None, until: datetime, limit: RateLimit) -> datetime:
+    """A bucket's ``tat`` once a provider asked for no sends before ``until``: its
+    next slot is then no earlier (a later one already taken stays)."""
+    tolerance = timedelta(seconds=(max(limit.burst, 1.0) - 1.0) / limit.rate)
+    paused = until + tolerance
+    return paused if tat is None or tat < paused else tat
+
+
 def next_slot(tat: datetime, now: datetime, limit: RateLimit) -> datetime:
     """When a bucket at ``tat`` next has a slot."""
     interval = timedelta(seconds=1.0 / limit.rate)
@@ -98,8 +106,35 @@ def next_slot(tat: datetime, now: datetime, limit: RateLimit) -> datetime:
     return now if slot < now else slot
 
 
+class Pacer:
+    """This process's own pace per destination, kept on the moments its sends really
+    start. The shared bucket hands out slots at the limit's pace, but a dispatcher that
+    runs late (a stalled loop, a busy machine) would send its late slots together; the
+    pacer spaces them as the same limit says, whatever the lateness."""
+
+    def __init__(self) -> None:
+        self._tat: dict[str, datetime] = {}
+
+    def take(self, key: str, now: datetime, limit: RateLimit) -> float:
+        """0.0 when a send to ``key`` may start now (it is counted), else how many
+        seconds to wait before asking again."""
+        interval = timedelta(seconds=1.0 / limit.rate)
+        tolerance = interval * (max(limit.burst, 1.0) - 1.0)
+        tat = self._tat.get(key)
+        current = now if tat is None or tat < now else tat
+        allowed = current - tolerance
+        if allowed > now:
+            return (allowed - now).total_seconds()
+        if len(self._tat) >= 10_000:
+            self._tat.clear()
+        self._tat[key] = current + interval
+        return 0.0
+
+
 class Pauses:
-    """Destinations a provider asked to leave alone until a time (this process)."""
+    """Destinations a provider asked to leave alone until a time, as this process
+    heard it (the store also pushes the shared bucket past that time, so every
+    dispatcher waits: ``LeaseQueries.pause_bucket``)."""
 
     def __init__(self) -> None:
         self._until: dict[str, datetime] = {}

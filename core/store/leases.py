@@ -5,7 +5,8 @@ send slots from each destination's bucket (see :mod:`core.leases` and
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -15,7 +16,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from core.channels.base import RateLimit
 from core.models import OPEN_STATE_VALUES, JobState, RateBucket, Worker
-from core.ratelimit import allocate, next_slot
+from core.ratelimit import allocate, next_slot, pause
 from core.store.base import JOB, Gateway
 
 WORKER = Worker.__table__  # type: ignore[attr-defined]
@@ -207,8 +208,26 @@ class LeaseQueries(Gateway):
         if not wanted:
             return {}
         keys = sorted(wanted)
-        epoch = datetime(2000, 1, 1, tzinfo=UTC)
         found: dict[str, Slots] = {}
+        async with self._buckets(keys) as tats:
+            for key in keys:
+                count, limit = wanted[key]
+                slots, tat = allocate(tats.get(key), now, count, limit, window)
+                tats[key] = tat
+                found[key] = Slots(slots, next_slot(tat, now, limit))
+        return found
+
+    async def pause_bucket(self, key: str, until: datetime, limit: RateLimit) -> None:
+        """The provider asked that ``key`` be left alone until ``until`` (Retry-After):
+        its shared bucket hands out no slot before then, to any dispatcher."""
+        async with self._buckets([key]) as tats:
+            tats[key] = pause(tats.get(key), until, limit)
+
+    @asynccontextmanager
+    async def _buckets(self, keys: list[str]) -> AsyncIterator[dict[str, datetime | None]]:
+        """The buckets of ``keys`` (sorted), locked for one transaction: yields their
+        theoretical arrival times, by key, and writes back what the caller set."""
+        epoch = datetime(2000, 1, 1, tzinfo=UTC)
         async with self._tx() as conn:
             await conn.execute(
                 self._insert()(BUCKET)
@@ -219,21 +238,18 @@ class LeaseQueries(Gateway):
                 BUCKET.c.destination.in_(keys)
             )
             if self.backend == "postgresql":
+                # one order for every dispatcher: two taking slots queue, never deadlock
                 locked = locked.order_by(BUCKET.c.destination).with_for_update()
-            tats = {row[0]: row[1] for row in await conn.execute(locked)}
-            updates = []
-            for key in keys:
-                count, limit = wanted[key]
-                slots, tat = allocate(tats.get(key), now, count, limit, window)
-                found[key] = Slots(slots, next_slot(tat, now, limit))
-                updates.append({"key": key, "new_tat": tat})
+            tats: dict[str, datetime | None] = {
+                row[0]: _aware(row[1]) for row in await conn.execute(locked)
+            }
+            yield tats
             await conn.execute(
                 sa.update(BUCKET)
                 .where(BUCKET.c.destination == sa.bindparam("key"))
                 .values(tat=sa.bindparam("new_tat")),
-                updates,
+                [{"key": k, "new_tat": tats[k]} for k in keys],
             )
-        return found
 
     async def heartbeat(
         self,

@@ -8,7 +8,7 @@ import random
 from collections import Counter
 from datetime import timedelta
 
-from core.channels.base import RateLimit
+from core.channels.base import Delivery, DeliveryResult, RateLimit
 from core.clock import ManualClock
 from core.dispatcher import Dispatcher, DispatcherConfig
 from core.ratelimit import RateLimits
@@ -63,3 +63,54 @@ async def test_a_claim_keeps_only_what_its_destination_takes_in_time(
     assert (await second.drain(retry_window=10)).outcomes["delivered"] == 15
     keys = Counter(d.idempotency_key for d in a.deliveries + b.deliveries)
     assert len(keys) == 30 and set(keys.values()) == {1}
+
+
+async def test_a_providers_pause_holds_for_every_dispatcher(
+    herald: Herald, clock: ManualClock
+) -> None:
+    """One dispatcher hears 429 with Retry-After: 30; another, which never talked to
+    the provider, sends nothing to that destination before the 30 s are over."""
+    answers = iter([DeliveryResult.retry("slow down", 429, retry_after=30)])
+    told = RecordingChannel(lambda d: next(answers))
+    s, _ = await herald.create_schedule(ALICE, to="log:", when="in 1 minute", text="first")
+    clock.advance(60)
+    assert (await dispatcher(herald, told).drain()).outcomes["retrying"] == 1
+    paused_at = clock.now()
+    await herald.create_schedule(ALICE, to="log:", when="in 1 second", text="second")
+    clock.advance(1)
+    other = RecordingChannel()
+    late = dispatcher(herald, other)
+    await late.drain()  # claims "second", but its slot is after the pause: handed back
+    assert other.deliveries == []
+    clock.set(paused_at + timedelta(seconds=30))
+    assert (await late.drain()).outcomes["delivered"] == 2
+    assert {d.body for d in other.deliveries} == {"first", "second"}
+
+
+async def test_late_slots_are_not_sent_together(herald: Herald, clock: ManualClock) -> None:
+    """A dispatcher that stalls holds slots whose time has passed: it does not send
+    them at once (that would crowd the provider), but at the limit's pace, taking
+    fresh slots for the ones too late."""
+    for i in range(10):
+        await herald.create_schedule(ALICE, to="log:", when="in 1 minute", text=f"m{i}")
+    clock.advance(60)
+    sent_at: list[float] = []
+    start = clock.now()
+
+    def record(d: Delivery) -> DeliveryResult:
+        sent_at.append((clock.now() - start).total_seconds())
+        return DeliveryResult.ok()
+
+    config = DispatcherConfig(max_rate_wait=60, rate_limits=RateLimits.parse("log:=2/s"))
+    d = Dispatcher(herald.store, {"log": RecordingChannel(record)}, clock=clock, config=config)
+    assert await d.pump() == 10  # slots one every 0.5 s; the sends have not started
+    clock.advance(3)  # the loop stalls for 3 s: six slots are in the past
+    await d.settle()
+    # the six too late took fresh slots (handed back, due now); the others went at the
+    # limit's pace, none in a rush after the stall
+    assert sent_at == [3.0, 3.5, 4.0, 4.5]
+    counts = await herald.store.job_counts()
+    assert (counts.get("delivered"), counts.get("pending")) == (4, 6)
+    assert (await d.drain(retry_window=60)).outcomes["delivered"] == 6
+    assert all(b - a >= 0.5 for a, b in zip(sent_at, sent_at[1:], strict=False))
+    assert len(sent_at) == 10

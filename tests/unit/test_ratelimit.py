@@ -1,12 +1,14 @@
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from core.channels.base import RateLimit
+from core.clock import ManualClock
 from core.errors import ConfigError
-from core.ratelimit import Pauses, RateLimits, allocate, next_slot, parse_rate
+from core.ratelimit import Pacer, Pauses, RateLimits, allocate, next_slot, parse_rate, pause
 
 T0 = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
 
@@ -81,3 +83,38 @@ def test_a_provider_pause_holds_only_that_destination() -> None:
     assert pauses.paused_until("discord:2", T0) is None
     assert pauses.paused_until("discord:1", T0 + timedelta(seconds=31)) is None
     assert len(pauses) == 0
+
+
+def test_the_pacer_spaces_sends_whatever_their_slots_say() -> None:
+    pacer, limit, t0 = Pacer(), RateLimit(rate=2.0, burst=2.0), datetime(2026, 1, 1, tzinfo=UTC)
+    assert pacer.take("a", t0, limit) == 0.0
+    assert pacer.take("a", t0, limit) == 0.0  # the burst of two
+    assert pacer.take("a", t0, limit) == 0.5  # then one every 0.5 s
+    assert pacer.take("b", t0, limit) == 0.0  # another destination has its own pace
+    assert pacer.take("a", t0 + timedelta(seconds=0.5), limit) == 0.0
+    assert pacer.take("a", t0 + timedelta(seconds=0.5), limit) == 0.5
+
+
+def test_a_pause_moves_the_next_slot_past_it() -> None:
+    limit, t0 = RateLimit(rate=10.0, burst=5.0), datetime(2026, 1, 1, tzinfo=UTC)
+    until = t0 + timedelta(seconds=30)
+    tat = pause(None, until, limit)
+    assert next_slot(tat, t0, limit) == until
+    slots, _ = allocate(tat, t0, 3, limit, window=60)
+    # after a pause sends resume at the pace, not with a burst that the provider has
+    # just said it cannot take
+    assert [(s - until).total_seconds() for s in slots] == [0.0, 0.1, 0.2]
+    later = t0 + timedelta(seconds=40)
+    assert pause(later, until, limit) == later  # an earlier pause never shortens a wait
+
+
+async def test_sleepers_wake_in_order_at_their_own_moments() -> None:
+    clock, t0 = ManualClock(datetime(2026, 1, 1, tzinfo=UTC)), datetime(2026, 1, 1, tzinfo=UTC)
+    seen: list[tuple[str, float]] = []
+
+    async def sleeper(name: str, seconds: float) -> None:
+        await clock.sleep(seconds)
+        seen.append((name, (clock.now() - t0).total_seconds()))
+
+    await asyncio.gather(sleeper("c", 3), sleeper("a", 1), sleeper("b", 2))
+    assert seen == [("a", 1.0), ("b", 2.0), ("c", 3.0)]  # not 1, 3, 6
