@@ -6,11 +6,12 @@ in this terminal, :func:`run_console_served` in a browser through textual-serve.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Coroutine, Iterable, Mapping
 from functools import partial
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeVar
 
 from textual import work
 from textual.actions import parse
@@ -32,6 +33,8 @@ from tui.screens.deliveries import DeliveriesScreen
 from tui.screens.overview import OverviewScreen
 from tui.screens.queue import QueueScreen
 from tui.screens.schedules import SchedulesScreen
+
+T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +84,23 @@ class HeraldConsole(App[int]):
         self.initial_mode = mode
         #: Live refresh on (every ``refresh_interval`` seconds on the visible screen).
         self.live = True
+        #: Reads that run to their end even when the worker that asked is cancelled.
+        self._reads: set[asyncio.Task[Any]] = set()
+
+    def finish_later(self, read: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
+        """``read`` as a task that runs to its end even when its screen's worker is
+        cancelled (a newer read, or the console closing): a database connection is
+        never abandoned halfway through a statement. :meth:`finish_reads` waits."""
+        task = asyncio.ensure_future(read)
+        self._reads.add(task)
+        task.add_done_callback(self._reads.discard)
+        return task
+
+    async def finish_reads(self) -> None:
+        """Wait for the reads still running (call after the console exits, before the
+        store is closed)."""
+        while self._reads:
+            await asyncio.gather(*self._reads, return_exceptions=True)
 
     def on_mount(self) -> None:
         self.sub_title = self.actor_id
@@ -156,7 +176,10 @@ async def run_console(settings: Settings, *, channels: Mapping[str, Channel] | N
     try:
         herald = Herald(store, settings, SystemClock(), channels=channels)
         app = make_app(settings, herald, settings.console_actor or settings.local_actor)
-        await app.run_async()
+        try:
+            await app.run_async()
+        finally:
+            await app.finish_reads()
         return app.return_code or 0
     finally:
         await store.close()

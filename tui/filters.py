@@ -79,9 +79,7 @@ def _number(key: str, value: str) -> int:
 
 
 def attempt_filter(text: str, now: datetime) -> AttemptFilter:
-    found, words = terms(
-        text, ("outcome", "to", "schedule", "job", "since", "until", "tenant")
-    )
+    found, words = terms(text, ("outcome", "to", "schedule", "job", "since", "until", "tenant"))
     if words:
         raise FilterError(
             "Filter the log with outcome:, to:, schedule:, job:, since:, until:, tenant:"
@@ -118,9 +116,7 @@ def dead_filter(text: str, reason: str | None) -> DeadFilter:
 def audit_filter(text: str) -> AuditFilter:
     found, words = terms(text, ("actor", "action", "object", "tenant"))
     if words:
-        raise FilterError(
-            "Filter the audit log with actor:, action:, object:TYPE[:ID], tenant:"
-        )
+        raise FilterError("Filter the audit log with actor:, action:, object:TYPE[:ID], tenant:")
     object_type, _, object_id = found.get("object", "").partition(":")
     return AuditFilter(
         actor=found.get("actor") or None,

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from datetime import timedelta
 from typing import Any
 
@@ -211,9 +212,16 @@ def screen_text(app: HeraldConsole) -> str:
     return "\n".join(svg_lines(app.export_screenshot(), app.size.width))
 
 
-def run(app: HeraldConsole, size: tuple[int, int] = (80, 24)) -> Any:
-    """``app.run_test`` at ``size``, with notifications kept (tests read them)."""
-    return app.run_test(size=size, notifications=True)
+@asynccontextmanager
+async def run(app: HeraldConsole, size: tuple[int, int] = (80, 24)) -> AsyncIterator[Any]:
+    """``app.run_test`` at ``size``, with notifications kept (tests read them); after
+    it, the reads still running finish before the test's store closes (as the CLI's
+    console does)."""
+    try:
+        async with app.run_test(size=size, notifications=True) as pilot:
+            yield pilot
+    finally:
+        await app.finish_reads()
 
 
 def notes(app: HeraldConsole) -> list[str]:

@@ -46,12 +46,8 @@ class AuditScreen(ConsoleScreen):
 
     def compose(self) -> ComposeResult:
         yield Header()
-        yield FilterBar(
-            "/ filter: actor:ID action:PREFIX object:TYPE[:ID] tenant:ID", id="filter"
-        )
-        yield PageTable(
-            "when", "actor", "via", "action", "object", "details", "tenant", id="table"
-        )
+        yield FilterBar("/ filter: actor:ID action:PREFIX object:TYPE[:ID] tenant:ID", id="filter")
+        yield PageTable("when", "actor", "via", "action", "object", "details", "tenant", id="table")
         yield Static("", id="status", classes="status")
         yield Static("", classes="role-note")
         yield Footer()

@@ -152,7 +152,7 @@ class ConsoleScreen(Screen[None]):
         try:
             # a newer request cancels this worker; the read itself runs to its end, so a
             # database connection is never abandoned halfway through a statement
-            data = await asyncio.shield(self.fetch())
+            data = await asyncio.shield(self.console.finish_later(self.fetch()))
         except HeraldError as exc:
             self.notify(str(exc), title="Cannot read", severity="error")
             return
