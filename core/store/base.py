@@ -28,10 +28,10 @@ log = logging.getLogger(__name__)
 #: The PostgreSQL NOTIFY channel that wakes dispatchers.
 NOTIFY_CHANNEL = "herald_due"
 
-#: On SQLite, the dispatcher's write transactions (``_tx``, ``_sqlite_tx``) begin at
-#: least this long after the previous one ended: time for a writer of another process,
-#: polling for the write lock every few milliseconds (``db.SQLITE_BUSY_SLICE_MS``), to
-#: take it, instead of finding it taken again back to back.
+#: On SQLite, while another writer waits for the lock (``db.WriteWaiters``), the
+#: dispatcher's write transactions (``_tx``, ``_sqlite_tx``) begin at least this long
+#: after the previous one ended: time for that writer, polling every few milliseconds
+#: (``db.SQLITE_BUSY_SLICE_MS``), to take it, instead of finding it taken again.
 SQLITE_WRITE_GAP_SECONDS = 0.02
 
 SCHEDULE = Schedule.__table__  # type: ignore[attr-defined]
@@ -87,6 +87,7 @@ class Gateway:
         #: The dispatcher's SQLite writes one at a time, each after the gap.
         self._write_turn = asyncio.Lock()
         self._gap_until = 0.0
+        self._waiters = db.WriteWaiters(url)
 
     @classmethod
     async def open(
@@ -107,6 +108,7 @@ class Gateway:
 
     async def close(self) -> None:
         await self._engine.dispose()
+        self._waiters.close()
 
     def _failed(self, exc: BaseException) -> DatabaseError:
         """A driver error, said once for every way the gateway reaches the database."""
@@ -117,7 +119,8 @@ class Gateway:
     @asynccontextmanager
     async def _dispatcher_write(self) -> AsyncIterator[None]:
         """On SQLite, one of the dispatcher's write transactions: after the previous one
-        and :data:`SQLITE_WRITE_GAP_SECONDS` of leaving the lock free."""
+        and, when another writer was waiting for the lock as it ended,
+        :data:`SQLITE_WRITE_GAP_SECONDS` of leaving the lock free."""
         if self.backend != "sqlite":
             yield
             return
@@ -128,7 +131,8 @@ class Gateway:
             try:
                 yield
             finally:
-                self._gap_until = time.monotonic() + SQLITE_WRITE_GAP_SECONDS
+                if self._waiters.anyone():
+                    self._gap_until = time.monotonic() + SQLITE_WRITE_GAP_SECONDS
 
     @asynccontextmanager
     async def _session(self) -> AsyncIterator[AsyncSession]:
@@ -194,13 +198,20 @@ class Gateway:
         connection holds the write lock (each try polls for ``db.SQLITE_BUSY_SLICE_MS``),
         for up to ``lock_wait`` seconds."""
         deadline = time.monotonic() + self.lock_wait
-        while True:
-            try:
-                await driver.execute_fetchall("BEGIN IMMEDIATE")
-                return
-            except sqlite3.OperationalError as exc:
-                if not db.is_locked(exc) or time.monotonic() >= deadline:
-                    raise
+        try:
+            await driver.execute_fetchall("BEGIN IMMEDIATE")
+            return
+        except sqlite3.OperationalError as exc:
+            if not db.is_locked(exc):
+                raise
+        with self._waiters.waiting():
+            while True:
+                try:
+                    await driver.execute_fetchall("BEGIN IMMEDIATE")
+                    return
+                except sqlite3.OperationalError as exc:
+                    if not db.is_locked(exc) or time.monotonic() >= deadline:
+                        raise
 
     @asynccontextmanager
     async def _read(self) -> AsyncIterator[AsyncConnection]:

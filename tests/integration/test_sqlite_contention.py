@@ -92,7 +92,7 @@ async def test_a_write_that_cannot_get_the_lock_fails_and_changes_nothing(
         await user.close()
 
 
-async def test_the_dispatchers_writes_leave_the_lock_free_between_them(
+async def test_the_dispatchers_writes_leave_the_lock_free_while_a_writer_waits(
     sqlite_url: str,
 ) -> None:
     store = await Store.open(sqlite_url)
@@ -101,12 +101,18 @@ async def test_the_dispatchers_writes_leave_the_lock_free_between_them(
         async def claim() -> None:
             await store.claim_due(now=START, worker="w", lease_until=START, limit=10)
 
-        await claim()
-        started = time.monotonic()
-        for _ in range(3):
+        waiters = db.WriteWaiters(sqlite_url)
+        assert not waiters.anyone()
+        with db.WriteWaiters(sqlite_url).waiting():  # as another process's writer does
+            assert waiters.anyone()
             await claim()
-        # two at once (as the pump and the flusher may): still one gap apart
-        await asyncio.gather(claim(), claim())
-        assert time.monotonic() - started >= 5 * SQLITE_WRITE_GAP_SECONDS * 0.99
+            started = time.monotonic()
+            for _ in range(3):
+                await claim()
+            # two at once (as the pump and the flusher may): still one gap apart
+            await asyncio.gather(claim(), claim())
+            assert time.monotonic() - started >= 5 * SQLITE_WRITE_GAP_SECONDS * 0.99
+        assert not waiters.anyone()
+        waiters.close()
     finally:
         await store.close()
