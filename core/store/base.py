@@ -8,6 +8,7 @@ import contextlib
 import logging
 import secrets
 import sqlite3
+import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -26,6 +27,12 @@ log = logging.getLogger(__name__)
 
 #: The PostgreSQL NOTIFY channel that wakes dispatchers.
 NOTIFY_CHANNEL = "herald_due"
+
+#: On SQLite, while another writer waits for the lock (``db.WriteWaiters``), the
+#: dispatcher's write transactions (``_tx``, ``_sqlite_tx``) begin at least this long
+#: after the previous one ended: time for that writer, polling every few milliseconds
+#: (``db.SQLITE_BUSY_SLICE_MS``), to take it, instead of finding it taken again.
+SQLITE_WRITE_GAP_SECONDS = 0.02
 
 SCHEDULE = Schedule.__table__  # type: ignore[attr-defined]
 JOB = Job.__table__  # type: ignore[attr-defined]
@@ -69,25 +76,63 @@ def new_idempotency_key() -> str:
 class Gateway:
     """Owns the engine. Create with :meth:`open`, finish with :meth:`close`."""
 
-    def __init__(self, engine: AsyncEngine, url: str) -> None:
+    def __init__(
+        self, engine: AsyncEngine, url: str, *, lock_wait: float = db.SQLITE_LOCK_WAIT_SECONDS
+    ) -> None:
         self._engine = engine
         self.url = url
         self.backend = db.backend(url)
+        #: How long a write waits for SQLite's write lock (the engine waits as long).
+        self.lock_wait = lock_wait
+        #: The dispatcher's SQLite writes one at a time, each after the gap.
+        self._write_turn = asyncio.Lock()
+        self._gap_until = 0.0
+        self._waiters = db.WriteWaiters(url)
 
     @classmethod
-    async def open(cls, url: str, *, migrate: bool = True, **engine_kwargs: Any) -> Self:
+    async def open(
+        cls,
+        url: str,
+        *,
+        migrate: bool = True,
+        lock_wait: float = db.SQLITE_LOCK_WAIT_SECONDS,
+        **engine_kwargs: Any,
+    ) -> Self:
         """Connect to ``url``. With ``migrate`` the schema is checked (and, on SQLite,
-        upgraded) first; DatabaseError if it cannot be used."""
+        upgraded) first; DatabaseError if it cannot be used. On SQLite a write waits up
+        to ``lock_wait`` seconds for the write lock, then fails with DatabaseError."""
         if migrate:
             await asyncio.to_thread(db.ensure_schema, url)
-        return cls(db.make_async_engine(url, **engine_kwargs), url)
+        engine = db.make_async_engine(url, lock_wait=lock_wait, **engine_kwargs)
+        return cls(engine, url, lock_wait=lock_wait)
 
     async def close(self) -> None:
         await self._engine.dispose()
+        self._waiters.close()
 
     def _failed(self, exc: BaseException) -> DatabaseError:
         """A driver error, said once for every way the gateway reaches the database."""
+        if db.is_locked(exc):
+            return DatabaseError(db.locked_message(self.url, self.lock_wait))
         return DatabaseError(f"The database at {db.redacted(self.url)} failed: {db.reason(exc)}")
+
+    @asynccontextmanager
+    async def _dispatcher_write(self) -> AsyncIterator[None]:
+        """On SQLite, one of the dispatcher's write transactions: after the previous one
+        and, when another writer was waiting for the lock as it ended,
+        :data:`SQLITE_WRITE_GAP_SECONDS` of leaving the lock free."""
+        if self.backend != "sqlite":
+            yield
+            return
+        async with self._write_turn:
+            wait = self._gap_until - time.monotonic()
+            if wait > 0:
+                await asyncio.sleep(wait)
+            try:
+                yield
+            finally:
+                if self._waiters.anyone():
+                    self._gap_until = time.monotonic() + SQLITE_WRITE_GAP_SECONDS
 
     @asynccontextmanager
     async def _session(self) -> AsyncIterator[AsyncSession]:
@@ -106,9 +151,10 @@ class Gateway:
 
     @asynccontextmanager
     async def _tx(self) -> AsyncIterator[AsyncConnection]:
-        """A bare Core connection in one transaction (the hot path: no ORM session)."""
+        """A bare Core connection in one transaction (the dispatcher's queries: no ORM
+        session; on SQLite each after a gap, see :meth:`_dispatcher_write`)."""
         try:
-            async with self._engine.begin() as conn:
+            async with self._dispatcher_write(), self._engine.begin() as conn:
                 yield conn
         except HeraldError:
             raise
@@ -126,12 +172,13 @@ class Gateway:
         statement (cursor, execute, fetch, close) and a dispatcher batch made fourteen
         while holding SQLite's only write lock; here it is one per statement plus
         BEGIN and COMMIT. Statements are plain SQL with ``?`` parameters (timestamps
-        as :func:`core.models.sqlite_utc_text`)."""
+        as :func:`core.models.sqlite_utc_text`). It begins after a gap
+        (:meth:`_dispatcher_write`) and waits for the write lock as the engine does."""
         try:
-            async with self._engine.connect() as conn:
+            async with self._dispatcher_write(), self._engine.connect() as conn:
                 driver = (await conn.get_raw_connection()).driver_connection
                 assert driver is not None
-                await driver.execute_fetchall("BEGIN IMMEDIATE")
+                await self._begin_immediate(driver)
                 try:
                     yield driver
                 except BaseException:
@@ -146,6 +193,26 @@ class Gateway:
         except (sqlite3.Error, sa.exc.DBAPIError) as exc:
             raise self._failed(exc) from exc
 
+    async def _begin_immediate(self, driver: Any) -> None:
+        """``BEGIN IMMEDIATE`` on an aiosqlite connection, repeated while another
+        connection holds the write lock (each try polls for ``db.SQLITE_BUSY_SLICE_MS``),
+        for up to ``lock_wait`` seconds."""
+        deadline = time.monotonic() + self.lock_wait
+        try:
+            await driver.execute_fetchall("BEGIN IMMEDIATE")
+            return
+        except sqlite3.OperationalError as exc:
+            if not db.is_locked(exc):
+                raise
+        with self._waiters.waiting():
+            while True:
+                try:
+                    await driver.execute_fetchall("BEGIN IMMEDIATE")
+                    return
+                except sqlite3.OperationalError as exc:
+                    if not db.is_locked(exc) or time.monotonic() >= deadline:
+                        raise
+
     @asynccontextmanager
     async def _read(self) -> AsyncIterator[AsyncConnection]:
         """A read-only transaction. On SQLite it begins DEFERRED, so readers (the
@@ -159,6 +226,14 @@ class Gateway:
             raise
         except sa.exc.DBAPIError as exc:
             raise self._failed(exc) from exc
+
+    @asynccontextmanager
+    async def _read_session(self) -> AsyncIterator[AsyncSession]:
+        """A session in a read-only transaction (see :meth:`_read`): every command
+        reads who is acting, and on SQLite that need not wait for the write lock."""
+        async with self._read() as conn:
+            async with AsyncSession(bind=conn, expire_on_commit=False) as session:
+                yield session
 
     @asynccontextmanager
     async def _conn(self) -> AsyncIterator[AsyncConnection]:

@@ -50,7 +50,7 @@ class ScheduleQueries(Gateway):
     # --- members ----------------------------------------------------------------
 
     async def get_member(self, tenant: str, member_id: str) -> Member | None:
-        async with self._session() as s:
+        async with self._read_session() as s:
             return await s.get(Member, {"tenant": tenant, "id": member_id})
 
     async def save_member(
