@@ -39,9 +39,13 @@ SQLITE_LOCK_WAIT_SECONDS = 30.0
 #: at 0, 1, 3, 8 and 10 ms) and is repeated until ``SQLITE_LOCK_WAIT_SECONDS``.
 SQLITE_BUSY_SLICE_MS = 10
 
-#: The busy timeout while a connection is set up (``journal_mode = WAL`` takes an
-#: exclusive lock the first time).
-SQLITE_CONNECT_TIMEOUT_MS = 10_000
+#: The busy timeout of everything else (setting a connection up, reads, COMMIT): those
+#: rarely meet a lock in WAL mode, and when they do SQLite's own wait is right.
+SQLITE_BUSY_TIMEOUT_MS = 10_000
+
+#: Taking the write lock: short slices of SQLite's busy wait, then the usual timeout.
+SQLITE_SLICE_PRAGMA = f"PRAGMA busy_timeout = {SQLITE_BUSY_SLICE_MS}"
+SQLITE_USUAL_PRAGMA = f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}"
 
 _SQLITE_BUSY = 5  # SQLITE_BUSY, the low byte of its extended codes
 
@@ -173,11 +177,10 @@ def _sqlite_setup(engine: sa.Engine, lock_wait: float) -> None:
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         dbapi_connection.isolation_level = None  # we issue BEGIN ourselves
         cursor = dbapi_connection.cursor()
-        cursor.execute(f"PRAGMA busy_timeout = {SQLITE_CONNECT_TIMEOUT_MS}")
+        cursor.execute(SQLITE_USUAL_PRAGMA)
         cursor.execute("PRAGMA journal_mode = WAL")
         cursor.execute("PRAGMA synchronous = NORMAL")
         cursor.execute("PRAGMA foreign_keys = ON")
-        cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_SLICE_MS}")
         cursor.close()
 
     @sa.event.listens_for(engine, "begin")
@@ -187,20 +190,24 @@ def _sqlite_setup(engine: sa.Engine, lock_wait: float) -> None:
             connection.exec_driver_sql("BEGIN")
             return
         deadline = time.monotonic() + lock_wait
+        connection.exec_driver_sql(SQLITE_SLICE_PRAGMA)
         try:
-            connection.exec_driver_sql("BEGIN IMMEDIATE")
-            return
-        except sa.exc.OperationalError as exc:
-            if not is_locked(exc):
-                raise
-        with waiters.waiting():
-            while True:
-                try:
-                    connection.exec_driver_sql("BEGIN IMMEDIATE")
-                    return
-                except sa.exc.OperationalError as exc:
-                    if not is_locked(exc) or time.monotonic() >= deadline:
-                        raise
+            try:
+                connection.exec_driver_sql("BEGIN IMMEDIATE")
+                return
+            except sa.exc.OperationalError as exc:
+                if not is_locked(exc):
+                    raise
+            with waiters.waiting():
+                while True:
+                    try:
+                        connection.exec_driver_sql("BEGIN IMMEDIATE")
+                        return
+                    except sa.exc.OperationalError as exc:
+                        if not is_locked(exc) or time.monotonic() >= deadline:
+                            raise
+        finally:
+            connection.exec_driver_sql(SQLITE_USUAL_PRAGMA)
 
 
 def make_async_engine(

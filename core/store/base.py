@@ -198,20 +198,24 @@ class Gateway:
         connection holds the write lock (each try polls for ``db.SQLITE_BUSY_SLICE_MS``),
         for up to ``lock_wait`` seconds."""
         deadline = time.monotonic() + self.lock_wait
+        await driver.execute_fetchall(db.SQLITE_SLICE_PRAGMA)
         try:
-            await driver.execute_fetchall("BEGIN IMMEDIATE")
-            return
-        except sqlite3.OperationalError as exc:
-            if not db.is_locked(exc):
-                raise
-        with self._waiters.waiting():
-            while True:
-                try:
-                    await driver.execute_fetchall("BEGIN IMMEDIATE")
-                    return
-                except sqlite3.OperationalError as exc:
-                    if not db.is_locked(exc) or time.monotonic() >= deadline:
-                        raise
+            try:
+                await driver.execute_fetchall("BEGIN IMMEDIATE")
+                return
+            except sqlite3.OperationalError as exc:
+                if not db.is_locked(exc):
+                    raise
+            with self._waiters.waiting():
+                while True:
+                    try:
+                        await driver.execute_fetchall("BEGIN IMMEDIATE")
+                        return
+                    except sqlite3.OperationalError as exc:
+                        if not db.is_locked(exc) or time.monotonic() >= deadline:
+                            raise
+        finally:
+            await driver.execute_fetchall(db.SQLITE_USUAL_PRAGMA)
 
     @asynccontextmanager
     async def _read(self) -> AsyncIterator[AsyncConnection]:

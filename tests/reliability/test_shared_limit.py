@@ -87,12 +87,12 @@ async def test_four_dispatchers_share_one_destinations_limit(db_url: str, tmp_pa
         f"took {took:.1f} s (limit says {jobs / RATE:.0f} s); busiest second {busiest}",
     )
     expected = (jobs - 1) / RATE
-    assert took >= expected * 0.9  # together no faster than the limit
-    # and not much slower: each claim keeps only what its limit sends within
-    # max_rate_wait, so no one sits on jobs (one dispatcher's own speed is the bound)
-    assert took <= expected * 4 + 10
-    # Slots are handed out by the database at the limit's pace; a send goes no earlier
-    # than its slot, but a dispatcher whose loop stalls (a busy machine) sends the late
-    # ones together, and the receiver here shares the test's own loop. Unshared, four
+    # together no faster than the limit, and not slower either: each claim keeps only
+    # what its destination takes within max_rate_wait, so no one sits on jobs
+    assert expected * 0.9 <= took <= expected * 1.1
+    # Slots are handed out by the database at the limit's pace and each dispatcher
+    # spaces its own sends by it; where one hands over to the next, a late send of the
+    # first (at most slot_grace, 0.1 s, past its slot) can meet the second's first:
+    # no window of one second holds more than the limit plus a tenth. Unshared, four
     # dispatchers would each send at the limit: four times the rate.
-    assert busiest <= RATE * 1.5
+    assert busiest <= RATE * 1.1
