@@ -159,3 +159,18 @@ def test_0007_gives_existing_rows_the_local_tenant_and_goes_back(db_url: str) ->
     assert [tuple(r) for r in back] == [("slack:U1", "slack")]
     assert [tuple(r) for r in members] == [("slack:U1", "operator")]
     assert jobs == 1
+
+
+def test_the_quick_schema_check_knows_the_newest_migration(db_url: str) -> None:
+    """Every command checks the schema without Alembic, against ``SCHEMA_HEAD``: it
+    must be Alembic's head, and an older schema must still be found out."""
+    assert db.SCHEMA_HEAD == db.head_revision()
+    db.upgrade(db_url, "0007")
+    if db.backend(db_url) == "sqlite":
+        db.ensure_schema(db_url)  # upgraded on first use
+        assert db.current_revision(db_url) == db.SCHEMA_HEAD
+    else:
+        from core.errors import DatabaseError
+
+        with pytest.raises(DatabaseError, match="is at schema 0007"):
+            db.ensure_schema(db_url)
