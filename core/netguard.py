@@ -128,6 +128,14 @@ class Guard:
         answers = [str(ip)] if ip is not None else (self.lookup or system_lookup)(host, port)
         return self._checked(host, answers)
 
+    def literal(self, host: str) -> Address:
+        """``host`` written as an IP address (``[...]`` allowed), checked. Raises
+        Refused when it is internal, ValueError when it is not an address."""
+        ip = _literal(host)
+        if ip is None:
+            raise ValueError(f"{host} is not an IP address")
+        return self._checked(host, [str(ip)])[0]
+
     async def resolve(self, host: str, port: int) -> list[Address]:
         """:meth:`addresses` without blocking the event loop."""
         ip = _literal(host)
@@ -169,7 +177,7 @@ class Guard:
         ``verify`` replaces the default TLS trust (tests trust their own CA)."""
         limits = limits or httpx.Limits()
         pool = httpcore.AsyncConnectionPool(
-            ssl_context=verify or _default_tls(),
+            ssl_context=verify or default_tls(),
             max_connections=limits.max_connections,
             max_keepalive_connections=limits.max_keepalive_connections,
             keepalive_expiry=limits.keepalive_expiry,
@@ -223,8 +231,9 @@ def refusal(host: str) -> str:
 
 
 @lru_cache(maxsize=1)
-def _default_tls() -> ssl.SSLContext:
-    """One TLS context (certifi's roots, like httpx's default) for every guarded pool."""
+def default_tls() -> ssl.SSLContext:
+    """One TLS context (certifi's roots, like httpx's default) for every pool, httpx's
+    and aiohttp's (core.http_client)."""
     return httpx.create_ssl_context()
 
 
