@@ -230,6 +230,11 @@ class Dispatcher:
             if room <= 0 or (room < threshold and self._inflight):
                 break  # wait for a bigger gap: fewer, larger claims
             want = min(room, self.config.batch_size)
+            if lookahead and not self._inflight:
+                # idle, and perhaps the start of a burst: claim what can be sent at once
+                # (a claim of 2,000 with its rate-limit slots outlasts the lookahead, and
+                # the first would go late); the rest is claimed while these are sent
+                want = min(want, 2 * self.config.concurrency)
             now = self.clock.now()
             lease_until = now + timedelta(seconds=self.config.lease_seconds)
             jobs = await self.store.claim_due(

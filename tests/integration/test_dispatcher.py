@@ -399,3 +399,28 @@ async def test_logs_one_line_per_batch_and_every_field_of_a_failure(
     assert (await d.drain()).as_dict()["delivered"] == 1
     [one] = [r for r in caplog.records if getattr(r, "event", None) == "job.delivered"]
     assert one.levelno == logging.DEBUG and one.outcome == "ok" and one.duration_ms is not None
+
+
+async def test_an_idle_service_claims_the_start_of_a_burst_small_first(
+    herald: Herald, clock: ManualClock
+) -> None:
+    """The first claim of a burst takes what can be sent at once, so the first message
+    need not wait for a claim of thousands (and its rate-limit slots); the rest follow."""
+    for i in range(30):
+        await herald.create_schedule(ALICE, to="log:", when="in 1 minute", text=f"m{i}")
+    clock.advance(timedelta(minutes=1))
+    channel = RecordingChannel()
+    config = DispatcherConfig(concurrency=4, max_attempts=4, max_lateness=3600)
+    d = make_dispatcher(herald, channel, config=config)
+    limits: list[int] = []
+    claim = herald.store.claim_due
+
+    async def spy(**kw):
+        limits.append(kw["limit"])
+        return await claim(**kw)
+
+    herald.store.claim_due = spy  # type: ignore[method-assign]
+    assert await d.pump(lookahead=0.05) == 30
+    await d.settle()
+    assert limits[0] == 8 and limits[1] > 8
+    assert len(channel.deliveries) == 30
