@@ -17,7 +17,9 @@ at most ``per_host`` to one host:
   allowed.
 - **direct**, for the provider APIs the admin configured (``SLACK_API_URL``,
   ``DISCORD_API_URL``): no guard (as before), and proxies from the environment
-  (``HTTPS_PROXY``) are honoured.
+  (``HTTPS_PROXY``, ``NO_PROXY``) are honoured as httpx did; found once per URL, not
+  per request (aiohttp's ``trust_env`` would also read ``~/.netrc`` in a thread for
+  every request).
 
 Built once and reused by every request: the TLS context, the guard's resolver, the DNS
 answers, the connections. Sessions are opened on first use in the running event loop
@@ -36,6 +38,7 @@ import asyncio
 import json as jsonlib
 import logging
 import ssl
+import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -123,6 +126,7 @@ class HTTPClient:
         self._timeouts: dict[Timeout, aiohttp.ClientTimeout] = {}
         #: parsed URLs by text, per pool (the guarded ones' literal hosts checked)
         self._urls: dict[bool, dict[str, yarl.URL]] = {True: {}, False: {}}
+        self._proxies: dict[yarl.URL, tuple[str | None]] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         #: How many pools this client has opened (tests: one per policy, reused).
         self.opened = 0
@@ -163,11 +167,7 @@ class HTTPClient:
             ttl_dns_cache=int(self.dns_ttl) if self.dns_ttl > 0 else None,
             ssl=self._tls,
         )
-        return aiohttp.ClientSession(
-            connector=connector,
-            cookie_jar=aiohttp.DummyCookieJar(),
-            trust_env=not guarded,
-        )
+        return aiohttp.ClientSession(connector=connector, cookie_jar=aiohttp.DummyCookieJar())
 
     def _timeout(self, timeout: Timeout) -> aiohttp.ClientTimeout:
         found = self._timeouts.get(timeout)
@@ -186,6 +186,17 @@ class HTTPClient:
             await session.close()
 
     # --- requests ---------------------------------------------------------------------
+
+    def _proxy(self, target: yarl.URL) -> str | None:
+        """The environment's proxy for a provider API URL (None: connect directly)."""
+        found = self._proxies.get(target)
+        if found is None:
+            bypass = urllib.request.proxy_bypass(target.raw_host or "")
+            proxy = None if bypass else urllib.request.getproxies().get(target.scheme)
+            if len(self._proxies) >= 1_000:
+                self._proxies.clear()
+            found = self._proxies[target] = (proxy,)
+        return found[0]
 
     def _url(self, url: str, guarded: bool) -> yarl.URL:
         """``url`` parsed once per distinct text (aiohttp would parse it per request);
@@ -243,6 +254,7 @@ class HTTPClient:
                 data=data,
                 json=json,
                 params=params,
+                proxy=None if guarded else self._proxy(target),
                 timeout=self._timeout(timeouts),
                 allow_redirects=False,
             ) as response:

@@ -14,10 +14,12 @@ from aiohttp import web
 from core.channels import build_channels
 from core.channels.base import Outcome
 from core.channels.discord import DiscordWebhookChannel
+from core.channels.slack import SlackChannel
 from core.channels.webhook import WebhookChannel
 from core.http_client import HTTPClient
 from core.netguard import Guard
 from core.settings import load_settings
+from tests.fakes import unused_port
 from tests.fakes.deliveries import make_delivery
 from tests.support.guard import INSIDE, Pair, Rebinding, pair
 
@@ -32,11 +34,13 @@ class Receiver:
 
     def __init__(self) -> None:
         self.ports: list[int] = []
+        self.hosts: list[str] = []
         self.url = ""
 
     async def hook(self, request: web.Request) -> web.Response:
         assert request.transport is not None
         self.ports.append(request.transport.get_extra_info("peername")[1])
+        self.hosts.append(request.host)
         await request.read()
         return web.Response(text="ok")
 
@@ -171,3 +175,27 @@ async def test_every_request_is_guarded_though_connections_are_kept_alive(pair: 
     assert pair.inside.requests == []
     assert len(pair.outside.requests) == 3
     assert dns.calls == ["hooks.test", "intranet.test", "hooks.test", "hooks.test"]
+
+
+async def test_provider_apis_take_the_environments_proxy_and_member_urls_never_do(
+    receiver: Receiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As with httpx before: Slack's and Discord's APIs (the admin's) go through
+    HTTP(S)_PROXY; a member's webhook connects itself, through the guard."""
+    monkeypatch.setenv("HTTP_PROXY", receiver.url)  # the receiver plays the proxy
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    slack = SlackChannel("xoxb-token", base_url="http://slack.test/api/")  # no such host
+    try:
+        await slack.send(make_delivery("slack:C0123"))
+    finally:
+        await slack.close()
+    assert receiver.hosts == ["slack.test"]
+
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{unused_port()}")  # nothing there
+    webhook = WebhookChannel(allow_private=True)
+    try:
+        result = await webhook.send(make_delivery(f"webhook:{receiver.url}/h"))
+    finally:
+        await webhook.close()
+    assert result.outcome is Outcome.OK, result.error
