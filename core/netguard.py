@@ -14,7 +14,9 @@ its ``Host`` header). A DNS answer that changes between a check and the connecti
 stack Herald uses:
 
 - httpx: :meth:`Guard.transport` (an httpcore network backend that resolves and checks);
-- aiohttp: :meth:`Guard.aiohttp_resolver` (an ``aiohttp.abc.AbstractResolver``);
+- aiohttp: :meth:`Guard.aiohttp_resolver` (an ``aiohttp.abc.AbstractResolver``), plus
+  :meth:`Guard.literal` for hosts written as IP addresses, which aiohttp connects to
+  without asking the resolver (:mod:`core.http_client` does both);
 - requests / urllib3 (Apprise's plugins, in worker threads): :meth:`Guard.urllib3`, a
   context within which urllib3's connections are checked the same way.
 
@@ -199,7 +201,8 @@ class Guard:
     def aiohttp_resolver(self) -> AbstractResolver:
         """An aiohttp resolver that answers only checked addresses: give it to
         ``aiohttp.TCPConnector(resolver=...)``; aiohttp then connects to exactly those
-        addresses and keeps the URL's host for SNI and ``Host``."""
+        addresses and keeps the URL's host for SNI and ``Host``. aiohttp never asks it
+        about a host written as an IP address: check those with :meth:`literal`."""
         return _aiohttp_resolver_class()(self)
 
     # --- urllib3 (Apprise) ----------------------------------------------------------
