@@ -52,7 +52,7 @@ def _post(i: int) -> None:
     import httpx
 
     if TARGET is not None:
-        httpx.post(f"{TARGET}/h/{i % 500}", json={"i": i}, timeout=30)
+        httpx.post(f"{TARGET}/h/{i % 200}", json={"i": i}, timeout=30)
 
 
 def _peer_a_send(i: int, due: float) -> None:
@@ -150,10 +150,75 @@ def peer_b_ingest(n: int, db: Path) -> float:
     return n / (time.perf_counter() - start)
 
 
+# --- the bare HTTP clients: the ceiling of the webhook burst ------------------------------
+
+BARE_IN_FLIGHT = 64  # as HERALD_CONCURRENCY
+
+
+async def bare_client(kind: str, n: int) -> dict[str, Any]:
+    """``n`` POSTs due at one instant over the same URLs as Herald's, 64 in flight, with
+    nothing but the client (aiohttp or httpx): no queue, no database, no signing."""
+    assert TARGET is not None
+    from bot.bench import WEBHOOK_URLS
+
+    late: list[float] = []
+    todo = iter(range(n))
+    if kind == "aiohttp":
+        import aiohttp
+
+        session = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=BARE_IN_FLIGHT, limit_per_host=0)
+        )
+
+        async def post(i: int) -> None:
+            async with session.post(f"{TARGET}/h/{i % WEBHOOK_URLS}", json={"i": i}) as answer:
+                await answer.read()
+
+        close = session.close
+    else:
+        import httpx
+
+        client = httpx.AsyncClient(
+            limits=httpx.Limits(
+                max_connections=BARE_IN_FLIGHT, max_keepalive_connections=BARE_IN_FLIGHT
+            ),
+            timeout=30,
+        )
+
+        async def post(i: int) -> None:
+            await client.post(f"{TARGET}/h/{i % WEBHOOK_URLS}", json={"i": i})
+
+        close = client.aclose
+
+    async def worker(due: float) -> None:
+        for i in todo:
+            late.append((time.time() - due) * 1000)
+            await post(i)
+
+    try:
+        due = time.time() + 0.5
+        await asyncio.sleep(0.5)
+        cpu = _cpu_seconds()
+        await asyncio.gather(*(worker(due) for _ in range(BARE_IN_FLIGHT)))
+        cpu = _cpu_seconds() - cpu
+    finally:
+        await close()
+    return {**_summary(n, late, 0.0), "cpu_ms_per_msg": round(cpu * 1000 / n, 3)}
+
+
+def _cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 # --- Herald ---------------------------------------------------------------------------------
 
 
-async def herald_dispatch(n: int, spread: float, db: Path) -> dict[str, Any]:
+async def herald_dispatch(
+    n: int, spread: float, db: Path, *, service: bool = False
+) -> dict[str, Any]:
+    """Herald's dispatcher with the service's logging: in this process, or (``service``)
+    as a ``herald run`` process."""
     from bot.bench import bench_dispatch
     from core.settings import load_settings
 
@@ -168,8 +233,12 @@ async def herald_dispatch(n: int, spread: float, db: Path) -> dict[str, Any]:
         dispatchers=1,
         pending=0,
         samples=True,
+        service=service,
     )
-    return _summary(n, data["lateness_samples_ms"], spread)
+    return {
+        **_summary(n, data["lateness_samples_ms"], spread),
+        "cpu_ms_per_msg": data["cpu_ms_per_job"],
+    }
 
 
 async def herald_ingest(n: int) -> float:
@@ -218,8 +287,10 @@ async def _one(system: str, workload: str) -> dict[str, Any]:
         n, spread = (BURST, 0.0) if workload == "burst" else (STAGGERED, STAGGER_SECONDS)
         if TARGET is not None:
             n = WEBHOOK_BURST
-        if system == "herald":
-            return await herald_dispatch(n, spread, db)
+        if system in ("herald", "herald run"):
+            return await herald_dispatch(n, spread, db, service=system == "herald run")
+        if system.startswith("bare "):
+            return await bare_client(system.removeprefix("bare "), n)
         if system == "apscheduler":
             return await peer_a(n, spread, db)
         return peer_b(n, spread, db)
@@ -303,19 +374,88 @@ def main() -> int:
     line("webhook burst", "last message late (ms)", "last_ms", False)
     line("webhook burst", "messages dropped", "dropped", False)
     table = "\n".join(rows)
+    table += "\n\n" + rounds_table()
     note = (
         f"\n\nOne run on this machine (`make bench`): burst = {BURST:,} messages due at one "
         f"instant; staggered = {STAGGERED} messages over {STAGGER_SECONDS:g} s; ingest = "
         f"{INGEST:,} schedules (APScheduler measured on {PEER_A_INGEST:,}, one INSERT and "
         "commit per job). Null channel, SQLite, lateness = start of send minus due time. "
         "APScheduler drops jobs later than its 1 s misfire grace time. The webhook burst "
-        f"sends {WEBHOOK_BURST:,} messages to a local receiver in its own process (500 URLs; "
+        f"sends {WEBHOOK_BURST:,} messages to a local receiver in its own process (200 URLs; "
         "APScheduler's thread pool and the polling loop post with httpx).\n"
     )
     print(table + note)
     (HERE / "RESULTS.md").write_text("# Benchmark results\n\n" + table + note)
     _plot(results)
     return 0
+
+
+ROUNDS = 3
+#: Measured in interleaved rounds (one of each per round), medians compared.
+ROUND_SYSTEMS = {
+    "burst": ("herald", "herald run"),
+    "webhook-burst": ("herald", "herald run", "bare aiohttp", "bare httpx"),
+}
+
+
+def _median(values: list[float]) -> float | None:
+    ordered = sorted(v for v in values if v is not None)
+    return ordered[len(ordered) // 2] if ordered else None
+
+
+def rounds_table(rounds: int = ROUNDS) -> str:
+    """Herald in this process and as ``herald run`` (logging included) on the null
+    burst; the webhook burst beside the bare HTTP clients: ``rounds`` interleaved
+    rounds, medians, and ratios within the same run."""
+    got: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    with _receiver() as target:
+        for r in range(rounds):
+            for workload, systems in ROUND_SYSTEMS.items():
+                order = systems[r % len(systems) :] + systems[: r % len(systems)]  # rotated
+                for system in order:
+                    got.setdefault((system, workload), []).append(
+                        run_one(system, workload, {"HERALD_BENCH_TARGET": target})
+                    )
+
+    def med(system: str, workload: str, key: str) -> float | None:
+        return _median([row.get(key) for row in got[(system, workload)]])
+
+    def paired(system: str, peer: str, workload: str) -> str:
+        """The median of the per-round ratios of drain rates (each round's own pair)."""
+        ratios = [
+            a["drain_per_s"] / b["drain_per_s"]
+            for a, b in zip(got[(system, workload)], got[(peer, workload)], strict=True)
+            if a.get("drain_per_s") and b.get("drain_per_s")
+        ]
+        found = _median(ratios)
+        return f"{found:.2f}×" if found is not None else "–"
+
+    rows = [
+        "| workload | system | drain rate (msg/s) | first late (ms) | median late (ms) "
+        "| dropped | vs Herald in process | vs bare aiohttp | runs (msg/s) |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for workload, systems in ROUND_SYSTEMS.items():
+        for system in systems:
+            rate = med(system, workload, "drain_per_s")
+            runs = ", ".join(f"{row.get('drain_per_s') or 0:,}" for row in got[(system, workload)])
+            bare = paired(system, "bare aiohttp", workload) if "bare aiohttp" in systems else "–"
+            rows.append(
+                f"| {workload} | {system} | {rate or 0:,.0f} "
+                f"| {med(system, workload, 'first_ms') or 0:,.1f} "
+                f"| {med(system, workload, 'p50_ms') or 0:,.1f} "
+                f"| {med(system, workload, 'dropped') or 0:,.0f} "
+                f"| {paired(system, 'herald', workload)} | {bare} | {runs} |"
+            )
+    return "\n".join(rows) + (
+        f"\n\nMedians of {rounds} interleaved rounds (each round runs every system once, "
+        "in rotated order). burst = the null burst above; webhook-burst = "
+        f"{WEBHOOK_BURST:,} webhooks due at one instant over 200 URLs of one local "
+        "receiver. herald = the dispatcher in the benchmark's process with the service's "
+        "logging set up; herald run = the `herald run` process; bare aiohttp / bare httpx "
+        f"= only the HTTP client, {BARE_IN_FLIGHT} requests in flight. Ratios are medians "
+        "of each round's own ratio (this machine's speed changes from minute to minute)."
+    )
 
 
 def _plot(results: dict[tuple[str, str], dict[str, Any]]) -> None:
@@ -342,7 +482,9 @@ def _plot(results: dict[tuple[str, str], dict[str, Any]]) -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 3:
+    if sys.argv[1:] == ["rounds"]:  # only the interleaved rounds (a quicker check)
+        print(rounds_table())
+    elif len(sys.argv) == 3:
         print(json.dumps(asyncio.run(_one(sys.argv[1], sys.argv[2]))))
     else:
         sys.exit(main())

@@ -167,6 +167,12 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--db", choices=["sqlite", "postgres"], default="sqlite")
     b.add_argument("--dispatchers", type=int, default=1)
     b.add_argument("--pending", type=int, default=0, help="extra jobs due far in the future")
+    b.add_argument(
+        "--service",
+        action="store_true",
+        help="run one dispatcher as a `herald run` process (default: in this process, "
+        "with the service's logging)",
+    )
     b.add_argument("--json", action="store_true", help="(the output is always JSON)")
 
     c = add("console", "The operator console (Textual): queues, deliveries, dead letters.")

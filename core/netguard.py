@@ -14,7 +14,9 @@ its ``Host`` header). A DNS answer that changes between a check and the connecti
 stack Herald uses:
 
 - httpx: :meth:`Guard.transport` (an httpcore network backend that resolves and checks);
-- aiohttp: :meth:`Guard.aiohttp_resolver` (an ``aiohttp.abc.AbstractResolver``);
+- aiohttp: :meth:`Guard.aiohttp_resolver` (an ``aiohttp.abc.AbstractResolver``), plus
+  :meth:`Guard.literal` for hosts written as IP addresses, which aiohttp connects to
+  without asking the resolver (:mod:`core.http_client` does both);
 - requests / urllib3 (Apprise's plugins, in worker threads): :meth:`Guard.urllib3`, a
   context within which urllib3's connections are checked the same way.
 
@@ -128,6 +130,14 @@ class Guard:
         answers = [str(ip)] if ip is not None else (self.lookup or system_lookup)(host, port)
         return self._checked(host, answers)
 
+    def literal(self, host: str) -> Address:
+        """``host`` written as an IP address (``[...]`` allowed), checked. Raises
+        Refused when it is internal, ValueError when it is not an address."""
+        ip = _literal(host)
+        if ip is None:
+            raise ValueError(f"{host} is not an IP address")
+        return self._checked(host, [str(ip)])[0]
+
     async def resolve(self, host: str, port: int) -> list[Address]:
         """:meth:`addresses` without blocking the event loop."""
         ip = _literal(host)
@@ -169,7 +179,7 @@ class Guard:
         ``verify`` replaces the default TLS trust (tests trust their own CA)."""
         limits = limits or httpx.Limits()
         pool = httpcore.AsyncConnectionPool(
-            ssl_context=verify or _default_tls(),
+            ssl_context=verify or default_tls(),
             max_connections=limits.max_connections,
             max_keepalive_connections=limits.max_keepalive_connections,
             keepalive_expiry=limits.keepalive_expiry,
@@ -191,7 +201,8 @@ class Guard:
     def aiohttp_resolver(self) -> AbstractResolver:
         """An aiohttp resolver that answers only checked addresses: give it to
         ``aiohttp.TCPConnector(resolver=...)``; aiohttp then connects to exactly those
-        addresses and keeps the URL's host for SNI and ``Host``."""
+        addresses and keeps the URL's host for SNI and ``Host``. aiohttp never asks it
+        about a host written as an IP address: check those with :meth:`literal`."""
         return _aiohttp_resolver_class()(self)
 
     # --- urllib3 (Apprise) ----------------------------------------------------------
@@ -223,8 +234,9 @@ def refusal(host: str) -> str:
 
 
 @lru_cache(maxsize=1)
-def _default_tls() -> ssl.SSLContext:
-    """One TLS context (certifi's roots, like httpx's default) for every guarded pool."""
+def default_tls() -> ssl.SSLContext:
+    """One TLS context (certifi's roots, like httpx's default) for every pool, httpx's
+    and aiohttp's (core.http_client)."""
     return httpx.create_ssl_context()
 
 

@@ -85,6 +85,9 @@ class Settings(BaseSettings):
     #: longest matching prefix wins (Standard Webhooks ``whsec_...`` secrets).
     webhook_secrets: SecretStr | None = Field(default=None, alias="HERALD_WEBHOOK_SECRETS")
     http_timeout: float = Field(default=30.0, gt=0, alias="HERALD_HTTP_TIMEOUT")
+    #: The most connections the HTTP channels keep open to one host (0: as many as
+    #: HERALD_CONCURRENCY, the size of the shared pool).
+    http_per_host: int = Field(default=0, ge=0, alias="HERALD_HTTP_PER_HOST")
     #: Allow webhooks, Discord webhooks, calendars and Apprise services to reach loopback,
     #: private and link-local addresses (off: the network guard refuses them).
     webhook_allow_private: bool = Field(default=False, alias="HERALD_WEBHOOK_ALLOW_PRIVATE")

@@ -20,26 +20,32 @@ from core.channels.email import EmailChannel
 from core.channels.local import LogChannel, NullChannel
 from core.channels.slack import SlackChannel
 from core.channels.webhook import WebhookChannel
+from core.http_client import HTTPClient
 from core.settings import Settings
 
 
-def build_channels(settings: Settings, *, log_stream: TextIO | None = None) -> dict[str, Channel]:
-    """The channels, keyed by destination kind."""
+def build_channels(
+    settings: Settings, *, log_stream: TextIO | None = None, http: HTTPClient | None = None
+) -> dict[str, Channel]:
+    """The channels, keyed by destination kind. The HTTP channels share one client
+    (``http``, else one built from the settings): one set of keep-alive pools per
+    process, its guarded pool checking every URL a member gives."""
     timeout = settings.http_timeout
-    guard = settings.network_guard()  # one for every URL a member gives
+    http = http or HTTPClient.from_settings(settings)
     channels: list[Channel] = [
         LogChannel(log_stream),
         NullChannel(),
-        SlackChannel(settings.slack_bot_token, base_url=settings.slack_api_url, timeout=timeout),
+        SlackChannel(
+            settings.slack_bot_token, base_url=settings.slack_api_url, timeout=timeout, http=http
+        ),
         DiscordChannel(
-            settings.discord_bot_token, base_url=settings.discord_api_url, timeout=timeout
-        ),
-        DiscordWebhookChannel(timeout=timeout, guard=guard),
-        WebhookChannel(
-            settings.webhook_secret_for,
+            settings.discord_bot_token,
+            base_url=settings.discord_api_url,
             timeout=timeout,
-            guard=guard,
+            http=http,
         ),
+        DiscordWebhookChannel(timeout=timeout, http=http),
+        WebhookChannel(settings.webhook_secret_for, timeout=timeout, http=http),
         EmailChannel(
             host=settings.smtp_host,
             port=settings.smtp_port,
@@ -49,6 +55,6 @@ def build_channels(settings: Settings, *, log_stream: TextIO | None = None) -> d
             tls=settings.smtp_tls,
             timeout=timeout,
         ),
-        AppriseChannel(guard=guard),
+        AppriseChannel(guard=http.guard),  # requests, in threads: its own connections
     ]
     return {channel.kind: channel for channel in channels}

@@ -27,14 +27,14 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
-import httpx
 from pydantic import SecretStr
 
 from core import limits
 from core.channels.base import Channel, Delivery, DeliveryResult, RateLimit
-from core.channels.webhook import hidden_urls, parse_retry_after, reveal, truncate
+from core.channels.webhook import parse_retry_after, reveal, truncate
 from core.destinations import Destination
 from core.errors import InvalidInput
+from core.http_client import Answer, HTTPClient, TimedOut, Timeout, Unreachable
 from core.netguard import Guard, Refused
 
 DEFAULT_BASE_URL = "https://discord.com/api/v10"
@@ -135,7 +135,10 @@ class RateLimits:
 
 
 class _DiscordHTTP(Channel):
-    """What both Discord channels share: the HTTP client, rate limits, classification."""
+    """What both Discord channels share: the HTTP client, rate limits, classification.
+
+    ``http`` is the process's shared client (by default one of its own); ``guarded``
+    sends through its network guard (member-given webhook URLs)."""
 
     #: status -> advice; ``{what}`` is the destination in words.
     advice: ClassVar[Mapping[int, str]] = {}
@@ -150,26 +153,25 @@ class _DiscordHTTP(Channel):
         clock: Callable[[], float] = time.monotonic,
         sleep: Sleep = asyncio.sleep,
         headers: Mapping[str, str] | None = None,
-        transport: httpx.AsyncBaseTransport | None = None,
+        http: HTTPClient | None = None,
+        guarded: bool = False,
     ) -> None:
-        self._client = httpx.AsyncClient(
-            timeout=httpx.Timeout(timeout, connect=connect_timeout),
-            follow_redirects=False,
-            headers={"User-Agent": USER_AGENT, **(headers or {})},
-            transport=transport,
-        )
+        self.http = http or HTTPClient()
+        self._guarded = guarded
+        self._timeout = Timeout(timeout, connect_timeout)
+        self._headers = {"User-Agent": USER_AGENT, **(headers or {})}
         self._limits = RateLimits(clock, global_rate)
         self._max_wait = max_wait
         self._sleep = sleep
 
     async def close(self) -> None:
-        """Close the HTTP connection pool."""
-        await self._client.aclose()
+        """Close the HTTP connection pools."""
+        await self.http.close()
 
     async def _request(
         self, method: str, url: str, route: str, major: str, what: str, **kwargs: Any
-    ) -> httpx.Response | DeliveryResult:
-        """Send one request under the rate limits. Returns the response, or a retry
+    ) -> Answer | DeliveryResult:
+        """Send one request under the rate limits. Returns the answer, or a retry
         result for a long rate-limit wait, a timeout or a network failure."""
         for _ in range(10):
             wait = self._limits.delay(route, major)
@@ -184,24 +186,30 @@ class _DiscordHTTP(Channel):
         else:
             return DeliveryResult.retry(f"Discord's rate limit for {what} is busy.", retry_after=1)
         try:
-            with hidden_urls():  # a webhook URL carries its token
-                response = await self._client.request(method, url, **kwargs)
+            response = await self.http.request(
+                method,
+                url,
+                guarded=self._guarded,
+                timeouts=self._timeout,
+                headers=self._headers,
+                **kwargs,
+            )
         except Refused as exc:  # the network guard (member-given webhook URLs)
             return DeliveryResult.permanent(str(exc))
-        except httpx.TimeoutException:
+        except TimedOut:
             return DeliveryResult.retry(f"Discord did not answer in time for {what}.")
-        except httpx.HTTPError as exc:
-            return DeliveryResult.retry(f"Could not reach Discord ({type(exc).__name__}).")
+        except Unreachable as exc:
+            return DeliveryResult.retry(f"Could not reach Discord ({exc}).")
         self._limits.update(route, major, response.headers)
-        if response.status_code == 429:
+        if response.status == 429:
             data = _json(response)
             pause = _retry_after(response, data)
             self._limits.limited(route, major, pause, _global(response, data))
         return response
 
-    def _classify(self, response: httpx.Response, what: str) -> DeliveryResult:
+    def _classify(self, response: Answer, what: str) -> DeliveryResult:
         """ok (message id), retry (429, 5xx) or permanent (other 4xx) with advice."""
-        status = response.status_code
+        status = response.status
         data = _json(response)
         if 200 <= status < 300:
             message_id = data.get("id")
@@ -215,7 +223,7 @@ class _DiscordHTTP(Channel):
             )
         if status >= 500:
             return DeliveryResult.retry(f"Discord answered {status}.", status)
-        said = str(data.get("message") or response.reason_phrase)
+        said = str(data.get("message") or response.reason)
         if "code" in data:
             said += f" (code {data['code']})"
         if status in self.advice:
@@ -258,6 +266,7 @@ class DiscordChannel(_DiscordHTTP):
         global_rate: float = 50.0,
         clock: Callable[[], float] = time.monotonic,
         sleep: Sleep = asyncio.sleep,
+        http: HTTPClient | None = None,
     ) -> None:
         plain = reveal(token)
         super().__init__(
@@ -268,6 +277,7 @@ class DiscordChannel(_DiscordHTTP):
             clock=clock,
             sleep=sleep,
             headers={"Authorization": f"Bot {plain}"} if plain else {},
+            http=http,  # the API the admin configured: not through the guard
         )
         self._configured = bool(plain)
         self._base = base_url.rstrip("/")
@@ -319,7 +329,7 @@ class DiscordChannel(_DiscordHTTP):
         answer = await self._request(
             "GET", f"{self._base}/channels/{channel}", "GET /channels/{id}", channel, what
         )
-        if isinstance(answer, httpx.Response) and answer.status_code in self.advice:
+        if isinstance(answer, Answer) and answer.status in self.advice:
             raise InvalidInput(str(self._classify(answer, what).error))
 
 
@@ -327,7 +337,10 @@ class DiscordWebhookChannel(_DiscordHTTP):
     """Executes Discord channel webhooks; the URL (with its token) is the destination.
 
     Error texts name the webhook by id only: the URL's token never appears. Takes the
-    keyword arguments of :class:`DiscordChannel` but no token and no base URL.
+    keyword arguments of :class:`DiscordChannel` but no token and no base URL. Every
+    connection goes through the network guard: ``http``'s, else ``guard``, else the
+    one with ``allow_private`` (which lets internal addresses through: tests, private
+    deployments).
     """
 
     kind = "discord-webhook"
@@ -341,12 +354,16 @@ class DiscordWebhookChannel(_DiscordHTTP):
     }
 
     def __init__(
-        self, *, allow_private: bool = False, guard: Guard | None = None, **kwargs: Any
+        self,
+        *,
+        allow_private: bool = False,
+        guard: Guard | None = None,
+        http: HTTPClient | None = None,
+        **kwargs: Any,
     ) -> None:
-        #: Every connection goes through the network guard; ``allow_private`` lets
-        #: internal addresses through (tests, private deployments).
-        self._guard = guard or Guard(allow_private=allow_private)
-        super().__init__(transport=self._guard.transport(), **kwargs)
+        http = http or HTTPClient(guard=guard or Guard(allow_private=allow_private))
+        self._guard = http.guard
+        super().__init__(http=http, guarded=True, **kwargs)
 
     async def _refused(self, url: str) -> str | None:
         return await self._guard.refusal(url)
@@ -406,7 +423,7 @@ class DiscordWebhookChannel(_DiscordHTTP):
             raise InvalidInput(refused)
         what = f"Discord webhook {webhook_id}"
         answer = await self._request("GET", url, "GET /webhooks/{id}/{token}", webhook_id, what)
-        if isinstance(answer, httpx.Response) and answer.status_code in self.advice:
+        if isinstance(answer, Answer) and answer.status in self.advice:
             raise InvalidInput(str(self._classify(answer, what).error))
 
 
@@ -425,7 +442,7 @@ def _webhook_id(url: str) -> str | None:
     return match.group(1) if match else None
 
 
-def _json(response: httpx.Response) -> dict[str, Any]:
+def _json(response: Answer) -> dict[str, Any]:
     try:
         data = response.json()
     except ValueError:
@@ -433,7 +450,7 @@ def _json(response: httpx.Response) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def _retry_after(response: httpx.Response, data: Mapping[str, Any]) -> float:
+def _retry_after(response: Answer, data: Mapping[str, Any]) -> float:
     """A 429's pause in seconds: the JSON ``retry_after``, else ``Retry-After``, else 1."""
     value = data.get("retry_after")
     if isinstance(value, int | float) and not isinstance(value, bool):
@@ -441,7 +458,7 @@ def _retry_after(response: httpx.Response, data: Mapping[str, Any]) -> float:
     return parse_retry_after(response.headers.get("retry-after")) or 1.0
 
 
-def _global(response: httpx.Response, data: Mapping[str, Any]) -> bool:
+def _global(response: Answer, data: Mapping[str, Any]) -> bool:
     """Whether a 429 is Discord's global limit rather than one bucket's."""
     header = response.headers.get("x-ratelimit-global", "").lower() == "true"
     return bool(data.get("global")) or header

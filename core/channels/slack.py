@@ -1,6 +1,7 @@
 """Slack channels (``slack:C0123``, thread reply ``slack:C0123/1700000000.000100``).
 
-Posts with the Web API method ``chat.postMessage``, spoken directly over httpx: ``core``
+Posts with the Web API method ``chat.postMessage``, spoken directly over the process's
+shared HTTP client (:mod:`core.http_client`, aiohttp, as slack_sdk's async client): ``core``
 may not import a chat SDK (see the import-linter contract in pyproject.toml), and the wire
 protocol is small (a JSON POST with a bearer token; ``{"ok": false, "error": code}`` on
 failure; HTTP 429 with ``Retry-After`` when rate limited).
@@ -18,13 +19,13 @@ import json
 import logging
 from typing import Any, NamedTuple
 
-import httpx
 from pydantic import SecretStr
 
 from core.channels.base import Channel, Delivery, DeliveryResult, RateLimit
-from core.channels.webhook import parse_retry_after, reveal, truncate
+from core.channels.webhook import USER_AGENT, parse_retry_after, reveal, truncate
 from core.destinations import Destination
 from core.errors import InvalidInput
+from core.http_client import HTTPClient, TimedOut, Timeout, Unreachable
 
 log = logging.getLogger(__name__)
 
@@ -99,6 +100,8 @@ class SlackChannel(Channel):
 
     ``token`` may be None (Slack not configured): ``send`` then returns a permanent
     result saying so and ``validate`` checks nothing. ``base_url`` ends with ``/``.
+    ``http`` is the process's shared client (by default one of its own); Slack's API is
+    the admin's choice, so it is not sent through the network guard.
     """
 
     kind = "slack"
@@ -112,16 +115,17 @@ class SlackChannel(Channel):
         base_url: str = DEFAULT_BASE_URL,
         timeout: float = 30.0,
         connect_timeout: float = 5.0,
+        http: HTTPClient | None = None,
     ) -> None:
         self._token = reveal(token)
         self._base = base_url if base_url.endswith("/") else base_url + "/"
-        self._client = httpx.AsyncClient(
-            timeout=httpx.Timeout(timeout, connect=connect_timeout), follow_redirects=False
-        )
+        self.http = http or HTTPClient()
+        self._timeout = Timeout(timeout, connect_timeout)
+        self._headers = {"Authorization": f"Bearer {self._token}", "User-Agent": USER_AGENT}
 
     async def close(self) -> None:
-        """Close the HTTP connection pool."""
-        await self._client.aclose()
+        """Close the HTTP connection pools."""
+        await self.http.close()
 
     def payload(self, delivery: Delivery) -> dict[str, Any]:
         """The ``chat.postMessage`` arguments for ``delivery``.
@@ -206,18 +210,22 @@ class SlackChannel(Channel):
         """POST a Web API method as JSON, or form-encoded when ``form`` (read methods such
         as ``conversations.info`` take no JSON). Returns the answer when Slack sent JSON,
         or the retry/permanent result for any other answer or a network failure."""
-        headers = {"Authorization": f"Bearer {self._token}"}
         url = self._base + method
         try:
-            if form:
-                response = await self._client.post(url, headers=headers, data=args)
-            else:
-                response = await self._client.post(url, headers=headers, json=args)
-        except httpx.TimeoutException:
+            response = await self.http.request(
+                "POST",
+                url,
+                guarded=False,
+                timeouts=self._timeout,
+                headers=self._headers,
+                form=args if form else None,
+                json=None if form else args,
+            )
+        except TimedOut:
             return DeliveryResult.retry("Slack did not answer in time.")
-        except httpx.HTTPError as exc:
-            return DeliveryResult.retry(f"Could not reach Slack ({type(exc).__name__}).")
-        status = response.status_code
+        except Unreachable as exc:
+            return DeliveryResult.retry(f"Could not reach Slack ({exc}).")
+        status = response.status
         if status == 429:
             retry_after = parse_retry_after(response.headers.get("retry-after"))
             return DeliveryResult.retry("Slack is rate limiting the bot.", status, retry_after)

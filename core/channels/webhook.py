@@ -12,32 +12,28 @@ the base64 HMAC-SHA256 of ``{id}.{timestamp}.{body}``. A secret in the Standard 
 form ``whsec_<base64>`` is base64-decoded first; any other string is used as UTF-8 bytes.
 
 This module also holds the small HTTP helpers the other channels share
-(:func:`reveal`, :func:`parse_retry_after`, :func:`truncate`, :func:`hidden_urls`).
+(:func:`reveal`, :func:`parse_retry_after`, :func:`truncate`).
 """
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import binascii
 import hashlib
 import hmac
 import json
-import logging
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Callable
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from urllib.parse import urlsplit
 
-import httpx
 from pydantic import SecretStr
 
 from core.channels.base import Channel, Delivery, DeliveryResult, RateLimit
 from core.destinations import Destination
 from core.errors import InvalidInput
+from core.http_client import Answer, HTTPClient, TimedOut, Timeout, Unreachable
 from core.netguard import Guard, Refused
 
 #: Longest response body kept in a result's error text, in bytes.
@@ -86,37 +82,6 @@ def parse_retry_after(value: str | None, now: float | None = None) -> float | No
     return max(0.0, when.timestamp() - current)
 
 
-_HIDE_URLS: ContextVar[bool] = ContextVar("herald_hide_urls", default=False)
-
-
-class _HideURLs(logging.Filter):
-    """Cuts the path and query off the URLs in httpx's request log lines while
-    :func:`hidden_urls` is active (webhook URLs often carry a token)."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if _HIDE_URLS.get() and isinstance(record.args, tuple):
-            record.args = tuple(
-                f"{a.scheme}://{a.host}/…" if isinstance(a, httpx.URL) else a for a in record.args
-            )
-        return True
-
-
-_FILTER = _HideURLs()
-
-
-@contextmanager
-def hidden_urls() -> Iterator[None]:
-    """Within this block (in this task), httpx logs request URLs without path and query."""
-    logger = logging.getLogger("httpx")
-    if _FILTER not in logger.filters:
-        logger.addFilter(_FILTER)
-    token = _HIDE_URLS.set(True)
-    try:
-        yield
-    finally:
-        _HIDE_URLS.reset(token)
-
-
 def signing_key(secret: str) -> bytes:
     """The HMAC key of a Standard Webhooks secret: ``whsec_<base64>`` is decoded,
     any other string is taken as UTF-8. Raises ValueError (without the secret in the
@@ -150,8 +115,10 @@ class WebhookChannel(Channel):
     ``secret_for`` maps a target URL to its signing secret (or None: unsigned).
     Timeouts: ``connect_timeout`` to open the connection, ``timeout`` for the whole
     request. Redirects are never followed. ``clock`` returns unix seconds (tests).
-    Every connection goes through ``guard`` (by default the network guard with
-    ``allow_private``): internal addresses are refused where the socket is opened.
+    Requests go through ``http``, the process's shared client (:mod:`core.http_client`;
+    by default one of its own), whose guarded pool checks every connection with its
+    network guard: internal addresses are refused where the socket is opened. Without
+    ``http``, that guard is ``guard`` (by default the one with ``allow_private``).
     """
 
     kind = "webhook"
@@ -167,22 +134,20 @@ class WebhookChannel(Channel):
         clock: Callable[[], float] = time.time,
         allow_private: bool = False,
         guard: Guard | None = None,
+        http: HTTPClient | None = None,
     ) -> None:
         self._secret_for = secret_for
-        self._guard = guard or Guard(allow_private=allow_private)
+        self.http = http or HTTPClient(guard=guard or Guard(allow_private=allow_private))
+        self._guard = self.http.guard
         self._timeout = timeout
+        self._limits = Timeout(timeout, connect_timeout)
         self._clock = clock
-        self._client = self._guard.client(
-            timeout=httpx.Timeout(timeout, connect=connect_timeout),
-            headers={"User-Agent": user_agent},
-            # keep as many connections alive as the dispatcher sends at once (httpx keeps
-            # 20 by default: the rest would reconnect for every delivery)
-            limits=httpx.Limits(max_connections=256, max_keepalive_connections=128),
-        )
+        #: the headers every delivery carries (each adds its id, time and signature)
+        self._headers = {"User-Agent": user_agent, "Content-Type": "application/json"}
 
     async def close(self) -> None:
-        """Close the HTTP connection pool."""
-        await self._client.aclose()
+        """Close the HTTP connection pools."""
+        await self.http.close()
 
     def body(self, delivery: Delivery) -> bytes:
         """The JSON body sent for ``delivery`` (compact, UTF-8)."""
@@ -201,15 +166,15 @@ class WebhookChannel(Channel):
         network errors (with the receiver's ``Retry-After``); permanent for redirects,
         other 4xx and a bad URL or secret. Never raises for what the receiver does."""
         url = delivery.destination.target
-        where = delivery.destination.redacted()
-        if urlsplit(url).scheme not in ("http", "https"):
+        if not url.lower().startswith(("http://", "https://")):
+            where = delivery.destination.redacted()
             return DeliveryResult.permanent(f"{where} is not an http(s) URL: fix the destination.")
         secret = reveal(self._secret_for(url)) if self._secret_for else None
         body = self.body(delivery)
         timestamp = int(self._clock())
         msg_id = delivery.idempotency_key
         headers = {
-            "Content-Type": "application/json",
+            **self._headers,
             "webhook-id": msg_id,
             "webhook-timestamp": str(timestamp),
             "Idempotency-Key": msg_id,
@@ -219,20 +184,25 @@ class WebhookChannel(Channel):
                 headers["webhook-signature"] = sign(secret, msg_id, timestamp, body)
             except ValueError as exc:
                 return DeliveryResult.permanent(
-                    f"The signing secret of {where} cannot be used: {exc}; "
-                    "set it again as whsec_<base64> or as plain text."
+                    f"The signing secret of {delivery.destination.redacted()} cannot be "
+                    f"used: {exc}; set it again as whsec_<base64> or as plain text."
                 )
         try:
-            async with asyncio.timeout(self._timeout):
-                with hidden_urls():
-                    response = await self._client.post(url, content=body, headers=headers)
+            # aiohttp's total timeout covers the whole request: connect, send, answer
+            answer = await self.http.request(
+                "POST", url, guarded=True, timeouts=self._limits, headers=headers, content=body
+            )
         except Refused as exc:  # the guard, where the connection was opened
             return DeliveryResult.permanent(str(exc))
-        except (TimeoutError, httpx.TimeoutException):
+        except TimedOut:
+            where = delivery.destination.redacted()
             return DeliveryResult.retry(f"{where} did not answer within {self._timeout:g} s.")
-        except httpx.HTTPError as exc:
-            return DeliveryResult.retry(f"Could not reach {where} ({type(exc).__name__}).")
-        return self._classify(response, where, secret)
+        except Unreachable as exc:
+            where = delivery.destination.redacted()
+            return DeliveryResult.retry(f"Could not reach {where} ({exc}).")
+        if 200 <= answer.status < 300:  # the common case: no words needed
+            return DeliveryResult.ok(answer.status)
+        return self._classify(answer, delivery.destination.redacted(), secret)
 
     async def validate(self, destination: Destination) -> None:
         """Refuse, at schedule time, a URL whose host is an internal address (each
@@ -241,15 +211,15 @@ class WebhookChannel(Channel):
         if refused is not None:
             raise InvalidInput(refused)
 
-    def _classify(self, response: httpx.Response, where: str, secret: str | None) -> DeliveryResult:
-        status = response.status_code
+    def _classify(self, response: Answer, where: str, secret: str | None) -> DeliveryResult:
+        status = response.status
         if 200 <= status < 300:
             return DeliveryResult.ok(status)
         text = response.text if response.content else ""
         if secret:
             text = text.replace(secret, "[secret]")
         detail = f": {truncate(text.strip())}" if text.strip() else "."
-        answer = f"{where} answered {status} {response.reason_phrase}".rstrip()
+        answer = f"{where} answered {status} {response.reason}".rstrip()
         if 300 <= status < 400:
             target = urlsplit(response.headers.get("location", ""))
             moved = f" to {target.scheme}://{target.hostname}/…" if target.hostname else ""

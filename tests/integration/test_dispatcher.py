@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import random
 from datetime import timedelta
 
@@ -346,3 +347,80 @@ async def test_after_two_hours_down_the_lateness_policy_is_exact(
         (JobState.EXPIRED, 13),
         (JobState.PENDING, 15),  # the next one after 14:30, no burst of stale ones
     ]
+
+
+async def test_logs_one_line_per_batch_and_every_field_of_a_failure(
+    herald: Herald, clock: ManualClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """At INFO a batch of deliveries is one line with its counts (a line per delivery
+    cost 43 % of a burst); a failure keeps its own WARNING line with every field; each
+    delivery's line is there at DEBUG."""
+
+    def script(delivery):
+        if delivery.body == "refused":
+            return DeliveryResult.permanent("404 from provider", status_code=404)
+        return DeliveryResult.ok(200)
+
+    for text in ("a", "b", "c", "refused"):
+        await herald.create_schedule(ALICE, to="log:", when="in 1 minute", text=text)
+    clock.advance(timedelta(minutes=1))
+    d = make_dispatcher(herald, RecordingChannel(script))
+    caplog.set_level(logging.INFO, logger="core.dispatcher")
+    assert (await d.drain()).as_dict()["delivered"] == 3
+    records = [r for r in caplog.records if r.name == "core.dispatcher"]
+    batches = [r for r in records if getattr(r, "event", None) == "jobs.recorded"]
+    assert batches and all(r.levelno == logging.INFO for r in batches)
+    assert sum(getattr(r, "delivered", 0) for r in batches) == 3
+    assert sum(getattr(r, "dead", 0) for r in batches) == 1
+    assert not [r for r in records if getattr(r, "event", None) == "job.delivered"]
+    [dead] = [r for r in records if getattr(r, "event", None) == "job.dead"]
+    assert dead.levelno == logging.WARNING
+    assert {
+        "job_id": dead.job_id,
+        "destination": dead.destination,
+        "attempt": dead.attempt,
+        "outcome": dead.outcome,
+        "status_code": dead.status_code,
+        "worker": dead.worker,
+    } == {
+        "job_id": dead.job_id,
+        "destination": "log",
+        "attempt": 1,
+        "outcome": "permanent",
+        "status_code": 404,
+        "worker": d.worker_id,
+    }
+    assert dead.schedule_id and dead.duration_ms is not None and "404" in dead.error
+
+    caplog.clear()
+    caplog.set_level(logging.DEBUG, logger="core.dispatcher")
+    await herald.create_schedule(ALICE, to="log:", when="in 1 minute", text="d")
+    clock.advance(timedelta(minutes=1))
+    assert (await d.drain()).as_dict()["delivered"] == 1
+    [one] = [r for r in caplog.records if getattr(r, "event", None) == "job.delivered"]
+    assert one.levelno == logging.DEBUG and one.outcome == "ok" and one.duration_ms is not None
+
+
+async def test_an_idle_service_claims_the_start_of_a_burst_small_first(
+    herald: Herald, clock: ManualClock
+) -> None:
+    """The first claim of a burst takes what can be sent at once, so the first message
+    need not wait for a claim of thousands (and its rate-limit slots); the rest follow."""
+    for i in range(30):
+        await herald.create_schedule(ALICE, to="log:", when="in 1 minute", text=f"m{i}")
+    clock.advance(timedelta(minutes=1))
+    channel = RecordingChannel()
+    config = DispatcherConfig(concurrency=4, max_attempts=4, max_lateness=3600)
+    d = make_dispatcher(herald, channel, config=config)
+    limits: list[int] = []
+    claim = herald.store.claim_due
+
+    async def spy(**kw):
+        limits.append(kw["limit"])
+        return await claim(**kw)
+
+    herald.store.claim_due = spy  # type: ignore[method-assign]
+    assert await d.pump(lookahead=0.05) == 30
+    await d.settle()
+    assert limits[0] == 8 and limits[1] > 8
+    assert len(channel.deliveries) == 30

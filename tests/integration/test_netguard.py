@@ -20,6 +20,7 @@ from core.channels.discord import DiscordWebhookChannel
 from core.channels.webhook import WebhookChannel
 from core.destinations import parse_destination
 from core.errors import InvalidInput
+from core.http_client import HTTPClient, Timeout
 from core.netguard import Guard, Refused, is_internal
 from tests.fakes.deliveries import make_delivery
 from tests.support.guard import INSIDE, OUTSIDE, Pair, Rebinding, pair
@@ -105,9 +106,11 @@ def trusting(ca: trustme.CA) -> Iterator[ssl.SSLContext]:
     yield context
 
 
+@pytest.mark.parametrize("client", ["httpx", "shared"])
 async def test_tls_still_sends_and_checks_the_url_host(
-    ca: trustme.CA, trusting: ssl.SSLContext
+    ca: trustme.CA, trusting: ssl.SSLContext, client: str
 ) -> None:
+    """For httpx (calendars) and the shared aiohttp client (core.http_client)."""
     from aiohttp import web
 
     seen: list[str | None] = []
@@ -127,11 +130,21 @@ async def test_tls_still_sends_and_checks_the_url_host(
     port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
     try:
         dns = Rebinding()
-        async with dns.guard().client(verify=trusting) as client:
-            response = await client.get(f"https://hooks.test:{port}/")
+        if client == "httpx":
+            async with dns.guard().client(verify=trusting) as httpx_client:
+                text = (await httpx_client.get(f"https://hooks.test:{port}/")).text
+        else:
+            shared = HTTPClient(guard=dns.guard(), tls=trusting)
+            try:
+                answer = await shared.request(
+                    "GET", f"https://hooks.test:{port}/", guarded=True, timeouts=Timeout(5, 5)
+                )
+            finally:
+                await shared.close()
+            text = answer.text
     finally:
         await runner.cleanup()
-    assert response.text == f"hooks.test:{port}"
+    assert text == f"hooks.test:{port}"
     assert seen == ["hooks.test"]
 
 
