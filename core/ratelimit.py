@@ -117,9 +117,14 @@ class Pacer:
 
     def take(self, key: str, now: datetime, limit: RateLimit) -> float:
         """0.0 when a send to ``key`` may start now (it is counted), else how many
-        seconds to wait before asking again."""
+        seconds to wait before asking again.
+
+        It allows one send more than the limit's burst: a send that starts a little
+        after its slot (timers are never exact) leaves the next one its own slot,
+        instead of pushing every later send back by the same delay, which would slow
+        a destination to well under its limit (70/s of 100/s, measured)."""
         interval = timedelta(seconds=1.0 / limit.rate)
-        tolerance = interval * (max(limit.burst, 1.0) - 1.0)
+        tolerance = interval * max(limit.burst, 1.0)
         tat = self._tat.get(key)
         current = now if tat is None or tat < now else tat
         allowed = current - tolerance
