@@ -168,7 +168,13 @@ async def test_a_crowd_on_the_http_port_does_not_delay_deliveries(tmp_path: Path
             started = time.monotonic()
             await crowd.gather()
             gathered = time.monotonic() - started
-            assert await status_of_a_new_request(port) == b"HTTP/1.1 503"  # the port is full
+            # the port is full: a new connection is answered 503, or, if this loop was too
+            # busy to read that within REFUSE_LINGER (a loaded machine), cut; never served
+            try:
+                status = await status_of_a_new_request(port)
+            except ConnectionResetError:
+                status = b"cut"
+            assert status in (b"HTTP/1.1 503", b"cut")
 
             created = time.time()
             now = datetime.now(UTC)
