@@ -1,0 +1,110 @@
+"""The dispatcher's statements on PostgreSQL do work in proportion to the batch, on a
+fresh schema whose planner has no statistics yet (what a burst right after an import
+meets): the plans the store really runs, captured with auto_explain."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from datetime import timedelta
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+
+from bot.bench import schedule_rows
+from core import db
+from core.store import Store
+from core.store.queue import AttemptRecord, Finished
+from tests.conftest import START
+
+BATCH = 600
+
+
+@pytest.fixture
+async def explained(pg_url: str) -> AsyncIterator[tuple[Store, list[dict[str, Any]]]]:
+    """A store whose every statement's plan (with actual rows) lands in the list."""
+    db.upgrade(pg_url)
+    store = await Store.open(pg_url)
+    plans: list[dict[str, Any]] = []
+
+    def on_notice(diag: Any) -> None:
+        text = diag.message_primary or ""
+        if "{" in text:
+            plans.append(json.loads(text[text.index("{") :]))
+
+    @sa.event.listens_for(store._engine.sync_engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.driver_connection.add_notice_handler(on_notice)
+        cursor = dbapi_connection.cursor()
+        for statement in (
+            "LOAD 'auto_explain'",
+            "SET auto_explain.log_min_duration = 0",
+            "SET auto_explain.log_analyze = on",
+            "SET auto_explain.log_format = json",
+            "SET auto_explain.log_level = notice",
+        ):
+            cursor.execute(statement)
+        cursor.close()
+
+    try:
+        yield store, plans
+    finally:
+        await store.close()
+
+
+def _work(node: dict[str, Any]) -> float:
+    """Rows every node of a plan produced, over all its loops."""
+    own = node.get("Actual Rows", 0) * node.get("Actual Loops", 1)
+    return own + sum(_work(child) for child in node.get("Plans", []))
+
+
+def _nodes(node: dict[str, Any]) -> list[str]:
+    names = [f"{node['Node Type']} {node.get('Index Name', '')}".strip()]
+    for child in node.get("Plans", []):
+        names.extend(_nodes(child))
+    return names
+
+
+def _plan_of(plans: list[dict[str, Any]], start: str) -> list[dict[str, Any]]:
+    return [p for p in plans if p.get("Query Text", "").lstrip().startswith(start)]
+
+
+async def test_claim_and_finish_stay_linear_without_planner_statistics(
+    explained: tuple[Store, list[dict[str, Any]]],
+) -> None:
+    store, plans = explained
+    rows = schedule_rows(3 * BATCH, START, 0.0, "null:")
+    await store.create_schedules_bulk(
+        rows, details=[{} for _ in rows], actor="local:test", action="test", now=START
+    )
+    plans.clear()
+
+    jobs = await store.claim_due(
+        now=START, worker="w", lease_until=START + timedelta(minutes=1), limit=BATCH
+    )
+    assert len(jobs) == BATCH
+    done = START + timedelta(seconds=1)
+    results = [
+        Finished(job, "delivered", AttemptRecord(START, done, "ok")) for job in jobs[:-2]
+    ] + [
+        Finished(jobs[-2], "retrying", AttemptRecord(START, done, "retry"), "down", done),
+        Finished(jobs[-1], "dead", AttemptRecord(START, done, "permanent"), "gone"),
+    ]
+    owned = await store.finish(results, worker="w", now=done)
+    assert owned == {job.id for job in jobs}
+
+    claims = _plan_of(plans, "UPDATE job SET state = 'claimed'")
+    assert len(claims) == 1
+    claim = claims[0]["Plan"]
+    # the waiting index gives the first jobs due in order: nothing sorts every waiting row
+    assert "Index Scan ix_job_waiting_due" in _nodes(claim)
+    assert not any(name.startswith(("Sort", "Incremental Sort")) for name in _nodes(claim))
+    recording = _plan_of(plans, "WITH tried AS") + _plan_of(plans, "WITH s AS")
+    assert len(recording) == 2
+    for plan in [*claims, *recording]:
+        # a nested loop over the batch on both sides would be BATCH² (360,000) rows
+        assert _work(plan["Plan"]) < 30 * BATCH, plan["Query Text"]
+
+    counts = await store.job_counts()
+    assert counts == {"delivered": BATCH - 2, "retrying": 1, "dead": 1, "pending": 2 * BATCH}
