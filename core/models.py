@@ -158,6 +158,10 @@ class JobState(StrEnum):
 
 #: Waiting jobs as SQL, exactly as the partial index ``ix_job_waiting_due`` says it.
 WAITING_SQL = "state IN ('pending', 'retrying')"
+#: Jobs a dispatcher holds, as the partial index ``ix_job_lease`` says it (PostgreSQL).
+LEASED_SQL = "state = 'claimed'"
+#: Jobs no longer waiting or held, as ``ix_job_state_finished`` says it (PostgreSQL).
+FINISHED_SQL = "state NOT IN ('pending', 'retrying', 'claimed')"
 
 #: Job states that still wait to be sent (cancelling a schedule cancels these).
 OPEN_JOB_STATES = (JobState.PENDING, JobState.RETRYING)
@@ -258,7 +262,10 @@ class Job(SQLModel, table=True):
 
     __table_args__ = (
         sa.UniqueConstraint("schedule_id", "occurrence_at", name="uq_job_schedule_occurrence"),
-        sa.Index("ix_job_state_due", "state", "due_at"),
+        # On PostgreSQL the indexes on state hold only the rows their queries read:
+        # claiming a job or recording its outcome then adds no entry to two of them
+        # (SQLite uses a partial index only for queries that repeat its condition).
+        sa.Index("ix_job_state_due", "state", "due_at", postgresql_where=sa.text(WAITING_SQL)),
         # the claim's own index: waiting jobs in due order (first created first among
         # those due at the same moment), nothing else
         sa.Index(
@@ -268,8 +275,13 @@ class Job(SQLModel, table=True):
             sqlite_where=sa.text(WAITING_SQL),
             postgresql_where=sa.text(WAITING_SQL),
         ),
-        sa.Index("ix_job_state_finished", "state", "finished_at"),
-        sa.Index("ix_job_lease", "state", "lease_expires_at"),
+        sa.Index(
+            "ix_job_state_finished",
+            "state",
+            "finished_at",
+            postgresql_where=sa.text(FINISHED_SQL),
+        ),
+        sa.Index("ix_job_lease", "state", "lease_expires_at", postgresql_where=sa.text(LEASED_SQL)),
     )
 
     id: int | None = Field(default=None, primary_key=True, sa_type=BigId)
