@@ -92,6 +92,7 @@ class DispatcherConfig:
     rate_limits: RateLimits = RateLimits()
     #: In service mode, claim jobs this many seconds before they fall due and send
     #: each at its exact time: the claim's round trip is then not part of lateness.
+    #: Longer when claiming a full batch takes longer here (:meth:`Dispatcher.prefetch`).
     prefetch_seconds: float = 0.05
 
     @classmethod
@@ -210,6 +211,9 @@ class Dispatcher:
         self._flushed: asyncio.Event | None = None
         self._stopping = False
         self._flusher: asyncio.Task[None] | None = None
+        #: Seconds a claim took per job claimed (the slowest recent claim of a tenth of
+        #: a batch or more, decaying), for :meth:`prefetch`.
+        self._claim_per_job = 0.0
 
     # --- wiring -----------------------------------------------------------------------
 
@@ -245,12 +249,16 @@ class Dispatcher:
                 want = min(want, 2 * self.config.concurrency)
             now = self.clock.now()
             lease_until = now + timedelta(seconds=self.config.lease_seconds)
+            started = time.monotonic()
             jobs = await self.store.claim_due(
                 now=now + timedelta(seconds=lookahead),
                 worker=self.worker_id,
                 lease_until=lease_until,
                 limit=want,
             )
+            if len(jobs) * 10 >= self.config.batch_size:
+                took = (time.monotonic() - started) / len(jobs)
+                self._claim_per_job = max(took, self._claim_per_job * 0.9)
             self._leases.claimed((job.id for job in jobs), lease_until)
             slots, later = await self._slots(jobs, now)
             for job in jobs:
@@ -273,6 +281,13 @@ class Dispatcher:
                 break
 
         return claimed_total
+
+    def prefetch(self) -> float:
+        """How many seconds before jobs fall due the service claims them: the configured
+        prefetch, or one and a half times what a full batch took to claim here lately
+        (PostgreSQL on a busy machine: 100-300 ms for 2,000 jobs), at most a second."""
+        expected = 1.5 * self._claim_per_job * self.config.batch_size
+        return min(max(self.config.prefetch_seconds, expected), 1.0)
 
     def _parsed(self, job: ClaimedJob) -> tuple[Destination, str]:
         """The job's destination and its canonical text (parsed once per distinct one);
@@ -935,7 +950,7 @@ class Dispatcher:
                 kick.clear()
                 self.tick()
                 try:
-                    await self.pump(lookahead=self.config.prefetch_seconds)
+                    await self.pump(lookahead=self.prefetch())
                     if len(self._inflight) < self.config.max_inflight:
                         await self._plan_wake(scheduler)
                 except HeraldError:
@@ -949,7 +964,7 @@ class Dispatcher:
         if upcoming is None:
             return
         now = self.clock.now()
-        wake_at = upcoming - timedelta(seconds=self.config.prefetch_seconds)
+        wake_at = upcoming - timedelta(seconds=self.prefetch())
         if wake_at <= now:
             if not (self._inflight and upcoming > now):
                 self.wake()
