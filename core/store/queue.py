@@ -190,12 +190,12 @@ INSERT INTO attempt (job_id, started_at, finished_at, outcome, status_code, erro
 # per job. Locked rows still wait (the lock re-reads a row another claim changed, and
 # holds it from then on), so they are not tested again.
 _PG_CLAIM = f"""
-UPDATE job SET state = 'claimed', lease_owner = %(worker)s, lease_expires_at = %(until)s,
-    attempts = job.attempts + 1, updated_at = %(now)s
+UPDATE job SET state = 'claimed', lease_owner = %(worker)b, lease_expires_at = %(until)b,
+    attempts = job.attempts + 1, updated_at = %(now)b
 FROM schedule
 WHERE job.id = ANY(ARRAY(
-        SELECT id FROM job WHERE {WAITING_SQL} AND due_at <= %(now)s
-        ORDER BY due_at, id LIMIT %(limit)s FOR UPDATE SKIP LOCKED
+        SELECT id FROM job WHERE {WAITING_SQL} AND due_at <= %(now)b
+        ORDER BY due_at, id LIMIT %(limit)b FOR UPDATE SKIP LOCKED
     ))
     AND schedule.id = job.schedule_id
 RETURNING job.id, job.schedule_id, job.occurrence_at, job.due_at, job.attempts,
@@ -209,27 +209,27 @@ WITH tried AS (
     INSERT INTO attempt (job_id, started_at, finished_at, outcome, status_code, error,
         provider_message_id, worker)
     SELECT a.job_id, a.started_at, a.finished_at, a.outcome, a.status_code, a.error,
-        a.message_id, %(worker)s
-    FROM unnest(%(a_job)s::bigint[], %(a_started)s::timestamptz[],
-        %(a_finished)s::timestamptz[], %(a_outcome)s::text[], %(a_status)s::int[],
-        %(a_error)s::text[], %(a_message)s::text[])
+        a.message_id, %(worker)b
+    FROM unnest(%(a_job)b::bigint[], %(a_started)b::timestamptz[],
+        %(a_finished)b::timestamptz[], %(a_outcome)b::text[], %(a_status)b::int[],
+        %(a_error)b::text[], %(a_message)b::text[])
         AS a(job_id, started_at, finished_at, outcome, status_code, error, message_id)
 )
 UPDATE job SET state = o.state, due_at = coalesce(o.retry_at, job.due_at),
     attempts = job.attempts - o.refund, last_error = o.error, finished_at = o.finished_at,
-    lease_owner = NULL, lease_expires_at = NULL, updated_at = %(now)s
-FROM unnest(%(ids)s::bigint[], %(states)s::text[], %(retry_at)s::timestamptz[],
-    %(refund)s::int[], %(errors)s::text[], %(finished)s::timestamptz[])
+    lease_owner = NULL, lease_expires_at = NULL, updated_at = %(now)b
+FROM unnest(%(ids)b::bigint[], %(states)b::text[], %(retry_at)b::timestamptz[],
+    %(refund)b::int[], %(errors)b::text[], %(finished)b::timestamptz[])
     AS o(id, state, retry_at, refund, error, finished_at)
-WHERE job.id = o.id AND job.state = 'claimed' AND job.lease_owner = %(worker)s
+WHERE job.id = o.id AND job.state = 'claimed' AND job.lease_owner = %(worker)b
 RETURNING job.id
 """
 # Recurring schedules' next occurrences (see _NEXT_JOB and _NEXT_RUN).
 _PG_NEXT_JOBS = """
 INSERT INTO job (schedule_id, occurrence_at, due_at, state, attempts, idempotency_key,
     created_at, updated_at)
-SELECT n.schedule_id, n.due, n.due, 'pending', 0, n.key, %(now)s, %(now)s
-FROM unnest(%(ids)s::int[], %(due)s::timestamptz[], %(rule)s::text[], %(key)s::text[])
+SELECT n.schedule_id, n.due, n.due, 'pending', 0, n.key, %(now)b, %(now)b
+FROM unnest(%(ids)b::int[], %(due)b::timestamptz[], %(rule)b::text[], %(key)b::text[])
     AS n(schedule_id, due, rule, key)
 WHERE EXISTS (
     SELECT 1 FROM schedule WHERE id = n.schedule_id AND state = 'active' AND rrule = n.rule
@@ -237,8 +237,8 @@ WHERE EXISTS (
 ON CONFLICT (schedule_id, occurrence_at) DO NOTHING
 """
 _PG_NEXT_RUNS = """
-UPDATE schedule SET next_run_at = n.due, updated_at = %(now)s
-FROM unnest(%(ids)s::int[], %(due)s::timestamptz[], %(rule)s::text[]) AS n(schedule_id, due, rule)
+UPDATE schedule SET next_run_at = n.due, updated_at = %(now)b
+FROM unnest(%(ids)b::int[], %(due)b::timestamptz[], %(rule)b::text[]) AS n(schedule_id, due, rule)
 WHERE schedule.id = n.schedule_id AND schedule.state = 'active' AND schedule.rrule = n.rule
 """
 # Each schedule of the batch once: its last outcome, and completed if it ended and
@@ -250,14 +250,14 @@ WITH s AS MATERIALIZED (
         SELECT bool_or(job.{WAITING_SQL}) FROM job
         WHERE job.schedule_id = s.id
     ), false) AS done
-    FROM unnest(%(ids)s::int[], %(outcome)s::text[], %(ended)s::bool[]) AS s(id, outcome, ended)
+    FROM unnest(%(ids)b::int[], %(outcome)b::text[], %(ended)b::bool[]) AS s(id, outcome, ended)
 )
 UPDATE schedule SET last_outcome = coalesce(s.outcome, schedule.last_outcome),
     state = CASE WHEN s.done AND schedule.state = 'active' THEN 'completed'
         ELSE schedule.state END,
     next_run_at = CASE WHEN s.done AND schedule.state = 'active' THEN NULL
         ELSE schedule.next_run_at END,
-    updated_at = CASE WHEN s.done AND schedule.state = 'active' THEN %(now)s
+    updated_at = CASE WHEN s.done AND schedule.state = 'active' THEN %(now)b
         ELSE schedule.updated_at END
 FROM s WHERE schedule.id = s.id AND (s.outcome IS NOT NULL OR s.done)
 """
