@@ -241,12 +241,12 @@ class Dispatcher:
             room = self.config.max_inflight - len(self._inflight)
             if room <= 0 or (room < threshold and self._inflight):
                 break  # wait for a bigger gap: fewer, larger claims
-            want = min(room, self.config.batch_size)
+            want = full = min(room, self.config.batch_size)
             if lookahead and not self._inflight:
-                # idle, and perhaps the start of a burst: claim what can be sent at once
-                # (a claim of 2,000 with its rate-limit slots outlasts the lookahead, and
-                # the first would go late); the rest is claimed while these are sent
-                want = min(want, 2 * self.config.concurrency)
+                # idle, and perhaps the start of a burst: claim first what can be claimed
+                # within the prefetch (a claim of 2,000 outlasts it, and the first would
+                # go late); a full claim follows at once, ahead, while these wait
+                want = min(want, self._first_claim())
             now = self.clock.now()
             lease_until = now + timedelta(seconds=self.config.lease_seconds)
             started = time.monotonic()
@@ -275,9 +275,10 @@ class Dispatcher:
                 self.metrics.claims.observe(len(jobs))
             if len(jobs) < want:
                 break
-            if jobs[-1].due_at > now:
+            if jobs[-1].due_at > now and want == full:
                 # claimed ahead of their time: keep the loop free so they start on the
-                # dot; more are claimed as these finish
+                # dot; more are claimed as these finish (after a small first claim, a
+                # full one still goes ahead: its reply comes while the first are sent)
                 break
 
         return claimed_total
@@ -288,6 +289,16 @@ class Dispatcher:
         (PostgreSQL on a busy machine: 100-300 ms for 2,000 jobs), at most a second."""
         expected = 1.5 * self._claim_per_job * self.config.batch_size
         return min(max(self.config.prefetch_seconds, expected), 1.0)
+
+    def _first_claim(self) -> int:
+        """How many jobs an idle service claims first: what it can send at once (twice
+        the concurrency), or more where claims are fast enough to claim more within
+        the configured prefetch (SQLite: a full batch)."""
+        batch = self.config.batch_size
+        least = min(batch, 2 * self.config.concurrency)
+        if self._claim_per_job <= 0:
+            return least
+        return max(least, min(batch, int(self.config.prefetch_seconds / self._claim_per_job)))
 
     def _parsed(self, job: ClaimedJob) -> tuple[Destination, str]:
         """The job's destination and its canonical text (parsed once per distinct one);

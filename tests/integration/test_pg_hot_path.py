@@ -113,10 +113,14 @@ async def test_claim_and_finish_stay_linear_without_planner_statistics(
     assert counts == {"delivered": BATCH - 2, "retrying": 1, "dead": 1, "pending": 2 * BATCH}
 
 
-async def test_the_service_claims_ahead_by_as_long_as_claims_take(pg_url: str) -> None:
+async def test_an_idle_dispatcher_claims_a_little_first_and_claims_ahead_as_long_as_claims_take(
+    pg_url: str,
+) -> None:
     """A claim of a full batch on PostgreSQL takes longer than the configured prefetch
-    (100-300 ms for 2,000 jobs on a busy machine): the dispatcher learns how long and
-    claims that much earlier, so the claim is not part of the first job's lateness."""
+    (100-300 ms for 2,000 jobs on a busy machine). An idle service claims first what it
+    can send at once, then a full batch at once, so the first jobs of a burst start while
+    the rest are claimed; and it learns how long claims take and claims that much
+    earlier."""
     db.upgrade(pg_url)
     store = await Store.open(pg_url)
     try:
@@ -124,12 +128,15 @@ async def test_the_service_claims_ahead_by_as_long_as_claims_take(pg_url: str) -
         await store.create_schedules_bulk(
             rows, details=[{} for _ in rows], actor="local:test", action="test", now=START
         )
-        config = DispatcherConfig(batch_size=20, prefetch_seconds=0.0)
+        config = DispatcherConfig(batch_size=20, concurrency=1, prefetch_seconds=0.0)
         dispatcher = Dispatcher(
             store, {"null": NullChannel()}, clock=ManualClock(START), config=config
         )
         assert dispatcher.prefetch() == 0.0  # nothing measured yet: as configured
-        assert await dispatcher.pump() == 40
+        # 2 (twice the concurrency), then a full batch at once: 22, not 20
+        assert await dispatcher.pump(lookahead=0.001) == 22
+        claims = dispatcher.metrics.registry.get_sample_value("herald_claim_batch_size_count")
+        assert claims == 2
         # the time a claim really took, per job, times one and a half batches
         assert 0.0 < dispatcher.prefetch() <= 1.0
         await dispatcher.settle()
