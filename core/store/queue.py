@@ -1,9 +1,10 @@
 """Queries of the dispatcher: claim, finish, dead letters, housekeeping (leases and
 workers: core.store.leases).
 
-The hot path is set-based SQLAlchemy Core: one claim statement per batch (``UPDATE …
-RETURNING``, with ``FOR UPDATE SKIP LOCKED`` on PostgreSQL) and one transaction that
-records a whole batch of outcomes.
+The hot path is set-based plain SQL on the driver, one statement per database: one
+claim statement per batch (``UPDATE … RETURNING``, with ``FOR UPDATE SKIP LOCKED`` on
+PostgreSQL) and one transaction that records a whole batch of outcomes (on PostgreSQL
+the batch as arrays, two statements).
 """
 
 from __future__ import annotations
@@ -132,9 +133,8 @@ WHERE id IN (
 RETURNING id, schedule_id, occurrence_at, due_at, attempts, idempotency_key, {_SCHEDULE_FIELDS}
 """
 
-# Recording outcomes: the same statements on both databases, written with %s
-# parameters; {ids} is a batch of ids as one parameter (SQLite: a JSON array read by
-# json_each, PostgreSQL: an array), {lock} locks the rows read on PostgreSQL.
+# Recording outcomes on SQLite (PostgreSQL: _PG_RECORD and after), written with %s
+# parameters; {ids} is a batch of ids as one parameter, a JSON array read by json_each.
 _DELIVERED = """
 UPDATE job SET state = 'delivered', lease_owner = NULL, lease_expires_at = NULL,
     last_error = NULL, finished_at = %s, updated_at = %s
@@ -142,7 +142,7 @@ WHERE id IN {ids} AND state = 'claimed' AND lease_owner = %s
 RETURNING id
 """
 _OWNED = """
-SELECT id FROM job WHERE id IN {ids} AND state = 'claimed' AND lease_owner = %s{lock}
+SELECT id FROM job WHERE id IN {ids} AND state = 'claimed' AND lease_owner = %s
 """
 _OTHER_STATE = """
 UPDATE job SET state = %s, due_at = coalesce(%s, due_at), attempts = attempts - %s,
@@ -264,44 +264,35 @@ FROM s WHERE schedule.id = s.id AND (s.outcome IS NOT NULL OR s.done)
 
 
 class _Recorder:
-    """Runs the recording statements on one backend's driver connection (aiosqlite,
-    or psycopg through SQLAlchemy's connection), in the transaction it was given."""
+    """Runs the recording statements on SQLite's driver connection (aiosqlite), in the
+    transaction it was given. PostgreSQL records a batch with its own statements
+    (:meth:`QueueQueries._finish_postgres`)."""
 
-    def __init__(self, conn: Any, backend: str) -> None:
+    def __init__(self, conn: Any) -> None:
         self.conn = conn
-        self.sqlite = backend == "sqlite"
 
-    def sql(self, statement: str) -> str:
-        if self.sqlite:
-            text = statement.format(ids="(SELECT value FROM json_each(%s))", lock="")
-            return text.replace("%s", "?")
-        return statement.format(ids="(SELECT unnest(%s::bigint[]))", lock=" FOR UPDATE")
+    @staticmethod
+    def sql(statement: str) -> str:
+        return statement.format(ids="(SELECT value FROM json_each(%s))").replace("%s", "?")
 
-    def ids(self, ids: Sequence[int]) -> Any:
-        return json.dumps(list(ids)) if self.sqlite else list(ids)
+    @staticmethod
+    def ids(ids: Sequence[int]) -> Any:
+        return json.dumps(list(ids))
 
-    def at(self, value: datetime | None) -> Any:
-        return sqlite_utc_text(value) if self.sqlite and value is not None else value
+    @staticmethod
+    def at(value: datetime | None) -> Any:
+        return sqlite_utc_text(value) if value is not None else value
 
     async def rows(self, statement: str, params: tuple[Any, ...]) -> list[Any]:
-        if self.sqlite:
-            return list(await self.conn.execute_fetchall(self.sql(statement), params))
-        return list(await self.conn.exec_driver_sql(self.sql(statement), params))
+        return list(await self.conn.execute_fetchall(self.sql(statement), params))
 
     async def run(self, statement: str, params: tuple[Any, ...]) -> None:
         """A statement that returns no rows."""
-        if self.sqlite:
-            await self.conn.execute_fetchall(self.sql(statement), params)
-        else:
-            await self.conn.exec_driver_sql(self.sql(statement), params)
+        await self.conn.execute_fetchall(self.sql(statement), params)
 
     async def many(self, statement: str, rows: list[tuple[Any, ...]]) -> None:
-        if not rows:
-            return
-        if self.sqlite:
+        if rows:
             await self.conn.executemany(self.sql(statement), rows)
-        else:
-            await self.conn.exec_driver_sql(self.sql(statement), rows)
 
 
 _COUNTS = sa.select(JOB.c.state, sa.func.count()).group_by(JOB.c.state)
@@ -436,10 +427,11 @@ class QueueQueries(Gateway):
         whose lease this worker lost are recorded as attempts only. Returns the ids of
         the jobs that were still this worker's.
 
-        The statements are plain SQL run on the driver (see :class:`_Recorder`): per row,
-        SQLAlchemy's parameter processing cost more than the database's work, and on
-        SQLite each statement is one round trip to the driver's thread
-        (:meth:`Gateway._sqlite_tx`) instead of three or four."""
+        The statements are plain SQL run on the driver: per row, SQLAlchemy's parameter
+        processing cost more than the database's work. On SQLite (:class:`_Recorder`)
+        each statement is one round trip to the driver's thread
+        (:meth:`Gateway._sqlite_tx`) instead of three or four; PostgreSQL takes the
+        batch as arrays (:meth:`_finish_postgres`)."""
         if not results:
             return set()
         if self.backend == "postgresql":
@@ -560,13 +552,9 @@ class QueueQueries(Gateway):
 
     @asynccontextmanager
     async def _recorder(self) -> AsyncIterator[_Recorder]:
-        """A transaction for :meth:`finish`: on SQLite the driver's connection."""
-        if self.backend == "sqlite":
-            async with self._sqlite_tx() as driver:
-                yield _Recorder(driver, self.backend)
-        else:
-            async with self._tx() as conn:
-                yield _Recorder(conn, self.backend)
+        """A transaction for :meth:`finish` on SQLite: the driver's connection."""
+        async with self._sqlite_tx() as driver:
+            yield _Recorder(driver)
 
     async def release(self, job_ids: Sequence[int], *, worker: str, now: datetime) -> int:
         """Hand back claimed jobs that were never tried (shutdown), refunding the attempt."""
