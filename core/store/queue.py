@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -336,6 +336,29 @@ class _Plan:
         )
 
 
+def _as_is(value: Any) -> Any:
+    return value
+
+
+def _claimed(row: Any, at: Callable[[Any], datetime]) -> ClaimedJob:
+    """A claimed job from a row of either claim (the same columns on both databases;
+    ``at`` reads a timestamp as the driver returns it)."""
+    return ClaimedJob(
+        row[0],
+        row[1],
+        at(row[2]),
+        at(row[3]),
+        row[4],
+        row[5],
+        row[6],
+        row[7],
+        row[8],
+        row[9],
+        _options(row[10]),
+        row[11],
+    )
+
+
 def _options(text: str | None) -> dict[str, Any]:
     """A schedule's options column read as text (JSON), as a fresh dict."""
     if not text or text in ("{}", "null"):
@@ -359,23 +382,7 @@ class QueueQueries(Gateway):
         async with self._tx() as conn:
             await conn.exec_driver_sql("SET LOCAL enable_sort = off")
             rows: list[Any] = list(await conn.exec_driver_sql(_PG_CLAIM, params))
-        claimed = [
-            ClaimedJob(
-                row[0],
-                row[1],
-                row[2],
-                row[3],
-                row[4],
-                row[5],
-                row[6],
-                row[7],
-                row[8],
-                row[9],
-                _options(row[10]),
-                row[11],
-            )
-            for row in rows
-        ]
+        claimed = [_claimed(row, _as_is) for row in rows]
         claimed.sort(key=lambda job: (job.due_at, job.id))
         return claimed
 
@@ -393,23 +400,7 @@ class QueueQueries(Gateway):
         )
         async with self._sqlite_tx() as conn:
             rows: list[Any] = list(await conn.execute_fetchall(_SQLITE_CLAIM, params))
-        claimed = [
-            ClaimedJob(
-                row[0],
-                row[1],
-                sqlite_datetime(row[2]),
-                sqlite_datetime(row[3]),
-                row[4],
-                row[5],
-                row[6],
-                row[7],
-                row[8],
-                row[9],
-                _options(row[10]),
-                row[11],
-            )
-            for row in rows
-        ]
+        claimed = [_claimed(row, sqlite_datetime) for row in rows]
         claimed.sort(key=lambda job: (job.due_at, job.id))
         return claimed
 
