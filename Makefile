@@ -33,7 +33,7 @@ typecheck: $(DEVSTAMP)
 # `herald` process the tests start would otherwise compile them again (~0.5 s each).
 test: lint typecheck
 	$(BIN)/python -m compileall -q -j 0 core bot tui migrations > /dev/null
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=15
 
 unit: $(DEVSTAMP)
 	$(BIN)/python -m pytest -q tests/unit
