@@ -625,9 +625,9 @@ class Dispatcher:
     def _pause(self, job: ClaimedJob, key: str, until: datetime) -> None:
         """The provider asked for no sends to ``key`` before ``until``: this process
         waits at once, and the shared bucket makes every other dispatcher wait too."""
-        self._pauses.pause(key, until)
+        news = self._pauses.pause(key, until)
         limit = self._limits.get(key)
-        if limit is None or limit.unlimited:
+        if not news or limit is None or limit.unlimited:
             return
         task = asyncio.create_task(self._share_pause(job, key, until, limit))
         self._sharing.add(task)

@@ -70,6 +70,12 @@ class RateLimits:
         return default
 
 
+def _tolerance(limit: RateLimit) -> timedelta:
+    """How far ahead of a bucket's ``tat`` a send may go: its burst less one, in
+    intervals (GCRA's tolerance)."""
+    return timedelta(seconds=(max(limit.burst, 1.0) - 1.0) / limit.rate)
+
+
 def allocate(
     tat: datetime | None, now: datetime, count: int, limit: RateLimit, window: float
 ) -> tuple[list[datetime], datetime]:
@@ -77,7 +83,7 @@ def allocate(
     ``tat`` (None: a full bucket), each no later than ``window`` seconds from now.
     Returns the slots, in order, and the bucket's new ``tat``."""
     interval = timedelta(seconds=1.0 / limit.rate)
-    tolerance = interval * (max(limit.burst, 1.0) - 1.0)
+    tolerance = _tolerance(limit)
     horizon = now + timedelta(seconds=window)
     current = now if tat is None or tat < now else tat
     slots = []
@@ -94,15 +100,13 @@ def allocate(
 def pause(tat: datetime | None, until: datetime, limit: RateLimit) -> datetime:
     """A bucket's ``tat`` once a provider asked for no sends before ``until``: its
     next slot is then no earlier (a later one already taken stays)."""
-    tolerance = timedelta(seconds=(max(limit.burst, 1.0) - 1.0) / limit.rate)
-    paused = until + tolerance
+    paused = until + _tolerance(limit)
     return paused if tat is None or tat < paused else tat
 
 
 def next_slot(tat: datetime, now: datetime, limit: RateLimit) -> datetime:
     """When a bucket at ``tat`` next has a slot."""
-    interval = timedelta(seconds=1.0 / limit.rate)
-    slot = tat - interval * (max(limit.burst, 1.0) - 1.0)
+    slot = tat - _tolerance(limit)
     return now if slot < now else slot
 
 
@@ -144,10 +148,15 @@ class Pauses:
     def __init__(self) -> None:
         self._until: dict[str, datetime] = {}
 
-    def pause(self, key: str, until: datetime) -> None:
-        """Send nothing to ``key`` before ``until`` (the provider said so)."""
-        if key not in self._until or until > self._until[key]:
-            self._until[key] = until
+    def pause(self, key: str, until: datetime) -> bool:
+        """Send nothing to ``key`` before ``until`` (the provider said so). True when
+        this is news: no pause was in force, or this one ends a second or more later
+        (the many 429s of one burst then share their pause once, not once each)."""
+        known = self._until.get(key)
+        if known is not None and until <= known:
+            return False
+        self._until[key] = until
+        return known is None or until - known >= timedelta(seconds=1)
 
     def paused_until(self, key: str, now: datetime) -> datetime | None:
         until = self._until.get(key)

@@ -85,6 +85,16 @@ def test_a_provider_pause_holds_only_that_destination() -> None:
     assert len(pauses) == 0
 
 
+def test_a_burst_of_429s_is_news_once() -> None:
+    """Sixty-four sends refused together each say Retry-After: 30 from a slightly
+    later moment: the pause is shared with the other dispatchers once, not 64 times."""
+    pauses = Pauses()
+    answers = [T0 + timedelta(seconds=30, milliseconds=i) for i in range(64)]
+    assert [pauses.pause("discord:1", at) for at in answers].count(True) == 1
+    assert pauses.pause("discord:1", T0 + timedelta(seconds=20)) is False  # shorter
+    assert pauses.pause("discord:1", T0 + timedelta(seconds=60)) is True  # longer
+
+
 def test_the_pacer_spaces_sends_whatever_their_slots_say() -> None:
     pacer, limit, t0 = Pacer(), RateLimit(rate=2.0, burst=2.0), datetime(2026, 1, 1, tzinfo=UTC)
     # the burst of two, and one more: a send late on its slot does not delay the rest
