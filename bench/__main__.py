@@ -1,17 +1,19 @@
 """`make bench`: Herald against its peers (bench/peers.py, writes bench/RESULTS.md and
-bench/staggered.png), then the import benchmark. Each prints what it measured."""
+bench/staggered.png), then the import benchmark and the command line's answer times
+(bench/cli_speed.py). Each prints what it measured."""
 
 from __future__ import annotations
 
 import json
 import sys
 
-from bench import import_bench, peers
+from bench import cli_speed, import_bench, peers
 
 
 def main() -> int:
     peers.main()
     print(json.dumps(import_bench.run(), indent=2))
+    print(json.dumps(cli_speed.run(), indent=2))
     return 0
 
 

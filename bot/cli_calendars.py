@@ -1,17 +1,14 @@
 """``herald feeds``, ``herald export ics`` and ``herald schedule --skip-calendar``.
 
-Wired into bot/cli_parser.py (:func:`add_commands`, :func:`add_skip_option`) and
-bot/cli.py (``_STORE_COMMANDS``: ``"feeds": cmd_feeds``, ``"export": cmd_export``;
-``cmd_schedule`` passes :func:`skip_sources` to core, ``cmd_when`` previews with
-:func:`preview_skips`).
+Their grammar is in bot/cli_parser.py; bot/cli_commands.py runs them (``"feeds":
+cmd_feeds``, ``"export": cmd_export``; ``cmd_schedule`` passes :func:`skip_sources` to
+core, ``cmd_when`` previews with :func:`preview_skips`).
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import sys
-from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -20,48 +17,6 @@ from core import calendars
 from core.calendar_worker import CalendarReader
 from core.errors import InvalidInput
 from core.settings import Settings
-
-AddParser = Callable[[str, str], argparse.ArgumentParser]
-
-
-def add_commands(add: AddParser) -> None:
-    """Register ``feeds add|list|remove`` and ``export ics``."""
-    c = add("feeds", "Post a reminder before every event of an iCalendar feed (admins).")
-    fs = c.add_subparsers(dest="feeds_command", required=True)
-    f = fs.add_parser("add", help="subscribe a destination to a calendar")
-    f.add_argument("--calendar", required=True, help="https:// URL or a .ics file")
-    f.add_argument("--to", required=True, help="destination, e.g. slack:C0123")
-    f.add_argument("--before", default="10m", help="lead time: 10m, 1h, 1d (default 10m)")
-    f.add_argument("--template", help="e.g. '{event.summary} at {event.start:%%H:%%M}'")
-    f.add_argument("--tz", help="zone for times in the text and all-day events")
-    f.add_argument("--json", action="store_true")
-    f = fs.add_parser("list", help="list feeds")
-    f.add_argument("--json", action="store_true")
-    f = fs.add_parser("remove", help="unsubscribe (waiting reminders are cancelled)")
-    f.add_argument("id", type=int)
-    fs.add_parser("refresh", help="refresh every calendar now")
-
-    c = add("export", "Export schedules.")
-    es = c.add_subparsers(dest="export_command", required=True)
-    e = es.add_parser("ics", help="a member's schedules as an iCalendar file")
-    e.add_argument("--owner", help="whose (operators and admins; default: yours)")
-    e.add_argument("--output", "-o", help="file to write (default: standard output)")
-    e.add_argument(
-        "--feed-url",
-        action="store_true",
-        help="print your calendar's subscription URL (served by herald run) instead",
-    )
-    e.add_argument("--rotate", action="store_true", help="with --feed-url: a new secret URL")
-
-
-def add_skip_option(schedule_parser: argparse.ArgumentParser) -> None:
-    schedule_parser.add_argument(
-        "--skip-calendar",
-        action="append",
-        default=[],
-        metavar="URL|FILE",
-        help="skip occurrences on this calendar's event dates (repeatable)",
-    )
 
 
 def _split(sources: list[str]) -> tuple[list[str], dict[str, str]]:

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from typing import Any
-
-from bot import cli_calendars
 
 EXIT_ERROR = 2
 
@@ -50,7 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     c.add_argument("--json", action="store_true", help="print the whole record as JSON")
     c.add_argument("-q", "--quiet", action="store_true", help="print only the schedule's id")
-    cli_calendars.add_skip_option(c)
+    _add_skip_option(c)
 
     c = add("list", "List schedules.")
     c.add_argument("--all", action="store_true", help="everyone's (operators and admins)")
@@ -193,5 +192,48 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="print deliveries instead of opening the console (the default without a terminal)",
     )
-    cli_calendars.add_commands(add)
+    _add_calendar_commands(add)
     return p
+
+
+AddParser = Callable[[str, str], argparse.ArgumentParser]
+
+
+def _add_calendar_commands(add: AddParser) -> None:
+    """Register ``feeds add|list|remove`` and ``export ics``."""
+    c = add("feeds", "Post a reminder before every event of an iCalendar feed (admins).")
+    fs = c.add_subparsers(dest="feeds_command", required=True)
+    f = fs.add_parser("add", help="subscribe a destination to a calendar")
+    f.add_argument("--calendar", required=True, help="https:// URL or a .ics file")
+    f.add_argument("--to", required=True, help="destination, e.g. slack:C0123")
+    f.add_argument("--before", default="10m", help="lead time: 10m, 1h, 1d (default 10m)")
+    f.add_argument("--template", help="e.g. '{event.summary} at {event.start:%%H:%%M}'")
+    f.add_argument("--tz", help="zone for times in the text and all-day events")
+    f.add_argument("--json", action="store_true")
+    f = fs.add_parser("list", help="list feeds")
+    f.add_argument("--json", action="store_true")
+    f = fs.add_parser("remove", help="unsubscribe (waiting reminders are cancelled)")
+    f.add_argument("id", type=int)
+    fs.add_parser("refresh", help="refresh every calendar now")
+
+    c = add("export", "Export schedules.")
+    es = c.add_subparsers(dest="export_command", required=True)
+    e = es.add_parser("ics", help="a member's schedules as an iCalendar file")
+    e.add_argument("--owner", help="whose (operators and admins; default: yours)")
+    e.add_argument("--output", "-o", help="file to write (default: standard output)")
+    e.add_argument(
+        "--feed-url",
+        action="store_true",
+        help="print your calendar's subscription URL (served by herald run) instead",
+    )
+    e.add_argument("--rotate", action="store_true", help="with --feed-url: a new secret URL")
+
+
+def _add_skip_option(schedule_parser: argparse.ArgumentParser) -> None:
+    schedule_parser.add_argument(
+        "--skip-calendar",
+        action="append",
+        default=[],
+        metavar="URL|FILE",
+        help="skip occurrences on this calendar's event dates (repeatable)",
+    )

@@ -13,16 +13,18 @@ import asyncio
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, time, timedelta
+from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
-from core import calendar_fetch
-from core.calendar_fetch import FetchLimits
 from core.errors import HeraldError, InvalidInput
 from core.ics_read import MAX_INSTANCES
 from core.ics_read import Blackouts as Blackouts  # known from here, too
 from core.ics_read import CalendarError as CalendarError
 from core.models import Schedule, ScheduleState
 from core.netguard import Guard
+
+if TYPE_CHECKING:
+    from core.calendar_fetch import FetchLimits
 
 
 def parse(text: str | bytes, source: str = "the calendar") -> None:
@@ -72,9 +74,11 @@ async def fetch(
         headers["If-None-Match"] = etag
     if last_modified:
         headers["If-Modified-Since"] = last_modified
+    from core import calendar_fetch  # imports httpx: only where a calendar is fetched
+
     try:
         answer = await calendar_fetch.get(
-            url, headers, guard=guard or Guard(), limits=limits or FetchLimits()
+            url, headers, guard=guard or Guard(), limits=limits or calendar_fetch.FetchLimits()
         )
     except calendar_fetch.FetchRefused as exc:
         raise CalendarError(str(exc)) from None

@@ -28,6 +28,7 @@ import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
 from core import calendars, limits, templates
@@ -38,12 +39,14 @@ from core.destinations import parse_destination
 from core.errors import HeraldError, InvalidInput, NotFound
 from core.ics_export import export
 from core.ics_read import HORIZON, Blackouts, CalendarError, EventInstance
-from core.metrics import CALENDAR_SERIES, Metrics
 from core.models import CalendarSource, Feed, Schedule, ScheduleState
 from core.scrub import scrub_credentials
 from core.store import AuditEntry, ScheduleQuery
 from core.store.calendars import CalendarQueries, FetchRecord
 from core.tenancy import neutralize_mentions
+
+if TYPE_CHECKING:  # prometheus_client loads where metrics are served
+    from core.metrics import Metrics
 
 log = logging.getLogger(__name__)
 
@@ -486,6 +489,8 @@ class FeedCases(CaseBase):
         is logged, not raised: metrics never stop the work."""
         if self.metrics is None:
             return
+        from core.metrics import CALENDAR_SERIES  # loaded already by whoever made metrics
+
         try:
             health = await self._cal.calendar_health(limit=CALENDAR_SERIES)
         except HeraldError:

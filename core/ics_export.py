@@ -13,9 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
-
-import icalendar
 
 from core import timeexpr
 from core.calendars import Blackouts
@@ -23,6 +22,9 @@ from core.destinations import parse_destination
 from core.errors import HeraldError
 from core.models import Schedule, ScheduleState
 from core.timeexpr_rule import Rule, parse_rule, take
+
+if TYPE_CHECKING:  # imported by the functions that build a calendar
+    import icalendar
 
 PRODID = "-//Herald//Scheduled messages//EN"
 #: Occurrences examined for skip-calendar EXDATEs.
@@ -48,6 +50,8 @@ def _destination(raw: str) -> str:
 
 def schedule_event(schedule: Schedule, *, stamp: datetime) -> icalendar.Event:
     """One schedule as a VEVENT (see the module's description)."""
+    import icalendar
+
     event = icalendar.Event()
     event.add("uid", schedule_uid(schedule))
     event.add("dtstamp", stamp.astimezone(UTC))
@@ -98,6 +102,8 @@ def _excluded(schedule: Schedule, rule: Rule, dtstart: datetime, zone: ZoneInfo)
 
 def export(schedules: Iterable[Schedule], *, now: datetime, name: str = "Herald") -> bytes:
     """An iCalendar file (bytes) of the active and paused ``schedules``."""
+    import icalendar
+
     cal = icalendar.Calendar()
     cal.add("prodid", PRODID)
     cal.add("version", "2.0")

@@ -21,14 +21,15 @@ import bisect
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
-import icalendar
-import recurring_ical_events
 from dateutil.rrule import rrulestr
 
 from core.errors import HeraldError
+
+if TYPE_CHECKING:  # icalendar is imported where a calendar is read (a worker process)
+    import icalendar
 
 #: How far ahead events and blackout dates are read.
 HORIZON = timedelta(days=400)
@@ -46,6 +47,8 @@ class CalendarError(HeraldError):
 
 def parse(text: str | bytes, source: str = "the calendar") -> icalendar.Calendar:
     """Read iCalendar text; CalendarError when it is not a calendar."""
+    import icalendar
+
     try:
         cal = icalendar.Calendar.from_ical(text)
     except (ValueError, IndexError, KeyError) as exc:
@@ -141,6 +144,8 @@ def instances(
     instances (STATUS:CANCELLED) are included with ``cancelled`` set. CalendarError
     when the events cannot be read, or when more than ``limit`` occurrences fall in
     the window (counted as they come, so a runaway rule costs ``limit`` of them)."""
+    import recurring_ical_events
+
     found: list[EventInstance] = []
     stop = end + _SLACK
     _precount(cal, start, end, zone, limit, source)

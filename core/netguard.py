@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import os
 import socket
 import ssl
 import threading
@@ -39,12 +40,10 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-import httpcore
-import httpx
-
 from core.errors import HeraldError
 
 if TYPE_CHECKING:
+    import httpx
     from aiohttp.abc import AbstractResolver
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -177,19 +176,25 @@ class Guard:
     ) -> httpx.AsyncBaseTransport:
         """An httpx transport whose every connection goes through this guard.
         ``verify`` replaces the default TLS trust (tests trust their own CA)."""
+        import httpcore
+        import httpx
+
+        backend, transport = _httpx_classes()
         limits = limits or httpx.Limits()
         pool = httpcore.AsyncConnectionPool(
             ssl_context=verify or default_tls(),
             max_connections=limits.max_connections,
             max_keepalive_connections=limits.max_keepalive_connections,
             keepalive_expiry=limits.keepalive_expiry,
-            network_backend=_GuardedBackend(self),
+            network_backend=backend(self),
         )
-        return _PoolTransport(pool)
+        return transport(pool)
 
     def client(self, **kwargs: Any) -> httpx.AsyncClient:
         """An httpx client through this guard that never follows redirects (callers
         that follow some do so hop by hop, each through the guard)."""
+        import httpx
+
         limits = kwargs.pop("limits", None)
         verify = kwargs.pop("verify", None)
         return httpx.AsyncClient(
@@ -235,68 +240,84 @@ def refusal(host: str) -> str:
 
 @lru_cache(maxsize=1)
 def default_tls() -> ssl.SSLContext:
-    """One TLS context (certifi's roots, like httpx's default) for every pool, httpx's
-    and aiohttp's (core.http_client)."""
-    return httpx.create_ssl_context()
+    """One TLS context for every pool, aiohttp's (core.http_client) and httpx's: the
+    system's defaults with certifi's roots, as httpx builds it (``SSL_CERT_FILE`` or
+    ``SSL_CERT_DIR`` replace the roots)."""
+    if cafile := os.environ.get("SSL_CERT_FILE"):
+        return ssl.create_default_context(cafile=cafile)
+    if capath := os.environ.get("SSL_CERT_DIR"):
+        return ssl.create_default_context(capath=capath)
+    import certifi
+
+    return ssl.create_default_context(cafile=certifi.where())
 
 
-class _GuardedBackend(httpcore.AsyncNetworkBackend):
-    """httpcore's asyncio backend, connecting only to the addresses the guard checked.
-    httpcore still starts TLS with the origin's host name (SNI, certificate check)."""
+@lru_cache(maxsize=1)
+def _httpx_classes() -> tuple[Callable[[Guard], Any], Callable[[Any], httpx.AsyncBaseTransport]]:
+    """Built on first use, so importing core does not import httpx (only calendar
+    fetches use it; a command that fetches nothing starts faster)."""
+    import httpcore
+    import httpx
 
-    def __init__(self, guard: Guard) -> None:
-        self._guard = guard
-        self._inner = httpcore.AnyIOBackend()
+    class GuardedBackend(httpcore.AsyncNetworkBackend):
+        """httpcore's asyncio backend, connecting only to the addresses the guard
+        checked. httpcore still starts TLS with the origin's host name (SNI, certificate
+        check)."""
 
-    async def connect_tcp(
-        self,
-        host: str,
-        port: int,
-        timeout: float | None = None,  # noqa: ASYNC109 - httpcore's interface
-        local_address: str | None = None,
-        socket_options: Any = None,
-    ) -> httpcore.AsyncNetworkStream:
-        try:
-            async with asyncio.timeout(timeout):
-                addresses = await self._guard.resolve(host, port)
-        except TimeoutError as exc:
-            raise httpcore.ConnectTimeout(f"resolving {host} timed out") from exc
-        except (socket.gaierror, UnicodeError) as exc:
-            raise httpcore.ConnectError(f"{host} does not resolve") from exc
-        failure: Exception | None = None
-        for ip in addresses:
+        def __init__(self, guard: Guard) -> None:
+            self._guard = guard
+            self._inner = httpcore.AnyIOBackend()
+
+        async def connect_tcp(
+            self,
+            host: str,
+            port: int,
+            timeout: float | None = None,  # noqa: ASYNC109 - httpcore's interface
+            local_address: str | None = None,
+            socket_options: Any = None,
+        ) -> httpcore.AsyncNetworkStream:
             try:
-                return await self._inner.connect_tcp(
-                    str(ip),
-                    port,
-                    timeout=timeout,
-                    local_address=local_address,
-                    socket_options=socket_options,
-                )
-            except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
-                failure = exc
-        assert failure is not None
-        raise failure
+                async with asyncio.timeout(timeout):
+                    addresses = await self._guard.resolve(host, port)
+            except TimeoutError as exc:
+                raise httpcore.ConnectTimeout(f"resolving {host} timed out") from exc
+            except (socket.gaierror, UnicodeError) as exc:
+                raise httpcore.ConnectError(f"{host} does not resolve") from exc
+            failure: Exception | None = None
+            for ip in addresses:
+                try:
+                    return await self._inner.connect_tcp(
+                        str(ip),
+                        port,
+                        timeout=timeout,
+                        local_address=local_address,
+                        socket_options=socket_options,
+                    )
+                except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
+                    failure = exc
+            assert failure is not None
+            raise failure
 
-    async def connect_unix_socket(
-        self,
-        path: str,
-        timeout: float | None = None,  # noqa: ASYNC109 - httpcore's interface
-        socket_options: Any = None,
-    ) -> httpcore.AsyncNetworkStream:
-        raise Refused("Herald does not connect to local sockets for a member's URL.")
+        async def connect_unix_socket(
+            self,
+            path: str,
+            timeout: float | None = None,  # noqa: ASYNC109 - httpcore's interface
+            socket_options: Any = None,
+        ) -> httpcore.AsyncNetworkStream:
+            raise Refused("Herald does not connect to local sockets for a member's URL.")
 
-    async def sleep(self, seconds: float) -> None:
-        await self._inner.sleep(seconds)
+        async def sleep(self, seconds: float) -> None:
+            await self._inner.sleep(seconds)
 
+    class PoolTransport(httpx.AsyncHTTPTransport):
+        """httpx's own transport over a pool we built (httpx takes no network backend)."""
 
-class _PoolTransport(httpx.AsyncHTTPTransport):
-    """httpx's own transport over a pool we built (httpx takes no network backend)."""
+        def __init__(self, pool: httpcore.AsyncConnectionPool) -> None:  # noqa: D107
+            # httpx's __init__ would build a second pool and TLS context, unused:
+            # handle_async_request and aclose only use ``_pool``.
+            self._pool = pool
 
-    def __init__(self, pool: httpcore.AsyncConnectionPool) -> None:  # noqa: D107
-        # httpx's __init__ would build a second pool and TLS context, unused:
-        # handle_async_request and aclose only use ``_pool``.
-        self._pool = pool
+    return GuardedBackend, PoolTransport
 
 
 # --- aiohttp plumbing ----------------------------------------------------------------

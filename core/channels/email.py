@@ -18,7 +18,6 @@ from email.message import EmailMessage
 from email.utils import formatdate, parseaddr
 from typing import Literal
 
-import aiosmtplib
 from pydantic import SecretStr
 
 from core import limits
@@ -113,6 +112,8 @@ class EmailChannel(Channel):
             return DeliveryResult.permanent(
                 "Email is not configured: an admin must set HERALD_SMTP_HOST and HERALD_SMTP_FROM."
             )
+        import aiosmtplib  # here, not at import: a command that sends no mail starts faster
+
         msg = self.message(delivery)
         to = delivery.destination.target
         try:

@@ -77,7 +77,8 @@ def test_schedule_list_show_edit_cancel_round_trip(url: str) -> None:
     assert sid.isdigit()
 
     listed = run(url, "list")
-    assert "Quarterly review" in listed.stdout and "Wed 01 Apr 2099 08:00" in listed.stdout
+    assert "Quarterly review" in listed.stdout
+    assert "Wed 01 Apr 2099 08:00 Europe/Berlin" in listed.stdout  # the row names its zone
 
     shown = json.loads(run(url, "show", sid, "--json").stdout)
     assert shown["starts_at"] == "2099-04-01T06:00:00Z"  # CEST is UTC+2
@@ -346,3 +347,22 @@ def test_list_accepts_the_states_people_read(url: str) -> None:
         None,
     )
     assert_error(run(url, "list", "--state", "dead"), "use one of pending, retrying, delivered")
+
+
+def test_output_to_a_closed_pipe_ends_quietly(url: str) -> None:
+    """`herald list | head -0`: the reader is gone before Herald writes a line."""
+    made = run(url, "schedule", "--to", "log:", "--when", "in 1 hour", "--text", "x", "-q")
+    assert made.returncode == 0, made.stderr
+    env = {**os.environ, "HERALD_DATABASE_URL": url, "USER": "alice"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bot.cli", "list"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # before the child can write: its write meets a closed pipe
+    with proc.stderr:
+        stderr = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 141  # 128 + SIGPIPE, as `yes | head` reports
+    assert stderr == ""  # no BrokenPipeError traceback, no "Exception ignored" line

@@ -182,6 +182,9 @@ async def test_echoed_password_and_token_leave_no_trace(
     assert_clean(cli(db_url, "show", str(ids[0])), f"herald show {ids[0]}")
     listed = cli(db_url, "dead", "list")
     assert listed.count("\n") == 4, listed  # a header and the three dead letters
+    header, *rows = listed.splitlines()
+    at = header.index("TO")  # columns line up under their headings
+    assert all(row[at:].startswith(("email:", "slack:")) for row in rows), listed
     assert_clean(listed, "herald dead list")
     as_json = cli(db_url, "dead", "list", "--json")
     assert_clean(as_json, "herald dead list --json")
@@ -193,4 +196,5 @@ async def test_echoed_password_and_token_leave_no_trace(
     ]
     shown = cli(db_url, "dead", "show", str(refused["job_id"]))
     assert "Slack refused the message (invalid_auth: *** (user xoxp-***))" in shown
+    assert "None" not in shown, shown  # a missing value reads "-"
     assert_clean(shown, "herald dead show")
