@@ -113,9 +113,12 @@ class Cli:
             return
         zone = schedule.timezone
         self.emit(f"Schedule {schedule.id}: {views.describe(schedule)}, in {zone}.")
+        self.emit(f"  to:   {schedule.destination}")
         upcoming, _ = calendars.schedule_upcoming(schedule, 3)
-        for t in upcoming:
-            self.emit(f"  {views.local(t, zone)} {zone}   ({views.iso(t)})")
+        for i, t in enumerate(upcoming):
+            label = "  next: " if i == 0 else " " * 8
+            exact = views.iso(t.replace(microsecond=0))
+            self.emit(f"{label}{views.local(t, zone)} {zone}   ({exact})")
         warnings = await send_warnings(
             herald.store, self.settings, schedule.destination, now=herald.clock.now()
         )

@@ -322,9 +322,11 @@ def test_schedule_reads_back_what_it_understood_and_warns(url: str) -> None:
     assert made.returncode == 0, made.stderr
     lines = made.stdout.splitlines()
     assert lines[0].startswith("Schedule ") and lines[0].endswith(", in America/New_York.")
-    assert len(lines) == 4  # the reading, then the next three sends
-    assert all(" Mon " in line or line.startswith("  Mon ") for line in lines[1:])
-    assert "America/New_York   (" in lines[1] and lines[1].endswith("Z)")
+    assert lines[1] == "  to:   email:ops@example.com"
+    assert len(lines) == 5  # the reading, the destination, then the next three sends
+    assert lines[2].startswith("  next: Mon ")
+    assert all(line.startswith(" " * 8 + "Mon ") for line in lines[3:])
+    assert "America/New_York   (" in lines[2] and lines[2].endswith(":00:00Z)")
     warnings = made.stderr.splitlines()
     assert warnings == [
         "warning: No SMTP server is configured (HERALD_SMTP_HOST): email cannot be sent.",
