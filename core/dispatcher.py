@@ -38,7 +38,7 @@ from core.errors import HeraldError
 from core.leases import Leases, machine_id, process_gone
 from core.metrics import Metrics
 from core.models import JobState
-from core.ratelimit import Pacer, Pauses, RateLimits
+from core.ratelimit import LATENESS, Pacer, Pauses, RateLimits
 from core.scrub import Scrubber
 from core.settings import Settings
 from core.store import AuditEntry, Store
@@ -85,9 +85,9 @@ class DispatcherConfig:
     max_rate_wait: float = 10.0
     #: A rate-limited send that could not start within this many seconds of its slot
     #: (a stalled loop, a busy machine) takes a fresh slot rather than crowd the next
-    #: ones: together with the per-process pacer, no second sees more than the limit
-    #: plus this fraction of it.
-    slot_grace: float = 0.1
+    #: ones. Slots leave room for this lateness (core.ratelimit.spacing), so no second
+    #: sees more than the limit; a larger grace than ratelimit.LATENESS would void that.
+    slot_grace: float = LATENESS
     #: Limits by destination prefix; others keep their channel's default.
     rate_limits: RateLimits = RateLimits()
     #: In service mode, claim jobs this many seconds before they fall due and send
@@ -550,16 +550,15 @@ class Dispatcher:
         pacing = self._limit(key, channel) if slot is not None else None
         while True:
             async with sem:
-                now = clock.now()
-                if slot is not None and (now - slot).total_seconds() > self.config.slot_grace:
+                if not await self._lease_holds(job):  # may renew: a round trip
+                    return self._lapsed(job)
+                started = clock.now()
+                if slot is not None and (started - slot).total_seconds() > self.config.slot_grace:
                     # this dispatcher ran late: sent now, it would crowd the sends of the
                     # slots after this one; it takes a fresh slot instead
-                    return self._wait_for_limit(job, now, now, destination.kind)
-                pace = self._pacer.take(key, now, pacing) if pacing is not None else 0.0
+                    return self._wait_for_limit(job, started, started, destination.kind)
+                pace = self._pacer.take(key, started, pacing) if pacing is not None else 0.0
                 if pace <= 0:
-                    if not await self._lease_holds(job):
-                        return self._lapsed(job)
-                    started = clock.now()
                     result = await self._send(channel, delivery)
                     break
             await clock.sleep(pace)  # not holding a sending slot meanwhile

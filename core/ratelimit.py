@@ -17,6 +17,11 @@ from datetime import datetime, timedelta
 from core.channels.base import RateLimit
 from core.errors import ConfigError
 
+#: How late after its slot a send may start (the dispatcher takes a fresh slot for a
+#: later one). Slots are spaced so that even sends this late keep every window within
+#: the limit (:func:`spacing`).
+LATENESS = 0.05
+
 _SPEC = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*/\s*(s|sec|second|m|min|minute)\s*(?::\s*(\d+))?\s*$")
 
 
@@ -70,10 +75,20 @@ class RateLimits:
         return default
 
 
+def spacing(limit: RateLimit) -> timedelta:
+    """The time between two slots of a bucket: the limit's interval, plus room for a
+    send that starts up to LATENESS after its slot. 100/s is then one slot every
+    10.5 ms, so that a late send and the next one's on-time send never put 101 in any
+    one-second window; 30/min one every 2.05 s (two sends never closer than 2 s)."""
+    if limit.rate >= 1:
+        return timedelta(seconds=(1.0 + LATENESS) / limit.rate)
+    return timedelta(seconds=1.0 / limit.rate + LATENESS)
+
+
 def _tolerance(limit: RateLimit) -> timedelta:
     """How far ahead of a bucket's ``tat`` a send may go: its burst less one, in
     intervals (GCRA's tolerance)."""
-    return timedelta(seconds=(max(limit.burst, 1.0) - 1.0) / limit.rate)
+    return spacing(limit) * (max(limit.burst, 1.0) - 1.0)
 
 
 def allocate(
@@ -82,7 +97,7 @@ def allocate(
     """Slots for up to ``count`` sends from a bucket whose theoretical arrival time is
     ``tat`` (None: a full bucket), each no later than ``window`` seconds from now.
     Returns the slots, in order, and the bucket's new ``tat``."""
-    interval = timedelta(seconds=1.0 / limit.rate)
+    interval = spacing(limit)
     tolerance = _tolerance(limit)
     horizon = now + timedelta(seconds=window)
     current = now if tat is None or tat < now else tat
@@ -127,7 +142,7 @@ class Pacer:
         after its slot (timers are never exact) leaves the next one its own slot,
         instead of pushing every later send back by the same delay, which would slow
         a destination to well under its limit (70/s of 100/s, measured)."""
-        interval = timedelta(seconds=1.0 / limit.rate)
+        interval = spacing(limit)
         tolerance = interval * max(limit.burst, 1.0)
         tat = self._tat.get(key)
         current = now if tat is None or tat < now else tat

@@ -8,10 +8,12 @@ import random
 from collections import Counter
 from datetime import timedelta
 
+import pytest
+
 from core.channels.base import Delivery, DeliveryResult, RateLimit
 from core.clock import ManualClock
 from core.dispatcher import Dispatcher, DispatcherConfig
-from core.ratelimit import RateLimits
+from core.ratelimit import RateLimits, spacing
 from core.usecases import Herald
 from tests.support.channels import RecordingChannel
 
@@ -26,9 +28,11 @@ async def test_two_dispatchers_share_one_bucket(herald: Herald, clock: ManualClo
         {"webhook:https://a/": (20, FIVE), "webhook:https://b/": (3, FIVE)}, now=now, window=2
     )
     a1, a2 = first["webhook:https://a/"].times, second["webhook:https://a/"].times
-    # the burst of 5, then one every 0.2 s up to 2 s: 15 in all, split between them
-    assert (len(a1), len(a2)) == (15, 0)
-    assert second["webhook:https://a/"].next_free == now + timedelta(seconds=2.2)
+    # the burst of 5, then one every 0.21 s (0.2 s and room for a late send) up to 2 s:
+    # 14 in all, split between them
+    step = spacing(FIVE)
+    assert (len(a1), len(a2)) == (14, 0)
+    assert second["webhook:https://a/"].next_free == now + 10 * step
     assert second["webhook:https://b/"].times == [now] * 3  # another destination
     clock.advance(1)  # five more slots come free, whoever asks
     third = await store.reserve_slots({"webhook:https://a/": (20, FIVE)}, now=clock.now(), window=2)
@@ -52,15 +56,15 @@ async def test_a_claim_keeps_only_what_its_destination_takes_in_time(
     first = dispatcher(herald, a)
     assert await first.pump() == 30
     await first.settle()
-    # 15 fit within 2 s at 5/s (a burst of 5, then 10); 15 were handed back at once,
-    # due when the bucket has room, so no one holds them meanwhile
-    assert len(a.deliveries) == 15
+    # 14 fit within 2 s at 5/s (a burst of 5, then one every 0.21 s); 16 were handed
+    # back at once, due when the bucket has room, so no one holds them meanwhile
+    assert len(a.deliveries) == 14
     counts = await herald.store.job_counts()
-    assert (counts.get("delivered"), counts.get("pending"), counts.get("claimed")) == (15, 15, None)
+    assert (counts.get("delivered"), counts.get("pending"), counts.get("claimed")) == (14, 16, None)
     second = dispatcher(herald, b)
     assert await second.pump() == 0  # nothing is due for another dispatcher either
     clock.advance(3)
-    assert (await second.drain(retry_window=10)).outcomes["delivered"] == 15
+    assert (await second.drain(retry_window=10)).outcomes["delivered"] == 16
     keys = Counter(d.idempotency_key for d in a.deliveries + b.deliveries)
     assert len(keys) == 30 and set(keys.values()) == {1}
 
@@ -103,12 +107,13 @@ async def test_late_slots_are_not_sent_together(herald: Herald, clock: ManualClo
 
     config = DispatcherConfig(max_rate_wait=60, rate_limits=RateLimits.parse("log:=2/s"))
     d = Dispatcher(herald.store, {"log": RecordingChannel(record)}, clock=clock, config=config)
-    assert await d.pump() == 10  # slots one every 0.5 s; the sends have not started
+    step = spacing(RateLimit(rate=2.0, burst=1.0)).total_seconds()  # 0.5 s and room
+    assert await d.pump() == 10  # slots one every step; the sends have not started
     clock.advance(3)  # the loop stalls for 3 s: six slots are in the past
     await d.settle()
     # the six too late took fresh slots (handed back, due now); the others went at the
     # limit's pace, none in a rush after the stall
-    assert sent_at == [3.0, 3.5, 4.0, 4.5]
+    assert sent_at == pytest.approx([6 * step, 7 * step, 8 * step, 9 * step])
     counts = await herald.store.job_counts()
     assert (counts.get("delivered"), counts.get("pending")) == (4, 6)
     assert (await d.drain(retry_window=60)).outcomes["delivered"] == 6

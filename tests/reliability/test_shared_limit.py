@@ -12,10 +12,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 
 from bot.bench import schedule_rows
 from core import db
 from core.store import Store
+from core.store.base import ATTEMPT
 from tests.fakes import WebhookReceiver
 from tests.reliability.conftest import FULL, report
 from tests.reliability.test_processes import _workers, wait_until
@@ -49,50 +51,71 @@ async def test_four_dispatchers_share_one_destinations_limit(db_url: str, tmp_pa
     db.upgrade(db_url)
     store = await Store.open(db_url)
     jobs = 3_000
-    async with WebhookReceiver() as hook:
-        target = f"{hook.url}/hook"
-        procs = [
-            start(db_url, tmp_path / f"d{i}.log", f"webhook:{target}={RATE}/s") for i in range(4)
-        ]
-        try:
-            await wait_until(lambda: _workers(store, 4), 60, "four dispatchers")
-            now = datetime.now(UTC)
-            rows = schedule_rows(jobs, now, 0.0, lambda i: f"webhook:{target}", owner="local:rl")
-            await store.create_schedules_bulk(
-                rows, details=[{} for _ in rows], actor="local:rl", action="test", now=now
-            )
+    try:
+        async with WebhookReceiver() as hook:
+            target = f"{hook.url}/hook"
+            procs = [
+                start(db_url, tmp_path / f"d{i}.log", f"webhook:{target}={RATE}/s")
+                for i in range(4)
+            ]
+            try:
+                await wait_until(lambda: _workers(store, 4), 60, "four dispatchers")
+                now = datetime.now(UTC)
+                rows = schedule_rows(
+                    jobs, now, 0.0, lambda i: f"webhook:{target}", owner="local:rl"
+                )
+                await store.create_schedules_bulk(
+                    rows, details=[{} for _ in rows], actor="local:rl", action="test", now=now
+                )
 
-            async def all_arrived() -> bool:
-                return len({r.id for r in hook.received}) >= jobs
+                async def all_arrived() -> bool:
+                    return len({r.id for r in hook.received}) >= jobs
 
-            await wait_until(all_arrived, jobs / RATE * 3 + 60, f"{jobs} webhooks")
-        finally:
-            for p in procs:
-                p.send_signal(signal.SIGTERM)
-            codes = [p.wait(timeout=60) for p in procs]
-            await store.close()
-        times = sorted(r.at for r in hook.received)
+                await wait_until(all_arrived, jobs / RATE * 3 + 60, f"{jobs} webhooks")
+            finally:
+                for p in procs:
+                    p.send_signal(signal.SIGTERM)
+                codes = [p.wait(timeout=60) for p in procs]
+            times = sorted(r.at for r in hook.received)
+        # when each send started, as the dispatchers recorded it
+        async with store._engine.connect() as conn:
+            rows_started = await conn.execute(sa.select(ATTEMPT.c.started_at))
+            started = sorted(_aware(at).timestamp() for (at,) in rows_started)
+    finally:
+        await store.close()
     assert codes == [0, 0, 0, 0]
     assert len({r.id for r in hook.received}) == jobs
     took = times[-1] - times[0]
-    # the busiest second, measured at the receiver, over every one-second window
-    busiest, first = 0, 0
-    for last, at in enumerate(times):
-        while at - times[first] >= 1.0:
-            first += 1
-        busiest = max(busiest, last - first + 1)
+    sent, arrived = busiest_second(started), busiest_second(times)
     report(
         "shared rate limit",
         f"{jobs:,} webhooks to one URL limited to {RATE}/s, 4 dispatchers on PostgreSQL",
-        f"took {took:.1f} s (limit says {jobs / RATE:.0f} s); busiest second {busiest}",
+        f"took {took:.1f} s (limit says {jobs / RATE:.0f} s); busiest second: {sent} sends "
+        f"started, {arrived} arrived",
     )
     expected = (jobs - 1) / RATE
     # together no faster than the limit, and not slower either: each claim keeps only
     # what its destination takes within max_rate_wait, so no one sits on jobs
     assert expected * 0.9 <= took <= expected * 1.1
-    # Slots are handed out by the database at the limit's pace and each dispatcher
-    # spaces its own sends by it; where one hands over to the next, a late send of the
-    # first (at most slot_grace, 0.1 s, past its slot) can meet the second's first:
-    # no window of one second holds more than the limit plus a tenth. Unshared, four
-    # dispatchers would each send at the limit: four times the rate.
-    assert busiest <= RATE * 1.1
+    # Slots come from the database spaced for a send up to slot_grace late, and a later
+    # send takes a fresh slot: whichever dispatcher sends, no one-second window holds
+    # more starts than the limit. Unshared, four dispatchers would each send at the
+    # limit: four times the rate.
+    assert sent <= RATE
+    # The receiver shares this test's event loop, and its clock reads an arrival only
+    # when that loop gets to it; a request delayed there can meet the next ones.
+    assert arrived <= RATE * 1.03
+
+
+def _aware(at: datetime) -> datetime:
+    return at if at.tzinfo is not None else at.replace(tzinfo=UTC)
+
+
+def busiest_second(times: list[float]) -> int:
+    """The most of ``times`` (sorted, seconds) in any window [t, t + 1)."""
+    busiest, first = 0, 0
+    for last, at in enumerate(times):
+        while at - times[first] >= 1.0:
+            first += 1
+        busiest = max(busiest, last - first + 1)
+    return busiest

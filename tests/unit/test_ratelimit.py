@@ -8,7 +8,17 @@ import pytest
 from core.channels.base import RateLimit
 from core.clock import ManualClock
 from core.errors import ConfigError
-from core.ratelimit import Pacer, Pauses, RateLimits, allocate, next_slot, parse_rate, pause
+from core.ratelimit import (
+    LATENESS,
+    Pacer,
+    Pauses,
+    RateLimits,
+    allocate,
+    next_slot,
+    parse_rate,
+    pause,
+    spacing,
+)
 
 T0 = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
 
@@ -20,10 +30,12 @@ def seconds(slots: list[datetime]) -> list[float]:
 def test_a_bucket_allows_a_burst_then_paces() -> None:
     one_per_second = RateLimit(rate=1.0, burst=3)
     slots, tat = allocate(None, T0, 5, one_per_second, window=10)
-    assert seconds(slots) == [0.0, 0.0, 0.0, 1.0, 2.0]
+    # a second between sends, and room for one to start LATENESS after its slot
+    step = 1.0 + LATENESS
+    assert seconds(slots) == pytest.approx([0.0, 0.0, 0.0, step, 2 * step])
     # the next caller, on this or another dispatcher, queues behind them
     more, tat = allocate(tat, T0, 2, one_per_second, window=10)
-    assert seconds(more) == [3.0, 4.0]
+    assert seconds(more) == pytest.approx([3 * step, 4 * step])
     # the bucket fills again with time
     later = T0 + timedelta(seconds=60)
     again, _ = allocate(tat, later, 3, one_per_second, window=10)
@@ -33,13 +45,33 @@ def test_a_bucket_allows_a_burst_then_paces() -> None:
 def test_no_slot_beyond_the_window() -> None:
     hundred = RateLimit(rate=100.0, burst=100)
     slots, tat = allocate(None, T0, 3000, hundred, window=10)
-    # a full bucket's 100, then 100 a second for ten seconds
-    assert len(slots) == 1100 and max(seconds(slots)) == pytest.approx(10.0)
-    assert seconds([next_slot(tat, T0, hundred)]) == [pytest.approx(10.01)]
+    # a full bucket's 100 at once, then one every 10.5 ms (100/s with room for late
+    # sends) until the window ends; the next free slot is just past it
+    step = (1.0 + LATENESS) / 100
+    assert seconds(slots[:100]) == [0.0] * 100
+    assert max(seconds(slots)) <= 10.0 < seconds([next_slot(tat, T0, hundred)])[0] <= 10 + step
     # in no second do more than a burst plus the rate get a slot
     for start in range(1, 10):
         inside = [s for s in seconds(slots) if start <= s < start + 1]
         assert len(inside) <= 100
+
+
+@pytest.mark.parametrize("rate", [100.0, 7.0, 1.0, 0.5])
+def test_sends_up_to_lateness_late_never_crowd_a_window(rate: float) -> None:
+    """Every other send starts LATENESS after its slot (the most the dispatcher allows)
+    and the rest on time: still no window of one second (of 60 s for a rate under one
+    a second, e.g. 30/min) holds more than the limit."""
+    limit = RateLimit(rate=rate, burst=1.0)
+    slots, _ = allocate(None, T0, 10_000, limit, window=600)
+    late = LATENESS - 1e-6  # the dispatcher sends at most LATENESS late
+    starts = [s + (late if i % 2 == 0 else 0.0) for i, s in enumerate(seconds(slots))]
+    starts.sort()
+    window, most = (1.0, rate) if rate >= 1 else (60.0, rate * 60)
+    first = 0
+    for last, at in enumerate(starts):
+        while at - starts[first] >= window:
+            first += 1
+        assert last - first + 1 <= most
 
 
 def test_limits_by_longest_prefix_else_the_channel_default() -> None:
@@ -97,12 +129,13 @@ def test_a_burst_of_429s_is_news_once() -> None:
 
 def test_the_pacer_spaces_sends_whatever_their_slots_say() -> None:
     pacer, limit, t0 = Pacer(), RateLimit(rate=2.0, burst=2.0), datetime(2026, 1, 1, tzinfo=UTC)
+    step = spacing(limit).total_seconds()  # 0.5 s, and room for a late send
     # the burst of two, and one more: a send late on its slot does not delay the rest
     assert [pacer.take("a", t0, limit) for _ in range(3)] == [0.0, 0.0, 0.0]
-    assert pacer.take("a", t0, limit) == 0.5  # then one every 0.5 s
+    assert pacer.take("a", t0, limit) == pytest.approx(step)  # then one every step
     assert pacer.take("b", t0, limit) == 0.0  # another destination has its own pace
-    assert pacer.take("a", t0 + timedelta(seconds=0.5), limit) == 0.0
-    assert pacer.take("a", t0 + timedelta(seconds=0.5), limit) == 0.5
+    assert pacer.take("a", t0 + timedelta(seconds=step), limit) == 0.0
+    assert pacer.take("a", t0 + timedelta(seconds=step), limit) == pytest.approx(step)
 
 
 def test_a_pause_moves_the_next_slot_past_it() -> None:
@@ -113,7 +146,8 @@ def test_a_pause_moves_the_next_slot_past_it() -> None:
     slots, _ = allocate(tat, t0, 3, limit, window=60)
     # after a pause sends resume at the pace, not with a burst that the provider has
     # just said it cannot take
-    assert [(s - until).total_seconds() for s in slots] == [0.0, 0.1, 0.2]
+    step = spacing(limit).total_seconds()
+    assert [(s - until).total_seconds() for s in slots] == pytest.approx([0, step, 2 * step])
     later = t0 + timedelta(seconds=40)
     assert pause(later, until, limit) == later  # an earlier pause never shortens a wait
 
