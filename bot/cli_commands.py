@@ -26,11 +26,12 @@ from core.channels import build_channels
 from core.clock import Clock, SystemClock
 from core.errors import HeraldError, InvalidInput
 from core.importer import ImportRejected, import_schedules
-from core.models import Schedule
+from core.models import LOCAL_TENANT, Schedule
 from core.send_check import send_warnings
 from core.settings import Settings, load_settings
 from core.store import Store
 from core.usecases import Herald
+from core.zones import resolve_zone
 
 log = logging.getLogger("herald.cli")
 
@@ -112,7 +113,7 @@ class Cli:
             self.emit(str(schedule.id))
             return
         zone = schedule.timezone
-        self.emit(f"Schedule {schedule.id}: {views.describe(schedule)}, in {zone}.")
+        self.emit(f"Schedule {schedule.id}: {views.read_back(schedule)}, in {zone}.")
         self.emit(f"  to:   {schedule.destination}")
         upcoming, _ = calendars.schedule_upcoming(schedule, 3)
         for i, t in enumerate(upcoming):
@@ -259,7 +260,7 @@ class Cli:
 
     async def cmd_timezone(self, herald: Herald) -> None:
         if self.args.zone:
-            name = await herald.set_timezone(self.actor, self.args.zone)
+            name = await herald.set_timezone(self.actor, " ".join(self.args.zone))
             self.emit(f"Your time zone is now {name}.")
         else:
             actor = await herald.actor(self.actor)
@@ -343,11 +344,12 @@ class Cli:
     def cmd_when(self) -> None:
         a = self.args
         now = _parse_now(a.now) if a.now else datetime.now(UTC)
-        tz = timeexpr.zone(a.tz or self.settings.default_tz).key
+        tz = resolve_zone(a.tz).key if a.tz else timeexpr.zone(self.settings.default_tz).key
         if a.count < 1:
             raise InvalidInput("--count must be at least 1.")
         expression, urls = calendars.split_skip_phrase(a.expression)
-        reading = timeexpr.parse_when(expression, tz=tz, now=now)
+        default = self.settings.default_time_for(LOCAL_TENANT)
+        reading = timeexpr.parse_when(expression, tz=tz, now=now, default_time=default)
         upcoming = reading.occurrences(count=a.count)
         skipped: list[tuple[datetime, str]] = []
         if urls:
@@ -366,6 +368,7 @@ class Cli:
                 "recurring": reading.recurring,
                 "rule": reading.rule,
                 "description": reading.description,
+                "default_time": None if (d := reading.default_time) is None else f"{d:%H:%M}",
                 "occurrences": [views.iso(t) for t in upcoming],
             }
             if urls:
@@ -373,7 +376,7 @@ class Cli:
                 data["skipped"] = [{"at": views.iso(t), "event": n} for t, n in skipped]
             self.emit_json(data)
             return
-        self.emit(reading.description)
+        self.emit(reading.read_back)
         for t in upcoming:
             self.emit(f"  {views.local(t, tz)} {tz}   ({views.iso(t)})")
         if urls:

@@ -7,6 +7,13 @@ from collections.abc import Callable
 from typing import Any
 
 EXIT_ERROR = 2
+WHEN_MEANINGS = (
+    'A rule without a time of day fires at 09:00 (HERALD_DEFAULT_TIME): "every weekday", '
+    '"every month on the 1st"; the reading says so. "tonight" is 20:00 today, "eod" 17:00 '
+    '(tomorrow once it has passed), "end of month" the last day of the month. "in an hour '
+    'and a half", "at 9am on weekdays" and "every hour between 9 and 17 on weekdays" '
+    "(09:00 to 17:00) are read too. A near miss is answered with what it almost said."
+)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -34,7 +41,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--to", required=True, help="destination, e.g. slack:C0123 or log:")
     c.add_argument("--when", required=True, help='when, e.g. "2026-04-01 08:00"')
     c.add_argument("--text", required=True, help="the message")
-    c.add_argument("--tz", help="IANA time zone to read --when in (default: yours)")
+    c.add_argument(
+        "--tz", help="zone to read --when in: a city (Berlin) or Europe/Berlin (default: yours)"
+    )
     c.add_argument("--key", help="idempotency key: a repeat with the same key creates nothing")
     c.add_argument("--username", help="sender name (Slack: needs chat:write.customize)")
     c.add_argument("--icon-url", help="sender icon (Slack) or avatar (Discord webhooks)")
@@ -74,7 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--when")
     c.add_argument("--text")
     c.add_argument("--to")
-    c.add_argument("--tz")
+    c.add_argument("--tz", help="a city (Berlin) or an IANA zone (Europe/Berlin)")
 
     for name, text in (
         ("pause", "Pause a schedule."),
@@ -89,15 +98,22 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--skip-invalid", action="store_true", help="import the good lines anyway")
     c.add_argument("--json", action="store_true")
 
-    c = add("when", "Preview how a time expression is read.")
+    c = sub.add_parser(
+        "when",
+        help="Preview how a time expression is read.",
+        description="Preview how a time expression is read.",
+        epilog=WHEN_MEANINGS,
+    )
     c.add_argument("expression")
-    c.add_argument("--tz")
+    c.add_argument("--tz", help="a city (Berlin, new york) or an IANA zone (Europe/Berlin)")
     c.add_argument("--now", help="ISO-8601 instant to read from (default: now)")
     c.add_argument("--count", type=int, default=5)
     c.add_argument("--json", action="store_true")
 
     c = add("timezone", "Show or set your time zone.")
-    c.add_argument("zone", nargs="?")
+    c.add_argument(
+        "zone", nargs="*", help="a city (Berlin, new york), an IANA zone (Europe/Berlin) or UTC+2"
+    )
 
     c = add("member", "Manage members (admins).")
     msub = c.add_subparsers(dest="member_command", required=True, parser_class=_Parser)

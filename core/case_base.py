@@ -14,6 +14,7 @@ from core.errors import HeraldError, NotFound, PermissionDenied
 from core.models import Schedule
 from core.settings import Settings
 from core.store import Store
+from core.zones import resolve_zone
 
 
 class CaseBase:
@@ -51,10 +52,16 @@ class CaseBase:
         if at is not None and self.on_due is not None:
             self.on_due(at)
 
-    def _zone_for(self, actor: Actor, tz: str | None) -> str:
-        """The time zone a request is read in: given, else the member's, else the
-        default (InvalidInput for an unknown one)."""
-        return timeexpr.zone(tz or actor.timezone or self.settings.default_tz).key
+    def _zone_for(self, actor: Actor, tz: str | None, kept: str | None = None) -> str:
+        """The time zone a request is read in: given, else ``kept`` (the zone of the
+        schedule being changed), else the member's, else the default. A given zone is
+        read as a person names one (:func:`core.zones.resolve_zone`: a city, or
+        InvalidInput for an unknown or ambiguous name) unless it is one already chosen
+        (the member's, the schedule's or the default), which stays valid as stored."""
+        chosen = (kept, actor.timezone, self.settings.default_tz)
+        if tz and tz not in chosen:
+            return resolve_zone(tz).key
+        return timeexpr.zone(tz or kept or actor.timezone or self.settings.default_tz).key
 
     async def _scope(
         self, actor_id: ActorRef, tenant: str | None = None

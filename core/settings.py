@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import pwd
+from datetime import time
 from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import Field, SecretStr, ValidationError, field_validator
@@ -30,6 +31,12 @@ class Settings(BaseSettings):
     database_url: str = Field(default="sqlite:///herald.db", alias="HERALD_DATABASE_URL")
     admins: Annotated[frozenset[str], NoDecode] = Field(default=frozenset(), alias="HERALD_ADMINS")
     default_tz: str = Field(default="UTC", alias="HERALD_DEFAULT_TZ")
+    #: The time of day of a rule that names none ("every weekday"), in its own zone.
+    default_time: time = Field(default=time(9, 0), alias="HERALD_DEFAULT_TIME")
+    #: Per tenant, over ``default_time``: ``slack:T0123=08:30,discord:42=10:00``.
+    tenant_default_times: Annotated[dict[str, time], NoDecode] = Field(
+        default_factory=dict, alias="HERALD_TENANT_DEFAULT_TIMES"
+    )
     user: str = Field(default="", alias="USER")
 
     slack_bot_token: SecretStr | None = Field(default=None, alias="SLACK_BOT_TOKEN")
@@ -167,6 +174,30 @@ class Settings(BaseSettings):
             return frozenset(part.strip() for part in value.split(",") if part.strip())
         return value
 
+    @field_validator("default_time", mode="before")
+    @classmethod
+    def _read_time(cls, value: object) -> object:
+        return _time_of_day(value) if isinstance(value, str) else value
+
+    @field_validator("tenant_default_times", mode="before")
+    @classmethod
+    def _read_tenant_times(cls, value: object) -> object:
+        if not isinstance(value, str):
+            return value
+        times: dict[str, time] = {}
+        for pair in value.split(","):
+            if not pair.strip():
+                continue
+            tenant, sep, text = pair.rpartition("=")
+            if not sep or not tenant.strip():
+                raise ValueError("each entry is TENANT=TIME, e.g. slack:T0123=08:30")
+            times[tenant.strip()] = _time_of_day(text)
+        return times
+
+    def default_time_for(self, tenant: str) -> time:
+        """The time of day a rule without one takes in ``tenant``."""
+        return self.tenant_default_times.get(tenant, self.default_time)
+
     @field_validator("rate_limits")
     @classmethod
     def _check_rate_limits(cls, value: str | None) -> str | None:
@@ -235,6 +266,20 @@ class Settings(BaseSettings):
             return f"local:{pwd.getpwuid(os.getuid()).pw_name}"
         except (KeyError, OSError):
             return "local:unknown"
+
+
+def _time_of_day(text: str) -> time:
+    """``09:00``, ``9am``, ``noon``, as Herald reads a time in a phrase (whole minutes)."""
+    from core.errors import InvalidInput
+    from core.timeexpr_words import clock
+
+    try:
+        found = clock(" ".join(text.lower().split()))
+    except InvalidInput:
+        found = None
+    if found is None or found.second:
+        raise ValueError("give a time of day such as 09:00 or 9am")
+    return found
 
 
 def load_settings(**overrides: object) -> Settings:

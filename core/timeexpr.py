@@ -21,8 +21,14 @@ the description and the dispatcher all read one meaning. Local times follow RFC
 5545 (and zoneinfo's ``fold=0``): a time in a spring-forward gap is read with the
 offset before the gap, an ambiguous fall-back time is its first occurrence.
 
+A rule or day that names no time of day ("every weekday", "end of month") takes the
+default time (``default_time``, 09:00 unless the caller gives the tenant's), and the
+:class:`When` says so (``default_time``, ``read_back``), so the person is told.
+
 Every error is :class:`core.errors.InvalidInput` with a sentence naming what was
-not understood and an example that works.
+not understood and an example that works, or, when the words were nearly ones Herald
+knows, the phrase they almost were ("Did you mean 'every friday at 9am'?",
+core.timeexpr_suggest).
 """
 
 from __future__ import annotations
@@ -38,7 +44,7 @@ from core.timeexpr_dates import with_dates
 from core.timeexpr_describe import describe_rule
 from core.timeexpr_every import Draft, parse_every
 from core.timeexpr_freeform import parse_freeform
-from core.timeexpr_once import parse_once
+from core.timeexpr_once import Moment, parse_once
 from core.timeexpr_rule import (
     MAX_YEAR,
     SUB_DAILY,
@@ -58,16 +64,23 @@ from core.timeexpr_rule import (
 from core.timeexpr_words import format_clock, format_day, normalise, refuse
 
 __all__ = [
+    "DEFAULT_TIME",
+    "DEFAULT_TIME_NOTE",
     "When",
     "describe",
     "next_occurrence",
     "occurrences",
     "parse_when",
+    "took_default_time",
     "warm_up",
     "zone",
 ]
 
 _MAX_LENGTH = 300
+#: The time of day of a rule or day that names none (Slack's /remind takes 9 am too).
+DEFAULT_TIME = time(9, 0)
+#: What a read-back adds when the default time was taken.
+DEFAULT_TIME_NOTE = "add 'at …' to change it"
 
 
 @dataclass(frozen=True)
@@ -76,7 +89,8 @@ class When:
 
     ``first`` is the first occurrence (aware UTC, after the ``now`` it was read at).
     ``rule`` is the RFC 5545 text (``DTSTART;TZID=...`` line plus ``RRULE:`` lines)
-    for a recurrence, else None.
+    for a recurrence, else None. ``default_time`` is the time of day Herald chose
+    because the text named none ("every weekday"), else None.
     """
 
     expression: str
@@ -84,10 +98,19 @@ class When:
     first: datetime
     rule: str | None
     description: str
+    default_time: time | None = None
 
     @property
     def recurring(self) -> bool:
         return self.rule is not None
+
+    @property
+    def read_back(self) -> str:
+        """The description, telling the person when the time of day was Herald's
+        choice: "every weekday at 09:00 (UTC) — add 'at …' to change it"."""
+        if self.default_time is None:
+            return self.description
+        return f"{self.description} — {DEFAULT_TIME_NOTE}"
 
     def occurrences(self, count: int = 5, after: datetime | None = None) -> list[datetime]:
         """The next ``count`` occurrences strictly after ``after`` (default: from the first)."""
@@ -102,47 +125,83 @@ class When:
 _TICK = timedelta(microseconds=1)
 
 
-def parse_when(text: str, *, tz: str, now: datetime) -> When:
-    """Read ``text`` written in zone ``tz`` at instant ``now``.
+def parse_when(text: str, *, tz: str, now: datetime, default_time: time = DEFAULT_TIME) -> When:
+    """Read ``text`` written in zone ``tz`` at instant ``now``; a rule or day that
+    names no time of day fires at ``default_time``.
 
-    Raises InvalidInput with a sentence saying what was not understood, or when the
-    time is not in the future (for a recurrence: when it never fires again).
+    Raises InvalidInput with a sentence saying what was not understood (with the
+    phrase it almost was, when its words were nearly Herald's), or when the time is
+    not in the future (for a recurrence: when it never fires again).
     """
+    zi, now, raw = _checked(text, tz, now)
+    words = normalise(raw)
+    try:
+        return _read(raw, words, zi, now, default_time)
+    except InvalidInput as refused:
+        from core.timeexpr_suggest import suggestion
+
+        better = suggestion(words, refused, lambda w: _read(w, w, zi, now, default_time))
+        if better is None:
+            raise
+        raise InvalidInput(f"Could not read \"{raw}\". Did you mean '{better}'?") from refused
+
+
+def took_default_time(text: str, *, tz: str, at: datetime) -> bool:
+    """Whether ``text``, read in ``tz`` at ``at``, named no time of day and so took the
+    default one: what a read-back of a stored schedule tells its author. False when
+    it cannot be read there."""
+    try:
+        zi, now, raw = _checked(text, tz, at)
+        return _read(raw, normalise(raw), zi, now, DEFAULT_TIME).default_time is not None
+    except InvalidInput:
+        return False
+
+
+def _checked(text: str, tz: str, now: datetime) -> tuple[ZoneInfo, datetime, str]:
+    """The zone, ``now`` in UTC and the stripped text, or the refusal of one of them."""
     zi = zone(tz)
     if not isinstance(now, datetime) or now.utcoffset() is None:
         raise InvalidInput("Herald needs the current time with its zone to read a time.")
-    now = now.astimezone(UTC)
     raw = text.strip() if isinstance(text, str) else ""
     if not raw:
         raise InvalidInput('The time is empty: say when, for example "tomorrow at 9am".')
     if len(raw) > _MAX_LENGTH:
         raise refuse(raw[:40] + "...", "that is too long for a time; keep it to one phrase")
-    words = normalise(raw)
+    return zi, now.astimezone(UTC), raw
+
+
+def _read(raw: str, words: str, zi: ZoneInfo, now: datetime, default_time: time) -> When:
+    """The readers in turn (see the module's docstring); the first that knows the
+    text answers."""
     if words.startswith(("rrule:", "dtstart", "exdate", "rdate")):
-        return _recurring(raw, _rule_input(raw, zi, now), now)
+        return _recurring(raw, _rule_input(raw, zi, now), now, default_time)
     lines = cron_lines(words)
     if lines is not None:
         anchor = datetime.combine(wall_clock(now, zi).date(), time(0))
-        return _recurring(raw, Draft(Rule(zi.key, anchor, tuple(lines)), move_start=True), now)
-    draft = parse_every(words, zi.key, zi, now)
+        cron = Draft(Rule(zi.key, anchor, tuple(lines)), move_start=True)
+        return _recurring(raw, cron, now, default_time)
+    draft = parse_every(words, zi.key, zi, now, default_time)
     if draft is not None:
-        return _recurring(raw, draft, now)
-    instant = parse_once(words, zi, now)
-    if instant is None:
+        return _recurring(raw, draft, now, default_time)
+    moment = parse_once(words, zi, now, default_time)
+    if moment is None:
         instant = parse_freeform(words, zi, now)
-    if instant is None:
-        raise refuse(raw)
-    return _once(raw, zi, instant, now)
+        if instant is None:
+            raise refuse(raw)
+        moment = Moment(instant)
+    return _once(raw, zi, moment, now, default_time)
 
 
-def _once(raw: str, zi: ZoneInfo, instant: datetime, now: datetime) -> When:
+def _once(raw: str, zi: ZoneInfo, moment: Moment, now: datetime, default_time: time) -> When:
+    instant = moment.instant
     local = instant.astimezone(zi)
     shown = f"{format_day(local)} {format_clock(local)}"
     if instant <= now:
         raise InvalidInput(f'"{raw}" is in the past ({shown} {zi.key}); pick a time in the future.')
     if local.year > MAX_YEAR:
         raise refuse(raw, f"Herald schedules up to the year {MAX_YEAR}")
-    return When(raw, zi.key, instant, None, f"once, {shown} ({zi.key})")
+    chosen = default_time if moment.defaulted else None
+    return When(raw, zi.key, instant, None, f"once, {shown} ({zi.key})", chosen)
 
 
 def _rule_input(raw: str, zi: ZoneInfo, now: datetime) -> Draft:
@@ -204,14 +263,15 @@ def _settle(draft: Draft, now: datetime, raw: str) -> Rule:
     return with_start(rule, start, extra_count=sum(1 for _ in before))
 
 
-def _recurring(raw: str, draft: Draft, now: datetime) -> When:
+def _recurring(raw: str, draft: Draft, now: datetime, default_time: time) -> When:
     rule = _settle(draft, now, raw)
     text = rule.text()
     stored = parse_rule(text)  # everything below reads the stored text
     first = take(stored, 1, now)
     if not first:
         raise _never(raw)
-    return When(raw, stored.tzid, first[0], text, describe_rule(stored))
+    chosen = default_time if draft.defaulted else None
+    return When(raw, stored.tzid, first[0], text, describe_rule(stored), chosen)
 
 
 def _stored(rule: str) -> Rule:
@@ -251,12 +311,18 @@ def describe(rule: str) -> str:
 
 
 def warm_up() -> None:
-    """Load what the first reading would otherwise load (dateparser's data, ~0.1 s).
+    """Load what the first reading would otherwise load (dateparser's data, ~0.1 s,
+    and rapidfuzz for the first suggestion).
 
     Optional; a service may call it once at start-up so no person waits for it.
     """
     now = datetime(2026, 1, 1, tzinfo=UTC)
-    for text in ("every day at 9am", "friday at 5 in the afternoon", "April 1st, 2030 8:00 AM"):
+    for text in (
+        "every day at 9am",
+        "friday at 5 in the afternoon",
+        "April 1st, 2030 8:00 AM",
+        "tomorow at 9am",  # a suggestion: loads rapidfuzz
+    ):
         try:
             parse_when(text, tz="UTC", now=now)
         except InvalidInput:

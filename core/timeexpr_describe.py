@@ -56,8 +56,10 @@ def _times(rule: Rule, parts: dict[str, str]) -> str:
     start = rule.dtstart
     if _TIMES in parts:
         listed = [tuple(int(x) for x in t.split(":")) for t in parts[_TIMES].split(",")]
-        clocks = [start.replace(hour=h, minute=m, second=s) for h, m, s in listed]
-        return " at " + and_list([format_clock(c) for c in clocks])
+        clocks = sorted(start.replace(hour=h, minute=m, second=s) for h, m, s in listed)
+        if len(clocks) <= 6:
+            return " at " + and_list([format_clock(c) for c in clocks])
+        return _run(clocks) or " at " + and_list([format_clock(c) for c in clocks])
     hours = _ints(parts, "BYHOUR", start.hour)
     minutes = _ints(parts, "BYMINUTE", start.minute)
     seconds = _ints(parts, "BYSECOND", start.second)
@@ -66,11 +68,23 @@ def _times(rule: Rule, parts: dict[str, str]) -> str:
     ]
     if len(clocks) <= 6:
         return " at " + and_list([format_clock(c) for c in clocks])
-    step = minutes[1] - minutes[0]
-    steady = 60 % step == 0 and minutes == list(range(0, 60, step)) and seconds == [0]
-    if steady and hours == list(range(hours[0], hours[-1] + 1)):
-        return f", every {step} minutes from {hours[0]:02d}:00 to {hours[-1]:02d}:{60 - step:02d}"
-    return f" at minute {_span(minutes)} of hours {_span(hours)}"
+    return _run(clocks) or f" at minute {_span(minutes)} of hours {_span(hours)}"
+
+
+def _run(clocks: list[datetime]) -> str | None:
+    """``, every 15 minutes from 09:00 to 17:45`` for evenly spaced clock times (on
+    whole minutes); None otherwise."""
+    steps = {b - a for a, b in zip(clocks, clocks[1:], strict=False)}
+    if len(steps) != 1 or any(c.second for c in clocks):
+        return None
+    minutes = int(steps.pop().total_seconds()) // 60
+    every = (
+        "every minute" if minutes == 1
+        else "every hour" if minutes == 60
+        else f"every {minutes // 60} hours" if minutes % 60 == 0
+        else f"every {minutes} minutes"
+    )  # fmt: skip
+    return f", {every} from {format_clock(clocks[0])} to {format_clock(clocks[-1])}"
 
 
 def _day_codes(parts: dict[str, str], rule: Rule) -> list[str] | None:

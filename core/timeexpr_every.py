@@ -8,10 +8,16 @@ nothing of "now" but the day leaks into it.
 Grammar: ``every <what> [at <times>] [starting <when>] [until <day> | for N times]``
 where <what> is a day, N days, weekday(s), weekend, a weekday list, (N) week(s) on
 <days>, (N) month(s) on the <Nth|last day|first monday>, <first monday> of the
-month, (N) year(s) on <month day>, N minutes, N hours. Adjectives work too: "daily
-at 9am", "hourly", "mondays at 10:00". A recurrence without a time of day fires at
-00:00 (shown in its description); one without a day (every week, every month) takes
-the day from its start and is refused when no start is given.
+month, (N) year(s) on <month day>, end of month, N minutes, N hours. Adjectives work
+too: "daily at 9am", "hourly", "mondays at 10:00"; the time may come first ("at 9am on
+weekdays"). A sub-daily step may be held to a window of the day, every day or on some
+days: "every hour between 9 and 17 on weekdays" fires at 09:00, 10:00, ... 17:00 on the
+wall clock (a daily or weekly rule with those times, so a DST change does not move it).
+
+A recurrence without a time of day fires at the default time (09:00 unless the caller
+gives another; :class:`Draft` says it was taken, so the read-back can say so); one
+without a day (every week, every month) takes the day from its start and is refused
+when no start is given.
 """
 
 from __future__ import annotations
@@ -74,14 +80,29 @@ _MONTHS = re.compile(rf"^{_N}months?(?: on (?:the )?(?P<spec>.+))?$")
 _OF_MONTH = re.compile(r"^(?:the )?(?P<spec>.+?) of (?:the|every|each) month$")
 _YEARS = re.compile(rf"^{_N}years?(?: on (?P<date>.+))?$")
 _NTH_DAY = re.compile(r"^(?:the )?(?P<spec>\d{1,2}(?:st|nd|rd|th)(?: day)?|last day)$")
+_MONTH_END = re.compile(r"^(?:the )?end of (?:the |each |every )?month$")
+_CLOCKS_RE = rf"{CLOCK_RE}(?:(?:,\s*|\s+and\s+|\s*&\s*){CLOCK_RE})*"
+# "at 9am on weekdays", "9:30 every monday": the times, then the rest of a phrase
+_LEADING_TIMES = re.compile(rf"^(?P<at>at )?(?P<times>{_CLOCKS_RE}),? (?:on )?(?P<rest>.+)$")
+# "hour between 9 and 17 on weekdays", "30 minutes on mondays between 9:00 and 12:00"
+_STEP_RE = (
+    rf"(?:(?:{NUMBER_RE}|other) )?(?:minutes?|mins?|hours?|hrs?)"
+    r"|half an? hour|half hour|quarter (?:of an )?hour"
+)
+_WINDOW = re.compile(
+    rf"^(?P<step>{_STEP_RE})(?: (?:on |every |each )?(?P<before>.+?))?"
+    rf" between (?P<a>{CLOCK_RE}) and (?P<b>{CLOCK_RE})(?: (?:on |every |each )?(?P<after>.+))?$"
+)
 
 
 @dataclass(frozen=True)
 class Draft:
-    """A recurrence read from a phrase: the rule, and whether DTSTART may move."""
+    """A recurrence read from a phrase: the rule, whether DTSTART may move, and
+    whether the default time of day was taken (the phrase named none)."""
 
     rule: Rule
     move_start: bool
+    defaulted: bool = False
 
 
 def _positive(raw: str | None, text: str, what: str = "interval") -> int:
@@ -160,6 +181,8 @@ def _what(core: str, text: str) -> tuple[dict[str, str], bool]:
         if m["spec"]:
             parts.update(_month_spec(m["spec"], text))
         return parts, not m["spec"]
+    if _MONTH_END.match(core):
+        return {"FREQ": "MONTHLY", "BYMONTHDAY": "-1"}, False
     if m := _OF_MONTH.match(core) or _NTH_DAY.match(core):
         return {"FREQ": "MONTHLY", **_month_spec(m["spec"], text)}, False
     if m := _YEARS.match(core):
@@ -223,6 +246,18 @@ def _times(core: str) -> tuple[str, list[time] | None]:
     return core, None
 
 
+def _leading_times(text: str) -> tuple[str, list[time] | None]:
+    """``at 9am on weekdays`` as (``weekdays``, [09:00]) when the rest is a recurring
+    phrase; else the text as it is and None."""
+    m = _LEADING_TIMES.match(text)
+    if m is None or (m["at"] is None and m["times"].isdigit()):
+        return text, None
+    if _normalise(m["rest"]) is None:
+        return text, None
+    times = clock_list(m["times"])
+    return (m["rest"], times) if times is not None else (text, None)
+
+
 def _normalise(text: str) -> str | None:
     """The phrase starting with "every ", or None if it is not a recurrence."""
     first, _, rest = text.partition(" ")
@@ -236,27 +271,88 @@ def _normalise(text: str) -> str | None:
     return text if first == "every" else None
 
 
-def _time_lines(parts: dict[str, str], times: list[time]) -> list[dict[str, str]]:
-    """One RRULE line per group of times sharing minutes and seconds."""
-    if len(times) == 1:
+def _time_lines(
+    parts: dict[str, str], times: list[time], *, window: bool = False
+) -> list[dict[str, str]]:
+    """One RRULE line per group of times sharing minutes and seconds; the steps of a
+    window as one line per group of hours sharing their minutes (a few lines, however
+    many steps)."""
+    if len(times) == 1 and not window:
         return [parts]
+    if window:
+        by_hour: dict[int, list[int]] = {}
+        for t in times:
+            by_hour.setdefault(t.hour, []).append(t.minute)
+        hours_of: dict[tuple[int, ...], list[int]] = {}
+        for hour, minutes in by_hour.items():
+            hours_of.setdefault(tuple(minutes), []).append(hour)
+        second = str(times[0].second)  # the steps are whole minutes apart
+        return [
+            {**parts, "BYHOUR": _join(hours), "BYMINUTE": _join(minutes), "BYSECOND": second}
+            for minutes, hours in hours_of.items()
+        ]
     groups: dict[tuple[int, int], list[int]] = {}
     for t in times:
         groups.setdefault((t.minute, t.second), []).append(t.hour)
     return [
-        {**parts, "BYHOUR": ",".join(map(str, hours)), "BYMINUTE": str(mi), "BYSECOND": str(se)}
+        {**parts, "BYHOUR": _join(hours), "BYMINUTE": str(mi), "BYSECOND": str(se)}
         for (mi, se), hours in groups.items()
     ]
 
 
-def parse_every(text: str, tz: str, zi: ZoneInfo, now: datetime) -> Draft | None:
-    """A recurrence draft for ``text``, or None if it is not a recurring phrase."""
-    phrase = _normalise(text)
+def _join(values: list[int] | tuple[int, ...]) -> str:
+    return ",".join(map(str, values))
+
+
+def _window(core: str, text: str) -> tuple[dict[str, str], list[time]] | None:
+    """``hour between 9 and 17 on weekdays`` as the parts of its days and the times
+    of its steps in the window, both ends included; None if it has no window."""
+    m = _WINDOW.match(core)
+    if m is None or (m["before"] and m["after"]):
+        return None
+    step = step_of(_what(m["step"], text)[0])
+    days = m["before"] or m["after"]
+    parts, needs_day = _what(days, text) if days else ({"FREQ": "DAILY"}, False)
+    if needs_day or parts["FREQ"] in ("HOURLY", "MINUTELY"):
+        raise refuse(
+            text, 'name the days of the window, e.g. "every hour between 9 and 17 on weekdays"'
+        )
+    first, last = clock(m["a"]), clock(m["b"])
+    assert first is not None and last is not None  # both matched CLOCK_RE
+    if last <= first:
+        raise refuse(text, 'the window must end after it starts, e.g. "between 9 and 17"')
+    times, point = [], datetime.combine(date.min, first)
+    while point.date() == date.min and point.time() <= last:
+        times.append(point.time())
+        point += step
+    return parts, times
+
+
+def parse_every(
+    text: str, tz: str, zi: ZoneInfo, now: datetime, default_time: time = time(9, 0)
+) -> Draft | None:
+    """A recurrence draft for ``text``, or None if it is not a recurring phrase.
+
+    A phrase that names no time of day (nor a start with one) fires at ``default_time``.
+    """
+    rest, leading = _leading_times(text)
+    phrase = _normalise(rest)
     if phrase is None:
         return None
     core, clauses = _split_clauses(phrase.removeprefix("every").strip(), text)
-    what, times = _times(core)
-    parts, needs_day = _what(what, text)
+    window = _window(core, text)
+    times: list[time] | None
+    if window is not None:
+        if leading is not None:
+            raise refuse(text, 'give either a window or times, e.g. "every hour between 9 and 17"')
+        (parts, times), needs_day = window, False
+    else:
+        what, times = _times(core)
+        if leading is not None:
+            if times is not None:
+                raise refuse(text, 'give the time once, e.g. "every weekday at 9am"')
+            times = leading
+        parts, needs_day = _what(what, text)
     sub_daily = parts["FREQ"] in ("HOURLY", "MINUTELY")
     if sub_daily and times:
         raise refuse(
@@ -284,13 +380,14 @@ def parse_every(text: str, tz: str, zi: ZoneInfo, now: datetime) -> Draft | None
             text, 'say which day, e.g. "every week on monday" or "every month on the 15th"'
         )
 
+    defaulted = not sub_daily and not times and start_time is None
     if sub_daily:
         dtstart = _sub_daily_start(parts, zi, now, start_day, start_time)
         lines = [parts]
     else:
-        times = times or [start_time or time(0, 0)]
+        times = times or [start_time or default_time]
         dtstart = datetime.combine(start_day or local_today, times[0])
-        lines = _time_lines(parts, times)
+        lines = _time_lines(parts, times, window=window is not None)
     if "count" in clauses:
         count = _positive(clauses["count"], text, "number of times")
         if count > MAX_COUNT:
@@ -301,7 +398,7 @@ def parse_every(text: str, tz: str, zi: ZoneInfo, now: datetime) -> Draft | None
     for p in lines:
         check_parts(p)
     lines = [{k: v for k, v in p.items() if (k, v) != ("INTERVAL", "1")} for p in lines]
-    return Draft(Rule(tz, dtstart, tuple(lines)), move_start=True)
+    return Draft(Rule(tz, dtstart, tuple(lines)), move_start=True, defaulted=defaulted)
 
 
 def _sub_daily_start(

@@ -9,14 +9,20 @@ Conventions (each is visible in the description Herald echoes back):
 * A bare clock time already past today means tomorrow. A bare weekday ("monday
   9:30") is today if that time is still ahead, else the coming one; "next monday"
   is never today. A month and day without a year is the next one to come.
-* A day without a time is refused rather than guessed.
+* "tonight" alone is 20:00 today; "eod" (end of day) is 17:00, today if that is still
+  ahead, else tomorrow; "end of month" is the last day of this month (of the next once
+  this one's has passed).
+* A day without a time is refused rather than guessed, except "end of month", which
+  takes the default time of day (see :func:`parse_once`).
 """
 
 from __future__ import annotations
 
+import calendar
 import re
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta, timezone
+from typing import NamedTuple
 from zoneinfo import ZoneInfo
 
 from dateutil.relativedelta import relativedelta
@@ -26,6 +32,7 @@ from core.timeexpr_words import (
     CLOCK_RE,
     MONTH_RE,
     NUMBER_RE,
+    TONIGHT,
     WEEKDAY_RE,
     WEEKDAYS,
     clock,
@@ -46,13 +53,19 @@ _UNITS = {
 }  # fmt: skip
 _UNIT_RE = "|".join(sorted(_UNITS, key=len, reverse=True))
 _AMOUNT = re.compile(rf"(?P<n>[+-]?(?:{NUMBER_RE})|half an?)\s?(?P<u>{_UNIT_RE})(?![a-z])")
+# "an hour and a half", "2 and a half hours": the half is of the unit named
+_AND_A_HALF = re.compile(
+    rf"(?P<n>{NUMBER_RE}) (?:(?P<u>{_UNIT_RE}) and a half|and a half (?P<v>{_UNIT_RE}))(?![a-z])"
+)
 _RELATIVE = re.compile(rf"^(?:in (?P<a>.+?)|(?P<b>.+?) from now)(?: at (?P<clock>{CLOCK_RE}))?$")
 _ISO = re.compile(
     r"^(?P<y>\d{4})-(?P<mo>\d{1,2})-(?P<d>\d{1,2})[t ](?P<h>\d{1,2}):(?P<mi>\d{2})"
     r"(?::(?P<s>\d{2})(?:[.,]\d+)?)?\s?(?P<z>z|utc|[+-]\d{2}(?::?\d{2})?)?$"
 )
+_MONTH_END = ("end of month", "end of the month", "eom")
 DAY_RE = (
-    rf"(?:today|tonight|tomorrow|(?:the )?day after tomorrow|\d{{4}}-\d{{1,2}}-\d{{1,2}}"
+    rf"(?:today|tonight|tomorrow|end of (?:the )?month|eom|(?:the )?day after tomorrow"
+    rf"|\d{{4}}-\d{{1,2}}-\d{{1,2}}"
     rf"|(?:(?:next|this|coming) )?(?:{WEEKDAY_RE})"
     rf"|(?:{MONTH_RE})\.? \d{{1,2}}(?:st|nd|rd|th)?(?:,? \d{{4}})?"
     rf"|(?:the )?\d{{1,2}}(?:st|nd|rd|th)?(?: of)? (?:{MONTH_RE})\.?(?:,? \d{{4}})?)"
@@ -72,11 +85,18 @@ class Day:
     weekday: int | None = None  # monday / next monday
     strictly_next: bool = False  # "next monday" is never today
     month_day: tuple[int, int] | None = None  # june 5 (the next one to come)
+    month_end: bool = False  # end of month: its last day (the next one to come)
 
     def resolve(self, today: date, ahead: bool) -> date:
         """The date meant. ``ahead``: whether the time is still ahead on ``today``."""
         if self.fixed is not None:
             return self.fixed
+        if self.month_end:
+            last = today.replace(day=calendar.monthrange(today.year, today.month)[1])
+            if last > today or ahead:
+                return last
+            following = last + timedelta(days=1)
+            return following.replace(day=calendar.monthrange(following.year, following.month)[1])
         if self.weekday is not None:
             days = (self.weekday - today.weekday()) % 7
             if days == 0 and (self.strictly_next or not ahead):
@@ -97,6 +117,8 @@ class Day:
 def read_day(text: str, today: date) -> Day | None:
     """A day phrase ("tomorrow", "next friday", "june 5", "2026-04-01") or None."""
     text = text.removeprefix("on ")
+    if text in _MONTH_END:
+        return Day(text, month_end=True)
     fixed = day_word(text, today)
     if fixed is not None:
         return Day(text, fixed=fixed[0])
@@ -145,8 +167,19 @@ def _iso(m: re.Match[str], text: str, zi: ZoneInfo) -> datetime:
     return wall.replace(tzinfo=offset).astimezone(UTC)
 
 
+def _halves(spec: str) -> str:
+    """``an hour and a half`` as ``an hour and half an hour`` (and ``2 and a half
+    hours`` as ``2 hours and half an hours``), which :data:`_AMOUNT` reads."""
+
+    def spelled(m: re.Match[str]) -> str:
+        unit = m["u"] or m["v"]
+        return f"{m['n']} {unit} and half an {unit}"
+
+    return _AND_A_HALF.sub(spelled, spec)
+
+
 def _relative(m: re.Match[str], text: str, zi: ZoneInfo, now: datetime) -> datetime | None:
-    spec = m["a"] or m["b"]
+    spec = _halves(m["a"] or m["b"])
     pieces = re.split(r",\s*|\s+and\s+|\s+", spec)
     joined = " ".join(p for p in pieces if p)
     amounts = list(_AMOUNT.finditer(joined))
@@ -193,12 +226,38 @@ def _calendar(unit: str, n: int) -> relativedelta:
     return relativedelta(months=n) if unit == "months" else relativedelta(years=n)
 
 
-def parse_once(text: str, zi: ZoneInfo, now: datetime) -> datetime | None:
-    """The instant a one-off phrase names (aware UTC), or None if it is not one.
+class Moment(NamedTuple):
+    """A one-off instant (aware UTC), and whether the default time of day was taken
+    for it because the phrase named a day but no time ("end of month")."""
+
+    instant: datetime
+    defaulted: bool = False
+
+
+def parse_once(
+    text: str, zi: ZoneInfo, now: datetime, default_time: time = time(9, 0)
+) -> Moment | None:
+    """The instant a one-off phrase names, or None if it is not one.
 
     Raises InvalidInput when the phrase is recognisable but impossible, or names a
-    day without a time. Does not check that the instant is in the future.
+    day without a time (but "tonight", and "end of month" at ``default_time``). Does
+    not check that the instant is in the future.
     """
+    found = _parse_once(text, zi, now)
+    if found is not None:
+        return Moment(found)
+    m = _DAY_ONLY.match(text)
+    day = read_day(m["day"], wall_clock(now, zi).date()) if m else None
+    if m is None or day is None:
+        return None
+    if day.text == "tonight":
+        return Moment(_on_day(day, TONIGHT, zi, now))
+    if day.month_end:
+        return Moment(_on_day(day, default_time, zi, now), defaulted=True)
+    raise refuse(text, f'say at what time, for example "{m["day"]} at 9am"')
+
+
+def _parse_once(text: str, zi: ZoneInfo, now: datetime) -> datetime | None:
     m = _ISO.match(text)
     if m and text.isascii():
         return _iso(m, text, zi)
@@ -220,9 +279,6 @@ def parse_once(text: str, zi: ZoneInfo, now: datetime) -> datetime | None:
                 if day.text == "tonight" and 1 <= clock_time.hour < 12 and "a" not in m["clock"]:
                     clock_time = clock_time.replace(hour=clock_time.hour + 12)  # "tonight at 8"
                 return _on_day(day, clock_time, zi, now)
-    m = _DAY_ONLY.match(text)
-    if m and read_day(m["day"], wall_clock(now, zi).date()) is not None:
-        raise refuse(text, f'say at what time, for example "{m["day"]} at 9am"')
     return None
 
 
@@ -242,4 +298,4 @@ def read_moment(text: str, zi: ZoneInfo, now: datetime) -> tuple[date, time | No
     found = parse_once(text, zi, now)
     if found is None:
         raise refuse(text, 'write a day such as "june 30", "friday" or "2026-06-30"')
-    return found
+    return found.instant

@@ -44,9 +44,13 @@ WEEKDAY_RE = "|".join(sorted(WEEKDAYS, key=len, reverse=True))
 MONTH_RE = "|".join(sorted(MONTHS, key=len, reverse=True))
 NUMBER_RE = r"\d+|" + "|".join(sorted(NUMBER_WORDS, key=len, reverse=True))
 ORDINAL_RE = r"\d{1,2}(?:st|nd|rd|th)?|" + "|".join(sorted(ORDINAL_WORDS, key=len, reverse=True))
-# A clock time: 9, 9am, 9 pm, 9:30, 09:30:15, 9.30pm, noon, midnight.
+#: What "eod" ("end of day") means, and "tonight" without a time.
+END_OF_DAY = time(17, 0)
+TONIGHT = time(20, 0)
+# A clock time: 9, 9am, 9 pm, 9:30, 09:30:15, 9.30pm, noon, midnight, eod.
 CLOCK_RE = (
-    r"(?:noon|midday|midnight|\d{1,2}(?:[:.]\d{1,2}(?::\d{1,2})?)?\s?(?:am|pm|a\.m\.?|p\.m\.?)?)"
+    r"(?:noon|midday|midnight|eod|end of (?:the )?day"
+    r"|\d{1,2}(?:[:.]\d{1,2}(?::\d{1,2})?)?\s?(?:am|pm|a\.m\.?|p\.m\.?)?)"
 )
 _CLOCK_FULL = re.compile(
     r"^(?P<h>\d{1,2})(?:[:.](?P<m>\d{1,2})(?::(?P<s>\d{1,2}))?)?\s?(?P<ap>am|pm|a\.m\.?|p\.m\.?)?$"
@@ -61,10 +65,17 @@ _DAY_FIRST = re.compile(
 )
 
 
+class Unread(InvalidInput):
+    """Text of no kind Herald knows (as opposed to a known kind that is impossible,
+    such as "25:00"): the refusal a suggestion may replace."""
+
+
 def refuse(part: str, hint: str = "") -> InvalidInput:
-    """The standard refusal: what was not understood, and what works."""
-    tail = hint or f"try {EXAMPLES}"
-    return InvalidInput(f'Could not read "{part}": {tail}.')
+    """The standard refusal: what was not understood, and what works (without a
+    ``hint``: examples, and the refusal is an :class:`Unread`)."""
+    if not hint:
+        return Unread(f'Could not read "{part}": try {EXAMPLES}.')
+    return InvalidInput(f'Could not read "{part}": {hint}.')
 
 
 def normalise(text: str) -> str:
@@ -101,6 +112,8 @@ def clock(text: str) -> time | None:
     """
     if text in ("noon", "midday"):
         return time(12, 0)
+    if text in ("eod", "end of day", "end of the day"):
+        return END_OF_DAY
     if text == "midnight":
         return time(0, 0)
     m = _CLOCK_FULL.match(text)

@@ -38,6 +38,7 @@ from core.models import (
 from core.scrub import Scrubber
 from core.settings import Settings
 from core.store import AuditEntry, ScheduleQuery, Store
+from core.zones import resolve_zone
 
 MAX_TEXT = limits.HERALD_TEXT.size
 MAX_KEY = 200
@@ -212,7 +213,7 @@ class Herald(DeadLetterCases, ConsoleCases, FeedCases):
     async def set_timezone(self, actor_id: ActorRef, tz: str) -> str:
         """Remember the actor's preferred zone; returns its canonical name."""
         actor = await self.actor(actor_id)
-        name = timeexpr.zone(tz).key
+        name = resolve_zone(tz).key
         await self.store.save_member(
             actor.tenant,
             actor.id,
@@ -302,9 +303,13 @@ class Herald(DeadLetterCases, ConsoleCases, FeedCases):
 
     # --- schedules ----------------------------------------------------------------
 
-    def read_when(self, when: str, tz: str) -> timeexpr.When:
-        """Read a time expression now, in ``tz`` (InvalidInput if it cannot be read)."""
-        return timeexpr.parse_when(when, tz=tz, now=self.clock.now())
+    def read_when(self, when: str, tz: str, *, actor: ActorRef | None = None) -> timeexpr.When:
+        """Read a time expression now, in ``tz`` (InvalidInput if it cannot be read); a
+        rule without a time of day takes the default of the ``actor``'s tenant
+        (``HERALD_TENANT_DEFAULT_TIMES``, else ``HERALD_DEFAULT_TIME``)."""
+        tenant = LOCAL_TENANT if actor is None else _principal(actor).tenant
+        default = self.settings.default_time_for(tenant)
+        return timeexpr.parse_when(when, tz=tz, now=self.clock.now(), default_time=default)
 
     def build_schedule(
         self,
@@ -326,7 +331,7 @@ class Herald(DeadLetterCases, ConsoleCases, FeedCases):
             raise InvalidInput("The maximum lateness must be between 1 second and a year.")
         _refuse_skip_phrase(when)  # create() takes it off first; an import line cannot
         zone_name = self._zone_for(actor, tz)
-        reading = self.read_when(when, zone_name)
+        reading = self.read_when(when, zone_name, actor=actor)
         checked = check_options(options)
         tenancy.check_mentions(actor, destination, body, checked, self.settings)
         tenancy.check_interval(actor, destination, reading.rule, self.settings)
@@ -631,8 +636,8 @@ class Herald(DeadLetterCases, ConsoleCases, FeedCases):
         arm_at: datetime | None = None
         if when is not None:
             _refuse_skip_phrase(when)
-            zone_name = self._zone_for(actor, tz or schedule.timezone)
-            reading = self.read_when(when, zone_name)
+            zone_name = self._zone_for(actor, tz, kept=schedule.timezone)
+            reading = self.read_when(when, zone_name, actor=actor)
             try:
                 tenancy.check_interval(
                     actor,

@@ -5,7 +5,7 @@ credential-shaped (rows written before that, by an older Herald)."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -40,6 +40,18 @@ def describe(schedule: Schedule) -> str:
     if schedule.rrule is not None:
         return timeexpr.describe(schedule.rrule)
     return f"once, {local(schedule.starts_at, schedule.timezone)} ({schedule.timezone})"
+
+
+def read_back(schedule: Schedule) -> str:
+    """:func:`describe`, telling the person who just wrote the time when its time of
+    day was Herald's choice: "every weekday at 09:00 (UTC) — add 'at …' to change it"
+    (the confirmation of a create or an edit)."""
+    words = describe(schedule)
+    at = schedule.updated_at - timedelta(microseconds=1)  # when it was read
+    at = at if at.utcoffset() is not None else at.replace(tzinfo=UTC)
+    if timeexpr.took_default_time(schedule.expression, tz=schedule.timezone, at=at):
+        return f"{words} — {timeexpr.DEFAULT_TIME_NOTE}"
+    return words
 
 
 def schedule_dict(schedule: Schedule) -> dict[str, Any]:

@@ -91,8 +91,9 @@ def buttons_for(schedule: Schedule) -> tuple[Button, ...]:
     return (Button("edit", schedule.id), Button("cancel", schedule.id))
 
 
-def _answer(schedule: Schedule, heading: str) -> Reply:
-    return Reply(render.fit(render.card(schedule, heading)), buttons_for(schedule))
+def _answer(schedule: Schedule, heading: str, *, read_back: bool = False) -> Reply:
+    card = render.card(schedule, heading, read_back=read_back)
+    return Reply(render.fit(card), buttons_for(schedule))
 
 
 # --- commands --------------------------------------------------------------------------
@@ -116,7 +117,9 @@ async def create(
     schedule, created = await herald.create_schedule(
         actor, to=destination(channel_id), when=when, text=text, tz=tz, skip=skip
     )
-    text_out = render.card(schedule, "Scheduled." if created else "Already scheduled.")
+    text_out = render.card(
+        schedule, "Scheduled." if created else "Already scheduled.", read_back=created
+    )
     if tz is None and member.timezone is None:
         text_out += (
             f"\n-# You have not set a time zone, so Herald read this in **{schedule.timezone}** "
@@ -166,7 +169,7 @@ async def edit(
         to=None if channel_id is None else destination(channel_id),
         expected_version=expected_version,
     )
-    return _answer(schedule, "Changed.")
+    return _answer(schedule, "Changed.", read_back=when is not None)
 
 
 async def edit_from_form(
@@ -243,11 +246,17 @@ def help_reply(default_tz: str) -> Reply:
                 "— schedule in this channel or another. `when` reads " + examples + "; "
                 "end it with `except holidays from https://…/holidays.ics` (or give "
                 "`skip_calendar:`) to skip the dates of a calendar's events.",
+                "Also `in an hour and a half`, `at 9am on weekdays`, `every hour between 9 "
+                "and 17 on weekdays`; `tonight` is 20:00, `eod` 17:00 (tomorrow once past), "
+                "`end of month` its last day. A rule without a time (`every monday`) is sent "
+                "at the default time (09:00 unless Herald's admins chose another), and the "
+                "reply says so.",
                 "`/schedule list` — your active and paused schedules.",
                 "`/schedule show id:` · `edit id: [when:] [message:] [channel:]` · "
                 "`cancel id:` · `pause id:` · `resume id:` · `skip id:` (a recurring "
                 "schedule's next send only).",
-                f"`/schedule timezone [zone:]` — your time zone (until set: {default_tz}).",
+                f"`/schedule timezone [zone:]` — your time zone (until set: {default_tz}): "
+                "a city (Berlin, New York) or an IANA name (Europe/Berlin).",
                 "`/schedule feed add calendar: [before:] [channel:] [template:]` · "
                 "`feed list` · `feed remove id:` — admins: a reminder before each event "
                 "of an iCalendar feed.",

@@ -7,15 +7,14 @@ label, sends the value); no discord.py here.
 from __future__ import annotations
 
 import re
-from functools import cache
-from zoneinfo import available_timezones
 
 from bot.discord_bot import render
-from core import calendars, limits, timeexpr
+from core import calendars, limits
 from core.actors import ActorRef
 from core.errors import HeraldError, InvalidInput
 from core.models import Schedule, ScheduleState
 from core.usecases import Herald
+from core.zones import meanings, resolve_zone, zone_names
 
 MAX_CHOICES = limits.DISCORD_CHOICES.size
 EXAMPLES = (
@@ -67,7 +66,7 @@ async def reading_zone(
     member's, else the server default."""
     if tz:
         try:
-            return timeexpr.zone(tz).key
+            return resolve_zone(tz).key
         except HeraldError:
             pass
     if schedule_id is not None:
@@ -97,7 +96,7 @@ async def when_choices(
     zone = await reading_zone(herald, actor, tz=tz, schedule_id=schedule_id)
     try:
         when, urls = calendars.split_skip_phrase(text)
-        reading = herald.read_when(when, zone)
+        reading = herald.read_when(when, zone, actor=actor)
     except HeraldError as exc:
         return [(render.clip(f"Not understood: {exc}", render.MAX_CHOICE), text)]
     label = render.when_label(reading)
@@ -125,25 +124,16 @@ async def id_choices(herald: Herald, actor: ActorRef, typed: str) -> list[tuple[
     return [(render.choice_label(s), str(s.id)) for s in hits[:MAX_CHOICES]]
 
 
-@cache
-def _zones() -> tuple[str, ...]:
-    return tuple(
-        sorted(
-            z
-            for z in available_timezones()
-            if ("/" in z or z == "UTC") and not z.startswith(("posix/", "right/"))
-        )
-    )
-
-
 def zone_choices(typed: str) -> list[str]:
-    """``timezone`` autocomplete: IANA names (at most 25), those whose name or city
-    starts with what was typed first."""
+    """``timezone`` autocomplete: IANA names (at most 25). First what the text means
+    as a whole (:func:`core.zones.meanings`: a city, or each meaning of an abbreviation
+    such as EST), then the names and cities that start with it, then those holding it."""
     needle = typed.strip().replace(" ", "_").lower()
     if not needle:
         return list(COMMON_ZONES[:MAX_CHOICES])
-    zones = _zones()
-    first = [z for z in zones if z.lower().startswith(needle)]
+    zones = zone_names()
+    first = meanings(typed)
+    first += [z for z in zones if z.lower().startswith(needle)]
     first += [z for z in zones if z.rsplit("/", 1)[-1].lower().startswith(needle)]
     rest = [z for z in zones if needle in z.lower()]
     return list(dict.fromkeys(first + rest))[:MAX_CHOICES]

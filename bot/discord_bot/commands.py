@@ -27,10 +27,10 @@ from bot.discord_bot.interact import (
     report,
     settings_of,
 )
-from core import timeexpr
 from core.actors import Principal
 from core.errors import HeraldError
 from core.models import STATE_FILTERS
+from core.zones import resolve_zone
 
 log = logging.getLogger(__name__)
 
@@ -59,10 +59,11 @@ class ScheduleId(app_commands.Transformer[Any]):
 
 
 class Zone(app_commands.Transformer[Any]):
-    """The ``timezone`` option: an IANA zone name, checked and made canonical."""
+    """The ``timezone`` option: a city, an IANA name or an abbreviation, read by
+    :func:`core.zones.resolve_zone` (an ambiguous one is refused with its meanings)."""
 
     async def transform(self, interaction: discord.Interaction[Any], value: Any, /) -> str:
-        return timeexpr.zone(str(value).strip()).key
+        return resolve_zone(str(value)).key
 
     async def autocomplete(
         self, interaction: discord.Interaction[Any], value: int | float | str, /
@@ -283,7 +284,7 @@ class ScheduleGroup(
         await self._change(interaction, "skip", id)
 
     @app_commands.command(description="Show or set the time zone your times are read in")
-    @app_commands.describe(zone="An IANA zone, e.g. Europe/Berlin (type a city)")
+    @app_commands.describe(zone="A city or an IANA zone, e.g. Berlin or Europe/Berlin")
     async def timezone(
         self, interaction: discord.Interaction[Any], zone: _ZONE | None = None
     ) -> None:

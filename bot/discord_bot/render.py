@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
-from core import calendars, limits, timeexpr
+from core import calendars, limits, timeexpr, views
 from core.destinations import parse_destination
 from core.errors import HeraldError
 from core.feeds import describe_before
@@ -82,13 +82,15 @@ def skipping(schedule: Schedule, skipped: list[tuple[datetime, str]]) -> str | N
     return f"{line}; next skipped: {days}"
 
 
-def card(schedule: Schedule, heading: str | None = None) -> str:
+def card(schedule: Schedule, heading: str | None = None, *, read_back: bool = False) -> str:
     """One schedule: id, state, destination, the reading in words, next sends, text;
-    ``heading`` (e.g. "Scheduled.") goes first."""
+    ``heading`` (e.g. "Scheduled.") goes first. ``read_back``: the words tell a time of
+    day Herald chose (the answer to a create or an edit)."""
     lines = [heading] if heading else []
+    words = views.read_back(schedule) if read_back else describe(schedule)
     lines += [
         f"**Schedule #{schedule.id}** · {schedule.shown_state} · to {where(schedule.destination)}",
-        f"**When:** {describe(schedule)}",
+        f"**When:** {words}",
     ]
     times, skipped = calendars.schedule_upcoming(schedule, 3)
     if times:
@@ -182,7 +184,7 @@ def choice_label(schedule: Schedule) -> str:
 
 def when_label(reading: timeexpr.When) -> str:
     """A ``when`` autocomplete entry: how the text reads and when it first fires."""
-    words = reading.description
+    words = reading.read_back
     if reading.recurring:
         words = f"{words} — next {wall(reading.first, reading.timezone)}"
     return clip(words, MAX_CHOICE)

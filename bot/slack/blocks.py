@@ -13,7 +13,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from bot.slack.grammar import escape, unescape
-from core import calendars, limits
+from core import calendars, limits, views
 from core.destinations import parse_destination
 from core.errors import HeraldError
 from core.feeds import describe_before
@@ -70,10 +70,12 @@ def quote(body: str, limit: int = QUOTE_LIMIT) -> str:
     return "\n".join(f">{line}" for line in shown.splitlines() or [""])
 
 
-def summary(schedule: Schedule, *, owner: bool = False) -> str:
-    """Id, destination, the time in words, the next times, the message quoted."""
+def summary(schedule: Schedule, *, owner: bool = False, read_back: bool = False) -> str:
+    """Id, destination, the time in words, the next times, the message quoted.
+    ``read_back``: the words tell a time of day Herald chose (a create or an edit)."""
     times, skipped = calendars.schedule_upcoming(schedule, NEXT_COUNT)
-    lines = [f"*#{schedule.id}* to {where(schedule.destination)}: {escape(describe(schedule))}"]
+    words = views.read_back(schedule) if read_back else describe(schedule)
+    lines = [f"*#{schedule.id}* to {where(schedule.destination)}: {escape(words)}"]
     if schedule.state != ScheduleState.ACTIVE.value:
         lines.append(f"_{schedule.shown_state}_")
     elif times:
@@ -159,18 +161,24 @@ def clip(text: str, limit: int = limits.SLACK_SECTION_TEXT.size) -> str:
 
 
 def schedule_blocks(
-    schedule: Schedule, *, full: bool = False, owner: bool = False, one: bool = False
+    schedule: Schedule,
+    *,
+    full: bool = False,
+    owner: bool = False,
+    one: bool = False,
+    read_back: bool = False,
 ) -> Blocks:
-    blocks = [section(summary(schedule, owner=owner))]
+    blocks = [section(summary(schedule, owner=owner, read_back=read_back))]
     actions = buttons(schedule, full=full, one=one)
     if actions is not None:
         blocks.append(actions)
     return blocks
 
 
-def schedule_reply(schedule: Schedule, headline: str) -> Reply:
-    """A confirmation: what happened, then the schedule with Edit and Cancel."""
-    blocks = [section(headline), *schedule_blocks(schedule, one=True)]
+def schedule_reply(schedule: Schedule, headline: str, *, read_back: bool = False) -> Reply:
+    """A confirmation: what happened, then the schedule with Edit and Cancel
+    (``read_back``: of a time just written, see :func:`summary`)."""
+    blocks = [section(headline), *schedule_blocks(schedule, one=True, read_back=read_back)]
     return f"{headline} (#{schedule.id})", blocks
 
 

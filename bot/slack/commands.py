@@ -142,7 +142,9 @@ class Commands(Base):
             key=f"slack-trigger:{body['trigger_id']}" if body.get("trigger_id") else None,
         )
         headline = ":white_check_mark: Scheduled" if created else "Already scheduled"
-        return schedule_reply(schedule, f"{headline} for {where(schedule.destination)}.")
+        return schedule_reply(
+            schedule, f"{headline} for {where(schedule.destination)}.", read_back=created
+        )
 
     async def _feed_add(self, person: Person, command: grammar.FeedAdd, here: str) -> Reply:
         """An admin subscribes a channel (default: this one) to a calendar; core refuses
@@ -207,7 +209,7 @@ class Commands(Base):
                     raise InvalidInput(
                         "Calendars to skip can be named only when you create a schedule."
                     )
-                self.herald.read_when(when, person.zone)
+                self.herald.read_when(when, person.zone, actor=person.principal)
             except HeraldError as exc:
                 errors["when" if _typed(view) else "date"] = plain(exc)
         if meta.schedule_id is None and sub.channel is None:
@@ -254,7 +256,9 @@ class Commands(Base):
 
     async def _confirm(self, person: Person, schedule: Schedule, headline: str) -> None:
         """After the modal closed: an ephemeral note in the channel, and the Home tab."""
-        text, blocks = schedule_reply(schedule, f"{headline} for {where(schedule.destination)}.")
+        text, blocks = schedule_reply(
+            schedule, f"{headline} for {where(schedule.destination)}.", read_back=True
+        )
         destination = schedule.destination
         if destination.startswith("slack:"):
             channel = destination.removeprefix("slack:").partition("/")[0]
@@ -289,12 +293,12 @@ class Commands(Base):
         expression = (typed.get("value") or "").strip()
         try:
             when, urls = calendars.split_skip_phrase(expression)
-            reading = self.herald.read_when(when, person.zone)
+            reading = self.herald.read_when(when, person.zone, actor=person.principal)
         except HeraldError as exc:
             preview = f":warning: {shown(exc)}"
         else:
             times = ", ".join(date_token(t, reading.timezone) for t in reading.occurrences(3))
-            preview = f"*{escape(reading.description)}*\nNext: {times}"
+            preview = f"*{escape(reading.read_back)}*\nNext: {times}"
             if urls:
                 named = ", ".join(escape(url) for url in urls)
                 preview += f"\nSkips the event dates of {named} (read when you save)."

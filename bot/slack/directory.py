@@ -12,14 +12,14 @@ import logging
 import re
 import time
 from dataclasses import dataclass
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import aiohttp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.slack.grammar import Refusal
-from core.errors import PermissionDenied
+from core.errors import InvalidInput, PermissionDenied
+from core.zones import resolve_zone
 
 log = logging.getLogger(__name__)
 
@@ -50,11 +50,12 @@ def error_code(exc: Exception) -> str:
 
 
 def _zone(name: object) -> str | None:
+    """The zone of a Slack profile (an IANA name), or None when Herald knows none."""
     if not isinstance(name, str) or not name:
         return None
     try:
-        return ZoneInfo(name).key
-    except (ZoneInfoNotFoundError, ValueError):
+        return resolve_zone(name).key
+    except InvalidInput:
         return None
 
 

@@ -8,7 +8,9 @@ command text when the command's "Escape channels, users, and links" option is on
 Grammar (the first word decides; keywords are not case-sensitive)::
 
     /schedule                              open the modal
-    /schedule [#channel] WHEN: MESSAGE     schedule (": " - a colon and a space - ends WHEN)
+    /schedule [#channel] WHEN: MESSAGE     schedule (": " - a colon and a space - ends WHEN;
+                                           a colon right after a word does too, "in 5
+                                           minutes:hi", when it is the only such colon)
     /schedule [#channel] "MESSAGE" WHEN    the /remind form (straight or curly quotes)
     /schedule list [all] [STATE]
     /schedule show|edit|cancel|pause|resume|skip ID
@@ -48,11 +50,16 @@ KEYWORDS = frozenset({*VERBS, "list", "timezone", "help", "feed", "feeds"})
 
 HELP = f"""*How to use /schedule*
 • `/schedule [#channel] WHEN: MESSAGE`: schedule a message, e.g. `{EXAMPLE}`
-  Without a channel it goes to the channel you type in. ": " (a colon and a space) ends the time.
+  Without a channel it goes to the channel you type in. ": " (a colon and a space) ends the \
+time (`in 5 minutes:hi` works too).
 • `/schedule #general "MESSAGE" WHEN`: the same, in /remind's order.
-• WHEN is anything the `herald` CLI reads: `in 10 minutes`, `tomorrow at 14:00`, \
-`2026-04-01 08:00`, `every weekday at 9am`, `every other friday at 17:00 until june 30`, \
-`every month on the last day at 18:00`, cron `0 9 * * 1-5` or an `RRULE:`.
+• WHEN is anything the `herald` CLI reads: `in 10 minutes`, `in an hour and a half`, \
+`tomorrow at 14:00`, `2026-04-01 08:00`, `every weekday at 9am` (or `at 9am on weekdays`), \
+`every other friday at 17:00 until june 30`, `every month on the last day at 18:00`, \
+`every hour between 9 and 17 on weekdays`, cron `0 9 * * 1-5` or an `RRULE:`. \
+`tonight` is 20:00, `eod` 17:00 (tomorrow once past), `end of month` its last day; a rule \
+without a time (`every monday`) is sent at the default time (09:00 unless Herald's admins \
+chose another), and the reply says so.
 • `/schedule` alone opens a form with a channel picker, a preview and date and time pickers.
 • `/schedule list` (operators and admins: `list all`; one state: `list failed`), \
 `show ID`, `edit ID`, `cancel ID`, \
@@ -60,7 +67,7 @@ HELP = f"""*How to use /schedule*
 • End WHEN with `except holidays from URL` to skip the dates of an iCalendar (.ics) \
 file's events, e.g. `{SKIP_EXAMPLE}` (the form has a field for it too).
 • `/schedule timezone` shows the zone Herald reads your times in (your Slack profile's \
-unless you set one); `/schedule timezone Europe/Berlin` sets it.
+unless you set one); `/schedule timezone Berlin` (a city, or `Europe/Berlin`) sets it.
 • Admins: `/schedule feed add URL [before 10m] [#channel][: TEMPLATE]` posts a reminder \
 before each event of a calendar, into this channel unless you name one, e.g. \
 `{FEED_EXAMPLE}`; `/schedule feed list`, `/schedule feed remove ID`.
@@ -146,6 +153,12 @@ _PERSON = re.compile(r"<[@!][^>]*>")
 _RAW_CHANNEL = re.compile(r"#[\w.-]+")
 _ID = re.compile(r"#?(\d{1,18})")
 _SEPARATOR = re.compile(r":(?:\s|$)")
+# a colon glued to the word before and the message after ("in 5 minutes:hi"); not in
+# "9:30", "https://", "host:8080", nor in a rule (RRULE:, DTSTART;TZID=...:)
+_TIGHT = re.compile(r"(?<=[a-z.>)])(?<!rrule)(?<!https)(?<!http)(?<!webcal):(?=[^\s\d/])", re.I)
+_RFC_5545 = re.compile(r"^\s*(?:rrule|dtstart|exdate|rdate)\b", re.I)
+#: The most words a zone takes: "port of spain", "ho chi minh".
+_ZONE_WORDS = 4
 _QUOTES = '"“”'
 _LINK = re.compile(r"<((?:https?|webcal)://[^\s|>]+)(?:\|[^>]*)?>")
 _UNITS = {
@@ -203,12 +216,12 @@ def _keyword(keyword: str, args: list[str]) -> Command:
     if keyword == "timezone":
         if not args:
             return Timezone()
-        if len(args) > 1:
+        if len(args) > _ZONE_WORDS:
             raise Refusal(
-                "A time zone is one word, e.g. `/schedule timezone Europe/Berlin` "
-                "or `/schedule timezone America/New_York`."
+                "A time zone is a city or an IANA name, e.g. `/schedule timezone Berlin`, "
+                "`/schedule timezone new york` or `/schedule timezone America/New_York`."
             )
-        return Timezone(unescape(args[0]))
+        return Timezone(unescape(" ".join(args)))
     if len(args) != 1 or not (match := _ID.fullmatch(args[0])):
         got = f", not `{escape(' '.join(args))}`" if args else ""
         raise Refusal(
@@ -238,19 +251,33 @@ def _create(raw: str) -> Create:
         raise Refusal(f"Say when and what to send after the channel, e.g. `{EXAMPLE}`.")
     if rest[0] in _QUOTES:
         return _quoted(rest, channel)
-    found = _SEPARATOR.search(rest)
+    found = _split(rest)
     if found is None:
         raise Refusal(
             'Could not tell the time from the message: put ": " (a colon and a space) '
             f"between them, e.g. `{EXAMPLE}`, or quote the message: `{QUOTED_EXAMPLE}`."
         )
-    when = plain(rest[: found.start()]).strip()
-    message = rest[found.end() :].strip()
+    when = plain(rest[: found[0]]).strip()
+    message = rest[found[1] :].strip()
     if not when:
         raise Refusal(f"Say when before the colon, e.g. `{EXAMPLE}`.")
     if not message:
         raise Refusal(f"The message after the colon is empty: say what to send, e.g. `{EXAMPLE}`.")
     return Create(when, message, channel)
+
+
+def _split(rest: str) -> tuple[int, int] | None:
+    """Where WHEN ends and the message starts: at the first ": ", or at a colon glued
+    to a word and the message ("in 5 minutes:hi") when it comes before any ": " and
+    is the only one (a second could be either; "9:30" and URLs are not such colons)."""
+    spaced = _SEPARATOR.search(rest)
+    head = rest if spaced is None else rest[: spaced.start()]
+    tight = [] if _RFC_5545.match(head) else list(_TIGHT.finditer(head))
+    if len(tight) == 1:
+        return tight[0].start(), tight[0].end()
+    if spaced is None or tight:
+        return None
+    return spaced.start(), spaced.end()
 
 
 def _quoted(rest: str, channel: str | None) -> Create:

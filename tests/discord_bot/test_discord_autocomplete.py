@@ -120,3 +120,18 @@ def test_zone_choices_prefer_names_and_cities_that_start_with_the_text() -> None
 async def test_every_example_offered_is_one_herald_reads(herald: Herald) -> None:
     for example in choices.EXAMPLES:
         assert herald.read_when(example, "UTC").first > herald.clock.now()
+
+
+async def test_when_reads_back_a_default_time_and_suggests_for_a_typo(
+    adapter: DiscordAdapter, interaction: Make
+) -> None:
+    [(name, _)] = await complete(adapter, interaction, "create", "when", when="every monday")
+    assert name.startswith("every Monday at 09:00 (UTC) — add 'at …' to change it")
+    [(name, value)] = await complete(adapter, interaction, "create", "when", when="tomorow at 9")
+    assert "Did you mean 'tomorrow at 9'?" in name and value == "tomorow at 9"
+
+
+def test_zone_choices_offer_each_meaning_of_an_abbreviation_first() -> None:
+    assert choices.zone_choices("EST")[:2] == ["America/New_York", "Etc/GMT+5"]
+    assert choices.zone_choices("new york")[0] == "America/New_York"
+    assert choices.zone_choices("mumbai") == ["Asia/Kolkata"]

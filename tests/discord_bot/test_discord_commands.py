@@ -362,3 +362,30 @@ async def test_an_unexpected_failure_is_logged_not_shown(
 
     assert text.startswith("Something went wrong on Herald's side") and "fire" not in text
     assert "disk on fire" in caplog.text
+
+
+async def test_a_rule_without_a_time_takes_9am_and_the_reply_says_so(
+    adapter: DiscordAdapter, interaction: Make, herald: Herald
+) -> None:
+    text = await run(adapter, "create", interaction(), when="every weekday", message="Standup")
+
+    assert "**When:** every weekday at 09:00 (UTC) — add 'at …' to change it" in text
+    assert f"**Next:** {t(datetime(2026, 3, 3, 9, 0, tzinfo=UTC))}" in text
+    edited = await run(adapter, "edit", interaction(), id=1, when="every weekday at 10am")
+    assert "every weekday at 10:00 (UTC)" in edited and "add 'at" not in edited
+
+
+async def test_the_zone_option_takes_cities_and_spells_out_an_ambiguous_abbreviation(
+    adapter: DiscordAdapter, interaction: Make
+) -> None:
+    transform = command(adapter, "timezone")._params["zone"].transform
+    assert await transform(interaction(), "new york") == "America/New_York"
+    assert await transform(interaction(), "São Paulo") == "America/Sao_Paulo"
+    inter = interaction()
+    with pytest.raises(app_commands.TransformerError) as caught:
+        await transform(inter, "EST")
+    await adapter.client.tree.on_error(inter, caught.value)  # type: ignore[arg-type]
+    assert inter.last.content is not None
+    assert "EST is ambiguous: America/New_York (Eastern time, with daylight saving)" in (
+        inter.last.content
+    )

@@ -368,3 +368,25 @@ def test_output_to_a_closed_pipe_ends_quietly(url: str) -> None:
         stderr = proc.stderr.read().decode()
     assert proc.wait(timeout=60) == 141  # 128 + SIGPIPE, as `yes | head` reports
     assert stderr == ""  # no BrokenPipeError traceback, no "Exception ignored" line
+
+
+def test_when_and_schedule_read_back_the_default_time_and_take_cities(url: str) -> None:
+    now = ("--now", "2026-03-06T15:00:00Z")
+    shown = run(url, "when", "every weekday", "--tz", "berlin", "--count", "1", *now)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.splitlines() == [
+        "every weekday at 09:00 (Europe/Berlin) — add 'at …' to change it",
+        "  Mon 09 Mar 2026 09:00 Europe/Berlin   (2026-03-09T08:00:00Z)",
+    ]
+    later = run(url, "when", "every weekday", "--json", *now, HERALD_DEFAULT_TIME="07:30")
+    assert json.loads(later.stdout)["default_time"] == "07:30"
+    assert_error(run(url, "when", "in 5 minutes", "--tz", "EST"), "EST is ambiguous")
+    assert_error(run(url, "when", "evry monday at 9am"), "Did you mean 'every monday at 9am'?")
+    zone = run(url, "timezone", "new", "york")
+    assert zone.stdout == "Your time zone is now America/New_York.\n", zone.stderr
+    made = run(url, "schedule", "--to", "log:", "--when", "every monday", "--text", "x")
+    assert made.returncode == 0, made.stderr
+    first = made.stdout.splitlines()[0]
+    assert first.endswith(
+        ": every Monday at 09:00 (America/New_York) — add 'at …' to change it, in America/New_York."
+    )

@@ -222,3 +222,32 @@ async def test_platform_admins_are_admins_while_the_platform_says_so(herald: Her
         ("system:slack", {"platform_admin": True}),
         ("system:slack", {"platform_admin": False}),
     ]
+
+
+async def test_zones_are_read_as_people_name_them_and_stored_ones_keep_working(
+    herald: Herald,
+) -> None:
+    s, _ = await herald.create_schedule(ALICE, to="log:", when=LATER, text="x", tz="berlin")
+    assert s.timezone == "Europe/Berlin"
+    assert await herald.set_timezone(ALICE, "new york") == "America/New_York"
+    with pytest.raises(InvalidInput, match="EST is ambiguous"):
+        await herald.set_timezone(ALICE, "EST")
+    with pytest.raises(InvalidInput, match="EST is ambiguous"):
+        await herald.create_schedule(ALICE, to="log:", when=LATER, text="x", tz="EST")
+    # a zone stored before (a fixed EST) is still the member's, and schedules still read in it
+    await herald.store.save_member("local", BOB, now=START, timezone="EST")
+    old, _ = await herald.create_schedule(BOB, to="log:", when=LATER, text="x")
+    assert old.timezone == "EST" and old.starts_at == START.replace(hour=20)  # 15:00 -05:00
+    moved = await herald.edit_schedule(BOB, old.id, when="2026-03-02 16:00")
+    assert moved.timezone == "EST" and moved.starts_at == START.replace(hour=21)
+
+
+async def test_a_rule_without_a_time_takes_the_tenants_default(herald: Herald) -> None:
+    s, _ = await herald.create_schedule(ALICE, to="log:", when="every day", text="x", tz="UTC")
+    assert s.starts_at == START.replace(day=3, hour=9)  # 09:00 has passed on the 2nd
+    local_at_13 = herald.settings.model_copy(
+        update={"tenant_default_times": {"local": START.replace(hour=13).time()}}
+    )
+    other = Herald(herald.store, local_at_13, herald.clock)
+    later, _ = await other.create_schedule(ALICE, to="log:", when="every day", text="y", tz="UTC")
+    assert later.starts_at == START.replace(hour=13)

@@ -205,3 +205,45 @@ async def test_no_token_or_secret_reaches_the_log(
     await env.send.post(env.send.command_body("forged"), secret="wrong")
     assert caplog.records  # the adapter, Bolt and the SDK did log at DEBUG
     assert env.slack.token not in caplog.text and SECRET not in caplog.text
+
+
+async def test_a_rule_without_a_time_takes_9am_and_the_reply_says_so(env: SlackEnv) -> None:
+    await env.send.command("<#C0123|general> every weekday: Standup", user="U1")
+    shown = text_of(await env.reply())
+    assert "every weekday at 09:00 (Europe/Berlin) — add 'at …' to change it" in shown
+    [schedule] = await env.schedules()
+    assert schedule.starts_at == datetime(2026, 3, 3, 8, 0, tzinfo=UTC)  # Tue 09:00 Berlin
+    await env.send.command("<#C0123|general> every weekday at 10am: Later", user="U1")
+    assert "add 'at" not in text_of(await env.reply(2))
+
+
+@pytest.mark.parametrize(
+    "slack_extra", [{"HERALD_TENANT_DEFAULT_TIMES": "slack:T0HERALD=08:30"}], indirect=True
+)
+async def test_a_workspace_may_have_its_own_default_time(env: SlackEnv) -> None:
+    await env.send.command("every monday: Plan the week", user="U2")
+    assert "every Monday at 08:30 (America/New_York)" in text_of(await env.reply())
+    [schedule] = await env.schedules()
+    assert schedule.starts_at == datetime(2026, 3, 2, 13, 30, tzinfo=UTC)  # today, 08:30 EST
+
+
+async def test_zones_are_cities_and_abbreviations_say_what_they_may_mean(env: SlackEnv) -> None:
+    await env.send.command("timezone new york")
+    assert "now reads your times in *America/New_York*" in text_of(await env.reply(1))
+    await env.send.command("timezone EST")
+    refused = text_of(await env.reply(2))
+    assert "EST is ambiguous: America/New_York" in refused and "'Etc/GMT+5'" in refused
+    await env.send.command("timezone Berlim")
+    assert "did you mean Europe/Berlin?" in text_of(await env.reply(3))
+    actor = await env.herald.actor(who("U1"))
+    assert actor.timezone == "America/New_York"
+
+
+async def test_a_typo_is_answered_with_what_it_almost_said(env: SlackEnv) -> None:
+    await env.send.command("every fridy at 9am: Demo")
+    assert "Did you mean 'every friday at 9am'?" in text_of(await env.reply())
+    assert await env.schedules() == []
+    await env.send.command("in 5 minutes:tight")
+    await env.reply(2)
+    [schedule] = await env.schedules()
+    assert (schedule.expression, schedule.body) == ("in 5 minutes", "tight")

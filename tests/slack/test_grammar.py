@@ -89,6 +89,18 @@ VALID = [
     ("timezone", Timezone()),
     ("timezone Europe/Berlin", Timezone("Europe/Berlin")),
     ("TIMEZONE America/New_York", Timezone("America/New_York")),
+    # a city of several words (core reads it: core.zones.resolve_zone)
+    ("timezone new york", Timezone("new york")),
+    ("timezone  Sao   Paulo ", Timezone("Sao Paulo")),
+    # no space after the colon: the colon glued to a word ends WHEN when it is the only one
+    ("in 5 minutes:x", Create("in 5 minutes", "x")),
+    ("<#C0123> tomorrow at 9am:Coffee", Create("tomorrow at 9am", "Coffee", "C0123")),
+    ("in 5 minutes:Stand up: the sequel", Create("in 5 minutes", "Stand up: the sequel")),
+    ("in 5 minutes::tada: party", Create("in 5 minutes", ":tada: party")),
+    (
+        "daily at 9 except holidays from <https://x.org:8443/h.ics>: Hi",
+        Create("daily at 9 except holidays from https://x.org:8443/h.ics", "Hi"),
+    ),
     # a link in the time (Slack escapes URLs as <url> or <url|label>) becomes its URL
     (
         "every weekday at 9am except holidays from <https://x.org/h.ics?a=1&amp;b=2>: Hi",
@@ -140,7 +152,11 @@ INVALID = [
     ("cancel 1 2", "Say which schedule"),
     ("skip -3", "Say which schedule"),
     ("edit", "Say which schedule"),
-    ("timezone Europe/Berlin please", "one word"),
+    ("timezone Europe/Berlin is where I live", "a city or an IANA name"),
+    # a glued colon that could be one of two places, or after a clock time: say ": "
+    ("in 5 minutes:note:x", 'put ": "'),
+    ("in 5 minutes:5 people", 'put ": "'),
+    ("RRULE:FREQ=DAILY:x", 'put ": "'),
     ("feed add", "Say which calendar"),
     ("feed add https://x.org/a.ics https://x.org/b.ics", "one feed per calendar"),
     ("feed add https://x.org/a.ics <#C1> <#C2>", "one channel"),

@@ -54,3 +54,33 @@ def test_bad_value_names_the_variable_not_the_value(monkeypatch: pytest.MonkeyPa
 def test_the_http_port_limits_must_be_positive(name: str, value: str) -> None:
     with pytest.raises(ConfigError, match=name):
         load_settings(_env_file=None, **{name: value})
+
+
+def test_the_default_time_of_day_and_per_tenant(monkeypatch: pytest.MonkeyPatch) -> None:
+    from datetime import time
+
+    monkeypatch.delenv("HERALD_DEFAULT_TIME", raising=False)
+    monkeypatch.delenv("HERALD_TENANT_DEFAULT_TIMES", raising=False)
+    s = load_settings(_env_file=None)
+    assert s.default_time == time(9, 0) and s.default_time_for("slack:T1") == time(9, 0)
+    monkeypatch.setenv("HERALD_DEFAULT_TIME", "8am")
+    monkeypatch.setenv("HERALD_TENANT_DEFAULT_TIMES", "slack:T1=08:30, discord:42=noon,")
+    s = load_settings(_env_file=None)
+    assert s.default_time_for("local") == time(8, 0)
+    assert s.default_time_for("slack:T1") == time(8, 30)
+    assert s.default_time_for("discord:42") == time(12, 0)
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("HERALD_DEFAULT_TIME", "teatime"),
+        ("HERALD_DEFAULT_TIME", "25:00"),
+        ("HERALD_TENANT_DEFAULT_TIMES", "slack:T1"),
+        ("HERALD_TENANT_DEFAULT_TIMES", "slack:T1=soonish"),
+    ],
+)
+def test_a_bad_default_time_names_the_variable_not_the_value(name: str, value: str) -> None:
+    with pytest.raises(ConfigError, match=name) as info:
+        load_settings(_env_file=None, **{name: value})
+    assert value not in str(info.value)

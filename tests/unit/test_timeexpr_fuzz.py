@@ -36,6 +36,8 @@ WORDS = [
     "08:00", "+05:30", "*", "*/15", "1-5", "mon-fri", "@daily", "l", "rrule:freq=daily",
     "rrule:freq=weekly;byday=tu,th;byhour=18", "dtstart:20260401t090000", "byday=1mo",
     "04/05/2026", "est", "utc", "afternoon", "ago", "a", "half", "an", "quarter", "seconds",
+    "between", "eod", "tonight", "end", "end of month", "and a half", "weekdays", "evry",
+    "tomorow", "fridy", "mintues",
 ]  # fmt: skip
 soups = st.lists(st.sampled_from(WORDS), min_size=1, max_size=10).map(" ".join)
 texts = st.one_of(st.text(), st.text(max_size=400), soups)

@@ -13,24 +13,30 @@ from core import calendars
 from core.errors import HeraldError
 from core.models import Schedule
 from core.usecases import Herald
+from core.zones import resolve_zone
 from tui.format import stamp
 
 PREVIEW_COUNT = 3
 
 
-def preview(herald: Herald, when: str, tz: str) -> str:
-    """How ``when`` reads in ``tz`` and its next occurrences (or why it cannot be read)."""
+def preview(
+    herald: Herald, when: str, tz: str, *, kept: str | None = None, actor: str | None = None
+) -> str:
+    """How ``when`` reads in ``tz`` and its next occurrences (or why it cannot be read).
+    ``tz`` is read as a person names a zone (a city...), unless it is ``kept``, the zone
+    already chosen; ``actor``'s tenant sets the time of a rule that names none."""
     if not when.strip():
         return "Say when: e.g. tomorrow at 9am, every weekday at 9:30, in 20 minutes."
     try:
+        zone = tz if tz == kept else resolve_zone(tz).key
         when, urls = calendars.split_skip_phrase(when)
-        reading = herald.read_when(when, tz)
+        reading = herald.read_when(when, zone, actor=actor)
         upcoming = reading.occurrences(PREVIEW_COUNT)
     except HeraldError as exc:
         return f"[red]{exc}[/]"
     times = ", ".join(stamp(t, reading.timezone, seconds=False) for t in upcoming)
     skips = f" · skips the dates of {len(urls)} calendar(s) (read when you save)" if urls else ""
-    return f"[b]{reading.description}[/] · next: {times}{skips}"
+    return f"[b]{reading.read_back}[/] · next: {times}{skips}"
 
 
 class ScheduleFormScreen(ModalScreen[Schedule | None]):
@@ -98,7 +104,9 @@ class ScheduleFormScreen(ModalScreen[Schedule | None]):
 
     @work(thread=True, exclusive=True, group="preview", exit_on_error=False)
     def _preview(self, when: str, tz: str) -> None:
-        text = preview(self.herald, when, tz.strip() or self.default_zone())
+        kept = self.default_zone()
+        actor = getattr(self.app, "actor_id", None)
+        text = preview(self.herald, when, tz.strip() or kept, kept=kept, actor=actor)
         self.app.call_from_thread(self.query_one("#preview", Static).update, text)
 
     @on(Input.Submitted)

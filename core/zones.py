@@ -1,0 +1,262 @@
+"""Time zones as people name them: IANA names, cities, offsets and abbreviations.
+
+:func:`resolve_zone` is what every surface (the CLI's ``--tz`` and ``herald timezone``,
+Slack's and Discord's ``/schedule timezone`` and ``timezone:``) reads a zone a person
+typed with; Herald stores the IANA name it returns. It accepts
+
+* an IANA name in any letter case: ``Europe/Berlin``, ``america/new_york``;
+* a city, as the IANA database names it (the last part of a name, with spaces or
+  underscores, any case, accents or not): ``Berlin``, ``new york``, ``São Paulo``,
+  and a few large cities the database files under a neighbour (``Mumbai``, ``Munich``);
+* a whole-hour offset from UTC: ``UTC+2``, ``GMT-5``, ``UTC−5`` (as ``Etc/GMT-2``, ...:
+  the IANA ``Etc`` names count the other way round);
+* an abbreviation that means one zone (``JST`` is ``Asia/Tokyo``). One that means
+  several (``EST``: New York's time, which changes in summer, or a fixed UTC−5?) is
+  refused with its meanings spelled out, even where the IANA database has a fixed zone of
+  that name: a person who types ``EST`` in July most likely means New York.
+
+Stored names (a member's zone, a schedule's) are not read here but by
+:func:`core.timeexpr.zone`, which takes any name the database has, so zones stored
+before this module keep working.
+
+Every refusal is :class:`core.errors.InvalidInput`, with the nearest known name when
+there is one.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from functools import lru_cache
+from zoneinfo import ZoneInfo
+
+from core.errors import InvalidInput
+from core.timeexpr_rule import zone
+
+#: The areas of the IANA database whose names end in a city (not ``US/``, ``Etc/``...).
+_AREAS = frozenset(
+    {"Africa", "America", "Antarctica", "Asia", "Atlantic", "Australia", "Europe",
+     "Indian", "Pacific"}
+)  # fmt: skip
+#: Large cities the IANA database names by a neighbour in the same zone.
+_CITIES = {
+    "new york city": "America/New_York", "nyc": "America/New_York",
+    "washington": "America/New_York", "washington dc": "America/New_York",
+    "boston": "America/New_York", "atlanta": "America/New_York", "miami": "America/New_York",
+    "dallas": "America/Chicago", "houston": "America/Chicago", "austin": "America/Chicago",
+    "san francisco": "America/Los_Angeles", "seattle": "America/Los_Angeles",
+    "mumbai": "Asia/Kolkata", "bombay": "Asia/Kolkata", "delhi": "Asia/Kolkata",
+    "new delhi": "Asia/Kolkata", "bangalore": "Asia/Kolkata", "bengaluru": "Asia/Kolkata",
+    "beijing": "Asia/Shanghai", "osaka": "Asia/Tokyo", "munich": "Europe/Berlin",
+    "frankfurt": "Europe/Berlin", "hamburg": "Europe/Berlin", "cologne": "Europe/Berlin",
+    "geneva": "Europe/Zurich", "barcelona": "Europe/Madrid", "milan": "Europe/Rome",
+    "manchester": "Europe/London", "edinburgh": "Europe/London", "istanbul": "Europe/Istanbul",
+}  # fmt: skip
+
+
+def _fixed(hours: int) -> str:
+    """The IANA name of a fixed offset of ``hours`` from UTC (``Etc/GMT+5`` is UTC−5)."""
+    return "Etc/GMT" if hours == 0 else f"Etc/GMT{-hours:+d}"
+
+
+# Each abbreviation: the zones it may mean, with words for each; a fixed offset is
+# written (its Etc name, None). One meaning: read as that zone. More: refused.
+_Meaning = tuple[str, str | None]
+_ABBREVIATIONS: dict[str, tuple[_Meaning, ...]] = {
+    "EST": (("America/New_York", "Eastern time, with daylight saving"), (_fixed(-5), None)),
+    "EDT": (("America/New_York", "Eastern time, with daylight saving"), (_fixed(-4), None)),
+    "ET": (("America/New_York", "Eastern time"),),
+    "EST5EDT": (("America/New_York", "Eastern time"),),
+    "CST": (
+        ("America/Chicago", "US Central time, with daylight saving"),
+        ("Asia/Shanghai", "China Standard Time"),
+        (_fixed(-6), None),
+    ),
+    "CDT": (("America/Chicago", "US Central time, with daylight saving"), (_fixed(-5), None)),
+    "CT": (("America/Chicago", "US Central time"),),
+    "CST6CDT": (("America/Chicago", "US Central time"),),
+    "MST": (
+        ("America/Denver", "US Mountain time, with daylight saving"),
+        ("America/Phoenix", "Arizona, no daylight saving"),
+        (_fixed(-7), None),
+    ),
+    "MDT": (("America/Denver", "US Mountain time, with daylight saving"), (_fixed(-6), None)),
+    "MT": (("America/Denver", "US Mountain time"),),
+    "MST7MDT": (("America/Denver", "US Mountain time"),),
+    "PST": (
+        ("America/Los_Angeles", "US Pacific time, with daylight saving"),
+        ("Asia/Manila", "Philippine Standard Time"),
+        (_fixed(-8), None),
+    ),
+    "PDT": (("America/Los_Angeles", "US Pacific time, with daylight saving"), (_fixed(-7), None)),
+    "PT": (("America/Los_Angeles", "US Pacific time"),),
+    "PST8PDT": (("America/Los_Angeles", "US Pacific time"),),
+    "AKST": (("America/Anchorage", "Alaska time, with daylight saving"), (_fixed(-9), None)),
+    "AKDT": (("America/Anchorage", "Alaska time, with daylight saving"), (_fixed(-8), None)),
+    "HST": (("Pacific/Honolulu", "Hawaii time"),),
+    "AST": (
+        ("America/Halifax", "Atlantic time, with daylight saving"),
+        ("Asia/Riyadh", "Arabia Standard Time"),
+        (_fixed(-4), None),
+    ),
+    "NST": (("America/St_Johns", "Newfoundland time"),),
+    "GMT": (("Europe/London", "UK time, with summer time"), ("UTC", "no summer time")),
+    "BST": (
+        ("Europe/London", "British Summer Time"),
+        ("Asia/Dhaka", "Bangladesh Standard Time"),
+    ),
+    "IST": (
+        ("Asia/Kolkata", "India Standard Time"),
+        ("Europe/Dublin", "Irish Standard Time"),
+        ("Asia/Jerusalem", "Israel Standard Time"),
+    ),
+    "WET": (("Europe/Lisbon", "Western European time, with summer time"), (_fixed(0), None)),
+    "WEST": (("Europe/Lisbon", "Western European time, with summer time"), (_fixed(1), None)),
+    "CET": (("Europe/Berlin", "Central European time, with summer time"), (_fixed(1), None)),
+    "CEST": (("Europe/Berlin", "Central European time, with summer time"), (_fixed(2), None)),
+    "MET": (("Europe/Berlin", "Central European time, with summer time"), (_fixed(1), None)),
+    "EET": (("Europe/Athens", "Eastern European time, with summer time"), (_fixed(2), None)),
+    "EEST": (("Europe/Athens", "Eastern European time, with summer time"), (_fixed(3), None)),
+    "MSK": (("Europe/Moscow", "Moscow time"),),
+    "SAST": (("Africa/Johannesburg", "South Africa time"),),
+    "WAT": (("Africa/Lagos", "West Africa time"),),
+    "CAT": (("Africa/Maputo", "Central Africa time"),),
+    "EAT": (("Africa/Nairobi", "East Africa time"),),
+    "PKT": (("Asia/Karachi", "Pakistan time"),),
+    "ICT": (("Asia/Bangkok", "Indochina time"),),
+    "WIB": (("Asia/Jakarta", "Western Indonesia time"),),
+    "SGT": (("Asia/Singapore", "Singapore time"),),
+    "HKT": (("Asia/Hong_Kong", "Hong Kong time"),),
+    "JST": (("Asia/Tokyo", "Japan time"),),
+    "KST": (("Asia/Seoul", "Korea time"),),
+    "AWST": (("Australia/Perth", "Western Australia time"),),
+    "ACST": (
+        ("Australia/Adelaide", "South Australia, with daylight saving"),
+        ("Australia/Darwin", "Northern Territory, no daylight saving"),
+    ),
+    "AEST": (
+        ("Australia/Sydney", "Eastern Australia, with daylight saving"),
+        ("Australia/Brisbane", "Queensland, no daylight saving"),
+        (_fixed(10), None),
+    ),
+    "AEDT": (("Australia/Sydney", "Eastern Australia, with daylight saving"), (_fixed(11), None)),
+    "NZST": (("Pacific/Auckland", "New Zealand time, with daylight saving"), (_fixed(12), None)),
+    "NZDT": (("Pacific/Auckland", "New Zealand time, with daylight saving"), (_fixed(13), None)),
+    "BRT": (("America/Sao_Paulo", "Brasília time"),),
+    "ART": (("America/Argentina/Buenos_Aires", "Argentina time"),),
+}
+#: The minus sign of "UTC−5" (U+2212), as the abbreviations' meanings are written.
+MINUS = "\u2212"
+_UTC_NAMES = frozenset({"utc", "z", "zulu", "utc0", "universal"})
+_OFFSET = re.compile(r"^(?:utc|gmt)\s?([+-])\s?(\d{1,2})(?::?00)?$")
+_HINT = "name a city (Berlin, New York) or an IANA zone such as Europe/Berlin"
+
+
+def _key(text: str) -> str:
+    """How a typed name is compared: accents dropped, lower case, ``_`` and runs of
+    spaces as one space, the minus sign as ``-``."""
+    bare = unicodedata.normalize("NFKD", text)
+    bare = "".join(c for c in bare if not unicodedata.combining(c))
+    bare = bare.replace(MINUS, "-").replace("_", " ").lower()
+    return " ".join(bare.split())
+
+
+@lru_cache(maxsize=1)
+def _names() -> dict[str, str]:
+    """Every name a person may type (compared by :func:`_key`) and its IANA zone."""
+    from zoneinfo import available_timezones
+
+    zones = sorted(available_timezones() - {"localtime"})
+    names = {_key(z): z for z in zones}
+    cities: dict[str, str] = {}
+    # a city named twice (America/Indianapolis, America/Indiana/Indianapolis): the
+    # longer name is the current one, the shorter an old link to it
+    for z in sorted(zones, key=lambda z: (-z.count("/"), z)):
+        area, _, rest = z.partition("/")
+        if area in _AREAS and rest:
+            cities.setdefault(_key(z.rsplit("/", 1)[1]), z)
+    for city, z in _CITIES.items():
+        cities[city] = z
+    for city, z in cities.items():
+        names.setdefault(city, z)
+    for abbreviation in _ABBREVIATIONS:
+        names[abbreviation.lower()] = abbreviation
+    return names
+
+
+@lru_cache(maxsize=1)
+def zone_names() -> tuple[str, ...]:
+    """The IANA names worth offering a person (with an area, or UTC), sorted."""
+    from zoneinfo import available_timezones
+
+    return tuple(
+        sorted(
+            z
+            for z in available_timezones()
+            if ("/" in z or z == "UTC") and not z.startswith(("posix/", "right/"))
+        )
+    )
+
+
+def _meaning(zone_key: str, words: str | None) -> str:
+    if words is not None:
+        return f"{zone_key} ({words})"
+    hours = -int(zone_key.removeprefix("Etc/GMT") or 0)
+    shown = "UTC" if hours == 0 else f"UTC{'+' if hours > 0 else MINUS}{abs(hours)}"
+    return f"fixed {shown} (give '{zone_key}')"
+
+
+def meanings(text: str) -> list[str]:
+    """The IANA names ``text`` may mean (several for an ambiguous abbreviation, none
+    for a name Herald does not know), without refusing anything."""
+    try:
+        return [resolve_zone(text).key]
+    except InvalidInput:
+        pass
+    found = _ABBREVIATIONS.get(_key(text).upper(), ())
+    return [z for z, _ in found]
+
+
+def resolve_zone(text: str) -> ZoneInfo:
+    """The zone a person means by ``text`` (see the module's docstring).
+
+    Raises InvalidInput for an ambiguous abbreviation (naming each meaning) or an
+    unknown name (with the nearest known one, if any is close).
+    """
+    raw = text.strip() if isinstance(text, str) else ""
+    typed = _key(raw)
+    if not typed:
+        raise InvalidInput(f"The time zone is empty: {_HINT}.")
+    if typed in _UTC_NAMES:
+        return ZoneInfo("UTC")
+    if m := _OFFSET.match(typed):
+        hours = int(m.group(2)) * (-1 if m.group(1) == "-" else 1)
+        if hours > 14 or hours < -12:
+            raise InvalidInput(
+                f"There is no zone at {raw[:20]}: offsets go from UTC{MINUS}12 to UTC+14."
+            )
+        return ZoneInfo(_fixed(hours))
+    found = _ABBREVIATIONS.get(typed.upper())
+    if found is not None:
+        if len(found) == 1:
+            return ZoneInfo(found[0][0])
+        choices = [_meaning(z, words) for z, words in found]
+        listed = ", ".join(choices[:-1]) + ", or " + choices[-1]
+        raise InvalidInput(f"{raw.upper()} is ambiguous: {listed}?")
+    name = _names().get(typed) if typed != "localtime" else None  # the server's: refused
+    if name is not None:
+        return zone(name)
+    raise InvalidInput(f"Unknown time zone {raw[:60]!r}: {_suggestion(typed)}{_HINT}.")
+
+
+def _suggestion(typed: str) -> str:
+    """``did you mean Europe/Berlin? `` for a near miss, else nothing."""
+    if len(typed) < 3 or len(typed) > 60:
+        return ""
+    from core.fuzzy import closest
+
+    names = _names()
+    near = closest(typed, names.keys())
+    if near is None:
+        return ""
+    return f"did you mean {names[near]}? Otherwise "
