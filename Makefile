@@ -8,11 +8,14 @@ DEVSTAMP := $(VENV)/.installed-dev
 .PHONY: demo test lint typecheck unit bench reliability console clean
 
 $(BIN)/python:
+	@echo "Creating the virtual environment $(VENV)..."
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
+# pip's own progress shows: the first `make demo` installs for a minute or so
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e .
+	@echo "Installing Herald and its dependencies into $(VENV) (first run only)..."
+	$(BIN)/python -m pip install --progress-bar on --disable-pip-version-check -e .
 	touch $@
 
 $(DEVSTAMP): pyproject.toml | $(BIN)/python

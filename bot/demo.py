@@ -36,7 +36,7 @@ async def seed(herald: Herald, actor: str, out: TextIO) -> None:
     ]
     for when, to, text in plan:
         s, _ = await herald.create_schedule(actor, to=to, when=when, text=text, tz="UTC")
-        out.write(f"  #{s.id:<3} {when:<14} -> {to:<30} next {local(s.next_run_at, 'UTC')} UTC\n")
+        out.write(f"  #{s.id:<3} {when:<14} -> {to:<31} next {local(s.next_run_at, 'UTC')} UTC\n")
 
 
 def _observer(out: TextIO) -> object:
@@ -83,19 +83,33 @@ def run_demo(settings: Settings, out: TextIO, *, console: bool = False) -> int:
         return _with_console(demo)
     out.write(f"Herald demo on {DEMO_DB} (SQLite). Scheduling:\n")
 
-    def ready(herald: Herald, _dispatcher: object) -> None:
-        asyncio.get_running_loop().create_task(seed(herald, demo.local_actor, out))
+    async def begin(herald: Herald) -> None:
+        await seed(herald, demo.local_actor, out)
+        out.write(
+            "\nDispatching. Deliveries print here as they happen: the log: messages as "
+            "they are sent, the failing webhook's retries, then its dead letter. "
+            "Press Ctrl-C to stop.\n\n"
+        )
+        out.flush()
 
-    out.write("Dispatching; press Ctrl-C to stop.\n\n")
+    def ready(herald: Herald, _dispatcher: object) -> None:
+        asyncio.get_running_loop().create_task(begin(herald))
+
     asyncio.run(
         service.serve(demo, out=out, observer=_observer(out), ready=ready, serve_http=False)
     )  # type: ignore[arg-type]
-    out.write("\nStopped. Everything is still in herald-demo.db: try\n")
-    out.write(f"  HERALD_DATABASE_URL=sqlite:///{DEMO_DB} herald list --state completed\n")
+    out.write(f"\nStopped. Everything is still in {DEMO_DB}: try\n")
+    out.write(f"  HERALD_DATABASE_URL=sqlite:///{DEMO_DB} herald list --state delivered\n")
+    out.write(f"  HERALD_DATABASE_URL=sqlite:///{DEMO_DB} herald dead list\n")
     return 0
 
 
 DEMO_LOG = "herald-demo.log"
+CONSOLE_GREETING = (
+    f"Five demo schedules are delivering now: to log: (written to {DEMO_LOG}) and to a "
+    "webhook with no receiver, which retries and becomes a dead letter. Press 4 for "
+    "the delivery log, 5 for dead letters, ? for every key, q to quit."
+)
 
 
 def _with_console(demo: Settings) -> int:
@@ -125,7 +139,7 @@ def _with_console(demo: Settings) -> int:
                 raise RuntimeError("the demo's dispatcher stopped before it started")
             herald = started.result()
             await seed(herald, demo.local_actor, log_file)
-            app = make_app(demo, herald, demo.local_actor)
+            app = make_app(demo, herald, demo.local_actor, greeting=CONSOLE_GREETING)
             try:
                 await app.run_async()
             finally:

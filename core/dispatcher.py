@@ -347,9 +347,12 @@ class Dispatcher:
         slots: dict[int, datetime] = {}
         later: dict[int, Finished] = {}
         wanted = {key: (len(group), limits[key]) for key, group in by_key.items()}
+        # claimed ahead of their time (prefetch), jobs are sent when due: a slot before
+        # then would be past its grace by the time they go
+        due = {key: min(job.due_at for job in group) for key, group in by_key.items()}
         try:
             granted = await self.store.reserve_slots(
-                wanted, now=now, window=self.config.max_rate_wait
+                wanted, now=now, window=self.config.max_rate_wait, not_before=due
             )
         except HeraldError:
             log.exception("could not take rate-limit slots; handing the jobs back")

@@ -92,19 +92,28 @@ def _tolerance(limit: RateLimit) -> timedelta:
 
 
 def allocate(
-    tat: datetime | None, now: datetime, count: int, limit: RateLimit, window: float
+    tat: datetime | None,
+    now: datetime,
+    count: int,
+    limit: RateLimit,
+    window: float,
+    *,
+    start: datetime | None = None,
 ) -> tuple[list[datetime], datetime]:
     """Slots for up to ``count`` sends from a bucket whose theoretical arrival time is
-    ``tat`` (None: a full bucket), each no later than ``window`` seconds from now.
-    Returns the slots, in order, and the bucket's new ``tat``."""
+    ``tat`` (None: a full bucket), none before ``start`` (default now: a job claimed
+    ahead of its time has no use for a slot before it is due) and each no later than
+    ``window`` seconds from now. Returns the slots, in order, and the bucket's new
+    ``tat``."""
     interval = spacing(limit)
     tolerance = _tolerance(limit)
     horizon = now + timedelta(seconds=window)
-    current = now if tat is None or tat < now else tat
+    first = now if start is None or start < now else start
+    current = first if tat is None or tat < first else tat
     slots = []
     for _ in range(count):
         slot = current - tolerance
-        slot = now if slot < now else slot
+        slot = first if slot < first else slot
         if slot > horizon:
             break
         slots.append(slot)

@@ -74,6 +74,7 @@ class HeraldConsole(App[int]):
         *,
         refresh_interval: float = 2.0,
         mode: str = "overview",
+        greeting: str | None = None,
     ) -> None:
         super().__init__()
         self.settings = settings
@@ -82,6 +83,8 @@ class HeraldConsole(App[int]):
         self.actor: Actor | None = None
         self.refresh_interval = refresh_interval
         self.initial_mode = mode
+        #: Shown once the first screen is up (the demo says where deliveries go).
+        self.greeting = greeting
         #: Live refresh on (every ``refresh_interval`` seconds on the visible screen).
         self.live = True
         #: Reads that run to their end even when the worker that asked is cancelled.
@@ -115,6 +118,8 @@ class HeraldConsole(App[int]):
             return
         self.sub_title = f"{self.actor.id} · {self.actor.role.value}"
         await self.switch_mode(self.initial_mode)
+        if self.greeting:
+            self.notify(self.greeting, title="Herald demo", timeout=30)
 
     def action_toggle_keys(self) -> None:
         if self.screen.query("HelpPanel"):
@@ -162,9 +167,17 @@ def make_app(
     *,
     refresh_interval: float = 2.0,
     mode: str = "overview",
+    greeting: str | None = None,
 ) -> HeraldConsole:
     """The console for ``actor_id`` over ``herald``: the one way to build it."""
-    return HeraldConsole(settings, herald, actor_id, refresh_interval=refresh_interval, mode=mode)
+    return HeraldConsole(
+        settings,
+        herald,
+        actor_id,
+        refresh_interval=refresh_interval,
+        mode=mode,
+        greeting=greeting,
+    )
 
 
 async def run_console(settings: Settings, *, channels: Mapping[str, Channel] | None = None) -> int:

@@ -199,20 +199,29 @@ class LeaseQueries(Gateway):
         return Backlog(int(later), _aware(next_due), int(held), _aware(lease_ends))
 
     async def reserve_slots(
-        self, wanted: Mapping[str, tuple[int, RateLimit]], *, now: datetime, window: float
+        self,
+        wanted: Mapping[str, tuple[int, RateLimit]],
+        *,
+        now: datetime,
+        window: float,
+        not_before: Mapping[str, datetime] | None = None,
     ) -> dict[str, Slots]:
         """Take send slots from the shared buckets of destinations: for each, up to the
-        count wanted, none later than ``window`` seconds from now, under its limit. One
-        transaction; the buckets' rows are locked in one order, so dispatchers taking
-        slots at the same moment queue behind each other and share each limit."""
+        count wanted, none before its ``not_before`` (when its first job is due) and
+        none later than ``window`` seconds from now, under its limit. One transaction;
+        the buckets' rows are locked in one order, so dispatchers taking slots at the
+        same moment queue behind each other and share each limit."""
         if not wanted:
             return {}
         keys = sorted(wanted)
         found: dict[str, Slots] = {}
+        starts = not_before or {}
         async with self._buckets(keys) as tats:
             for key in keys:
                 count, limit = wanted[key]
-                slots, tat = allocate(tats.get(key), now, count, limit, window)
+                slots, tat = allocate(
+                    tats.get(key), now, count, limit, window, start=starts.get(key)
+                )
                 tats[key] = tat
                 found[key] = Slots(slots, next_slot(tat, now, limit))
         return found

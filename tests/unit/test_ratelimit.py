@@ -162,3 +162,17 @@ async def test_sleepers_wake_in_order_at_their_own_moments() -> None:
 
     await asyncio.gather(sleeper("c", 3), sleeper("a", 1), sleeper("b", 2))
     assert seen == [("a", 1.0), ("b", 2.0), ("c", 3.0)]  # not 1, 3, 6
+
+
+def test_no_slot_before_the_jobs_are_due() -> None:
+    """Jobs claimed ahead of their time get slots from when they are due: a slot
+    before that would be past its grace by the time they are sent."""
+    limit = RateLimit(rate=10.0, burst=1.0)
+    due = T0 + timedelta(seconds=0.3)
+    slots, _ = allocate(None, T0, 3, limit, window=10, start=due)
+    step = spacing(limit).total_seconds()
+    assert seconds(slots) == pytest.approx([0.3, 0.3 + step, 0.3 + 2 * step])
+    # a bucket already busy past that moment keeps its order
+    busy = T0 + timedelta(seconds=1)
+    later, _ = allocate(busy, T0, 1, limit, window=10, start=due)
+    assert later == [busy]
