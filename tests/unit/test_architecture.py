@@ -1,4 +1,4 @@
-"""core stays free of chat SDKs and screens (the dependency rule of DESIGN.md)."""
+"""core stays free of chat SDKs and screens (the dependency rule of ARCHITECTURE.md)."""
 
 from __future__ import annotations
 
