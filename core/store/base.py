@@ -27,6 +27,10 @@ log = logging.getLogger(__name__)
 
 #: The PostgreSQL NOTIFY channel that wakes dispatchers.
 NOTIFY_CHANNEL = "herald_due"
+#: How often a dispatcher on SQLite looks whether another process (the CLI, a chat
+#: adapter's process) committed: a message scheduled for a moment within this of now
+#: may be this late. A look is one PRAGMA on the watcher's own connection (~0.1 ms).
+SQLITE_WATCH_SECONDS = 0.1
 
 #: On SQLite, while another writer waits for the lock (``db.WriteWaiters``), the
 #: dispatcher's write transactions (``_tx``, ``_sqlite_tx``) begin at least this long
@@ -253,7 +257,8 @@ class Gateway:
     async def listen_due(self, callback: Callable[[], None]) -> None:
         """Call ``callback`` whenever another process may have created or moved a job;
         runs until cancelled. PostgreSQL: LISTEN/NOTIFY. SQLite: the file's
-        ``data_version`` changes when another connection commits (checked each second)."""
+        ``data_version`` changes when another connection commits (checked every
+        :data:`SQLITE_WATCH_SECONDS`)."""
         if self.backend == "postgresql":
             await self._listen_postgres(callback)
         else:
@@ -290,7 +295,7 @@ class Gateway:
                 if last is not None and version != last:
                     callback()
                 last = version
-                await asyncio.sleep(1.0)
+                await asyncio.sleep(SQLITE_WATCH_SECONDS)
 
     async def ping(self) -> None:
         """Raise DatabaseError unless the database answers."""
