@@ -57,4 +57,4 @@ reliability: $(DEVSTAMP)
 		tests/slack/test_grammar_fuzz.py
 
 clean:
-	rm -rf $(VENV) *.egg-info .pytest_cache .mypy_cache .ruff_cache herald-demo.db*
+	rm -rf $(VENV) *.egg-info .pytest_cache .mypy_cache .ruff_cache herald-demo.db* bench/bullmq/node_modules

@@ -1,5 +1,7 @@
 """`make bench`: Herald against its peers (bench/peers.py, writes bench/RESULTS.md and
-bench/staggered.png), then the import benchmark and the command line's answer times
+bench/staggered.png; the queue stacks BullMQ and Celery run in bench/rounds.py's
+interleaved rounds, each skipped with its reason where its runtime or service is
+missing), then the import benchmark and the command line's answer times
 (bench/cli_speed.py). Each prints what it measured."""
 
 from __future__ import annotations

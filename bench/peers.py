@@ -6,9 +6,19 @@ the same work and the same SQLite: one run, figures as medians and ratios.
 - Peer B: the tutorial polling loop: ``SELECT`` due rows, send each, mark it sent,
   sleep 10 s.
 
+Beside them, in interleaved rounds (``bench/rounds.py``), the two stacks architecture
+guides recommend for this job, each in its own runtime and service: Node.js + BullMQ on
+Redis (``bench/bullmq_peer.py``) and Python + Celery on RabbitMQ
+(``bench/celery_peer.py``); each is skipped, with the reason in the table, when its
+runtime or service is missing here. The webhook rows also show the bare HTTP clients'
+ceiling (aiohttp, httpx, and Node's fetch for BullMQ).
+
 Workloads: a 10,000-message burst due at one instant; 300 messages staggered over
-10 s; ingest of schedules. The null channel (no I/O) isolates the scheduler's cost.
-Writes ``bench/RESULTS.md`` and ``bench/staggered.png``.
+10 s; ingest of schedules; 2,000 webhooks due at one instant. The null channel (no I/O)
+isolates the scheduler's cost. Writes ``bench/RESULTS.md`` and ``bench/staggered.png``.
+
+``python -m bench.peers SYSTEM WORKLOAD`` runs one system on one workload and prints its
+figures as JSON (``{"skipped": reason}`` for a peer that cannot run here).
 """
 
 from __future__ import annotations
@@ -26,6 +36,8 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+
+from bench.services import PeerError, one_line
 
 HERE = Path(__file__).resolve().parent
 BURST = 10_000
@@ -264,7 +276,67 @@ def _summary(n: int, late_ms: list[float], spread: float) -> dict[str, Any]:
     }
 
 
+# --- the queue peers, each in its own runtime ----------------------------------------------
+
+#: The peers run by another runtime or against another service: skipped, with a reason,
+#: where that is missing, and never failing the benchmark.
+QUEUE_PEERS = ("bullmq", "celery", "bare fetch")
+
+
+def peer_missing(system: str) -> str | None:
+    """Why a queue peer cannot run on this machine (one line), or None (also for the
+    systems that always can). May install the BullMQ peer's packages (``npm ci``)."""
+    from bench import bullmq_peer, celery_peer
+
+    if system == "bullmq":
+        return bullmq_peer.missing()
+    if system == "bare fetch":
+        return bullmq_peer.missing(redis=False)
+    if system == "celery":
+        return celery_peer.missing()
+    return None
+
+
+def queue_peer(system: str, n: int, spread: float) -> dict[str, Any]:
+    """One queue peer on ``n`` messages, its report summarised as the Python peers'
+    are. ``{"skipped": reason}`` when it cannot run here, ``{"error": reason}`` when it
+    failed while running."""
+    from bench import bullmq_peer, celery_peer
+
+    if reason := peer_missing(system):
+        return {"skipped": reason}
+    try:
+        if system == "bullmq":
+            report = bullmq_peer.run(n, spread, TARGET)
+        elif system == "celery":
+            report = celery_peer.run(n, spread, TARGET)
+        elif TARGET is None:
+            return {"skipped": "the bare client only sends webhooks"}
+        else:
+            report = bullmq_peer.run_bare(n, TARGET)
+    except PeerError as error:
+        return {"error": str(error)}
+    summary = _summary(n, report["samples"], spread)
+    summary["dropped"] += report.get("failed", 0)  # a failed POST was not delivered
+    summary["peak_rss_mb"] = report.get("peak_rss_mb")  # the peer's process, not this one
+    for key in ("last_finish_ms", "added_late_ms", "pool"):
+        if key in report:
+            summary[key] = report[key]
+    return summary
+
+
 # --- orchestration ---------------------------------------------------------------------------
+
+
+def scale() -> float:
+    """``HERALD_BENCH_SCALE`` (default 1): the dispatch workloads' sizes are multiplied by
+    it, for a quick check of the harness (0.05: bursts of 500 and 100 webhooks)."""
+    return float(os.environ.get("HERALD_BENCH_SCALE", "1"))
+
+
+def scaled(n: int) -> int:
+    return max(1, round(n * scale()))
+
 
 SYSTEMS = ("herald", "apscheduler", "polling")
 
@@ -287,6 +359,9 @@ async def _one(system: str, workload: str) -> dict[str, Any]:
         n, spread = (BURST, 0.0) if workload == "burst" else (STAGGERED, STAGGER_SECONDS)
         if TARGET is not None:
             n = WEBHOOK_BURST
+        n = scaled(n)
+        if system in QUEUE_PEERS:
+            return queue_peer(system, n, spread)
         if system in ("herald", "herald run"):
             return await herald_dispatch(n, spread, db, service=system == "herald run")
         if system.startswith("bare "):
@@ -297,16 +372,19 @@ async def _one(system: str, workload: str) -> dict[str, Any]:
 
 
 def run_one(system: str, workload: str, env: dict[str, str] | None = None) -> dict[str, Any]:
-    """One system on one workload, in a fresh process (fair memory figures)."""
+    """One system on one workload, in a fresh process (fair memory figures). A queue
+    peer that fails gives ``{"error": reason}``; Herald and the SQLite peers raise."""
     out = subprocess.run(
         [sys.executable, "-m", "bench.peers", system, workload],
         capture_output=True,
         text=True,
-        check=True,
+        check=system not in QUEUE_PEERS,
         cwd=HERE.parent,
         env={**os.environ, **(env or {})},
     )
-    return dict(json.loads(out.stdout))
+    if out.returncode:
+        return {"error": one_line(out.stderr)}
+    return dict(json.loads(out.stdout.splitlines()[-1]))
 
 
 @contextlib.contextmanager
@@ -374,9 +452,16 @@ def main() -> int:
     line("webhook burst", "last message late (ms)", "last_ms", False)
     line("webhook burst", "messages dropped", "dropped", False)
     table = "\n".join(rows)
+    from bench.rounds import rounds_table
+
     table += "\n\n" + rounds_table()
     note = (
-        f"\n\nOne run on this machine (`make bench`): burst = {BURST:,} messages due at one "
+        (
+            f"\n\nScaled by {scale():g} (`HERALD_BENCH_SCALE`): not the figures."
+            if scale() != 1
+            else ""
+        )
+        + f"\n\nOne run on this machine (`make bench`): burst = {BURST:,} messages due at one "
         f"instant; staggered = {STAGGERED} messages over {STAGGER_SECONDS:g} s; ingest = "
         f"{INGEST:,} schedules (APScheduler measured on {PEER_A_INGEST:,}, one INSERT and "
         "commit per job). Null channel, SQLite, lateness = start of send minus due time. "
@@ -388,74 +473,6 @@ def main() -> int:
     (HERE / "RESULTS.md").write_text("# Benchmark results\n\n" + table + note)
     _plot(results)
     return 0
-
-
-ROUNDS = 3
-#: Measured in interleaved rounds (one of each per round), medians compared.
-ROUND_SYSTEMS = {
-    "burst": ("herald", "herald run"),
-    "webhook-burst": ("herald", "herald run", "bare aiohttp", "bare httpx"),
-}
-
-
-def _median(values: list[float]) -> float | None:
-    ordered = sorted(v for v in values if v is not None)
-    return ordered[len(ordered) // 2] if ordered else None
-
-
-def rounds_table(rounds: int = ROUNDS) -> str:
-    """Herald in this process and as ``herald run`` (logging included) on the null
-    burst; the webhook burst beside the bare HTTP clients: ``rounds`` interleaved
-    rounds, medians, and ratios within the same run."""
-    got: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    with _receiver() as target:
-        for r in range(rounds):
-            for workload, systems in ROUND_SYSTEMS.items():
-                order = systems[r % len(systems) :] + systems[: r % len(systems)]  # rotated
-                for system in order:
-                    got.setdefault((system, workload), []).append(
-                        run_one(system, workload, {"HERALD_BENCH_TARGET": target})
-                    )
-
-    def med(system: str, workload: str, key: str) -> float | None:
-        return _median([row.get(key) for row in got[(system, workload)]])
-
-    def paired(system: str, peer: str, workload: str) -> str:
-        """The median of the per-round ratios of drain rates (each round's own pair)."""
-        ratios = [
-            a["drain_per_s"] / b["drain_per_s"]
-            for a, b in zip(got[(system, workload)], got[(peer, workload)], strict=True)
-            if a.get("drain_per_s") and b.get("drain_per_s")
-        ]
-        found = _median(ratios)
-        return f"{found:.2f}×" if found is not None else "–"
-
-    rows = [
-        "| workload | system | drain rate (msg/s) | first late (ms) | median late (ms) "
-        "| dropped | vs Herald in process | vs bare aiohttp | runs (msg/s) |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    for workload, systems in ROUND_SYSTEMS.items():
-        for system in systems:
-            rate = med(system, workload, "drain_per_s")
-            runs = ", ".join(f"{row.get('drain_per_s') or 0:,}" for row in got[(system, workload)])
-            bare = paired(system, "bare aiohttp", workload) if "bare aiohttp" in systems else "–"
-            rows.append(
-                f"| {workload} | {system} | {rate or 0:,.0f} "
-                f"| {med(system, workload, 'first_ms') or 0:,.1f} "
-                f"| {med(system, workload, 'p50_ms') or 0:,.1f} "
-                f"| {med(system, workload, 'dropped') or 0:,.0f} "
-                f"| {paired(system, 'herald', workload)} | {bare} | {runs} |"
-            )
-    return "\n".join(rows) + (
-        f"\n\nMedians of {rounds} interleaved rounds (each round runs every system once, "
-        "in rotated order). burst = the null burst above; webhook-burst = "
-        f"{WEBHOOK_BURST:,} webhooks due at one instant over 200 URLs of one local "
-        "receiver. herald = the dispatcher in the benchmark's process with the service's "
-        "logging set up; herald run = the `herald run` process; bare aiohttp / bare httpx "
-        f"= only the HTTP client, {BARE_IN_FLIGHT} requests in flight. Ratios are medians "
-        "of each round's own ratio (this machine's speed changes from minute to minute)."
-    )
 
 
 def _plot(results: dict[tuple[str, str], dict[str, Any]]) -> None:
@@ -482,8 +499,10 @@ def _plot(results: dict[tuple[str, str], dict[str, Any]]) -> None:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:] == ["rounds"]:  # only the interleaved rounds (a quicker check)
-        print(rounds_table())
+    if sys.argv[1:2] == ["rounds"]:  # only the interleaved rounds (a quicker check)
+        from bench.rounds import ROUNDS, rounds_table
+
+        print(rounds_table(int(sys.argv[2]) if len(sys.argv) > 2 else ROUNDS))
     elif len(sys.argv) == 3:
         print(json.dumps(asyncio.run(_one(sys.argv[1], sys.argv[2]))))
     else:
