@@ -23,7 +23,7 @@ from core.usecases import Herald
 
 @dataclass(frozen=True)
 class Button:
-    """A button under a reply: ``action`` is cancel, edit (a schedule) or retry,
+    """A button under a reply: ``action`` is cancel, edit, pause, resume (a schedule) or retry,
     discard (a dead letter); ``target`` the schedule or job id."""
 
     action: str
@@ -84,16 +84,23 @@ def check_can_post(channel_id: int, *, member_can: bool, bot_can: bool) -> None:
         )
 
 
-def buttons_for(schedule: Schedule) -> tuple[Button, ...]:
-    """Edit and Cancel, while the schedule can still change."""
+def buttons_for(schedule: Schedule, *, toggle: bool = False) -> tuple[Button, ...]:
+    """Edit and Cancel, while the schedule can still change; with ``toggle``, Resume
+    for a paused schedule or Pause for an active one between them."""
     if schedule.id is None or schedule.state not in render.OPEN_STATES:
         return ()
-    return (Button("edit", schedule.id), Button("cancel", schedule.id))
+    middle: tuple[Button, ...] = ()
+    if toggle:
+        paused = schedule.state == ScheduleState.PAUSED.value
+        middle = (Button("resume" if paused else "pause", schedule.id),)
+    return (Button("edit", schedule.id), *middle, Button("cancel", schedule.id))
 
 
-def _answer(schedule: Schedule, heading: str, *, read_back: bool = False) -> Reply:
+def _answer(
+    schedule: Schedule, heading: str, *, read_back: bool = False, toggle: bool = False
+) -> Reply:
     card = render.card(schedule, heading, read_back=read_back)
-    return Reply(render.fit(card), buttons_for(schedule))
+    return Reply(render.fit(card), buttons_for(schedule, toggle=toggle))
 
 
 # --- commands --------------------------------------------------------------------------
@@ -211,7 +218,7 @@ async def change(herald: Herald, actor: ActorRef, verb: str, schedule_id: int) -
         "skip": herald.skip_next,
     }
     schedule = await use_cases[verb](actor, schedule_id)
-    return _answer(schedule, _HEADINGS[verb])
+    return _answer(schedule, _HEADINGS[verb], toggle=verb in ("pause", "resume"))
 
 
 async def timezone(herald: Herald, actor: ActorRef, zone: str | None) -> Reply:

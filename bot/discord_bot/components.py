@@ -26,6 +26,8 @@ log = logging.getLogger(__name__)
 
 _STYLES = {
     "edit": ("Edit", discord.ButtonStyle.secondary),
+    "pause": ("Pause", discord.ButtonStyle.secondary),
+    "resume": ("Resume", discord.ButtonStyle.primary),
     "cancel": ("Cancel", discord.ButtonStyle.danger),
     "retry": ("Retry", discord.ButtonStyle.primary),
     "discard": ("Discard", discord.ButtonStyle.secondary),
@@ -39,9 +41,9 @@ def _button(kind: str, action: str, target: int) -> ui.Button[Any]:
 
 class ScheduleButton(
     ui.DynamicItem[ui.Button[Any]],
-    template=r"herald:schedule:(?P<action>cancel|edit):(?P<id>[0-9]{1,19})",
+    template=r"herald:schedule:(?P<action>cancel|edit|pause|resume):(?P<id>[0-9]{1,19})",
 ):
-    """Cancel or Edit under a schedule card."""
+    """Cancel, Edit, Pause or Resume under a schedule card; core checks who clicks."""
 
     def __init__(self, action: str, schedule_id: int) -> None:
         super().__init__(_button("schedule", action, schedule_id))
@@ -61,7 +63,7 @@ class ScheduleButton(
             await update(
                 interaction,
                 lambda actor: actions.change(
-                    herald_of(interaction), actor, "cancel", self.schedule_id
+                    herald_of(interaction), actor, self.action, self.schedule_id
                 ),
             )
 

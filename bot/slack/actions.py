@@ -109,7 +109,7 @@ class Actions(Commands):
             await self.publish_home(person, headline)
             return
         one = str(action.get("block_id", "")).endswith(":one")
-        await responder(respond, replace=one)(schedule_reply(updated, headline))
+        await responder(respond, replace=one)(schedule_reply(updated, headline, full=True))
 
     # --- the Home tab ---------------------------------------------------------------
 

@@ -175,10 +175,16 @@ def schedule_blocks(
     return blocks
 
 
-def schedule_reply(schedule: Schedule, headline: str, *, read_back: bool = False) -> Reply:
+def schedule_reply(
+    schedule: Schedule, headline: str, *, read_back: bool = False, full: bool = False
+) -> Reply:
     """A confirmation: what happened, then the schedule with Edit and Cancel
-    (``read_back``: of a time just written, see :func:`summary`)."""
-    blocks = [section(headline), *schedule_blocks(schedule, one=True, read_back=read_back)]
+    (``read_back``: of a time just written, see :func:`summary`; ``full``: with Pause
+    or Resume and Skip too, as after a pause or a resume)."""
+    blocks = [
+        section(headline),
+        *schedule_blocks(schedule, full=full, one=True, read_back=read_back),
+    ]
     return f"{headline} (#{schedule.id})", blocks
 
 

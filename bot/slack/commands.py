@@ -97,7 +97,7 @@ class Commands(Base):
                 await self.open_modal(str(body["trigger_id"]), person, schedule=detail.schedule)
             case grammar.Act(verb=verb, schedule_id=sid):
                 updated = await self.change(person, verb, sid)
-                await send(schedule_reply(updated, f"{DONE[verb]} schedule #{sid}."))
+                await send(schedule_reply(updated, f"{DONE[verb]} schedule #{sid}.", full=True))
             case grammar.Create():
                 await send(await self._create(person, command, channel, body))
             case grammar.FeedAdd():
