@@ -132,12 +132,15 @@ class Commands(Base):
         self, person: Person, command: grammar.Create, here: str, body: dict[str, Any]
     ) -> Reply:
         channel = command.channel or here
+        if command.channel_name is not None:
+            channel = await self.channel_names.find(person.principal.tenant, command.channel_name)
+        when, text = self._reading(person, command)
         await self.directory.check_member(person.user_id, channel)
         schedule, created = await self.herald.create_schedule(
             person.principal,
             to=f"slack:{channel}",
-            when=command.when,
-            text=command.text,
+            when=when,
+            text=text,
             tz=person.zone,
             key=f"slack-trigger:{body['trigger_id']}" if body.get("trigger_id") else None,
         )
@@ -145,6 +148,25 @@ class Commands(Base):
         return schedule_reply(
             schedule, f"{headline} for {where(schedule.destination)}.", read_back=created
         )
+
+    def _reading(self, person: Person, command: grammar.Create) -> tuple[str, str]:
+        """``(when, text)`` of a create: in /remind's order the first reading whose WHEN
+        reads as a time (in the person's zone); else the only one. When none reads,
+        the first reading's error (with its suggestion) is raised."""
+        readings = [(command.when, command.text), *command.alternatives]
+        if len(readings) == 1:
+            return readings[0]
+        first: HeraldError | None = None
+        for when, text in readings:
+            try:
+                phrase, _ = calendars.split_skip_phrase(when)
+                self.herald.read_when(phrase, person.zone, actor=person.principal)
+            except HeraldError as exc:
+                first = first or exc
+                continue
+            return when, text
+        assert first is not None
+        raise first
 
     async def _feed_add(self, person: Person, command: grammar.FeedAdd, here: str) -> Reply:
         """An admin subscribes a channel (default: this one) to a calendar; core refuses
