@@ -13,6 +13,7 @@ from slack_bolt.context.respond.async_respond import AsyncRespond
 from bot.slack import grammar
 from bot.slack.base import ACK_BUDGET, SORRY, Base, Person, Send
 from bot.slack.blocks import (
+    Page,
     Reply,
     date_token,
     detail_reply,
@@ -79,12 +80,9 @@ class Commands(Base):
                 await send(notice(grammar.HELP))
             case grammar.OpenModal():
                 await self.open_modal(str(body["trigger_id"]), person, channel=channel)
-            case grammar.Listing(everyone=everyone, state=None):
-                schedules = await self.live_schedules(actor, everyone=everyone)
-                await send(list_reply(schedules, everyone=everyone))
-            case grammar.Listing(everyone=everyone, state=str(state)):
-                schedules = await self.herald.list_schedules(actor, everyone=everyone, state=state)
-                await send(list_reply(schedules, everyone=everyone, state=state))
+            case grammar.Listing(everyone=everyone, state=state):
+                page = Page(actor.tenant, user_id, everyone, state)
+                await send(await self.list_page(person, page))
             case grammar.Timezone(zone=None):
                 await send(notice(self._zone_text(person)))
             case grammar.Timezone(zone=str(zone)):
@@ -114,6 +112,18 @@ class Commands(Base):
             f"Herald reads your times in *{person.zone}* ({person.zone_source}). "
             "Change it with `/schedule timezone Europe/Berlin`."
         )
+
+    async def list_page(self, person: Person, page: Page) -> Reply:
+        """One page of the person's list (or everyone's: core refuses those who may
+        not see it), exactly as ``/schedule list`` reads it."""
+        actor = person.principal
+        if page.state is None:
+            schedules = await self.live_schedules(actor, everyone=page.everyone)
+        else:
+            schedules = await self.herald.list_schedules(
+                actor, everyone=page.everyone, state=page.state
+            )
+        return list_reply(schedules, page)
 
     async def change(self, person: Person, verb: str, schedule_id: int) -> Schedule:
         """Cancel, pause, resume or skip: one use case each."""
