@@ -71,6 +71,7 @@ async def test_messages_and_their_buttons(many: list[Schedule]) -> None:
         )
         content(reply.text)
         components(reply)
+        components(actions.Reply("Paused.", actions.buttons_for(schedule, toggle=True)))
         content(render.detail(x.detail_of(schedule)))
         assert len(render.choice_label(schedule)) <= limits.DISCORD_CHOICE_NAME.size
     for everyone in (False, True):

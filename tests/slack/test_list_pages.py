@@ -103,3 +103,11 @@ async def test_a_member_cannot_page_into_everyones_list(env: SlackEnv) -> None:
 async def test_a_garbled_page_button_changes_nothing(env: SlackEnv) -> None:
     await env.send.click(PAGE_NEXT, "not a page", block_id="list_pages")
     assert "no list page" in text_of(await env.reply())
+
+
+async def test_a_page_button_on_a_delivered_message_does_not_act(env: SlackEnv) -> None:
+    await many(env, LIST_PAGE + 1)
+    value = json.dumps([TENANT, "U1", 0, None, 1])
+    await env.send.click(PAGE_NEXT, value, block_id="list_pages", message={"ts": "1.2"})
+    reply = await env.reply()
+    assert "only on Herald's own replies" in text_of(reply) and "number" not in text_of(reply)

@@ -102,6 +102,7 @@ async def many(herald: Herald) -> list[Schedule]:
 async def test_replies_about_schedules(many: list[Schedule]) -> None:
     for schedule in many:
         valid_message(b.schedule_reply(schedule, f"Scheduled for {b.where(schedule.destination)}."))
+        valid_message(b.schedule_reply(schedule, "Paused.", full=True))  # with Resume
         valid_message(b.detail_reply(x.detail_of(schedule)))
     for everyone in (False, True):
         listed = many * 10
