@@ -186,7 +186,7 @@ class ChannelNames:
             raise Refusal(
                 f"There is no public channel named `#{name}` that Herald can see: check the "
                 "spelling, or pick the channel from Slack's suggestions as you type (a "
-                f"private channel works once you {_INVITE.removeprefix('type ')})."
+                "private channel is found only that way)."
             )
         if len(ids) > 1:
             links = ", ".join(f"<#{i}>" for i in ids)
