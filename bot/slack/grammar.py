@@ -303,9 +303,9 @@ def _create_in(rest: str, channel: str | None) -> Create:
     return Create(when, message, channel)
 
 
-#: A Slack channel name: lower-case letters, digits, hyphens, underscores and periods,
-#: at most 80 characters (https://api.slack.com/methods/conversations.create, ``name``).
-_NAME = re.compile(r"[a-z0-9_.\-]{1,80}")
+#: A Slack channel name: at most 80 letters (any script), digits, hyphens, underscores
+#: and periods, no spaces (https://api.slack.com/methods/conversations.create, ``name``).
+_NAME = re.compile(r"[\w.\-]{1,80}")
 #: A first word that may be a command: letters only.
 _WORD = re.compile(r"[a-z]+")
 #: Where WHEN may start in /remind's order ("… at 5pm", "… every monday", "… in 5

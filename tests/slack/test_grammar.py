@@ -140,6 +140,7 @@ REMIND = [
     ("#general every monday: text", Create("every monday", "text", None, "general")),
     ('#General "text" every monday', Create("every monday", "text", None, "general")),
     ("#dev-ops.eu in 5 minutes:x", Create("in 5 minutes", "x", None, "dev-ops.eu")),
+    ("#Équipe tomorrow at 9: x", Create("tomorrow at 9", "x", None, "équipe")),
     # /remind's order: every place WHEN may start, earliest first
     (
         "remind #general to drink water at 5pm",
