@@ -151,6 +151,7 @@ class Directory:
 NAMES_TTL = 60.0
 NAMES_RETRY = 5.0
 MAX_CHANNEL_PAGES = 50
+LIST_LIMIT = 999
 
 
 class ChannelNames:
@@ -158,7 +159,8 @@ class ChannelNames:
     out), cached per workspace for :data:`NAMES_TTL` seconds.
 
     https://api.slack.com/methods/conversations.list: ``types`` defaults to
-    ``public_channel``; ``limit`` is at most 1000; pages follow
+    ``public_channel``; ``limit`` "must be an integer under 1000" (999: the fewest calls
+    of this Tier 2 method), and a page may hold fewer; pages follow
     ``response_metadata.next_cursor`` until it is empty."""
 
     def __init__(self, client: AsyncWebClient, *, ttl: float = NAMES_TTL) -> None:
@@ -202,7 +204,7 @@ class ChannelNames:
         for _ in range(MAX_CHANNEL_PAGES):
             try:
                 answer = await self.client.conversations_list(
-                    types="public_channel", exclude_archived=True, limit=1000, cursor=cursor
+                    types="public_channel", exclude_archived=True, limit=LIST_LIMIT, cursor=cursor
                 )
             except _FAILURES as exc:
                 code = error_code(exc)

@@ -154,7 +154,7 @@ class FakeSlackApp(FakeSlack):
             limit = int(args.get("limit") or 100)
         except ValueError:
             return self._error("invalid_limit")
-        if not 1 <= limit <= 1000:
+        if not 1 <= limit < 1000:
             return self._error("invalid_limit")
         archived = str(args.get("exclude_archived", "false")).lower() in ("true", "1")
         found = [
