@@ -94,6 +94,10 @@ class DispatcherConfig:
     #: each at its exact time: the claim's round trip is then not part of lateness.
     #: Longer when claiming a full batch takes longer here (:meth:`Dispatcher.prefetch`).
     prefetch_seconds: float = 0.05
+    #: Whether messages into shared channels say who scheduled them, and per tenant
+    #: over it (Settings ``scheduled_by``; off here unless the settings say so).
+    scheduled_by: bool = False
+    tenant_scheduled_by: Mapping[str, bool] = field(default_factory=dict)
 
     @classmethod
     def from_settings(cls, s: Settings) -> DispatcherConfig:
@@ -112,7 +116,19 @@ class DispatcherConfig:
             dead_letter_days=s.dead_letter_days,
             dead_letter_max=s.dead_letter_max,
             rate_limits=RateLimits.parse(s.rate_limits),
+            scheduled_by=s.scheduled_by,
+            tenant_scheduled_by=dict(s.tenant_scheduled_by),
         )
+
+    def credits(self, job: ClaimedJob, destination: Destination) -> str | None:
+        """The name to show under ``job``'s message ("scheduled by NAME"), or None: only
+        into a shared channel (a Slack or Discord channel, not a direct message, a
+        webhook or an email), when the owner's tenant wants it and Herald knows the
+        owner's name."""
+        name = job.owner_name.strip()
+        if not name or not shared_channel(destination, job.tenant):
+            return None
+        return name if self.tenant_scheduled_by.get(job.tenant, self.scheduled_by) else None
 
     @property
     def max_inflight(self) -> int:
@@ -549,6 +565,7 @@ class Dispatcher:
             occurrence_at=job.occurrence_at,
             due_at=job.due_at,
             options=job.options,
+            scheduled_by=self.config.credits(job, destination),
         )
         pacing = self._limit(key, channel) if slot is not None else None
         while True:
@@ -1035,6 +1052,18 @@ def _logged(
             log.exception("periodic job failed", extra={"job": name})
 
     return run
+
+
+def shared_channel(destination: Destination, tenant: str) -> bool:
+    """Whether a destination is a channel others read: a Slack channel (``C…``, a
+    private ``G…``; not a direct message ``D…`` or a person ``U…``/``@…``), or a
+    Discord channel of a server (not of a direct-message tenant ``discord:@…``)."""
+    target = destination.target
+    if destination.kind == "slack":
+        return target[:1] in ("C", "G")
+    if destination.kind == "discord":
+        return not target.startswith("@") and not tenant.startswith("discord:@")
+    return False
 
 
 def _body(job: ClaimedJob) -> str:

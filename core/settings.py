@@ -37,6 +37,13 @@ class Settings(BaseSettings):
     tenant_default_times: Annotated[dict[str, time], NoDecode] = Field(
         default_factory=dict, alias="HERALD_TENANT_DEFAULT_TIMES"
     )
+    #: Whether messages into shared channels (Slack and Discord channels: not direct
+    #: messages, webhooks or email) end with "scheduled by NAME", the owner's name
+    #: as Herald knows it; per tenant over it: ``slack:T0123=off,discord:42=on``.
+    scheduled_by: bool = Field(default=True, alias="HERALD_SCHEDULED_BY")
+    tenant_scheduled_by: Annotated[dict[str, bool], NoDecode] = Field(
+        default_factory=dict, alias="HERALD_TENANT_SCHEDULED_BY"
+    )
     user: str = Field(default="", alias="USER")
 
     slack_bot_token: SecretStr | None = Field(default=None, alias="SLACK_BOT_TOKEN")
@@ -194,6 +201,27 @@ class Settings(BaseSettings):
             times[tenant.strip()] = _time_of_day(text)
         return times
 
+    @field_validator("tenant_scheduled_by", mode="before")
+    @classmethod
+    def _read_tenant_switches(cls, value: object) -> object:
+        if not isinstance(value, str):
+            return value
+        switches: dict[str, bool] = {}
+        for pair in value.split(","):
+            if not pair.strip():
+                continue
+            tenant, sep, text = pair.rpartition("=")
+            word = text.strip().lower()
+            if not sep or not tenant.strip() or word not in _SWITCH:
+                raise ValueError("each entry is TENANT=on or TENANT=off, e.g. slack:T0123=off")
+            switches[tenant.strip()] = _SWITCH[word]
+        return switches
+
+    def scheduled_by_for(self, tenant: str) -> bool:
+        """Whether messages of ``tenant``'s members into shared channels say who
+        scheduled them."""
+        return self.tenant_scheduled_by.get(tenant, self.scheduled_by)
+
     def default_time_for(self, tenant: str) -> time:
         """The time of day a rule without one takes in ``tenant``."""
         return self.tenant_default_times.get(tenant, self.default_time)
@@ -266,6 +294,10 @@ class Settings(BaseSettings):
             return f"local:{pwd.getpwuid(os.getuid()).pw_name}"
         except (KeyError, OSError):
             return "local:unknown"
+
+
+_SWITCH = {"on": True, "true": True, "yes": True, "1": True}
+_SWITCH.update({"off": False, "false": False, "no": False, "0": False})
 
 
 def _time_of_day(text: str) -> time:

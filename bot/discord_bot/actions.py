@@ -9,11 +9,11 @@ No discord.py here, so all of it is testable without Discord.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from bot.discord_bot import render
 from bot.discord_bot.choices import EXAMPLES
-from core.actors import ActorRef, Principal
+from core.actors import ActorRef, Principal, discord_tenant
 from core.errors import InvalidInput, PermissionDenied
 from core.models import Schedule, ScheduleState
 from core.settings import Settings
@@ -23,7 +23,7 @@ from core.usecases import Herald
 
 @dataclass(frozen=True)
 class Button:
-    """A button under a reply: ``action`` is cancel, edit (a schedule) or retry,
+    """A button under a reply: ``action`` is cancel, edit, pause, resume (a schedule) or retry,
     discard (a dead letter); ``target`` the schedule or job id."""
 
     action: str
@@ -31,11 +31,25 @@ class Button:
 
 
 @dataclass(frozen=True)
+class ListPage:
+    """A page of ``/schedule list`` and whose list it is: the member ``user`` in the
+    server ``guild`` who asked (a click by anyone else, or elsewhere, is refused)."""
+
+    guild: int
+    user: int
+    everyone: bool = False
+    state: str | None = None
+    number: int = 0
+
+
+@dataclass(frozen=True)
 class Reply:
-    """What to show the member: text (Discord Markdown) and buttons."""
+    """What to show the member: text (Discord Markdown) and buttons; ``pages``: the
+    Previous and Next buttons of a list, each with the page it leads to."""
 
     text: str
     buttons: tuple[Button, ...] = ()
+    pages: tuple[tuple[str, ListPage], ...] = ()
 
 
 def actor_id(user_id: int) -> str:
@@ -84,16 +98,23 @@ def check_can_post(channel_id: int, *, member_can: bool, bot_can: bool) -> None:
         )
 
 
-def buttons_for(schedule: Schedule) -> tuple[Button, ...]:
-    """Edit and Cancel, while the schedule can still change."""
+def buttons_for(schedule: Schedule, *, toggle: bool = False) -> tuple[Button, ...]:
+    """Edit and Cancel, while the schedule can still change; with ``toggle``, Resume
+    for a paused schedule or Pause for an active one between them."""
     if schedule.id is None or schedule.state not in render.OPEN_STATES:
         return ()
-    return (Button("edit", schedule.id), Button("cancel", schedule.id))
+    middle: tuple[Button, ...] = ()
+    if toggle:
+        paused = schedule.state == ScheduleState.PAUSED.value
+        middle = (Button("resume" if paused else "pause", schedule.id),)
+    return (Button("edit", schedule.id), *middle, Button("cancel", schedule.id))
 
 
-def _answer(schedule: Schedule, heading: str, *, read_back: bool = False) -> Reply:
+def _answer(
+    schedule: Schedule, heading: str, *, read_back: bool = False, toggle: bool = False
+) -> Reply:
     card = render.card(schedule, heading, read_back=read_back)
-    return Reply(render.fit(card), buttons_for(schedule))
+    return Reply(render.fit(card), buttons_for(schedule, toggle=toggle))
 
 
 # --- commands --------------------------------------------------------------------------
@@ -130,17 +151,45 @@ async def create(
 
 
 async def list_schedules(
-    herald: Herald, actor: ActorRef, *, everyone: bool = False, state: str | None = None
+    herald: Herald,
+    actor: ActorRef,
+    *,
+    everyone: bool = False,
+    state: str | None = None,
+    page: ListPage | None = None,
 ) -> Reply:
     """``/schedule list``: the member's (or everyone's) active and paused schedules, or
-    those in ``state`` (core.models.STATE_FILTERS)."""
+    those in ``state`` (core.models.STATE_FILTERS), a page at a time; with ``page``
+    (whose list, which page), Previous and Next buttons lead to the others."""
+    if page is not None:
+        everyone, state = page.everyone, page.state
     if state is not None:
         found = await herald.list_schedules(actor, everyone=everyone, state=state)
-        return Reply(render.listing(found, everyone=everyone, state=state))
-    found = []
-    for live in (ScheduleState.ACTIVE, ScheduleState.PAUSED):
-        found += await herald.list_schedules(actor, everyone=everyone, state=live.value)
-    return Reply(render.listing(found, everyone=everyone))
+    else:
+        found = []
+        for live in (ScheduleState.ACTIVE, ScheduleState.PAUSED):
+            found += await herald.list_schedules(actor, everyone=everyone, state=live.value)
+    number = 0 if page is None else page.number
+    text, number, count = render.listing(found, everyone=everyone, state=state, number=number)
+    if page is None or count < 2:
+        return Reply(text)
+    turns: list[tuple[str, ListPage]] = []
+    if number > 0:
+        turns.append(("previous", replace(page, number=number - 1)))
+    if number < count - 1:
+        turns.append(("next", replace(page, number=number + 1)))
+    return Reply(text, pages=tuple(turns))
+
+
+async def turn_page(herald: Herald, actor: Principal, page: ListPage) -> Reply:
+    """Previous or Next under a list: that page, read as the list is, for the member
+    who asked for the list in that server only (PermissionDenied for anyone else)."""
+    owner = Principal(actor_id(page.user), discord_tenant(page.guild, page.user))
+    if (actor.id, actor.tenant) != (owner.id, owner.tenant):
+        raise PermissionDenied(
+            "These page buttons belong to someone else's list: `/schedule list` shows yours."
+        )
+    return await list_schedules(herald, actor, page=page)
 
 
 async def show(herald: Herald, actor: ActorRef, schedule_id: int) -> Reply:
@@ -211,7 +260,7 @@ async def change(herald: Herald, actor: ActorRef, verb: str, schedule_id: int) -
         "skip": herald.skip_next,
     }
     schedule = await use_cases[verb](actor, schedule_id)
-    return _answer(schedule, _HEADINGS[verb])
+    return _answer(schedule, _HEADINGS[verb], toggle=verb in ("pause", "resume"))
 
 
 async def timezone(herald: Herald, actor: ActorRef, zone: str | None) -> Reply:

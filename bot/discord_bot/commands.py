@@ -221,7 +221,11 @@ class ScheduleGroup(
         await respond(
             interaction,
             lambda actor: actions.list_schedules(
-                herald_of(interaction), actor, everyone=everyone, state=state
+                herald_of(interaction),
+                actor,
+                page=actions.ListPage(
+                    interaction.guild_id or 0, interaction.user.id, everyone, state
+                ),
             ),
         )
 

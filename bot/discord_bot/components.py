@@ -26,6 +26,8 @@ log = logging.getLogger(__name__)
 
 _STYLES = {
     "edit": ("Edit", discord.ButtonStyle.secondary),
+    "pause": ("Pause", discord.ButtonStyle.secondary),
+    "resume": ("Resume", discord.ButtonStyle.primary),
     "cancel": ("Cancel", discord.ButtonStyle.danger),
     "retry": ("Retry", discord.ButtonStyle.primary),
     "discard": ("Discard", discord.ButtonStyle.secondary),
@@ -39,9 +41,9 @@ def _button(kind: str, action: str, target: int) -> ui.Button[Any]:
 
 class ScheduleButton(
     ui.DynamicItem[ui.Button[Any]],
-    template=r"herald:schedule:(?P<action>cancel|edit):(?P<id>[0-9]{1,19})",
+    template=r"herald:schedule:(?P<action>cancel|edit|pause|resume):(?P<id>[0-9]{1,19})",
 ):
-    """Cancel or Edit under a schedule card."""
+    """Cancel, Edit, Pause or Resume under a schedule card; core checks who clicks."""
 
     def __init__(self, action: str, schedule_id: int) -> None:
         super().__init__(_button("schedule", action, schedule_id))
@@ -61,7 +63,7 @@ class ScheduleButton(
             await update(
                 interaction,
                 lambda actor: actions.change(
-                    herald_of(interaction), actor, "cancel", self.schedule_id
+                    herald_of(interaction), actor, self.action, self.schedule_id
                 ),
             )
 
@@ -97,9 +99,50 @@ class DeadLetterButton(
         await update(interaction, decide)
 
 
+class PageButton(
+    ui.DynamicItem[ui.Button[Any]],
+    template=(
+        r"herald:list:(?P<turn>previous|next):(?P<guild>[0-9]{1,20}):(?P<user>[0-9]{1,20})"
+        r":(?P<everyone>[01]):(?P<state>[a-z]{0,16}):(?P<number>[0-9]{1,6})"
+    ),
+):
+    """Previous or Next under a list: the list replaced by that page, for the member
+    who asked for it in that server only (core reads it as it reads the list)."""
+
+    def __init__(self, turn: str, page: actions.ListPage) -> None:
+        custom_id = (
+            f"herald:list:{turn}:{page.guild}:{page.user}:{int(page.everyone)}:"
+            f"{page.state or ''}:{page.number}"
+        )
+        label = "Previous" if turn == "previous" else "Next"
+        super().__init__(
+            ui.Button(label=label, style=discord.ButtonStyle.secondary, custom_id=custom_id)
+        )
+        self.page = page
+
+    @classmethod
+    async def from_custom_id(
+        cls, interaction: discord.Interaction[Any], item: ui.Item[Any], match: re.Match[str], /
+    ) -> PageButton:
+        page = actions.ListPage(
+            int(match["guild"]),
+            int(match["user"]),
+            match["everyone"] == "1",
+            match["state"] or None,
+            int(match["number"]),
+        )
+        return cls(match["turn"], page)
+
+    async def callback(self, interaction: discord.Interaction[Any]) -> None:
+        await update(
+            interaction,
+            lambda actor: actions.turn_page(herald_of(interaction), actor, self.page),
+        )
+
+
 def view_for(reply: actions.Reply) -> ui.View | None:
     """The buttons of a reply as a view that never times out (None without buttons)."""
-    if not reply.buttons:
+    if not reply.buttons and not reply.pages:
         return None
     view = ui.View(timeout=None)
     for button in reply.buttons:
@@ -107,6 +150,8 @@ def view_for(reply: actions.Reply) -> ui.View | None:
             view.add_item(DeadLetterButton(button.action, button.target))
         else:
             view.add_item(ScheduleButton(button.action, button.target))
+    for turn, page in reply.pages:
+        view.add_item(PageButton(turn, page))
     return view
 
 

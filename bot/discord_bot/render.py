@@ -138,18 +138,34 @@ def detail(found: ScheduleDetail) -> str:
 
 
 def line(schedule: Schedule) -> str:
-    """One schedule in a list."""
+    """One schedule in a list (at most :data:`LINE_MOST` characters)."""
     times = upcoming(schedule, count=1)
     when = f"<t:{int(times[0].timestamp())}:R>" if times else schedule.shown_state
+    place = where(schedule.destination)
+    if len(place) > 62:  # a long redacted address: cut inside its backticks
+        place = place[:60] + "…`"
     return (
         f"**#{schedule.id}** · {when} · {clip(describe(schedule), 60)} · "
-        f"{where(schedule.destination)} · {clip(schedule.body, 50)}"
+        f"{place} · {clip(schedule.body, 50)}"
     )
 
 
-def listing(schedules: list[Schedule], *, everyone: bool = False, state: str | None = None) -> str:
-    """The open schedules (active and paused), or with ``state`` those given, soonest
-    first, within one message."""
+#: A list row's most characters: id (19 digits), timestamp, rule, place and text.
+LINE_MOST = 230
+#: Rows on a list page: 8 rows, the heading and the page line fit in one message.
+PAGE = 8
+
+
+def listing(
+    schedules: list[Schedule],
+    *,
+    everyone: bool = False,
+    state: str | None = None,
+    number: int = 0,
+) -> tuple[str, int, int]:
+    """Page ``number`` (from 0; past the end: the last) of the open schedules (active
+    and paused), or with ``state`` of those given, soonest first: its text, the page
+    shown and how many pages there are."""
     shown = sorted(
         (s for s in schedules if state is not None or s.state in OPEN_STATES),
         key=lambda s: (s.next_run_at is None, s.next_run_at or s.starts_at),
@@ -158,18 +174,13 @@ def listing(schedules: list[Schedule], *, everyone: bool = False, state: str | N
     if state is not None:
         whose += f" {state}"
     if not shown:
-        return f"{whose} list is empty: nothing is scheduled. Start with `/schedule create`."
+        return f"{whose} list is empty: nothing is scheduled. Start with `/schedule create`.", 0, 1
+    pages = -(-len(shown) // PAGE)
+    number = max(0, min(number, pages - 1))
+    rows = [line(s) for s in shown[number * PAGE : (number + 1) * PAGE]]
     head = f"**{whose} schedules** ({len(shown)}):"
-    rows: list[str] = []
-    size = len(head)
-    for schedule in shown:
-        row = line(schedule)
-        if size + len(row) + 80 > MAX_MESSAGE:
-            rows.append(f"…and {len(shown) - len(rows)} more: `/schedule show id:` finds one.")
-            break
-        rows.append(row)
-        size += len(row) + 1
-    return "\n".join([head, *rows])
+    foot = [f"-# Page {number + 1} of {pages}"] if pages > 1 else []
+    return fit("\n".join([head, *rows, *foot])), number, pages
 
 
 def choice_label(schedule: Schedule) -> str:

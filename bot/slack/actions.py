@@ -9,7 +9,7 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.context.respond.async_respond import AsyncRespond
 
 from bot.slack.base import Person, Send
-from bot.slack.blocks import Reply, date_token, notice, schedule_reply
+from bot.slack.blocks import Page, Reply, date_token, notice, schedule_reply
 from bot.slack.commands import DONE, Commands, responder
 from bot.slack.dead import DISCARD, RETRY, decided
 from core.errors import InvalidInput, PermissionDenied
@@ -109,7 +109,31 @@ class Actions(Commands):
             await self.publish_home(person, headline)
             return
         one = str(action.get("block_id", "")).endswith(":one")
-        await responder(respond, replace=one)(schedule_reply(updated, headline))
+        await responder(respond, replace=one)(schedule_reply(updated, headline, full=True))
+
+    # --- list pages ---------------------------------------------------------------
+
+    async def on_list_page(
+        self, ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond
+    ) -> None:
+        with self.tracker.track():
+            await ack()
+            person = await self.entrant(str(body["user"]["id"]), body, responder(respond))
+            if person is None:
+                return
+            await self.guard(self._list_page(body, person, respond), responder(respond))
+
+    async def _list_page(self, body: dict[str, Any], person: Person, respond: AsyncRespond) -> None:
+        """Previous or Next under a list: the list replaced by that page, for the person
+        who asked for it only (in their workspace), read as the list itself is."""
+        if not _herald_surface(body):
+            raise InvalidInput("Herald's buttons work only on Herald's own replies and Home tab.")
+        page = Page.loads(str(_action(body).get("value", "")))
+        if (page.tenant, page.user) != (person.principal.tenant, person.user_id):
+            raise PermissionDenied(
+                "These page buttons belong to someone else's list: `/schedule list` shows yours."
+            )
+        await responder(respond, replace=True)(await self.list_page(person, page))
 
     # --- the Home tab ---------------------------------------------------------------
 

@@ -36,7 +36,7 @@ from bot.http_guard import (
 )
 from bot.slack.actions import Actions
 from bot.slack.base import Tracker
-from bot.slack.blocks import Blocks
+from bot.slack.blocks import PAGE_NEXT, PAGE_PREVIOUS, Blocks
 from bot.slack.dead import DISCARD, RETRY, DeadLetterAlerts
 from bot.slack.directory import error_code
 from bot.slack.modal import CALLBACK
@@ -64,6 +64,7 @@ def register(app: AsyncApp, handlers: Actions) -> None:
     app.action({"block_id": "when", "action_id": "when"})(handlers.on_preview)
     app.action(re.compile(r"^herald_(edit|cancel|pause|resume|skip)$"))(handlers.on_schedule_button)
     app.action("herald_open_modal")(handlers.on_open_modal)
+    app.action(re.compile(f"^({PAGE_PREVIOUS}|{PAGE_NEXT})$"))(handlers.on_list_page)
     app.action(re.compile(f"^({RETRY}|{DISCARD})$"))(handlers.on_dead_letter_button)
     app.event("app_home_opened")(handlers.on_home_opened)
 

@@ -18,7 +18,7 @@ from typing import Any
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.slack.blocks import Reply, notice, refusal
-from bot.slack.directory import Directory, error_code
+from bot.slack.directory import ChannelNames, Directory, error_code
 from bot.slack.home import home_view
 from bot.slack.modal import ModalMeta, fingerprint, fits_input, schedule_modal
 from core.actors import Actor, ActorRef, Principal, slack_tenant
@@ -126,6 +126,7 @@ class Base:
         self.herald = herald
         self.client = client
         self.directory = Directory(client)
+        self.channel_names = ChannelNames(client)
         self.tracker = tracker
         #: The workspaces (team ids) this deployment serves: HERALD_SLACK_TEAM_IDS, else
         #: the bot token's own (auth.test). Empty: none known, every request is refused.

@@ -7,7 +7,9 @@ text is escaped before it is shown (no accidental mention or link).
 
 from __future__ import annotations
 
+import json
 import re
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -15,7 +17,7 @@ from zoneinfo import ZoneInfo
 from bot.slack.grammar import escape, unescape
 from core import calendars, limits, views
 from core.destinations import parse_destination
-from core.errors import HeraldError
+from core.errors import HeraldError, InvalidInput
 from core.feeds import describe_before
 from core.models import Feed, Schedule, ScheduleState
 from core.usecases import ScheduleDetail
@@ -26,7 +28,12 @@ Blocks = list[dict[str, Any]]
 Reply = tuple[str, Blocks]
 
 NEXT_COUNT = 3
-LIST_LIMIT = 15
+#: Schedules on a list page: each takes a divider, a section and its buttons (3 blocks),
+#: the page a heading, a context and the page buttons; 15 * 3 + 3 = 48, within the 50
+#: blocks of a message (limits.SLACK_MESSAGE_BLOCKS).
+LIST_PAGE = 15
+PAGE_PREVIOUS = "herald_list_previous"
+PAGE_NEXT = "herald_list_next"
 QUOTE_LIMIT = 300
 
 
@@ -175,10 +182,16 @@ def schedule_blocks(
     return blocks
 
 
-def schedule_reply(schedule: Schedule, headline: str, *, read_back: bool = False) -> Reply:
+def schedule_reply(
+    schedule: Schedule, headline: str, *, read_back: bool = False, full: bool = False
+) -> Reply:
     """A confirmation: what happened, then the schedule with Edit and Cancel
-    (``read_back``: of a time just written, see :func:`summary`)."""
-    blocks = [section(headline), *schedule_blocks(schedule, one=True, read_back=read_back)]
+    (``read_back``: of a time just written, see :func:`summary`; ``full``: with Pause
+    or Resume and Skip too, as after a pause or a resume)."""
+    blocks = [
+        section(headline),
+        *schedule_blocks(schedule, full=full, one=True, read_back=read_back),
+    ]
     return f"{headline} (#{schedule.id})", blocks
 
 
@@ -202,22 +215,67 @@ def refusal(error: HeraldError) -> Reply:
     return notice(f":warning: {shown(error)}")
 
 
-def list_reply(schedules: list[Schedule], *, everyone: bool, state: str | None = None) -> Reply:
-    whose = "Everyone's" if everyone else "Your"
-    if state is not None:
-        whose += f" {state}"
+@dataclass(frozen=True)
+class Page:
+    """One page of a list, as its Next and Previous buttons carry it: whose list it is
+    (the tenant and the Slack user who asked; anyone else's click is refused), which
+    list (``everyone``, ``state``) and which page (from 0)."""
+
+    tenant: str
+    user: str
+    everyone: bool = False
+    state: str | None = None
+    number: int = 0
+
+    def dumps(self) -> str:
+        return json.dumps(
+            [self.tenant, self.user, int(self.everyone), self.state, self.number],
+            separators=(",", ":"),
+        )
+
+    @classmethod
+    def loads(cls, value: str) -> Page:
+        """A button's value read back; InvalidInput when it is not one of Herald's."""
+        try:
+            tenant, user, everyone, state, number = json.loads(value)
+            page = cls(str(tenant), str(user), bool(everyone), state, int(number))
+        except (ValueError, TypeError):
+            raise InvalidInput("That button carries no list page.") from None
+        if page.number < 0 or not (page.state is None or isinstance(page.state, str)):
+            raise InvalidInput("That button carries no list page.")
+        return page
+
+    def turned(self, step: int) -> Page:
+        return replace(self, number=self.number + step)
+
+
+def list_reply(schedules: list[Schedule], page: Page) -> Reply:
+    """Page ``page.number`` of ``schedules`` (:data:`LIST_PAGE` a page), with Previous
+    and Next buttons when there are other pages. A page past the end shows the last."""
+    whose = "Everyone's" if page.everyone else "Your"
+    if page.state is not None:
+        whose += f" {page.state}"
     if not schedules:
         text = f"{whose} schedule list is empty. Try `/schedule help` to make one."
         return notice(text)
-    shown = schedules[:LIST_LIMIT]
-    blocks: Blocks = [section(f"*{whose} schedules* ({len(schedules)})")]
+    pages = -(-len(schedules) // LIST_PAGE)
+    number = min(page.number, pages - 1)
+    first = number * LIST_PAGE
+    shown = schedules[first : first + LIST_PAGE]
+    where_in = f", {first + 1}–{first + len(shown)}" if pages > 1 else ""
+    blocks: Blocks = [section(f"*{whose} schedules* ({len(schedules)}{where_in})")]
     for schedule in shown:
         blocks.append({"type": "divider"})
-        blocks.extend(schedule_blocks(schedule, full=True, owner=everyone))
-    if len(schedules) > LIST_LIMIT:
-        blocks.append(
-            context(f"…and {len(schedules) - LIST_LIMIT} more: `herald list` shows them all.")
-        )
+        blocks.extend(schedule_blocks(schedule, full=True, owner=page.everyone))
+    if pages > 1:
+        here = replace(page, number=number)
+        turns = []
+        if number > 0:
+            turns.append(button("Previous", PAGE_PREVIOUS, here.turned(-1).dumps()))
+        if number < pages - 1:
+            turns.append(button("Next", PAGE_NEXT, here.turned(1).dumps()))
+        blocks.append(context(f"Page {number + 1} of {pages}"))
+        blocks.append({"type": "actions", "block_id": "list_pages", "elements": turns})
     return f"{whose} schedules: {len(schedules)}", blocks
 
 

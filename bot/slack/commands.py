@@ -13,6 +13,7 @@ from slack_bolt.context.respond.async_respond import AsyncRespond
 from bot.slack import grammar
 from bot.slack.base import ACK_BUDGET, SORRY, Base, Person, Send
 from bot.slack.blocks import (
+    Page,
     Reply,
     date_token,
     detail_reply,
@@ -79,12 +80,9 @@ class Commands(Base):
                 await send(notice(grammar.HELP))
             case grammar.OpenModal():
                 await self.open_modal(str(body["trigger_id"]), person, channel=channel)
-            case grammar.Listing(everyone=everyone, state=None):
-                schedules = await self.live_schedules(actor, everyone=everyone)
-                await send(list_reply(schedules, everyone=everyone))
-            case grammar.Listing(everyone=everyone, state=str(state)):
-                schedules = await self.herald.list_schedules(actor, everyone=everyone, state=state)
-                await send(list_reply(schedules, everyone=everyone, state=state))
+            case grammar.Listing(everyone=everyone, state=state):
+                page = Page(actor.tenant, user_id, everyone, state)
+                await send(await self.list_page(person, page))
             case grammar.Timezone(zone=None):
                 await send(notice(self._zone_text(person)))
             case grammar.Timezone(zone=str(zone)):
@@ -97,7 +95,7 @@ class Commands(Base):
                 await self.open_modal(str(body["trigger_id"]), person, schedule=detail.schedule)
             case grammar.Act(verb=verb, schedule_id=sid):
                 updated = await self.change(person, verb, sid)
-                await send(schedule_reply(updated, f"{DONE[verb]} schedule #{sid}."))
+                await send(schedule_reply(updated, f"{DONE[verb]} schedule #{sid}.", full=True))
             case grammar.Create():
                 await send(await self._create(person, command, channel, body))
             case grammar.FeedAdd():
@@ -114,6 +112,18 @@ class Commands(Base):
             f"Herald reads your times in *{person.zone}* ({person.zone_source}). "
             "Change it with `/schedule timezone Europe/Berlin`."
         )
+
+    async def list_page(self, person: Person, page: Page) -> Reply:
+        """One page of the person's list (or everyone's: core refuses those who may
+        not see it), exactly as ``/schedule list`` reads it."""
+        actor = person.principal
+        if page.state is None:
+            schedules = await self.live_schedules(actor, everyone=page.everyone)
+        else:
+            schedules = await self.herald.list_schedules(
+                actor, everyone=page.everyone, state=page.state
+            )
+        return list_reply(schedules, page)
 
     async def change(self, person: Person, verb: str, schedule_id: int) -> Schedule:
         """Cancel, pause, resume or skip: one use case each."""
@@ -132,12 +142,15 @@ class Commands(Base):
         self, person: Person, command: grammar.Create, here: str, body: dict[str, Any]
     ) -> Reply:
         channel = command.channel or here
+        if command.channel_name is not None:
+            channel = await self.channel_names.find(person.principal.tenant, command.channel_name)
+        when, text = self._reading(person, command)
         await self.directory.check_member(person.user_id, channel)
         schedule, created = await self.herald.create_schedule(
             person.principal,
             to=f"slack:{channel}",
-            when=command.when,
-            text=command.text,
+            when=when,
+            text=text,
             tz=person.zone,
             key=f"slack-trigger:{body['trigger_id']}" if body.get("trigger_id") else None,
         )
@@ -145,6 +158,25 @@ class Commands(Base):
         return schedule_reply(
             schedule, f"{headline} for {where(schedule.destination)}.", read_back=created
         )
+
+    def _reading(self, person: Person, command: grammar.Create) -> tuple[str, str]:
+        """``(when, text)`` of a create: in /remind's order the first reading whose WHEN
+        reads as a time (in the person's zone); else the only one. When none reads,
+        the first reading's error (with its suggestion) is raised."""
+        readings = [(command.when, command.text), *command.alternatives]
+        if len(readings) == 1:
+            return readings[0]
+        first: HeraldError | None = None
+        for when, text in readings:
+            try:
+                phrase, _ = calendars.split_skip_phrase(when)
+                self.herald.read_when(phrase, person.zone, actor=person.principal)
+            except HeraldError as exc:
+                first = first or exc
+                continue
+            return when, text
+        assert first is not None
+        raise first
 
     async def _feed_add(self, person: Person, command: grammar.FeedAdd, here: str) -> Reply:
         """An admin subscribes a channel (default: this one) to a calendar; core refuses

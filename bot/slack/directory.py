@@ -144,3 +144,79 @@ class Directory:
             f"You can only schedule into channels you are a member of: join <#{channel_id}> "
             "first, or pick another channel."
         )
+
+
+#: How long the channel names of a workspace are kept (a miss older than
+#: NAMES_RETRY asks again, so a channel just made is found).
+NAMES_TTL = 60.0
+NAMES_RETRY = 5.0
+MAX_CHANNEL_PAGES = 50
+LIST_LIMIT = 999
+
+
+class ChannelNames:
+    """Public channels by name, from ``conversations.list`` (paged, archived ones left
+    out), cached per workspace for :data:`NAMES_TTL` seconds.
+
+    https://api.slack.com/methods/conversations.list: ``types`` defaults to
+    ``public_channel``; ``limit`` "must be an integer under 1000" (999: the fewest calls
+    of this Tier 2 method), and a page may hold fewer; pages follow
+    ``response_metadata.next_cursor`` until it is empty."""
+
+    def __init__(self, client: AsyncWebClient, *, ttl: float = NAMES_TTL) -> None:
+        self.client = client
+        self.ttl = ttl
+        self._names: dict[str, tuple[float, dict[str, list[str]]]] = {}
+
+    async def find(self, team: str, name: str) -> str:
+        """The id of the public channel ``name`` (without ``#``) in ``team``.
+
+        Raises Refusal when no channel has that name, when several do (Enterprise Grid
+        shares channels between workspaces), or when Slack cannot be asked."""
+        name = name.lower()
+        cached = self._names.get(team)
+        now = time.monotonic()
+        fresh = cached is not None and now - cached[0] < self.ttl
+        if not fresh or (
+            cached is not None and name not in cached[1] and now - cached[0] > NAMES_RETRY
+        ):
+            cached = (now, await self._list(name))
+            self._names[team] = cached
+        assert cached is not None
+        ids = cached[1].get(name, [])
+        if not ids:
+            raise Refusal(
+                f"There is no public channel named `#{name}` that Herald can see: check the "
+                "spelling, or pick the channel from Slack's suggestions as you type (a "
+                "private channel is found only that way)."
+            )
+        if len(ids) > 1:
+            links = ", ".join(f"<#{i}>" for i in ids)
+            raise Refusal(
+                f"Several channels are named `#{name}` ({links}): pick the one you mean "
+                "from Slack's suggestions as you type."
+            )
+        return ids[0]
+
+    async def _list(self, wanted: str) -> dict[str, list[str]]:
+        names: dict[str, list[str]] = {}
+        cursor: str | None = None
+        for _ in range(MAX_CHANNEL_PAGES):
+            try:
+                answer = await self.client.conversations_list(
+                    types="public_channel", exclude_archived=True, limit=LIST_LIMIT, cursor=cursor
+                )
+            except _FAILURES as exc:
+                code = error_code(exc)
+                log.warning("slack conversations.list failed: %s", code)
+                raise Refusal(
+                    f"Herald could not look up `#{wanted}` with Slack just now ({code}); "
+                    "try again in a minute, or pick the channel from Slack's suggestions."
+                ) from None
+            for channel in answer.get("channels") or []:
+                if isinstance(channel, dict) and channel.get("id") and channel.get("name"):
+                    names.setdefault(str(channel["name"]).lower(), []).append(str(channel["id"]))
+            cursor = (answer.get("response_metadata") or {}).get("next_cursor") or None
+            if not cursor:
+                break
+        return names

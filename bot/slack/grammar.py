@@ -12,13 +12,23 @@ Grammar (the first word decides; keywords are not case-sensitive)::
                                            a colon right after a word does too, "in 5
                                            minutes:hi", when it is the only such colon)
     /schedule [#channel] "MESSAGE" WHEN    the /remind form (straight or curly quotes)
+    /schedule remind [#channel] [to] MESSAGE WHEN
+                                           /remind's own order, without quotes: WHEN
+                                           starts at the first time word from which the
+                                           rest reads as a time (the Slack layer reads)
     /schedule list [all] [STATE]
-    /schedule show|edit|cancel|pause|resume|skip ID
+    /schedule show|edit|cancel|pause|resume|skip ID    (delete and remove: cancel)
     /schedule timezone [ZONE]
     /schedule feed add [#channel] URL [before 10m][: TEMPLATE]     (admins)
     /schedule feed list
     /schedule feed remove ID
     /schedule help
+
+``#channel`` is a channel link, or a name typed as plain text (``#general``), which the
+Slack layer finds by name (:class:`Create` ``channel_name``). A first word that is no
+command, followed by nothing or by a schedule number (``frobnicate 3``), is answered
+"Unknown command" (such a text never schedules anything), unless it is a time word
+(``tomorrow``), which gets the time-format answer.
 
 WHEN may end with ``except holidays from URL`` (core's
 :func:`core.calendars.split_skip_phrase` reads it); Slack sends a URL as a link,
@@ -35,6 +45,7 @@ from dataclasses import dataclass
 
 from core.errors import InvalidInput
 from core.models import STATE_FILTERS
+from core.timeexpr_words import MONTHS, WEEKDAYS
 
 EXAMPLE = "/schedule #general every weekday at 9am: Standup in 5 minutes!"
 QUOTED_EXAMPLE = '/schedule #general "Lunch!" tomorrow at noon'
@@ -45,14 +56,22 @@ FEED_EXAMPLE = (
 SKIP_EXAMPLE = (
     "/schedule every weekday at 9am except holidays from https://example.org/holidays.ics: Standup!"
 )
+REMIND_EXAMPLE = "/schedule remind #general to Standup every weekday at 9am"
 VERBS = ("show", "edit", "cancel", "pause", "resume", "skip")
-KEYWORDS = frozenset({*VERBS, "list", "timezone", "help", "feed", "feeds"})
+#: Other words for a verb, as /remind and other bots say it.
+ALIASES = {"delete": "cancel", "remove": "cancel"}
+KEYWORDS = frozenset({*VERBS, *ALIASES, "list", "timezone", "help", "feed", "feeds"})
+COMMANDS = (
+    "list, show, edit, pause, resume, skip, cancel (delete, remove), timezone, feed, remind, help"
+)
 
 HELP = f"""*How to use /schedule*
 • `/schedule [#channel] WHEN: MESSAGE`: schedule a message, e.g. `{EXAMPLE}`
   Without a channel it goes to the channel you type in. ": " (a colon and a space) ends the \
 time (`in 5 minutes:hi` works too).
-• `/schedule #general "MESSAGE" WHEN`: the same, in /remind's order.
+• `/schedule #general "MESSAGE" WHEN`: the same, in /remind's order; or without \
+quotes, `/schedule remind #general to MESSAGE WHEN`. A channel may be typed as plain \
+text (`#general`): Herald finds it by name.
 • WHEN is anything the `herald` CLI reads: `in 10 minutes`, `in an hour and a half`, \
 `tomorrow at 14:00`, `2026-04-01 08:00`, `every weekday at 9am` (or `at 9am on weekdays`), \
 `every other friday at 17:00 until june 30`, `every month on the last day at 18:00`, \
@@ -62,7 +81,7 @@ without a time (`every monday`) is sent at the default time (09:00 unless Herald
 chose another), and the reply says so.
 • `/schedule` alone opens a form with a channel picker, a preview and date and time pickers.
 • `/schedule list` (operators and admins: `list all`; one state: `list failed`), \
-`show ID`, `edit ID`, `cancel ID`, \
+`show ID`, `edit ID`, `cancel ID` (or `delete ID`, `remove ID`), \
 `pause ID`, `resume ID`, `skip ID` (skip the next occurrence only).
 • End WHEN with `except holidays from URL` to skip the dates of an iCalendar (.ics) \
 file's events, e.g. `{SKIP_EXAMPLE}` (the form has a field for it too).
@@ -90,6 +109,13 @@ class Create:
     when: str
     text: str
     channel: str | None = None
+    #: A channel typed as plain text (``#general``: "general"), found by name by the
+    #: Slack layer; ``channel`` is None then.
+    channel_name: str | None = None
+    #: /remind's order (``remind #general to MESSAGE WHEN``): other readings
+    #: ``(when, text)``, each with WHEN starting at a later word; the first whose WHEN
+    #: reads as a time wins (``when``/``text`` first). Empty for the other forms.
+    alternatives: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -151,6 +177,8 @@ Command = Create | Act | Listing | Timezone | Help | OpenModal | FeedAdd | FeedL
 _CHANNEL = re.compile(r"<#([CG][A-Z0-9]+)(?:\|[^>]*)?>")
 _PERSON = re.compile(r"<[@!][^>]*>")
 _RAW_CHANNEL = re.compile(r"#[\w.-]+")
+#: A channel typed as plain text: "#" and what follows up to a space.
+_TYPED_CHANNEL = re.compile(r"#\S+")
 _ID = re.compile(r"#?(\d{1,18})")
 _SEPARATOR = re.compile(r":(?:\s|$)")
 # a colon glued to the word before and the message after ("in 5 minutes:hi"); not in
@@ -193,8 +221,12 @@ def parse(text: str) -> Command:
     keyword = head.lower()
     if keyword in ("feed", "feeds"):
         return _feed(tail.strip())
+    keyword = ALIASES.get(keyword, keyword)
     if keyword in KEYWORDS:
         return _keyword(keyword, tail.split())
+    if keyword == "remind":
+        return _remind(tail.strip())
+    _refuse_unknown(head, tail)
     return _create(raw)
 
 
@@ -233,6 +265,7 @@ def _keyword(keyword: str, args: list[str]) -> Command:
 
 def _create(raw: str) -> Create:
     channel: str | None = None
+    name: str | None = None
     rest = raw
     if match := _CHANNEL.match(rest):
         channel = match.group(1)
@@ -241,12 +274,16 @@ def _create(raw: str) -> Create:
         raise Refusal(
             f"Herald posts into channels, not to people: name a channel, e.g. `{EXAMPLE}`."
         )
-    elif match := _RAW_CHANNEL.match(rest):
-        raise Refusal(
-            f"Slack did not turn `{escape(match.group(0))}` into a channel link: pick the "
-            "channel from Slack's suggestions as you type, or use `/schedule` alone to "
-            "open the form."
-        )
+    elif match := _TYPED_CHANNEL.match(rest):
+        name = _channel_name(match.group(0))
+        rest = rest[match.end() :].strip()
+    if name is not None:
+        return _named(_create_in(rest, channel), name)
+    return _create_in(rest, channel)
+
+
+def _create_in(rest: str, channel: str | None) -> Create:
+    """The schedule after the channel (if any): ``WHEN: MESSAGE`` or ``"MESSAGE" WHEN``."""
     if not rest:
         raise Refusal(f"Say when and what to send after the channel, e.g. `{EXAMPLE}`.")
     if rest[0] in _QUOTES:
@@ -264,6 +301,105 @@ def _create(raw: str) -> Create:
     if not message:
         raise Refusal(f"The message after the colon is empty: say what to send, e.g. `{EXAMPLE}`.")
     return Create(when, message, channel)
+
+
+#: A Slack channel name: at most 80 letters (any script), digits, hyphens, underscores
+#: and periods, no spaces (https://api.slack.com/methods/conversations.create, ``name``).
+_NAME = re.compile(r"[\w.\-]{1,80}")
+#: A first word that may be a command: letters only.
+_WORD = re.compile(r"[a-z]+")
+#: Where WHEN may start in /remind's order ("… at 5pm", "… every monday", "… in 5
+#: minutes", "… tomorrow", "… 2026-04-01 08:00", "… 0 9 * * 1-5"): a time word, a
+#: weekday or a month, or a number.
+_TIME_WORDS = (
+    "at", "in", "on", "every", "each", "tomorrow", "today", "tonight", "next", "this",
+    "daily", "hourly", "weekly", "monthly", "yearly", "annually", "fortnightly", "noon",
+    "midday", "midnight", "eod", "end", "weekdays", "weekends", "rrule", "after",
+    *WEEKDAYS, *MONTHS,
+)  # fmt: skip
+_TIME_START_RE = re.compile(
+    r"(?:\d|(?:" + "|".join(sorted(_TIME_WORDS, key=len, reverse=True)) + r")(?![\w-]))",
+    re.I,
+)
+_FIRST_TO = re.compile(r"to\b", re.I)
+
+
+def _channel_name(typed: str) -> str:
+    """The channel name in a plain ``#name``; Refusal when Slack allows no such name."""
+    name = typed.removeprefix("#").lower()
+    if not _NAME.fullmatch(name):
+        raise Refusal(
+            f"`{escape(typed)}` is not a Slack channel name: pick the channel from Slack's "
+            "suggestions as you type, or use `/schedule` alone to open the form."
+        )
+    return name
+
+
+def _named(create: Create, name: str) -> Create:
+    return Create(create.when, create.text, None, name, create.alternatives)
+
+
+def _refuse_unknown(head: str, tail: str) -> None:
+    """Refuse a first word that looks like a command and is none: a lone word, or a
+    word and a schedule number (``frobnicate 3``). Such a text has no ": " and no
+    quote, so it never schedules anything; a time word (or a near miss of one,
+    "tomorow") is left to the time-format answer, which suggests a spelling."""
+    word = head.lower()
+    rest = tail.strip()
+    if not _WORD.fullmatch(word) or (rest and not _ID.fullmatch(rest)):
+        return
+    from core.fuzzy import closest
+    from core.timeexpr_suggest import vocabulary
+
+    commands = sorted({*KEYWORDS, "remind"} - {"feeds"})
+    near = closest(word, commands)
+    if near is None and (word in vocabulary() or closest(word, vocabulary()) is not None):
+        return
+    hint = f" Did you mean `{near}`?" if near is not None else ""
+    raise Refusal(
+        f"Unknown command `{escape(word)}`.{hint} Commands: {COMMANDS}; or schedule "
+        f"with `{EXAMPLE}`. `/schedule help` says more."
+    )
+
+
+def _remind(tail: str) -> Create:
+    """/remind's order: ``[#channel] [to] MESSAGE WHEN``. With ": " or a quoted
+    message it is read as the other forms; else WHEN may start at any word of
+    :data:`_TIME_START` after the message's first word, or at a number, and every
+    such reading is offered, earliest first (the Slack layer keeps the first that
+    reads as a time)."""
+    channel: str | None = None
+    name: str | None = None
+    rest = tail
+    if match := _CHANNEL.match(rest):
+        channel, rest = match.group(1), rest[match.end() :].strip()
+    elif match := _TYPED_CHANNEL.match(rest):
+        name, rest = _channel_name(match.group(0)), rest[match.end() :].strip()
+    elif rest.split(maxsplit=1)[:1] == ["me"] or _PERSON.match(rest):
+        raise Refusal(
+            f"Herald reminds channels, not people: name a channel, e.g. `{REMIND_EXAMPLE}`."
+        )
+    if (first := _FIRST_TO.match(rest)) is not None:
+        rest = rest[first.end() :]
+    rest = rest.strip()
+    if not rest:
+        raise Refusal(f"Say what to send and when, e.g. `{REMIND_EXAMPLE}`.")
+    if rest[0] in _QUOTES or _split(rest) is not None:
+        found = _create_in(rest, channel)
+        return found if name is None else _named(found, name)
+    starts = [m.start() for m in re.finditer(r"\S+", rest)]
+    readings = [
+        (plain(rest[at:]).strip(), rest[:at].strip())
+        for at in starts[1:]
+        if _TIME_START_RE.match(rest, at)
+    ]
+    if not readings:
+        raise Refusal(
+            f"Could not find when to send it: end with a time, e.g. `{REMIND_EXAMPLE}`, "
+            f"or write `{EXAMPLE}`."
+        )
+    (when, text), *others = readings
+    return Create(when, text, channel, name, tuple(others))
 
 
 def _split(rest: str) -> tuple[int, int] | None:

@@ -56,6 +56,11 @@ class Delivery:
     #: Per-schedule presentation options (Slack ``blocks``, ``username``, ``icon_url``,
     #: email ``subject``...). Never secrets.
     options: Mapping[str, Any] = field(default_factory=dict)
+    #: The name of whoever scheduled it, to show under the message (a shared channel
+    #: of a tenant that wants it, core.settings ``scheduled_by``); None: show none.
+    #: A name as the members table has it, never a mention: a channel shows it
+    #: so that nobody is notified.
+    scheduled_by: str | None = None
 
 
 @dataclass(slots=True)

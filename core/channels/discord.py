@@ -65,6 +65,22 @@ def allowed_mentions(delivery: Delivery) -> dict[str, Any]:
     return found if isinstance(found, dict) else USERS_ONLY
 
 
+_MARKDOWN = re.compile(r"([\\*_~`|>#\[\]()<:-])")
+
+
+def credited(body: str, name: str | None) -> str:
+    """``body`` with a last line saying who scheduled it (``-# scheduled by @Ada``, small
+    grey text), or as it is without a name or when the line would take it past 2,000
+    characters. The name is Markdown-escaped and its ``@`` broken by a zero-width
+    space, so it can neither format nor mention; ``allowed_mentions`` stays as it is
+    (https://discord.com/developers/docs/reference#message-formatting)."""
+    if not name:
+        return body
+    shown = _MARKDOWN.sub(r"\\\1", " ".join(name.split())[:100]).replace("@", "@\u200b")
+    line = f"\n-# scheduled by @\u200b{shown}"
+    return body + line if len(body) + len(line) <= MAX_CONTENT else body
+
+
 @dataclass
 class _Bucket:
     remaining: int
@@ -285,7 +301,7 @@ class DiscordChannel(_DiscordHTTP):
     def payload(self, delivery: Delivery) -> dict[str, Any]:
         """The JSON body of the create-message request for ``delivery``."""
         body: dict[str, Any] = {
-            "content": delivery.body,
+            "content": credited(delivery.body, delivery.scheduled_by),
             "nonce": discord_nonce(delivery.idempotency_key),
             "enforce_nonce": True,
             "allowed_mentions": allowed_mentions(delivery),

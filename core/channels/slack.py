@@ -87,6 +87,29 @@ ADVICE: dict[str, str] = {
 }
 
 
+#: The most blocks in a message (https://docs.slack.dev/reference/methods/chat.postMessage).
+MAX_BLOCKS = 50
+
+
+def credit(args: dict[str, Any], name: str) -> None:
+    """Say under the message who scheduled it: a context block after the message's own
+    blocks (https://docs.slack.dev/reference/block-kit/blocks/context-block), else a
+    last line of its text. The name is plain text, escaped: no ``<@U…>`` mention (which
+    would notify the owner at every send), no link, and ``link_names`` is never set
+    (chat.postMessage), so ``@name`` notifies nobody. Left out when there is no room
+    (50 blocks)."""
+    name = " ".join(name.split())[:150]
+    blocks = args.get("blocks")
+    if isinstance(blocks, list) and blocks:
+        if len(blocks) < MAX_BLOCKS:  # plain_text: shown as written, never a link
+            text = {"type": "plain_text", "text": f"scheduled by @{name}", "emoji": False}
+            args["blocks"] = [*blocks, {"type": "context", "elements": [text]}]
+        return
+    shown = name.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    line = f"scheduled by @{shown}"
+    args["text"] = f"{args['text']}\n{line if '_' in shown else f'_{line}_'}"
+
+
 class _Answer(NamedTuple):
     """A Web API answer with HTTP 200: its status, JSON body and the token's scopes."""
 
@@ -150,6 +173,8 @@ class SlackChannel(Channel):
         blocks = options.get("blocks")
         if blocks:
             args["blocks"] = json.loads(blocks) if isinstance(blocks, str) else blocks
+        if delivery.scheduled_by:
+            credit(args, delivery.scheduled_by)
         for name in PASSED_OPTIONS:
             if options.get(name) is not None:
                 args[name] = options[name]

@@ -57,6 +57,10 @@ class ClaimedJob:
     options: dict[str, Any]
     #: The schedule's time zone (what ``{date}`` in its text means).
     timezone: str = "UTC"
+    #: The schedule's tenant, and its owner's name as the members table has it ("" when
+    #: Herald knows none): a delivered message may say who scheduled it.
+    tenant: str = ""
+    owner_name: str = ""
 
 
 @dataclass(slots=True)
@@ -121,8 +125,14 @@ class DeadLetter:
 # only write lock (BEGIN IMMEDIATE), so the chosen rows need no second state test.
 _SCHEDULE_FIELDS = ", ".join(
     f"(SELECT {column} FROM schedule WHERE schedule.id = job.schedule_id)"
-    for column in ("destination", "body", "rrule", "max_lateness_s", "options", "timezone")
-)
+    for column in (
+        "destination", "body", "rrule", "max_lateness_s", "options", "timezone", "tenant"
+    )
+)  # fmt: skip
+# The owner's name, by the member table's primary key (tenant, id).
+_OWNER_NAME = """(SELECT member.display_name FROM schedule JOIN member
+    ON member.tenant = schedule.tenant AND member.id = schedule.owner
+    WHERE schedule.id = job.schedule_id)"""
 _SQLITE_CLAIM = f"""
 UPDATE job SET state = 'claimed', lease_owner = ?, lease_expires_at = ?,
     attempts = attempts + 1, updated_at = ?
@@ -130,7 +140,8 @@ WHERE id IN (
     SELECT id FROM job INDEXED BY ix_job_waiting_due
     WHERE {WAITING_SQL} AND due_at <= ? ORDER BY due_at, id LIMIT ?
 )
-RETURNING id, schedule_id, occurrence_at, due_at, attempts, idempotency_key, {_SCHEDULE_FIELDS}
+RETURNING id, schedule_id, occurrence_at, due_at, attempts, idempotency_key, {_SCHEDULE_FIELDS},
+    {_OWNER_NAME}
 """
 
 # Recording outcomes on SQLite (PostgreSQL: _PG_RECORD and after), written with %s
@@ -200,7 +211,9 @@ WHERE job.id = ANY(ARRAY(
     AND schedule.id = job.schedule_id
 RETURNING job.id, job.schedule_id, job.occurrence_at, job.due_at, job.attempts,
     job.idempotency_key, schedule.destination, schedule.body, schedule.rrule,
-    schedule.max_lateness_s, schedule.options::text, schedule.timezone
+    schedule.max_lateness_s, schedule.options::text, schedule.timezone, schedule.tenant,
+    (SELECT member.display_name FROM member
+        WHERE member.tenant = schedule.tenant AND member.id = schedule.owner)
 """
 # Recording, in one statement: every attempt, and every job's new state where this
 # worker still holds it (the ids returned).
@@ -356,6 +369,8 @@ def _claimed(row: Any, at: Callable[[Any], datetime]) -> ClaimedJob:
         row[9],
         _options(row[10]),
         row[11],
+        row[12] or "",
+        row[13] or "",
     )
 
 

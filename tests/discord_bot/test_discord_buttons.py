@@ -65,6 +65,52 @@ async def test_someone_elses_click_is_refused_to_them_alone(
     assert (await herald.show_schedule(who(OWNER), 1)).schedule.state == "active"
 
 
+async def paused_card(adapter: DiscordAdapter, make: Make) -> discord.Message:
+    """Schedule, then /schedule pause it; the reply it answered, as a message."""
+    await card(adapter, make)
+    inter = make()
+    await command(adapter, "pause")._do_call(inter, {"id": "1"})  # type: ignore[arg-type]
+    assert str(inter.last.content).startswith("Paused") and inter.last.view is not None
+    return message_with(adapter.client, inter.last.view, str(inter.last.content))
+
+
+async def test_pause_offers_resume_and_resume_offers_pause(
+    adapter: DiscordAdapter, interaction: Make, herald: Herald
+) -> None:
+    message = await paused_card(adapter, interaction)
+    assert [c.custom_id for c in message.components[0].children] == [  # type: ignore[union-attr]
+        "herald:schedule:edit:1",
+        "herald:schedule:resume:1",
+        "herald:schedule:cancel:1",
+    ]
+    resumed = interaction(message=message)
+    await click(adapter.client, resumed, "herald:schedule:resume:1")
+    assert str(resumed.last.content).startswith("Resumed")
+    assert resumed.last.custom_ids == [
+        "herald:schedule:edit:1",
+        "herald:schedule:pause:1",
+        "herald:schedule:cancel:1",
+    ]
+    assert (await herald.show_schedule(who(OWNER), 1)).schedule.state == "active"
+
+    again = interaction(message=message_with(adapter.client, resumed.last.view))
+    await click(adapter.client, again, "herald:schedule:pause:1")
+    assert "herald:schedule:resume:1" in again.last.custom_ids
+    assert (await herald.show_schedule(who(OWNER), 1)).schedule.state == "paused"
+
+
+async def test_someone_elses_resume_is_refused(
+    adapter: DiscordAdapter, interaction: Make, herald: Herald
+) -> None:
+    message = await paused_card(adapter, interaction)
+    inter = interaction(STRANGER, message=message)
+
+    await click(adapter.client, inter, "herald:schedule:resume:1")
+
+    assert inter.last.content == "There is no schedule 1 of yours."
+    assert (await herald.show_schedule(who(OWNER), 1)).schedule.state == "paused"
+
+
 async def test_edit_opens_a_prefilled_form_and_applies_it(
     adapter: DiscordAdapter, interaction: Make, herald: Herald
 ) -> None:

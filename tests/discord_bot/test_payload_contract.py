@@ -15,7 +15,13 @@ import discord
 import pytest
 
 from bot.discord_bot import DiscordAdapter, actions, choices, render
-from bot.discord_bot.components import DeadLetterButton, EditForm, ScheduleButton, view_for
+from bot.discord_bot.components import (
+    DeadLetterButton,
+    EditForm,
+    PageButton,
+    ScheduleButton,
+    view_for,
+)
 from core import limits
 from core.models import Schedule
 from core.usecases import Herald
@@ -47,7 +53,13 @@ def components(reply: actions.Reply) -> None:
             custom_id = button["custom_id"]
             assert len(custom_id) <= limits.DISCORD_CUSTOM_ID.size
             assert len(button["label"]) <= limits.DISCORD_BUTTON_LABEL.size
-            handler = DeadLetterButton if ":dead:" in custom_id else ScheduleButton
+            handler = (
+                DeadLetterButton
+                if ":dead:" in custom_id
+                else PageButton
+                if ":list:" in custom_id
+                else ScheduleButton
+            )
             # a click after a restart finds its handler by this template
             assert handler.__discord_ui_compiled_template__.fullmatch(custom_id), custom_id
 
@@ -59,10 +71,21 @@ async def test_messages_and_their_buttons(many: list[Schedule]) -> None:
         )
         content(reply.text)
         components(reply)
+        components(actions.Reply("Paused.", actions.buttons_for(schedule, toggle=True)))
         content(render.detail(x.detail_of(schedule)))
         assert len(render.choice_label(schedule)) <= limits.DISCORD_CHOICE_NAME.size
     for everyone in (False, True):
-        content(render.listing(many * 10, everyone=everyone))
+        listed = many * 10
+        for number in (0, 1, 10**6):
+            text, shown, pages = render.listing(listed, everyone=everyone, number=number)
+            assert pages > 2 and 0 <= shown < pages
+            content(text)
+            for row in text.splitlines()[1:-1]:
+                assert len(row) <= render.LINE_MOST, row
+            big = 10**19  # Discord's snowflakes are 64-bit: at most 20 digits
+            page = actions.ListPage(big, big, everyone, "cancelled", 10**5)
+            components(actions.Reply(text, pages=(("previous", page), ("next", page))))
+    assert render.PAGE * render.LINE_MOST + 100 <= limits.DISCORD_CONTENT.size
     for n in range(3):
         alert = actions.alert(x.finished(n))
         content(alert.text)

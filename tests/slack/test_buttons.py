@@ -30,9 +30,33 @@ async def test_a_click_in_a_list_answers_beside_it(env: SlackEnv) -> None:
     await env.send.click("herald_pause", str(sid), block_id=f"schedule:{sid}")
     reply = await env.reply(2)
     assert reply["replace_original"] is False
-    assert "Paused" in text_of(reply) and "herald_resume" not in action_ids(reply)
+    assert "Paused" in text_of(reply)
+    assert action_ids(reply) == ["herald_edit", "herald_resume", "herald_cancel"]
     await env.send.click("herald_resume", str(sid), block_id=f"schedule:{sid}")
-    assert "Resumed" in text_of(await env.reply(3))
+    resumed = await env.reply(3)
+    assert "Resumed" in text_of(resumed)
+    assert action_ids(resumed) == ["herald_edit", "herald_pause", "herald_skip", "herald_cancel"]
+
+
+async def test_a_typed_pause_offers_resume(env: SlackEnv) -> None:
+    sid = await scheduled(env, "tomorrow at 9: once")
+    await env.send.command(f"pause {sid}")
+    reply = await env.reply(2)
+    assert f"Paused schedule #{sid}" in text_of(reply)
+    assert action_ids(reply) == ["herald_edit", "herald_resume", "herald_cancel"]
+    await env.send.command(f"resume {sid}")
+    assert action_ids(await env.reply(3)) == ["herald_edit", "herald_pause", "herald_cancel"]
+
+
+async def test_someone_elses_resume_click_changes_nothing(env: SlackEnv) -> None:
+    sid = await scheduled(env, user="U1")
+    await env.send.command(f"pause {sid}")
+    await env.reply(2)
+    await env.send.click("herald_resume", str(sid), user="U2", block_id=f"schedule:{sid}:one")
+    reply = await env.reply(3)
+    assert "no schedule 1 of yours" in text_of(reply) and reply["replace_original"] is False
+    [schedule] = await env.schedules()
+    assert schedule.state == "paused"
 
 
 async def test_someone_elses_click_changes_nothing(env: SlackEnv) -> None:

@@ -53,7 +53,8 @@ async def test_the_remind_form_names_another_channel(env: SlackEnv) -> None:
         ("<#C0123> at the sunny side of noon: x", 'Could not read "at the sunny side of noon"'),
         ("<#C0123> 2026-03-01 09:00: x", "in the past"),
         ("tomorrow at 9 Coffee", 'put ": "'),
-        ("#general tomorrow: x", "channel link"),
+        ("#nowhere tomorrow: x", "no public channel named `#nowhere`"),
+        ("frobnicate 3", "Unknown command `frobnicate`"),
         ("<#C0123> tomorrow at 9: " + "x" * 4001, "Herald allows 4,000 characters"),
     ],
 )

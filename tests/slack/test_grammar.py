@@ -132,6 +132,44 @@ VALID = [
     ),
 ]
 
+REMIND = [
+    # an alias of cancel
+    ("delete 3", Act("cancel", 3)),
+    ("Remove #3", Act("cancel", 3)),
+    # a channel typed as plain text, found by name by the Slack layer
+    ("#general every monday: text", Create("every monday", "text", None, "general")),
+    ('#General "text" every monday', Create("every monday", "text", None, "general")),
+    ("#dev-ops.eu in 5 minutes:x", Create("in 5 minutes", "x", None, "dev-ops.eu")),
+    ("#Équipe tomorrow at 9: x", Create("tomorrow at 9", "x", None, "équipe")),
+    # /remind's order: every place WHEN may start, earliest first
+    (
+        "remind #general to drink water at 5pm",
+        Create("at 5pm", "drink water", None, "general", (("5pm", "drink water at"),)),
+    ),
+    (
+        "remind <#C1|general> to Standup every monday",
+        Create("every monday", "Standup", "C1", None, (("monday", "Standup every"),)),
+    ),
+    ("remind to stretch tomorrow", Create("tomorrow", "stretch")),
+    ("remind #general stretch tomorrow", Create("tomorrow", "stretch", None, "general")),
+    ('remind #general to "Lunch!" tomorrow', Create("tomorrow", "Lunch!", None, "general")),
+    ("remind <#C1> to every monday: x", Create("every monday", "x", "C1")),
+    (
+        "remind to line one\nline two in 5 minutes",
+        Create(
+            "in 5 minutes",
+            "line one\nline two",
+            alternatives=(("5 minutes", "line one\nline two in"),),
+        ),
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), REMIND, ids=[repr(t) for t, _ in REMIND])
+def test_remind_habits_are_read(text: str, expected: object) -> None:
+    assert parse(text) == expected
+
+
 INVALID = [
     ("<#C0123|general>", "Say when and what"),
     ("<#C0123> tomorrow at 9", 'put ": "'),
@@ -140,7 +178,21 @@ INVALID = [
     (": no time", "Say when before the colon"),
     ("tomorrow at 9:", "message after the colon is empty"),
     ("tomorrow at 9:    ", "message after the colon is empty"),
-    ("#general every weekday at 9am: hi", "did not turn `#general` into a channel link"),
+    ("#gen/eral every weekday at 9am: hi", "is not a Slack channel name"),
+    ("#general", "Say when and what"),
+    ("frobnicate 3", "Unknown command `frobnicate`. Commands: list, show, edit"),
+    ("frobnicate #3", "Unknown command `frobnicate`"),
+    ("frobnicate", "Unknown command `frobnicate`"),
+    ("cancle 3", "Did you mean `cancel`?"),
+    ("lst", "Did you mean `list`?"),
+    ("tomorrow", 'put ": "'),  # a time word: the time-format answer
+    ("tomorow 9", 'put ": "'),  # a near miss of one too
+    ("standup today", 'put ": "'),  # words that are not a command and a number
+    ("delete", "Say which schedule"),
+    ("remove 3 4", "Say which schedule"),
+    ("remind", "Say what to send and when"),
+    ("remind #general to water the plants", "Could not find when to send it"),
+    ("remind me to stretch at 5pm", "not people"),
     ("<@U123|ada> tomorrow: hi", "not to people"),
     ("<!channel> tomorrow: hi", "not to people"),
     ('"unclosed message tomorrow', "no closing quote"),

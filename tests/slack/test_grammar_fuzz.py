@@ -48,6 +48,13 @@ pieces = st.sampled_from(
         "  ",
         "<!channel>",
         "<@U123>",
+        "remind",
+        "to",
+        "delete",
+        "remove",
+        "frobnicate",
+        "#dev-ops",
+        "me",
     ]
 )
 texts = st.one_of(st.text(), st.lists(pieces, max_size=12).map(" ".join))

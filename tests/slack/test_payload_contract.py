@@ -102,9 +102,15 @@ async def many(herald: Herald) -> list[Schedule]:
 async def test_replies_about_schedules(many: list[Schedule]) -> None:
     for schedule in many:
         valid_message(b.schedule_reply(schedule, f"Scheduled for {b.where(schedule.destination)}."))
+        valid_message(b.schedule_reply(schedule, "Paused.", full=True))  # with Resume
         valid_message(b.detail_reply(x.detail_of(schedule)))
     for everyone in (False, True):
-        valid_message(b.list_reply(many * 10, everyone=everyone))
+        listed = many * 10
+        pages = -(-len(listed) // b.LIST_PAGE)
+        assert pages > 2
+        for number in (0, 1, pages - 1, pages + 5):
+            page = b.Page("slack:T" + "9" * 20, "U" + "9" * 20, everyone, "delivered", number)
+            valid_message(b.list_reply(listed, page))
     valid_message(b.notice(grammar.HELP))
     valid_message(b.refusal(InvalidInput("Refused & <refused> " * 300)))
 
