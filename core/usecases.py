@@ -35,6 +35,7 @@ from core.models import (
     Schedule,
     ScheduleState,
 )
+from core.reminders import ReminderCases, asked_prefix
 from core.scrub import Scrubber
 from core.settings import Settings
 from core.store import AuditEntry, ScheduleQuery, Store
@@ -155,7 +156,7 @@ def check_key(key: str | None) -> str | None:
     return key
 
 
-class Herald(DeadLetterCases, ConsoleCases, FeedCases):
+class Herald(ReminderCases, DeadLetterCases, ConsoleCases, FeedCases):
     """The use cases over one store, one clock and the settings."""
 
     def __init__(
@@ -395,6 +396,12 @@ class Herald(DeadLetterCases, ConsoleCases, FeedCases):
                 options=options,
             ),
         )
+        destination = parse_destination(values["destination"])
+        asked = await self.check_recipient(actor, destination)
+        if asked:  # a reminder for someone else says who asked: it must still fit
+            values["options"] = {**values["options"], **asked}
+            prefixed = asked_prefix(destination, asked) + values["body"]
+            limits.check_message(destination, prefixed, values["options"])
         await self.check_quota(actor, adding=1)
         await self.check_reachable(values["destination"])
         sources = [*urls, *skip]
