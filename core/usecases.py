@@ -35,7 +35,8 @@ from core.models import (
     Schedule,
     ScheduleState,
 )
-from core.reminders import ReminderCases, asked_prefix
+from core.reminder_cases import ReminderCases
+from core.reminders import asked_prefix
 from core.scrub import Scrubber
 from core.settings import Settings
 from core.store import AuditEntry, ScheduleQuery, Store
