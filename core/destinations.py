@@ -24,7 +24,7 @@ EXAMPLES = (
 _SLACK = re.compile(r"^[CGD][A-Z0-9]{2,}(/\d{10}\.\d{6})?$")
 _DISCORD = re.compile(r"^\d{17,20}$")
 #: A Slack user id (``U…``, or ``W…`` for an Enterprise Grid org user).
-_SLACK_USER = re.compile(r"^[UW][A-Z0-9]{2,}$")
+_SLACK_USER = re.compile(r"^[UW][A-Z0-9]{1,30}$")
 #: The destination kinds whose target may be ``@<user id>``: a direct message.
 DM_KINDS = frozenset({"slack", "discord"})
 _EMAIL = re.compile(r"^[^@\s<>,;]+@[^@\s<>,;]+\.[^@\s<>,;]+$")

@@ -11,7 +11,7 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.context.respond.async_respond import AsyncRespond
 
 from bot.slack import grammar
-from bot.slack.base import ACK_BUDGET, SORRY, Base, Person, Send
+from bot.slack.base import ACK_BUDGET, SORRY, Person, Send
 from bot.slack.blocks import (
     Reply,
     date_token,
@@ -27,6 +27,7 @@ from bot.slack.blocks import (
 )
 from bot.slack.grammar import escape
 from bot.slack.modal import ModalMeta, Submission, fingerprint, read_submission, schedule_modal
+from bot.slack.reminders import Reminders
 from core import calendars, limits
 from core.errors import HeraldError, InvalidInput
 from core.models import Schedule
@@ -57,7 +58,7 @@ def responder(respond: AsyncRespond, *, replace: bool = False) -> Send:
     return send
 
 
-class Commands(Base):
+class Commands(Reminders):
     """The slash command, the modal's submission and its preview."""
 
     # --- /schedule ----------------------------------------------------------------
@@ -131,6 +132,8 @@ class Commands(Base):
     async def _create(
         self, person: Person, command: grammar.Create, here: str, body: dict[str, Any]
     ) -> Reply:
+        if command.person is not None:  # /schedule me … or /schedule @someone …
+            return await self.remind(person, command, body)
         channel = command.channel or here
         await self.directory.check_member(person.user_id, channel)
         schedule, created = await self.herald.create_schedule(

@@ -12,6 +12,9 @@ Grammar (the first word decides; keywords are not case-sensitive)::
                                            a colon right after a word does too, "in 5
                                            minutes:hi", when it is the only such colon)
     /schedule [#channel] "MESSAGE" WHEN    the /remind form (straight or curly quotes)
+    /schedule me WHEN: MESSAGE             a reminder to yourself, by direct message
+    /schedule @someone WHEN: MESSAGE       a reminder to another member, by direct message
+                                           (Slack sends the mention as <@U0123|name>)
     /schedule list [all] [STATE]
     /schedule show|edit|cancel|pause|resume|skip ID
     /schedule timezone [ZONE]
@@ -45,6 +48,7 @@ FEED_EXAMPLE = (
 SKIP_EXAMPLE = (
     "/schedule every weekday at 9am except holidays from https://example.org/holidays.ics: Standup!"
 )
+REMIND_EXAMPLE = "/schedule me in 10 minutes: stretch"
 VERBS = ("show", "edit", "cancel", "pause", "resume", "skip")
 KEYWORDS = frozenset({*VERBS, "list", "timezone", "help", "feed", "feeds"})
 
@@ -53,6 +57,9 @@ HELP = f"""*How to use /schedule*
   Without a channel it goes to the channel you type in. ": " (a colon and a space) ends the \
 time (`in 5 minutes:hi` works too).
 • `/schedule #general "MESSAGE" WHEN`: the same, in /remind's order.
+• `/schedule me in 10 minutes: stretch` reminds you by direct message; \
+`/schedule @someone tomorrow at 9: send the deck` reminds a member of this workspace \
+(they see that you asked). A reminder has Snooze and Done buttons.
 • WHEN is anything the `herald` CLI reads: `in 10 minutes`, `in an hour and a half`, \
 `tomorrow at 14:00`, `2026-04-01 08:00`, `every weekday at 9am` (or `at 9am on weekdays`), \
 `every other friday at 17:00 until june 30`, `every month on the last day at 18:00`, \
@@ -90,6 +97,8 @@ class Create:
     when: str
     text: str
     channel: str | None = None
+    #: A reminder by direct message instead: :data:`ME` or a Slack user id.
+    person: str | None = None
 
 
 @dataclass(frozen=True)
@@ -150,6 +159,12 @@ Command = Create | Act | Listing | Timezone | Help | OpenModal | FeedAdd | FeedL
 
 _CHANNEL = re.compile(r"<#([CG][A-Z0-9]+)(?:\|[^>]*)?>")
 _PERSON = re.compile(r"<[@!][^>]*>")
+#: A user mention as Slack escapes it in command text: ``<@U0123|name>`` or ``<@U0123>``.
+_USER = re.compile(r"<@([UW][A-Z0-9]+)(?:\|[^>]*)?>")
+_ME = re.compile(r"me\b", re.I)
+_RAW_PERSON = re.compile(r"@[\w.-]+")
+#: :attr:`Create.person` for a reminder to the person typing.
+ME = "me"
 _RAW_CHANNEL = re.compile(r"#[\w.-]+")
 _ID = re.compile(r"#?(\d{1,18})")
 _SEPARATOR = re.compile(r":(?:\s|$)")
@@ -232,14 +247,24 @@ def _keyword(keyword: str, args: list[str]) -> Command:
 
 
 def _create(raw: str) -> Create:
+    person, rest = _person(raw)
+    if person is not None:
+        if not rest:
+            raise Refusal(f"Say when and what to remind, e.g. `{REMIND_EXAMPLE}`.")
+        found = _create(rest)
+        if found.channel is not None:
+            raise Refusal(
+                "A reminder goes by direct message: name a person or a channel, not both."
+            )
+        return Create(found.when, found.text, person=person)
     channel: str | None = None
-    rest = raw
     if match := _CHANNEL.match(rest):
         channel = match.group(1)
         rest = rest[match.end() :].strip()
     elif _PERSON.match(rest):
         raise Refusal(
-            f"Herald posts into channels, not to people: name a channel, e.g. `{EXAMPLE}`."
+            "Herald posts into channels, or reminds a person (`/schedule @someone …`), not "
+            f"a group: name a channel or one person, e.g. `{EXAMPLE}`."
         )
     elif match := _RAW_CHANNEL.match(rest):
         raise Refusal(
@@ -264,6 +289,21 @@ def _create(raw: str) -> Create:
     if not message:
         raise Refusal(f"The message after the colon is empty: say what to send, e.g. `{EXAMPLE}`.")
     return Create(when, message, channel)
+
+
+def _person(raw: str) -> tuple[str | None, str]:
+    """Who a reminder is for (:data:`ME`, a user id, or None: not a reminder) and the
+    rest of the text. Refusal for ``@name`` Slack did not turn into a mention."""
+    if match := _ME.match(raw):
+        return ME, raw[match.end() :].strip()
+    if match := _USER.match(raw):
+        return match.group(1), raw[match.end() :].strip()
+    if match := _RAW_PERSON.match(raw):
+        raise Refusal(
+            f"Slack did not turn `{escape(match.group(0))}` into a mention: pick the person "
+            "from Slack's suggestions as you type, or use `me` for yourself."
+        )
+    return None, raw
 
 
 def _split(rest: str) -> tuple[int, int] | None:

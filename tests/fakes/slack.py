@@ -70,8 +70,8 @@ class FakeSlack(FakeHTTPServer):
         self.channels: dict[str, SlackChannelState] = {}
         #: Every message posted: the arguments plus ``ts`` and ``channel``.
         self.messages: list[dict[str, Any]] = []
-        #: Users a direct message can be opened with (add them with add_user).
-        self.users: dict[str, SlackUserState] = {}
+        #: Users a direct message can be opened with (add them with add_person).
+        self.people: dict[str, SlackUserState] = {}
         #: user id -> the IM channel opened with them.
         self.ims: dict[str, str] = {}
         self._ts = itertools.count(1)
@@ -83,8 +83,12 @@ class FakeSlack(FakeHTTPServer):
     def add_channel(self, channel_id: str, name: str = "general", **flags: bool) -> None:
         self.channels[channel_id] = SlackChannelState(channel_id, name, **flags)
 
-    def add_user(self, user_id: str, **flags: bool) -> None:
-        self.users[user_id] = SlackUserState(user_id, **flags)
+    def add_person(self, user_id: str, **flags: bool) -> None:
+        self.people[user_id] = SlackUserState(user_id, **flags)
+
+    def person(self, user_id: str) -> SlackUserState | None:
+        """The user ``conversations.open`` may open a DM with, if any."""
+        return self.people.get(user_id)
 
     def add_routes(self, router: web.UrlDispatcher) -> None:
         router.add_route("*", "/api/{method}", self._dispatch)
@@ -149,7 +153,7 @@ class FakeSlack(FakeHTTPServer):
             return self._error("users_list_not_supplied")
         if len(users) != 1:
             return self._error("not_enough_users" if not users else "too_many_users")
-        user = self.users.get(users[0])
+        user = self.person(users[0])
         if user is None:
             return self._error("user_not_found")
         if user.is_bot:

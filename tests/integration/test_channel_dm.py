@@ -38,9 +38,9 @@ SHY = "223456789012345678"
 @pytest.fixture
 async def slack() -> AsyncIterator[FakeSlack]:
     async with FakeSlack(token=SLACK_TOKEN) as fake:
-        fake.add_user("U0BOB")
-        fake.add_user("U0BOT", is_bot=True)
-        fake.add_user("U0GONE", deleted=True)
+        fake.add_person("U0BOB")
+        fake.add_person("U0BOT", is_bot=True)
+        fake.add_person("U0GONE", deleted=True)
         yield fake
 
 
