@@ -7,12 +7,13 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from core import limits
 from core.actors import Actor, ActorRef, Principal
 from core.case_base import CaseBase
 from core.destinations import Destination, parse_destination
 from core.errors import InvalidInput, NotFound
 from core.models import LOCAL_TENANT, Schedule
-from core.reminders import ASKED_BY, ASKED_BY_NAME, SNOOZES
+from core.reminders import ASKED_BY, ASKED_BY_NAME, SNOOZES, asked_prefix
 from core.store import AuditEntry
 
 
@@ -51,6 +52,19 @@ class ReminderCases(CaseBase):
         me = await self.store.get_member(actor.tenant, actor.id)
         name = (me.display_name if me is not None else "") or actor.id
         return {ASKED_BY: actor.id, ASKED_BY_NAME: name}
+
+    async def with_asker(self, actor: Actor, values: dict[str, Any]) -> dict[str, Any]:
+        """A new schedule's values (:meth:`Herald.build_schedule`) once its recipient is
+        checked: a reminder for someone else records who asked, and must still fit with
+        the "… asked me to remind you:" its channel puts before the text."""
+        destination = parse_destination(values["destination"])
+        asked = await self.check_recipient(actor, destination)
+        if not asked:
+            return values
+        options = {**values["options"], **asked}
+        prefixed = asked_prefix(destination, asked) + values["body"]
+        limits.check_message(destination, prefixed, options)
+        return {**values, "options": options}
 
     async def _reminder_for(
         self, ref: ActorRef, schedule_id: int, action: str

@@ -44,6 +44,7 @@ DISCORD_CUSTOM_PREFIX = "herald:reminder:"
 #: What the options of a reminder for someone else record about who asked.
 ASKED_BY = "asked_by"
 ASKED_BY_NAME = "asked_by_name"
+ASKER_KEYS = (ASKED_BY, ASKED_BY_NAME)
 
 
 def slack_action_id(choice: str) -> str:

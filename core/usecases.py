@@ -36,7 +36,7 @@ from core.models import (
     ScheduleState,
 )
 from core.reminder_cases import ReminderCases
-from core.reminders import asked_prefix
+from core.reminders import ASKER_KEYS
 from core.scrub import Scrubber
 from core.settings import Settings
 from core.store import AuditEntry, ScheduleQuery, Store
@@ -397,12 +397,7 @@ class Herald(ReminderCases, DeadLetterCases, ConsoleCases, FeedCases):
                 options=options,
             ),
         )
-        destination = parse_destination(values["destination"])
-        asked = await self.check_recipient(actor, destination)
-        if asked:  # a reminder for someone else says who asked: it must still fit
-            values["options"] = {**values["options"], **asked}
-            prefixed = asked_prefix(destination, asked) + values["body"]
-            limits.check_message(destination, prefixed, values["options"])
+        values = await self.with_asker(actor, values)
         await self.check_quota(actor, adding=1)
         await self.check_reachable(values["destination"])
         sources = [*urls, *skip]
@@ -617,6 +612,7 @@ class Herald(ReminderCases, DeadLetterCases, ConsoleCases, FeedCases):
             changed["text_chars"] = len(text)
         if to is not None:
             destination = parse_destination(to)
+            asker = await self.check_recipient(actor, destination)  # whom it may remind
             await self.check_reachable(str(destination))
             values["destination"] = str(destination)
             changed["destination"] = destination.redacted()
@@ -624,6 +620,8 @@ class Herald(ReminderCases, DeadLetterCases, ConsoleCases, FeedCases):
             # whom the message may notify is the editor's to say, as of this edit
             body = values.get("body", schedule.body)
             options = _with_template_flag(dict(schedule.options or {}), body)
+            if to is not None:  # who asked is said again for the new destination
+                options = {k: v for k, v in options.items() if k not in ASKER_KEYS} | asker
             try:
                 values["options"] = tenancy.check_mentions(
                     actor,

@@ -12,6 +12,7 @@ from core import limits
 from core.actors import Principal
 from core.clock import ManualClock
 from core.errors import InvalidInput, NotFound, PermissionDenied
+from core.importer import ImportRejected, import_schedules
 from core.reminders import ASKED_BY, ASKED_BY_NAME
 from core.settings import Settings, load_settings
 from core.store import ScheduleQuery
@@ -226,3 +227,31 @@ async def test_snooze_counts_against_the_members_quota(herald: Herald, for_bob: 
 async def test_unknown_snooze_choice_is_refused(herald: Herald, for_bob: int) -> None:
     with pytest.raises(InvalidInput, match="Unknown snooze"):
         await herald.snooze_reminder(BOB, for_bob, "forever", message="m")
+
+
+# --- edit and import go through the same rule ----------------------------------------
+
+
+@pytest.mark.usefixtures("known")
+async def test_editing_to_someone_outside_the_tenant_is_refused(herald: Herald) -> None:
+    schedule, _ = await herald.create_schedule(ALICE, to="slack:@UALICE", when="in 1h", text="x")
+    assert schedule.id is not None
+    with pytest.raises(PermissionDenied):
+        await herald.edit_schedule(ALICE, schedule.id, to="slack:@UBEN")
+    edited = await herald.edit_schedule(ALICE, schedule.id, to="slack:@UBOB")
+    assert edited.destination == "slack:@UBOB" and edited.options[ASKED_BY] == ALICE.id
+    back = await herald.edit_schedule(ALICE, schedule.id, to="slack:C0123")
+    assert ASKED_BY not in back.options
+
+
+@pytest.mark.usefixtures("known")
+async def test_an_import_line_to_someone_outside_the_tenant_is_invalid(herald: Herald) -> None:
+    lines = [
+        '{"to": "slack:@UBOB", "when": "in 1h", "text": "ok"}',
+        '{"to": "slack:@UBEN", "when": "in 1h", "text": "not here"}',
+    ]
+    with pytest.raises(ImportRejected) as caught:
+        await import_schedules(herald, ALICE, lines)
+    [(number, reason)] = caught.value.invalid
+    assert number == 2 and "only if they are a member" in reason
+    assert await _count(herald) == 0
