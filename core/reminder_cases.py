@@ -29,9 +29,12 @@ class Snoozed:
 class ReminderCases(CaseBase):
     """Whom a reminder may go to, and its Snooze and Done buttons."""
 
-    async def check_recipient(self, actor: Actor, destination: Destination) -> dict[str, Any]:
-        """Refuse (PermissionDenied, audited) a direct message to someone ``actor`` may
-        not remind; returns the options to add (who asked, for someone else)."""
+    async def check_recipient(
+        self, actor: Actor, destination: Destination, action: str = "schedule.create"
+    ) -> dict[str, Any]:
+        """Refuse (PermissionDenied, audited as ``<action>.denied``) a direct message to
+        someone ``actor`` may not remind; returns the options to add (who asked, for
+        someone else)."""
         recipient = destination.recipient
         if recipient is None or recipient == actor.id:
             return {}
@@ -42,7 +45,7 @@ class ReminderCases(CaseBase):
             who = f"<@{destination.target[1:]}>"
             raise await self.denied(
                 actor,
-                "schedule.create",
+                action,
                 "schedule",
                 "",
                 f"Herald can remind {who} only if they are a member of this workspace or "

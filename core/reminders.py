@@ -21,6 +21,7 @@ the channels and the chat surfaces share (no store).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
@@ -59,10 +60,12 @@ def label(choice: str) -> str:
     return DONE_LABEL if choice == DONE else SNOOZES[choice][0]
 
 
-def asked_prefix(destination: Destination, options: dict[str, Any] | Any) -> str:
-    """ "<@U…> asked me to remind you: " for a reminder someone else asked for (a
-    mention when the asker is on the same platform, else their name), else ""."""
-    asker = options.get(ASKED_BY) if options else None
+def asked_prefix(destination: Destination, options: Mapping[str, Any] | None) -> str:
+    """``<@U…> asked me to remind you:`` (and a space) before a reminder someone else
+    asked for (a mention when the asker is on the same platform, else their name);
+    "" for anything else."""
+    options = options or {}
+    asker = options.get(ASKED_BY)
     if not isinstance(asker, str) or not destination.is_dm:
         return ""
     platform, _, user = asker.partition(":")

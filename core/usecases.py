@@ -612,7 +612,7 @@ class Herald(ReminderCases, DeadLetterCases, ConsoleCases, FeedCases):
             changed["text_chars"] = len(text)
         if to is not None:
             destination = parse_destination(to)
-            asker = await self.check_recipient(actor, destination)  # whom it may remind
+            asker = await self.check_recipient(actor, destination, "schedule.edit")
             await self.check_reachable(str(destination))
             values["destination"] = str(destination)
             changed["destination"] = destination.redacted()
