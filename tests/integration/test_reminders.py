@@ -255,3 +255,14 @@ async def test_an_import_line_to_someone_outside_the_tenant_is_invalid(herald: H
     [(number, reason)] = caught.value.invalid
     assert number == 2 and "only if they are a member" in reason
     assert await _count(herald) == 0
+
+
+@pytest.mark.usefixtures("known")
+async def test_a_fast_rule_is_allowed_to_oneself_but_not_into_someone_elses_dms(
+    herald: Herald,
+) -> None:
+    fast = "every 5 minutes"  # faster than HERALD_QUOTA_MIN_INTERVAL's default
+    mine, _ = await herald.create_schedule(ALICE, to="slack:@UALICE", when=fast, text="water")
+    assert mine.rrule is not None
+    with pytest.raises(QuotaExceeded):
+        await herald.create_schedule(ALICE, to="slack:@UBOB", when=fast, text="water")
