@@ -21,7 +21,7 @@ from zoneinfo import ZoneInfo
 from bot import cli_calendars
 from bot.cli_parser import EXIT_ERROR
 from bot.logs import configure_logging
-from core import calendars, db, timeexpr, views
+from core import calendars, db, reminders, timeexpr, views
 from core.channels import build_channels
 from core.clock import Clock, SystemClock
 from core.errors import HeraldError, InvalidInput
@@ -115,6 +115,8 @@ class Cli:
         zone = schedule.timezone
         self.emit(f"Schedule {schedule.id}: {views.read_back(schedule)}, in {zone}.")
         self.emit(f"  to:   {schedule.destination}")
+        if schedule.options.get(reminders.ASKED_BY):  # someone else's reminder
+            self.emit(f"  (a direct message; it says {self.actor} asked)")
         upcoming, _ = calendars.schedule_upcoming(schedule, 3)
         for i, t in enumerate(upcoming):
             label = "  next: " if i == 0 else " " * 8

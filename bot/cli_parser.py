@@ -38,7 +38,12 @@ def build_parser() -> argparse.ArgumentParser:
         cmd.add_argument("--json", action="store_true", help="print the record as JSON")
 
     c = add("schedule", "Schedule a message.")
-    c.add_argument("--to", required=True, help="destination, e.g. slack:C0123 or log:")
+    c.add_argument(
+        "--to",
+        required=True,
+        help="destination, e.g. slack:C0123, log:, or a direct message: slack:@U0123, "
+        "discord:@<user id>",
+    )
     c.add_argument("--when", required=True, help='when, e.g. "2026-04-01 08:00"')
     c.add_argument("--text", required=True, help="the message")
     c.add_argument(

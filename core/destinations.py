@@ -1,7 +1,9 @@
 """Destination URIs: where a message goes.
 
 ``slack:C0123`` (optionally ``slack:C0123/1700000000.000100`` for a thread reply),
-``discord:123456789012345678``, ``discord-webhook:https://discord.com/api/webhooks/…``
+``slack:@U0123ABC`` (a direct message from the bot to that Slack user),
+``discord:123456789012345678``, ``discord:@123456789012345678`` (a direct message to
+that Discord user), ``discord-webhook:https://discord.com/api/webhooks/…``
 (embeds, custom name and avatar), ``webhook:https://...``, ``email:ops@example.com``,
 ``log:`` (the service log) and ``null:`` (discards; for benchmarks).
 """
@@ -21,6 +23,10 @@ EXAMPLES = (
 
 _SLACK = re.compile(r"^[CGD][A-Z0-9]{2,}(/\d{10}\.\d{6})?$")
 _DISCORD = re.compile(r"^\d{17,20}$")
+#: A Slack user id (``U…``, or ``W…`` for an Enterprise Grid org user).
+_SLACK_USER = re.compile(r"^[UW][A-Z0-9]{1,30}$")
+#: The destination kinds whose target may be ``@<user id>``: a direct message.
+DM_KINDS = frozenset({"slack", "discord"})
 _EMAIL = re.compile(r"^[^@\s<>,;]+@[^@\s<>,;]+\.[^@\s<>,;]+$")
 
 
@@ -33,6 +39,16 @@ class Destination:
 
     def __str__(self) -> str:
         return f"{self.kind}:{self.target}"
+
+    @property
+    def is_dm(self) -> bool:
+        """Whether this is a direct message from the bot to one person."""
+        return self.kind in DM_KINDS and self.target.startswith("@")
+
+    @property
+    def recipient(self) -> str | None:
+        """The member id (``slack:U…``, ``discord:<id>``) a direct message goes to."""
+        return f"{self.kind}:{self.target[1:]}" if self.is_dm else None
 
     def redacted(self) -> str:
         """The URI fit for logs and audit rows: a webhook's path and query (which often
@@ -66,17 +82,30 @@ def parse_destination(uri: str) -> Destination:
     kind = kind.lower()
     if not sep or not kind:
         raise InvalidInput(f"Destination {raw!r} has no kind: use {EXAMPLES}.")
-    if kind == "slack":
+    if kind == "slack" and target.startswith("@"):
+        if not _SLACK_USER.match(target[1:]):
+            raise InvalidInput(
+                f"{raw!r} is not a Slack user: use the member id, e.g. slack:@U0123ABC "
+                "(in Slack: the person's profile, ⋮, Copy member ID)."
+            )
+    elif kind == "discord" and target.startswith("@"):
+        if not _DISCORD.match(target[1:]):
+            raise InvalidInput(
+                f"{raw!r} is not a Discord user: use their numeric id, e.g. "
+                "discord:@123456789012345678 (Developer Mode, right-click, Copy User ID)."
+            )
+    elif kind == "slack":
         if not _SLACK.match(target):
             raise InvalidInput(
                 f"{raw!r} is not a Slack channel: use the channel id, e.g. slack:C0123ABC "
-                "(thread reply: slack:C0123ABC/1700000000.000100)."
+                "(thread reply: slack:C0123ABC/1700000000.000100; a direct message: "
+                "slack:@U0123ABC)."
             )
     elif kind == "discord":
         if not _DISCORD.match(target):
             raise InvalidInput(
                 f"{raw!r} is not a Discord channel: use its numeric id, "
-                "e.g. discord:123456789012345678."
+                "e.g. discord:123456789012345678 (a direct message: discord:@<user id>)."
             )
     elif kind == "webhook":
         parts = _url_parts(raw, target, "webhook:https://example.com/hook")

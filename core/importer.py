@@ -100,6 +100,7 @@ async def import_schedules(
                 tz=obj.get("tz"),
                 key=obj.get("key"),
             )
+            values = await herald.with_asker(actor, values)  # a reminder: whom it may remind
         except HeraldError as exc:
             report.invalid.append((number, str(exc).rstrip(".")))
             continue

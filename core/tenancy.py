@@ -118,6 +118,8 @@ def check_interval(
     limit = settings.quota_min_interval
     if rule is None or destination.kind not in SHARED_CHANNELS or limit <= 0:
         return
+    if destination.recipient == actor.id:  # a reminder to oneself: nobody else reads it
+        return
     if actor.is_admin or exempt(actor, settings):
         return
     times = timeexpr.occurrences(rule, count=_SAMPLE)

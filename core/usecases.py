@@ -35,6 +35,8 @@ from core.models import (
     Schedule,
     ScheduleState,
 )
+from core.reminder_cases import ReminderCases
+from core.reminders import ASKER_KEYS
 from core.scrub import Scrubber
 from core.settings import Settings
 from core.store import AuditEntry, ScheduleQuery, Store
@@ -155,7 +157,7 @@ def check_key(key: str | None) -> str | None:
     return key
 
 
-class Herald(DeadLetterCases, ConsoleCases, FeedCases):
+class Herald(ReminderCases, DeadLetterCases, ConsoleCases, FeedCases):
     """The use cases over one store, one clock and the settings."""
 
     def __init__(
@@ -395,6 +397,7 @@ class Herald(DeadLetterCases, ConsoleCases, FeedCases):
                 options=options,
             ),
         )
+        values = await self.with_asker(actor, values)
         await self.check_quota(actor, adding=1)
         await self.check_reachable(values["destination"])
         sources = [*urls, *skip]
@@ -609,6 +612,7 @@ class Herald(DeadLetterCases, ConsoleCases, FeedCases):
             changed["text_chars"] = len(text)
         if to is not None:
             destination = parse_destination(to)
+            asker = await self.check_recipient(actor, destination, "schedule.edit")
             await self.check_reachable(str(destination))
             values["destination"] = str(destination)
             changed["destination"] = destination.redacted()
@@ -616,6 +620,8 @@ class Herald(DeadLetterCases, ConsoleCases, FeedCases):
             # whom the message may notify is the editor's to say, as of this edit
             body = values.get("body", schedule.body)
             options = _with_template_flag(dict(schedule.options or {}), body)
+            if to is not None:  # who asked is said again for the new destination
+                options = {k: v for k, v in options.items() if k not in ASKER_KEYS} | asker
             try:
                 values["options"] = tenancy.check_mentions(
                     actor,

@@ -300,6 +300,9 @@ def help_reply(default_tz: str) -> Reply:
                 "`end of month` its last day. A rule without a time (`every monday`) is sent "
                 "at the default time (09:00 unless Herald's admins chose another), and the "
                 "reply says so.",
+                "`/schedule create when: message: to:me` (or `to:@member`) — a reminder "
+                "by direct message, with Snooze and Done buttons; a member of this server "
+                "sees that you asked.",
                 "`/schedule list` — your active and paused schedules.",
                 "`/schedule show id:` · `edit id: [when:] [message:] [channel:]` · "
                 "`cancel id:` · `pause id:` · `resume id:` · `skip id:` (a recurring "

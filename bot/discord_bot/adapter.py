@@ -23,6 +23,7 @@ from bot.discord_bot import actions
 from bot.discord_bot.commands import HeraldTree, ScheduleGroup
 from bot.discord_bot.components import DeadLetterButton, PageButton, ScheduleButton, view_for
 from bot.discord_bot.interact import NO_MENTIONS
+from bot.discord_bot.reminders import ReminderButton
 from core.channels.discord import DEFAULT_BASE_URL
 from core.errors import ConfigError, HeraldError
 from core.settings import Settings
@@ -83,7 +84,7 @@ class HeraldClient(discord.Client):
         self.tree.add_command(ScheduleGroup())
         # Persistent buttons: a click on any message with these custom_ids is handled,
         # also on messages posted before this process started.
-        self.add_dynamic_items(ScheduleButton, DeadLetterButton, PageButton)
+        self.add_dynamic_items(ScheduleButton, DeadLetterButton, PageButton, ReminderButton)
 
 
 class DiscordAdapter:

@@ -17,7 +17,7 @@ import discord
 from discord import app_commands
 from discord.app_commands import Choice, Range, Transform
 
-from bot.discord_bot import actions, choices
+from bot.discord_bot import actions, choices, reminders
 from bot.discord_bot.components import respond
 from bot.discord_bot.interact import (
     herald_of,
@@ -179,6 +179,7 @@ class ScheduleGroup(
         timezone="The zone to read the time in (default: yours, see /schedule timezone)",
         skip_calendar="An iCalendar (.ics) URL, e.g. public holidays: nothing is sent on "
         "the dates of its events",
+        to=reminders.TO_HELP,
     )
     @app_commands.autocomplete(when=when_autocomplete)
     async def create(
@@ -189,8 +190,13 @@ class ScheduleGroup(
         channel: discord.TextChannel | None = None,
         timezone: _ZONE | None = None,
         skip_calendar: _URL | None = None,
+        to: Range[str, 1, 100] | None = None,
     ) -> None:
         async def work(actor: Principal) -> actions.Reply:
+            if to is not None:  # a reminder by direct message
+                return await reminders.create(
+                    interaction, actor, to, channel, when, message, timezone, skip_calendar
+                )
             target, perms = postable(interaction, channel)
             # whom the message may notify: whom the member could, in that channel
             author = replace(actor, mentions=mentions_in(interaction, perms))

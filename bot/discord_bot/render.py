@@ -45,6 +45,12 @@ def where(destination: str) -> str:
         parsed = parse_destination(destination)
     except HeraldError:
         return "an unknown destination"
+    if parsed.is_dm:  # a reminder: a direct message to that person
+        return (
+            f"<@{parsed.target[1:]}> (direct message)"
+            if parsed.kind == "discord"
+            else f"`{parsed}` (direct message)"
+        )
     if parsed.kind == "discord":
         return f"<#{parsed.target}>"
     return f"`{parsed.redacted()}`"

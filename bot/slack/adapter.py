@@ -40,6 +40,7 @@ from bot.slack.blocks import PAGE_NEXT, PAGE_PREVIOUS, Blocks
 from bot.slack.dead import DISCARD, RETRY, DeadLetterAlerts
 from bot.slack.directory import error_code
 from bot.slack.modal import CALLBACK
+from bot.slack.reminders import ACTION_PATTERN as REMINDER_ACTIONS
 from core.actors import slack_tenant
 from core.errors import ConfigError
 from core.settings import Settings
@@ -65,6 +66,7 @@ def register(app: AsyncApp, handlers: Actions) -> None:
     app.action(re.compile(r"^herald_(edit|cancel|pause|resume|skip)$"))(handlers.on_schedule_button)
     app.action("herald_open_modal")(handlers.on_open_modal)
     app.action(re.compile(f"^({PAGE_PREVIOUS}|{PAGE_NEXT})$"))(handlers.on_list_page)
+    app.action(re.compile(REMINDER_ACTIONS))(handlers.on_reminder_button)
     app.action(re.compile(f"^({RETRY}|{DISCARD})$"))(handlers.on_dead_letter_button)
     app.event("app_home_opened")(handlers.on_home_opened)
 

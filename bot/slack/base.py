@@ -206,7 +206,7 @@ class Base:
             meta = ModalMeta(channel=channel if channel and channel[0] in "CG" else None)
         else:
             parsed = parse_destination(schedule.destination)
-            slack = parsed.kind == "slack"
+            slack = parsed.kind == "slack" and not parsed.is_dm  # a reminder's stays fixed
             meta = ModalMeta(
                 schedule_id=schedule.id,
                 version=schedule.version,

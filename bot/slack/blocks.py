@@ -50,6 +50,12 @@ def where(destination: str) -> str:
         parsed = parse_destination(destination)
     except HeraldError:
         return f"`{escape(destination)}`"
+    if parsed.is_dm:  # a reminder: a direct message to that person
+        return (
+            f"<@{parsed.target[1:]}> (direct message)"
+            if parsed.kind == "slack"
+            else f"`{escape(str(parsed))}` (direct message)"
+        )
     if parsed.kind == "slack":
         channel, _, thread = parsed.target.partition("/")
         return f"<#{channel}>" + (" (in a thread)" if thread else "")

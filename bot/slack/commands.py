@@ -4,6 +4,7 @@ calls out."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from typing import Any
 
@@ -11,7 +12,7 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.context.respond.async_respond import AsyncRespond
 
 from bot.slack import grammar
-from bot.slack.base import ACK_BUDGET, SORRY, Base, Person, Send
+from bot.slack.base import ACK_BUDGET, SORRY, Person, Send
 from bot.slack.blocks import (
     Page,
     Reply,
@@ -28,6 +29,7 @@ from bot.slack.blocks import (
 )
 from bot.slack.grammar import escape
 from bot.slack.modal import ModalMeta, Submission, fingerprint, read_submission, schedule_modal
+from bot.slack.reminders import Reminders
 from core import calendars, limits
 from core.errors import HeraldError, InvalidInput
 from core.models import Schedule
@@ -58,7 +60,7 @@ def responder(respond: AsyncRespond, *, replace: bool = False) -> Send:
     return send
 
 
-class Commands(Base):
+class Commands(Reminders):
     """The slash command, the modal's submission and its preview."""
 
     # --- /schedule ----------------------------------------------------------------
@@ -141,6 +143,10 @@ class Commands(Base):
     async def _create(
         self, person: Person, command: grammar.Create, here: str, body: dict[str, Any]
     ) -> Reply:
+        if command.person is not None:  # /schedule me … or /schedule @someone …
+            when, text = self._reading(person, command)
+            read = dataclasses.replace(command, when=when, text=text, alternatives=())
+            return await self.remind(person, read, body)
         channel = command.channel or here
         if command.channel_name is not None:
             channel = await self.channel_names.find(person.principal.tenant, command.channel_name)

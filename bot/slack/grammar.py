@@ -16,6 +16,9 @@ Grammar (the first word decides; keywords are not case-sensitive)::
                                            /remind's own order, without quotes: WHEN
                                            starts at the first time word from which the
                                            rest reads as a time (the Slack layer reads)
+    /schedule me WHEN: MESSAGE             a reminder to yourself, by direct message
+    /schedule @someone WHEN: MESSAGE       a reminder to another member, by direct message
+                                           (Slack sends the mention as <@U0123|name>)
     /schedule list [all] [STATE]
     /schedule show|edit|cancel|pause|resume|skip ID    (delete and remove: cancel)
     /schedule timezone [ZONE]
@@ -57,6 +60,7 @@ SKIP_EXAMPLE = (
     "/schedule every weekday at 9am except holidays from https://example.org/holidays.ics: Standup!"
 )
 REMIND_EXAMPLE = "/schedule remind #general to Standup every weekday at 9am"
+ME_EXAMPLE = "/schedule me in 10 minutes: stretch"
 VERBS = ("show", "edit", "cancel", "pause", "resume", "skip")
 #: Other words for a verb, as /remind and other bots say it.
 ALIASES = {"delete": "cancel", "remove": "cancel"}
@@ -72,6 +76,10 @@ time (`in 5 minutes:hi` works too).
 • `/schedule #general "MESSAGE" WHEN`: the same, in /remind's order; or without \
 quotes, `/schedule remind #general to MESSAGE WHEN`. A channel may be typed as plain \
 text (`#general`): Herald finds it by name.
+• `/schedule #general "MESSAGE" WHEN`: the same, in /remind's order.
+• `/schedule me in 10 minutes: stretch` reminds you by direct message; \
+`/schedule @someone tomorrow at 9: send the deck` reminds a member of this workspace \
+(they see that you asked). A reminder has Snooze and Done buttons.
 • WHEN is anything the `herald` CLI reads: `in 10 minutes`, `in an hour and a half`, \
 `tomorrow at 14:00`, `2026-04-01 08:00`, `every weekday at 9am` (or `at 9am on weekdays`), \
 `every other friday at 17:00 until june 30`, `every month on the last day at 18:00`, \
@@ -116,6 +124,8 @@ class Create:
     #: ``(when, text)``, each with WHEN starting at a later word; the first whose WHEN
     #: reads as a time wins (``when``/``text`` first). Empty for the other forms.
     alternatives: tuple[tuple[str, str], ...] = ()
+    #: A reminder by direct message instead: :data:`ME` or a Slack user id.
+    person: str | None = None
 
 
 @dataclass(frozen=True)
@@ -176,6 +186,12 @@ Command = Create | Act | Listing | Timezone | Help | OpenModal | FeedAdd | FeedL
 
 _CHANNEL = re.compile(r"<#([CG][A-Z0-9]+)(?:\|[^>]*)?>")
 _PERSON = re.compile(r"<[@!][^>]*>")
+#: A user mention as Slack escapes it in command text: ``<@U0123|name>`` or ``<@U0123>``.
+_USER = re.compile(r"<@([UW][A-Z0-9]+)(?:\|[^>]*)?>")
+_ME = re.compile(r"me\b", re.I)
+_RAW_PERSON = re.compile(r"@[\w.-]+")
+#: :attr:`Create.person` for a reminder to the person typing.
+ME = "me"
 _RAW_CHANNEL = re.compile(r"#[\w.-]+")
 #: A channel typed as plain text: "#" and what follows up to a space.
 _TYPED_CHANNEL = re.compile(r"#\S+")
@@ -264,15 +280,25 @@ def _keyword(keyword: str, args: list[str]) -> Command:
 
 
 def _create(raw: str) -> Create:
+    person, rest = _person(raw)
+    if person is not None:
+        if not rest:
+            raise Refusal(f"Say when and what to remind, e.g. `{ME_EXAMPLE}`.")
+        found = _create(rest)
+        if found.channel is not None:
+            raise Refusal(
+                "A reminder goes by direct message: name a person or a channel, not both."
+            )
+        return Create(found.when, found.text, person=person)
     channel: str | None = None
     name: str | None = None
-    rest = raw
     if match := _CHANNEL.match(rest):
         channel = match.group(1)
         rest = rest[match.end() :].strip()
     elif _PERSON.match(rest):
         raise Refusal(
-            f"Herald posts into channels, not to people: name a channel, e.g. `{EXAMPLE}`."
+            "Herald posts into channels, or reminds a person (`/schedule @someone …`), not "
+            f"a group: name a channel or one person, e.g. `{EXAMPLE}`."
         )
     elif match := _TYPED_CHANNEL.match(rest):
         name = _channel_name(match.group(0))
@@ -346,8 +372,8 @@ def _refuse_unknown(head: str, tail: str) -> None:
     "tomorow") is left to the time-format answer, which suggests a spelling."""
     word = head.lower()
     rest = tail.strip()
-    if not _WORD.fullmatch(word) or (rest and not _ID.fullmatch(rest)):
-        return
+    if word == ME or not _WORD.fullmatch(word) or (rest and not _ID.fullmatch(rest)):
+        return  # "me" starts a reminder to yourself
     from core.fuzzy import closest
     from core.timeexpr_suggest import vocabulary
 
@@ -375,10 +401,20 @@ def _remind(tail: str) -> Create:
         channel, rest = match.group(1), rest[match.end() :].strip()
     elif match := _TYPED_CHANNEL.match(rest):
         name, rest = _channel_name(match.group(0)), rest[match.end() :].strip()
-    elif rest.split(maxsplit=1)[:1] == ["me"] or _PERSON.match(rest):
-        raise Refusal(
-            f"Herald reminds channels, not people: name a channel, e.g. `{REMIND_EXAMPLE}`."
-        )
+    else:
+        person, after = _person(rest)
+        if person is not None:  # "remind me to stretch in 10 minutes": a direct message
+            found = _remind(after)
+            if found.channel is not None or found.channel_name is not None:
+                raise Refusal(
+                    "A reminder goes by direct message: name a person or a channel, not both."
+                )
+            return Create(found.when, found.text, alternatives=found.alternatives, person=person)
+        if _PERSON.match(rest):
+            raise Refusal(
+                "Herald reminds a channel or one person, not a group: name a channel, "
+                f"`me` or `@someone`, e.g. `{REMIND_EXAMPLE}`."
+            )
     if (first := _FIRST_TO.match(rest)) is not None:
         rest = rest[first.end() :]
     rest = rest.strip()
@@ -400,6 +436,21 @@ def _remind(tail: str) -> Create:
         )
     (when, text), *others = readings
     return Create(when, text, channel, name, tuple(others))
+
+
+def _person(raw: str) -> tuple[str | None, str]:
+    """Who a reminder is for (:data:`ME`, a user id, or None: not a reminder) and the
+    rest of the text. Refusal for ``@name`` Slack did not turn into a mention."""
+    if match := _ME.match(raw):
+        return ME, raw[match.end() :].strip()
+    if match := _USER.match(raw):
+        return match.group(1), raw[match.end() :].strip()
+    if match := _RAW_PERSON.match(raw):
+        raise Refusal(
+            f"Slack did not turn `{escape(match.group(0))}` into a mention: pick the person "
+            "from Slack's suggestions as you type, or use `me` for yourself."
+        )
+    return None, raw
 
 
 def _split(rest: str) -> tuple[int, int] | None:

@@ -5,6 +5,14 @@
 ``enforce_nonce: true``: Discord answers a repeated nonce with the message it already
 created, so a retried delivery never posts twice. Options: ``embeds``, ``allowed_mentions``.
 
+``discord:@123456789012345678`` is a direct message to that user: the bot opens (or
+finds) the DM channel with ``POST {base}/users/@me/channels {"recipient_id": …}``
+(https://discord.com/developers/docs/resources/user#create-dm), remembered per user for
+the life of the process, and creates the message there with Snooze and Done buttons
+(an action row, https://discord.com/developers/docs/components/reference#button;
+``custom_id`` from :mod:`core.reminders`). Discord refuses a user who shares no server
+with the bot or does not take direct messages: 50007, "Cannot send messages to this user".
+
 ``discord-webhook:https://discord.com/api/webhooks/ID/TOKEN`` executes a channel webhook
 (``?wait=true``), which also allows a custom sender: options ``username``, ``avatar_url``,
 ``embeds``, ``allowed_mentions`` and ``thread_id``. Webhooks take no nonce.
@@ -29,8 +37,8 @@ from urllib.parse import urlsplit
 
 from pydantic import SecretStr
 
-from core import limits
-from core.channels.base import Channel, Delivery, DeliveryResult, RateLimit
+from core import limits, reminders
+from core.channels.base import Channel, Delivery, DeliveryResult, Outcome, RateLimit
 from core.channels.webhook import parse_retry_after, reveal, truncate
 from core.destinations import Destination
 from core.errors import InvalidInput
@@ -150,6 +158,33 @@ class RateLimits:
             self._buckets[self._key(route, major)] = _Bucket(0, until)
 
 
+#: Advice for Discord's JSON error codes that say more than the status
+#: (https://discord.com/developers/docs/topics/opcodes-and-status-codes#json).
+CODE_ADVICE: dict[int, str] = {
+    50007: "{what} does not take direct messages from the bot (they share no server with "
+    "it, or turned off direct messages from server members).",
+    10013: "{what} does not exist; check the user id.",
+    50033: "{what} cannot get a direct message (not a valid recipient); check the user id.",
+}
+
+
+def reminder_row(schedule_id: int) -> dict[str, Any]:
+    """The action row under a reminder: Snooze 15 min, 1 h, tomorrow, and Done
+    (buttons of style secondary, Done success)."""
+    return {
+        "type": 1,
+        "components": [
+            {
+                "type": 2,
+                "style": 3 if choice == reminders.DONE else 2,
+                "label": reminders.label(choice),
+                "custom_id": reminders.discord_custom_id(choice, schedule_id),
+            }
+            for choice in reminders.CHOICES
+        ],
+    }
+
+
 class _DiscordHTTP(Channel):
     """What both Discord channels share: the HTTP client, rate limits, classification.
 
@@ -242,6 +277,12 @@ class _DiscordHTTP(Channel):
         said = str(data.get("message") or response.reason)
         if "code" in data:
             said += f" (code {data['code']})"
+        code = data.get("code")
+        by_code = CODE_ADVICE.get(code) if isinstance(code, int) else None
+        if by_code is not None:
+            return DeliveryResult.permanent(
+                f"Discord said {said}: " + by_code.format(what=what), status
+            )
         if status in self.advice:
             return DeliveryResult.permanent(
                 f"Discord said {said}: " + self.advice[status].format(what=what), status
@@ -297,6 +338,8 @@ class DiscordChannel(_DiscordHTTP):
         )
         self._configured = bool(plain)
         self._base = base_url.rstrip("/")
+        #: user id -> the id of the bot's DM channel with them.
+        self._dm_channels: dict[str, str] = {}
 
     def payload(self, delivery: Delivery) -> dict[str, Any]:
         """The JSON body of the create-message request for ``delivery``."""
@@ -308,6 +351,10 @@ class DiscordChannel(_DiscordHTTP):
         }
         if delivery.options.get("embeds") is not None:
             body["embeds"] = delivery.options["embeds"]
+        if delivery.destination.is_dm:
+            prefix = reminders.asked_prefix(delivery.destination, delivery.options)
+            body["content"] = prefix + delivery.body
+            body["components"] = [reminder_row(delivery.schedule_id)]
         return body
 
     async def send(self, delivery: Delivery) -> DeliveryResult:
@@ -320,25 +367,69 @@ class DiscordChannel(_DiscordHTTP):
             )
         channel = delivery.destination.target
         what = f"Discord channel {channel}"
-        if len(delivery.body) > MAX_CONTENT:
-            return _too_long(delivery.body)
+        payload = self.payload(delivery)
+        if len(payload["content"]) > MAX_CONTENT:
+            return _too_long(payload["content"])
+        if delivery.destination.is_dm:
+            user = channel[1:]
+            what = f"Discord user {user}"
+            opened = await self.open_dm(user)
+            if isinstance(opened, DeliveryResult):
+                return opened
+            channel = opened
         answer = await self._request(
             "POST",
             f"{self._base}/channels/{channel}/messages",
             "POST /channels/{id}/messages",
             channel,
             what,
-            json=self.payload(delivery),
+            json=payload,
         )
         if isinstance(answer, DeliveryResult):
             return answer
-        return self._classify(answer, what)
+        result = self._classify(answer, what)
+        if delivery.destination.is_dm and result.outcome is not Outcome.OK:
+            self._dm_channels.pop(delivery.destination.target[1:], None)
+        return result
+
+    async def open_dm(self, user: str) -> str | DeliveryResult:
+        """The id of the bot's DM channel with ``user`` (created once per process with
+        ``POST /users/@me/channels``), or the retry/permanent result."""
+        known = self._dm_channels.get(user)
+        if known is not None:
+            return known
+        what = f"Discord user {user}"
+        answer = await self._request(
+            "POST",
+            f"{self._base}/users/@me/channels",
+            "POST /users/@me/channels",
+            "@me",
+            what,
+            json={"recipient_id": user},
+        )
+        if isinstance(answer, DeliveryResult):
+            return answer
+        result = self._classify(answer, what)
+        if result.outcome is not Outcome.OK:
+            return result
+        channel = _json(answer).get("id")
+        if not isinstance(channel, str) or not channel.isdigit():
+            return DeliveryResult.retry(f"Discord opened no DM channel with {what}.", answer.status)
+        if len(self._dm_channels) > 10_000:  # a bound, not a policy: reopening is cheap
+            self._dm_channels.clear()
+        self._dm_channels[user] = channel
+        return channel
 
     async def validate(self, destination: Destination) -> None:
         """When a token is configured, check that the bot can see the channel
         (``GET /channels/{id}``). Raises InvalidInput on 401/403/404 with what to do;
         does nothing when Discord cannot be asked (network trouble, rate limit)."""
         if not self._configured:
+            return
+        if destination.is_dm:
+            opened = await self.open_dm(destination.target[1:])
+            if isinstance(opened, DeliveryResult) and opened.outcome is Outcome.PERMANENT:
+                raise InvalidInput(str(opened.error))
             return
         channel = destination.target
         what = f"Discord channel {channel}"

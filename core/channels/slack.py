@@ -1,4 +1,5 @@
-"""Slack channels (``slack:C0123``, thread reply ``slack:C0123/1700000000.000100``).
+"""Slack channels (``slack:C0123``, thread reply ``slack:C0123/1700000000.000100``) and
+direct messages from the bot (``slack:@U0123``).
 
 Posts with the Web API method ``chat.postMessage``, spoken directly over the process's
 shared HTTP client (:mod:`core.http_client`, aiohttp, as slack_sdk's async client): ``core``
@@ -11,6 +12,13 @@ text stays as the notification fallback), ``username`` and ``icon_url`` / ``icon
 (a custom sender; needs the ``chat:write.customize`` scope), ``unfurl_links``,
 ``unfurl_media`` and ``reply_broadcast``. Every message carries the job's idempotency key
 in its metadata (``event_type`` ``herald_delivery``) so a delivery can be found again.
+
+A direct message first opens the conversation with ``conversations.open`` (``users``;
+https://api.slack.com/methods/conversations.open, scope ``im:write``), remembered per
+user for the life of the process, then posts into it. It carries Snooze and Done
+buttons (:mod:`core.reminders`; an ``actions`` block,
+https://api.slack.com/reference/block-kit/blocks#actions) under the text, in section
+blocks of at most 3,000 characters each.
 """
 
 from __future__ import annotations
@@ -21,7 +29,8 @@ from typing import Any, NamedTuple
 
 from pydantic import SecretStr
 
-from core.channels.base import Channel, Delivery, DeliveryResult, RateLimit
+from core import limits, reminders
+from core.channels.base import Channel, Delivery, DeliveryResult, Outcome, RateLimit
 from core.channels.webhook import USER_AGENT, parse_retry_after, reveal, truncate
 from core.destinations import Destination
 from core.errors import InvalidInput
@@ -84,7 +93,19 @@ ADVICE: dict[str, str] = {
     "bot: ask a channel manager to let it post.",
     "cannot_reply_to_message": "Slack does not allow replies to that thread's message: "
     "post to the channel instead.",
+    # conversations.open (https://api.slack.com/methods/conversations.open#errors)
+    "user_not_found": "Slack user {channel} was not found: check the member id "
+    "(the person's profile, ⋮, Copy member ID).",
+    "user_not_visible": "The bot cannot see Slack user {channel} (another workspace, or a "
+    "guest it shares no channel with): remind someone of this workspace.",
+    "user_disabled": "Slack user {channel} is deactivated: nobody reads their messages.",
+    "cannot_dm_bot": "Slack user {channel} is a bot: Herald can only remind people.",
+    "not_allowed_token_type": _AUTH,
 }
+#: Where each direct-message answer points: a user, not a channel.
+_DM_USER_ERRORS = frozenset(
+    {"user_not_found", "user_not_visible", "user_disabled", "cannot_dm_bot"}
+)
 
 
 #: The most blocks in a message (https://docs.slack.dev/reference/methods/chat.postMessage).
@@ -145,6 +166,8 @@ class SlackChannel(Channel):
         self.http = http or HTTPClient()
         self._timeout = Timeout(timeout, connect_timeout)
         self._headers = {"Authorization": f"Bearer {self._token}", "User-Agent": USER_AGENT}
+        #: user id -> the id of the bot's direct-message conversation with them.
+        self._dm_channels: dict[str, str] = {}
 
     async def close(self) -> None:
         """Close the HTTP connection pools."""
@@ -173,6 +196,13 @@ class SlackChannel(Channel):
         blocks = options.get("blocks")
         if blocks:
             args["blocks"] = json.loads(blocks) if isinstance(blocks, str) else blocks
+        if delivery.destination.is_dm:
+            text = reminders.asked_prefix(delivery.destination, options) + delivery.body
+            args["text"] = text
+            args["blocks"] = [
+                *(args.get("blocks") or _sections(text)),
+                reminder_actions(delivery.schedule_id),
+            ]
         if delivery.scheduled_by:
             credit(args, delivery.scheduled_by)
         for name in PASSED_OPTIONS:
@@ -194,6 +224,11 @@ class SlackChannel(Channel):
             return DeliveryResult.permanent(
                 "The schedule's Block Kit blocks are not valid JSON: edit them."
             )
+        if delivery.destination.is_dm:
+            opened = await self.open_dm(delivery.destination.target[1:])
+            if isinstance(opened, DeliveryResult):
+                return opened
+            args["channel"] = opened
         answer = await self._call("chat.postMessage", args)
         if isinstance(answer, DeliveryResult):
             return answer
@@ -201,6 +236,8 @@ class SlackChannel(Channel):
         if data.get("ok") is True:
             channel = str(data.get("channel") or args["channel"])
             return DeliveryResult.ok(status, f"{channel}/{data.get('ts', '')}")
+        if delivery.destination.is_dm:  # the conversation may be gone: open it again
+            self._dm_channels.pop(delivery.destination.target[1:], None)
         return self._failure(status, data, args["channel"])
 
     async def validate(self, destination: Destination) -> None:
@@ -210,6 +247,13 @@ class SlackChannel(Channel):
         Raises InvalidInput with what to do. Does nothing when Slack cannot be asked
         (no token, network trouble, rate limit, missing ``channels:read`` scope)."""
         if not self._token:
+            return
+        if destination.is_dm:
+            opened = await self.open_dm(destination.target[1:])
+            if isinstance(opened, DeliveryResult):
+                if opened.outcome is Outcome.PERMANENT:
+                    raise InvalidInput(str(opened.error))
+                log.warning("could not check slack user %s: %s", destination, opened.error)
             return
         channel = destination.target.partition("/")[0]
         answer = await self._call("conversations.info", {"channel": channel}, form=True)
@@ -228,6 +272,26 @@ class SlackChannel(Channel):
             raise InvalidInput(ADVICE["is_archived"].format(channel=channel))
         if info.get("is_member") is False and "chat:write.public" not in scopes:
             raise InvalidInput(ADVICE["not_in_channel"].format(channel=channel))
+
+    async def open_dm(self, user: str) -> str | DeliveryResult:
+        """The id of the bot's direct-message conversation with ``user`` (opened with
+        ``conversations.open`` once per process), or the retry/permanent result."""
+        known = self._dm_channels.get(user)
+        if known is not None:
+            return known
+        answer = await self._call("conversations.open", {"users": user}, form=True)
+        if isinstance(answer, DeliveryResult):
+            return answer
+        status, data, _ = answer
+        channel = (data.get("channel") or {}).get("id") if data.get("ok") is True else None
+        if not isinstance(channel, str) or not channel:
+            if data.get("ok") is True:
+                return DeliveryResult.retry("Slack opened no conversation.", status)
+            return self._failure(status, data, user)
+        if len(self._dm_channels) > 10_000:  # a bound, not a policy: reopening is cheap
+            self._dm_channels.clear()
+        self._dm_channels[user] = channel
+        return channel
 
     async def _call(
         self, method: str, args: dict[str, Any], *, form: bool = False
@@ -281,7 +345,7 @@ class SlackChannel(Channel):
                 status,
             )
         if code == "missing_scope":
-            needed = data.get("needed") or "chat:write"
+            needed = data.get("needed") or ("im:write" if channel[:1] in "UW" else "chat:write")
             return DeliveryResult.permanent(
                 f"The Slack app lacks the {needed} scope: ask an admin to add it and "
                 "reinstall the app.",
@@ -295,3 +359,31 @@ class SlackChannel(Channel):
                 status,
             )
         return DeliveryResult.permanent(advice.format(channel=channel, code=code), status)
+
+
+def _sections(text: str) -> list[dict[str, Any]]:
+    """``text`` as section blocks (mrkdwn, at most 3,000 characters each)."""
+    size = limits.SLACK_SECTION_TEXT.size
+    return [
+        {"type": "section", "text": {"type": "mrkdwn", "text": text[i : i + size]}}
+        for i in range(0, max(len(text), 1), size)
+    ]
+
+
+def reminder_actions(schedule_id: int) -> dict[str, Any]:
+    """The actions block under a reminder: Snooze 15 min, 1 h, tomorrow, and Done. Each
+    button's value is the schedule id; ``action_id`` says the choice."""
+    return {
+        "type": "actions",
+        "block_id": f"herald_reminder:{schedule_id}",
+        "elements": [
+            {
+                "type": "button",
+                "action_id": reminders.slack_action_id(choice),
+                "text": {"type": "plain_text", "text": reminders.label(choice)},
+                "value": str(schedule_id),
+                **({"style": "primary"} if choice == reminders.DONE else {}),
+            }
+            for choice in reminders.CHOICES
+        ],
+    }

@@ -53,6 +53,15 @@ class ScheduleQueries(Gateway):
         async with self._read_session() as s:
             return await s.get(Member, {"tenant": tenant, "id": member_id})
 
+    async def find_member(self, member_id: str) -> Member | None:
+        """The member ``member_id`` in any tenant (the first by tenant), if Herald knows
+        them anywhere: for Herald-wide actors only."""
+        async with self._read_session() as s:
+            result = await s.execute(
+                select(Member).where(col(Member.id) == member_id).order_by(col(Member.tenant))
+            )
+            return result.scalars().first()
+
     async def save_member(
         self,
         tenant: str,

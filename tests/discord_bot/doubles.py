@@ -57,6 +57,7 @@ class Answer:
 class User:
     id: int
     display_name: str = "Ada"
+    bot: bool = False
 
     @property
     def mention(self) -> str:
@@ -90,8 +91,21 @@ class Role:
 class Guild:
     def __init__(self, guild_id: int = GUILD, roles: list[Role] | None = None) -> None:
         self.id = guild_id
-        self.me = User(BOT, "Herald")
+        self.me = User(BOT, "Herald", bot=True)
         self.roles = roles or []
+        #: Who ``fetch_member`` finds (``GET /guilds/{id}/members/{user}``): the bot,
+        #: OWNER, ADMIN and STRANGER, unless a test changes it.
+        self.members: dict[int, User] = {
+            u.id: u
+            for u in (self.me, User(OWNER, "Ada"), User(ADMIN, "Root"), User(STRANGER, "Sam"))
+        }
+
+    async def fetch_member(self, user_id: int, /) -> User:
+        """The member, or discord.NotFound (10007 Unknown Member) as discord.py raises."""
+        if user_id not in self.members:
+            response = SimpleNamespace(status=404, reason="Not Found")
+            raise discord.NotFound(response, {"code": 10007, "message": "Unknown Member"})  # type: ignore[arg-type]
+        return self.members[user_id]
 
 
 class Response:

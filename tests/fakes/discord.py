@@ -8,6 +8,11 @@ Routes (under ``/api/v10`` and, for webhooks, also ``/api``):
   ``nonce`` with ``enforce_nonce`` returns the message already created. Rate limits per
   channel bucket with the real headers, and 429 ``{"retry_after", "global"}`` when spent.
 - ``GET /channels/{id}``: the channel, or 401/403/404 as above.
+- ``POST /users/@me/channels {"recipient_id"}`` (https://discord.com/developers/docs/
+  resources/user#create-dm): the DM channel (type 1) with a user added with
+  :meth:`FakeDiscord.add_user`, the same one each time; 404 ``Unknown User`` (10013)
+  for anyone else. A message to a user who takes no DMs from the bot is refused with
+  403 ``Cannot send messages to this user`` (50007), as Discord does.
 - ``POST|GET /webhooks/{id}/{token}``: execute (``?wait=true`` returns the message, else
   204) or read a webhook; 404 ``Unknown Webhook`` (10015), 401 ``Invalid Webhook Token``.
 
@@ -32,6 +37,8 @@ class DiscordChannelState:
     id: str
     can_view: bool = True
     can_send: bool = True
+    #: A DM channel: the user it is with (None for a server channel).
+    recipient: str | None = None
     messages: list[dict[str, Any]] = field(default_factory=list)
     window_start: float = 0.0
     used: int = 0
@@ -64,6 +71,10 @@ class FakeDiscord(FakeHTTPServer):
         #: webhook id -> (token, channel id)
         self.webhooks: dict[str, tuple[str, str]] = {}
         self._ids = itertools.count(1_100_000_000_000_000_000)
+        #: user id -> whether they take direct messages from the bot.
+        self.users: dict[str, bool] = {}
+        #: user id -> their DM channel's id.
+        self.dms: dict[str, str] = {}
 
     @property
     def api_url(self) -> str:
@@ -87,7 +98,11 @@ class FakeDiscord(FakeHTTPServer):
         """All messages created, in every channel."""
         return [m for c in self.channels.values() for m in c.messages]
 
+    def add_user(self, user_id: str, *, takes_dms: bool = True) -> None:
+        self.users[user_id] = takes_dms
+
     def add_routes(self, router: web.UrlDispatcher) -> None:
+        router.add_post("/api/v10/users/@me/channels", self._create_dm)
         router.add_post("/api/v10/channels/{id}/messages", self._create_message)
         router.add_get("/api/v10/channels/{id}", self._get_channel)
         for prefix in ("/api/v10", "/api"):
@@ -106,6 +121,21 @@ class FakeDiscord(FakeHTTPServer):
         if not channel.can_view:
             return _error(403, "Missing Access", 50001)
         return channel
+
+    async def _create_dm(self, request: web.Request) -> web.Response:
+        if not self._authorized(request):
+            return _error(401, "401: Unauthorized", 0)
+        payload = self.requests[-1].json()
+        user = str((payload or {}).get("recipient_id", ""))
+        if user not in self.users:
+            return _error(404, "Unknown User", 10013)
+        channel_id = self.dms.get(user)
+        if channel_id is None:
+            channel_id = self.dms[user] = str(next(self._ids))
+            self.channels[channel_id] = DiscordChannelState(channel_id, recipient=user)
+        return web.json_response(
+            {"id": channel_id, "type": 1, "recipients": [{"id": user, "username": "someone"}]}
+        )
 
     async def _get_channel(self, request: web.Request) -> web.Response:
         channel = self._channel(request)
@@ -140,6 +170,8 @@ class FakeDiscord(FakeHTTPServer):
             return channel
         if not channel.can_send:
             return _error(403, "Missing Permissions", 50013)
+        if channel.recipient is not None and not self.users.get(channel.recipient, False):
+            return _error(403, "Cannot send messages to this user", 50007)
         headers, reset_after = self._bucket_headers(channel)
         if channel.used >= self.bucket_limit:
             headers["X-RateLimit-Remaining"] = "0"
@@ -179,6 +211,7 @@ class FakeDiscord(FakeHTTPServer):
             "channel_id": channel.id,
             "content": payload.get("content", ""),
             "embeds": payload.get("embeds", []),
+            "components": payload.get("components", []),
             "nonce": payload.get("nonce"),
             "author": author,
         }

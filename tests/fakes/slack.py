@@ -3,7 +3,9 @@
 Speaks enough of the real protocol for Herald's channel and for slack_sdk's
 ``AsyncWebClient``: HTTP 200 with ``{"ok": true, ...}`` or ``{"ok": false, "error": code}``,
 ``X-OAuth-Scopes`` on every answer, JSON, form or query arguments. Methods:
-``chat.postMessage``, ``conversations.info`` and ``auth.test``.
+``chat.postMessage``, ``conversations.info``, ``conversations.open`` (a direct message
+with one user, https://api.slack.com/methods/conversations.open: ``users`` in, the IM
+channel ``D…`` out, the same one each time) and ``auth.test``.
 
 Use :attr:`FakeSlack.api_url` as the client's base URL; add channels with
 :meth:`FakeSlack.add_channel`; read what was posted in :attr:`FakeSlack.messages`; script
@@ -20,7 +22,13 @@ from aiohttp import web
 
 from tests.fakes.http import FakeHTTPServer, Scripted
 
-DEFAULT_SCOPES = ("chat:write", "chat:write.customize", "channels:read", "groups:read")
+DEFAULT_SCOPES = (
+    "chat:write",
+    "chat:write.customize",
+    "channels:read",
+    "groups:read",
+    "im:write",
+)
 
 
 def slack_error(code: str, status: int = 200, retry_after: int | None = None) -> Scripted:
@@ -36,6 +44,13 @@ class SlackChannelState:
     is_member: bool = True
     is_archived: bool = False
     is_private: bool = False
+
+
+@dataclass
+class SlackUserState:
+    id: str
+    is_bot: bool = False
+    deleted: bool = False
 
 
 class FakeSlack(FakeHTTPServer):
@@ -55,6 +70,10 @@ class FakeSlack(FakeHTTPServer):
         self.channels: dict[str, SlackChannelState] = {}
         #: Every message posted: the arguments plus ``ts`` and ``channel``.
         self.messages: list[dict[str, Any]] = []
+        #: Users a direct message can be opened with (add them with add_person).
+        self.people: dict[str, SlackUserState] = {}
+        #: user id -> the IM channel opened with them.
+        self.ims: dict[str, str] = {}
         self._ts = itertools.count(1)
 
     @property
@@ -63,6 +82,13 @@ class FakeSlack(FakeHTTPServer):
 
     def add_channel(self, channel_id: str, name: str = "general", **flags: bool) -> None:
         self.channels[channel_id] = SlackChannelState(channel_id, name, **flags)
+
+    def add_person(self, user_id: str, **flags: bool) -> None:
+        self.people[user_id] = SlackUserState(user_id, **flags)
+
+    def person(self, user_id: str) -> SlackUserState | None:
+        """The user ``conversations.open`` may open a DM with, if any."""
+        return self.people.get(user_id)
 
     def add_routes(self, router: web.UrlDispatcher) -> None:
         router.add_route("*", "/api/{method}", self._dispatch)
@@ -91,6 +117,8 @@ class FakeSlack(FakeHTTPServer):
             return self._conversations_info(args)
         if method == "chat.postMessage":
             return self._post_message(args)
+        if method == "conversations.open":
+            return self._conversations_open(args)
         return self._error("unknown_method")
 
     def _visible(self, channel_id: str) -> SlackChannelState | None:
@@ -116,6 +144,29 @@ class FakeSlack(FakeHTTPServer):
                 },
             }
         )
+
+    def _conversations_open(self, args: dict[str, Any]) -> web.Response:
+        if "im:write" not in self.scopes:
+            return self._error("missing_scope", needed="im:write")
+        users = [u for u in str(args.get("users", "")).split(",") if u]
+        if not users and not args.get("channel"):
+            return self._error("users_list_not_supplied")
+        if len(users) != 1:
+            return self._error("not_enough_users" if not users else "too_many_users")
+        user = self.person(users[0])
+        if user is None:
+            return self._error("user_not_found")
+        if user.is_bot:
+            return self._error("cannot_dm_bot")
+        if user.deleted:
+            return self._error("user_disabled")
+        already = user.id in self.ims
+        channel_id = self.ims.setdefault(user.id, f"D{len(self.ims) + 1:08d}")
+        self.channels.setdefault(channel_id, SlackChannelState(channel_id, user.id))
+        answer: dict[str, Any] = {"ok": True, "channel": {"id": channel_id}}
+        if already:
+            answer.update(no_op=True, already_open=True)
+        return self._answer(answer)
 
     def _post_message(self, args: dict[str, Any]) -> web.Response:
         channel = self._visible(str(args.get("channel", "")))

@@ -19,7 +19,7 @@ from typing import Any
 
 from aiohttp import web
 
-from tests.fakes.slack import FakeSlack
+from tests.fakes.slack import FakeSlack, SlackUserState
 
 
 class FakeSlackApp(FakeSlack):
@@ -57,15 +57,28 @@ class FakeSlackApp(FakeSlack):
         name: str | None = None,
         admin: bool = False,
         owner: bool = False,
+        team: str | None = None,
+        bot: bool = False,
+        deleted: bool = False,
     ) -> None:
         self.users[user_id] = {
             "id": user_id,
+            "team_id": team or self.team_id,
+            "is_bot": bot,
+            "deleted": deleted,
             "name": (name or user_id).lower(),
             "tz": tz,
             "is_admin": admin,
             "is_owner": owner,
             "profile": {"display_name": name or user_id, "real_name": name or user_id},
         }
+
+    def person(self, user_id: str) -> SlackUserState | None:
+        """Anyone ``users.info`` knows can get a direct message (unless a bot or gone)."""
+        user = self.users.get(user_id)
+        if user is None:
+            return super().person(user_id)
+        return SlackUserState(user_id, is_bot=user["is_bot"], deleted=user["deleted"])
 
     def add_members(self, channel_id: str, *user_ids: str) -> None:
         self.members.setdefault(channel_id, []).extend(user_ids)

@@ -35,6 +35,7 @@ def test_scopes_cover_every_web_api_method_the_adapter_calls() -> None:
         "users:read",  # users.info
         "channels:read",  # conversations.info / members on public channels
         "groups:read",  # ... on private channels
+        "im:write",  # conversations.open for a reminder's direct message
     }
     assert needed <= scopes
     assert "chat:write.public" not in scopes  # Herald posts only where it was invited

@@ -1,0 +1,150 @@
+"""Reminders in Slack: ``/schedule me …`` and ``/schedule @someone …`` (a direct message
+from the bot, :mod:`core.reminders`), and the Snooze and Done buttons under a delivered
+reminder.
+
+Another person is reminded only when Slack says they are a person of the same workspace
+(``users.info``: ``team_id``, not a bot, not deactivated); Herald then records them as a
+member of that tenant, which is what core checks.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import aiohttp
+from slack_bolt.context.ack.async_ack import AsyncAck
+from slack_bolt.context.respond.async_respond import AsyncRespond
+from slack_sdk.errors import SlackApiError
+
+from bot.slack import grammar
+from bot.slack.base import Base, Person, request_team
+from bot.slack.blocks import Reply, context, date_token, schedule_reply
+from bot.slack.directory import error_code
+from core import reminders
+from core.actors import Principal
+from core.errors import InvalidInput, PermissionDenied
+
+log = logging.getLogger(__name__)
+
+#: The action ids of a reminder's buttons, for the Bolt app's router.
+ACTION_PATTERN = rf"^{reminders.SLACK_ACTION_PREFIX}({'|'.join(reminders.CHOICES)})$"
+
+
+class Reminders(Base):
+    """The reminder commands and buttons."""
+
+    async def remind(self, person: Person, command: grammar.Create, body: dict[str, Any]) -> Reply:
+        """Schedule a reminder for the person typing or for the member they named."""
+        assert command.person is not None
+        user = person.user_id if command.person == grammar.ME else command.person
+        if user != person.user_id:
+            await self._record_colleague(user, body)
+        schedule, created = await self.herald.create_schedule(
+            person.principal,
+            to=f"slack:@{user}",
+            when=command.when,
+            text=command.text,
+            tz=person.zone,
+            key=f"slack-trigger:{body['trigger_id']}" if body.get("trigger_id") else None,
+        )
+        whom = "you" if user == person.user_id else f"<@{user}>"
+        headline = (
+            f":white_check_mark: Reminder for {whom} scheduled (a direct message from Herald"
+            + ("" if whom == "you" else "; they will see that you asked")
+            + ")."
+            if created
+            else f"Reminder for {whom} already scheduled."
+        )
+        return schedule_reply(schedule, headline, read_back=created)
+
+    async def _record_colleague(self, user: str, body: dict[str, Any]) -> None:
+        """Record ``user`` as a member of this workspace's tenant when Slack says they
+        are a person of this workspace; PermissionDenied otherwise."""
+        team_id, enterprise_id = request_team(body)
+        try:
+            answer = await self.client.users_info(user=user)
+        except (TimeoutError, SlackApiError, aiohttp.ClientError) as exc:
+            if error_code(exc) == "user_not_found":
+                raise PermissionDenied(
+                    f"Slack knows no user <@{user}> here: pick the person from Slack's "
+                    "suggestions as you type."
+                ) from None
+            log.warning("slack users.info failed: %s", error_code(exc), extra={"user": user})
+            raise InvalidInput(
+                "Herald could not ask Slack who that is just now; try again in a minute."
+            ) from None
+        data = answer.get("user") or {}
+        org = (data.get("enterprise_user") or {}).get("enterprise_id")
+        same = data.get("team_id") == team_id or (
+            enterprise_id is not None and org == enterprise_id
+        )
+        if not same:
+            raise PermissionDenied(
+                f"<@{user}> is not in this workspace: Herald reminds members of the "
+                "workspace you type in."
+            )
+        if data.get("is_bot") or data.get("deleted"):
+            raise PermissionDenied(f"<@{user}> is a bot or deactivated: Herald reminds people.")
+        profile = data.get("profile") or {}
+        name = profile.get("display_name") or profile.get("real_name") or data.get("name")
+        await self.herald.sync_member(
+            Principal(f"slack:{user}", self.tenant(body)),
+            display_name=str(name) if name else None,
+        )
+
+    # --- the buttons under a delivered reminder ----------------------------------------
+
+    async def on_reminder_button(
+        self, ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond
+    ) -> None:
+        with self.tracker.track():
+            await ack()
+
+            async def tell(reply: Reply) -> None:  # refusals: to the clicker alone
+                await respond(
+                    text=reply[0],
+                    blocks=reply[1],
+                    response_type="ephemeral",
+                    replace_original=False,
+                )
+
+            person = await self.entrant(str(body["user"]["id"]), body, tell)
+            if person is None:
+                return
+            await self.guard(self._reminder_button(body, person), tell)
+
+    async def _reminder_button(self, body: dict[str, Any], person: Person) -> None:
+        actions = body.get("actions") or [{}]
+        action = actions[0] if isinstance(actions[0], dict) else {}
+        choice = str(action.get("action_id", "")).removeprefix(reminders.SLACK_ACTION_PREFIX)
+        container = body.get("container") or {}
+        channel = str(container.get("channel_id") or (body.get("channel") or {}).get("id") or "")
+        ts = str(container.get("message_ts") or "")
+        if not channel.startswith("D") or not ts or container.get("is_ephemeral"):
+            raise InvalidInput("Reminder buttons work only on a reminder in your direct messages.")
+        try:
+            schedule_id = int(action.get("value", ""))
+        except ValueError:
+            raise InvalidInput("That button carries no reminder number.") from None
+        if choice == reminders.DONE:
+            await self.herald.finish_reminder(person.principal, schedule_id)
+            note = ":white_check_mark: Done."
+        else:
+            snoozed = await self.herald.snooze_reminder(
+                person.principal, schedule_id, choice, message=f"{channel}/{ts}"
+            )
+            new = snoozed.schedule
+            at = new.next_run_at
+            when = date_token(at, new.timezone) if at is not None else "later"
+            note = f":zzz: Snoozed: Herald reminds you again {when} (#{new.id})."
+        message = body.get("message") or {}
+        kept = [
+            b
+            for b in message.get("blocks") or []
+            if not str(b.get("block_id", "")).startswith("herald_reminder:")
+        ]
+        text = str(message.get("text") or "Reminder")
+        await self.client.chat_update(
+            channel=channel, ts=ts, text=text, blocks=[*kept, context(note)]
+        )
