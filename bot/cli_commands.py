@@ -22,6 +22,7 @@ from bot import cli_calendars
 from bot.cli_parser import EXIT_ERROR
 from bot.logs import configure_logging
 from core import calendars, db, timeexpr, views
+from core.actors import Principal, Surface
 from core.channels import build_channels
 from core.clock import Clock, SystemClock
 from core.errors import HeraldError, InvalidInput
@@ -55,7 +56,8 @@ class Cli:
         self.args = args
         self.settings = settings
         self.out = out
-        self.actor = settings.local_actor
+        #: Who acts: the terminal's member, through the CLI (the audit log says so).
+        self.actor = Principal(settings.local_actor, surface=Surface.CLI)
 
     def emit(self, text: str = "") -> None:
         self.out.write(text + "\n")

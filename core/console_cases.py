@@ -40,7 +40,6 @@ if TYPE_CHECKING:
     from core.usecases import ScheduleDetail
 
 CHUNK = 500
-VIA = {"via": "console"}
 
 #: Bulk actions on schedules: the state each leads to and the states it applies to.
 SCHEDULE_BULK: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -315,9 +314,7 @@ class ConsoleCases(CaseBase):
             after = ids[-1]
             if action == "shift":
                 assert shift is not None
-                entry = AuditEntry.by(
-                    actor, "schedule.shift", "schedule", "", {**VIA, "by": str(shift)}
-                )
+                entry = AuditEntry.by(actor, "schedule.shift", "schedule", "", {"by": str(shift)})
                 changed = await self.store.shift_schedules(
                     ids, by=shift, owner=owner, tenant=tenant, now=now, audit=entry
                 )
@@ -325,7 +322,7 @@ class ConsoleCases(CaseBase):
                     self._due(now)
             else:
                 to_state, from_states = SCHEDULE_BULK[action]
-                entry = AuditEntry.by(actor, f"schedule.{action}", "schedule", "", dict(VIA))
+                entry = AuditEntry.by(actor, f"schedule.{action}", "schedule")
                 changed = await self.store.stop_schedules(
                     ids,
                     to_state=to_state,
@@ -545,7 +542,9 @@ def _job_events(job: Job) -> list[TimelineEvent]:
 
 
 def _audit_event(row: Audit) -> TimelineEvent:
+    # rows written before the audit log had a surface said ``via`` in their details
     details = ", ".join(f"{k}={v}" for k, v in (row.details or {}).items() if k != "via")
     job_id = int(row.object_id) if row.object_type == "job" and row.object_id.isdigit() else None
     kind = "created" if row.action == "schedule.create" else "audit"
-    return TimelineEvent(row.at, kind, f"{row.action} by {row.actor}", job_id, details)
+    via = f" via {row.surface}" if row.surface else ""
+    return TimelineEvent(row.at, kind, f"{row.action} by {row.actor}{via}", job_id, details)

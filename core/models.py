@@ -341,6 +341,9 @@ class Audit(SQLModel, table=True):
     object_type: str = Field(max_length=32)
     object_id: str = Field(max_length=64)
     details: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)
+    #: Where the action came from: cli, console, slack, discord, api or system, as the
+    #: entry point said (core.actors.Surface); None when it did not say.
+    surface: str | None = Field(default=None, max_length=16)
 
 
 class RateBucket(SQLModel, table=True):

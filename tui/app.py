@@ -19,7 +19,7 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 
-from core.actors import Actor
+from core.actors import Actor, Principal, Surface
 from core.channels.base import Channel
 from core.clock import SystemClock
 from core.errors import HeraldError
@@ -79,6 +79,9 @@ class HeraldConsole(App[int]):
         self.settings = settings
         self.herald = herald
         self.actor_id = actor_id
+        #: Who acts through every use case: ``actor_id`` via the console (the audit log
+        #: names the surface).
+        self.principal = Principal(actor_id, surface=Surface.CONSOLE)
         self.actor: Actor | None = None
         self.refresh_interval = refresh_interval
         self.initial_mode = mode
@@ -109,7 +112,7 @@ class HeraldConsole(App[int]):
     @work(exit_on_error=False)
     async def _start(self) -> None:
         try:
-            self.actor = await self.herald.actor(self.actor_id)
+            self.actor = await self.herald.actor(self.principal)
         except HeraldError as exc:
             self.exit(return_code=1, message=f"herald console: {exc}")
             return

@@ -79,6 +79,8 @@ class AuditFilter:
     action: str | None = None
     object_type: str | None = None
     object_id: str | None = None
+    #: Where the action came from (cli, console, slack, discord, api, system).
+    surface: str | None = None
 
 
 @dataclass(frozen=True)
@@ -629,6 +631,8 @@ class ConsoleQueries(Gateway):
             q = q.where(AUDIT.c.object_type == f.object_type)
         if f.object_id:
             q = q.where(AUDIT.c.object_id == f.object_id)
+        if f.surface:
+            q = q.where(AUDIT.c.surface == f.surface)
         if before_id is not None:
             q = q.where(AUDIT.c.id < before_id)
         q = q.order_by(AUDIT.c.id.desc()).limit(limit)

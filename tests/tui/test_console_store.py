@@ -8,6 +8,7 @@ from datetime import timedelta
 
 import pytest
 
+from core.actors import Principal, Surface
 from core.clock import ManualClock
 from core.console_cases import parse_shift, unavailable
 from core.errors import InvalidInput, PermissionDenied
@@ -107,19 +108,20 @@ async def test_bulk_cancel_pause_shift_audit_each(herald: Herald, clock: ManualC
         (await herald.create_schedule(MEMBER, to="log:", when=f"in {i + 1} hours", text="x"))[0].id
         for i in range(3)
     ]
-    plan = await herald.plan_schedules_bulk(MEMBER, "pause", ScheduleFilter())
+    console = Principal(MEMBER, surface=Surface.CONSOLE)
+    plan = await herald.plan_schedules_bulk(console, "pause", ScheduleFilter())
     assert (plan.count, plan.matching) == (3, 3)
-    assert await herald.bulk_schedules(MEMBER, "pause", ScheduleFilter(ids=(ids[0],))) == 1
+    assert await herald.bulk_schedules(console, "pause", ScheduleFilter(ids=(ids[0],))) == 1
     before = (await herald.queue_page(MEMBER, "pending"))[0].due_at
     shifted = await herald.bulk_schedules(
-        MEMBER, "shift", ScheduleFilter(states=("active",)), shift=timedelta(hours=2)
+        console, "shift", ScheduleFilter(states=("active",)), shift=timedelta(hours=2)
     )
     assert shifted == 2
     after = await herald.queue_page(MEMBER, "pending")
     assert after[0].due_at == before + timedelta(hours=2)
-    assert await herald.bulk_schedules(MEMBER, "cancel", ScheduleFilter()) == 3
+    assert await herald.bulk_schedules(console, "cancel", ScheduleFilter()) == 3
     trail = await herald.audit_log(ADMIN, AuditFilter(action="schedule."))
-    actions = sorted(a.action for a in trail if a.details.get("via") == "console")
+    actions = sorted(a.action for a in trail if a.surface == "console")
     assert actions == ["schedule.cancel"] * 3 + ["schedule.pause"] + ["schedule.shift"] * 2
     assert await herald.queue_page(MEMBER, "pending") == []
 

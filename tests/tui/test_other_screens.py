@@ -7,8 +7,9 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+from core.actors import Principal, Surface
 from core.clock import ManualClock
-from core.store.console import AuditFilter, DeadFilter, ScheduleFilter
+from core.store.console import AuditFilter, DeadFilter
 from core.usecases import Herald
 from tests.tui.conftest import (
     ADMIN,
@@ -184,14 +185,24 @@ async def test_dead_letters_member_sees_own_and_cannot_discard(
 async def test_audit_log_shows_who_did_what_from_where(
     console: Any, herald: Herald, seeded: dict[str, Any]
 ) -> None:
-    await herald.bulk_schedules(ADMIN, "pause", ScheduleFilter(ids=(seeded["standup"],)))
-    app = console(ADMIN, mode="audit")
+    await herald.pause_schedule(Principal(ADMIN, surface=Surface.CLI), seeded["standup"])
+    app = console(ADMIN, mode="schedules")
     async with run(app, size=(120, 40)) as pilot:
         await settle(pilot)
-        text = screen_text(app)
-        assert "schedule.pause" in text and "console" in text  # the console's own action
-        assert "dead.retry_request" in text and "CLI" in text
-        await pilot.press("slash", *"action:dead", "enter")
+        assert table(app).cursor_key() == str(seeded["release"])
+        await pilot.press("p")  # paused here, in the console
+        await settle(pilot)
+        await pilot.press("6")
+        await settle(pilot)
+        paused = [line for line in screen_text(app).splitlines() if "schedule.pause" in line]
+        [console_row] = [line for line in paused if f"schedule {seeded['release']}" in line]
+        [cli_row] = [line for line in paused if f"schedule {seeded['standup']}" in line]
+        assert " console " in console_row and " cli " in cli_row
+        assert "via=" not in screen_text(app)
+        await pilot.press("slash", *"via:console", "enter")
+        await settle(pilot)
+        assert len(table(app).keys) == 1
+        await pilot.press("slash", "ctrl+u", *"action:dead", "enter")
         await settle(pilot)
         assert len(table(app).keys) == 1
         await pilot.press("enter")  # the audited job's timeline

@@ -18,16 +18,10 @@ from tui.screens.detail import DetailScreen
 from tui.widgets.filter_bar import FilterBar
 from tui.widgets.table import PageTable
 
-SURFACES = {"slack": "Slack", "discord": "Discord", "local": "CLI", "system": "system"}
-
 
 def surface(row: Audit) -> str:
-    """Where an action came from: the console says so in its details; otherwise the
-    actor's platform tells (``local:`` actors use the CLI or the console)."""
-    via = (row.details or {}).get("via")
-    if isinstance(via, str):
-        return via
-    return SURFACES.get(row.actor.partition(":")[0], row.actor.partition(":")[0])
+    """Where an action came from, as its entry point said (``-``: it did not say)."""
+    return row.surface or "-"
 
 
 class AuditScreen(ConsoleScreen):
@@ -46,7 +40,9 @@ class AuditScreen(ConsoleScreen):
 
     def compose(self) -> ComposeResult:
         yield Header()
-        yield FilterBar("/ filter: actor:ID action:PREFIX object:TYPE[:ID] tenant:ID", id="filter")
+        yield FilterBar(
+            "/ filter: actor:ID action:PREFIX object:TYPE[:ID] via:SURFACE tenant:ID", id="filter"
+        )
         yield PageTable("when", "actor", "via", "action", "object", "details", "tenant", id="table")
         yield Static("", id="status", classes="status")
         yield Static("", classes="role-note")
@@ -54,7 +50,7 @@ class AuditScreen(ConsoleScreen):
 
     async def fetch(self) -> Any:
         return await self.herald.audit_log(
-            self.actor_id, self.filter, before_id=self.pages[-1], limit=PAGE
+            self.principal, self.filter, before_id=self.pages[-1], limit=PAGE
         )
 
     def show(self, data: Any) -> None:

@@ -15,7 +15,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Static
 
-from core.actors import Actor
+from core.actors import Actor, Principal
 from core.console_cases import unavailable
 from core.errors import HeraldError
 from core.models import Role
@@ -78,6 +78,11 @@ class ConsoleScreen(Screen[None]):
     @property
     def actor_id(self) -> str:
         return self.console.actor_id
+
+    @property
+    def principal(self) -> Principal:
+        """Who acts, as the use cases take it: the console's member, via the console."""
+        return self.console.principal
 
     @property
     def actor(self) -> Actor:

@@ -102,7 +102,7 @@ class CalendarsScreen(ConsoleScreen):
 
     async def fetch(self) -> Any:
         return await self.herald.calendars_page(
-            self.actor_id,
+            self.principal,
             failing_only=self.view == "failing",
             after_id=self.pages[-1],
             limit=PAGE,

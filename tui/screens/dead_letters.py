@@ -109,9 +109,9 @@ class DeadLettersScreen(ConsoleScreen):
     async def fetch(self) -> Any:
         groups = self.groups
         if self.groups_stale:
-            groups = await self.herald.dead_groups(self.actor_id, self.filter)
+            groups = await self.herald.dead_groups(self.principal, self.filter)
         page = await self.herald.dead_page(
-            self.actor_id, self.scope(), before=self.pages[-1], limit=PAGE
+            self.principal, self.scope(), before=self.pages[-1], limit=PAGE
         )
         return groups, page
 
@@ -238,7 +238,7 @@ class DeadLettersScreen(ConsoleScreen):
         if action in ("approve", "reject"):
             scope = replace(scope, requested=True)
         try:
-            count = await self.herald.count_dead(self.actor_id, scope)
+            count = await self.herald.count_dead(self.principal, scope)
         except HeraldError as exc:
             self.notify(str(exc), title="Refused", severity="error")
             return
@@ -252,7 +252,7 @@ class DeadLettersScreen(ConsoleScreen):
         self, action: str, *, ids: list[int] | None = None, f: DeadFilter | None = None
     ) -> Any:
         async def run() -> str:
-            verb, count = await self.herald.dead_letter_action(self.actor_id, action, ids=ids, f=f)
+            verb, count = await self.herald.dead_letter_action(self.principal, action, ids=ids, f=f)
             self.table.action_clear_selection()
             return f"{DONE.get(verb, verb)} {count} dead letter{'s' if count != 1 else ''}."
 

@@ -57,7 +57,7 @@ class DeliveriesScreen(ConsoleScreen):
 
     async def fetch(self) -> Any:
         return await self.herald.delivery_log(
-            self.actor_id, self.filter, before=self.pages[-1], limit=PAGE
+            self.principal, self.filter, before=self.pages[-1], limit=PAGE
         )
 
     def show(self, data: Any) -> None:

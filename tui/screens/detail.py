@@ -56,7 +56,7 @@ class DetailScreen(ConsoleScreen):
 
     async def fetch(self) -> Any:
         return await self.herald.timeline(
-            self.actor_id,
+            self.principal,
             schedule_id=self.schedule_id,
             job_id=self.job_id,
             attempt_id=self.attempt_id,

@@ -46,7 +46,7 @@ class OverviewScreen(ConsoleScreen):
         super().on_mount()
 
     async def fetch(self) -> Any:
-        return await self.herald.overview(self.actor_id)
+        return await self.herald.overview(self.principal)
 
     def show(self, data: Any) -> None:
         o: Overview = data

@@ -57,7 +57,7 @@ class QueueScreen(ConsoleScreen):
 
     async def fetch(self) -> Any:
         return await self.herald.queue_page(
-            self.actor_id, self.view, after=self.pages[-1], limit=PAGE
+            self.principal, self.view, after=self.pages[-1], limit=PAGE
         )
 
     def show(self, data: Any) -> None:

@@ -64,7 +64,7 @@ class SchedulesScreen(ConsoleScreen):
 
     async def fetch(self) -> Any:
         return await self.herald.schedules_page(
-            self.actor_id, self.filter, before_id=self.pages[-1], limit=PAGE
+            self.principal, self.filter, before_id=self.pages[-1], limit=PAGE
         )
 
     def show(self, data: Any) -> None:
@@ -144,7 +144,7 @@ class SchedulesScreen(ConsoleScreen):
         sid, version = schedule.id, schedule.version
 
         async def resume() -> str:
-            done = await self.herald.resume_schedule(self.actor_id, sid, expected_version=version)
+            done = await self.herald.resume_schedule(self.principal, sid, expected_version=version)
             return f"Resumed schedule {sid}; next run {ago(done.next_run_at, self._now())}."
 
         self.act(resume)
@@ -156,7 +156,7 @@ class SchedulesScreen(ConsoleScreen):
         sid, version = schedule.id, schedule.version
 
         async def skip() -> str:
-            await self.herald.skip_next(self.actor_id, sid, expected_version=version)
+            await self.herald.skip_next(self.principal, sid, expected_version=version)
             return f"Skipped the next occurrence of schedule {sid}."
 
         when = ago(schedule.next_run_at, self._now())
@@ -183,9 +183,9 @@ class SchedulesScreen(ConsoleScreen):
 
         async def one() -> str:
             if action == "pause":
-                await self.herald.pause_schedule(self.actor_id, sid, expected_version=version)
+                await self.herald.pause_schedule(self.principal, sid, expected_version=version)
                 return f"Paused schedule {sid}."
-            await self.herald.cancel_schedule(self.actor_id, sid, expected_version=version)
+            await self.herald.cancel_schedule(self.principal, sid, expected_version=version)
             return f"Cancelled schedule {sid}."
 
         if action == "pause":
@@ -217,7 +217,7 @@ class SchedulesScreen(ConsoleScreen):
     @work(group="action", exit_on_error=False)
     async def _confirm_bulk(self, action: str, target: ScheduleFilter, scope: str, by: Any) -> None:
         try:
-            plan = await self.herald.plan_schedules_bulk(self.actor_id, action, target)
+            plan = await self.herald.plan_schedules_bulk(self.principal, action, target)
         except HeraldError as exc:
             self.notify(str(exc), title="Refused", severity="error")
             return
@@ -234,7 +234,7 @@ class SchedulesScreen(ConsoleScreen):
         self.confirm(question, lambda: self._bulk(action, target, by))
 
     async def _bulk(self, action: str, target: ScheduleFilter, by: Any) -> str:
-        count = await self.herald.bulk_schedules(self.actor_id, action, target, shift=by)
+        count = await self.herald.bulk_schedules(self.principal, action, target, shift=by)
         self.table.action_clear_selection()
         done = {"cancel": "Cancelled", "pause": "Paused", "shift": "Shifted"}[action]
         return f"{done} {count} schedule{'s' if count != 1 else ''}."
