@@ -155,7 +155,9 @@ class ConsoleCases(CaseBase):
     ) -> tuple[str, int]:
         raise NotImplementedError
 
-    async def reject_dead_retry(self, actor_id: ActorRef, job_ids: Sequence[int]) -> int:
+    async def reject_dead_retry(
+        self, actor_id: ActorRef, job_ids: Sequence[int], reason: str | None = None
+    ) -> int:
         raise NotImplementedError
 
     async def discard_dead_letters(self, actor_id: ActorRef, job_ids: Sequence[int]) -> int:
@@ -367,18 +369,19 @@ class ConsoleCases(CaseBase):
         *,
         ids: Sequence[int] | None = None,
         f: DeadFilter | None = None,
+        reason: str | None = None,
     ) -> tuple[str, int]:
         """Retry (an admin) or request a retry (anyone else), approve or reject
-        requests (admins), discard (operators and admins): the given dead letters, or
-        every one matching ``f``. Returns ``(what happened, count)``; a refused attempt
-        is audited."""
+        requests (admins; a rejection says ``reason``), discard (operators and admins):
+        the given dead letters, or every one matching ``f``. Returns ``(what happened,
+        count)``; a refused attempt is audited."""
         if action not in DEAD_ACTIONS:
             raise InvalidInput(f"Unknown action {action!r}: use {', '.join(DEAD_ACTIONS)}.")
         actor, owner, tenant = await self._scope(actor_id, f.tenant if f else None)
-        reason = unavailable(actor, f"dead.{action}")
-        if reason is not None:
+        refusal = unavailable(actor, f"dead.{action}")
+        if refusal is not None:
             objects = ", ".join(map(str, ids)) if ids is not None else "all matching"
-            raise await self.denied(actor, f"dead.{action}", "job", objects, reason)
+            raise await self.denied(actor, f"dead.{action}", "job", objects, refusal)
         if ids is not None:
             chunks: list[list[int]] = [list(ids[i : i + CHUNK]) for i in range(0, len(ids), CHUNK)]
         else:
@@ -408,7 +411,7 @@ class ConsoleCases(CaseBase):
                     )
                 _, n = await self.retry_dead_letters(actor_id, chunk)
             elif action == "reject":
-                n = await self.reject_dead_retry(actor_id, chunk)
+                n = await self.reject_dead_retry(actor_id, chunk, reason)
             else:
                 n = await self.discard_dead_letters(actor_id, chunk)
             total += n

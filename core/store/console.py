@@ -17,7 +17,7 @@ import sqlalchemy as sa
 
 from core.models import WAITING_SQL, Audit, Job, JobState, Schedule, ScheduleState, Worker
 from core.store.base import ATTEMPT, AUDIT, JOB, SCHEDULE, AuditEntry, Gateway
-from core.store.queue import DeadLetter
+from core.store.queue import DEAD_COLUMNS, DeadLetter
 from core.store.states import state_condition
 
 WORKER = Worker.__table__  # type: ignore[attr-defined]
@@ -574,22 +574,8 @@ class ConsoleQueries(Gateway):
         limit: int = 100,
     ) -> list[DeadLetter]:
         """One page of dead letters matching ``f``, newest first (keyset: ``before``)."""
-        columns = (
-            JOB.c.id.label("job_id"),
-            JOB.c.schedule_id,
-            SCHEDULE.c.tenant,
-            SCHEDULE.c.owner,
-            SCHEDULE.c.destination,
-            SCHEDULE.c.body,
-            JOB.c.attempts,
-            JOB.c.last_error,
-            JOB.c.occurrence_at,
-            JOB.c.finished_at,
-            JOB.c.retry_requested_by,
-            JOB.c.retry_requested_at,
-        )
         q = (
-            self._dead_from(sa.select(*columns))
+            self._dead_from(sa.select(*DEAD_COLUMNS))
             .where(*self._dead_where(f))
             .where(_before((JOB.c.finished_at, JOB.c.id), before, desc=True))
             .order_by(JOB.c.finished_at.desc(), JOB.c.id.desc())

@@ -22,6 +22,7 @@ from tests.tui.conftest import (
     settle,
 )
 from tui.screens.detail import DetailScreen
+from tui.screens.prompt import PromptScreen
 from tui.widgets.table import PageTable
 
 
@@ -129,6 +130,33 @@ async def test_dead_letters_admin_approves_and_discards(
         await settle(pilot)
         assert await herald.count_dead(ADMIN, DeadFilter()) == 0
         assert "All reasons · 0" in screen_text(app)
+
+
+async def test_rejecting_a_retry_request_asks_why_and_keeps_it_for_whoever_asked(
+    console: Any, herald: Herald, seeded: dict[str, Any]
+) -> None:
+    requested = seeded["requested"][0]
+    app = console(ADMIN, mode="dead")
+    async with run(app, size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("slash", *"requested:yes", "enter")
+        await settle(pilot)
+        assert table(app).keys == [str(requested)]
+        await pilot.press("x")
+        await settle(pilot)
+        assert isinstance(app.screen, PromptScreen)
+        assert "Reject the retry request of 1 dead letter?" in screen_text(app)
+        await pilot.press("enter")  # no reason: asked again, nothing rejected
+        await settle(pilot)
+        assert isinstance(app.screen, PromptScreen)
+        assert "A reason is needed" in screen_text(app)
+        await pilot.press(*"archived channel", "enter")
+        await settle(pilot)
+        assert any("Rejected 1 dead letter" in n for n in notes(app))
+    [letter] = await herald.dead_letter(MEMBER, requested)
+    assert letter.retry_note == f"rejected by {ADMIN}: archived channel"
+    [row] = await herald.audit_log(ADMIN, AuditFilter(action="dead.retry_reject"))
+    assert (row.details, row.surface) == ({"reason": "archived channel"}, "console")
 
 
 async def test_dead_letters_operator_requests_and_cannot_approve(

@@ -19,6 +19,7 @@ from tui.filters import FilterError, dead_filter
 from tui.format import ago, clip, dest
 from tui.screens.base import PAGE, PAGING, ConsoleScreen
 from tui.screens.detail import DetailScreen
+from tui.screens.prompt import PromptScreen
 from tui.widgets.filter_bar import FilterBar
 from tui.widgets.table import PageTable
 
@@ -77,7 +78,7 @@ class DeadLettersScreen(ConsoleScreen):
             "owner",
             "to",
             "tries",
-            "retry asked by",
+            "retry",
             "error",
             "tenant",
             selectable=True,
@@ -131,7 +132,7 @@ class DeadLettersScreen(ConsoleScreen):
                         clip(d.owner, 16),
                         clip(dest(d.destination), 22),
                         str(d.attempts),
-                        clip(d.retry_requested_by or "", 16),
+                        clip(d.retry_note or "", 24),
                         clip(d.last_error, 50),
                         clip(d.tenant, 24),
                     ),
@@ -222,12 +223,13 @@ class DeadLettersScreen(ConsoleScreen):
             if key is None:
                 return
             ids = [int(key)]
-        call = self._call(action, ids=ids)
-        if len(ids) == 1 and action != "discard":
-            self.act(call)
+        count = f"{len(ids)} dead letter{'s' if len(ids) != 1 else ''}"
+        if action == "reject":
+            self._ask_reason(f"Reject the retry request of {count}?", ids=ids)
+        elif len(ids) == 1 and action != "discard":
+            self.act(self._call(action, ids=ids))
         else:
-            count = f"{len(ids)} dead letter{'s' if len(ids) != 1 else ''}"
-            self.confirm(f"{NAMES[action]} {count}?", call)
+            self.confirm(f"{NAMES[action]} {count}?", self._call(action, ids=ids))
 
     def action_act_all(self, action: str) -> None:
         self._confirm_all(action)
@@ -246,13 +248,43 @@ class DeadLettersScreen(ConsoleScreen):
         where = [f"reason {clip(self.reason, 40)!r}"] if self.reason is not None else []
         where += [self.filter_text] if self.filter_text else []
         question = f"{what} {' · '.join(where) or 'no filter (all)'}?"
-        self.confirm(question, self._call(action, f=self.scope()))
+        if action == "reject":
+            self._ask_reason(question, f=self.scope())
+        else:
+            self.confirm(question, self._call(action, f=self.scope()))
+
+    def _ask_reason(
+        self, question: str, *, ids: list[int] | None = None, f: DeadFilter | None = None
+    ) -> None:
+        """A rejection says why: whoever asked reads it. (Without the role, core
+        refuses and audits the attempt; no reason is asked for first.)"""
+        if self.why_not("act('reject')"):
+            self.act(self._call("reject", ids=ids, f=f))
+            return
+
+        def answered(reason: str | None) -> None:
+            if reason:
+                self.act(self._call("reject", ids=ids, f=f, reason=reason))
+
+        prompt = PromptScreen(
+            f"{question}\nSay why: whoever asked reads it with their dead letters.",
+            "e.g. the channel is archived; schedule it to another one",
+            required="A reason is needed: it is all whoever asked will read. Esc cancels.",
+        )
+        self.app.push_screen(prompt, answered)
 
     def _call(
-        self, action: str, *, ids: list[int] | None = None, f: DeadFilter | None = None
+        self,
+        action: str,
+        *,
+        ids: list[int] | None = None,
+        f: DeadFilter | None = None,
+        reason: str | None = None,
     ) -> Any:
         async def run() -> str:
-            verb, count = await self.herald.dead_letter_action(self.principal, action, ids=ids, f=f)
+            verb, count = await self.herald.dead_letter_action(
+                self.principal, action, ids=ids, f=f, reason=reason
+            )
             self.table.action_clear_selection()
             return f"{DONE.get(verb, verb)} {count} dead letter{'s' if count != 1 else ''}."
 

@@ -1,4 +1,4 @@
-"""audit rows name their surface
+"""audit rows name their surface; a rejected retry request keeps who and why
 
 Revision ID: 0010
 Revises: 0009
@@ -10,6 +10,9 @@ old rows say so for certain: ``via: console`` in their details (the console's bu
 actions), chat members' ids (``slack:``, ``discord:``) and Herald's own ``system:``
 actors. A ``local:`` row without ``via`` came from the CLI or from one of the console's
 single-row actions, which did not say: it stays NULL (unknown).
+
+``job.retry_rejected_by`` and ``job.retry_reject_reason`` keep the answer to a dead
+letter's retry request that an admin turned down, so whoever asked can read it.
 """
 
 from __future__ import annotations
@@ -47,9 +50,15 @@ WHERE {via} = 'console' OR actor LIKE 'slack:%' OR actor LIKE 'discord:%'
 def upgrade() -> None:
     with op.batch_alter_table('audit', schema=None) as batch_op:
         batch_op.add_column(sa.Column('surface', sqlmodel.sql.sqltypes.AutoString(length=16), nullable=True))
+    with op.batch_alter_table('job', schema=None) as batch_op:
+        batch_op.add_column(sa.Column('retry_rejected_by', sqlmodel.sql.sqltypes.AutoString(length=200), nullable=True))
+        batch_op.add_column(sa.Column('retry_reject_reason', sqlmodel.sql.sqltypes.AutoString(length=500), nullable=True))
     op.execute(BACKFILL.format(via=VIA[op.get_bind().dialect.name]))
 
 
 def downgrade() -> None:
+    with op.batch_alter_table('job', schema=None) as batch_op:
+        batch_op.drop_column('retry_reject_reason')
+        batch_op.drop_column('retry_rejected_by')
     with op.batch_alter_table('audit', schema=None) as batch_op:
         batch_op.drop_column('surface')
