@@ -8,11 +8,11 @@ an attempt anyway is refused with :class:`PermissionDenied` and written to the a
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
+from zoneinfo import ZoneInfo
 
 from core import timeexpr
 from core.actors import Actor, ActorRef
@@ -35,6 +35,8 @@ from core.store.console import (
     ScheduleFilter,
 )
 from core.store.queue import DeadLetter
+from core.timeexpr_once import parse_once
+from core.timeexpr_words import normalise
 
 if TYPE_CHECKING:
     from core.usecases import ScheduleDetail
@@ -79,22 +81,35 @@ def unavailable(actor: Actor, action: str) -> str | None:
     return rule[1]
 
 
-_DURATION = re.compile(r"(\d+)\s*(d|h|m|s)")
+#: Where months and years of a shift count from when no ``now`` is given.
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_UTC = ZoneInfo("UTC")
 
 
-def parse_shift(text: str) -> timedelta:
-    """``2h``, ``1h30m``, ``-15m``, ``1d``: a signed duration up to a year."""
-    raw = text.strip().lower().replace(" ", "")
-    sign = -1 if raw.startswith("-") else 1
-    body = raw.lstrip("+-")
-    parts = _DURATION.findall(body)
-    if not body or "".join(n + u for n, u in parts) != body:
-        raise InvalidInput(f"{text!r} is not a duration: write e.g. 30m, 2h, 1h30m, 1d or -15m.")
-    unit = {"d": 86400, "h": 3600, "m": 60, "s": 1}
-    seconds = sum(int(n) * unit[u] for n, u in parts)
-    if not 0 < seconds <= 366 * 86400:
+def parse_shift(text: str, now: datetime | None = None) -> timedelta:
+    """A signed duration up to a year, written as Herald reads "in <duration>" anywhere
+    (:func:`core.timeexpr_once.parse_once`): ``2 hours``, ``90m``, ``1h30m``, ``1 day``,
+    ``half an hour``, ``1 week 2 days``, ``-15 minutes``. Days and weeks are 24 h and
+    7 × 24 h; months and years count from ``now`` (default: 1970-01-01), in UTC.
+    Raises InvalidInput for anything else."""
+    words = normalise(text)
+    sign = -1 if words.startswith("-") else 1
+    amount = words[1:].strip() if words[:1] in ("-", "+") else words
+    reference = now or _EPOCH
+    moved = None
+    if amount and " at " not in f" {amount} ":  # a time of day is no duration
+        try:
+            moved = parse_once(f"in {amount}", _UTC, reference)
+        except InvalidInput:
+            moved = None
+    if moved is None:
+        raise InvalidInput(
+            f"{text!r} is not a duration: write e.g. 2 hours, 90m, 1h30m, 1 day or -15 minutes."
+        )
+    delta = moved - reference
+    if not timedelta(seconds=1) <= delta <= timedelta(days=366):
         raise InvalidInput("A shift must be between 1 second and a year.")
-    return timedelta(seconds=sign * seconds)
+    return sign * delta
 
 
 @dataclass(frozen=True)

@@ -62,7 +62,7 @@ def schedule_filter(text: str) -> ScheduleFilter:
 
 def _when(value: str, now: datetime) -> datetime:
     try:
-        return now - parse_shift(value)
+        return now - parse_shift(value, now)
     except HeraldError:
         pass
     try:

@@ -178,11 +178,41 @@ async def test_timeline_tells_what_happened(herald: Herald, clock: ManualClock) 
         await herald.timeline(ADMIN, attempt_id=10_000)
 
 
+@pytest.mark.parametrize(
+    ("text", "shift"),
+    [
+        # what the shift dialog took before
+        ("1h30m", timedelta(minutes=90)),
+        ("-15m", timedelta(minutes=-15)),
+        (" 2 d ", timedelta(days=2)),
+        ("30m", timedelta(minutes=30)),
+        ("2h", timedelta(hours=2)),
+        ("1d", timedelta(days=1)),
+        ("1d2h", timedelta(hours=26)),
+        ("1 h 30 m", timedelta(minutes=90)),
+        ("+45s", timedelta(seconds=45)),
+        ("366d", timedelta(days=366)),
+        # and what "in <duration>" takes everywhere else in Herald
+        ("2 hours", timedelta(hours=2)),
+        ("90m", timedelta(minutes=90)),
+        ("1 day", timedelta(days=1)),
+        ("-15 minutes", timedelta(minutes=-15)),
+        ("- 2 Hours", timedelta(hours=-2)),
+        ("half an hour", timedelta(minutes=30)),
+        ("an hour and 15 mins", timedelta(minutes=75)),
+        ("1 week, 2 days", timedelta(days=9)),
+        ("three hrs", timedelta(hours=3)),
+        ("1 month", timedelta(days=31)),  # from January 1970 when no `now` is given
+    ],
+)
+def test_a_shift_takes_the_durations_the_rest_of_herald_takes(text: str, shift: timedelta) -> None:
+    assert parse_shift(text) == shift
+
+
 def test_durations_and_rules() -> None:
-    assert parse_shift("1h30m") == timedelta(minutes=90)
-    assert parse_shift("-15m") == timedelta(minutes=-15)
-    assert parse_shift(" 2 d ") == timedelta(days=2)
-    for bad in ("", "soon", "0m", "400d", "5x"):
+    assert parse_shift("1 month", START) == timedelta(days=31)  # March 2 to April 2
+    assert parse_shift("-1 month", START.replace(month=2)) == -timedelta(days=28)
+    for bad in ("", "soon", "0m", "400d", "5x", "-", "2 years", "3 days at 9am", "tomorrow"):
         with pytest.raises(InvalidInput):
             parse_shift(bad)
     from core.actors import Actor

@@ -153,13 +153,20 @@ async def test_bulk_on_a_selection_and_on_everything_matching(
         before = (await herald.store.get_schedule(other.id)).next_run_at
         await pilot.press("t")
         await settle(pilot)
-        await pilot.press(*"2h", "enter")
+        await pilot.press(*"2 hours", "enter")  # as "in 2 hours" is written anywhere
         await settle(pilot)
         assert "Shift 1 schedule by 2h?" in screen_text(app)
         await pilot.press("y")
         await settle(pilot)
         after = (await herald.store.get_schedule(other.id)).next_run_at
         assert (after - before).total_seconds() == 7200
+        await pilot.press("t", *"-15 minutes", "enter")
+        await settle(pilot)
+        assert "Shift 1 schedule by -15m?" in screen_text(app)
+        await pilot.press("y")
+        await settle(pilot)
+        back = (await herald.store.get_schedule(other.id)).next_run_at
+        assert (back - after).total_seconds() == -900
 
 
 async def test_an_operator_cannot_bulk_cancel_someone_elses(

@@ -203,13 +203,16 @@ class SchedulesScreen(ConsoleScreen):
             def asked(answer: str | None) -> None:
                 if answer:
                     try:
-                        by = parse_shift(answer)
+                        by = parse_shift(answer, self._now())
                     except HeraldError as exc:
                         self.notify(str(exc), title="Shift", severity="error")
                         return
                     self._confirm_bulk(action, target, scope, by)
 
-            prompt = PromptScreen("Shift the next run by how long?", "e.g. 30m, 2h, 1d, -15m")
+            prompt = PromptScreen(
+                "Shift the next run by how long? (a minus sign moves it earlier)",
+                "e.g. 2 hours, 90m, 1h30m, 1 day, -15 minutes",
+            )
             self.app.push_screen(prompt, asked)
         else:
             self._confirm_bulk(action, target, scope, None)
