@@ -47,6 +47,7 @@ CHUNK = 500
 SCHEDULE_BULK: dict[str, tuple[str, tuple[str, ...]]] = {
     "cancel": (ScheduleState.CANCELLED.value, ("active", "paused")),
     "pause": (ScheduleState.PAUSED.value, ("active",)),
+    "resume": (ScheduleState.ACTIVE.value, ("paused",)),
     "shift": (ScheduleState.ACTIVE.value, ("active",)),
 }
 DEAD_ACTIONS = ("retry", "approve", "reject", "discard")
@@ -163,6 +164,11 @@ class ConsoleCases(CaseBase):
     dead-letter and schedule use cases they build on."""
 
     async def show_schedule(self, actor_id: ActorRef, schedule_id: int) -> ScheduleDetail:
+        raise NotImplementedError
+
+    async def resume_schedule(
+        self, actor_id: ActorRef, schedule_id: int, *, expected_version: int | None = None
+    ) -> Schedule:
         raise NotImplementedError
 
     async def retry_dead_letters(
@@ -314,8 +320,13 @@ class ConsoleCases(CaseBase):
         *,
         shift: timedelta | None = None,
     ) -> int:
-        """Cancel, pause or shift (by ``shift``) every schedule matching ``f`` that the
-        actor may change; each change is audited. Returns how many changed."""
+        """Cancel, pause, resume or shift (by ``shift``) every schedule matching ``f``
+        that the actor may change; each change is audited. Returns how many changed.
+
+        Resuming is :meth:`resume_schedule` for each (its next run is worked out from
+        its rule, one schedule at a time); one that cannot resume (a one-off whose time
+        passed, a rule that ended, a change made meanwhile) is left paused and not
+        counted."""
         actor, visible = await self._bulk_scope(actor_id, action, f)
         if visible.owner is not None and visible.owner != actor.id and not actor.is_admin:
             reason = unavailable(actor, "schedule.others") or ""
@@ -329,6 +340,9 @@ class ConsoleCases(CaseBase):
         total, after = 0, 0
         while ids := await self.store.schedule_ids(target, after_id=after, limit=CHUNK):
             after = ids[-1]
+            if action == "resume":
+                total += await self._resume_each(actor, ids)
+                continue
             if action == "shift":
                 assert shift is not None
                 entry = AuditEntry.by(actor, "schedule.shift", "schedule", "", {"by": str(shift)})
@@ -352,11 +366,24 @@ class ConsoleCases(CaseBase):
             total += len(changed)
         return total
 
+    async def _resume_each(self, actor: Actor, ids: Sequence[int]) -> int:
+        """Resume each schedule as a single resume does; count those that resumed."""
+        resumed = 0
+        for schedule_id in ids:
+            try:
+                await self.resume_schedule(actor, schedule_id)
+            except (InvalidInput, Conflict):  # its time passed, or it changed meanwhile
+                continue
+            resumed += 1
+        return resumed
+
     async def _bulk_scope(
         self, actor_id: ActorRef, action: str, f: ScheduleFilter
     ) -> tuple[Actor, ScheduleFilter]:
         if action not in SCHEDULE_BULK:
-            raise InvalidInput(f"Unknown bulk action {action!r}: use cancel, pause or shift.")
+            raise InvalidInput(
+                f"Unknown bulk action {action!r}: use cancel, pause, resume or shift."
+            )
         actor, owner, tenant = await self._scope(actor_id, f.tenant)
         f = replace(f, tenant=tenant)
         return actor, f if owner is None else replace(f, owner=owner)

@@ -126,6 +126,60 @@ async def test_bulk_cancel_pause_shift_audit_each(herald: Herald, clock: ManualC
     assert await herald.queue_page(MEMBER, "pending") == []
 
 
+async def test_bulk_resume_resumes_only_what_the_actor_may_change(
+    herald: Herald, clock: ManualClock
+) -> None:
+    await herald.set_role(ADMIN, OPERATOR, "operator")
+    made = {}
+    for name, actor, when in [
+        ("daily", MEMBER, "every day at 9am"),
+        ("later", MEMBER, "in 2 hours"),
+        ("soon", MEMBER, "in 10 minutes"),
+        ("ops", OPERATOR, "in 3 hours"),
+        ("live", MEMBER, "in 4 hours"),
+    ]:
+        s, _ = await herald.create_schedule(actor, to="log:", when=when, text=name, tz="UTC")
+        assert s.id is not None
+        made[name] = s.id
+        if name != "live":
+            await herald.pause_schedule(actor, s.id)
+    clock.advance(timedelta(minutes=20))  # "soon" passed while paused
+
+    operator = Principal(OPERATOR, surface=Surface.CONSOLE)
+    plan = await herald.plan_schedules_bulk(operator, "resume", ScheduleFilter())
+    assert (plan.count, plan.matching) == (1, 5)  # sees everyone's, may resume its own
+    assert plan.note is not None and "yours only" in plan.note
+    assert await herald.bulk_schedules(operator, "resume", ScheduleFilter()) == 1
+    member = Principal(MEMBER, surface=Surface.CONSOLE)
+    plan = await herald.plan_schedules_bulk(member, "resume", ScheduleFilter())
+    assert (plan.count, plan.matching) == (3, 4)  # its own, three of them paused
+    assert await herald.bulk_schedules(member, "resume", ScheduleFilter()) == 2  # not "soon"
+    states = {}
+    for name, schedule_id in made.items():
+        found = await herald.store.get_schedule(schedule_id)
+        states[name] = found.state if found else None
+    assert states == {
+        "daily": "active",
+        "later": "active",
+        "soon": "paused",
+        "ops": "active",
+        "live": "active",
+    }
+    resumed = await herald.audit_log(ADMIN, AuditFilter(action="schedule.resume"))
+    assert sorted((r.actor, r.object_id, r.surface) for r in resumed) == sorted(
+        [
+            (OPERATOR, str(made["ops"]), "console"),
+            (MEMBER, str(made["daily"]), "console"),
+            (MEMBER, str(made["later"]), "console"),
+        ]
+    )
+    pending = {r.schedule_id for r in await herald.queue_page(ADMIN, "pending")}
+    assert {made["daily"], made["later"], made["ops"]} <= pending
+    assert made["soon"] not in pending
+    # an admin may resume anyone's; "soon" still cannot (its time passed): 0, no error
+    assert await herald.bulk_schedules(ADMIN, "resume", ScheduleFilter()) == 0
+
+
 async def test_operators_bulk_only_their_own_and_a_refusal_is_audited(
     herald: Herald, clock: ManualClock
 ) -> None:

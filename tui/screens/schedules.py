@@ -22,7 +22,8 @@ from tui.screens.prompt import PromptScreen
 from tui.widgets.filter_bar import FilterBar
 from tui.widgets.table import PageTable
 
-VERBS = {"cancel": "Cancel", "pause": "Pause", "shift": "Shift"}
+VERBS = {"cancel": "Cancel", "pause": "Pause", "resume": "Resume", "shift": "Shift"}
+DONE = {"cancel": "Cancelled", "pause": "Paused", "resume": "Resumed", "shift": "Shifted"}
 
 
 class SchedulesScreen(ConsoleScreen):
@@ -34,11 +35,12 @@ class SchedulesScreen(ConsoleScreen):
         Binding("n", "new", "New", id="schedule-new"),
         Binding("e", "edit", "Edit", id="schedule-edit"),
         Binding("p", "bulk('pause')", "Pause", id="schedule-pause"),
-        Binding("u", "resume", "Resume", id="schedule-resume"),
+        Binding("u", "bulk('resume')", "Resume", id="schedule-resume"),
         Binding("k", "skip", "Skip next", id="schedule-skip"),
         Binding("c", "bulk('cancel')", "Cancel", id="schedule-cancel"),
         Binding("t", "bulk('shift')", "Shift", id="schedule-shift"),
         Binding("P", "bulk_all('pause')", "Pause all matching", id="schedule-pause-all"),
+        Binding("U", "bulk_all('resume')", "Resume all matching", id="schedule-resume-all"),
         Binding("C", "bulk_all('cancel')", "Cancel all matching", id="schedule-cancel-all"),
         Binding("T", "bulk_all('shift')", "Shift all matching", id="schedule-shift-all"),
         *PAGING,
@@ -137,18 +139,6 @@ class SchedulesScreen(ConsoleScreen):
         if schedule is not None:
             self.app.push_screen(ScheduleFormScreen(schedule), lambda _: self.reload())
 
-    def action_resume(self) -> None:
-        schedule = self.current()
-        if schedule is None or schedule.id is None:
-            return
-        sid, version = schedule.id, schedule.version
-
-        async def resume() -> str:
-            done = await self.herald.resume_schedule(self.principal, sid, expected_version=version)
-            return f"Resumed schedule {sid}; next run {ago(done.next_run_at, self._now())}."
-
-        self.act(resume)
-
     def action_skip(self) -> None:
         schedule = self.current()
         if schedule is None or schedule.id is None:
@@ -185,10 +175,15 @@ class SchedulesScreen(ConsoleScreen):
             if action == "pause":
                 await self.herald.pause_schedule(self.principal, sid, expected_version=version)
                 return f"Paused schedule {sid}."
+            if action == "resume":
+                done = await self.herald.resume_schedule(
+                    self.principal, sid, expected_version=version
+                )
+                return f"Resumed schedule {sid}; next run {ago(done.next_run_at, self._now())}."
             await self.herald.cancel_schedule(self.principal, sid, expected_version=version)
             return f"Cancelled schedule {sid}."
 
-        if action == "pause":
+        if action in ("pause", "resume"):
             self.act(one)
         else:
             text = clip(schedule.body, 40)
@@ -234,10 +229,15 @@ class SchedulesScreen(ConsoleScreen):
             self.notify(question.replace("?", ": nothing to do."), title=VERBS[action])
             return
 
-        self.confirm(question, lambda: self._bulk(action, target, by))
+        self.confirm(question, lambda: self._bulk(action, target, by, plan.count))
 
-    async def _bulk(self, action: str, target: ScheduleFilter, by: Any) -> str:
+    async def _bulk(self, action: str, target: ScheduleFilter, by: Any, planned: int) -> str:
         count = await self.herald.bulk_schedules(self.principal, action, target, shift=by)
         self.table.action_clear_selection()
-        done = {"cancel": "Cancelled", "pause": "Paused", "shift": "Shifted"}[action]
-        return f"{done} {count} schedule{'s' if count != 1 else ''}."
+        done = f"{DONE[action]} {count} schedule{'s' if count != 1 else ''}."
+        if action == "resume" and count < planned:
+            done += (
+                f" {planned - count} stayed paused: their time passed or their rule ended"
+                " (edit them), or they changed meanwhile."
+            )
+        return done

@@ -20,6 +20,22 @@ class PageTable(DataTable[Any]):
 
     BINDINGS = [
         Binding("space", "toggle_select", "Select", id="toggle-select"),
+        Binding(
+            "ctrl+a",
+            "select_all",
+            "Select all",
+            show=False,
+            id="select-all",
+            tooltip="Mark every row of this page for a bulk action",
+        ),
+        Binding(
+            "asterisk",
+            "invert_selection",
+            "Invert selection",
+            show=False,
+            id="invert-selection",
+            tooltip="Marked rows of this page are unmarked, the others marked",
+        ),
         Binding("escape", "clear_selection", "Unselect", show=False, id="clear-selection"),
     ]
 
@@ -45,7 +61,7 @@ class PageTable(DataTable[Any]):
             self.add_column(name, key=name)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in ("toggle_select", "clear_selection"):
+        if action in ("toggle_select", "select_all", "invert_selection", "clear_selection"):
             return self.selectable
         return True
 
@@ -85,11 +101,23 @@ class PageTable(DataTable[Any]):
         self.post_message(self.SelectionChanged(self, len(self.selected)))
         self.move_cursor(row=self.cursor_row + 1)
 
+    def action_select_all(self) -> None:
+        """Mark every row of this page (marks on other pages stay)."""
+        self._select(self.selected | set(self.keys))
+
+    def action_invert_selection(self) -> None:
+        """Unmark the marked rows of this page and mark the others (marks on other
+        pages stay)."""
+        self._select(self.selected ^ set(self.keys))
+
     def action_clear_selection(self) -> None:
-        previous, self.selected = self.selected, set()
-        for key in previous:
+        self._select(set())
+
+    def _select(self, selected: set[str]) -> None:
+        changed, self.selected = self.selected ^ selected, selected
+        for key in changed:
             self._mark(key)
-        self.post_message(self.SelectionChanged(self, 0))
+        self.post_message(self.SelectionChanged(self, len(self.selected)))
 
     def _mark(self, key: str) -> None:
         try:
