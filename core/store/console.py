@@ -25,6 +25,9 @@ WORKER = Worker.__table__  # type: ignore[attr-defined]
 #: How much of an error text a list shows; the detail view shows up to ``RESPONSE_CHARS``.
 REASON_CHARS = 80
 RESPONSE_CHARS = 500
+#: How much of a message's text the queue and the delivery log read (the schedule's
+#: detail shows all of it).
+TEXT_CHARS = 500
 
 #: Waiting jobs, worded as the partial index ``ix_job_waiting_due`` says it (so SQLite can
 #: use that index) and qualified (so it can sit beside a join with ``schedule``).
@@ -96,6 +99,8 @@ class QueueRow:
     lease_expires_at: datetime | None
     last_error: str | None
     tenant: str = "local"
+    #: The message text (its first ``TEXT_CHARS`` characters).
+    body: str = ""
 
 
 @dataclass(frozen=True)
@@ -111,6 +116,8 @@ class AttemptRow:
     error: str | None
     provider_message_id: str | None
     worker: str
+    #: The message text (its first ``TEXT_CHARS`` characters).
+    body: str = ""
 
 
 @dataclass(frozen=True)
@@ -467,6 +474,7 @@ class ConsoleQueries(Gateway):
                 JOB.c.lease_expires_at,
                 _reason(JOB.c.last_error),
                 SCHEDULE.c.tenant,
+                sa.func.substr(SCHEDULE.c.body, 1, TEXT_CHARS),
             )
             .join(SCHEDULE, SCHEDULE.c.id == JOB.c.schedule_id)
             .where(*where, _before((key, JOB.c.id), after, desc=False))
@@ -516,6 +524,7 @@ class ConsoleQueries(Gateway):
                 sa.func.substr(ATTEMPT.c.error, 1, RESPONSE_CHARS),
                 ATTEMPT.c.provider_message_id,
                 ATTEMPT.c.worker,
+                sa.func.substr(SCHEDULE.c.body, 1, TEXT_CHARS),
             )
             .join(JOB, JOB.c.id == ATTEMPT.c.job_id)
             .join(SCHEDULE, SCHEDULE.c.id == JOB.c.schedule_id)

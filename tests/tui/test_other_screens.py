@@ -72,7 +72,7 @@ async def test_delivery_log_filters_follow_and_detail(
         assert len(table(app).keys) == 5
         await pilot.press("slash", *"outcome:permanent", "enter")
         await settle(pilot)
-        assert len(table(app).keys) == 3 and "ok " not in screen_text(app)
+        assert len(table(app).keys) == 3 and " ok " not in screen_text(app)
         await pilot.press("slash", *(["backspace"] * 20), *"schedule:1", "enter")
         await settle(pilot)
         assert len(table(app).keys) == 1
@@ -153,6 +153,11 @@ async def test_rejecting_a_retry_request_asks_why_and_keeps_it_for_whoever_asked
         await pilot.press(*"archived channel", "enter")
         await settle(pilot)
         assert any("Rejected 1 dead letter" in n for n in notes(app))
+        await pilot.press("slash", "ctrl+u", "enter")
+        await settle(pilot)
+        table(app).move_cursor(row=table(app).keys.index(str(requested)))
+        await settle(pilot)
+        assert f"Retry rejected by {ADMIN}: archived channel" in flat(screen_text(app))
     [letter] = await herald.dead_letter(MEMBER, requested)
     assert letter.retry_note == f"rejected by {ADMIN}: archived channel"
     [row] = await herald.audit_log(ADMIN, AuditFilter(action="dead.retry_reject"))

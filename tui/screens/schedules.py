@@ -7,21 +7,31 @@ from typing import Any
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import DataTable, Footer, Header, Input, Static
+from textual.widgets import DataTable, Header, Input, Static
 
 from core.console_cases import parse_shift
 from core.errors import HeraldError
 from core.models import Schedule
 from core.store.console import ScheduleFilter
 from tui.filters import FilterError, schedule_filter
-from tui.format import ago, clip, dest, span
-from tui.screens.base import PAGE, PAGING, ConsoleScreen
+from tui.format import CELL, ago, clip, dest, span, stamp
+from tui.screens.base import PAGE, PAGING, ConsoleScreen, footer, screen_keys
 from tui.screens.detail import DetailScreen
 from tui.screens.form import ScheduleFormScreen
 from tui.screens.prompt import PromptScreen
 from tui.widgets.filter_bar import FilterBar
-from tui.widgets.table import PageTable
+from tui.widgets.table import Col, PageTable
 
+#: The columns, and how they give way at 80 columns: the text keeps at least 30.
+COLUMNS = (
+    Col("id", 10, keep=7),
+    Col("state", 12, keep=9),
+    Col("next run", 9, keep=8),
+    Col("owner", 24, keep=4, least=8),
+    Col("to", 30, keep=6, least=12),
+    Col("text", CELL, keep=10, least=30, flex=True),
+    Col("tenant", 24, keep=1),
+)
 VERBS = {"cancel": "Cancel", "pause": "Pause", "resume": "Resume", "shift": "Shift"}
 DONE = {"cancel": "Cancelled", "pause": "Paused", "resume": "Resumed", "shift": "Shifted"}
 
@@ -30,19 +40,30 @@ class SchedulesScreen(ConsoleScreen):
     TITLE = "Schedules"
     FOCUS = "#table"
     NOTES = ("view.everyone", "schedule.others")
+    # the footer (80 columns) shows the filter and the actions on a row or a selection;
+    # the rest are in the keys panel (?) and the command palette
     BINDINGS = [
         Binding("slash", "focus_filter", "Filter", id="filter"),
-        Binding("n", "new", "New", id="schedule-new"),
+        Binding("n", "new", "New", id="schedule-new", show=False),
         Binding("e", "edit", "Edit", id="schedule-edit"),
         Binding("p", "bulk('pause')", "Pause", id="schedule-pause"),
         Binding("u", "bulk('resume')", "Resume", id="schedule-resume"),
-        Binding("k", "skip", "Skip next", id="schedule-skip"),
         Binding("c", "bulk('cancel')", "Cancel", id="schedule-cancel"),
         Binding("t", "bulk('shift')", "Shift", id="schedule-shift"),
-        Binding("P", "bulk_all('pause')", "Pause all matching", id="schedule-pause-all"),
-        Binding("U", "bulk_all('resume')", "Resume all matching", id="schedule-resume-all"),
-        Binding("C", "bulk_all('cancel')", "Cancel all matching", id="schedule-cancel-all"),
-        Binding("T", "bulk_all('shift')", "Shift all matching", id="schedule-shift-all"),
+        Binding("k", "skip", "Skip next", id="schedule-skip", show=False),
+        Binding(
+            "P", "bulk_all('pause')", "Pause all matching", id="schedule-pause-all", show=False
+        ),
+        Binding(
+            "U", "bulk_all('resume')", "Resume all matching", id="schedule-resume-all", show=False
+        ),
+        Binding(
+            "C", "bulk_all('cancel')", "Cancel all matching", id="schedule-cancel-all", show=False
+        ),
+        Binding(
+            "T", "bulk_all('shift')", "Shift all matching", id="schedule-shift-all", show=False
+        ),
+        *screen_keys(show=False),
         *PAGING,
     ]
 
@@ -57,12 +78,11 @@ class SchedulesScreen(ConsoleScreen):
         yield FilterBar(
             "/ filter: words owner:ID to:DEST state:active,paused tenant:ID", id="filter"
         )
-        yield PageTable(
-            "id", "state", "next run", "owner", "to", "text", "tenant", selectable=True, id="table"
-        )
+        yield PageTable(*COLUMNS, selectable=True, id="table")
+        yield Static("", id="pane", classes="pane", markup=False)
         yield Static("", id="status", classes="status")
         yield Static("", classes="role-note")
-        yield Footer()
+        yield footer()
 
     async def fetch(self) -> Any:
         return await self.herald.schedules_page(
@@ -81,18 +101,27 @@ class SchedulesScreen(ConsoleScreen):
                         str(s.id),
                         s.shown_state,
                         ago(s.next_run_at, now),
-                        clip(s.owner, 16),
-                        clip(dest(s.destination), 22),
-                        clip(s.body, 40),
-                        clip(s.tenant, 24),
+                        s.owner,
+                        dest(s.destination),
+                        clip(s.body, CELL),
+                        s.tenant,
                     ),
                 )
                 for s in schedules
             ]
         )
         self.last_keyset = schedules[-1].id if len(schedules) >= PAGE else None
+        self.update_pane()
         self.update_status()
         self.update_role_note()
+
+    def describe(self, key: str) -> str:
+        s = self.rows.get(key)
+        if s is None:
+            return ""
+        when = stamp(s.next_run_at, self.zone, seconds=False)
+        about = f"Schedule {s.id} · {s.shown_state} · next {when} · {s.owner} → "
+        return f"{s.body}\n{about}{dest(s.destination)} · {s.tenant}"
 
     def update_status(self) -> None:
         parts = [self.page_note(len(self.rows), PAGE)]
