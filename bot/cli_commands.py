@@ -22,6 +22,7 @@ from bot import cli_calendars
 from bot.cli_parser import EXIT_ERROR
 from bot.logs import configure_logging
 from core import calendars, db, reminders, timeexpr, views
+from core.actors import Principal, Surface
 from core.channels import build_channels
 from core.clock import Clock, SystemClock
 from core.errors import HeraldError, InvalidInput
@@ -56,7 +57,8 @@ class Cli:
         self.args = args
         self.settings = settings
         self.out = out
-        self.actor = settings.local_actor
+        #: Who acts: the terminal's member, through the CLI (the audit log says so).
+        self.actor = Principal(settings.local_actor, surface=Surface.CLI)
 
     def emit(self, text: str = "") -> None:
         self.out.write(text + "\n")
@@ -116,7 +118,7 @@ class Cli:
         self.emit(f"Schedule {schedule.id}: {views.read_back(schedule)}, in {zone}.")
         self.emit(f"  to:   {schedule.destination}")
         if schedule.options.get(reminders.ASKED_BY):  # someone else's reminder
-            self.emit(f"  (a direct message; it says {self.actor} asked)")
+            self.emit(f"  (a direct message; it says {self.actor.id} asked)")
         upcoming, _ = calendars.schedule_upcoming(schedule, 3)
         for i, t in enumerate(upcoming):
             label = "  next: " if i == 0 else " " * 8
@@ -284,14 +286,14 @@ class Cli:
                 self.emit("No dead letters.")
             else:
                 tenants = {d.tenant for d in letters} != {"local"}
-                header = ["JOB", "SCHEDULE", "DIED (UTC)", "TO", "RETRY ASKED BY", "ERROR"]
+                header = ["JOB", "SCHEDULE", "DIED (UTC)", "TO", "RETRY", "ERROR"]
                 table = [
                     [
                         str(d.job_id),
                         str(d.schedule_id),
                         _utc_minute(d.finished_at),
                         d.destination,
-                        d.retry_requested_by or "-",
+                        _one_line(d.retry_note or "-", 100),
                         _one_line(views.error_text(d.last_error) or "-", 80),
                     ]
                     for d in letters
@@ -315,9 +317,12 @@ class Cli:
                 self.emit_json(data)
                 return
             for key, value in data.items():
-                if key != "attempts":
-                    shown = "-" if value is None else str(value).replace("\n", " ")
-                    self.emit(f"{key.replace('_', ' ') + ':':<20}{shown}")
+                if key == "retry_requested_by":  # the request and its answer, in words
+                    key, value = "retry", letter.retry_note
+                elif key in ("retry_rejected_by", "retry_reject_reason", "attempts"):
+                    continue
+                shown = "-" if value is None else str(value).replace("\n", " ")
+                self.emit(f"{key.replace('_', ' ') + ':':<20}{shown}")
             for x in data["attempts"]:
                 code = f" {x['status_code']}" if x["status_code"] is not None else ""
                 error = f": {x['error']}" if x["error"] else ""
@@ -335,7 +340,7 @@ class Cli:
             else:
                 self.emit(f"Asked an admin to approve retrying {count} dead letter(s).")
         elif a.dead_command == "reject":
-            count = await herald.reject_dead_retry(self.actor, ids)
+            count = await herald.reject_dead_retry(self.actor, ids, a.reason)
             self.emit(f"Rejected the retry request of {count} dead letter(s).")
         elif a.dead_command == "discard":
             count = await herald.discard_dead_letters(self.actor, ids)

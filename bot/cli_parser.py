@@ -155,6 +155,10 @@ def build_parser() -> argparse.ArgumentParser:
     for name, text in (("reject", "turn down retry requests (admins)"), ("discard", "give up")):
         d = dsub.add_parser(name, help=text)
         d.add_argument("ids", type=int, nargs="+", metavar="ID")
+        if name == "reject":
+            d.add_argument(
+                "--reason", help="why: whoever asked reads it in `herald dead list` and `show`"
+            )
 
     c = add("run", "Run the dispatcher (and configured chat adapters).")
     c.add_argument("--drain", action="store_true", help="deliver what is due, then exit")

@@ -12,6 +12,7 @@ for Herald-wide operators and admins (``HERALD_ADMINS``, and operators and admin
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 from core.models import LOCAL_TENANT, Role
 
@@ -21,6 +22,7 @@ __all__ = [
     "ActorRef",
     "Mentions",
     "Principal",
+    "Surface",
     "discord_tenant",
     "slack_tenant",
 ]
@@ -34,6 +36,20 @@ def slack_tenant(team_id: str, enterprise_id: str | None = None) -> str:
 def discord_tenant(guild_id: int | None, user_id: int) -> str:
     """The tenant of a Discord server, or of a user's direct messages with the bot."""
     return f"discord:{guild_id}" if guild_id is not None else f"discord:@{user_id}"
+
+
+class Surface(StrEnum):
+    """Where a request came from, as its entry point says: each composition root (the
+    CLI, the console, the Slack and Discord adapters) builds its principals with its
+    own, and the audit log records it. Herald's own work (the dispatcher, calendar
+    refreshes) is ``system``."""
+
+    CLI = "cli"
+    CONSOLE = "console"
+    SLACK = "slack"
+    DISCORD = "discord"
+    API = "api"
+    SYSTEM = "system"
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +74,8 @@ class Principal:
     #: The platform says they administer the tenant (None: it did not say).
     platform_admin: bool | None = None
     mentions: Mentions = field(default_factory=Mentions)
+    #: The surface the request came through (None: the caller did not say).
+    surface: Surface | None = None
 
 
 @dataclass(frozen=True)
@@ -71,6 +89,8 @@ class Actor:
     #: Sees and acts across tenants (HERALD_ADMINS; operators and admins of ``local``).
     herald_wide: bool = False
     mentions: Mentions = field(default_factory=Mentions)
+    #: The surface this actor's request came through (the audit log records it).
+    surface: Surface | None = None
 
     @property
     def sees_everything(self) -> bool:
@@ -93,7 +113,7 @@ class Actor:
     @property
     def principal(self) -> Principal:
         """Who this actor is, to resolve again (their role may have changed since)."""
-        return Principal(self.id, self.tenant, mentions=self.mentions)
+        return Principal(self.id, self.tenant, mentions=self.mentions, surface=self.surface)
 
 
 #: What the use cases accept as "who is acting": a Principal (or an Actor already

@@ -8,11 +8,11 @@ an attempt anyway is refused with :class:`PermissionDenied` and written to the a
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
+from zoneinfo import ZoneInfo
 
 from core import timeexpr
 from core.actors import Actor, ActorRef
@@ -35,17 +35,19 @@ from core.store.console import (
     ScheduleFilter,
 )
 from core.store.queue import DeadLetter
+from core.timeexpr_once import parse_once
+from core.timeexpr_words import normalise
 
 if TYPE_CHECKING:
     from core.usecases import ScheduleDetail
 
 CHUNK = 500
-VIA = {"via": "console"}
 
 #: Bulk actions on schedules: the state each leads to and the states it applies to.
 SCHEDULE_BULK: dict[str, tuple[str, tuple[str, ...]]] = {
     "cancel": (ScheduleState.CANCELLED.value, ("active", "paused")),
     "pause": (ScheduleState.PAUSED.value, ("active",)),
+    "resume": (ScheduleState.ACTIVE.value, ("paused",)),
     "shift": (ScheduleState.ACTIVE.value, ("active",)),
 }
 DEAD_ACTIONS = ("retry", "approve", "reject", "discard")
@@ -80,22 +82,36 @@ def unavailable(actor: Actor, action: str) -> str | None:
     return rule[1]
 
 
-_DURATION = re.compile(r"(\d+)\s*(d|h|m|s)")
+#: Where months and years of a shift count from when no ``now`` is given.
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_UTC = ZoneInfo("UTC")
 
 
-def parse_shift(text: str) -> timedelta:
-    """``2h``, ``1h30m``, ``-15m``, ``1d``: a signed duration up to a year."""
-    raw = text.strip().lower().replace(" ", "")
-    sign = -1 if raw.startswith("-") else 1
-    body = raw.lstrip("+-")
-    parts = _DURATION.findall(body)
-    if not body or "".join(n + u for n, u in parts) != body:
-        raise InvalidInput(f"{text!r} is not a duration: write e.g. 30m, 2h, 1h30m, 1d or -15m.")
-    unit = {"d": 86400, "h": 3600, "m": 60, "s": 1}
-    seconds = sum(int(n) * unit[u] for n, u in parts)
-    if not 0 < seconds <= 366 * 86400:
+def parse_shift(text: str, now: datetime | None = None) -> timedelta:
+    """A signed duration up to a year, written as Herald reads "in <duration>" anywhere
+    (:func:`core.timeexpr_once.parse_once`): ``2 hours``, ``90m``, ``1h30m``, ``1 day``,
+    ``half an hour``, ``1 week 2 days``, ``-15 minutes``. Days and weeks are 24 h and
+    7 × 24 h; months and years count from ``now`` (default: 1970-01-01), in UTC.
+    Raises InvalidInput for anything else."""
+    words = normalise(text)
+    sign = -1 if words.startswith("-") else 1
+    amount = words[1:].strip() if words[:1] in ("-", "+") else words
+    reference = now or _EPOCH
+    moved = None
+    if amount and " at " not in f" {amount} ":  # a time of day is no duration
+        try:
+            found = parse_once(f"in {amount}", _UTC, reference)
+        except InvalidInput:
+            found = None
+        moved = found.instant if found is not None else None
+    if moved is None:
+        raise InvalidInput(
+            f"{text!r} is not a duration: write e.g. 2 hours, 90m, 1h30m, 1 day or -15 minutes."
+        )
+    delta = moved - reference
+    if not timedelta(seconds=1) <= delta <= timedelta(days=366):
         raise InvalidInput("A shift must be between 1 second and a year.")
-    return timedelta(seconds=sign * seconds)
+    return sign * delta
 
 
 @dataclass(frozen=True)
@@ -151,12 +167,19 @@ class ConsoleCases(CaseBase):
     async def show_schedule(self, actor_id: ActorRef, schedule_id: int) -> ScheduleDetail:
         raise NotImplementedError
 
+    async def resume_schedule(
+        self, actor_id: ActorRef, schedule_id: int, *, expected_version: int | None = None
+    ) -> Schedule:
+        raise NotImplementedError
+
     async def retry_dead_letters(
         self, actor_id: ActorRef, job_ids: Sequence[int]
     ) -> tuple[str, int]:
         raise NotImplementedError
 
-    async def reject_dead_retry(self, actor_id: ActorRef, job_ids: Sequence[int]) -> int:
+    async def reject_dead_retry(
+        self, actor_id: ActorRef, job_ids: Sequence[int], reason: str | None = None
+    ) -> int:
         raise NotImplementedError
 
     async def discard_dead_letters(self, actor_id: ActorRef, job_ids: Sequence[int]) -> int:
@@ -298,8 +321,13 @@ class ConsoleCases(CaseBase):
         *,
         shift: timedelta | None = None,
     ) -> int:
-        """Cancel, pause or shift (by ``shift``) every schedule matching ``f`` that the
-        actor may change; each change is audited. Returns how many changed."""
+        """Cancel, pause, resume or shift (by ``shift``) every schedule matching ``f``
+        that the actor may change; each change is audited. Returns how many changed.
+
+        Resuming is :meth:`resume_schedule` for each (its next run is worked out from
+        its rule, one schedule at a time); one that cannot resume (a one-off whose time
+        passed, a rule that ended, a change made meanwhile) is left paused and not
+        counted."""
         actor, visible = await self._bulk_scope(actor_id, action, f)
         if visible.owner is not None and visible.owner != actor.id and not actor.is_admin:
             reason = unavailable(actor, "schedule.others") or ""
@@ -313,11 +341,12 @@ class ConsoleCases(CaseBase):
         total, after = 0, 0
         while ids := await self.store.schedule_ids(target, after_id=after, limit=CHUNK):
             after = ids[-1]
+            if action == "resume":
+                total += await self._resume_each(actor, ids)
+                continue
             if action == "shift":
                 assert shift is not None
-                entry = AuditEntry.by(
-                    actor, "schedule.shift", "schedule", "", {**VIA, "by": str(shift)}
-                )
+                entry = AuditEntry.by(actor, "schedule.shift", "schedule", "", {"by": str(shift)})
                 changed = await self.store.shift_schedules(
                     ids, by=shift, owner=owner, tenant=tenant, now=now, audit=entry
                 )
@@ -325,7 +354,7 @@ class ConsoleCases(CaseBase):
                     self._due(now)
             else:
                 to_state, from_states = SCHEDULE_BULK[action]
-                entry = AuditEntry.by(actor, f"schedule.{action}", "schedule", "", dict(VIA))
+                entry = AuditEntry.by(actor, f"schedule.{action}", "schedule")
                 changed = await self.store.stop_schedules(
                     ids,
                     to_state=to_state,
@@ -338,11 +367,24 @@ class ConsoleCases(CaseBase):
             total += len(changed)
         return total
 
+    async def _resume_each(self, actor: Actor, ids: Sequence[int]) -> int:
+        """Resume each schedule as a single resume does; count those that resumed."""
+        resumed = 0
+        for schedule_id in ids:
+            try:
+                await self.resume_schedule(actor, schedule_id)
+            except (InvalidInput, Conflict):  # its time passed, or it changed meanwhile
+                continue
+            resumed += 1
+        return resumed
+
     async def _bulk_scope(
         self, actor_id: ActorRef, action: str, f: ScheduleFilter
     ) -> tuple[Actor, ScheduleFilter]:
         if action not in SCHEDULE_BULK:
-            raise InvalidInput(f"Unknown bulk action {action!r}: use cancel, pause or shift.")
+            raise InvalidInput(
+                f"Unknown bulk action {action!r}: use cancel, pause, resume or shift."
+            )
         actor, owner, tenant = await self._scope(actor_id, f.tenant)
         f = replace(f, tenant=tenant)
         return actor, f if owner is None else replace(f, owner=owner)
@@ -370,18 +412,19 @@ class ConsoleCases(CaseBase):
         *,
         ids: Sequence[int] | None = None,
         f: DeadFilter | None = None,
+        reason: str | None = None,
     ) -> tuple[str, int]:
         """Retry (an admin) or request a retry (anyone else), approve or reject
-        requests (admins), discard (operators and admins): the given dead letters, or
-        every one matching ``f``. Returns ``(what happened, count)``; a refused attempt
-        is audited."""
+        requests (admins; a rejection says ``reason``), discard (operators and admins):
+        the given dead letters, or every one matching ``f``. Returns ``(what happened,
+        count)``; a refused attempt is audited."""
         if action not in DEAD_ACTIONS:
             raise InvalidInput(f"Unknown action {action!r}: use {', '.join(DEAD_ACTIONS)}.")
         actor, owner, tenant = await self._scope(actor_id, f.tenant if f else None)
-        reason = unavailable(actor, f"dead.{action}")
-        if reason is not None:
+        refusal = unavailable(actor, f"dead.{action}")
+        if refusal is not None:
             objects = ", ".join(map(str, ids)) if ids is not None else "all matching"
-            raise await self.denied(actor, f"dead.{action}", "job", objects, reason)
+            raise await self.denied(actor, f"dead.{action}", "job", objects, refusal)
         if ids is not None:
             chunks: list[list[int]] = [list(ids[i : i + CHUNK]) for i in range(0, len(ids), CHUNK)]
         else:
@@ -411,7 +454,7 @@ class ConsoleCases(CaseBase):
                     )
                 _, n = await self.retry_dead_letters(actor_id, chunk)
             elif action == "reject":
-                n = await self.reject_dead_retry(actor_id, chunk)
+                n = await self.reject_dead_retry(actor_id, chunk, reason)
             else:
                 n = await self.discard_dead_letters(actor_id, chunk)
             total += n
@@ -545,7 +588,9 @@ def _job_events(job: Job) -> list[TimelineEvent]:
 
 
 def _audit_event(row: Audit) -> TimelineEvent:
+    # rows written before the audit log had a surface said ``via`` in their details
     details = ", ".join(f"{k}={v}" for k, v in (row.details or {}).items() if k != "via")
     job_id = int(row.object_id) if row.object_type == "job" and row.object_id.isdigit() else None
     kind = "created" if row.action == "schedule.create" else "audit"
-    return TimelineEvent(row.at, kind, f"{row.action} by {row.actor}", job_id, details)
+    via = f" via {row.surface}" if row.surface else ""
+    return TimelineEvent(row.at, kind, f"{row.action} by {row.actor}{via}", job_id, details)

@@ -1,4 +1,4 @@
-"""Dead-letter use cases: look, ask for a retry, approve, reject, discard.
+"""Dead-letter use cases: look, ask for a retry, approve, reject (with a reason), discard.
 
 A mixin of :class:`core.usecases.Herald`; every surface calls these through it.
 """
@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from core.actors import Actor, ActorRef
 from core.case_base import CaseBase
 from core.errors import Conflict, InvalidInput, NotFound
+from core.models import REJECT_REASON_CHARS
 from core.store import AuditEntry
 from core.store.queue import DeadLetter
 
@@ -93,8 +94,13 @@ class DeadLetterCases(CaseBase):
             return (await self.retry_dead_letters(actor_id, job_ids))[1]
         return await self.discard_dead_letters(actor_id, job_ids)
 
-    async def reject_dead_retry(self, actor_id: ActorRef, job_ids: Sequence[int]) -> int:
-        """An admin turns down retry requests; the jobs stay dead."""
+    async def reject_dead_retry(
+        self, actor_id: ActorRef, job_ids: Sequence[int], reason: str | None = None
+    ) -> int:
+        """An admin turns down retry requests; the jobs stay dead. ``reason`` (one line,
+        up to :data:`~core.models.REJECT_REASON_CHARS`) is audited and kept on each
+        letter with who turned it down, so whoever asked reads "rejected by X: reason"
+        where they list their dead letters (Herald has no way to message them)."""
         actor = await self.actor(actor_id)
         if not actor.is_admin:
             raise await self.denied(
@@ -104,13 +110,17 @@ class DeadLetterCases(CaseBase):
                 _ids(job_ids),
                 "Only an admin can decide on retry requests.",
             )
+        why = check_reason(reason)
         letters = await self._dead_visible(actor, job_ids)
         unrequested = [d.job_id for d in letters if d.retry_requested_by is None]
         if unrequested:
             ids = ", ".join(str(j) for j in unrequested)
             raise Conflict(f"Dead letter {ids} has no retry request to reject.")
-        audit = AuditEntry.by(actor, "dead.retry_reject", "job")
-        return await self.store.reject_dead_retry(job_ids, now=self.clock.now(), audit=audit)
+        details = {} if why is None else {"reason": why}
+        audit = AuditEntry.by(actor, "dead.retry_reject", "job", details=details)
+        return await self.store.reject_dead_retry(
+            job_ids, by=actor.id, reason=why, now=self.clock.now(), audit=audit
+        )
 
     async def discard_dead_letters(self, actor_id: ActorRef, job_ids: Sequence[int]) -> int:
         """Give up on dead letters for good (operators and admins)."""
@@ -126,6 +136,17 @@ class DeadLetterCases(CaseBase):
         await self._dead_visible(actor, job_ids)
         audit = AuditEntry.by(actor, "dead.discard", "job")
         return await self.store.discard_dead(job_ids, now=self.clock.now(), audit=audit)
+
+
+def check_reason(reason: str | None) -> str | None:
+    """The reason for turning a retry request down, on one line; None when there is
+    none. InvalidInput past :data:`~core.models.REJECT_REASON_CHARS` characters."""
+    line = " ".join((reason or "").split())
+    if len(line) > REJECT_REASON_CHARS:
+        raise InvalidInput(
+            f"The reason is {len(line):,} characters; keep it to {REJECT_REASON_CHARS}."
+        )
+    return line or None
 
 
 def _ids(job_ids: Sequence[int]) -> str:

@@ -30,6 +30,7 @@ from typing import Any
 from zoneinfo import ZoneInfoNotFoundError
 
 from core import calendars, templates, timeexpr
+from core.actors import Surface
 from core.calendars import Blackouts
 from core.channels.base import Channel, Delivery, DeliveryResult, Outcome, RateLimit
 from core.clock import Clock
@@ -814,6 +815,7 @@ class Dispatcher:
                     "max": self.config.dead_letter_max,
                     "max_age_days": self.config.dead_letter_days,
                 },
+                surface=Surface.SYSTEM.value,
             ),
         )
         if capped:

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
 from core import calendars, limits, templates
-from core.actors import Actor, ActorRef, Principal
+from core.actors import Actor, ActorRef, Principal, Surface
 from core.calendar_worker import CalendarReader
 from core.case_base import CaseBase
 from core.destinations import parse_destination
@@ -53,6 +53,8 @@ log = logging.getLogger(__name__)
 #: How far ahead a feed plans reminders.
 FEED_WINDOW = timedelta(days=60)
 SYSTEM = "system:calendars"
+#: The surface of what calendar refreshes do on their own.
+BY_HERALD = Surface.SYSTEM.value
 _DURATION = re.compile(r"^\s*(\d+)\s*(s|sec|m|min|h|hour|hours|d|day|days)?\s*$", re.I)
 _UNIT = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "hour": 3600, "hours": 3600}
 
@@ -169,7 +171,7 @@ class FeedCases(CaseBase):
         schedule = await self._changeable(actor, schedule_id, None)
         found = list(loaded) + await self.load_calendars(actor_id, sources, files)
         ids = [c.id for c in found if c.id is not None]
-        return await self._apply_skips(schedule, found, ids, actor.id)
+        return await self._apply_skips(schedule, found, ids, actor)
 
     async def _blackouts(self, sources: Sequence[CalendarSource], zone: str) -> Blackouts:
         """The blackout dates of stored calendars from now on, read in the schedule's
@@ -212,13 +214,14 @@ class FeedCases(CaseBase):
         schedule: Schedule,
         sources: Sequence[CalendarSource],
         ids: list[int],
-        who: str,
+        who: Actor | None,
         *,
         after: datetime | None = None,
         skips: Blackouts | None = None,
     ) -> Schedule:
         """Record the skips of ``sources`` (their ``skips``, when already read) on
-        ``schedule`` for occurrences after ``after`` (default: from its waiting job on)."""
+        ``schedule`` for occurrences after ``after`` (default: from its waiting job on),
+        as done by ``who`` (None: a calendar refresh, Herald itself)."""
         now = self.clock.now()
         if skips is None:
             skips = await self._blackouts(sources, schedule.timezone)
@@ -235,6 +238,12 @@ class FeedCases(CaseBase):
         upcoming = None
         if schedule.rrule is not None and schedule.next_run_at is not None:
             upcoming = calendars.next_allowed(schedule.rrule, after, skips)[0]
+        action, sid = "schedule.skip_calendars", str(schedule.id)
+        details = {"calendars": ids, "skipped": len(hits)}
+        if who is None:
+            audit = AuditEntry(SYSTEM, action, "schedule", sid, details, schedule.tenant, BY_HERALD)
+        else:
+            audit = AuditEntry.by(who, action, "schedule", sid, details, tenant=schedule.tenant)
         updated = await self._cal.apply_skips(
             schedule,
             calendar_ids=ids,
@@ -243,14 +252,7 @@ class FeedCases(CaseBase):
             after=after,
             now=now,
             next_run=upcoming,
-            audit=AuditEntry(
-                who,
-                "schedule.skip_calendars",
-                "schedule",
-                str(schedule.id),
-                {"calendars": ids, "skipped": len(hits)},
-                tenant=schedule.tenant,
-            ),
+            audit=audit,
         )
         self._due(updated.next_run_at)
         return updated
@@ -352,7 +354,13 @@ class FeedCases(CaseBase):
                     now=now,
                     cancel_open_jobs=True,
                     arm_at=at,
-                    audit=AuditEntry(SYSTEM, "feed.reminder_move", "schedule", tenant=feed.tenant),
+                    audit=AuditEntry(
+                        SYSTEM,
+                        "feed.reminder_move",
+                        "schedule",
+                        tenant=feed.tenant,
+                        surface=BY_HERALD,
+                    ),
                 )
                 self._due(at)
                 counts["moved"] += 1
@@ -367,7 +375,11 @@ class FeedCases(CaseBase):
                     now=now,
                     cancel_open_jobs=True,
                     audit=AuditEntry(
-                        SYSTEM, "feed.reminder_cancel", "schedule", tenant=feed.tenant
+                        SYSTEM,
+                        "feed.reminder_cancel",
+                        "schedule",
+                        tenant=feed.tenant,
+                        surface=BY_HERALD,
                     ),
                 )
                 counts["cancelled"] += 1
@@ -397,7 +409,12 @@ class FeedCases(CaseBase):
             first_run=at,
             now=now,
             audit=AuditEntry(
-                SYSTEM, "feed.reminder", "schedule", details={"feed": feed.id}, tenant=feed.tenant
+                SYSTEM,
+                "feed.reminder",
+                "schedule",
+                details={"feed": feed.id},
+                tenant=feed.tenant,
+                surface=BY_HERALD,
             ),
         )
         self._due(at)
@@ -454,7 +471,7 @@ class FeedCases(CaseBase):
                 )
                 continue
             sources, skips = read[ids, schedule.timezone]
-            await self._apply_skips(schedule, sources, list(ids), SYSTEM, skips=skips)
+            await self._apply_skips(schedule, sources, list(ids), None, skips=skips)
         for feed in await self._cal.list_feeds():
             found = await self._cal.get_calendars([feed.calendar_id])
             if not found:

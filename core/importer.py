@@ -152,6 +152,7 @@ async def import_schedules(
             action="schedule.import",
             now=now,
             tenant=actor.tenant,
+            surface=None if actor.surface is None else actor.surface.value,
         )
         report.ids.extend(ids)
         report.imported += len(ids)

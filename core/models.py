@@ -257,6 +257,10 @@ class Schedule(SQLModel, table=True):
         return describe_state(self.state, self.rrule is not None, self.last_outcome)
 
 
+#: How long the reason for turning down a retry request may be.
+REJECT_REASON_CHARS = 500
+
+
 class Job(SQLModel, table=True):
     """One planned send of a schedule."""
 
@@ -298,6 +302,10 @@ class Job(SQLModel, table=True):
     #: admin approves or rejects it.
     retry_requested_by: str | None = Field(default=None, max_length=200)
     retry_requested_at: datetime | None = _utc(default=None)
+    #: The last retry request an admin turned down, and why: kept while the job stays
+    #: dead, so whoever asked can read the answer; a new request or a retry clears it.
+    retry_rejected_by: str | None = Field(default=None, max_length=200)
+    retry_reject_reason: str | None = Field(default=None, max_length=REJECT_REASON_CHARS)
     created_at: datetime = _utc()
     updated_at: datetime = _utc()
     finished_at: datetime | None = _utc(default=None)
@@ -341,6 +349,9 @@ class Audit(SQLModel, table=True):
     object_type: str = Field(max_length=32)
     object_id: str = Field(max_length=64)
     details: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)
+    #: Where the action came from: cli, console, slack, discord, api or system, as the
+    #: entry point said (core.actors.Surface); None when it did not say.
+    surface: str | None = Field(default=None, max_length=16)
 
 
 class RateBucket(SQLModel, table=True):

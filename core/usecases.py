@@ -210,6 +210,7 @@ class Herald(ReminderCases, DeadLetterCases, ConsoleCases, FeedCases):
             tenant=principal.tenant,
             herald_wide=herald_wide,
             mentions=principal.mentions,
+            surface=principal.surface,
         )
 
     async def set_timezone(self, actor_id: ActorRef, tz: str) -> str:
@@ -256,6 +257,7 @@ class Herald(ReminderCases, DeadLetterCases, ConsoleCases, FeedCases):
                     actor_id,
                     {"platform_admin": platform_admin},
                     tenant=tenant,
+                    surface=principal.surface,
                 )
             member = await self.store.save_member(
                 tenant,
@@ -422,7 +424,7 @@ class Herald(ReminderCases, DeadLetterCases, ConsoleCases, FeedCases):
                 # the skipped occurrences, by event name, for the timeline
                 since = max(self.clock.now(), schedule.starts_at - timedelta(microseconds=1))
                 stored = await self._apply_skips(
-                    stored, skip_loaded, stored.skip_calendars, actor.id, after=since, skips=skips
+                    stored, skip_loaded, stored.skip_calendars, actor, after=since, skips=skips
                 )
         return stored, created
 

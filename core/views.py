@@ -131,6 +131,8 @@ def dead_letter_dict(letter: DeadLetter) -> dict[str, Any]:
         "died_at": iso(letter.finished_at),
         "retry_requested_by": letter.retry_requested_by,
         "retry_requested_at": iso(letter.retry_requested_at),
+        "retry_rejected_by": letter.retry_rejected_by,
+        "retry_reject_reason": letter.retry_reject_reason,
     }
 
 

@@ -19,7 +19,7 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 
-from core.actors import Actor
+from core.actors import Actor, Principal, Surface
 from core.channels.base import Channel
 from core.clock import SystemClock
 from core.errors import HeraldError
@@ -27,6 +27,7 @@ from core.settings import Settings
 from core.store import Store
 from core.usecases import Herald
 from tui.screens.audit import AuditScreen
+from tui.screens.base import screen_keys
 from tui.screens.calendars import CalendarsScreen
 from tui.screens.dead_letters import DeadLettersScreen
 from tui.screens.deliveries import DeliveriesScreen
@@ -38,17 +39,16 @@ T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
-SCREENS = Binding.Group("Screens", compact=True)
-#: Mode name, key and title of each screen, in the order of the number keys.
-SCREEN_MODES: list[tuple[str, str, str, type[Screen[Any]]]] = [
-    ("overview", "1", "Overview", OverviewScreen),
-    ("schedules", "2", "Schedules", SchedulesScreen),
-    ("queue", "3", "Queue", QueueScreen),
-    ("deliveries", "4", "Delivery log", DeliveriesScreen),
-    ("dead", "5", "Dead letters", DeadLettersScreen),
-    ("audit", "6", "Audit log", AuditScreen),
-    ("calendars", "7", "Calendars", CalendarsScreen),
-]
+#: The screen of each mode (the number keys and titles are tui.screens.base.SCREEN_KEYS).
+SCREEN_CLASSES: dict[str, type[Screen[Any]]] = {
+    "overview": OverviewScreen,
+    "schedules": SchedulesScreen,
+    "queue": QueueScreen,
+    "deliveries": DeliveriesScreen,
+    "dead": DeadLettersScreen,
+    "audit": AuditScreen,
+    "calendars": CalendarsScreen,
+}
 
 
 class HeraldConsole(App[int]):
@@ -56,14 +56,22 @@ class HeraldConsole(App[int]):
 
     CSS_PATH = "herald.tcss"
     TITLE = "Herald"
-    MODES = {name: screen for name, _, _, screen in SCREEN_MODES}
+    MODES = SCREEN_CLASSES
     BINDINGS = [
-        *[
-            Binding(key, f"switch_mode('{name}')", title, id=f"screen-{name}", group=SCREENS)
-            for name, key, title, _ in SCREEN_MODES
-        ],
+        *screen_keys(),
         Binding("question_mark", "toggle_keys", "Keys", id="keys"),
         Binding("q", "quit", "Quit", id="quit"),
+        # Textual's own, named and described so that the keys panel (?) lists it: the
+        # footer leaves it out to keep its room at 80 columns
+        Binding(
+            "ctrl+p",
+            "command_palette",
+            "Commands",
+            show=False,
+            priority=True,
+            id="commands",
+            tooltip="Every action of this screen by name, with why one is unavailable",
+        ),
     ]
 
     def __init__(
@@ -80,6 +88,9 @@ class HeraldConsole(App[int]):
         self.settings = settings
         self.herald = herald
         self.actor_id = actor_id
+        #: Who acts through every use case: ``actor_id`` via the console (the audit log
+        #: names the surface).
+        self.principal = Principal(actor_id, surface=Surface.CONSOLE)
         self.actor: Actor | None = None
         self.refresh_interval = refresh_interval
         self.initial_mode = mode
@@ -112,7 +123,7 @@ class HeraldConsole(App[int]):
     @work(exit_on_error=False)
     async def _start(self) -> None:
         try:
-            self.actor = await self.herald.actor(self.actor_id)
+            self.actor = await self.herald.actor(self.principal)
         except HeraldError as exc:
             self.exit(return_code=1, message=f"herald console: {exc}")
             return
@@ -138,6 +149,8 @@ class HeraldConsole(App[int]):
             # cursor keys
             named = binding.id is not None or binding.show
             if not named or not binding.description or binding.system or binding.action in seen:
+                continue
+            if binding.action == "command_palette":
                 continue
             seen.add(binding.action)
             help_text = f"key {binding.key_display or key}"

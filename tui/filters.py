@@ -62,7 +62,7 @@ def schedule_filter(text: str) -> ScheduleFilter:
 
 def _when(value: str, now: datetime) -> datetime:
     try:
-        return now - parse_shift(value)
+        return now - parse_shift(value, now)
     except HeraldError:
         pass
     try:
@@ -114,12 +114,15 @@ def dead_filter(text: str, reason: str | None) -> DeadFilter:
 
 
 def audit_filter(text: str) -> AuditFilter:
-    found, words = terms(text, ("actor", "action", "object", "tenant"))
+    found, words = terms(text, ("actor", "action", "object", "tenant", "via"))
     if words:
-        raise FilterError("Filter the audit log with actor:, action:, object:TYPE[:ID], tenant:")
+        raise FilterError(
+            "Filter the audit log with actor:, action:, object:TYPE[:ID], tenant:, via:SURFACE"
+        )
     object_type, _, object_id = found.get("object", "").partition(":")
     return AuditFilter(
         actor=found.get("actor") or None,
+        surface=found.get("via", "").lower() or None,
         tenant=found.get("tenant") or None,
         action=found.get("action") or None,
         object_type=object_type or None,

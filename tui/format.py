@@ -8,6 +8,9 @@ from zoneinfo import ZoneInfo
 from core.destinations import parse_destination
 from core.errors import HeraldError
 
+#: The most of a long text a table cell holds (the detail pane shows the rest).
+CELL = 500
+
 
 def ago(value: datetime | None, now: datetime) -> str:
     """``12s ago``, ``in 3m``, ``2h ago``, ``5d ago``; ``-`` for None."""

@@ -11,7 +11,7 @@ from discord import app_commands
 
 from bot.discord_bot import actions
 from core import limits
-from core.actors import Mentions, Principal, discord_tenant
+from core.actors import Mentions, Principal, Surface, discord_tenant
 from core.errors import HeraldError
 from core.settings import Settings
 from core.usecases import Herald
@@ -57,6 +57,7 @@ def principal_of(interaction: discord.Interaction[Any]) -> Principal:
     return Principal(
         actions.actor_id(interaction.user.id),
         discord_tenant(interaction.guild_id, interaction.user.id),
+        surface=Surface.DISCORD,
     )
 
 

@@ -21,7 +21,7 @@ from bot.slack.blocks import Reply, notice, refusal
 from bot.slack.directory import ChannelNames, Directory, error_code
 from bot.slack.home import home_view
 from bot.slack.modal import ModalMeta, fingerprint, fits_input, schedule_modal
-from core.actors import Actor, ActorRef, Principal, slack_tenant
+from core.actors import Actor, ActorRef, Principal, Surface, slack_tenant
 from core.destinations import parse_destination
 from core.errors import HeraldError
 from core.models import Schedule, ScheduleState
@@ -153,7 +153,9 @@ class Base:
         if self.settings.slack_admins_from_workspace and info.known:
             admin = info.workspace_admin
         actor = await self.herald.sync_member(
-            Principal(f"slack:{user_id}", tenant), display_name=info.name, platform_admin=admin
+            Principal(f"slack:{user_id}", tenant, surface=Surface.SLACK),
+            display_name=info.name,
+            platform_admin=admin,
         )
         await self.herald.count_command(actor)
         if actor.timezone:

@@ -40,6 +40,8 @@ class Letter:
     attempts: int
     error: str
     body: str
+    #: Where its retry stands (``asked by …``, ``rejected by …: why``), in lists.
+    retry: str = ""
 
     @classmethod
     def from_finished(cls, item: Finished) -> Letter:
@@ -58,6 +60,7 @@ class Letter:
             letter.attempts,
             error,
             letter.body,
+            letter.retry_note or "",
         )
 
 
@@ -92,6 +95,8 @@ def letter_blocks(letter: Letter, *, buttons: bool = True) -> Blocks:
             f"*Error:* {escape(letter.error[:ERROR_CHARS])}\n{quote(letter.body, 200)}"
         )
     ]
+    if letter.retry:
+        blocks.append(context(f"Retry {escape(letter.retry)}"))
     if buttons:
         blocks.append(decision_buttons([letter.job_id]))
     return blocks

@@ -56,6 +56,8 @@ class AuditEntry:
     details: dict[str, Any] = field(default_factory=dict)
     #: The tenant the action belongs to: the object's, else the actor's.
     tenant: str = LOCAL_TENANT
+    #: Where the action came from (core.actors.Surface; None: the caller did not say).
+    surface: str | None = None
 
     @classmethod
     def by(
@@ -68,8 +70,17 @@ class AuditEntry:
         *,
         tenant: str | None = None,
     ) -> AuditEntry:
-        """An entry by ``actor`` in ``tenant`` (default: the actor's own)."""
-        return cls(actor.id, action, object_type, object_id, details or {}, tenant or actor.tenant)
+        """An entry by ``actor`` in ``tenant`` (default: the actor's own), through the
+        surface the actor's request came from."""
+        return cls(
+            actor.id,
+            action,
+            object_type,
+            object_id,
+            details or {},
+            tenant or actor.tenant,
+            None if actor.surface is None else actor.surface.value,
+        )
 
 
 def new_idempotency_key() -> str:
@@ -335,6 +346,7 @@ class Gateway:
                     "object_id": object_id,
                     "details": {**audit.details, **details},
                     "tenant": audit.tenant,
+                    "surface": audit.surface,
                 }
                 for object_id, details in objects
             ],
@@ -351,5 +363,6 @@ class Gateway:
                 object_id=entry.object_id,
                 details=entry.details,
                 tenant=entry.tenant,
+                surface=entry.surface,
             )
         )

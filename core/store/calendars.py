@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -444,7 +444,7 @@ class CalendarQueries(Gateway):
         async with self._session() as s:
             s.add(feed)
             await s.flush()
-            entry = AuditEntry(audit.actor, audit.action, "feed", str(feed.id), audit.details)
+            entry = replace(audit, object_type="feed", object_id=str(feed.id))
             await self._audit(s, entry, now)
             return feed
 

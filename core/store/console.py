@@ -17,7 +17,7 @@ import sqlalchemy as sa
 
 from core.models import WAITING_SQL, Audit, Job, JobState, Schedule, ScheduleState, Worker
 from core.store.base import ATTEMPT, AUDIT, JOB, SCHEDULE, AuditEntry, Gateway
-from core.store.queue import DeadLetter
+from core.store.queue import DEAD_COLUMNS, DeadLetter
 from core.store.states import state_condition
 
 WORKER = Worker.__table__  # type: ignore[attr-defined]
@@ -25,6 +25,9 @@ WORKER = Worker.__table__  # type: ignore[attr-defined]
 #: How much of an error text a list shows; the detail view shows up to ``RESPONSE_CHARS``.
 REASON_CHARS = 80
 RESPONSE_CHARS = 500
+#: How much of a message's text the queue and the delivery log read (the schedule's
+#: detail shows all of it).
+TEXT_CHARS = 500
 
 #: Waiting jobs, worded as the partial index ``ix_job_waiting_due`` says it (so SQLite can
 #: use that index) and qualified (so it can sit beside a join with ``schedule``).
@@ -79,6 +82,8 @@ class AuditFilter:
     action: str | None = None
     object_type: str | None = None
     object_id: str | None = None
+    #: Where the action came from (cli, console, slack, discord, api, system).
+    surface: str | None = None
 
 
 @dataclass(frozen=True)
@@ -94,6 +99,8 @@ class QueueRow:
     lease_expires_at: datetime | None
     last_error: str | None
     tenant: str = "local"
+    #: The message text (its first ``TEXT_CHARS`` characters).
+    body: str = ""
 
 
 @dataclass(frozen=True)
@@ -109,6 +116,8 @@ class AttemptRow:
     error: str | None
     provider_message_id: str | None
     worker: str
+    #: The message text (its first ``TEXT_CHARS`` characters).
+    body: str = ""
 
 
 @dataclass(frozen=True)
@@ -465,6 +474,7 @@ class ConsoleQueries(Gateway):
                 JOB.c.lease_expires_at,
                 _reason(JOB.c.last_error),
                 SCHEDULE.c.tenant,
+                sa.func.substr(SCHEDULE.c.body, 1, TEXT_CHARS),
             )
             .join(SCHEDULE, SCHEDULE.c.id == JOB.c.schedule_id)
             .where(*where, _before((key, JOB.c.id), after, desc=False))
@@ -514,6 +524,7 @@ class ConsoleQueries(Gateway):
                 sa.func.substr(ATTEMPT.c.error, 1, RESPONSE_CHARS),
                 ATTEMPT.c.provider_message_id,
                 ATTEMPT.c.worker,
+                sa.func.substr(SCHEDULE.c.body, 1, TEXT_CHARS),
             )
             .join(JOB, JOB.c.id == ATTEMPT.c.job_id)
             .join(SCHEDULE, SCHEDULE.c.id == JOB.c.schedule_id)
@@ -572,22 +583,8 @@ class ConsoleQueries(Gateway):
         limit: int = 100,
     ) -> list[DeadLetter]:
         """One page of dead letters matching ``f``, newest first (keyset: ``before``)."""
-        columns = (
-            JOB.c.id.label("job_id"),
-            JOB.c.schedule_id,
-            SCHEDULE.c.tenant,
-            SCHEDULE.c.owner,
-            SCHEDULE.c.destination,
-            SCHEDULE.c.body,
-            JOB.c.attempts,
-            JOB.c.last_error,
-            JOB.c.occurrence_at,
-            JOB.c.finished_at,
-            JOB.c.retry_requested_by,
-            JOB.c.retry_requested_at,
-        )
         q = (
-            self._dead_from(sa.select(*columns))
+            self._dead_from(sa.select(*DEAD_COLUMNS))
             .where(*self._dead_where(f))
             .where(_before((JOB.c.finished_at, JOB.c.id), before, desc=True))
             .order_by(JOB.c.finished_at.desc(), JOB.c.id.desc())
@@ -629,6 +626,8 @@ class ConsoleQueries(Gateway):
             q = q.where(AUDIT.c.object_type == f.object_type)
         if f.object_id:
             q = q.where(AUDIT.c.object_id == f.object_id)
+        if f.surface:
+            q = q.where(AUDIT.c.surface == f.surface)
         if before_id is not None:
             q = q.where(AUDIT.c.id < before_id)
         q = q.order_by(AUDIT.c.id.desc()).limit(limit)

@@ -118,6 +118,40 @@ class DeadLetter:
     retry_requested_by: str | None
     retry_requested_at: datetime | None
     tenant: str = LOCAL_TENANT
+    #: The admin who turned the last retry request down, and why (None: no answer yet).
+    retry_rejected_by: str | None = None
+    retry_reject_reason: str | None = None
+
+    @property
+    def retry_note(self) -> str | None:
+        """Where its retry stands, in words: ``asked by X``, ``rejected by X: why``."""
+        if self.retry_requested_by is not None:
+            return f"asked by {self.retry_requested_by}"
+        if self.retry_rejected_by is not None:
+            why = f": {self.retry_reject_reason}" if self.retry_reject_reason else ""
+            return f"rejected by {self.retry_rejected_by}{why}"
+        return None
+
+
+#: A dead letter's columns, as :class:`DeadLetter` names them.
+DEAD_COLUMNS = (
+    JOB.c.id.label("job_id"),
+    JOB.c.schedule_id,
+    SCHEDULE.c.tenant,
+    SCHEDULE.c.owner,
+    SCHEDULE.c.destination,
+    SCHEDULE.c.body,
+    JOB.c.attempts,
+    JOB.c.last_error,
+    JOB.c.occurrence_at,
+    JOB.c.finished_at,
+    JOB.c.retry_requested_by,
+    JOB.c.retry_requested_at,
+    JOB.c.retry_rejected_by,
+    JOB.c.retry_reject_reason,
+)
+#: No answer to a retry request (a new request, or a retry, clears the last one).
+_NO_ANSWER = {"retry_rejected_by": None, "retry_reject_reason": None}
 
 
 # SQLite's planner, without statistics, would prefer the (state, due_at) index and
@@ -696,20 +730,7 @@ class QueueQueries(Gateway):
 
     def _dead_query(self) -> sa.Select[Any]:
         return (
-            sa.select(
-                JOB.c.id.label("job_id"),
-                JOB.c.schedule_id,
-                SCHEDULE.c.tenant,
-                SCHEDULE.c.owner,
-                SCHEDULE.c.destination,
-                SCHEDULE.c.body,
-                JOB.c.attempts,
-                JOB.c.last_error,
-                JOB.c.occurrence_at,
-                JOB.c.finished_at,
-                JOB.c.retry_requested_by,
-                JOB.c.retry_requested_at,
-            )
+            sa.select(*DEAD_COLUMNS)
             .join(SCHEDULE, SCHEDULE.c.id == JOB.c.schedule_id)
             .where(JOB.c.state == JobState.DEAD.value)
         )
@@ -737,18 +758,28 @@ class QueueQueries(Gateway):
     async def request_dead_retry(
         self, job_ids: Sequence[int], *, actor: str, now: datetime, audit: AuditEntry
     ) -> int:
-        """Mark dead letters as awaiting an admin's decision."""
-        return await self._dead_update(
-            job_ids, {"retry_requested_by": actor, "retry_requested_at": now}, now, audit
-        )
+        """Mark dead letters as awaiting an admin's decision (an earlier answer goes)."""
+        values = {"retry_requested_by": actor, "retry_requested_at": now, **_NO_ANSWER}
+        return await self._dead_update(job_ids, values, now, audit)
 
     async def reject_dead_retry(
-        self, job_ids: Sequence[int], *, now: datetime, audit: AuditEntry
+        self,
+        job_ids: Sequence[int],
+        *,
+        by: str,
+        reason: str | None,
+        now: datetime,
+        audit: AuditEntry,
     ) -> int:
-        """Clear pending retry requests; the jobs stay dead."""
-        return await self._dead_update(
-            job_ids, {"retry_requested_by": None, "retry_requested_at": None}, now, audit
-        )
+        """Turn pending retry requests down; the jobs stay dead and keep who turned them
+        down (``by``) and why, for whoever asked."""
+        values = {
+            "retry_requested_by": None,
+            "retry_requested_at": None,
+            "retry_rejected_by": by,
+            "retry_reject_reason": reason,
+        }
+        return await self._dead_update(job_ids, values, now, audit)
 
     async def retry_dead(self, job_ids: Sequence[int], *, now: datetime, audit: AuditEntry) -> int:
         """Put dead letters back in the queue, due now, with a fresh attempt budget and
@@ -761,6 +792,7 @@ class QueueQueries(Gateway):
             "finished_at": None,
             "retry_requested_by": None,
             "retry_requested_at": None,
+            **_NO_ANSWER,
         }
         return await self._dead_update(
             job_ids, values, now, audit, notify=True, outcome=Outcome.RETRYING.value

@@ -174,9 +174,11 @@ class ScheduleQueries(Gateway):
         action: str,
         now: datetime,
         tenant: str = LOCAL_TENANT,
+        surface: str | None = None,
     ) -> list[int]:
         """Insert many schedules (column dicts, each with ``starts_at``), one job and one
-        audit row each (``details`` in the same order), in one transaction.
+        audit row each (``details`` in the same order, ``surface`` where the request
+        came from), in one transaction.
         Returns the new ids in input order."""
         if not rows:
             return []
@@ -202,7 +204,7 @@ class ScheduleQueries(Gateway):
                 await self._notify_due(conn)
                 await self._audit_each(
                     conn,
-                    AuditEntry(actor, action, "schedule", tenant=tenant),
+                    AuditEntry(actor, action, "schedule", tenant=tenant, surface=surface),
                     now,
                     [(str(sid), detail) for sid, detail in zip(ids, details, strict=True)],
                 )

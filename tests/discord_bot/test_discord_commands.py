@@ -72,6 +72,14 @@ async def test_create_answers_ephemerally_with_discord_timestamps_and_buttons(
     assert schedule.timezone == "UTC"
 
 
+async def test_the_audit_log_says_it_came_through_discord(
+    adapter: DiscordAdapter, interaction: Make, herald: Herald
+) -> None:
+    await run(adapter, "create", interaction(), when="tomorrow at 9am", message="Standup")
+    [row] = await herald.store.audit_trail("schedule", "1")
+    assert (row.actor, row.surface) == (f"discord:{OWNER}", "discord")
+
+
 async def test_recurring_in_the_members_zone_shows_the_next_sends(
     adapter: DiscordAdapter, interaction: Make, herald: Herald
 ) -> None:

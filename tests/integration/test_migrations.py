@@ -101,6 +101,33 @@ def test_0008_backfills_what_each_schedule_last_did(db_url: str) -> None:
     assert found == {1: "failed", 2: "delivered", 3: "failed", 4: None}
 
 
+def test_0010_names_the_surface_only_where_old_rows_say_it(db_url: str) -> None:
+    db.upgrade(db_url, "0009")
+    engine = db.make_sync_engine(db_url)
+    audit = (
+        "INSERT INTO audit (id, at, tenant, actor, action, object_type, object_id, details)"
+        " VALUES (:id, '2026-03-02 12:00:00', 'local', :actor, 'x', 'schedule', '1', :details)"
+    )
+    rows = {
+        1: ("local:ann", '{"via": "console", "by": "1:00:00"}'),
+        2: ("local:ann", "{}"),  # the CLI, or a console action that did not say
+        3: ("slack:U1", "{}"),
+        4: ("discord:42", '{"via": "elsewhere"}'),
+        5: ("system:housekeeping", '{"reason": "dead-letter cap"}'),
+    }
+    try:
+        with engine.begin() as conn:
+            for id_, (actor, details) in rows.items():
+                conn.execute(sa.text(audit), {"id": id_, "actor": actor, "details": details})
+        db.upgrade(db_url)
+        with engine.connect() as conn:
+            found = dict(conn.execute(sa.text("SELECT id, surface FROM audit")).all())
+        db.downgrade(db_url, "0009")
+    finally:
+        engine.dispose()
+    assert found == {1: "console", 2: None, 3: "slack", 4: "discord", 5: "system"}
+
+
 def test_0007_gives_existing_rows_the_local_tenant_and_goes_back(db_url: str) -> None:
     """Rows made before tenants belong to ``local``; nothing is lost on the way up or
     down (on SQLite the rebuilt tables must not cascade-delete their jobs)."""

@@ -32,6 +32,14 @@ async def test_a_schedule_goes_to_the_channel_it_was_typed_in_in_the_profile_zon
     assert action_ids(reply) == ["herald_edit", "herald_cancel"]
 
 
+async def test_the_audit_log_says_it_came_through_slack(env: SlackEnv) -> None:
+    await env.send.command("tomorrow at 9am: Coffee", user="U1", channel="C0123")
+    await env.reply()
+    [schedule] = await env.schedules()
+    [row] = await env.herald.store.audit_trail("schedule", str(schedule.id))
+    assert (row.actor, row.surface) == ("slack:U1", "slack")
+
+
 async def test_a_recurring_schedule_shows_its_next_times_as_date_tokens(env: SlackEnv) -> None:
     await env.send.command("<#C0123|general> every weekday at 9am: Standup in 5 minutes!")
     shown = text_of(await env.reply())

@@ -198,7 +198,7 @@ def svg_lines(svg: str, width: int) -> list[str]:
     for x, length, line, raw in _TEXT.findall(svg):
         text = html.unescape(raw).replace("\xa0", " ")
         cell = float(length) / max(1, len(text))
-        column = round(float(x) / cell) - 1 if cell else 0
+        column = round(float(x) / cell) if cell else 0  # x is 0 at the first column
         row = rows.setdefault(int(line), [" "] * width)
         for offset, char in enumerate(text):
             if 0 <= column + offset < width:

@@ -8,6 +8,7 @@ from datetime import timedelta
 
 import pytest
 
+from core.actors import Principal, Surface
 from core.clock import ManualClock
 from core.console_cases import parse_shift, unavailable
 from core.errors import InvalidInput, PermissionDenied
@@ -107,21 +108,76 @@ async def test_bulk_cancel_pause_shift_audit_each(herald: Herald, clock: ManualC
         (await herald.create_schedule(MEMBER, to="log:", when=f"in {i + 1} hours", text="x"))[0].id
         for i in range(3)
     ]
-    plan = await herald.plan_schedules_bulk(MEMBER, "pause", ScheduleFilter())
+    console = Principal(MEMBER, surface=Surface.CONSOLE)
+    plan = await herald.plan_schedules_bulk(console, "pause", ScheduleFilter())
     assert (plan.count, plan.matching) == (3, 3)
-    assert await herald.bulk_schedules(MEMBER, "pause", ScheduleFilter(ids=(ids[0],))) == 1
+    assert await herald.bulk_schedules(console, "pause", ScheduleFilter(ids=(ids[0],))) == 1
     before = (await herald.queue_page(MEMBER, "pending"))[0].due_at
     shifted = await herald.bulk_schedules(
-        MEMBER, "shift", ScheduleFilter(states=("active",)), shift=timedelta(hours=2)
+        console, "shift", ScheduleFilter(states=("active",)), shift=timedelta(hours=2)
     )
     assert shifted == 2
     after = await herald.queue_page(MEMBER, "pending")
     assert after[0].due_at == before + timedelta(hours=2)
-    assert await herald.bulk_schedules(MEMBER, "cancel", ScheduleFilter()) == 3
+    assert await herald.bulk_schedules(console, "cancel", ScheduleFilter()) == 3
     trail = await herald.audit_log(ADMIN, AuditFilter(action="schedule."))
-    actions = sorted(a.action for a in trail if a.details.get("via") == "console")
+    actions = sorted(a.action for a in trail if a.surface == "console")
     assert actions == ["schedule.cancel"] * 3 + ["schedule.pause"] + ["schedule.shift"] * 2
     assert await herald.queue_page(MEMBER, "pending") == []
+
+
+async def test_bulk_resume_resumes_only_what_the_actor_may_change(
+    herald: Herald, clock: ManualClock
+) -> None:
+    await herald.set_role(ADMIN, OPERATOR, "operator")
+    made = {}
+    for name, actor, when in [
+        ("daily", MEMBER, "every day at 9am"),
+        ("later", MEMBER, "in 2 hours"),
+        ("soon", MEMBER, "in 10 minutes"),
+        ("ops", OPERATOR, "in 3 hours"),
+        ("live", MEMBER, "in 4 hours"),
+    ]:
+        s, _ = await herald.create_schedule(actor, to="log:", when=when, text=name, tz="UTC")
+        assert s.id is not None
+        made[name] = s.id
+        if name != "live":
+            await herald.pause_schedule(actor, s.id)
+    clock.advance(timedelta(minutes=20))  # "soon" passed while paused
+
+    operator = Principal(OPERATOR, surface=Surface.CONSOLE)
+    plan = await herald.plan_schedules_bulk(operator, "resume", ScheduleFilter())
+    assert (plan.count, plan.matching) == (1, 5)  # sees everyone's, may resume its own
+    assert plan.note is not None and "yours only" in plan.note
+    assert await herald.bulk_schedules(operator, "resume", ScheduleFilter()) == 1
+    member = Principal(MEMBER, surface=Surface.CONSOLE)
+    plan = await herald.plan_schedules_bulk(member, "resume", ScheduleFilter())
+    assert (plan.count, plan.matching) == (3, 4)  # its own, three of them paused
+    assert await herald.bulk_schedules(member, "resume", ScheduleFilter()) == 2  # not "soon"
+    states = {}
+    for name, schedule_id in made.items():
+        found = await herald.store.get_schedule(schedule_id)
+        states[name] = found.state if found else None
+    assert states == {
+        "daily": "active",
+        "later": "active",
+        "soon": "paused",
+        "ops": "active",
+        "live": "active",
+    }
+    resumed = await herald.audit_log(ADMIN, AuditFilter(action="schedule.resume"))
+    assert sorted((r.actor, r.object_id, r.surface) for r in resumed) == sorted(
+        [
+            (OPERATOR, str(made["ops"]), "console"),
+            (MEMBER, str(made["daily"]), "console"),
+            (MEMBER, str(made["later"]), "console"),
+        ]
+    )
+    pending = {r.schedule_id for r in await herald.queue_page(ADMIN, "pending")}
+    assert {made["daily"], made["later"], made["ops"]} <= pending
+    assert made["soon"] not in pending
+    # an admin may resume anyone's; "soon" still cannot (its time passed): 0, no error
+    assert await herald.bulk_schedules(ADMIN, "resume", ScheduleFilter()) == 0
 
 
 async def test_operators_bulk_only_their_own_and_a_refusal_is_audited(
@@ -176,11 +232,41 @@ async def test_timeline_tells_what_happened(herald: Herald, clock: ManualClock) 
         await herald.timeline(ADMIN, attempt_id=10_000)
 
 
+@pytest.mark.parametrize(
+    ("text", "shift"),
+    [
+        # what the shift dialog took before
+        ("1h30m", timedelta(minutes=90)),
+        ("-15m", timedelta(minutes=-15)),
+        (" 2 d ", timedelta(days=2)),
+        ("30m", timedelta(minutes=30)),
+        ("2h", timedelta(hours=2)),
+        ("1d", timedelta(days=1)),
+        ("1d2h", timedelta(hours=26)),
+        ("1 h 30 m", timedelta(minutes=90)),
+        ("+45s", timedelta(seconds=45)),
+        ("366d", timedelta(days=366)),
+        # and what "in <duration>" takes everywhere else in Herald
+        ("2 hours", timedelta(hours=2)),
+        ("90m", timedelta(minutes=90)),
+        ("1 day", timedelta(days=1)),
+        ("-15 minutes", timedelta(minutes=-15)),
+        ("- 2 Hours", timedelta(hours=-2)),
+        ("half an hour", timedelta(minutes=30)),
+        ("an hour and 15 mins", timedelta(minutes=75)),
+        ("1 week, 2 days", timedelta(days=9)),
+        ("three hrs", timedelta(hours=3)),
+        ("1 month", timedelta(days=31)),  # from January 1970 when no `now` is given
+    ],
+)
+def test_a_shift_takes_the_durations_the_rest_of_herald_takes(text: str, shift: timedelta) -> None:
+    assert parse_shift(text) == shift
+
+
 def test_durations_and_rules() -> None:
-    assert parse_shift("1h30m") == timedelta(minutes=90)
-    assert parse_shift("-15m") == timedelta(minutes=-15)
-    assert parse_shift(" 2 d ") == timedelta(days=2)
-    for bad in ("", "soon", "0m", "400d", "5x"):
+    assert parse_shift("1 month", START) == timedelta(days=31)  # March 2 to April 2
+    assert parse_shift("-1 month", START.replace(month=2)) == -timedelta(days=28)
+    for bad in ("", "soon", "0m", "400d", "5x", "-", "2 years", "3 days at 9am", "tomorrow"):
         with pytest.raises(InvalidInput):
             parse_shift(bad)
     from core.actors import Actor

@@ -7,8 +7,9 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+from core.actors import Principal, Surface
 from core.clock import ManualClock
-from core.store.console import AuditFilter, DeadFilter, ScheduleFilter
+from core.store.console import AuditFilter, DeadFilter
 from core.usecases import Herald
 from tests.tui.conftest import (
     ADMIN,
@@ -21,6 +22,7 @@ from tests.tui.conftest import (
     settle,
 )
 from tui.screens.detail import DetailScreen
+from tui.screens.prompt import PromptScreen
 from tui.widgets.table import PageTable
 
 
@@ -70,7 +72,7 @@ async def test_delivery_log_filters_follow_and_detail(
         assert len(table(app).keys) == 5
         await pilot.press("slash", *"outcome:permanent", "enter")
         await settle(pilot)
-        assert len(table(app).keys) == 3 and "ok " not in screen_text(app)
+        assert len(table(app).keys) == 3 and " ok " not in screen_text(app)
         await pilot.press("slash", *(["backspace"] * 20), *"schedule:1", "enter")
         await settle(pilot)
         assert len(table(app).keys) == 1
@@ -130,6 +132,38 @@ async def test_dead_letters_admin_approves_and_discards(
         assert "All reasons · 0" in screen_text(app)
 
 
+async def test_rejecting_a_retry_request_asks_why_and_keeps_it_for_whoever_asked(
+    console: Any, herald: Herald, seeded: dict[str, Any]
+) -> None:
+    requested = seeded["requested"][0]
+    app = console(ADMIN, mode="dead")
+    async with run(app, size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("slash", *"requested:yes", "enter")
+        await settle(pilot)
+        assert table(app).keys == [str(requested)]
+        await pilot.press("x")
+        await settle(pilot)
+        assert isinstance(app.screen, PromptScreen)
+        assert "Reject the retry request of 1 dead letter?" in screen_text(app)
+        await pilot.press("enter")  # no reason: asked again, nothing rejected
+        await settle(pilot)
+        assert isinstance(app.screen, PromptScreen)
+        assert "A reason is needed" in screen_text(app)
+        await pilot.press(*"archived channel", "enter")
+        await settle(pilot)
+        assert any("Rejected 1 dead letter" in n for n in notes(app))
+        await pilot.press("slash", "ctrl+u", "enter")
+        await settle(pilot)
+        table(app).move_cursor(row=table(app).keys.index(str(requested)))
+        await settle(pilot)
+        assert f"Retry rejected by {ADMIN}: archived channel" in flat(screen_text(app))
+    [letter] = await herald.dead_letter(MEMBER, requested)
+    assert letter.retry_note == f"rejected by {ADMIN}: archived channel"
+    [row] = await herald.audit_log(ADMIN, AuditFilter(action="dead.retry_reject"))
+    assert (row.details, row.surface) == ({"reason": "archived channel"}, "console")
+
+
 async def test_dead_letters_operator_requests_and_cannot_approve(
     console: Any, herald: Herald, seeded: dict[str, Any]
 ) -> None:
@@ -184,14 +218,24 @@ async def test_dead_letters_member_sees_own_and_cannot_discard(
 async def test_audit_log_shows_who_did_what_from_where(
     console: Any, herald: Herald, seeded: dict[str, Any]
 ) -> None:
-    await herald.bulk_schedules(ADMIN, "pause", ScheduleFilter(ids=(seeded["standup"],)))
-    app = console(ADMIN, mode="audit")
+    await herald.pause_schedule(Principal(ADMIN, surface=Surface.CLI), seeded["standup"])
+    app = console(ADMIN, mode="schedules")
     async with run(app, size=(120, 40)) as pilot:
         await settle(pilot)
-        text = screen_text(app)
-        assert "schedule.pause" in text and "console" in text  # the console's own action
-        assert "dead.retry_request" in text and "CLI" in text
-        await pilot.press("slash", *"action:dead", "enter")
+        assert table(app).cursor_key() == str(seeded["release"])
+        await pilot.press("p")  # paused here, in the console
+        await settle(pilot)
+        await pilot.press("6")
+        await settle(pilot)
+        paused = [line for line in screen_text(app).splitlines() if "schedule.pause" in line]
+        [console_row] = [line for line in paused if f"schedule {seeded['release']}" in line]
+        [cli_row] = [line for line in paused if f"schedule {seeded['standup']}" in line]
+        assert " console " in console_row and " cli " in cli_row
+        assert "via=" not in screen_text(app)
+        await pilot.press("slash", *"via:console", "enter")
+        await settle(pilot)
+        assert len(table(app).keys) == 1
+        await pilot.press("slash", "ctrl+u", *"action:dead", "enter")
         await settle(pilot)
         assert len(table(app).keys) == 1
         await pilot.press("enter")  # the audited job's timeline

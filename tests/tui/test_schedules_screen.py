@@ -3,7 +3,10 @@ time, on a selection and on everything matching, the create/edit form, live refr
 
 from __future__ import annotations
 
+import io
 from typing import Any
+
+from rich.console import Console
 
 from core.clock import ManualClock
 from core.store.console import AuditFilter, ScheduleFilter
@@ -58,6 +61,14 @@ async def schedules(console: Any, actor: str = ADMIN) -> Any:
 
 def flat(text: str) -> str:
     return " ".join(text.split())
+
+
+def help_text(app: Any) -> str:
+    """What the keys panel (``?``) lists, whole (at 80 columns it scrolls)."""
+    panel = app.screen.query_one("BindingsTable")
+    console = Console(width=100, record=True, file=io.StringIO())
+    console.print(panel.render_bindings_table())
+    return " ".join(console.export_text().split())
 
 
 def table(app: Any) -> PageTable:
@@ -153,13 +164,68 @@ async def test_bulk_on_a_selection_and_on_everything_matching(
         before = (await herald.store.get_schedule(other.id)).next_run_at
         await pilot.press("t")
         await settle(pilot)
-        await pilot.press(*"2h", "enter")
+        await pilot.press(*"2 hours", "enter")  # as "in 2 hours" is written anywhere
         await settle(pilot)
         assert "Shift 1 schedule by 2h?" in screen_text(app)
         await pilot.press("y")
         await settle(pilot)
         after = (await herald.store.get_schedule(other.id)).next_run_at
         assert (after - before).total_seconds() == 7200
+        await pilot.press("t", *"-15 minutes", "enter")
+        await settle(pilot)
+        assert "Shift 1 schedule by -15m?" in screen_text(app)
+        await pilot.press("y")
+        await settle(pilot)
+        back = (await herald.store.get_schedule(other.id)).next_run_at
+        assert (back - after).total_seconds() == -900
+
+
+async def test_select_all_invert_and_resume_a_selection(
+    console: Any, herald: Herald, clock: ManualClock
+) -> None:
+    ids = []
+    for i in range(4):
+        s, _ = await herald.create_schedule(MEMBER, to="log:", when=f"in {i + 1} hours", text="x")
+        assert s.id is not None
+        ids.append(s.id)
+    for schedule_id in ids[:3]:
+        await herald.pause_schedule(MEMBER, schedule_id)
+    app = await schedules(console, MEMBER)
+    async with run(app) as pilot:
+        await settle(pilot)
+        await pilot.press("ctrl+a")
+        await settle(pilot)
+        assert table(app).selected == {str(i) for i in ids}
+        assert "4 selected" in screen_text(app)
+        await goto(pilot, ids[0])
+        await pilot.press("space")  # unmark the first (the cursor moves down)
+        await pilot.press("asterisk")  # invert: only the first is marked
+        await settle(pilot)
+        assert table(app).selected == {str(ids[0])}
+        await pilot.press("asterisk")  # all but the first
+        await goto(pilot, ids[1])
+        await pilot.press("space")
+        await settle(pilot)
+        assert table(app).selected == {str(ids[2]), str(ids[3])}
+        await pilot.press("u")
+        await settle(pilot)
+        assert "Resume 1 schedule selected?" in screen_text(app)  # ids[3] is not paused
+        await pilot.press("y")
+        await settle(pilot)
+        assert any("Resumed 1 schedule." in n for n in notes(app))
+        assert table(app).selected == set()
+        await pilot.press("U")  # every paused one matching (no filter): the other two
+        await settle(pilot)
+        assert "Resume 2 schedules matching no filter (all)?" in screen_text(app)
+        await pilot.press("y")
+        await settle(pilot)
+        assert any("Resumed 2 schedules." in n for n in notes(app))
+        await pilot.press("question_mark")
+        await settle(pilot)
+        keys = help_text(app)
+        assert "^a Select all" in keys and "* Invert selection" in keys
+        assert "U Resume all matching" in keys
+    assert [(await herald.store.get_schedule(i)).state for i in ids] == ["active"] * 4
 
 
 async def test_an_operator_cannot_bulk_cancel_someone_elses(

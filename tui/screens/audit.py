@@ -7,27 +7,36 @@ from typing import Any
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import DataTable, Footer, Header, Input, Static
+from textual.widgets import DataTable, Header, Input, Static
 
 from core.models import Audit
 from core.store.console import AuditFilter
 from tui.filters import FilterError, audit_filter
-from tui.format import clip, stamp
-from tui.screens.base import PAGE, PAGING, ConsoleScreen
+from tui.format import CELL, clip, stamp
+from tui.screens.base import PAGE, PAGING, ConsoleScreen, footer
 from tui.screens.detail import DetailScreen
 from tui.widgets.filter_bar import FilterBar
-from tui.widgets.table import PageTable
+from tui.widgets.table import Col, PageTable
 
-SURFACES = {"slack": "Slack", "discord": "Discord", "local": "CLI", "system": "system"}
+#: The columns, and how they give way at 80 columns.
+COLUMNS = (
+    Col("when", 14, keep=9),
+    Col("actor", 30, keep=7, least=12),
+    Col("via", 7, keep=6),
+    Col("action", 30, keep=8, least=14),
+    Col("object", 30, keep=5, least=10),
+    Col("details", CELL, keep=2, least=20, flex=True),
+    Col("tenant", 24, keep=1),
+)
+
+
+def details(row: Audit) -> str:
+    return ", ".join(f"{k}={v}" for k, v in (row.details or {}).items())
 
 
 def surface(row: Audit) -> str:
-    """Where an action came from: the console says so in its details; otherwise the
-    actor's platform tells (``local:`` actors use the CLI or the console)."""
-    via = (row.details or {}).get("via")
-    if isinstance(via, str):
-        return via
-    return SURFACES.get(row.actor.partition(":")[0], row.actor.partition(":")[0])
+    """Where an action came from, as its entry point said (``-``: it did not say)."""
+    return row.surface or "-"
 
 
 class AuditScreen(ConsoleScreen):
@@ -46,15 +55,18 @@ class AuditScreen(ConsoleScreen):
 
     def compose(self) -> ComposeResult:
         yield Header()
-        yield FilterBar("/ filter: actor:ID action:PREFIX object:TYPE[:ID] tenant:ID", id="filter")
-        yield PageTable("when", "actor", "via", "action", "object", "details", "tenant", id="table")
+        yield FilterBar(
+            "/ filter: actor:ID action:PREFIX object:TYPE[:ID] via:SURFACE tenant:ID", id="filter"
+        )
+        yield PageTable(*COLUMNS, id="table")
+        yield Static("", id="pane", classes="pane", markup=False)
         yield Static("", id="status", classes="status")
         yield Static("", classes="role-note")
-        yield Footer()
+        yield footer()
 
     async def fetch(self) -> Any:
         return await self.herald.audit_log(
-            self.actor_id, self.filter, before_id=self.pages[-1], limit=PAGE
+            self.principal, self.filter, before_id=self.pages[-1], limit=PAGE
         )
 
     def show(self, data: Any) -> None:
@@ -66,20 +78,29 @@ class AuditScreen(ConsoleScreen):
                     str(r.id),
                     (
                         stamp(r.at, self.zone),
-                        clip(r.actor, 18),
+                        r.actor,
                         surface(r),
                         r.action,
                         f"{r.object_type} {r.object_id}".strip(),
-                        clip(", ".join(f"{k}={v}" for k, v in (r.details or {}).items()), 60),
-                        clip(r.tenant, 24),
+                        clip(details(r), CELL),
+                        r.tenant,
                     ),
                 )
                 for r in rows
             ]
         )
         self.last_keyset = rows[-1].id if len(rows) >= PAGE else None
+        self.update_pane()
         self.query_one("#status", Static).update(self.page_note(len(rows), PAGE))
         self.update_role_note()
+
+    def describe(self, key: str) -> str:
+        r = self.rows.get(key)
+        if r is None:
+            return ""
+        what = f"{r.object_type} {r.object_id}".strip()
+        about = f"{stamp(r.at, self.zone)} · {r.actor} via {surface(r)} · {r.action} · {what}"
+        return f"{details(r) or '(no details)'}\n{about} · {r.tenant}"
 
     @on(Input.Submitted, "#filter")
     def apply_filter(self, event: Input.Submitted) -> None:

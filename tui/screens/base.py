@@ -13,9 +13,9 @@ from textual import work
 from textual.binding import Binding
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Static
+from textual.widgets import DataTable, Footer, Static
 
-from core.actors import Actor
+from core.actors import Actor, Principal
 from core.console_cases import unavailable
 from core.errors import HeraldError
 from core.models import Role
@@ -31,6 +31,38 @@ log = logging.getLogger(__name__)
 
 #: Rows per page on every list screen.
 PAGE = 100
+
+#: The screens in the order of the number keys: mode name, key, title (the app binds
+#: the keys and maps each mode to its screen).
+SCREEN_KEYS = (
+    ("overview", "1", "Overview"),
+    ("schedules", "2", "Schedules"),
+    ("queue", "3", "Queue"),
+    ("deliveries", "4", "Delivery log"),
+    ("dead", "5", "Dead letters"),
+    ("audit", "6", "Audit log"),
+    ("calendars", "7", "Calendars"),
+)
+SCREENS = Binding.Group("Screens", compact=True)
+
+
+def screen_keys(*, show: bool = True) -> list[Binding]:
+    """The number keys that switch screens. A screen whose own keys fill an 80-column
+    footer binds them again with ``show=False``: they work the same, listed in the keys
+    panel, and the footer keeps its room for the screen's actions."""
+    return [
+        Binding(
+            key, f"app.switch_mode('{name}')", title, id=f"screen-{name}", group=SCREENS, show=show
+        )
+        for name, key, title in SCREEN_KEYS
+    ]
+
+
+def footer() -> Footer:
+    """Every screen's footer: compact, its keys chosen to fit 80 columns (the command
+    palette, Ctrl+P, is listed by ``?`` instead)."""
+    return Footer(compact=True, show_command_palette=False)
+
 
 #: The keys that page through a screen's rows (``]`` next, ``[`` previous).
 PAGING = [
@@ -78,6 +110,11 @@ class ConsoleScreen(Screen[None]):
     @property
     def actor_id(self) -> str:
         return self.console.actor_id
+
+    @property
+    def principal(self) -> Principal:
+        """Who acts, as the use cases take it: the console's member, via the console."""
+        return self.console.principal
 
     @property
     def actor(self) -> Actor:
@@ -218,6 +255,23 @@ class ConsoleScreen(Screen[None]):
     def update_role_note(self) -> None:
         for note in self.query(".role-note").results(Static):
             note.update(self.role_note())
+
+    # --- the detail pane ----------------------------------------------------------------
+
+    def describe(self, key: str) -> str:
+        """The row ``key`` in full, for the detail pane (``#pane``): what its columns
+        cut or, in a narrow terminal, hide (override)."""
+        return ""
+
+    def update_pane(self) -> None:
+        """Show the highlighted row in the detail pane, if the screen has one."""
+        for pane in self.query("#pane").results(Static):
+            key = self.table.cursor_key()
+            pane.update("Nothing here." if key is None else self.describe(key))
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.data_table.id == "table":
+            self.update_pane()
 
     # --- actions ------------------------------------------------------------------------
 

@@ -10,12 +10,12 @@ from typing import Any
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.widgets import Header, Static
 
 from core.store.calendars import CalendarPage, CalendarRow
-from tui.format import ago, clip, span, stamp
-from tui.screens.base import PAGE, PAGING, ConsoleScreen
-from tui.widgets.table import PageTable
+from tui.format import CELL, ago, clip, span, stamp
+from tui.screens.base import PAGE, PAGING, ConsoleScreen, footer
+from tui.widgets.table import Col, PageTable
 
 
 def uses(row: CalendarRow) -> str:
@@ -64,6 +64,20 @@ def describe(row: CalendarRow, now: datetime, zone: str) -> str:
     return "\n".join(lines)
 
 
+#: The columns, and how they give way at 80 columns.
+COLUMNS = (
+    Col("id", 10, keep=8),
+    Col("name", 30, keep=7, least=10),
+    Col("state", 12, keep=9),
+    Col("failing since", 13, keep=6),
+    Col("last ok", 8, keep=3),
+    Col("uses", 9, keep=2),
+    Col("waiting", 7, keep=1),
+    Col("source", 40, keep=5, least=12),
+    Col("last error", CELL, keep=4, least=20, flex=True),
+)
+
+
 class CalendarsScreen(ConsoleScreen):
     TITLE = "Calendars"
     NOTES = ("view.everyone",)
@@ -83,26 +97,15 @@ class CalendarsScreen(ConsoleScreen):
     def compose(self) -> ComposeResult:
         yield Header()
         yield Static("", id="views")
-        yield PageTable(
-            "id",
-            "name",
-            "state",
-            "failing since",
-            "last ok",
-            "uses",
-            "waiting",
-            "source",
-            "last error",
-            id="table",
-        )
-        yield Static("", id="calendar", markup=False)
+        yield PageTable(*COLUMNS, id="table")
+        yield Static("", id="pane", classes="pane", markup=False)
         yield Static("", id="status", classes="status")
         yield Static("", classes="role-note")
-        yield Footer()
+        yield footer()
 
     async def fetch(self) -> Any:
         return await self.herald.calendars_page(
-            self.actor_id,
+            self.principal,
             failing_only=self.view == "failing",
             after_id=self.pages[-1],
             limit=PAGE,
@@ -119,14 +122,14 @@ class CalendarsScreen(ConsoleScreen):
                     str(r.id),
                     (
                         str(r.id),
-                        clip(r.name, 20),
+                        r.name,
                         status(r),
                         ago(r.error_at, now) if r.failing else "",
                         ago(r.fetched_at, now) if r.is_url else "",
                         uses(r),
                         str(r.pending) if r.feeds else "",
-                        clip(r.source, 32),
-                        clip(r.last_error, 60),
+                        r.source,
+                        clip(r.last_error, CELL),
                     ),
                 )
                 for r in page.rows
@@ -138,13 +141,9 @@ class CalendarsScreen(ConsoleScreen):
             f"{page.calendars} calendar{'s' if page.calendars != 1 else ''} · {failing} · "
             + self.page_note(len(page.rows), PAGE)
         )
-        self._describe(table.cursor_key())
+        self.update_pane()
         self.update_role_note()
 
-    def _describe(self, key: str | None) -> None:
-        row = self.rows.get(key or "")
-        text = "" if row is None else describe(row, self.herald.clock.now(), self.zone)
-        self.query_one("#calendar", Static).update(text or "No calendar here.")
-
-    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
-        self._describe(None if event.row_key.value is None else str(event.row_key.value))
+    def describe(self, key: str) -> str:
+        row = self.rows.get(key)
+        return "" if row is None else describe(row, self.herald.clock.now(), self.zone)

@@ -9,19 +9,32 @@ from typing import Any
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import DataTable, Footer, Header, Input, OptionList, Static
+from textual.widgets import DataTable, Header, Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from core.errors import HeraldError
 from core.store.console import DeadFilter, DeadGroup
 from core.store.queue import DeadLetter
 from tui.filters import FilterError, dead_filter
-from tui.format import ago, clip, dest
-from tui.screens.base import PAGE, PAGING, ConsoleScreen
+from tui.format import CELL, ago, clip, dest, stamp
+from tui.screens.base import PAGE, PAGING, ConsoleScreen, footer, screen_keys
 from tui.screens.detail import DetailScreen
+from tui.screens.prompt import PromptScreen
 from tui.widgets.filter_bar import FilterBar
-from tui.widgets.table import PageTable
+from tui.widgets.table import Col, PageTable
 
+#: The columns, and how they give way at 80 columns: the text keeps at least 30.
+COLUMNS = (
+    Col("job", 10, keep=7),
+    Col("died", 8, keep=8),
+    Col("owner", 24, keep=3, least=8),
+    Col("to", 30, keep=5, least=12),
+    Col("tries", 5, keep=2),
+    Col("retry", 40, keep=4, least=12),
+    Col("text", CELL, keep=10, least=30, flex=True),
+    Col("error", 60, keep=6, least=12),
+    Col("tenant", 24, keep=1),
+)
 NAMES = {"retry": "Retry", "approve": "Approve", "reject": "Reject", "discard": "Discard"}
 DONE = {
     "retried": "Retried",
@@ -44,17 +57,26 @@ class DeadLettersScreen(ConsoleScreen):
         "act_all('discard')": "dead.discard",
     }
     NOTES = ("view.everyone",)
+    # the footer (80 columns) shows the filter and the decisions on a row or a selection;
+    # the rest are in the keys panel (?) and the command palette
     BINDINGS = [
         Binding("slash", "focus_filter", "Filter", id="filter"),
-        Binding("g", "focus_groups", "Reasons", id="dead-groups"),
         Binding("r", "act('retry')", "Retry", id="retry-dead-letter"),
         Binding("a", "act('approve')", "Approve", id="approve-dead-letter"),
         Binding("x", "act('reject')", "Reject", id="reject-dead-letter"),
         Binding("d", "act('discard')", "Discard", id="discard-dead-letter"),
-        Binding("R", "act_all('retry')", "Retry all matching", id="retry-all-dead-letters"),
-        Binding("A", "act_all('approve')", "Approve all", id="approve-all-dead-letters"),
-        Binding("X", "act_all('reject')", "Reject all", id="reject-all-dead-letters"),
-        Binding("D", "act_all('discard')", "Discard all", id="discard-all-dead-letters"),
+        Binding("g", "focus_groups", "Reasons", id="dead-groups", show=False),
+        Binding(
+            "R", "act_all('retry')", "Retry all matching", id="retry-all-dead-letters", show=False
+        ),
+        Binding(
+            "A", "act_all('approve')", "Approve all", id="approve-all-dead-letters", show=False
+        ),
+        Binding("X", "act_all('reject')", "Reject all", id="reject-all-dead-letters", show=False),
+        Binding(
+            "D", "act_all('discard')", "Discard all", id="discard-all-dead-letters", show=False
+        ),
+        *screen_keys(show=False),
         *PAGING,
     ]
 
@@ -71,21 +93,11 @@ class DeadLettersScreen(ConsoleScreen):
         yield Header()
         yield OptionList(id="groups")
         yield FilterBar("/ filter: to:DEST requested:yes|no tenant:ID", id="filter")
-        yield PageTable(
-            "job",
-            "died",
-            "owner",
-            "to",
-            "tries",
-            "retry asked by",
-            "error",
-            "tenant",
-            selectable=True,
-            id="table",
-        )
+        yield PageTable(*COLUMNS, selectable=True, id="table")
+        yield Static("", id="pane", classes="pane", markup=False)
         yield Static("", id="status", classes="status")
         yield Static("", classes="role-note")
-        yield Footer()
+        yield footer()
 
     def on_mount(self) -> None:
         self.query_one("#groups", OptionList).border_title = "Reasons"
@@ -109,9 +121,9 @@ class DeadLettersScreen(ConsoleScreen):
     async def fetch(self) -> Any:
         groups = self.groups
         if self.groups_stale:
-            groups = await self.herald.dead_groups(self.actor_id, self.filter)
+            groups = await self.herald.dead_groups(self.principal, self.filter)
         page = await self.herald.dead_page(
-            self.actor_id, self.scope(), before=self.pages[-1], limit=PAGE
+            self.principal, self.scope(), before=self.pages[-1], limit=PAGE
         )
         return groups, page
 
@@ -128,12 +140,13 @@ class DeadLettersScreen(ConsoleScreen):
                     (
                         str(d.job_id),
                         ago(d.finished_at, now),
-                        clip(d.owner, 16),
-                        clip(dest(d.destination), 22),
+                        d.owner,
+                        dest(d.destination),
                         str(d.attempts),
-                        clip(d.retry_requested_by or "", 16),
-                        clip(d.last_error, 50),
-                        clip(d.tenant, 24),
+                        clip(d.retry_note, CELL),
+                        clip(d.body, CELL),
+                        clip(d.last_error, CELL),
+                        d.tenant,
                     ),
                 )
                 for d in letters
@@ -141,8 +154,24 @@ class DeadLettersScreen(ConsoleScreen):
         )
         last = letters[-1] if len(letters) >= PAGE else None
         self.last_keyset = None if last is None else (last.finished_at, last.job_id)
+        self.update_pane()
         self.update_status()
         self.update_role_note()
+
+    def describe(self, key: str) -> str:
+        d = self.rows.get(key)
+        if d is None:
+            return ""
+        tries = f"{d.attempts} tr{'ies' if d.attempts != 1 else 'y'}"
+        died = stamp(d.finished_at, self.zone, seconds=False)
+        lines = [d.body, f"Error: {d.last_error or '(none)'}"]
+        if d.retry_note:
+            lines.append(f"Retry {d.retry_note}")
+        lines.append(
+            f"Job {d.job_id} of schedule {d.schedule_id} · died {died} after {tries} · "
+            f"{d.owner} → {dest(d.destination)} · {d.tenant}"
+        )
+        return "\n".join(lines)
 
     def _show_groups(self, groups: list[DeadGroup]) -> None:
         if groups == self.groups:
@@ -222,12 +251,13 @@ class DeadLettersScreen(ConsoleScreen):
             if key is None:
                 return
             ids = [int(key)]
-        call = self._call(action, ids=ids)
-        if len(ids) == 1 and action != "discard":
-            self.act(call)
+        count = f"{len(ids)} dead letter{'s' if len(ids) != 1 else ''}"
+        if action == "reject":
+            self._ask_reason(f"Reject the retry request of {count}?", ids=ids)
+        elif len(ids) == 1 and action != "discard":
+            self.act(self._call(action, ids=ids))
         else:
-            count = f"{len(ids)} dead letter{'s' if len(ids) != 1 else ''}"
-            self.confirm(f"{NAMES[action]} {count}?", call)
+            self.confirm(f"{NAMES[action]} {count}?", self._call(action, ids=ids))
 
     def action_act_all(self, action: str) -> None:
         self._confirm_all(action)
@@ -238,7 +268,7 @@ class DeadLettersScreen(ConsoleScreen):
         if action in ("approve", "reject"):
             scope = replace(scope, requested=True)
         try:
-            count = await self.herald.count_dead(self.actor_id, scope)
+            count = await self.herald.count_dead(self.principal, scope)
         except HeraldError as exc:
             self.notify(str(exc), title="Refused", severity="error")
             return
@@ -246,13 +276,43 @@ class DeadLettersScreen(ConsoleScreen):
         where = [f"reason {clip(self.reason, 40)!r}"] if self.reason is not None else []
         where += [self.filter_text] if self.filter_text else []
         question = f"{what} {' · '.join(where) or 'no filter (all)'}?"
-        self.confirm(question, self._call(action, f=self.scope()))
+        if action == "reject":
+            self._ask_reason(question, f=self.scope())
+        else:
+            self.confirm(question, self._call(action, f=self.scope()))
+
+    def _ask_reason(
+        self, question: str, *, ids: list[int] | None = None, f: DeadFilter | None = None
+    ) -> None:
+        """A rejection says why: whoever asked reads it. (Without the role, core
+        refuses and audits the attempt; no reason is asked for first.)"""
+        if self.why_not("act('reject')"):
+            self.act(self._call("reject", ids=ids, f=f))
+            return
+
+        def answered(reason: str | None) -> None:
+            if reason:
+                self.act(self._call("reject", ids=ids, f=f, reason=reason))
+
+        prompt = PromptScreen(
+            f"{question}\nSay why: whoever asked reads it with their dead letters.",
+            "e.g. the channel is archived; schedule it to another one",
+            required="A reason is needed: it is all whoever asked will read. Esc cancels.",
+        )
+        self.app.push_screen(prompt, answered)
 
     def _call(
-        self, action: str, *, ids: list[int] | None = None, f: DeadFilter | None = None
+        self,
+        action: str,
+        *,
+        ids: list[int] | None = None,
+        f: DeadFilter | None = None,
+        reason: str | None = None,
     ) -> Any:
         async def run() -> str:
-            verb, count = await self.herald.dead_letter_action(self.actor_id, action, ids=ids, f=f)
+            verb, count = await self.herald.dead_letter_action(
+                self.principal, action, ids=ids, f=f, reason=reason
+            )
             self.table.action_clear_selection()
             return f"{DONE.get(verb, verb)} {count} dead letter{'s' if count != 1 else ''}."
 

@@ -7,15 +7,28 @@ from typing import Any
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import DataTable, Footer, Header, Input, Static
+from textual.widgets import DataTable, Header, Input, Static
 
 from core.store.console import AttemptFilter, AttemptRow
 from tui.filters import FilterError, attempt_filter
-from tui.format import clip, dest, stamp
-from tui.screens.base import PAGE, PAGING, ConsoleScreen
+from tui.format import CELL, clip, dest, stamp
+from tui.screens.base import PAGE, PAGING, ConsoleScreen, footer
 from tui.screens.detail import DetailScreen
 from tui.widgets.filter_bar import FilterBar
-from tui.widgets.table import PageTable
+from tui.widgets.table import Col, PageTable
+
+#: The columns, and how they give way at 80 columns: the text keeps at least 30.
+COLUMNS = (
+    Col("started", 14, keep=9),
+    Col("outcome", 9, keep=8),
+    Col("code", 4, keep=5),
+    Col("job", 10, keep=4),
+    Col("schedule", 10, keep=3),
+    Col("to", 30, keep=7, least=12),
+    Col("worker", 20, keep=2, least=8),
+    Col("text", CELL, keep=10, least=30, flex=True),
+    Col("error", 60, keep=6, least=12),
+)
 
 
 class DeliveriesScreen(ConsoleScreen):
@@ -33,6 +46,7 @@ class DeliveriesScreen(ConsoleScreen):
         self.filter = AttemptFilter()
         self.filter_text = ""
         self.follow = False
+        self.rows: dict[str, AttemptRow] = {}
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -40,28 +54,20 @@ class DeliveriesScreen(ConsoleScreen):
             "/ filter: outcome:ok|retry|permanent to:DEST schedule:ID since:1h until:ISO",
             id="filter",
         )
-        yield PageTable(
-            "started",
-            "outcome",
-            "code",
-            "job",
-            "schedule",
-            "to",
-            "worker",
-            "error",
-            id="table",
-        )
+        yield PageTable(*COLUMNS, id="table")
+        yield Static("", id="pane", classes="pane", markup=False)
         yield Static("", id="status", classes="status")
         yield Static("", classes="role-note")
-        yield Footer()
+        yield footer()
 
     async def fetch(self) -> Any:
         return await self.herald.delivery_log(
-            self.actor_id, self.filter, before=self.pages[-1], limit=PAGE
+            self.principal, self.filter, before=self.pages[-1], limit=PAGE
         )
 
     def show(self, data: Any) -> None:
         rows: list[AttemptRow] = data
+        self.rows = {str(r.id): r for r in rows}
         self.table.show(
             [
                 (
@@ -72,9 +78,10 @@ class DeliveriesScreen(ConsoleScreen):
                         "" if r.status_code is None else str(r.status_code),
                         str(r.job_id),
                         str(r.schedule_id),
-                        clip(dest(r.destination), 22),
-                        clip(r.worker, 14),
-                        clip(r.error, 50),
+                        dest(r.destination),
+                        r.worker,
+                        clip(r.body, CELL),
+                        clip(r.error, CELL),
                     ),
                 )
                 for r in rows
@@ -82,6 +89,7 @@ class DeliveriesScreen(ConsoleScreen):
         )
         if self.follow and rows:
             self.table.move_cursor(row=0, animate=False)
+        self.update_pane()
         self.last_keyset = (rows[-1].started_at, rows[-1].id) if len(rows) >= PAGE else None
         parts = [self.page_note(len(rows), PAGE)]
         if self.follow:
@@ -90,6 +98,20 @@ class DeliveriesScreen(ConsoleScreen):
             parts.append(f"filter: {self.filter_text}")
         self.query_one("#status", Static).update(" · ".join(parts))
         self.update_role_note()
+
+    def describe(self, key: str) -> str:
+        r = self.rows.get(key)
+        if r is None:
+            return ""
+        code = "" if r.status_code is None else f" {r.status_code}"
+        lines = [r.body]
+        if r.error:
+            lines.append(f"Error: {r.error}")
+        lines.append(
+            f"Attempt {r.id} · job {r.job_id} of schedule {r.schedule_id} · {r.outcome}{code}"
+            f" · {stamp(r.started_at, self.zone)} on {r.worker or '?'} · to {dest(r.destination)}"
+        )
+        return "\n".join(lines)
 
     @on(Input.Submitted, "#filter")
     def apply_filter(self, event: Input.Submitted) -> None:

@@ -8,13 +8,21 @@ from typing import Any
 from rich.markup import escape
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.containers import Vertical, VerticalScroll
+from textual.widgets import DataTable, Header, Static
 
 from core.console_cases import Timeline
-from tui.format import clip, dest, stamp
-from tui.screens.base import ConsoleScreen
-from tui.widgets.table import PageTable
+from tui.format import CELL, clip, dest, stamp
+from tui.screens.base import ConsoleScreen, footer
+from tui.widgets.table import Col, PageTable
+
+#: The timeline's columns, and how they give way at 80 columns.
+COLUMNS = (
+    Col("when", 14, keep=9),
+    Col("what", 12, keep=8),
+    Col("job", 10, keep=5),
+    Col("detail", CELL, keep=6, least=20, flex=True),
+)
 
 
 class DetailScreen(ConsoleScreen):
@@ -40,10 +48,11 @@ class DetailScreen(ConsoleScreen):
     def compose(self) -> ComposeResult:
         yield Header()
         with Vertical(id="detail"):
-            yield Static("Reading…", id="content")
-            yield PageTable("when", "what", "job", "detail", id="timeline")
+            with VerticalScroll(id="content"):  # a long text scrolls (Tab, then arrows)
+                yield Static("Reading…", id="content-text")
+            yield PageTable(*COLUMNS, id="timeline")
             yield Static("", id="event-detail")
-        yield Footer()
+        yield footer()
 
     def on_mount(self) -> None:
         self.query_one("#timeline", PageTable).border_title = "Timeline"
@@ -56,7 +65,7 @@ class DetailScreen(ConsoleScreen):
 
     async def fetch(self) -> Any:
         return await self.herald.timeline(
-            self.actor_id,
+            self.principal,
             schedule_id=self.schedule_id,
             job_id=self.job_id,
             attempt_id=self.attempt_id,
@@ -75,9 +84,9 @@ class DetailScreen(ConsoleScreen):
             f"To {escape(dest(s.destination))} · zone {zone}",
             f"When [i]{escape(s.expression)}[/] → {escape(t.description)}",
             f"Next {upcoming}",
-            f"Text {escape(clip(s.body, 200))}",
+            f"Text {escape(s.body)}",
         ]
-        self.query_one("#content", Static).update("\n".join(lines))
+        self.query_one("#content-text", Static).update("\n".join(lines))
         self.events = {str(i): e for i, e in enumerate(t.events)}
         rows = [
             (
@@ -86,7 +95,7 @@ class DetailScreen(ConsoleScreen):
                     stamp(e.at, zone),
                     e.kind,
                     "" if e.job_id is None else str(e.job_id),
-                    clip(f"{e.text}{' — ' + e.detail if e.detail else ''}", 90),
+                    clip(f"{e.text}{' — ' + e.detail if e.detail else ''}", CELL),
                 ),
             )
             for i, e in enumerate(t.events)

@@ -10,6 +10,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static, TextArea
 
 from core import calendars
+from core.actors import Principal
 from core.errors import HeraldError
 from core.models import Schedule
 from core.usecases import Herald
@@ -131,13 +132,13 @@ class ScheduleFormScreen(ModalScreen[Schedule | None]):
 
     @work(exclusive=True, group="save", exit_on_error=False)
     async def _save(self, to: str, when: str, tz: str | None, text: str) -> None:
-        actor_id: str = self.app.actor_id  # type: ignore[attr-defined]
+        who: Principal = self.app.principal  # type: ignore[attr-defined]
         error = self.query_one("#error", Static)
         try:
             s = self.schedule
             if s is None or s.id is None:
                 saved, _ = await self.herald.create_schedule(
-                    actor_id, to=to, when=when, text=text, tz=tz
+                    who, to=to, when=when, text=text, tz=tz
                 )
                 self.notify(f"Created schedule {saved.id}.", title="Done")
             else:
@@ -147,7 +148,7 @@ class ScheduleFormScreen(ModalScreen[Schedule | None]):
                     self.dismiss(None)
                     return
                 saved = await self.herald.edit_schedule(
-                    actor_id,
+                    who,
                     s.id,
                     when=when if changed_when else None,
                     tz=tz if changed_when else None,

@@ -6,12 +6,12 @@ from typing import Any
 
 from textual.app import ComposeResult
 from textual.containers import Grid, Horizontal, Vertical
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.widgets import DataTable, Header, Static
 
 from core.console_cases import Overview
 from core.models import JobState
 from tui.format import ago, stamp
-from tui.screens.base import ConsoleScreen
+from tui.screens.base import ConsoleScreen, footer
 from tui.widgets.overview import Figure, Rate
 
 STATES = [s.value for s in JobState]
@@ -36,7 +36,7 @@ class OverviewScreen(ConsoleScreen):
             with Horizontal(id="bottom"):
                 yield Static("", id="counts")
                 yield DataTable(id="workers", cursor_type="row", zebra_stripes=True)
-        yield Footer()
+        yield footer()
 
     def on_mount(self) -> None:
         workers = self.query_one("#workers", DataTable)
@@ -46,7 +46,7 @@ class OverviewScreen(ConsoleScreen):
         super().on_mount()
 
     async def fetch(self) -> Any:
-        return await self.herald.overview(self.actor_id)
+        return await self.herald.overview(self.principal)
 
     def show(self, data: Any) -> None:
         o: Overview = data

@@ -6,15 +6,29 @@ from typing import Any
 
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.widgets import DataTable, Header, Static
 
 from core.store.console import QueueRow
 from tui.filters import QUEUE_VIEWS
-from tui.format import ago, clip, dest
-from tui.screens.base import PAGE, PAGING, ConsoleScreen
+from tui.format import CELL, ago, clip, dest, stamp
+from tui.screens.base import PAGE, PAGING, ConsoleScreen, footer
 from tui.screens.detail import DetailScreen
-from tui.widgets.table import PageTable
+from tui.widgets.table import Col, PageTable
 
+#: The columns, and how they give way at 80 columns: the text keeps at least 30.
+COLUMNS = (
+    Col("job", 10, keep=7),
+    Col("schedule", 10, keep=3),
+    Col("state", 10, keep=6),
+    Col("due", 8, keep=9),
+    Col("tries", 5, keep=2),
+    Col("lease", 40, keep=4, least=12),
+    Col("owner", 24, keep=3, least=8),
+    Col("to", 30, keep=5, least=12),
+    Col("text", CELL, keep=10, least=30, flex=True),
+    Col("last error", 60, keep=5, least=12),
+    Col("tenant", 24, keep=1),
+)
 _KEYS = {"due": "d", "pending": "p", "in_flight": "i", "retrying": "r"}
 
 
@@ -34,37 +48,27 @@ class QueueScreen(ConsoleScreen):
     def __init__(self) -> None:
         super().__init__()
         self.view = "due"
+        self.rows: dict[str, QueueRow] = {}
 
     def compose(self) -> ComposeResult:
         yield Header()
         yield Static("", id="views")
-        yield PageTable(
-            "job",
-            "schedule",
-            "state",
-            "due",
-            "tries",
-            "lease",
-            "owner",
-            "to",
-            "last error",
-            "tenant",
-            id="table",
-        )
+        yield PageTable(*COLUMNS, id="table")
+        yield Static("", id="pane", classes="pane", markup=False)
         yield Static("", id="status", classes="status")
         yield Static("", classes="role-note")
-        yield Footer()
+        yield footer()
 
     async def fetch(self) -> Any:
         return await self.herald.queue_page(
-            self.actor_id, self.view, after=self.pages[-1], limit=PAGE
+            self.principal, self.view, after=self.pages[-1], limit=PAGE
         )
 
     def show(self, data: Any) -> None:
         rows: list[QueueRow] = data
         now = self.herald.clock.now()
-        table = self.query_one("#table", PageTable)
-        table.show(
+        self.rows = {str(r.job_id): r for r in rows}
+        self.table.show(
             [
                 (
                     str(r.job_id),
@@ -75,15 +79,17 @@ class QueueScreen(ConsoleScreen):
                         ago(r.due_at, now),
                         str(r.attempts),
                         f"{r.lease_owner} {ago(r.lease_expires_at, now)}" if r.lease_owner else "",
-                        clip(r.owner, 16),
-                        clip(dest(r.destination), 22),
-                        clip(r.last_error, 40),
-                        clip(r.tenant, 24),
+                        r.owner,
+                        dest(r.destination),
+                        clip(r.body, CELL),
+                        clip(r.last_error, CELL),
+                        r.tenant,
                     ),
                 )
                 for r in rows
             ]
         )
+        self.update_pane()
         last = rows[-1] if len(rows) >= PAGE else None
         if last is None:
             self.last_keyset = None
@@ -94,6 +100,25 @@ class QueueScreen(ConsoleScreen):
             f"{QUEUE_VIEWS[self.view]} · {self.page_note(len(rows), PAGE)}"
         )
         self.update_role_note()
+
+    def describe(self, key: str) -> str:
+        r = self.rows.get(key)
+        if r is None:
+            return ""
+        now = self.herald.clock.now()
+        tries = f"{r.attempts} tr{'ies' if r.attempts != 1 else 'y'}"
+        lease = (
+            f" · leased by {r.lease_owner} {ago(r.lease_expires_at, now)}" if r.lease_owner else ""
+        )
+        lines = [r.body]
+        if r.last_error:
+            lines.append(f"Last error: {r.last_error}")
+        lines.append(
+            f"Job {r.job_id} of schedule {r.schedule_id} · {r.state} · due "
+            f"{stamp(r.due_at, self.zone)} · {tries}{lease} · {r.owner} → {dest(r.destination)}"
+            f" · {r.tenant}"
+        )
+        return "\n".join(lines)
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         if event.row_key.value is not None:

@@ -7,40 +7,63 @@ from typing import Any
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import DataTable, Footer, Header, Input, Static
+from textual.widgets import DataTable, Header, Input, Static
 
 from core.console_cases import parse_shift
 from core.errors import HeraldError
 from core.models import Schedule
 from core.store.console import ScheduleFilter
 from tui.filters import FilterError, schedule_filter
-from tui.format import ago, clip, dest, span
-from tui.screens.base import PAGE, PAGING, ConsoleScreen
+from tui.format import CELL, ago, clip, dest, span, stamp
+from tui.screens.base import PAGE, PAGING, ConsoleScreen, footer, screen_keys
 from tui.screens.detail import DetailScreen
 from tui.screens.form import ScheduleFormScreen
 from tui.screens.prompt import PromptScreen
 from tui.widgets.filter_bar import FilterBar
-from tui.widgets.table import PageTable
+from tui.widgets.table import Col, PageTable
 
-VERBS = {"cancel": "Cancel", "pause": "Pause", "shift": "Shift"}
+#: The columns, and how they give way at 80 columns: the text keeps at least 30.
+COLUMNS = (
+    Col("id", 10, keep=7),
+    Col("state", 12, keep=9),
+    Col("next run", 9, keep=8),
+    Col("owner", 24, keep=4, least=8),
+    Col("to", 30, keep=6, least=12),
+    Col("text", CELL, keep=10, least=30, flex=True),
+    Col("tenant", 24, keep=1),
+)
+VERBS = {"cancel": "Cancel", "pause": "Pause", "resume": "Resume", "shift": "Shift"}
+DONE = {"cancel": "Cancelled", "pause": "Paused", "resume": "Resumed", "shift": "Shifted"}
 
 
 class SchedulesScreen(ConsoleScreen):
     TITLE = "Schedules"
     FOCUS = "#table"
     NOTES = ("view.everyone", "schedule.others")
+    # the footer (80 columns) shows the filter and the actions on a row or a selection;
+    # the rest are in the keys panel (?) and the command palette
     BINDINGS = [
         Binding("slash", "focus_filter", "Filter", id="filter"),
-        Binding("n", "new", "New", id="schedule-new"),
+        Binding("n", "new", "New", id="schedule-new", show=False),
         Binding("e", "edit", "Edit", id="schedule-edit"),
         Binding("p", "bulk('pause')", "Pause", id="schedule-pause"),
-        Binding("u", "resume", "Resume", id="schedule-resume"),
-        Binding("k", "skip", "Skip next", id="schedule-skip"),
+        Binding("u", "bulk('resume')", "Resume", id="schedule-resume"),
         Binding("c", "bulk('cancel')", "Cancel", id="schedule-cancel"),
         Binding("t", "bulk('shift')", "Shift", id="schedule-shift"),
-        Binding("P", "bulk_all('pause')", "Pause all matching", id="schedule-pause-all"),
-        Binding("C", "bulk_all('cancel')", "Cancel all matching", id="schedule-cancel-all"),
-        Binding("T", "bulk_all('shift')", "Shift all matching", id="schedule-shift-all"),
+        Binding("k", "skip", "Skip next", id="schedule-skip", show=False),
+        Binding(
+            "P", "bulk_all('pause')", "Pause all matching", id="schedule-pause-all", show=False
+        ),
+        Binding(
+            "U", "bulk_all('resume')", "Resume all matching", id="schedule-resume-all", show=False
+        ),
+        Binding(
+            "C", "bulk_all('cancel')", "Cancel all matching", id="schedule-cancel-all", show=False
+        ),
+        Binding(
+            "T", "bulk_all('shift')", "Shift all matching", id="schedule-shift-all", show=False
+        ),
+        *screen_keys(show=False),
         *PAGING,
     ]
 
@@ -55,16 +78,15 @@ class SchedulesScreen(ConsoleScreen):
         yield FilterBar(
             "/ filter: words owner:ID to:DEST state:active,paused tenant:ID", id="filter"
         )
-        yield PageTable(
-            "id", "state", "next run", "owner", "to", "text", "tenant", selectable=True, id="table"
-        )
+        yield PageTable(*COLUMNS, selectable=True, id="table")
+        yield Static("", id="pane", classes="pane", markup=False)
         yield Static("", id="status", classes="status")
         yield Static("", classes="role-note")
-        yield Footer()
+        yield footer()
 
     async def fetch(self) -> Any:
         return await self.herald.schedules_page(
-            self.actor_id, self.filter, before_id=self.pages[-1], limit=PAGE
+            self.principal, self.filter, before_id=self.pages[-1], limit=PAGE
         )
 
     def show(self, data: Any) -> None:
@@ -79,18 +101,27 @@ class SchedulesScreen(ConsoleScreen):
                         str(s.id),
                         s.shown_state,
                         ago(s.next_run_at, now),
-                        clip(s.owner, 16),
-                        clip(dest(s.destination), 22),
-                        clip(s.body, 40),
-                        clip(s.tenant, 24),
+                        s.owner,
+                        dest(s.destination),
+                        clip(s.body, CELL),
+                        s.tenant,
                     ),
                 )
                 for s in schedules
             ]
         )
         self.last_keyset = schedules[-1].id if len(schedules) >= PAGE else None
+        self.update_pane()
         self.update_status()
         self.update_role_note()
+
+    def describe(self, key: str) -> str:
+        s = self.rows.get(key)
+        if s is None:
+            return ""
+        when = stamp(s.next_run_at, self.zone, seconds=False)
+        about = f"Schedule {s.id} · {s.shown_state} · next {when} · {s.owner} → "
+        return f"{s.body}\n{about}{dest(s.destination)} · {s.tenant}"
 
     def update_status(self) -> None:
         parts = [self.page_note(len(self.rows), PAGE)]
@@ -137,18 +168,6 @@ class SchedulesScreen(ConsoleScreen):
         if schedule is not None:
             self.app.push_screen(ScheduleFormScreen(schedule), lambda _: self.reload())
 
-    def action_resume(self) -> None:
-        schedule = self.current()
-        if schedule is None or schedule.id is None:
-            return
-        sid, version = schedule.id, schedule.version
-
-        async def resume() -> str:
-            done = await self.herald.resume_schedule(self.actor_id, sid, expected_version=version)
-            return f"Resumed schedule {sid}; next run {ago(done.next_run_at, self._now())}."
-
-        self.act(resume)
-
     def action_skip(self) -> None:
         schedule = self.current()
         if schedule is None or schedule.id is None:
@@ -156,7 +175,7 @@ class SchedulesScreen(ConsoleScreen):
         sid, version = schedule.id, schedule.version
 
         async def skip() -> str:
-            await self.herald.skip_next(self.actor_id, sid, expected_version=version)
+            await self.herald.skip_next(self.principal, sid, expected_version=version)
             return f"Skipped the next occurrence of schedule {sid}."
 
         when = ago(schedule.next_run_at, self._now())
@@ -183,12 +202,17 @@ class SchedulesScreen(ConsoleScreen):
 
         async def one() -> str:
             if action == "pause":
-                await self.herald.pause_schedule(self.actor_id, sid, expected_version=version)
+                await self.herald.pause_schedule(self.principal, sid, expected_version=version)
                 return f"Paused schedule {sid}."
-            await self.herald.cancel_schedule(self.actor_id, sid, expected_version=version)
+            if action == "resume":
+                done = await self.herald.resume_schedule(
+                    self.principal, sid, expected_version=version
+                )
+                return f"Resumed schedule {sid}; next run {ago(done.next_run_at, self._now())}."
+            await self.herald.cancel_schedule(self.principal, sid, expected_version=version)
             return f"Cancelled schedule {sid}."
 
-        if action == "pause":
+        if action in ("pause", "resume"):
             self.act(one)
         else:
             text = clip(schedule.body, 40)
@@ -203,13 +227,16 @@ class SchedulesScreen(ConsoleScreen):
             def asked(answer: str | None) -> None:
                 if answer:
                     try:
-                        by = parse_shift(answer)
+                        by = parse_shift(answer, self._now())
                     except HeraldError as exc:
                         self.notify(str(exc), title="Shift", severity="error")
                         return
                     self._confirm_bulk(action, target, scope, by)
 
-            prompt = PromptScreen("Shift the next run by how long?", "e.g. 30m, 2h, 1d, -15m")
+            prompt = PromptScreen(
+                "Shift the next run by how long? (a minus sign moves it earlier)",
+                "e.g. 2 hours, 90m, 1h30m, 1 day, -15 minutes",
+            )
             self.app.push_screen(prompt, asked)
         else:
             self._confirm_bulk(action, target, scope, None)
@@ -217,7 +244,7 @@ class SchedulesScreen(ConsoleScreen):
     @work(group="action", exit_on_error=False)
     async def _confirm_bulk(self, action: str, target: ScheduleFilter, scope: str, by: Any) -> None:
         try:
-            plan = await self.herald.plan_schedules_bulk(self.actor_id, action, target)
+            plan = await self.herald.plan_schedules_bulk(self.principal, action, target)
         except HeraldError as exc:
             self.notify(str(exc), title="Refused", severity="error")
             return
@@ -231,10 +258,15 @@ class SchedulesScreen(ConsoleScreen):
             self.notify(question.replace("?", ": nothing to do."), title=VERBS[action])
             return
 
-        self.confirm(question, lambda: self._bulk(action, target, by))
+        self.confirm(question, lambda: self._bulk(action, target, by, plan.count))
 
-    async def _bulk(self, action: str, target: ScheduleFilter, by: Any) -> str:
-        count = await self.herald.bulk_schedules(self.actor_id, action, target, shift=by)
+    async def _bulk(self, action: str, target: ScheduleFilter, by: Any, planned: int) -> str:
+        count = await self.herald.bulk_schedules(self.principal, action, target, shift=by)
         self.table.action_clear_selection()
-        done = {"cancel": "Cancelled", "pause": "Paused", "shift": "Shifted"}[action]
-        return f"{done} {count} schedule{'s' if count != 1 else ''}."
+        done = f"{DONE[action]} {count} schedule{'s' if count != 1 else ''}."
+        if action == "resume" and count < planned:
+            done += (
+                f" {planned - count} stayed paused: their time passed or their rule ended"
+                " (edit them), or they changed meanwhile."
+            )
+        return done

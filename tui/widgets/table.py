@@ -1,12 +1,19 @@
 """A table that shows one page of keyed rows and survives live refreshes: the cursor
-stays on the same row (by key), the scroll position and the selection are kept."""
+stays on the same row (by key), the scroll position and the selection are kept.
+
+Its columns give way in a narrow terminal by priority (:class:`Col`): the message text
+keeps its room, lower-priority columns shrink to their least width and then hide. What a
+column hides or cuts the screen's detail pane shows in full."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from rich.cells import cell_len
 from rich.text import Text
+from textual import events
 from textual.binding import Binding
 from textual.message import Message
 from textual.widgets import DataTable
@@ -15,11 +22,80 @@ from textual.widgets.data_table import RowDoesNotExist
 MARK = "●"
 
 
+@dataclass(frozen=True)
+class Col:
+    """A column and how it gives way when the table is narrow."""
+
+    label: str
+    #: The most it takes (longer cells are cut with an ellipsis).
+    width: int
+    #: Which columns keep their room longest: the lowest stay shrunk and hide first,
+    #: the highest get their full width first.
+    keep: int = 0
+    #: The least it shrinks to before it hides (None: it does not shrink).
+    least: int | None = None
+    #: It never hides (the message text): it keeps at least ``least``, and what room
+    #: is left in the end is its.
+    flex: bool = False
+
+
+def one_line(cell: Any) -> Text:
+    """A cell as one line of plain text (never read as markup)."""
+    if isinstance(cell, Text):
+        text = cell.copy()
+        text.plain = " ".join(text.plain.split())
+        return text
+    return Text(" ".join(str(cell).split()))
+
+
+def fit(columns: Sequence[Col], natural: Sequence[int], room: int, pad: int) -> list[int | None]:
+    """The width of each column within ``room`` cells (None: hidden); each column also
+    takes ``pad`` cells of padding. Columns start at their least width and the
+    lowest-priority ones hide until those fit; the room left goes back by priority, up
+    to what each column's content needs (``natural``)."""
+    floors = [
+        min(n, c.least) if c.least is not None else n for c, n in zip(columns, natural, strict=True)
+    ]
+    shown = list(range(len(columns)))
+    by_priority = sorted(shown, key=lambda i: (columns[i].keep, -i))  # rightmost first
+    for i in by_priority:
+        if sum(floors[j] + pad for j in shown) <= room:
+            break
+        if not columns[i].flex:
+            shown.remove(i)
+    widths: list[int | None] = [floors[i] if i in shown else None for i in range(len(columns))]
+    left = room - sum(floors[i] + pad for i in shown)
+    for i in reversed(by_priority):
+        width = widths[i]
+        if width is None or left <= 0:
+            continue
+        grow = min(left, natural[i] - width)
+        widths[i] = width + grow
+        left -= grow
+    return widths
+
+
 class PageTable(DataTable[Any]):
     """Rows are ``(key, cells)``. With ``selectable``, space marks rows for bulk actions."""
 
     BINDINGS = [
         Binding("space", "toggle_select", "Select", id="toggle-select"),
+        Binding(
+            "ctrl+a",
+            "select_all",
+            "Select all",
+            show=False,
+            id="select-all",
+            tooltip="Mark every row of this page for a bulk action",
+        ),
+        Binding(
+            "asterisk",
+            "invert_selection",
+            "Invert selection",
+            show=False,
+            id="invert-selection",
+            tooltip="Marked rows of this page are unmarked, the others marked",
+        ),
         Binding("escape", "clear_selection", "Unselect", show=False, id="clear-selection"),
     ]
 
@@ -31,21 +107,19 @@ class PageTable(DataTable[Any]):
             self.table = table
             self.count = count
 
-    def __init__(self, *columns: str, selectable: bool = False, **kwargs: Any) -> None:
+    def __init__(self, *columns: Col, selectable: bool = False, **kwargs: Any) -> None:
         super().__init__(cursor_type="row", zebra_stripes=True, **kwargs)
-        self.column_names = columns
+        self.specs = columns
         self.selectable = selectable
         self.selected: set[str] = set()
         self.keys: list[str] = []
-
-    def on_mount(self) -> None:
-        if self.selectable:
-            self.add_column(" ", key="mark", width=1)
-        for name in self.column_names:
-            self.add_column(name, key=name)
+        #: The rows as given (cells uncut), drawn again when the width changes.
+        self.rows_given: list[tuple[str, list[Text]]] = []
+        #: The width of each column as drawn (None: hidden).
+        self.widths: list[int | None] = []
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in ("toggle_select", "clear_selection"):
+        if action in ("toggle_select", "select_all", "invert_selection", "clear_selection"):
             return self.selectable
         return True
 
@@ -55,14 +129,62 @@ class PageTable(DataTable[Any]):
             return None
         return self.keys[self.cursor_row]
 
+    @property
+    def shown_columns(self) -> list[str]:
+        """The labels of the columns drawn now (the others gave way to the room)."""
+        return [c.label for c, w in zip(self.specs, self.widths, strict=True) if w is not None]
+
+    # --- layout -------------------------------------------------------------------------
+
+    def _room(self) -> int:
+        """Cells across for the columns: the table's width less the mark column and a
+        vertical scrollbar (kept free so the columns do not move when one appears)."""
+        width = self.size.width or self.app.size.width
+        mark = 1 + 2 * self.cell_padding if self.selectable else 0
+        return max(0, width - mark - self.styles.scrollbar_size_vertical)
+
+    def _layout(self) -> list[int | None]:
+        natural = [
+            min(
+                c.width,
+                max([cell_len(c.label), *(cells[i].cell_len for _, cells in self.rows_given)]),
+            )
+            for i, c in enumerate(self.specs)
+        ]
+        return fit(self.specs, natural, self._room(), 2 * self.cell_padding)
+
+    def on_resize(self, _: events.Resize) -> None:
+        if self.specs and self._layout() != self.widths:
+            self._draw()
+
     def show(self, rows: Sequence[tuple[str, Sequence[Any]]]) -> None:
         """Replace the rows, keeping the cursor on the same key (or the same place)."""
+        self.rows_given = [(key, [one_line(cell) for cell in cells]) for key, cells in rows]
+        self._draw()
+
+    def _draw(self) -> None:
         current, index, scroll = self.cursor_key(), self.cursor_row, self.scroll_y
-        self.clear()
+        widths = self._layout()
+        if widths != self.widths or not self.columns:
+            self.clear(columns=True)
+            self.widths = widths
+            if self.selectable:
+                self.add_column(" ", key="mark", width=1)
+            for spec, width in zip(self.specs, widths, strict=True):
+                if width is not None:
+                    self.add_column(spec.label, key=spec.label, width=width)
+        else:
+            self.clear()
+        rows = self.rows_given
         self.keys = [key for key, _ in rows]
         for key, cells in rows:
-            mark = (MARK if key in self.selected else "",) if self.selectable else ()
-            self.add_row(*mark, *cells, key=key)
+            mark = (Text(MARK if key in self.selected else ""),) if self.selectable else ()
+            shown = [
+                cell.copy() if cell.cell_len <= width else _cut(cell, width)
+                for cell, width in zip(cells, widths, strict=True)
+                if width is not None
+            ]
+            self.add_row(*mark, *shown, key=key)
         if not rows:
             return
         target = self.keys.index(current) if current in self.keys else min(index, len(rows) - 1)
@@ -72,6 +194,8 @@ class PageTable(DataTable[Any]):
             1, self.size.height - 1
         ):
             self.move_cursor(row=self.cursor_row, animate=False, scroll=True)
+
+    # --- selection ----------------------------------------------------------------------
 
     def action_toggle_select(self) -> None:
         key = self.cursor_key()
@@ -85,14 +209,32 @@ class PageTable(DataTable[Any]):
         self.post_message(self.SelectionChanged(self, len(self.selected)))
         self.move_cursor(row=self.cursor_row + 1)
 
+    def action_select_all(self) -> None:
+        """Mark every row of this page (marks on other pages stay)."""
+        self._select(self.selected | set(self.keys))
+
+    def action_invert_selection(self) -> None:
+        """Unmark the marked rows of this page and mark the others (marks on other
+        pages stay)."""
+        self._select(self.selected ^ set(self.keys))
+
     def action_clear_selection(self) -> None:
-        previous, self.selected = self.selected, set()
-        for key in previous:
+        self._select(set())
+
+    def _select(self, selected: set[str]) -> None:
+        changed, self.selected = self.selected ^ selected, selected
+        for key in changed:
             self._mark(key)
-        self.post_message(self.SelectionChanged(self, 0))
+        self.post_message(self.SelectionChanged(self, len(self.selected)))
 
     def _mark(self, key: str) -> None:
         try:
             self.update_cell(key, "mark", Text(MARK if key in self.selected else ""))
         except (RowDoesNotExist, KeyError):
             pass
+
+
+def _cut(cell: Text, width: int) -> Text:
+    cut = cell.copy()
+    cut.truncate(width, overflow="ellipsis")
+    return cut

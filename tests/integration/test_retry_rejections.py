@@ -1,0 +1,100 @@
+"""An admin turns a retry request down with a reason: it is audited and kept on the
+dead letter, and whoever asked reads "rejected by X: reason" where they list their dead
+letters (the CLI, Slack's Home tab, the console). Herald cannot message them."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from bot.cli import main
+from bot.slack.dead import Letter, letter_blocks
+from core.actors import Principal, Surface
+from core.clock import ManualClock
+from core.errors import InvalidInput, PermissionDenied
+from core.models import REJECT_REASON_CHARS
+from core.settings import load_settings
+from core.store.console import AuditFilter, DeadFilter
+from core.usecases import Herald
+from tests.tui.conftest import ADMIN, MEMBER, OPERATOR, seed
+
+WHY = "the hook is gone for good;   schedule it to #ops instead"
+SAID = "the hook is gone for good; schedule it to #ops instead"
+
+
+@pytest.fixture
+async def asked(herald: Herald, clock: ManualClock) -> list[int]:
+    """Bob's dead letters with his retry request waiting."""
+    requested: list[int] = (await seed(herald, clock))["requested"]
+    return requested
+
+
+async def test_the_reason_is_audited_and_kept_for_whoever_asked(
+    herald: Herald, asked: list[int]
+) -> None:
+    admin = Principal(ADMIN, surface=Surface.CONSOLE)
+    assert await herald.reject_dead_retry(admin, asked, WHY) == 1
+    [letter] = await herald.dead_letter(MEMBER, asked[0])
+    assert letter.retry_requested_by is None
+    assert (letter.retry_rejected_by, letter.retry_reject_reason) == (ADMIN, SAID)
+    assert letter.retry_note == f"rejected by {ADMIN}: {SAID}"
+    [row] = await herald.audit_log(ADMIN, AuditFilter(action="dead.retry_reject"))
+    assert (row.object_id, row.details, row.surface) == (str(asked[0]), {"reason": SAID}, "console")
+    # a new request replaces the answer; a retry clears both
+    await herald.retry_dead_letters(MEMBER, asked)
+    [letter] = await herald.dead_letter(MEMBER, asked[0])
+    assert letter.retry_note == f"asked by {MEMBER}" and letter.retry_rejected_by is None
+    await herald.reject_dead_retry(ADMIN, asked)  # the CLI may still say no reason
+    [letter] = await herald.dead_letter(MEMBER, asked[0])
+    assert letter.retry_note == f"rejected by {ADMIN}"
+    await herald.retry_dead_letters(ADMIN, asked)
+    job = await herald.store.get_job(asked[0])
+    assert job is not None and job.state == "pending"
+    assert (job.retry_rejected_by, job.retry_reject_reason) == (None, None)
+
+
+async def test_the_consoles_reject_all_matching_says_it_too(
+    herald: Herald, asked: list[int]
+) -> None:
+    assert await herald.dead_letter_action(ADMIN, "reject", f=DeadFilter(), reason=WHY) == (
+        "rejected",
+        1,
+    )
+    [letter] = await herald.dead_letter(MEMBER, asked[0])
+    assert letter.retry_note == f"rejected by {ADMIN}: {SAID}"
+
+
+async def test_a_reason_too_long_or_a_member_changes_nothing(
+    herald: Herald, asked: list[int]
+) -> None:
+    with pytest.raises(InvalidInput, match=f"keep it to {REJECT_REASON_CHARS}"):
+        await herald.reject_dead_retry(ADMIN, asked, "x" * (REJECT_REASON_CHARS + 1))
+    with pytest.raises(PermissionDenied):
+        await herald.reject_dead_retry(OPERATOR, asked, "no")
+    [letter] = await herald.dead_letter(MEMBER, asked[0])
+    assert letter.retry_note == f"asked by {MEMBER}"
+
+
+async def test_whoever_asked_reads_it_in_the_cli_and_in_slack(
+    herald: Herald, asked: list[int], db_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    await herald.reject_dead_retry(ADMIN, asked, WHY)
+    bob = load_settings(
+        HERALD_DATABASE_URL=db_url, USER="bob", HERALD_DEFAULT_TZ="UTC", _env_file=None
+    )
+
+    async def cli(*argv: str) -> str:
+        capsys.readouterr()
+        code: Any = await asyncio.to_thread(main, list(argv), settings=bob)
+        assert code == 0
+        return capsys.readouterr().out
+
+    listed = await cli("dead", "list")
+    assert "RETRY" in listed and f"rejected by {ADMIN}: {SAID}" in listed
+    shown = await cli("dead", "show", str(asked[0]))
+    assert f"retry:              rejected by {ADMIN}: {SAID}" in shown
+    [letter] = await herald.dead_letter(MEMBER, asked[0])
+    blocks = letter_blocks(Letter.from_dead(letter), buttons=False)
+    assert f"Retry rejected by {ADMIN}: {SAID}" in str(blocks)
