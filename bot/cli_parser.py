@@ -94,9 +94,17 @@ def build_parser() -> argparse.ArgumentParser:
         ("pause", "Pause a schedule."),
         ("resume", "Resume a schedule."),
         ("skip", "Skip a recurring schedule's next occurrence."),
-        ("cancel", "Cancel a schedule."),
     ):
         versioned(add(name, text))
+    # as /remind and chat bots say it; the parsed command is "cancel" whichever is typed
+    cancel = sub.add_parser(
+        "cancel",
+        aliases=["delete", "remove"],
+        help="Cancel a schedule (also: delete, remove).",
+        description="Cancel a schedule.",
+    )
+    cancel.set_defaults(command="cancel")
+    versioned(cancel)
 
     c = add("import", "Import schedules from JSON Lines (to, when, text, tz, key).")
     c.add_argument("file", help="path, or - for standard input")

@@ -390,3 +390,16 @@ def test_when_and_schedule_read_back_the_default_time_and_take_cities(url: str) 
     assert first.endswith(
         ": every Monday at 09:00 (America/New_York) — add 'at …' to change it, in America/New_York."
     )
+
+
+def test_delete_and_remove_cancel_as_chat_bots_say_it(url: str) -> None:
+    ids = []
+    for _ in range(2):
+        made = run(url, "schedule", "--to", "log:", "--when", "in 1 hour", "--text", "x", "-q")
+        assert made.returncode == 0, made.stderr
+        ids.append(made.stdout.strip())
+    for verb, sid in zip(("delete", "remove"), ids, strict=True):
+        done = run(url, verb, sid)
+        assert done.stdout == f"Schedule {sid} cancelled.\n", done.stderr
+    listed = json.loads(run(url, "list", "--state", "cancelled", "--json").stdout)
+    assert sorted(str(s["id"]) for s in listed) == sorted(ids)
