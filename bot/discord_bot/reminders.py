@@ -15,7 +15,9 @@ person the reminder was sent to.
 
 from __future__ import annotations
 
+import logging
 import re
+from dataclasses import replace
 from typing import Any
 
 import discord
@@ -23,11 +25,13 @@ from discord import ui
 
 from bot.discord_bot import actions, render
 from bot.discord_bot.components import update
-from bot.discord_bot.interact import herald_of
+from bot.discord_bot.interact import NO_MENTIONS, herald_of
 from core import reminders
 from core.actors import Principal
 from core.errors import InvalidInput, PermissionDenied
 from core.usecases import Herald
+
+log = logging.getLogger(__name__)
 
 _MENTION = re.compile(r"<@!?(\d{17,20})>")
 _ID = re.compile(r"\d{17,20}")
@@ -49,12 +53,13 @@ def read_to(text: str, me: int) -> int:
     )
 
 
-async def recipient(interaction: discord.Interaction[Any], to: str) -> int:
-    """The user to remind: the member typing, or a member of this server (recorded in
-    its tenant). PermissionDenied for anyone else."""
+async def recipient(interaction: discord.Interaction[Any], to: str) -> tuple[int, Any]:
+    """The user to remind, and the server member when it is someone else (None for
+    the member typing): a member of this server, recorded in its tenant.
+    PermissionDenied for anyone else."""
     user = read_to(to, interaction.user.id)
     if user == interaction.user.id:
-        return user
+        return user, None
     guild = interaction.guild
     if guild is None or interaction.guild_id is None:
         raise PermissionDenied("Herald reminds other people only from a server they are in.")
@@ -71,7 +76,7 @@ async def recipient(interaction: discord.Interaction[Any], to: str) -> int:
         Principal(actions.actor_id(user), f"discord:{interaction.guild_id}"),
         display_name=member.display_name,
     )
-    return user
+    return user, member
 
 
 async def create(
@@ -88,11 +93,34 @@ async def create(
     schedule the reminder."""
     if channel is not None:
         raise InvalidInput("A reminder goes by direct message: give `to` or `channel`, not both.")
-    user_id = await recipient(interaction, to)
+    user_id, member = await recipient(interaction, to)
     skip = [skip_calendar.strip()] if skip_calendar else []
-    return await remind(
+    reply = await remind(
         herald_of(interaction), actor, user_id=user_id, when=when, text=text, tz=tz, skip=skip
     )
+    if member is None:
+        return reply
+    return replace(reply, text=render.fit(reply.text + await tell(member, interaction.user.id)))
+
+
+async def tell(member: Any, asker: int) -> str:
+    """Tell a member at once, by direct message, that someone scheduled a reminder for
+    them (the reminder itself says so again when it comes). A line for the asker's
+    reply when Discord refused it."""
+    try:
+        await member.send(
+            f"<@{asker}> scheduled a reminder for you: Herald will send it here, in this "
+            "direct message.",
+            allowed_mentions=NO_MENTIONS,
+        )
+    except discord.HTTPException as exc:
+        log.info("could not tell a reminded member", extra={"code": exc.code})
+        return (
+            f"\nHerald could not tell them now (Discord refused a direct message, code "
+            f"{exc.code}: their direct messages may be closed), so the reminder may not "
+            "reach them either."
+        )
+    return ""
 
 
 async def remind(

@@ -56,7 +56,30 @@ class Reminders(Base):
             if created
             else f"Reminder for {whom} already scheduled."
         )
+        if created and user != person.user_id:
+            headline += await self._tell(user, person.user_id)
         return schedule_reply(schedule, headline, read_back=created)
+
+    async def _tell(self, user: str, asker: str) -> str:
+        """Tell ``user`` at once, by direct message, that ``asker`` scheduled a reminder
+        for them (the reminder says so again when it comes): conversations.open, then
+        chat.postMessage. A sentence for the asker's reply when Slack refused."""
+        try:
+            opened = await self.client.conversations_open(users=user)
+            channel = str((opened.get("channel") or {}).get("id", ""))
+            await self.client.chat_postMessage(
+                channel=channel,
+                text=f"<@{asker}> scheduled a reminder for you: Herald will send it here, "
+                "in this direct message.",
+            )
+        except (TimeoutError, SlackApiError, aiohttp.ClientError) as exc:
+            code = error_code(exc)
+            log.info("could not tell a reminded member: %s", code, extra={"user": user})
+            return (
+                f" Herald could not tell them now (Slack answered `{code}`), so the reminder "
+                "may not reach them either."
+            )
+        return ""
 
     async def _record_colleague(self, user: str, body: dict[str, Any]) -> None:
         """Record ``user`` as a member of this workspace's tenant when Slack says they

@@ -58,6 +58,18 @@ class User:
     id: int
     display_name: str = "Ada"
     bot: bool = False
+    #: What Herald sent this user by direct message (``Member.send``), and whether their
+    #: direct messages are closed (Discord answers 403, code 50007).
+    direct: list[str] = field(default_factory=list)
+    closed: bool = False
+
+    async def send(self, content: str, **kwargs: Any) -> None:
+        if self.closed:
+            response = SimpleNamespace(status=403, reason="Forbidden")
+            message = "Cannot send messages to this user"
+            raise discord.Forbidden(response, {"code": 50007, "message": message})  # type: ignore[arg-type]
+        assert kwargs.get("allowed_mentions") is not None  # nobody is pinged by it
+        self.direct.append(content)
 
     @property
     def mention(self) -> str:

@@ -71,8 +71,9 @@ async def test_to_me_schedules_a_direct_message(
 async def test_to_a_member_of_the_server_says_so_and_records_them(
     adapter: DiscordAdapter, interaction: Make, herald: Herald
 ) -> None:
+    make = interaction()
     text = await create(
-        adapter, interaction(), when="tomorrow at 9", message="the deck", to=f"<@{STRANGER}>"
+        adapter, make, when="tomorrow at 9", message="the deck", to=f"<@{STRANGER}>"
     )
     assert text.startswith(f"Reminder for <@{STRANGER}> scheduled")
     assert "they will see that you asked" in text
@@ -81,6 +82,22 @@ async def test_to_a_member_of_the_server_says_so_and_records_them(
     assert schedule.options[ASKED_BY] == f"discord:{OWNER}"
     member = await herald.store.get_member(f"discord:{GUILD}", f"discord:{STRANGER}")
     assert member is not None and member.display_name == "Sam"
+    # the member hears of it at once, by direct message, and who asked
+    assert make.guild.members[STRANGER].direct == [
+        f"<@{OWNER}> scheduled a reminder for you: Herald will send it here, in this direct "
+        "message."
+    ]
+
+
+async def test_a_member_whose_messages_are_closed_is_scheduled_and_the_asker_told(
+    adapter: DiscordAdapter, interaction: Make, herald: Herald
+) -> None:
+    make = interaction()
+    make.guild.members[STRANGER].closed = True
+    text = await create(adapter, make, when="tomorrow at 9", message="x", to=f"<@{STRANGER}>")
+    assert text.startswith(f"Reminder for <@{STRANGER}> scheduled")
+    assert "Herald could not tell them now" in text and "code 50007" in text
+    assert len(await herald.list_schedules(who(OWNER))) == 1
 
 
 @pytest.mark.parametrize(

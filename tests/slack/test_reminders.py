@@ -107,6 +107,11 @@ async def test_reminding_a_colleague_says_so_to_both(env: SlackEnv) -> None:
     assert schedule.options[ASKED_BY] == "slack:U1"
     member = await env.herald.store.get_member("slack:" + TEAM, "slack:U2")
     assert member is not None and member.display_name == "Grace"
+    # the colleague hears of it at once, in their direct message with Herald
+    [told] = [m for m in env.slack.messages if m["channel"] == env.slack.ims["U2"]]
+    assert told["text"] == (
+        "<@U1> scheduled a reminder for you: Herald will send it here, in this direct message."
+    )
 
     posted = await _deliver(env)
     assert posted["channel"] == env.slack.ims["U2"]
