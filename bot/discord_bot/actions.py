@@ -305,8 +305,8 @@ def help_reply(default_tz: str) -> Reply:
                 "sees that you asked.",
                 "`/schedule list` — your active and paused schedules.",
                 "`/schedule show id:` · `edit id: [when:] [message:] [channel:]` · "
-                "`cancel id:` · `pause id:` · `resume id:` · `skip id:` (a recurring "
-                "schedule's next send only).",
+                "`cancel id:` (or `delete`, `remove`) · `pause id:` · `resume id:` · "
+                "`skip id:` (a recurring schedule's next send only).",
                 f"`/schedule timezone [zone:]` — your time zone (until set: {default_tz}): "
                 "a city (Berlin, New York) or an IANA name (Europe/Berlin).",
                 "`/schedule feed add calendar: [before:] [channel:] [template:]` · "

@@ -278,6 +278,17 @@ class ScheduleGroup(
     async def cancel(self, interaction: discord.Interaction[Any], id: _ID) -> None:
         await self._change(interaction, "cancel", id)
 
+    # /remind's and other reminder bots' words for it
+    @app_commands.command(name="delete", description="Stop a schedule for good (as cancel)")
+    @app_commands.describe(id="The schedule (type to search yours)")
+    async def delete(self, interaction: discord.Interaction[Any], id: _ID) -> None:
+        await self._change(interaction, "cancel", id)
+
+    @app_commands.command(name="remove", description="Stop a schedule for good (as cancel)")
+    @app_commands.describe(id="The schedule (type to search yours)")
+    async def remove(self, interaction: discord.Interaction[Any], id: _ID) -> None:
+        await self._change(interaction, "cancel", id)
+
     @app_commands.command(description="Stop sending until resumed")
     @app_commands.describe(id="The schedule (type to search yours)")
     async def pause(self, interaction: discord.Interaction[Any], id: _ID) -> None:

@@ -111,6 +111,8 @@ async def test_start_logs_in_syncs_commands_and_connects(
         "show",
         "edit",
         "cancel",
+        "delete",
+        "remove",
         "pause",
         "resume",
         "skip",
@@ -118,6 +120,9 @@ async def test_start_logs_in_syncs_commands_and_connects(
         "feed",
         "help",
     ]
+    # Discord allows 25 subcommands (and groups) in a group
+    # (https://discord.com/developers/docs/interactions/application-commands#subcommands-and-subcommand-groups)
+    assert len(group["options"]) <= 25
     [feed] = [o for o in group["options"] if o["name"] == "feed"]
     assert feed["type"] == 2  # a subcommand group
     assert [o["name"] for o in feed["options"]] == ["add", "list", "remove"]

@@ -397,3 +397,13 @@ async def test_the_zone_option_takes_cities_and_spells_out_an_ambiguous_abbrevia
     assert "EST is ambiguous: America/New_York (Eastern time, with daylight saving)" in (
         inter.last.content
     )
+
+
+@pytest.mark.parametrize("verb", ["delete", "remove"])
+async def test_delete_and_remove_cancel_as_reminder_bots_say_it(
+    adapter: DiscordAdapter, interaction: Make, herald: Herald, verb: str
+) -> None:
+    await herald.create_schedule(who(OWNER), to=f"discord:{CHANNEL}", when="in 1 hour", text="x")
+    assert (await run(adapter, verb, interaction(), id=1)).startswith("Cancelled")
+    [schedule] = await herald.list_schedules(who(OWNER), state="cancelled")
+    assert schedule.id == 1
