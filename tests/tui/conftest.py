@@ -24,6 +24,7 @@ from core.usecases import Herald
 from tests.calendars.conftest import data
 from tests.support.calendars import ics  # noqa: F401 - a fixture for the calendar screen
 from tui.app import HeraldConsole, make_app
+from tui.screens.base import ConsoleScreen
 
 ADMIN = "local:root-admin"
 OPERATOR = "local:olive"
@@ -176,15 +177,26 @@ def console(settings: Settings, herald: Herald) -> Callable[..., HeraldConsole]:
 
 
 async def settle(pilot: Pilot[Any]) -> None:
-    """Let workers finish and the screen redraw."""
+    """Let workers finish and the screen redraw: at least until the screen shown has
+    drawn its data once (on a busy machine its first read can start after a few
+    rounds of the loop), however many rounds that takes."""
     app = pilot.app
-    for _ in range(5):
+    for round_ in range(500):
         await pilot.pause()
         try:
             await app.workers.wait_for_complete()
         except WorkerCancelled:  # a newer read replaced it: wait for that one
             continue
+        screen = app.screen
+        drawn = not isinstance(screen, ConsoleScreen) or screen.loads > 0
+        if round_ >= 4 and drawn and not screen_busy(app):
+            break
     await pilot.pause()
+
+
+def screen_busy(app: HeraldConsole) -> bool:
+    """A worker is running, or a read whose data is still to be drawn."""
+    return any(worker.is_running for worker in app.workers) or bool(app._reads)
 
 
 _TEXT = re.compile(
