@@ -76,4 +76,5 @@ class OverviewScreen(ConsoleScreen):
             table.add_row(w.id, w.host, str(w.pid), beat, key=w.id)
         if not f.workers:
             table.add_row("no dispatcher has reported", "", "", "")
-        self.sub_title = f"as of {stamp(o.now, self.zone)}"
+        # who you are stays in the header (the app's subtitle), beside the moment read
+        self.sub_title = f"{self.app.sub_title} · as of {stamp(o.now, self.zone)}"
