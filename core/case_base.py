@@ -9,6 +9,7 @@ from datetime import datetime
 
 from core import timeexpr
 from core.actors import Actor, ActorRef
+from core.channels.base import Channel
 from core.clock import Clock
 from core.errors import HeraldError, NotFound, PermissionDenied
 from core.models import Schedule
@@ -24,6 +25,8 @@ class CaseBase:
     clock: Clock
     settings: Settings
     on_due: Callable[[datetime], None] | None
+    #: The delivery channels by kind (a use case that sends at once: a notice)
+    channels: dict[str, Channel]
 
     async def actor(self, actor_id: ActorRef) -> Actor:
         """The acting member with their role (InvalidInput for a malformed id)."""

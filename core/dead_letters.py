@@ -5,14 +5,21 @@ A mixin of :class:`core.usecases.Herald`; every surface calls these through it.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
 from core.actors import Actor, ActorRef
 from core.case_base import CaseBase
+from core.channels.base import Delivery, Outcome
+from core.destinations import parse_destination
 from core.errors import Conflict, InvalidInput, NotFound
 from core.models import REJECT_REASON_CHARS
+from core.reminders import NOTICE
 from core.store import AuditEntry
 from core.store.queue import DeadLetter
+from core.tenancy import neutralize_mentions
+
+log = logging.getLogger(__name__)
 
 
 class DeadLetterCases(CaseBase):
@@ -61,13 +68,14 @@ class DeadLetterCases(CaseBase):
         same idempotency key); anyone else's becomes a request an admin decides on.
         Returns ``("retried" | "requested", count)``."""
         actor = await self.actor(actor_id)
-        await self._dead_visible(actor, job_ids)
+        letters = await self._dead_visible(actor, job_ids)
         now = self.clock.now()
         if actor.is_admin:
             audit = AuditEntry.by(actor, "dead.retry", "job")
             count = await self.store.retry_dead(job_ids, now=now, audit=audit)
             if count:
                 self._due(now)
+                await self._tell_requesters(actor, letters, None)
             return "retried", count
         audit = AuditEntry.by(actor, "dead.retry_request", "job")
         return "requested", await self.store.request_dead_retry(
@@ -100,7 +108,8 @@ class DeadLetterCases(CaseBase):
         """An admin turns down retry requests; the jobs stay dead. ``reason`` (one line,
         up to :data:`~core.models.REJECT_REASON_CHARS`) is audited and kept on each
         letter with who turned it down, so whoever asked reads "rejected by X: reason"
-        where they list their dead letters (Herald has no way to message them)."""
+        where they list their dead letters; a requester in Slack or Discord is also told
+        in their direct messages."""
         actor = await self.actor(actor_id)
         if not actor.is_admin:
             raise await self.denied(
@@ -118,9 +127,57 @@ class DeadLetterCases(CaseBase):
             raise Conflict(f"Dead letter {ids} has no retry request to reject.")
         details = {} if why is None else {"reason": why}
         audit = AuditEntry.by(actor, "dead.retry_reject", "job", details=details)
-        return await self.store.reject_dead_retry(
+        count = await self.store.reject_dead_retry(
             job_ids, by=actor.id, reason=why, now=self.clock.now(), audit=audit
         )
+        await self._tell_requesters(actor, letters, why or "")
+        return count
+
+    async def _tell_requesters(
+        self, admin: Actor, letters: Sequence[DeadLetter], rejected: str | None
+    ) -> None:
+        """Tell each chat member who asked for a retry what the admin decided, in their
+        direct messages (``rejected``: the reason, "" for none; None: approved). The
+        decision is already stored and shown wherever they look; this message is a
+        courtesy sent now, once: a failure is logged, not retried."""
+        now = self.clock.now()
+        for letter in letters:
+            kind, _, user = (letter.retry_requested_by or "").partition(":")
+            channel = self.channels.get(kind)
+            if kind not in ("slack", "discord") or channel is None or not user:
+                continue  # a terminal member reads it in `herald dead list`
+            if letter.retry_requested_by == admin.id:
+                continue
+            platform, _, admin_user = admin.id.partition(":")
+            who = f"<@{admin_user}>" if platform == kind else admin.id
+            what = f"dead letter {letter.job_id} (schedule {letter.schedule_id})"
+            if rejected is None:
+                text = f"{who} approved your request to retry {what}: it is being sent again."
+            else:
+                why = f": {neutralize_mentions(rejected)}" if rejected else "."
+                text = f"{who} turned down your request to retry {what}{why}"
+            decision = "approved" if rejected is None else "rejected"
+            delivery = Delivery(
+                job_id=letter.job_id,
+                schedule_id=letter.schedule_id,
+                destination=parse_destination(f"{kind}:@{user}"),
+                body=text,
+                idempotency_key=f"notice:{letter.job_id}:{decision}:{now.timestamp():.0f}",
+                attempt=1,
+                occurrence_at=now,
+                due_at=now,
+                options={NOTICE: True},
+            )
+            try:
+                result = await channel.send(delivery)
+            except Exception:  # noqa: BLE001 - a courtesy message never fails the decision
+                log.exception("could not tell a retry requester", extra={"job_id": letter.job_id})
+                continue
+            if result.outcome is not Outcome.OK:
+                log.warning(
+                    "could not tell a retry requester",
+                    extra={"job_id": letter.job_id, "error": result.error},
+                )
 
     async def discard_dead_letters(self, actor_id: ActorRef, job_ids: Sequence[int]) -> int:
         """Give up on dead letters for good (operators and admins)."""

@@ -44,6 +44,9 @@ SLACK_ACTION_PREFIX = "herald_reminder_"
 DISCORD_CUSTOM_PREFIX = "herald:reminder:"
 #: What the options of a reminder for someone else record about who asked.
 ASKED_BY = "asked_by"
+#: A message from Herald itself into someone's direct messages (an admin's answer to
+#: their retry request): no Snooze or Done, no "asked me to remind you".
+NOTICE = "notice"
 ASKED_BY_NAME = "asked_by_name"
 ASKER_KEYS = (ASKED_BY, ASKED_BY_NAME)
 

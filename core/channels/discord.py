@@ -351,7 +351,7 @@ class DiscordChannel(_DiscordHTTP):
         }
         if delivery.options.get("embeds") is not None:
             body["embeds"] = delivery.options["embeds"]
-        if delivery.destination.is_dm:
+        if delivery.destination.is_dm and not delivery.options.get(reminders.NOTICE):
             prefix = reminders.asked_prefix(delivery.destination, delivery.options)
             body["content"] = prefix + delivery.body
             body["components"] = [reminder_row(delivery.schedule_id)]

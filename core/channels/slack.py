@@ -196,7 +196,7 @@ class SlackChannel(Channel):
         blocks = options.get("blocks")
         if blocks:
             args["blocks"] = json.loads(blocks) if isinstance(blocks, str) else blocks
-        if delivery.destination.is_dm:
+        if delivery.destination.is_dm and not options.get(reminders.NOTICE):
             text = reminders.asked_prefix(delivery.destination, options) + delivery.body
             args["text"] = text
             args["blocks"] = [

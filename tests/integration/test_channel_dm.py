@@ -229,3 +229,23 @@ async def test_discord_text_with_who_asked_must_fit_2000() -> None:
     finally:
         await ch.close()
     assert result.outcome is Outcome.PERMANENT and "2,000" in (result.error or "")
+
+
+async def test_a_notice_from_herald_carries_no_reminder_buttons(
+    slack: FakeSlack,
+    slack_channel: SlackChannel,
+    discord: FakeDiscord,
+    discord_channel: DiscordChannel,
+) -> None:
+    """An admin's answer to a retry request, in the requester's DMs: plain text."""
+    notice = {reminders.NOTICE: True}
+    said = "An admin approved your request to retry dead letter 7."
+    sent = await slack_channel.send(make_delivery("slack:@U0BOB", said, options=notice))
+    assert sent.outcome is Outcome.OK
+    [posted] = slack.messages
+    assert posted["text"] == said
+    assert not [b for b in posted.get("blocks") or [] if b["type"] == "actions"]
+    sent = await discord_channel.send(make_delivery(f"discord:@{BOB}", said, options=notice))
+    assert sent.outcome is Outcome.OK
+    [message] = discord.messages
+    assert message["content"] == said and not message.get("components")

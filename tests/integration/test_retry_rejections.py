@@ -1,6 +1,7 @@
 """An admin turns a retry request down with a reason: it is audited and kept on the
 dead letter, and whoever asked reads "rejected by X: reason" where they list their dead
-letters (the CLI, Slack's Home tab, the console). Herald cannot message them."""
+letters (the CLI, Slack's Home tab, the console); a chat requester is also messaged
+(tests/integration/test_retry_answers.py)."""
 
 from __future__ import annotations
 
