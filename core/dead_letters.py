@@ -137,32 +137,36 @@ class DeadLetterCases(CaseBase):
         self, admin: Actor, letters: Sequence[DeadLetter], rejected: str | None
     ) -> None:
         """Tell each chat member who asked for a retry what the admin decided, in their
-        direct messages (``rejected``: the reason, "" for none; None: approved). The
+        direct messages (``rejected``: the reason, "" for none; None: approved): one
+        message per member, however many of their letters the decision covers. The
         decision is already stored and shown wherever they look; this message is a
         courtesy sent now, once: a failure is logged, not retried."""
-        now = self.clock.now()
+        asked: dict[str, list[DeadLetter]] = {}
         for letter in letters:
-            kind, _, user = (letter.retry_requested_by or "").partition(":")
+            if letter.retry_requested_by and letter.retry_requested_by != admin.id:
+                asked.setdefault(letter.retry_requested_by, []).append(letter)
+        now = self.clock.now()
+        decision = "approved" if rejected is None else "rejected"
+        for requester, theirs in asked.items():
+            kind, _, user = requester.partition(":")
             channel = self.channels.get(kind)
             if kind not in ("slack", "discord") or channel is None or not user:
                 continue  # a terminal member reads it in `herald dead list`
-            if letter.retry_requested_by == admin.id:
-                continue
             platform, _, admin_user = admin.id.partition(":")
             who = f"<@{admin_user}>" if platform == kind else admin.id
-            what = f"dead letter {letter.job_id} (schedule {letter.schedule_id})"
+            what = _letters_named(theirs)
             if rejected is None:
                 text = f"{who} approved your request to retry {what}: it is being sent again."
             else:
                 why = f": {neutralize_mentions(rejected)}" if rejected else "."
                 text = f"{who} turned down your request to retry {what}{why}"
-            decision = "approved" if rejected is None else "rejected"
+            first = theirs[0]
             delivery = Delivery(
-                job_id=letter.job_id,
-                schedule_id=letter.schedule_id,
+                job_id=first.job_id,
+                schedule_id=first.schedule_id,
                 destination=parse_destination(f"{kind}:@{user}"),
                 body=text,
-                idempotency_key=f"notice:{letter.job_id}:{decision}:{now.timestamp():.0f}",
+                idempotency_key=f"notice:{first.job_id}:{decision}:{now.timestamp():.0f}",
                 attempt=1,
                 occurrence_at=now,
                 due_at=now,
@@ -171,12 +175,12 @@ class DeadLetterCases(CaseBase):
             try:
                 result = await channel.send(delivery)
             except Exception:  # noqa: BLE001 - a courtesy message never fails the decision
-                log.exception("could not tell a retry requester", extra={"job_id": letter.job_id})
+                log.exception("could not tell a retry requester", extra={"job_id": first.job_id})
                 continue
             if result.outcome is not Outcome.OK:
                 log.warning(
                     "could not tell a retry requester",
-                    extra={"job_id": letter.job_id, "error": result.error},
+                    extra={"job_id": first.job_id, "error": result.error},
                 )
 
     async def discard_dead_letters(self, actor_id: ActorRef, job_ids: Sequence[int]) -> int:
@@ -208,3 +212,13 @@ def check_reason(reason: str | None) -> str | None:
 
 def _ids(job_ids: Sequence[int]) -> str:
     return ",".join(str(j) for j in job_ids)[:64]
+
+
+def _letters_named(letters: Sequence[DeadLetter], most: int = 10) -> str:
+    """``dead letter 12 (schedule 5)``, or ``3 dead letters (12, 13, 14)``: at most
+    ``most`` numbers, then how many more."""
+    if len(letters) == 1:
+        return f"dead letter {letters[0].job_id} (schedule {letters[0].schedule_id})"
+    ids = ", ".join(str(d.job_id) for d in letters[:most])
+    more = f" and {len(letters) - most} more" if len(letters) > most else ""
+    return f"{len(letters)} dead letters ({ids}{more})"

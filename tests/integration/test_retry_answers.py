@@ -76,3 +76,20 @@ async def test_a_terminal_requester_is_not_messaged(
     await told.retry_dead_letters("local:bob", [letter.job_id])
     await told.reject_dead_retry(ROOT, [letter.job_id], "no")
     assert slack.deliveries == []  # they read it in `herald dead list`
+
+
+async def test_one_message_however_many_letters_the_decision_covers(
+    herald: Herald, settings: Settings, clock: ManualClock
+) -> None:
+    slack = RecordingChannel()
+    told = Herald(herald.store, settings, clock, channels={"slack": slack})
+    for i in range(3):
+        await told.create_schedule(ALICE, to="slack:C0ALERTS", when="in 1 minute", text=f"m{i}")
+    clock.advance(61)
+    assert await deliver(told, clock, fail=True) == 3
+    jobs = sorted(d.job_id for d in await told.dead_letters(ALICE))
+    await told.retry_dead_letters(ALICE, jobs)
+    await told.reject_dead_retry(ROOT, jobs, "no")
+    [notice] = slack.deliveries  # not three
+    listed = ", ".join(str(j) for j in jobs)
+    assert notice.body.endswith(f"your request to retry 3 dead letters ({listed}): no")
