@@ -298,15 +298,20 @@ class Gateway:
         if path in ("", ":memory:"):
             return
         async with aiosqlite.connect(path) as conn:
-            last = None
-            while True:
+
+            async def version() -> Any:
                 async with conn.execute("PRAGMA data_version") as cursor:
                     row = await cursor.fetchone()
-                version = row[0] if row else None
-                if last is not None and version != last:
-                    callback()
-                last = version
+                return row[0] if row else None
+
+            last = await version()
+            callback()  # anything committed before the first look (as on PostgreSQL)
+            while True:
                 await asyncio.sleep(SQLITE_WATCH_SECONDS)
+                now = await version()
+                if now != last:
+                    callback()
+                last = now
 
     async def ping(self) -> None:
         """Raise DatabaseError unless the database answers."""

@@ -21,8 +21,9 @@ async def test_another_process_scheduling_wakes_the_dispatcher(
     heard = asyncio.Event()
     listening = asyncio.create_task(store.listen_due(heard.set))
     try:
-        await asyncio.sleep(2 * SQLITE_WATCH_SECONDS)  # the watcher has its first look
-        heard.clear()  # (PostgreSQL calls once on connecting, for anything missed)
+        # both call once when they start listening, for anything missed before
+        await asyncio.wait_for(heard.wait(), timeout=10)
+        heard.clear()
         other = await Store.open(db_url)  # another process's connection
         try:
             cli = Herald(other, settings, ManualClock(datetime.now(UTC)))
