@@ -27,7 +27,7 @@ from core.channels import build_channels
 from core.clock import Clock, SystemClock
 from core.errors import HeraldError, InvalidInput
 from core.importer import ImportRejected, import_schedules
-from core.models import LOCAL_TENANT, Schedule
+from core.models import LOCAL_TENANT, ApiToken, Schedule
 from core.send_check import send_warnings
 from core.settings import Settings, load_settings
 from core.store import Store
@@ -276,6 +276,54 @@ class Cli:
         where = f" in {self.args.tenant}" if self.args.tenant else ""
         self.emit(f"{self.args.member} is now {self.args.role}{where}.")
 
+    async def cmd_token(self, herald: Herald) -> None:
+        a = self.args
+        if a.token_command == "create":
+            minted = await herald.create_token(
+                self.actor,
+                a.member,
+                tenant=a.tenant,
+                scope=a.scope,
+                name=a.name,
+                expires=a.expires,
+            )
+            t = minted.token
+            if a.json:
+                self.emit_json({**_token_dict(t), "token": minted.secret})
+                return
+            self.emit(minted.secret)
+            until = views.iso(t.expires_at) or "never"
+            print(  # noqa: T201 - CLI output, kept off stdout so scripts read the token alone
+                f"Token {t.id} acts as {t.member_id} in {t.tenant} with the {t.scope} scope, "
+                f"until {until}. It is shown only now: keep it in a secret store.",
+                file=sys.stderr,
+            )
+        elif a.token_command == "list":
+            tokens = await herald.list_tokens(self.actor, tenant=a.tenant)
+            if a.json:
+                self.emit_json([_token_dict(t) for t in tokens])
+                return
+            if not tokens:
+                self.emit("No tokens.")
+                return
+            now = herald.clock.now()
+            rows = [
+                [
+                    t.id,
+                    t.tenant,
+                    t.member_id,
+                    t.scope,
+                    _token_state(t, now),
+                    _utc_minute(t.last_used_at) if t.last_used_at else "never",
+                    t.name,
+                ]
+                for t in tokens
+            ]
+            self.table(["ID", "TENANT", "MEMBER", "SCOPE", "STATE", "LAST USED", "NAME"], rows)
+        else:
+            t = await herald.revoke_token(self.actor, a.id)
+            self.emit(f"Token {t.id} is revoked; requests with it are refused from now on.")
+
     async def cmd_dead(self, herald: Herald) -> None:
         a = self.args
         if a.dead_command == "list":
@@ -456,6 +504,29 @@ class Cli:
             )
 
 
+def _token_dict(t: ApiToken) -> dict[str, Any]:
+    return {
+        "id": t.id,
+        "tenant": t.tenant,
+        "member": t.member_id,
+        "scope": t.scope,
+        "name": t.name,
+        "created_by": t.created_by,
+        "created_at": views.iso(t.created_at),
+        "expires_at": views.iso(t.expires_at),
+        "revoked_at": views.iso(t.revoked_at),
+        "last_used_at": views.iso(t.last_used_at),
+    }
+
+
+def _token_state(t: ApiToken, now: datetime) -> str:
+    if t.revoked_at is not None:
+        return f"revoked {_utc_minute(t.revoked_at)}"
+    if t.expires_at is not None and t.expires_at <= now:
+        return f"expired {_utc_minute(t.expires_at)}"
+    return "active" if t.expires_at is None else f"active until {_utc_minute(t.expires_at)}"
+
+
 def _one_line(text: str, width: int) -> str:
     """``text`` on one line, cut to ``width`` characters with an ellipsis."""
     flat = " ".join(text.split())
@@ -545,6 +616,7 @@ _STORE_COMMANDS: dict[str, Command] = {
     "timezone": Cli.cmd_timezone,
     "member": Cli.cmd_member_role,
     "dead": Cli.cmd_dead,
+    "token": Cli.cmd_token,
     "feeds": cli_calendars.cmd_feeds,
     "export": cli_calendars.cmd_export,
 }

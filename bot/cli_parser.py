@@ -137,6 +137,29 @@ def build_parser() -> argparse.ArgumentParser:
         "--tenant", help="the tenant the role is held in (default local), e.g. slack:T0123"
     )
 
+    c = add("token", "API tokens for the HTTP API (/v1).")
+    tsub = c.add_subparsers(dest="token_command", required=True, parser_class=_Parser)
+    t = tsub.add_parser("create", help="make a token (printed once)")
+    t.add_argument(
+        "--member", required=True, help="the member it acts as, e.g. local:ci or slack:U123"
+    )
+    t.add_argument("--tenant", help="the member's tenant (default local), e.g. slack:T0123")
+    t.add_argument(
+        "--scope",
+        choices=["read", "write", "admin"],
+        default="write",
+        help="read: look only; write: also schedule and change (at most an operator's "
+        "powers); admin: the member's whole role (default write)",
+    )
+    t.add_argument("--expires", default="90d", help="lifetime: 90d, 12h, 2w or never (90d)")
+    t.add_argument("--name", default="", help="what it is for, e.g. 'deploy pipeline'")
+    t.add_argument("--json", action="store_true")
+    t = tsub.add_parser("list", help="tokens (never their secrets)")
+    t.add_argument("--tenant", help="one tenant's (Herald-wide admins)")
+    t.add_argument("--json", action="store_true")
+    t = tsub.add_parser("revoke", help="revoke a token at once")
+    t.add_argument("id", help="the token's id (hk_… or the 12 characters after it)")
+
     c = add("db", "Database schema.")
     dsub = c.add_subparsers(dest="db_command", required=True, parser_class=_Parser)
     dsub.add_parser("upgrade", help="apply migrations")

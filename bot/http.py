@@ -73,11 +73,18 @@ class Readiness:
         return all(c["ok"] for c in checks.values()), checks
 
 
-def make_http_app(readiness: Readiness, herald: Herald | None = None) -> web.Application:
+def make_http_app(
+    readiness: Readiness, herald: Herald | None = None, limits: HttpLimits | None = None
+) -> web.Application:
     """The aiohttp app with the health and metrics routes, and (given ``herald``) each
-    member's calendar feed at ``/calendar/<token>.ics``. Its routes take no request
-    body unless they declare one (:func:`bot.http_guard.body_limit`)."""
+    member's calendar feed at ``/calendar/<token>.ics`` and the HTTP API under ``/v1``
+    (:mod:`bot.api`). Its routes take no request body unless they declare one
+    (:func:`bot.http_guard.body_limit`)."""
     app = guarded_app()
+    if herald is not None:
+        from bot.api.app import add_api
+
+        add_api(app, herald, limits or HttpLimits.from_settings(herald.settings))
 
     async def calendar(request: web.Request) -> web.Response:
         assert herald is not None

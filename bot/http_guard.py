@@ -49,6 +49,9 @@ _BUSY = (
     b"Too many connections"
 )
 _LIMIT_KEY = web.AppKey("herald_body_limits", dict)
+#: Path prefix -> how a refusal under it is answered (status, sentence) -> response;
+#: the HTTP API answers in application/problem+json.
+_REFUSAL_KEY = web.AppKey("herald_refusal_formats", dict)
 
 
 @dataclass(frozen=True)
@@ -223,27 +226,50 @@ class GuardedSite(web.BaseSite):
 
 def body_limit(app: web.Application, path: str, max_bytes: int) -> None:
     """Declare that requests to ``path`` may carry up to ``max_bytes`` of body (every
-    other route takes none)."""
+    other route takes none). A ``path`` ending in ``/`` covers every path under it;
+    an exact path wins over such a prefix, a longer prefix over a shorter."""
     app[_LIMIT_KEY][path] = max_bytes
+
+
+def refusal_format(
+    app: web.Application, prefix: str, respond: Callable[[int, str], web.Response]
+) -> None:
+    """Answer a refused body under ``prefix`` with ``respond(status, sentence)``."""
+    app[_REFUSAL_KEY][prefix] = respond
+
+
+def _limit_for(limits: dict[str, int], path: str) -> int:
+    if path in limits:
+        return limits[path]
+    best = -1, 0
+    for prefix, size in limits.items():
+        if prefix.endswith("/") and path.startswith(prefix) and len(prefix) > best[0]:
+            best = len(prefix), size
+    return best[1]
 
 
 def guarded_app() -> web.Application:
     """An aiohttp app whose routes take no request body unless :func:`body_limit` says."""
     app = web.Application(middlewares=[_refuse_large_bodies])
     app[_LIMIT_KEY] = {}
+    app[_REFUSAL_KEY] = {}
     return app
 
 
 @web.middleware
 async def _refuse_large_bodies(request: web.Request, handler: Any) -> web.StreamResponse:
-    limit = request.app[_LIMIT_KEY].get(request.path, 0)
+    limit = _limit_for(request.app[_LIMIT_KEY], request.path)
     length = request.content_length
     if (length is not None and length > limit) or (limit == 0 and request.body_exists):
         log.warning(
             "http request refused: body over its limit",
             extra={"status": 413, "path": request.path, "remote": request.remote},
         )
-        return _too_large(limit)
+        response = _too_large(limit)
+        for prefix, respond in request.app[_REFUSAL_KEY].items():
+            if request.path.startswith(prefix):
+                return respond(413, response.text.strip() if response.text else "")
+        return response
     return await handler(request)  # type: ignore[no-any-return]
 
 

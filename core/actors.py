@@ -76,6 +76,12 @@ class Principal:
     mentions: Mentions = field(default_factory=Mentions)
     #: The surface the request came through (None: the caller did not say).
     surface: Surface | None = None
+    #: The credential the request came with, when it was not the surface's own: an
+    #: API token's public id (the audit log records it).
+    via: str | None = None
+    #: The highest role this request may act with, whatever the member's own (an API
+    #: token's scope: a write token of an admin acts as an operator). None: no cap.
+    max_role: Role | None = None
 
 
 @dataclass(frozen=True)
@@ -91,6 +97,10 @@ class Actor:
     mentions: Mentions = field(default_factory=Mentions)
     #: The surface this actor's request came through (the audit log records it).
     surface: Surface | None = None
+    #: The API token the request came with (its public id), if any.
+    via: str | None = None
+    #: The cap on this actor's role that the request carried (see Principal.max_role).
+    max_role: Role | None = None
 
     @property
     def sees_everything(self) -> bool:
@@ -113,7 +123,14 @@ class Actor:
     @property
     def principal(self) -> Principal:
         """Who this actor is, to resolve again (their role may have changed since)."""
-        return Principal(self.id, self.tenant, mentions=self.mentions, surface=self.surface)
+        return Principal(
+            self.id,
+            self.tenant,
+            mentions=self.mentions,
+            surface=self.surface,
+            via=self.via,
+            max_role=self.max_role,
+        )
 
 
 #: What the use cases accept as "who is acting": a Principal (or an Actor already

@@ -433,3 +433,34 @@ class Feed(SQLModel, table=True):
     state: str = Field(default=FeedState.ACTIVE.value, max_length=16)
     created_at: datetime = _utc()
     updated_at: datetime = _utc()
+
+
+class TokenScope(StrEnum):
+    """What an API token may do, at most (its member's role still decides): ``read``
+    (look), ``write`` (also schedule and change), ``admin`` (also decide on dead letters)."""
+
+    READ = "read"
+    WRITE = "write"
+    ADMIN = "admin"
+
+
+class ApiToken(SQLModel, table=True):
+    """A bearer token of the HTTP API: it acts as one member of one tenant, within that
+    member's role and its own scope. Only a hash of its secret is stored."""
+
+    __tablename__ = "api_token"
+    __table_args__ = (sa.Index("ix_api_token_member", "tenant", "member_id"),)
+
+    #: The token's public id (``hk_…``): shown in lists and the audit log, never secret.
+    id: str = Field(primary_key=True, max_length=32)
+    tenant: str = Field(default=LOCAL_TENANT, max_length=200)
+    member_id: str = Field(max_length=200)
+    scope: str = Field(max_length=8)
+    name: str = Field(default="", max_length=200)
+    #: SHA-256 of the secret (hex): the secret has 256 random bits, so no slow hash is needed.
+    secret_hash: str = Field(max_length=64)
+    created_by: str = Field(max_length=200)
+    created_at: datetime = _utc()
+    expires_at: datetime | None = _utc(default=None)
+    revoked_at: datetime | None = _utc(default=None)
+    last_used_at: datetime | None = _utc(default=None)

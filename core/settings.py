@@ -77,6 +77,11 @@ class Settings(BaseSettings):
     http_body_timeout: float = Field(default=10.0, gt=0, alias="HERALD_HTTP_BODY_TIMEOUT")
     http_max_connections: int = Field(default=256, ge=1, alias="HERALD_HTTP_MAX_CONNECTIONS")
     http_max_body: int = Field(default=1024 * 1024, ge=1, alias="HERALD_HTTP_MAX_BODY")
+    #: The HTTP API (/v1): requests per second each token may make on average, and how
+    #: many at once (a token bucket per token, per process); a bulk import's body in bytes.
+    api_rate: float = Field(default=20.0, gt=0, alias="HERALD_API_RATE")
+    api_burst: int = Field(default=40, ge=1, alias="HERALD_API_BURST")
+    api_max_import: int = Field(default=10 * 1024 * 1024, ge=1, alias="HERALD_API_MAX_IMPORT")
 
     # the console
     #: The member the console acts as (default local:$USER); `herald console --serve`

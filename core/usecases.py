@@ -40,6 +40,7 @@ from core.reminders import ASKER_KEYS
 from core.scrub import Scrubber
 from core.settings import Settings
 from core.store import AuditEntry, ScheduleQuery, Store
+from core.token_cases import TokenCases
 from core.zones import resolve_zone
 
 MAX_TEXT = limits.HERALD_TEXT.size
@@ -118,6 +119,9 @@ def _check_tenant(tenant: str) -> None:
         )
 
 
+_RANK = {Role.MEMBER: 0, Role.OPERATOR: 1, Role.ADMIN: 2}
+
+
 def _principal(ref: ActorRef) -> Principal:
     """Who is acting, checked: a bare id acts in the ``local`` tenant."""
     if isinstance(ref, Actor):
@@ -157,7 +161,7 @@ def check_key(key: str | None) -> str | None:
     return key
 
 
-class Herald(ReminderCases, DeadLetterCases, ConsoleCases, FeedCases):
+class Herald(ReminderCases, DeadLetterCases, ConsoleCases, FeedCases, TokenCases):
     """The use cases over one store, one clock and the settings."""
 
     def __init__(
@@ -200,6 +204,9 @@ class Herald(ReminderCases, DeadLetterCases, ConsoleCases, FeedCases):
         )
         if herald_admin or platform_admin:
             role = Role.ADMIN
+        if principal.max_role is not None and _RANK[role] > _RANK[principal.max_role]:
+            role = principal.max_role  # an API token's scope caps the member's role
+            herald_admin = platform_admin = False
         herald_wide = herald_admin or (
             principal.tenant == LOCAL_TENANT and role in (Role.OPERATOR, Role.ADMIN)
         )
@@ -211,6 +218,8 @@ class Herald(ReminderCases, DeadLetterCases, ConsoleCases, FeedCases):
             herald_wide=herald_wide,
             mentions=principal.mentions,
             surface=principal.surface,
+            via=principal.via,
+            max_role=principal.max_role,
         )
 
     async def set_timezone(self, actor_id: ActorRef, tz: str) -> str:
@@ -495,9 +504,12 @@ class Herald(ReminderCases, DeadLetterCases, ConsoleCases, FeedCases):
         text: str | None = None,
         tenant: str | None = None,
         limit: int = 200,
+        newest_first: bool = False,
+        before_id: int | None = None,
     ) -> list[Schedule]:
         """The actor's schedules in their tenant (or, for operators and admins,
-        everyone's there; Herald-wide ones may name any ``tenant``, default all)."""
+        everyone's there; Herald-wide ones may name any ``tenant``, default all):
+        soonest next run first, or ``newest_first`` (by id, pages after ``before_id``)."""
         actor = await self.actor(actor_id)
         if everyone and not actor.sees_everything:
             raise await self.denied(
@@ -525,8 +537,22 @@ class Herald(ReminderCases, DeadLetterCases, ConsoleCases, FeedCases):
                 destination=destination,
                 text=text,
                 limit=limit,
+                newest_first=newest_first,
+                before_id=before_id,
             )
         )
+
+    async def preview_when(
+        self, actor_id: ActorRef, when: str, *, tz: str | None = None
+    ) -> timeexpr.When:
+        """How ``when`` reads for the actor (in ``tz``, else their zone), stored nowhere."""
+        actor = await self.actor(actor_id)
+        if calendars.split_skip_phrase(when)[1]:
+            raise InvalidInput(
+                "A preview reads the time only: name calendars to skip when you create "
+                "the schedule (or preview them with herald when)."
+            )
+        return self.read_when(when, self._zone_for(actor, tz), actor=actor)
 
     async def denied(
         self,

@@ -11,9 +11,12 @@ from core.store.console import ConsoleQueries
 from core.store.leases import LeaseQueries
 from core.store.queue import QueueQueries
 from core.store.schedules import ScheduleQueries, ScheduleQuery
+from core.store.tokens import TokenQueries
 
 
-class Store(ScheduleQueries, QueueQueries, LeaseQueries, ConsoleQueries, CalendarQueries):
+class Store(
+    ScheduleQueries, QueueQueries, LeaseQueries, ConsoleQueries, CalendarQueries, TokenQueries
+):
     """Every named query, over one engine."""
 
 

@@ -72,12 +72,15 @@ class AuditEntry:
     ) -> AuditEntry:
         """An entry by ``actor`` in ``tenant`` (default: the actor's own), through the
         surface the actor's request came from."""
+        details = details or {}
+        if actor.via is not None:  # the API token the request came with
+            details = {**details, "token": actor.via}
         return cls(
             actor.id,
             action,
             object_type,
             object_id,
-            details or {},
+            details,
             tenant or actor.tenant,
             None if actor.surface is None else actor.surface.value,
         )

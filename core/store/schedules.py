@@ -37,6 +37,10 @@ class ScheduleQuery:
     destination: str | None = None
     text: str | None = None
     limit: int = 200
+    #: Newest first (by id) instead of soonest next run first; with ``before_id``, the
+    #: page after that id (keyset).
+    newest_first: bool = False
+    before_id: int | None = None
 
 
 def _like(text: str) -> str:
@@ -268,7 +272,8 @@ class ScheduleQueries(Gateway):
             return await s.get(Schedule, schedule_id)
 
     async def list_schedules(self, query: ScheduleQuery) -> list[Schedule]:
-        """Schedules matching ``query``: soonest next run first, then newest."""
+        """Schedules matching ``query``: soonest next run first, then newest (or
+        newest first, ``query.newest_first``)."""
         stmt = select(Schedule)
         if query.owner is not None:
             stmt = stmt.where(col(Schedule.owner) == query.owner)
@@ -282,9 +287,17 @@ class ScheduleQueries(Gateway):
             stmt = stmt.where(
                 sa.func.lower(col(Schedule.body)).like(_like(query.text), escape="\\")
             )
-        stmt = stmt.order_by(
-            col(Schedule.next_run_at).is_(None), col(Schedule.next_run_at), col(Schedule.id).desc()
-        ).limit(query.limit)
+        if query.before_id is not None:
+            stmt = stmt.where(col(Schedule.id) < query.before_id)
+        if query.newest_first:
+            stmt = stmt.order_by(col(Schedule.id).desc())
+        else:
+            stmt = stmt.order_by(
+                col(Schedule.next_run_at).is_(None),
+                col(Schedule.next_run_at),
+                col(Schedule.id).desc(),
+            )
+        stmt = stmt.limit(query.limit)
         async with self._session() as s:
             return list((await s.execute(stmt)).scalars())
 

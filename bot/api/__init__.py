@@ -1,0 +1,1 @@
+"""The HTTP API for applications (``/v1`` on ``herald run``'s HTTP port)."""

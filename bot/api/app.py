@@ -1,0 +1,896 @@
+"""The HTTP API (``/v1``) on ``herald run``'s HTTP port: every route calls the same
+``core`` use case the CLI calls, as the member a bearer token acts for.
+
+Each route is one :class:`Route` in :data:`ROUTES`: method, path, the scope it needs,
+the pydantic models of its query, body and answer. The handlers read and answer through
+those models, and :mod:`bot.api.openapi` builds the OpenAPI document from the same table.
+Errors are RFC 9457 problems (``application/problem+json``) carrying the sentence the
+CLI prints; every answer carries ``X-Request-Id``."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import logging
+import re
+import secrets
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Any
+
+from aiohttp import web
+from pydantic import BaseModel, ValidationError
+
+from bot.api import models as m
+from bot.http_guard import BodyRefused, HttpLimits, body_limit, read_body, refusal_format
+from core import views
+from core.actors import Actor, Principal
+from core.destinations import parse_destination
+from core.errors import (
+    Conflict,
+    DatabaseError,
+    HeraldError,
+    InvalidInput,
+    NotFound,
+    PermissionDenied,
+)
+from core.importer import ImportRejected, import_schedules
+from core.models import ApiToken, Schedule
+from core.store.console import DeadFilter
+from core.tenancy import MentionRefused, QuotaExceeded
+from core.token_cases import Unauthorized, scope_allows
+from core.usecases import Herald
+
+log = logging.getLogger(__name__)
+
+PREFIX = "/v1"
+PROBLEM = "application/problem+json"
+#: Where each kind of problem is described: a section of the API's own page (a URI
+#: relative to the server, as RFC 9457 allows), so it resolves wherever Herald runs.
+PROBLEM_DOCS = "/v1/docs#problem"
+_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
+_JSON_BODY = 64 * 1024
+_TOUCH_EVERY = 60.0  # seconds between writes of a token's last use
+
+HERALD_KEY = web.AppKey("herald_api_herald", Herald)
+
+
+# --- problems -----------------------------------------------------------------------
+
+STATUS_TITLES = {
+    400: "Bad request",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "Not found",
+    405: "Method not allowed",
+    408: "Request timeout",
+    409: "Conflict",
+    412: "Precondition failed",
+    413: "Content too large",
+    415: "Unsupported media type",
+    422: "Unprocessable content",
+    428: "Precondition required",
+    429: "Too many requests",
+    500: "Internal server error",
+    503: "Service unavailable",
+}
+PROBLEM_SLUGS: dict[str, str] = {
+    "quota-exceeded": "A member's or tenant's quota refuses it; nothing changed.",
+    "mention-refused": "The text notifies people its author may not notify.",
+    "insufficient-scope": "The token's scope does not cover this route.",
+    "idempotency-key-reused": "The Idempotency-Key was used for a different schedule.",
+}
+STATUS_SLUGS = {
+    400: "bad-request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not-found",
+    405: "method-not-allowed",
+    408: "request-timeout",
+    409: "conflict",
+    412: "precondition-failed",
+    413: "content-too-large",
+    415: "unsupported-media-type",
+    422: "invalid-input",
+    428: "precondition-required",
+    429: "too-many-requests",
+    500: "internal-error",
+    503: "unavailable",
+}
+
+
+class ApiProblem(Exception):
+    """An answer that is a problem: its status and the sentence people read."""
+
+    def __init__(
+        self,
+        status: int,
+        detail: str,
+        *,
+        headers: dict[str, str] | None = None,
+        slug: str | None = None,
+        invalid: list[m.InvalidLine] | None = None,
+    ) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.detail = detail
+        self.headers = headers or {}
+        self.slug = slug
+        self.invalid = invalid
+
+
+def problem_response(
+    status: int,
+    detail: str,
+    *,
+    request_id: str,
+    instance: str | None = None,
+    headers: dict[str, str] | None = None,
+    slug: str | None = None,
+    invalid: list[m.InvalidLine] | None = None,
+) -> web.Response:
+    body = m.Problem(
+        type=f"{PROBLEM_DOCS}-{slug or STATUS_SLUGS.get(status, 'error')}",
+        title=STATUS_TITLES.get(status, "Error"),
+        status=status,
+        detail=detail,
+        instance=instance,
+        request_id=request_id,
+        invalid=invalid,
+    )
+    return web.Response(
+        status=status,
+        text=body.model_dump_json(exclude_none=True),
+        content_type=PROBLEM,
+        headers={**(headers or {}), "X-Request-Id": request_id},
+    )
+
+
+def _from_error(exc: HeraldError) -> ApiProblem:
+    """The problem a use case's refusal is, with the sentence the CLI prints."""
+    if isinstance(exc, Unauthorized):
+        return ApiProblem(401, str(exc), headers={"WWW-Authenticate": 'Bearer realm="herald"'})
+    if isinstance(exc, ImportRejected):
+        lines = [m.InvalidLine(line=n, reason=why) for n, why in exc.invalid]
+        return ApiProblem(422, str(exc), invalid=lines)
+    if isinstance(exc, QuotaExceeded):
+        return ApiProblem(403, str(exc), slug="quota-exceeded")
+    if isinstance(exc, MentionRefused):
+        return ApiProblem(403, str(exc), slug="mention-refused")
+    if isinstance(exc, NotFound):
+        return ApiProblem(404, str(exc))
+    if isinstance(exc, PermissionDenied):
+        return ApiProblem(403, str(exc))
+    if isinstance(exc, Conflict):
+        return ApiProblem(409, str(exc))
+    if isinstance(exc, InvalidInput):
+        return ApiProblem(422, str(exc))
+    if isinstance(exc, DatabaseError):
+        return ApiProblem(503, str(exc), headers={"Retry-After": "5"})
+    return ApiProblem(400, str(exc))
+
+
+def _validation_sentence(exc: ValidationError, where: str) -> str:
+    """Pydantic's complaints as one sentence: ``limit: must be at most 200; …``."""
+    parts = []
+    for error in exc.errors()[:5]:
+        loc = ".".join(str(x) for x in error["loc"]) or where
+        parts.append(f"{loc}: {error['msg']}")
+    more = f" (and {len(exc.errors()) - 5} more)" if len(exc.errors()) > 5 else ""
+    return f"The request {where} is not valid: {'; '.join(parts)}{more}."
+
+
+# --- one call -----------------------------------------------------------------------
+
+
+@dataclass
+class Call:
+    """One request, authenticated: who acts, what they sent, as the models read it."""
+
+    request: web.Request
+    herald: Herald
+    principal: Principal
+    token: ApiToken
+    query: Any = None
+    body: Any = None
+    request_id: str = ""
+
+    def path_int(self, name: str) -> int:
+        raw = self.request.match_info[name]
+        if not raw.isdigit() or len(raw) > 18:
+            raise ApiProblem(404, f"No {name.replace('_', ' ')} {raw!r}: ids are numbers.")
+        return int(raw)
+
+    def if_match(self, *, required: bool = False) -> int | None:
+        """The schedule version ``If-Match`` names (``"3"``); None for none or ``*``."""
+        raw = self.request.headers.get("If-Match")
+        if raw is None or raw.strip() == "*":
+            if required and raw is None:
+                raise ApiProblem(428, "Send If-Match with the version you read (its ETag).")
+            return None
+        tag = raw.strip().removeprefix("W/").strip('"')
+        if not tag.isdigit() or len(tag) > 9:
+            raise ApiProblem(400, f"If-Match {raw!r} is not a schedule version: send its ETag.")
+        return int(tag)
+
+
+@dataclass
+class Reply:
+    """What a handler answers: a model (or list of them), its status, extra headers."""
+
+    body: BaseModel | None
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+Handler = Callable[[Call], Awaitable[Reply]]
+
+
+@dataclass(frozen=True)
+class Route:
+    """One operation of the API, as the handlers and the OpenAPI document read it."""
+
+    method: str
+    path: str
+    operation: str
+    summary: str
+    scope: str
+    handler: Handler
+    response: type[BaseModel] | None
+    status: int = 200
+    query: type[BaseModel] | None = None
+    body: type[BaseModel] | None = None
+    #: A body that is not JSON: its media type (a bulk import's JSON Lines).
+    raw_body: str | None = None
+    #: Request headers the route reads: name -> description.
+    headers: dict[str, str] = field(default_factory=dict)
+    #: Problem statuses it can answer besides 400/401/403/429/500/503.
+    problems: tuple[int, ...] = ()
+    tag: str = "schedules"
+
+
+# --- handlers -----------------------------------------------------------------------
+
+
+def _schedule(s: Schedule) -> m.ScheduleOut:
+    return m.ScheduleOut.model_validate(views.schedule_dict(s))
+
+
+def _etag(s: Schedule) -> dict[str, str]:
+    return {"ETag": f'"{s.version}"'}
+
+
+def _cursor(value: dict[str, Any]) -> str:
+    raw = json.dumps(value, separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _read_cursor(cursor: str | None) -> dict[str, Any] | None:
+    if cursor is None:
+        return None
+    try:
+        data = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+    except (ValueError, binascii.Error):
+        data = None
+    if not isinstance(data, dict):
+        raise ApiProblem(400, "That cursor is not one this API gave: pass next_cursor as it came.")
+    return data
+
+
+async def create_schedule(call: Call) -> Reply:
+    body: m.ScheduleCreate = call.body
+    header_key = call.request.headers.get("Idempotency-Key")
+    if header_key is not None and body.key is not None and header_key != body.key:
+        raise ApiProblem(422, "The Idempotency-Key header and the key field differ: send one.")
+    key = header_key if header_key is not None else body.key
+    schedule, created = await call.herald.create_schedule(
+        call.principal,
+        to=body.to,
+        when=body.when,
+        text=body.text,
+        tz=body.tz,
+        key=key,
+        max_lateness=body.max_lateness,
+        options=body.options,
+        skip=body.skip,
+    )
+    headers = {**_etag(schedule), "Location": f"{PREFIX}/schedules/{schedule.id}"}
+    if created:
+        return Reply(_schedule(schedule), 201, headers)
+    if schedule.body != body.text or schedule.destination != str(parse_destination(body.to)):
+        raise ApiProblem(
+            422,
+            f"The idempotency key {key!r} was used for a different schedule ({schedule.id}); "
+            "use a new key for a new request.",
+            slug="idempotency-key-reused",
+        )
+    return Reply(_schedule(schedule), 200, {**headers, "Idempotent-Replayed": "true"})
+
+
+async def list_schedules(call: Call) -> Reply:
+    q: m.ScheduleListQuery = call.query
+    cursor = _read_cursor(q.cursor)
+    before = cursor.get("before") if cursor else None
+    if cursor is not None and not isinstance(before, int):
+        raise ApiProblem(400, "That cursor is not one this API gave: pass next_cursor as it came.")
+    rows = await call.herald.list_schedules(
+        call.principal,
+        everyone=q.all,
+        state=q.state,
+        destination=q.to,
+        text=q.search,
+        tenant=q.tenant,
+        limit=q.limit + 1,
+        newest_first=True,
+        before_id=before,
+    )
+    page, more = rows[: q.limit], len(rows) > q.limit
+    after = _cursor({"before": page[-1].id}) if more and page else None
+    return Reply(m.SchedulePage(items=[_schedule(s) for s in page], next_cursor=after))
+
+
+async def get_schedule(call: Call) -> Reply:
+    detail = await call.herald.show_schedule(call.principal, call.path_int("schedule_id"))
+    return Reply(_schedule(detail.schedule), headers=_etag(detail.schedule))
+
+
+async def schedule_jobs(call: Call) -> Reply:
+    detail = await call.herald.show_schedule(call.principal, call.path_int("schedule_id"))
+    data = views.detail_dict(detail)
+    out = m.ScheduleJobs(
+        schedule_id=data["id"],
+        jobs=[m.JobOut.model_validate(j) for j in data["jobs"]],
+        attempts=[m.AttemptOut.model_validate(a) for a in data["attempts"]],
+    )
+    return Reply(out)
+
+
+async def edit_schedule(call: Call) -> Reply:
+    body: m.ScheduleEdit = call.body
+    schedule = await _versioned(
+        call,
+        lambda version: call.herald.edit_schedule(
+            call.principal,
+            call.path_int("schedule_id"),
+            when=body.when,
+            text=body.text,
+            to=body.to,
+            tz=body.tz,
+            expected_version=version,
+        ),
+    )
+    return Reply(_schedule(schedule), headers=_etag(schedule))
+
+
+async def _versioned(call: Call, change: Callable[[int | None], Awaitable[Schedule]]) -> Schedule:
+    """Run ``change`` at the version If-Match names: a stale one is 412, not 409."""
+    version = call.if_match()
+    try:
+        return await change(version)
+    except Conflict as exc:
+        if version is not None and "version" in str(exc):
+            raise ApiProblem(412, str(exc)) from None
+        raise
+
+
+def _state_change(verb: str) -> Handler:
+    async def change(call: Call) -> Reply:
+        use_case = {
+            "pause": call.herald.pause_schedule,
+            "resume": call.herald.resume_schedule,
+            "skip": call.herald.skip_next,
+            "cancel": call.herald.cancel_schedule,
+        }[verb]
+        schedule_id = call.path_int("schedule_id")
+        schedule = await _versioned(
+            call, lambda version: use_case(call.principal, schedule_id, expected_version=version)
+        )
+        return Reply(_schedule(schedule), headers=_etag(schedule))
+
+    change.__name__ = f"{verb}_schedule"
+    return change
+
+
+async def preview_when(call: Call) -> Reply:
+    q: m.WhenQuery = call.query
+    reading = await call.herald.preview_when(call.principal, q.when, tz=q.tz)
+    default = reading.default_time
+    out = m.WhenOut(
+        expression=reading.expression,
+        timezone=reading.timezone,
+        recurring=reading.recurring,
+        rule=reading.rule,
+        description=reading.description,
+        default_time=None if default is None else f"{default:%H:%M}",
+        occurrences=reading.occurrences(count=q.count),
+    )
+    return Reply(out)
+
+
+def _dead(letter: Any) -> m.DeadLetterOut:
+    return m.DeadLetterOut.model_validate(views.dead_letter_dict(letter))
+
+
+async def list_dead(call: Call) -> Reply:
+    q: m.DeadListQuery = call.query
+    cursor = _read_cursor(q.cursor)
+    before: tuple[datetime, int] | None = None
+    if cursor is not None:
+        try:
+            before = datetime.fromisoformat(cursor["at"]), int(cursor["job"])
+        except (KeyError, TypeError, ValueError):
+            raise ApiProblem(
+                400, "That cursor is not one this API gave: pass next_cursor as it came."
+            ) from None
+    f = DeadFilter(tenant=q.tenant, destination=q.to, requested=q.requested)
+    if q.tenant is not None:
+        actor = await call.herald.actor(call.principal)
+        if not actor.herald_wide and q.tenant != actor.tenant:
+            raise ApiProblem(404, f"There is no tenant {q.tenant} of yours.")
+    rows = await call.herald.dead_page(call.principal, f, before=before, limit=q.limit + 1)
+    page, more = rows[: q.limit], len(rows) > q.limit
+    after = None
+    if more and page and page[-1].finished_at is not None:
+        after = _cursor({"at": page[-1].finished_at.isoformat(), "job": page[-1].job_id})
+    return Reply(m.DeadLetterPage(items=[_dead(d) for d in page], next_cursor=after))
+
+
+async def get_dead(call: Call) -> Reply:
+    letters = await call.herald.dead_letter(call.principal, call.path_int("job_id"))
+    return Reply(_dead(letters[0]))
+
+
+async def retry_dead(call: Call) -> Reply:
+    job_id = call.path_int("job_id")
+    result, count = await call.herald.retry_dead_letters(call.principal, [job_id])
+    return Reply(m.DeadDecisionOut(job_id=job_id, result=result, count=count))
+
+
+async def approve_dead(call: Call) -> Reply:
+    job_id = call.path_int("job_id")
+    await call.herald.dead_letter(call.principal, job_id)  # 404 before any decision
+    count = await call.herald.decide_dead_letters(call.principal, [job_id], "retry")
+    return Reply(m.DeadDecisionOut(job_id=job_id, result="retried", count=count))
+
+
+async def reject_dead(call: Call) -> Reply:
+    job_id = call.path_int("job_id")
+    body: m.RejectRetry | None = call.body
+    reason = None if body is None else body.reason
+    count = await call.herald.reject_dead_retry(call.principal, [job_id], reason)
+    return Reply(m.DeadDecisionOut(job_id=job_id, result="rejected", count=count))
+
+
+async def discard_dead(call: Call) -> Reply:
+    job_id = call.path_int("job_id")
+    await call.herald.dead_letter(call.principal, job_id)  # 404 before any decision
+    count = await call.herald.decide_dead_letters(call.principal, [job_id], "discard")
+    return Reply(m.DeadDecisionOut(job_id=job_id, result="discarded", count=count))
+
+
+async def import_lines(call: Call) -> Reply:
+    q: m.ImportQuery = call.query
+    text: str = call.body
+    report = await import_schedules(
+        call.herald, call.principal, text.splitlines(), skip_invalid=q.skip_invalid
+    )
+    out = m.ImportOut(
+        imported=report.imported,
+        skipped_existing=report.skipped_existing,
+        skipped_duplicate=report.skipped_duplicate,
+        invalid=[m.InvalidLine(line=n, reason=why) for n, why in report.invalid],
+        ids=report.ids,
+    )
+    return Reply(out, 201 if report.imported else 200)
+
+
+async def me(call: Call) -> Reply:
+    actor: Actor = await call.herald.actor(call.principal)
+    return Reply(
+        m.Me(
+            member=actor.id,
+            tenant=actor.tenant,
+            role=actor.role.value,
+            scope=call.token.scope,
+            token=call.token.id,
+            expires_at=call.token.expires_at,
+        )
+    )
+
+
+_IF_MATCH = {"If-Match": 'The version you read, as its ETag ("3"); a newer one is refused (412).'}
+_SCHEDULE = "/schedules/{schedule_id}"
+_DEAD = "/dead-letters/{job_id}"
+
+ROUTES: tuple[Route, ...] = (
+    Route("GET", "/me", "me", "Who this token acts as", "read", me, m.Me, tag="tokens"),
+    Route(
+        "POST",
+        "/schedules",
+        "createSchedule",
+        "Schedule a message (once or recurring)",
+        "write",
+        create_schedule,
+        m.ScheduleOut,
+        201,
+        body=m.ScheduleCreate,
+        headers={
+            "Idempotency-Key": "Repeat a create safely: the same key answers the first "
+            "result (200, Idempotent-Replayed: true) instead of making another schedule."
+        },
+        problems=(404, 409, 422),
+    ),
+    Route(
+        "GET",
+        "/schedules",
+        "listSchedules",
+        "List schedules, newest first (cursor pages)",
+        "read",
+        list_schedules,
+        m.SchedulePage,
+        query=m.ScheduleListQuery,
+        problems=(404, 422),
+    ),
+    Route(
+        "GET",
+        _SCHEDULE,
+        "getSchedule",
+        "One schedule (its ETag is its version)",
+        "read",
+        get_schedule,
+        m.ScheduleOut,
+        problems=(404,),
+    ),
+    Route(
+        "PATCH",
+        _SCHEDULE,
+        "editSchedule",
+        "Change a schedule's time, text or destination",
+        "write",
+        edit_schedule,
+        m.ScheduleOut,
+        body=m.ScheduleEdit,
+        headers=_IF_MATCH,
+        problems=(404, 409, 412, 422),
+    ),
+    *(
+        Route(
+            "POST",
+            f"{_SCHEDULE}/{verb}",
+            f"{verb}Schedule",
+            summary,
+            "write",
+            _state_change(verb),
+            m.ScheduleOut,
+            headers=_IF_MATCH,
+            problems=(404, 409, 412, 422),
+        )
+        for verb, summary in (
+            ("pause", "Pause a schedule (nothing is sent until resumed)"),
+            ("resume", "Resume a paused schedule from its next occurrence"),
+            ("skip", "Skip a recurring schedule's next occurrence"),
+            ("cancel", "Cancel a schedule for good"),
+        )
+    ),
+    Route(
+        "GET",
+        f"{_SCHEDULE}/jobs",
+        "listScheduleJobs",
+        "A schedule's jobs (latest 50) and their attempts",
+        "read",
+        schedule_jobs,
+        m.ScheduleJobs,
+        problems=(404,),
+    ),
+    Route(
+        "GET",
+        "/when",
+        "previewWhen",
+        "How a time expression reads, and its next occurrences",
+        "read",
+        preview_when,
+        m.WhenOut,
+        query=m.WhenQuery,
+        problems=(422,),
+        tag="time",
+    ),
+    Route(
+        "GET",
+        "/dead-letters",
+        "listDeadLetters",
+        "Dead letters, newest first (cursor pages)",
+        "read",
+        list_dead,
+        m.DeadLetterPage,
+        query=m.DeadListQuery,
+        problems=(404, 422),
+        tag="dead letters",
+    ),
+    Route(
+        "GET",
+        _DEAD,
+        "getDeadLetter",
+        "One dead letter",
+        "read",
+        get_dead,
+        m.DeadLetterOut,
+        problems=(404,),
+        tag="dead letters",
+    ),
+    Route(
+        "POST",
+        f"{_DEAD}/retry",
+        "retryDeadLetter",
+        "Retry a dead letter (an admin's retry happens; anyone else's is a request)",
+        "write",
+        retry_dead,
+        m.DeadDecisionOut,
+        problems=(404, 409),
+        tag="dead letters",
+    ),
+    Route(
+        "POST",
+        f"{_DEAD}/approve",
+        "approveDeadLetter",
+        "Approve a retry (admins)",
+        "admin",
+        approve_dead,
+        m.DeadDecisionOut,
+        problems=(404, 409),
+        tag="dead letters",
+    ),
+    Route(
+        "POST",
+        f"{_DEAD}/reject",
+        "rejectDeadLetterRetry",
+        "Turn down a retry request (admins); the reason is told to whoever asked",
+        "admin",
+        reject_dead,
+        m.DeadDecisionOut,
+        body=m.RejectRetry,
+        problems=(404, 409, 422),
+        tag="dead letters",
+    ),
+    Route(
+        "POST",
+        f"{_DEAD}/discard",
+        "discardDeadLetter",
+        "Discard a dead letter for good (admins)",
+        "admin",
+        discard_dead,
+        m.DeadDecisionOut,
+        problems=(404, 409),
+        tag="dead letters",
+    ),
+    Route(
+        "POST",
+        "/imports",
+        "importSchedules",
+        "Import schedules from JSON Lines (all or nothing, unless skip_invalid)",
+        "write",
+        import_lines,
+        m.ImportOut,
+        201,
+        query=m.ImportQuery,
+        raw_body="application/jsonl",
+        problems=(413, 415, 422),
+    ),
+)
+
+
+# --- the app ------------------------------------------------------------------------
+
+
+class _Buckets:
+    """A token bucket per API token (per process): ``rate`` a second, ``burst`` at once."""
+
+    def __init__(self, rate: float, burst: int) -> None:
+        self.rate = rate
+        self.burst = burst
+        self._state: dict[str, tuple[float, float]] = {}
+
+    def take(self, key: str) -> float:
+        """0 when a request may go now, else the seconds until one may."""
+        now = time.monotonic()
+        level, at = self._state.get(key, (float(self.burst), now))
+        level = min(float(self.burst), level + (now - at) * self.rate)
+        if level >= 1.0:
+            self._state[key] = (level - 1.0, now)
+            return 0.0
+        self._state[key] = (level, now)
+        return (1.0 - level) / self.rate
+
+
+class Api:
+    """The routes' shared state: the use cases, limits, rate buckets, token touches."""
+
+    def __init__(self, herald: Herald, limits: HttpLimits) -> None:
+        self.herald = herald
+        self.limits = limits
+        settings = herald.settings
+        self.buckets = _Buckets(settings.api_rate, settings.api_burst)
+        self.max_import = settings.api_max_import
+        self._touched: dict[str, float] = {}
+
+    async def authenticate(self, request: web.Request) -> tuple[Principal, ApiToken]:
+        header = request.headers.get("Authorization")
+        if header is None:
+            raise Unauthorized("Send an API token: Authorization: Bearer hk_…")
+        scheme, _, credentials = header.partition(" ")
+        if scheme.lower() != "bearer" or not credentials.strip():
+            raise Unauthorized("Only bearer tokens are taken: Authorization: Bearer hk_…")
+        principal, token = await self.herald.token_principal(credentials)
+        now = time.monotonic()
+        if now - self._touched.get(token.id, -_TOUCH_EVERY) >= _TOUCH_EVERY:
+            self._touched[token.id] = now
+            await self.herald.store.touch_token(token.id, now=self.herald.clock.now())
+        return principal, token
+
+    def handler(self, route: Route) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+        async def handle(request: web.Request) -> web.StreamResponse:
+            request_id = _request_id(request)
+            try:
+                principal, token = await self.authenticate(request)
+                wait = self.buckets.take(token.id)
+                if wait > 0:
+                    raise ApiProblem(
+                        429,
+                        f"Token {token.id} sent more than {self.herald.settings.api_burst} "
+                        f"requests at once or {self.herald.settings.api_rate:g} a second; "
+                        "wait and try again.",
+                        headers={"Retry-After": str(max(1, round(wait + 0.5)))},
+                    )
+                if not scope_allows(token.scope, route.scope):
+                    raise ApiProblem(
+                        403,
+                        f"Token {token.id} has the {token.scope} scope; this needs "
+                        f"{route.scope}. Make a token with --scope {route.scope}.",
+                        slug="insufficient-scope",
+                    )
+                call = Call(request, self.herald, principal, token, request_id=request_id)
+                call.query = _model(route.query, dict(request.query), "query")
+                call.body = await self._body(request, route)
+                reply = await route.handler(call)
+            except ApiProblem as exc:
+                return problem_response(
+                    exc.status,
+                    exc.detail,
+                    request_id=request_id,
+                    instance=request.path,
+                    headers=exc.headers,
+                    slug=exc.slug,
+                    invalid=exc.invalid,
+                )
+            except HeraldError as exc:
+                p = _from_error(exc)
+                return problem_response(
+                    p.status,
+                    p.detail,
+                    request_id=request_id,
+                    instance=request.path,
+                    headers=p.headers,
+                    slug=p.slug,
+                    invalid=p.invalid,
+                )
+            except BodyRefused as exc:
+                status = exc.response.status
+                return problem_response(status, exc.reason, request_id=request_id)
+            except Exception:
+                log.exception(
+                    "api request failed", extra={"request_id": request_id, "path": request.path}
+                )
+                return problem_response(
+                    500,
+                    f"Something went wrong on Herald's side; quote request id {request_id}.",
+                    request_id=request_id,
+                )
+            headers = {**reply.headers, "X-Request-Id": request_id}
+            if reply.body is None:
+                return web.Response(status=204, headers=headers)
+            return web.Response(
+                status=reply.status,
+                text=reply.body.model_dump_json(),
+                content_type="application/json",
+                headers=headers,
+            )
+
+        handle.__name__ = route.operation
+        return handle
+
+    async def _body(self, request: web.Request, route: Route) -> Any:
+        if route.raw_body is not None:
+            kind = request.content_type
+            if kind not in ("application/jsonl", "application/x-ndjson", "text/plain"):
+                raise ApiProblem(
+                    415, "Send JSON Lines (Content-Type: application/jsonl), one schedule a line."
+                )
+            limits = replace(self.limits, max_body=self.max_import)
+            raw = await read_body(request, limits)
+            try:
+                return raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise ApiProblem(400, "The body is not UTF-8 text.") from None
+        if route.body is None:
+            return None
+        raw = await read_body(request, replace(self.limits, max_body=_JSON_BODY))
+        if not raw.strip():
+            if route.method == "POST" and route.body is m.RejectRetry:
+                return None  # a reason is optional
+            raise ApiProblem(400, "Send a JSON object as the request body.")
+        if request.content_type != "application/json":
+            raise ApiProblem(415, "Send JSON (Content-Type: application/json).")
+        try:
+            data = json.loads(raw)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise ApiProblem(400, f"The body is not valid JSON: {exc}.") from None
+        return _model(route.body, data, "body")
+
+
+def _model(model: type[BaseModel] | None, data: Any, where: str) -> Any:
+    if model is None:
+        if where == "query" and data:
+            raise ApiProblem(400, f"This route takes no query parameters: {', '.join(data)}.")
+        return None
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise ApiProblem(422, _validation_sentence(exc, where)) from None
+
+
+def _request_id(request: web.Request) -> str:
+    given = request.headers.get("X-Request-Id", "")
+    return given if _REQUEST_ID.match(given) else secrets.token_hex(8)
+
+
+def add_api(app: web.Application, herald: Herald, limits: HttpLimits) -> None:
+    """Serve the API on ``app`` under ``/v1``: its routes, the OpenAPI document at
+    ``/v1/openapi.json`` and a page that renders it at ``/v1/docs``."""
+    from bot.api.openapi import docs_page, openapi_document
+
+    api = Api(herald, limits)
+    for route in ROUTES:
+        app.router.add_route(route.method, PREFIX + route.path, api.handler(route))
+    body_limit(app, PREFIX + "/", _JSON_BODY)  # a JSON body; GET routes read none
+    body_limit(app, PREFIX + "/imports", herald.settings.api_max_import)
+    refusal_format(
+        app,
+        PREFIX + "/",
+        lambda status, text: problem_response(status, text, request_id=secrets.token_hex(8)),
+    )
+    document = json.dumps(openapi_document(), indent=1)
+    page = docs_page()
+
+    async def openapi(_: web.Request) -> web.Response:
+        return web.Response(text=document, content_type="application/json")
+
+    async def docs(_: web.Request) -> web.Response:
+        return web.Response(text=page, content_type="text/html")
+
+    app.router.add_get(PREFIX + "/openapi.json", openapi)
+    app.router.add_get(PREFIX + "/docs", docs)
+    app.router.add_route("*", PREFIX + "/{tail:.*}", _unknown)
+
+
+_PATTERNS = [
+    (re.compile("^" + re.sub(r"\{[^}]+\}", "[^/]+", PREFIX + r.path) + "$"), r.method)
+    for r in ROUTES
+]
+
+
+async def _unknown(request: web.Request) -> web.Response:
+    """A path or method the API does not have: 404, or 405 with the methods it has."""
+    allowed = sorted({method for pattern, method in _PATTERNS if pattern.match(request.path)})
+    request_id = _request_id(request)
+    if allowed:
+        return problem_response(
+            405,
+            f"{request.path} takes {', '.join(allowed)}, not {request.method}.",
+            request_id=request_id,
+            headers={"Allow": ", ".join(allowed)},
+        )
+    return problem_response(
+        404, f"There is no {request.path} in this API (see /v1/docs).", request_id=request_id
+    )
