@@ -173,12 +173,18 @@ def _from_error(exc: HeraldError) -> ApiProblem:
     return ApiProblem(400, str(exc))
 
 
+_PLAIN = {
+    "extra_forbidden": "unknown field (see /v1/docs for the fields this route takes)",
+    "missing": "required",
+}
+
+
 def _validation_sentence(exc: ValidationError, where: str) -> str:
     """Pydantic's complaints as one sentence: ``limit: must be at most 200; …``."""
     parts = []
     for error in exc.errors()[:5]:
         loc = ".".join(str(x) for x in error["loc"]) or where
-        parts.append(f"{loc}: {error['msg']}")
+        parts.append(f"{loc}: {_PLAIN.get(error['type'], error['msg'])}")
     more = f" (and {len(exc.errors()) - 5} more)" if len(exc.errors()) > 5 else ""
     return f"The request {where} is not valid: {'; '.join(parts)}{more}."
 
@@ -314,7 +320,7 @@ async def list_schedules(call: Call) -> Reply:
     q: m.ScheduleListQuery = call.query
     cursor = _read_cursor(q.cursor)
     before = cursor.get("before") if cursor else None
-    if cursor is not None and not isinstance(before, int):
+    if cursor is not None and not (isinstance(before, int) and 0 < before < 2**31):
         raise ApiProblem(400, "That cursor is not one this API gave: pass next_cursor as it came.")
     rows = await call.herald.list_schedules(
         call.principal,
@@ -421,6 +427,8 @@ async def list_dead(call: Call) -> Reply:
     if cursor is not None:
         try:
             before = datetime.fromisoformat(cursor["at"]), int(cursor["job"])
+            if before[0].utcoffset() is None or not 0 < before[1] < 2**63:
+                raise ValueError(cursor)
         except (KeyError, TypeError, ValueError):
             raise ApiProblem(
                 400, "That cursor is not one this API gave: pass next_cursor as it came."

@@ -74,25 +74,30 @@ class RejectRetry(_In):
     reason: str | None = Field(default=None, max_length=500, description="Told to whoever asked.")
 
 
+# Query strings are bounded so that a whole request line fits aiohttp's 8,190 bytes
+# even when every character is percent-encoded UTF-8 (up to 12 bytes each).
+
+
 class ScheduleListQuery(_In):
     state: str | None = Field(
         default=None,
+        max_length=20,
         description="pending, delivered, retrying, failed, active, paused, ended, cancelled…",
     )
-    to: str | None = Field(default=None, max_length=2000, description="One destination.")
-    search: str | None = Field(default=None, max_length=200, description="Words in the text.")
+    to: str | None = Field(default=None, max_length=300, description="One destination.")
+    search: str | None = Field(default=None, max_length=100, description="Words in the text.")
     all: bool = Field(default=False, description="Everyone's (operators and admins).")
-    tenant: str | None = Field(default=None, max_length=200, description="Herald-wide only.")
+    tenant: str | None = Field(default=None, max_length=100, description="Herald-wide only.")
     limit: int = Field(default=50, ge=1, le=200)
-    cursor: str | None = Field(default=None, max_length=200, description="next_cursor of a page.")
+    cursor: str | None = Field(default=None, max_length=100, description="next_cursor of a page.")
 
 
 class DeadListQuery(_In):
-    to: str | None = Field(default=None, max_length=2000, description="A destination prefix.")
+    to: str | None = Field(default=None, max_length=300, description="A destination prefix.")
     requested: bool | None = Field(default=None, description="Only those with a retry request.")
-    tenant: str | None = Field(default=None, max_length=200, description="Herald-wide only.")
+    tenant: str | None = Field(default=None, max_length=100, description="Herald-wide only.")
     limit: int = Field(default=50, ge=1, le=200)
-    cursor: str | None = Field(default=None, max_length=200)
+    cursor: str | None = Field(default=None, max_length=100)
 
 
 class WhenQuery(_In):

@@ -109,7 +109,9 @@ def _operation(route: Route) -> dict[str, Any]:
         op["requestBody"] = {
             "required": True,
             "description": "One JSON object a line: to, when, text, and optionally tz and key.",
-            "content": {route.raw_body: {"schema": {"type": "string"}}},
+            "content": {
+                kind: {"schema": {"type": "string"}} for kind in (route.raw_body, "text/plain")
+            },
         }
     if route.response is not None:
         ok: dict[str, Any] = {
@@ -119,6 +121,8 @@ def _operation(route: Route) -> dict[str, Any]:
                 "application/json": {"schema": {"$ref": _REF.format(model=route.response.__name__)}}
             },
         }
+        if route.operation == "createSchedule":
+            ok["links"] = _schedule_links()
         op["responses"][str(route.status)] = ok
         if route.status == 201 and route.operation == "createSchedule":
             op["responses"]["200"] = {**ok, "description": "Replayed: the key's first result"}
@@ -128,6 +132,19 @@ def _operation(route: Route) -> dict[str, Any]:
     for status in sorted({*_COMMON_PROBLEMS, *route.problems, 404, 405}):
         op["responses"][str(status)] = {"description": _STATUS_TEXT[status], "content": problem}
     return op
+
+
+def _schedule_links() -> dict[str, Any]:
+    """What a new schedule's id leads to (OpenAPI links: clients and property-based
+    testers follow them from a create to the routes that take its id)."""
+    return {
+        route.operation: {
+            "operationId": route.operation,
+            "parameters": {"schedule_id": "$response.body#/id"},
+        }
+        for route in ROUTES
+        if route.path.startswith("/schedules/{schedule_id}")
+    }
 
 
 def openapi_document() -> dict[str, Any]:

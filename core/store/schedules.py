@@ -43,6 +43,10 @@ class ScheduleQuery:
     before_id: int | None = None
 
 
+#: The largest schedule id the column holds (INTEGER on PostgreSQL).
+MAX_SCHEDULE_ID = 2**31 - 1
+
+
 def _like(text: str) -> str:
     escaped = text.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     return f"%{escaped}%"
@@ -268,6 +272,8 @@ class ScheduleQueries(Gateway):
         return int(mine), int(total)
 
     async def get_schedule(self, schedule_id: int) -> Schedule | None:
+        if not 0 < schedule_id <= MAX_SCHEDULE_ID:  # names no row (and PostgreSQL
+            return None  # would refuse to compare it with an integer column)
         async with self._session() as s:
             return await s.get(Schedule, schedule_id)
 

@@ -21,6 +21,7 @@ TABLES = {
     "calendar",
     "feed",
     "rate_bucket",
+    "api_token",
 }
 
 
