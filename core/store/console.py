@@ -463,7 +463,7 @@ class ConsoleQueries(Gateway):
             where.append(SCHEDULE.c.tenant == tenant)
         q = (
             sa.select(
-                JOB.c.id,
+                JOB.c.id.label("job_id"),
                 JOB.c.schedule_id,
                 SCHEDULE.c.owner,
                 SCHEDULE.c.destination,
@@ -472,9 +472,9 @@ class ConsoleQueries(Gateway):
                 JOB.c.attempts,
                 JOB.c.lease_owner,
                 JOB.c.lease_expires_at,
-                _reason(JOB.c.last_error),
+                _reason(JOB.c.last_error).label("last_error"),
                 SCHEDULE.c.tenant,
-                sa.func.substr(SCHEDULE.c.body, 1, TEXT_CHARS),
+                sa.func.substr(SCHEDULE.c.body, 1, TEXT_CHARS).label("body"),
             )
             .join(SCHEDULE, SCHEDULE.c.id == JOB.c.schedule_id)
             .where(*where, _before((key, JOB.c.id), after, desc=False))
@@ -482,7 +482,7 @@ class ConsoleQueries(Gateway):
             .limit(limit)
         )
         async with self._read() as conn:
-            return [QueueRow(*tuple(row)) for row in await conn.execute(q)]
+            return [QueueRow(**row._mapping) for row in await conn.execute(q)]
 
     # --- delivery log -----------------------------------------------------------------
 
@@ -521,10 +521,10 @@ class ConsoleQueries(Gateway):
                 ATTEMPT.c.finished_at,
                 ATTEMPT.c.outcome,
                 ATTEMPT.c.status_code,
-                sa.func.substr(ATTEMPT.c.error, 1, RESPONSE_CHARS),
+                sa.func.substr(ATTEMPT.c.error, 1, RESPONSE_CHARS).label("error"),
                 ATTEMPT.c.provider_message_id,
                 ATTEMPT.c.worker,
-                sa.func.substr(SCHEDULE.c.body, 1, TEXT_CHARS),
+                sa.func.substr(SCHEDULE.c.body, 1, TEXT_CHARS).label("body"),
             )
             .join(JOB, JOB.c.id == ATTEMPT.c.job_id)
             .join(SCHEDULE, SCHEDULE.c.id == JOB.c.schedule_id)
@@ -533,7 +533,7 @@ class ConsoleQueries(Gateway):
             .limit(limit)
         )
         async with self._read() as conn:
-            return [AttemptRow(*tuple(row)) for row in await conn.execute(q)]
+            return [AttemptRow(**row._mapping) for row in await conn.execute(q)]
 
     # --- dead letters -----------------------------------------------------------------
 
@@ -560,7 +560,11 @@ class ConsoleQueries(Gateway):
         """Dead letters matching ``f`` grouped by reason, biggest group first."""
         reason = _reason(JOB.c.last_error)
         q = self._dead_from(
-            sa.select(reason, sa.func.count(), sa.func.count(JOB.c.retry_requested_by))
+            sa.select(
+                reason.label("reason"),
+                sa.func.count().label("total"),
+                sa.func.count(JOB.c.retry_requested_by).label("requested"),
+            )
         )
         q = (
             q.where(
@@ -573,7 +577,10 @@ class ConsoleQueries(Gateway):
             .limit(limit)
         )
         async with self._read() as conn:
-            return [DeadGroup(str(r[0]), int(r[1]), int(r[2])) for r in await conn.execute(q)]
+            return [
+                DeadGroup(str(r.reason), int(r.total), int(r.requested))
+                for r in await conn.execute(q)
+            ]
 
     async def dead_page(
         self,

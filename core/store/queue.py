@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import operator
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -154,19 +155,63 @@ DEAD_COLUMNS = (
 _NO_ANSWER = {"retry_rejected_by": None, "retry_reject_reason": None}
 
 
+#: What a claim returns, in this order, each labelled with the :class:`ClaimedJob`
+#: field it fills: the job's columns, its schedule's, and its owner's name. Both claim
+#: statements select this list (:func:`_claim_returning`) and :func:`_claimed` reads a
+#: row by these names, so a column the dispatcher reads is one line here and one field
+#: of ClaimedJob.
+CLAIM_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("id", "job.id"),
+    ("schedule_id", "job.schedule_id"),
+    ("occurrence_at", "job.occurrence_at"),
+    ("due_at", "job.due_at"),
+    ("attempts", "job.attempts"),
+    ("idempotency_key", "job.idempotency_key"),
+    ("destination", "schedule.destination"),
+    ("body", "schedule.body"),
+    ("rrule", "schedule.rrule"),
+    ("max_lateness_s", "schedule.max_lateness_s"),
+    ("options", "schedule.options"),
+    ("timezone", "schedule.timezone"),
+    ("tenant", "schedule.tenant"),
+    ("owner_name", "member.display_name"),
+)
+#: Where each label of :data:`CLAIM_COLUMNS` sits in a claim row.
+CLAIM_INDEX = {label: i for i, (label, _) in enumerate(CLAIM_COLUMNS)}
+
+
+def _claim_returning(backend: str) -> str:
+    """The RETURNING list of a claim statement: :data:`CLAIM_COLUMNS`, labelled.
+
+    On SQLite the job's schedule is read by scalar subqueries (the UPDATE has no
+    join); on PostgreSQL the statement joins it, and reads its options as text (JSON,
+    parsed by :func:`_claimed`). The owner's name is read by the member table's
+    primary key (tenant, id)."""
+    sqlite = backend == "sqlite"
+    schedule = "FROM schedule WHERE schedule.id = job.schedule_id"
+    owner = "member.tenant = schedule.tenant AND member.id = schedule.owner"
+    parts = []
+    for label, column in CLAIM_COLUMNS:
+        table, name = column.split(".")
+        if table == "member" and sqlite:
+            expr = f"""(SELECT member.{name} FROM schedule JOIN member
+        ON {owner}
+        WHERE schedule.id = job.schedule_id)"""
+        elif table == "member":
+            expr = f"(SELECT member.{name} FROM member WHERE {owner})"
+        elif table == "schedule" and sqlite:
+            expr = f"(SELECT {name} {schedule})"
+        elif column == "schedule.options":
+            expr = f"{column}::text"
+        else:
+            expr = column
+        parts.append(f"{expr} AS {label}")
+    return ",\n    ".join(parts)
+
+
 # SQLite's planner, without statistics, would prefer the (state, due_at) index and
 # sort; the partial index already holds waiting jobs in due order. SQLite holds the
 # only write lock (BEGIN IMMEDIATE), so the chosen rows need no second state test.
-_SCHEDULE_FIELDS = ", ".join(
-    f"(SELECT {column} FROM schedule WHERE schedule.id = job.schedule_id)"
-    for column in (
-        "destination", "body", "rrule", "max_lateness_s", "options", "timezone", "tenant"
-    )
-)  # fmt: skip
-# The owner's name, by the member table's primary key (tenant, id).
-_OWNER_NAME = """(SELECT member.display_name FROM schedule JOIN member
-    ON member.tenant = schedule.tenant AND member.id = schedule.owner
-    WHERE schedule.id = job.schedule_id)"""
 _SQLITE_CLAIM = f"""
 UPDATE job SET state = 'claimed', lease_owner = ?, lease_expires_at = ?,
     attempts = attempts + 1, updated_at = ?
@@ -174,8 +219,7 @@ WHERE id IN (
     SELECT id FROM job INDEXED BY ix_job_waiting_due
     WHERE {WAITING_SQL} AND due_at <= ? ORDER BY due_at, id LIMIT ?
 )
-RETURNING id, schedule_id, occurrence_at, due_at, attempts, idempotency_key, {_SCHEDULE_FIELDS},
-    {_OWNER_NAME}
+RETURNING {_claim_returning("sqlite")}
 """
 
 # Recording outcomes on SQLite (PostgreSQL: _PG_RECORD and after), written with %s
@@ -243,11 +287,7 @@ WHERE job.id = ANY(ARRAY(
         ORDER BY due_at, id LIMIT %(limit)b FOR UPDATE SKIP LOCKED
     ))
     AND schedule.id = job.schedule_id
-RETURNING job.id, job.schedule_id, job.occurrence_at, job.due_at, job.attempts,
-    job.idempotency_key, schedule.destination, schedule.body, schedule.rrule,
-    schedule.max_lateness_s, schedule.options::text, schedule.timezone, schedule.tenant,
-    (SELECT member.display_name FROM member
-        WHERE member.tenant = schedule.tenant AND member.id = schedule.owner)
+RETURNING {_claim_returning("postgresql")}
 """
 # Recording, in one statement: every attempt, and every job's new state where this
 # worker still holds it (the ids returned).
@@ -383,29 +423,27 @@ class _Plan:
         )
 
 
-def _as_is(value: Any) -> Any:
-    return value
+#: A claim row's values in :class:`ClaimedJob`'s field order, picked by label (a
+#: field no claim statement selects fails here, at import).
+_AS_CLAIMED = operator.itemgetter(*(CLAIM_INDEX[f.name] for f in dataclasses.fields(ClaimedJob)))
 
 
-def _claimed(row: Any, at: Callable[[Any], datetime]) -> ClaimedJob:
-    """A claimed job from a row of either claim (the same columns on both databases;
-    ``at`` reads a timestamp as the driver returns it)."""
-    return ClaimedJob(
-        row[0],
-        row[1],
-        at(row[2]),
-        at(row[3]),
-        row[4],
-        row[5],
-        row[6],
-        row[7],
-        row[8],
-        row[9],
-        _options(row[10]),
-        row[11],
-        row[12] or "",
-        row[13] or "",
-    )
+def _claimed(row: Sequence[Any], at: Callable[[Any], datetime] | None = None) -> ClaimedJob:
+    """The one builder of a claimed job, from a row of either claim statement, by the
+    labels of :data:`CLAIM_COLUMNS`: the options column arrives as JSON text, a missing
+    tenant or owner name reads as "", and ``at`` reads a timestamp as the driver
+    returns it (None: already a datetime). Per row it costs no more than building the
+    job by position."""
+    job = ClaimedJob(*_AS_CLAIMED(row))
+    if at is not None:
+        job.occurrence_at = at(job.occurrence_at)
+        job.due_at = at(job.due_at)
+    job.options = _options(job.options)  # type: ignore[arg-type]
+    if job.tenant is None:
+        job.tenant = ""
+    if job.owner_name is None:
+        job.owner_name = ""
+    return job
 
 
 def _options(text: str | None) -> dict[str, Any]:
@@ -431,7 +469,7 @@ class QueueQueries(Gateway):
         async with self._tx() as conn:
             await conn.exec_driver_sql("SET LOCAL enable_sort = off")
             rows: list[Any] = list(await conn.exec_driver_sql(_PG_CLAIM, params))
-        claimed = [_claimed(row, _as_is) for row in rows]
+        claimed = [_claimed(row) for row in rows]
         claimed.sort(key=lambda job: (job.due_at, job.id))
         return claimed
 
