@@ -8,12 +8,20 @@ SQLite and PostgreSQL.
 from core.store.base import AuditEntry, new_idempotency_key
 from core.store.calendars import CalendarQueries
 from core.store.console import ConsoleQueries
+from core.store.dead_letters import DeadLetterQueries
 from core.store.leases import LeaseQueries
 from core.store.queue import QueueQueries
 from core.store.schedules import ScheduleQueries, ScheduleQuery
 
 
-class Store(ScheduleQueries, QueueQueries, LeaseQueries, ConsoleQueries, CalendarQueries):
+class Store(
+    ScheduleQueries,
+    QueueQueries,
+    DeadLetterQueries,
+    LeaseQueries,
+    ConsoleQueries,
+    CalendarQueries,
+):
     """Every named query, over one engine."""
 
 

@@ -21,15 +21,16 @@ from typing import Any
 import sqlalchemy as sa
 
 from core.models import (
-    LOCAL_TENANT,
     OPEN_STATE_VALUES,
     OUTCOME_OF_JOB,
     WAITING_SQL,
     JobState,
-    Outcome,
     sqlite_utc_text,
 )
-from core.store.base import ATTEMPT, JOB, SCHEDULE, AuditEntry, Gateway, new_idempotency_key
+from core.store.base import ATTEMPT, JOB, SCHEDULE, Gateway, new_idempotency_key
+
+# Re-exported where callers import it from (its queries: core.store.dead_letters).
+from core.store.dead_letters import DeadLetter as DeadLetter
 from core.store.leases import held_by, sqlite_datetime
 
 CLAIMABLE = OPEN_STATE_VALUES
@@ -103,56 +104,6 @@ class QueueStats:
     counts: dict[str, int]
     dead_awaiting: int
     oldest_overdue_seconds: float
-
-
-@dataclass(frozen=True)
-class DeadLetter:
-    job_id: int
-    schedule_id: int
-    owner: str
-    destination: str
-    body: str
-    attempts: int
-    last_error: str | None
-    occurrence_at: datetime
-    finished_at: datetime | None
-    retry_requested_by: str | None
-    retry_requested_at: datetime | None
-    tenant: str = LOCAL_TENANT
-    #: The admin who turned the last retry request down, and why (None: no answer yet).
-    retry_rejected_by: str | None = None
-    retry_reject_reason: str | None = None
-
-    @property
-    def retry_note(self) -> str | None:
-        """Where its retry stands, in words: ``asked by X``, ``rejected by X: why``."""
-        if self.retry_requested_by is not None:
-            return f"asked by {self.retry_requested_by}"
-        if self.retry_rejected_by is not None:
-            why = f": {self.retry_reject_reason}" if self.retry_reject_reason else ""
-            return f"rejected by {self.retry_rejected_by}{why}"
-        return None
-
-
-#: A dead letter's columns, as :class:`DeadLetter` names them.
-DEAD_COLUMNS = (
-    JOB.c.id.label("job_id"),
-    JOB.c.schedule_id,
-    SCHEDULE.c.tenant,
-    SCHEDULE.c.owner,
-    SCHEDULE.c.destination,
-    SCHEDULE.c.body,
-    JOB.c.attempts,
-    JOB.c.last_error,
-    JOB.c.occurrence_at,
-    JOB.c.finished_at,
-    JOB.c.retry_requested_by,
-    JOB.c.retry_requested_at,
-    JOB.c.retry_rejected_by,
-    JOB.c.retry_reject_reason,
-)
-#: No answer to a retry request (a new request, or a retry, clears the last one).
-_NO_ANSWER = {"retry_rejected_by": None, "retry_reject_reason": None}
 
 
 #: What a claim returns, in this order, each labelled with the :class:`ClaimedJob`
@@ -717,32 +668,6 @@ class QueueQueries(Gateway):
                     break
         return counts
 
-    async def cap_dead_letters(
-        self, *, older_than: datetime, keep: int, now: datetime, audit: AuditEntry
-    ) -> int:
-        """Discard dead letters that died before ``older_than``, and the oldest beyond
-        the newest ``keep``; each gets an audit row. Returns how many."""
-        async with self._tx() as conn:
-            beyond = (
-                sa.select(JOB.c.id)
-                .where(JOB.c.state == JobState.DEAD.value)
-                .order_by(JOB.c.finished_at.desc(), JOB.c.id.desc())
-                .offset(keep)
-            )
-            too_old = sa.select(JOB.c.id).where(
-                JOB.c.state == JobState.DEAD.value, JOB.c.finished_at < older_than
-            )
-            ids = sorted(
-                {row[0] for row in await conn.execute(beyond)}
-                | {row[0] for row in await conn.execute(too_old)}
-            )
-        if not ids:
-            return 0
-        total = 0
-        for start in range(0, len(ids), 1000):
-            total += await self.discard_dead(ids[start : start + 1000], now=now, audit=audit)
-        return total
-
     # --- counts ---------------------------------------------------------------------
 
     async def queue_stats(self, *, now: datetime) -> QueueStats:
@@ -763,117 +688,3 @@ class QueueQueries(Gateway):
             q = q.where(JOB.c.schedule_id.in_(mine))
         async with self._read() as conn:
             return {state: int(count) for state, count in await conn.execute(q)}
-
-    # --- dead letters ---------------------------------------------------------------
-
-    def _dead_query(self) -> sa.Select[Any]:
-        return (
-            sa.select(*DEAD_COLUMNS)
-            .join(SCHEDULE, SCHEDULE.c.id == JOB.c.schedule_id)
-            .where(JOB.c.state == JobState.DEAD.value)
-        )
-
-    async def dead_letters(
-        self,
-        *,
-        owner: str | None = None,
-        tenant: str | None = None,
-        ids: Sequence[int] | None = None,
-        limit: int = 200,
-    ) -> list[DeadLetter]:
-        """Dead jobs, newest first (optionally one owner's, one tenant's, or the given ids)."""
-        q = self._dead_query()
-        if owner is not None:
-            q = q.where(SCHEDULE.c.owner == owner)
-        if tenant is not None:
-            q = q.where(SCHEDULE.c.tenant == tenant)
-        if ids is not None:
-            q = q.where(JOB.c.id.in_(list(ids)))
-        q = q.order_by(JOB.c.finished_at.desc(), JOB.c.id.desc()).limit(limit)
-        async with self._read() as conn:
-            return [DeadLetter(**row._mapping) for row in await conn.execute(q)]
-
-    async def request_dead_retry(
-        self, job_ids: Sequence[int], *, actor: str, now: datetime, audit: AuditEntry
-    ) -> int:
-        """Mark dead letters as awaiting an admin's decision (an earlier answer goes)."""
-        values = {"retry_requested_by": actor, "retry_requested_at": now, **_NO_ANSWER}
-        return await self._dead_update(job_ids, values, now, audit)
-
-    async def reject_dead_retry(
-        self,
-        job_ids: Sequence[int],
-        *,
-        by: str,
-        reason: str | None,
-        now: datetime,
-        audit: AuditEntry,
-    ) -> int:
-        """Turn pending retry requests down; the jobs stay dead and keep who turned them
-        down (``by``) and why, for whoever asked."""
-        values = {
-            "retry_requested_by": None,
-            "retry_requested_at": None,
-            "retry_rejected_by": by,
-            "retry_reject_reason": reason,
-        }
-        return await self._dead_update(job_ids, values, now, audit)
-
-    async def retry_dead(self, job_ids: Sequence[int], *, now: datetime, audit: AuditEntry) -> int:
-        """Put dead letters back in the queue, due now, with a fresh attempt budget and
-        the same idempotency key."""
-        values = {
-            "state": JobState.PENDING.value,
-            "attempts": 0,
-            "due_at": now,
-            "last_error": None,
-            "finished_at": None,
-            "retry_requested_by": None,
-            "retry_requested_at": None,
-            **_NO_ANSWER,
-        }
-        return await self._dead_update(
-            job_ids, values, now, audit, notify=True, outcome=Outcome.RETRYING.value
-        )
-
-    async def discard_dead(
-        self, job_ids: Sequence[int], *, now: datetime, audit: AuditEntry
-    ) -> int:
-        """Give up on dead letters for good."""
-        values = {"state": JobState.DISCARDED.value, "retry_requested_by": None}
-        return await self._dead_update(job_ids, values, now, audit)
-
-    async def _dead_update(
-        self,
-        job_ids: Sequence[int],
-        values: dict[str, Any],
-        now: datetime,
-        audit: AuditEntry,
-        *,
-        notify: bool = False,
-        outcome: str | None = None,
-    ) -> int:
-        if not job_ids:
-            return 0
-        async with self._tx() as conn:
-            result = await conn.execute(
-                sa.update(JOB)
-                .where(JOB.c.id.in_(list(job_ids)), JOB.c.state == JobState.DEAD.value)
-                .values(**values, updated_at=now)
-                .returning(JOB.c.id)
-            )
-            changed = sorted(row[0] for row in result)
-            if notify and changed:
-                await self._notify_due(conn)
-            if outcome is not None and changed:
-                await conn.execute(
-                    sa.update(SCHEDULE)
-                    .where(
-                        SCHEDULE.c.id.in_(sa.select(JOB.c.schedule_id).where(JOB.c.id.in_(changed)))
-                    )
-                    .values(last_outcome=outcome)
-                )
-            if changed:
-                entry = dataclasses.replace(audit, object_type="job")
-                await self._audit_each(conn, entry, now, [(str(i), {}) for i in changed])
-            return len(changed)
