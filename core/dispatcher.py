@@ -42,7 +42,8 @@ from core.models import JobState
 from core.ratelimit import LATENESS, Pacer, Pauses, RateLimits
 from core.scrub import Scrubber
 from core.settings import Settings
-from core.store import AuditEntry, Store
+from core.store import AuditEntry
+from core.store.dispatch_store import DispatchStore
 from core.store.leases import Backlog
 from core.store.queue import AttemptRecord, ClaimedJob, Finished
 
@@ -178,11 +179,14 @@ def default_worker_id() -> str:
 
 
 class Dispatcher:
-    """Delivers due jobs from ``store`` through ``channels`` (keyed by destination kind)."""
+    """Delivers due jobs from ``store`` through ``channels`` (keyed by destination kind).
+
+    The store is anything with the methods of :class:`DispatchStore` (the whole
+    :class:`~core.store.Store` in production)."""
 
     def __init__(
         self,
-        store: Store,
+        store: DispatchStore,
         channels: Mapping[str, Channel],
         *,
         clock: Clock,

@@ -13,7 +13,8 @@ from datetime import UTC, datetime
 from core.console_cases import parse_shift
 from core.errors import HeraldError
 from core.models import STATE_FILTERS
-from core.store.console import AttemptFilter, AuditFilter, DeadFilter, ScheduleFilter
+from core.store.console import AttemptFilter, AuditFilter, ScheduleFilter
+from core.store.dead_letters import DeadFilter
 
 OUTCOMES = ("ok", "retry", "permanent")
 

@@ -39,7 +39,7 @@ from core.errors import (
 )
 from core.importer import ImportRejected, import_schedules
 from core.models import ApiToken, Schedule
-from core.store.console import DeadFilter
+from core.store.dead_letters import DeadFilter
 from core.tenancy import MentionRefused, QuotaExceeded
 from core.token_cases import Unauthorized, scope_allows
 from core.usecases import Herald

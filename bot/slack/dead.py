@@ -13,7 +13,8 @@ from typing import Any
 from bot.slack.blocks import Blocks, button, context, quote, section, where
 from bot.slack.grammar import escape
 from core import limits
-from core.store.queue import DeadLetter, Finished
+from core.store.dead_letters import DeadLetter
+from core.store.queue import Finished
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ from bot.slack.dead import Letter, letter_blocks
 from core import limits
 from core.console_cases import Overview
 from core.models import Schedule
-from core.store.queue import DeadLetter
+from core.store.dead_letters import DeadLetter
 
 #: Schedules and dead letters shown: 3 blocks a schedule, 2 a letter, with the header,
 #: buttons and notes, stay well inside Slack's 100 blocks of a Home tab.

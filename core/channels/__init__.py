@@ -6,7 +6,8 @@ every delivery with a permanent "not configured: set ..." result, so the dead le
 says what to fix.
 
 Adding a channel is one small module: subclass ``Channel``, give it a ``kind`` (the
-destination URI scheme), register it here and teach ``core.destinations`` its syntax.
+destination URI scheme) and a ``uri`` (its :class:`~core.destinations.UriSyntax`: the
+check of a target, an example, redaction, settings), and list it here.
 """
 
 from __future__ import annotations
@@ -20,8 +21,23 @@ from core.channels.email import EmailChannel
 from core.channels.local import LogChannel, NullChannel
 from core.channels.slack import SlackChannel
 from core.channels.webhook import WebhookChannel
+from core.destinations import UriSyntax
 from core.http_client import HTTPClient
 from core.settings import Settings
+
+#: Every channel, in the order :func:`build_channels` makes them.
+CHANNEL_TYPES: tuple[type[Channel], ...] = (
+    LogChannel,
+    NullChannel,
+    SlackChannel,
+    DiscordChannel,
+    DiscordWebhookChannel,
+    WebhookChannel,
+    EmailChannel,
+    AppriseChannel,
+)
+#: Each kind's URI syntax, as its channel declares it (read by core.destinations).
+URI_SYNTAXES: dict[str, UriSyntax] = {c.uri.kind: c.uri for c in CHANNEL_TYPES}
 
 
 def build_channels(

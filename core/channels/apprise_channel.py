@@ -22,7 +22,7 @@ import warnings
 from typing import Any, ClassVar
 
 from core.channels.base import Channel, Delivery, DeliveryResult, RateLimit
-from core.destinations import Destination
+from core.destinations import Destination, UriSyntax
 from core.errors import InvalidInput
 from core.netguard import Guard
 
@@ -45,10 +45,32 @@ def _apprise() -> Any | None:
     return apprise
 
 
+def _check_url(raw: str, target: str) -> None:
+    """An Apprise URL: a service's scheme, ``://`` and the rest."""
+    scheme, sep, rest = target.partition("://")
+    if not sep or not scheme or not rest:
+        raise InvalidInput(
+            f"{raw!r} is not an Apprise URL: use e.g. apprise:tgram://BOT_TOKEN/CHAT_ID "
+            "or apprise:ntfy://ntfy.sh/topic."
+        )
+
+
+def _redact(destination: Destination) -> str:
+    """Only the service's scheme: the whole URL may be credentials."""
+    return f"apprise:{destination.target.partition('://')[0]}://…"
+
+
 class AppriseChannel(Channel):
     """Sends through Apprise; one Apprise object per delivery (URLs carry the secrets)."""
 
     kind: ClassVar[str] = "apprise"
+    uri: ClassVar[UriSyntax] = UriSyntax(
+        "apprise",
+        "apprise:tgram://TOKEN/CHAT",
+        _check_url,
+        redact=_redact,
+        settings=("webhook_allow_private",),
+    )
     rate_limit: ClassVar[RateLimit] = RateLimit(rate=2.0, burst=5.0)
 
     def __init__(self, *, allow_private: bool = False, guard: Guard | None = None) -> None:

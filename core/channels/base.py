@@ -16,7 +16,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any, ClassVar
 
-from core.destinations import Destination
+from core.destinations import Destination, UriSyntax
 
 
 class Outcome(StrEnum):
@@ -97,6 +97,9 @@ class Channel(ABC):
     """
 
     kind: ClassVar[str]
+    #: How its destinations are written (``kind`` is its scheme), read by
+    #: :func:`core.destinations.parse_destination`.
+    uri: ClassVar[UriSyntax]
     rate_limit: ClassVar[RateLimit] = UNLIMITED
 
     @abstractmethod

@@ -40,7 +40,7 @@ from pydantic import SecretStr
 from core import limits, reminders
 from core.channels.base import Channel, Delivery, DeliveryResult, Outcome, RateLimit
 from core.channels.webhook import parse_retry_after, reveal, truncate
-from core.destinations import Destination
+from core.destinations import Destination, UriSyntax, redact_url_path, url_parts
 from core.errors import InvalidInput
 from core.http_client import Answer, HTTPClient, TimedOut, Timeout, Unreachable
 from core.netguard import Guard, Refused
@@ -49,6 +49,34 @@ DEFAULT_BASE_URL = "https://discord.com/api/v10"
 MAX_CONTENT = limits.DISCORD_CONTENT.size
 USER_AGENT = "DiscordBot (herald, 0.1.0)"
 _WEBHOOK_PATH = re.compile(r"/webhooks/(\d+)/[^/]+/?$")
+#: A channel's or a user's id (a snowflake).
+_SNOWFLAKE = re.compile(r"^\d{17,20}$")
+
+
+def _check_target(raw: str, target: str) -> None:
+    """A channel's numeric id, or ``@`` and a user's for a direct message."""
+    if target.startswith("@"):
+        if not _SNOWFLAKE.match(target[1:]):
+            raise InvalidInput(
+                f"{raw!r} is not a Discord user: use their numeric id, e.g. "
+                "discord:@123456789012345678 (Developer Mode, right-click, Copy User ID)."
+            )
+    elif not _SNOWFLAKE.match(target):
+        raise InvalidInput(
+            f"{raw!r} is not a Discord channel: use its numeric id, "
+            "e.g. discord:123456789012345678 (a direct message: discord:@<user id>)."
+        )
+
+
+def _check_webhook(raw: str, target: str) -> None:
+    """A webhook URL as the channel's Integrations settings give it."""
+    parts = url_parts(raw, target, "discord-webhook:https://discord.com/api/webhooks/ID/TOKEN")
+    if parts.scheme not in ("http", "https") or "/webhooks/" not in parts.path:
+        raise InvalidInput(
+            f"{raw!r} is not a Discord webhook URL: copy it from the channel's "
+            "Integrations settings (https://discord.com/api/webhooks/ID/TOKEN)."
+        )
+
 
 Sleep = Callable[[float], Awaitable[None]]
 
@@ -303,6 +331,13 @@ class DiscordChannel(_DiscordHTTP):
     """
 
     kind = "discord"
+    uri = UriSyntax(
+        "discord",
+        "discord:123456789012345678",
+        _check_target,
+        direct_messages=True,
+        settings=("discord_bot_token", "discord_api_url"),
+    )
     #: Discord allows 5 messages per 5 seconds per channel.
     rate_limit = RateLimit(rate=1.0, burst=5.0)
     advice: ClassVar[Mapping[int, str]] = {
@@ -451,6 +486,14 @@ class DiscordWebhookChannel(_DiscordHTTP):
     """
 
     kind = "discord-webhook"
+    #: The URL's path carries the webhook's token.
+    uri = UriSyntax(
+        "discord-webhook",
+        "discord-webhook:https://discord.com/api/webhooks/ID/TOKEN",
+        _check_webhook,
+        redact=redact_url_path,
+        settings=("webhook_allow_private",),
+    )
     #: Discord allows 5 webhook requests per 2 seconds and 30 messages a minute.
     rate_limit = RateLimit(rate=0.5, burst=5.0)
     advice: ClassVar[Mapping[int, str]] = {

@@ -23,11 +23,20 @@ from pydantic import SecretStr
 from core import limits
 from core.channels.base import Channel, Delivery, DeliveryResult, RateLimit
 from core.channels.webhook import reveal, truncate
+from core.destinations import UriSyntax
+from core.errors import InvalidInput
 
 TlsMode = Literal["starttls", "tls", "none"]
 DEFAULT_PORTS: dict[str, int] = {"starttls": 587, "tls": 465, "none": 25}
 MAX_SUBJECT = limits.EMAIL_SUBJECT.size
 _SAFE_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_ADDRESS = re.compile(r"^[^@\s<>,;]+@[^@\s<>,;]+\.[^@\s<>,;]+$")
+
+
+def _check_address(raw: str, target: str) -> None:
+    """One address, without a display name."""
+    if not _ADDRESS.match(target):
+        raise InvalidInput(f"{raw!r} is not an email address: use email:ops@example.com.")
 
 
 def message_id(idempotency_key: str, domain: str) -> str:
@@ -63,6 +72,19 @@ class EmailChannel(Channel):
     """
 
     kind = "email"
+    uri = UriSyntax(
+        "email",
+        "email:ops@example.com",
+        _check_address,
+        settings=(
+            "smtp_host",
+            "smtp_port",
+            "smtp_user",
+            "smtp_password",
+            "smtp_from",
+            "smtp_tls",
+        ),
+    )
     rate_limit = RateLimit(rate=5.0, burst=5.0)
 
     def __init__(

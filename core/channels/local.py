@@ -7,6 +7,7 @@ import sys
 from typing import ClassVar, TextIO
 
 from core.channels.base import Channel, Delivery, DeliveryResult
+from core.destinations import UriSyntax, nothing_after
 
 
 class LogChannel(Channel):
@@ -15,6 +16,7 @@ class LogChannel(Channel):
     This is the delivery itself, not a log record: the message text is the point."""
 
     kind: ClassVar[str] = "log"
+    uri: ClassVar[UriSyntax] = UriSyntax("log", "log:", nothing_after("log"))
 
     def __init__(self, stream: TextIO | None = None) -> None:
         self._stream = stream
@@ -35,6 +37,7 @@ class NullChannel(Channel):
     """Accepts everything and sends nothing."""
 
     kind: ClassVar[str] = "null"
+    uri: ClassVar[UriSyntax] = UriSyntax("null", "null:", nothing_after("null"))
 
     async def send(self, delivery: Delivery) -> DeliveryResult:
         return DeliveryResult.ok()

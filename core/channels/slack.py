@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from typing import Any, NamedTuple
 
 from pydantic import SecretStr
@@ -32,7 +33,7 @@ from pydantic import SecretStr
 from core import limits, reminders
 from core.channels.base import Channel, Delivery, DeliveryResult, Outcome, RateLimit
 from core.channels.webhook import USER_AGENT, parse_retry_after, reveal, truncate
-from core.destinations import Destination
+from core.destinations import Destination, UriSyntax
 from core.errors import InvalidInput
 from core.http_client import HTTPClient, TimedOut, Timeout, Unreachable
 
@@ -111,6 +112,27 @@ _DM_USER_ERRORS = frozenset(
 #: The most blocks in a message (https://docs.slack.dev/reference/methods/chat.postMessage).
 MAX_BLOCKS = 50
 
+_CHANNEL_ID = re.compile(r"^[CGD][A-Z0-9]{2,}(/\d{10}\.\d{6})?$")
+#: A Slack user id (``U…``, or ``W…`` for an Enterprise Grid org user).
+_USER_ID = re.compile(r"^[UW][A-Z0-9]{1,30}$")
+
+
+def _check_target(raw: str, target: str) -> None:
+    """A channel id, with a thread's timestamp after ``/`` for a reply, or ``@`` and
+    a member id for a direct message."""
+    if target.startswith("@"):
+        if not _USER_ID.match(target[1:]):
+            raise InvalidInput(
+                f"{raw!r} is not a Slack user: use the member id, e.g. slack:@U0123ABC "
+                "(in Slack: the person's profile, ⋮, Copy member ID)."
+            )
+    elif not _CHANNEL_ID.match(target):
+        raise InvalidInput(
+            f"{raw!r} is not a Slack channel: use the channel id, e.g. slack:C0123ABC "
+            "(thread reply: slack:C0123ABC/1700000000.000100; a direct message: "
+            "slack:@U0123ABC)."
+        )
+
 
 def credit(args: dict[str, Any], name: str) -> None:
     """Say under the message who scheduled it: a context block after the message's own
@@ -149,6 +171,13 @@ class SlackChannel(Channel):
     """
 
     kind = "slack"
+    uri = UriSyntax(
+        "slack",
+        "slack:C0123ABC",
+        _check_target,
+        direct_messages=True,
+        settings=("slack_bot_token", "slack_api_url"),
+    )
     #: Slack allows about one message per second per channel, with short bursts.
     rate_limit = RateLimit(rate=1.0, burst=3.0)
 

@@ -31,7 +31,7 @@ from urllib.parse import urlsplit
 from pydantic import SecretStr
 
 from core.channels.base import Channel, Delivery, DeliveryResult, RateLimit
-from core.destinations import Destination
+from core.destinations import Destination, UriSyntax, redact_url_path, url_parts
 from core.errors import InvalidInput
 from core.http_client import Answer, HTTPClient, TimedOut, Timeout, Unreachable
 from core.netguard import Guard, Refused
@@ -109,6 +109,13 @@ def iso_z(moment: datetime) -> str:
     return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
+def _check_url(raw: str, target: str) -> None:
+    """An http(s) URL with a host."""
+    parts = url_parts(raw, target, "webhook:https://example.com/hook")
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise InvalidInput(f"{raw!r} is not a webhook URL: use webhook:https://example.com/hook.")
+
+
 class WebhookChannel(Channel):
     """POSTs each delivery to the destination URL, signed when it has a secret.
 
@@ -122,6 +129,14 @@ class WebhookChannel(Channel):
     """
 
     kind = "webhook"
+    #: A webhook's path and query often carry a secret token.
+    uri = UriSyntax(
+        "webhook",
+        "webhook:https://example.com/hook",
+        _check_url,
+        redact=redact_url_path,
+        settings=("webhook_secrets", "webhook_allow_private"),
+    )
     rate_limit = RateLimit(rate=10.0, burst=10.0)
 
     def __init__(

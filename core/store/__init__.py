@@ -8,6 +8,8 @@ SQLite and PostgreSQL.
 from core.store.base import AuditEntry, new_idempotency_key
 from core.store.calendars import CalendarQueries
 from core.store.console import ConsoleQueries
+from core.store.dead_letters import DeadLetterQueries
+from core.store.dispatch_store import DispatchStore
 from core.store.leases import LeaseQueries
 from core.store.queue import QueueQueries
 from core.store.schedules import ScheduleQueries, ScheduleQuery
@@ -15,9 +17,20 @@ from core.store.tokens import TokenQueries
 
 
 class Store(
-    ScheduleQueries, QueueQueries, LeaseQueries, ConsoleQueries, CalendarQueries, TokenQueries
+    ScheduleQueries,
+    QueueQueries,
+    DeadLetterQueries,
+    LeaseQueries,
+    ConsoleQueries,
+    CalendarQueries,
+    TokenQueries,
 ):
     """Every named query, over one engine."""
 
 
-__all__ = ["AuditEntry", "ScheduleQuery", "Store", "new_idempotency_key"]
+def _dispatches(store: Store) -> DispatchStore:
+    """Never called: mypy checks here that a Store is a :class:`DispatchStore`."""
+    return store
+
+
+__all__ = ["AuditEntry", "DispatchStore", "ScheduleQuery", "Store", "new_idempotency_key"]

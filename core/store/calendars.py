@@ -292,11 +292,11 @@ class CalendarQueries(Gateway):
         q = (
             sa.select(
                 FEED.c.calendar_id,
-                FEED.c.id,
+                FEED.c.id.label("feed_id"),
                 FEED.c.owner,
                 FEED.c.destination,
                 FEED.c.before_s,
-                pending,
+                pending.label("pending"),
             )
             .where(
                 FEED.c.calendar_id.in_(calendar_ids),
@@ -307,8 +307,14 @@ class CalendarQueries(Gateway):
         )
         found: dict[int, list[FeedUse]] = {}
         for row in await conn.execute(q):
-            use = FeedUse(int(row[1]), row[2], row[3], int(row[4]), int(row[5] or 0))
-            found.setdefault(int(row[0]), []).append(use)
+            use = FeedUse(
+                int(row.feed_id),
+                row.owner,
+                row.destination,
+                int(row.before_s),
+                int(row.pending or 0),
+            )
+            found.setdefault(int(row.calendar_id), []).append(use)
         return found
 
     @staticmethod

@@ -17,13 +17,16 @@ import sqlalchemy as sa
 
 from core.models import WAITING_SQL, Audit, Job, JobState, Schedule, ScheduleState, Worker
 from core.store.base import ATTEMPT, AUDIT, JOB, SCHEDULE, AuditEntry, Gateway
-from core.store.queue import DEAD_COLUMNS, DeadLetter
+
+# Re-exported where callers import them from (their queries: core.store.dead_letters).
+from core.store.dead_letters import DeadFilter as DeadFilter
+from core.store.dead_letters import DeadGroup as DeadGroup
+from core.store.paging import has_prefix, keyset_after, reason_key
 from core.store.states import state_condition
 
 WORKER = Worker.__table__  # type: ignore[attr-defined]
 
-#: How much of an error text a list shows; the detail view shows up to ``RESPONSE_CHARS``.
-REASON_CHARS = 80
+#: How much of an error text a detail view shows (a list: ``REASON_CHARS``).
 RESPONSE_CHARS = 500
 #: How much of a message's text the queue and the delivery log read (the schedule's
 #: detail shows all of it).
@@ -62,16 +65,6 @@ class AttemptFilter:
     until: datetime | None = None
     owner: str | None = None
     tenant: str | None = None
-
-
-@dataclass(frozen=True)
-class DeadFilter:
-    owner: str | None = None
-    tenant: str | None = None
-    #: A group key: the first ``REASON_CHARS`` characters of the last error.
-    reason: str | None = None
-    destination: str | None = None
-    requested: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -121,13 +114,6 @@ class AttemptRow:
 
 
 @dataclass(frozen=True)
-class DeadGroup:
-    reason: str
-    count: int
-    requested: int
-
-
-@dataclass(frozen=True)
 class Figures:
     """The overview's numbers, read in one transaction."""
 
@@ -149,28 +135,9 @@ def _tenant_jobs(tenant: str | None) -> list[Any]:
     return [JOB.c.schedule_id.in_(sa.select(SCHEDULE.c.id).where(SCHEDULE.c.tenant == tenant))]
 
 
-def _prefix(column: Any, prefix: str) -> Any:
-    return sa.func.substr(column, 1, len(prefix)) == prefix
-
-
 def _contains(column: Any, text: str) -> Any:
     escaped = text.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     return sa.func.lower(column).like(f"%{escaped}%", escape="\\")
-
-
-def _reason(column: Any) -> Any:
-    return sa.func.substr(sa.func.coalesce(column, ""), 1, REASON_CHARS)
-
-
-def _before(columns: tuple[Any, Any], key: tuple[Any, int] | None, *, desc: bool) -> Any:
-    """The keyset condition "after this row" for an ordering on (value, id)."""
-    if key is None:
-        return sa.true()
-    value, row_id = key
-    column, ids = columns
-    if desc:
-        return sa.and_(column <= value, sa.or_(column < value, ids < row_id))
-    return sa.and_(column >= value, sa.or_(column > value, ids > row_id))
 
 
 class ConsoleQueries(Gateway):
@@ -257,7 +224,7 @@ class ConsoleQueries(Gateway):
         if f.states:
             where.append(state_condition(f.states))
         if f.destination:
-            where.append(_prefix(SCHEDULE.c.destination, f.destination))
+            where.append(has_prefix(SCHEDULE.c.destination, f.destination))
         if f.text:
             where.append(_contains(SCHEDULE.c.body, f.text))
         if f.ids is not None:
@@ -463,7 +430,7 @@ class ConsoleQueries(Gateway):
             where.append(SCHEDULE.c.tenant == tenant)
         q = (
             sa.select(
-                JOB.c.id,
+                JOB.c.id.label("job_id"),
                 JOB.c.schedule_id,
                 SCHEDULE.c.owner,
                 SCHEDULE.c.destination,
@@ -472,17 +439,17 @@ class ConsoleQueries(Gateway):
                 JOB.c.attempts,
                 JOB.c.lease_owner,
                 JOB.c.lease_expires_at,
-                _reason(JOB.c.last_error),
+                reason_key(JOB.c.last_error).label("last_error"),
                 SCHEDULE.c.tenant,
-                sa.func.substr(SCHEDULE.c.body, 1, TEXT_CHARS),
+                sa.func.substr(SCHEDULE.c.body, 1, TEXT_CHARS).label("body"),
             )
             .join(SCHEDULE, SCHEDULE.c.id == JOB.c.schedule_id)
-            .where(*where, _before((key, JOB.c.id), after, desc=False))
+            .where(*where, keyset_after((key, JOB.c.id), after, desc=False))
             .order_by(key, JOB.c.id)
             .limit(limit)
         )
         async with self._read() as conn:
-            return [QueueRow(*tuple(row)) for row in await conn.execute(q)]
+            return [QueueRow(**row._mapping) for row in await conn.execute(q)]
 
     # --- delivery log -----------------------------------------------------------------
 
@@ -494,7 +461,7 @@ class ConsoleQueries(Gateway):
         limit: int = 100,
     ) -> list[AttemptRow]:
         """One page of the delivery log, newest first (keyset: ``before``)."""
-        where: list[Any] = [_before((ATTEMPT.c.started_at, ATTEMPT.c.id), before, desc=True)]
+        where: list[Any] = [keyset_after((ATTEMPT.c.started_at, ATTEMPT.c.id), before, desc=True)]
         if f.outcome:
             where.append(ATTEMPT.c.outcome == f.outcome)
         if f.since is not None:
@@ -506,7 +473,7 @@ class ConsoleQueries(Gateway):
         if f.schedule_id is not None:
             where.append(JOB.c.schedule_id == f.schedule_id)
         if f.destination:
-            where.append(_prefix(SCHEDULE.c.destination, f.destination))
+            where.append(has_prefix(SCHEDULE.c.destination, f.destination))
         if f.owner is not None:
             where.append(SCHEDULE.c.owner == f.owner)
         if f.tenant is not None:
@@ -521,10 +488,10 @@ class ConsoleQueries(Gateway):
                 ATTEMPT.c.finished_at,
                 ATTEMPT.c.outcome,
                 ATTEMPT.c.status_code,
-                sa.func.substr(ATTEMPT.c.error, 1, RESPONSE_CHARS),
+                sa.func.substr(ATTEMPT.c.error, 1, RESPONSE_CHARS).label("error"),
                 ATTEMPT.c.provider_message_id,
                 ATTEMPT.c.worker,
-                sa.func.substr(SCHEDULE.c.body, 1, TEXT_CHARS),
+                sa.func.substr(SCHEDULE.c.body, 1, TEXT_CHARS).label("body"),
             )
             .join(JOB, JOB.c.id == ATTEMPT.c.job_id)
             .join(SCHEDULE, SCHEDULE.c.id == JOB.c.schedule_id)
@@ -533,81 +500,7 @@ class ConsoleQueries(Gateway):
             .limit(limit)
         )
         async with self._read() as conn:
-            return [AttemptRow(*tuple(row)) for row in await conn.execute(q)]
-
-    # --- dead letters -----------------------------------------------------------------
-
-    @staticmethod
-    def _dead_where(f: DeadFilter) -> list[Any]:
-        where: list[Any] = [JOB.c.state == JobState.DEAD.value]
-        if f.owner is not None:
-            where.append(SCHEDULE.c.owner == f.owner)
-        if f.tenant is not None:
-            where.append(SCHEDULE.c.tenant == f.tenant)
-        if f.reason is not None:
-            where.append(_reason(JOB.c.last_error) == f.reason)
-        if f.destination:
-            where.append(_prefix(SCHEDULE.c.destination, f.destination))
-        if f.requested is not None:
-            requested = JOB.c.retry_requested_by.is_not(None)
-            where.append(requested if f.requested else sa.not_(requested))
-        return where
-
-    def _dead_from(self, q: Any) -> Any:
-        return q.select_from(JOB.join(SCHEDULE, SCHEDULE.c.id == JOB.c.schedule_id))
-
-    async def dead_groups(self, f: DeadFilter, *, limit: int = 50) -> list[DeadGroup]:
-        """Dead letters matching ``f`` grouped by reason, biggest group first."""
-        reason = _reason(JOB.c.last_error)
-        q = self._dead_from(
-            sa.select(reason, sa.func.count(), sa.func.count(JOB.c.retry_requested_by))
-        )
-        q = (
-            q.where(
-                *self._dead_where(
-                    DeadFilter(owner=f.owner, tenant=f.tenant, destination=f.destination)
-                )
-            )
-            .group_by(reason)
-            .order_by(sa.func.count().desc(), reason)
-            .limit(limit)
-        )
-        async with self._read() as conn:
-            return [DeadGroup(str(r[0]), int(r[1]), int(r[2])) for r in await conn.execute(q)]
-
-    async def dead_page(
-        self,
-        f: DeadFilter,
-        *,
-        before: tuple[datetime, int] | None = None,
-        limit: int = 100,
-    ) -> list[DeadLetter]:
-        """One page of dead letters matching ``f``, newest first (keyset: ``before``)."""
-        q = (
-            self._dead_from(sa.select(*DEAD_COLUMNS))
-            .where(*self._dead_where(f))
-            .where(_before((JOB.c.finished_at, JOB.c.id), before, desc=True))
-            .order_by(JOB.c.finished_at.desc(), JOB.c.id.desc())
-            .limit(limit)
-        )
-        async with self._read() as conn:
-            return [DeadLetter(**row._mapping) for row in await conn.execute(q)]
-
-    async def count_dead(self, f: DeadFilter) -> int:
-        q = self._dead_from(sa.select(sa.func.count())).where(*self._dead_where(f))
-        async with self._read() as conn:
-            return int(await conn.scalar(q) or 0)
-
-    async def dead_ids(self, f: DeadFilter, *, after_id: int = 0, limit: int = 500) -> list[int]:
-        """Ids of dead letters matching ``f`` in id order, one chunk."""
-        q = (
-            self._dead_from(sa.select(JOB.c.id))
-            .where(*self._dead_where(f), JOB.c.id > after_id)
-            .order_by(JOB.c.id)
-            .limit(limit)
-        )
-        async with self._read() as conn:
-            return [int(row[0]) for row in await conn.execute(q)]
+            return [AttemptRow(**row._mapping) for row in await conn.execute(q)]
 
     # --- audit log and timelines ------------------------------------------------------
 
@@ -621,7 +514,7 @@ class ConsoleQueries(Gateway):
         if f.tenant is not None:
             q = q.where(AUDIT.c.tenant == f.tenant)
         if f.action:
-            q = q.where(_prefix(AUDIT.c.action, f.action))
+            q = q.where(has_prefix(AUDIT.c.action, f.action))
         if f.object_type:
             q = q.where(AUDIT.c.object_type == f.object_type)
         if f.object_id:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import operator
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -20,15 +21,16 @@ from typing import Any
 import sqlalchemy as sa
 
 from core.models import (
-    LOCAL_TENANT,
     OPEN_STATE_VALUES,
     OUTCOME_OF_JOB,
     WAITING_SQL,
     JobState,
-    Outcome,
     sqlite_utc_text,
 )
-from core.store.base import ATTEMPT, JOB, SCHEDULE, AuditEntry, Gateway, new_idempotency_key
+from core.store.base import ATTEMPT, JOB, SCHEDULE, Gateway, new_idempotency_key
+
+# Re-exported where callers import it from (its queries: core.store.dead_letters).
+from core.store.dead_letters import DeadLetter as DeadLetter
 from core.store.leases import held_by, sqlite_datetime
 
 CLAIMABLE = OPEN_STATE_VALUES
@@ -104,69 +106,63 @@ class QueueStats:
     oldest_overdue_seconds: float
 
 
-@dataclass(frozen=True)
-class DeadLetter:
-    job_id: int
-    schedule_id: int
-    owner: str
-    destination: str
-    body: str
-    attempts: int
-    last_error: str | None
-    occurrence_at: datetime
-    finished_at: datetime | None
-    retry_requested_by: str | None
-    retry_requested_at: datetime | None
-    tenant: str = LOCAL_TENANT
-    #: The admin who turned the last retry request down, and why (None: no answer yet).
-    retry_rejected_by: str | None = None
-    retry_reject_reason: str | None = None
-
-    @property
-    def retry_note(self) -> str | None:
-        """Where its retry stands, in words: ``asked by X``, ``rejected by X: why``."""
-        if self.retry_requested_by is not None:
-            return f"asked by {self.retry_requested_by}"
-        if self.retry_rejected_by is not None:
-            why = f": {self.retry_reject_reason}" if self.retry_reject_reason else ""
-            return f"rejected by {self.retry_rejected_by}{why}"
-        return None
-
-
-#: A dead letter's columns, as :class:`DeadLetter` names them.
-DEAD_COLUMNS = (
-    JOB.c.id.label("job_id"),
-    JOB.c.schedule_id,
-    SCHEDULE.c.tenant,
-    SCHEDULE.c.owner,
-    SCHEDULE.c.destination,
-    SCHEDULE.c.body,
-    JOB.c.attempts,
-    JOB.c.last_error,
-    JOB.c.occurrence_at,
-    JOB.c.finished_at,
-    JOB.c.retry_requested_by,
-    JOB.c.retry_requested_at,
-    JOB.c.retry_rejected_by,
-    JOB.c.retry_reject_reason,
+#: What a claim returns, in this order, each labelled with the :class:`ClaimedJob`
+#: field it fills: the job's columns, its schedule's, and its owner's name. Both claim
+#: statements select this list (:func:`_claim_returning`) and :func:`_claimed` reads a
+#: row by these names, so a column the dispatcher reads is one line here and one field
+#: of ClaimedJob.
+CLAIM_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("id", "job.id"),
+    ("schedule_id", "job.schedule_id"),
+    ("occurrence_at", "job.occurrence_at"),
+    ("due_at", "job.due_at"),
+    ("attempts", "job.attempts"),
+    ("idempotency_key", "job.idempotency_key"),
+    ("destination", "schedule.destination"),
+    ("body", "schedule.body"),
+    ("rrule", "schedule.rrule"),
+    ("max_lateness_s", "schedule.max_lateness_s"),
+    ("options", "schedule.options"),
+    ("timezone", "schedule.timezone"),
+    ("tenant", "schedule.tenant"),
+    ("owner_name", "member.display_name"),
 )
-#: No answer to a retry request (a new request, or a retry, clears the last one).
-_NO_ANSWER = {"retry_rejected_by": None, "retry_reject_reason": None}
+#: Where each label of :data:`CLAIM_COLUMNS` sits in a claim row.
+CLAIM_INDEX = {label: i for i, (label, _) in enumerate(CLAIM_COLUMNS)}
+
+
+def _claim_returning(backend: str) -> str:
+    """The RETURNING list of a claim statement: :data:`CLAIM_COLUMNS`, labelled.
+
+    On SQLite the job's schedule is read by scalar subqueries (the UPDATE has no
+    join); on PostgreSQL the statement joins it, and reads its options as text (JSON,
+    parsed by :func:`_claimed`). The owner's name is read by the member table's
+    primary key (tenant, id)."""
+    sqlite = backend == "sqlite"
+    schedule = "FROM schedule WHERE schedule.id = job.schedule_id"
+    owner = "member.tenant = schedule.tenant AND member.id = schedule.owner"
+    parts = []
+    for label, column in CLAIM_COLUMNS:
+        table, name = column.split(".")
+        if table == "member" and sqlite:
+            expr = f"""(SELECT member.{name} FROM schedule JOIN member
+        ON {owner}
+        WHERE schedule.id = job.schedule_id)"""
+        elif table == "member":
+            expr = f"(SELECT member.{name} FROM member WHERE {owner})"
+        elif table == "schedule" and sqlite:
+            expr = f"(SELECT {name} {schedule})"
+        elif column == "schedule.options":
+            expr = f"{column}::text"
+        else:
+            expr = column
+        parts.append(f"{expr} AS {label}")
+    return ",\n    ".join(parts)
 
 
 # SQLite's planner, without statistics, would prefer the (state, due_at) index and
 # sort; the partial index already holds waiting jobs in due order. SQLite holds the
 # only write lock (BEGIN IMMEDIATE), so the chosen rows need no second state test.
-_SCHEDULE_FIELDS = ", ".join(
-    f"(SELECT {column} FROM schedule WHERE schedule.id = job.schedule_id)"
-    for column in (
-        "destination", "body", "rrule", "max_lateness_s", "options", "timezone", "tenant"
-    )
-)  # fmt: skip
-# The owner's name, by the member table's primary key (tenant, id).
-_OWNER_NAME = """(SELECT member.display_name FROM schedule JOIN member
-    ON member.tenant = schedule.tenant AND member.id = schedule.owner
-    WHERE schedule.id = job.schedule_id)"""
 _SQLITE_CLAIM = f"""
 UPDATE job SET state = 'claimed', lease_owner = ?, lease_expires_at = ?,
     attempts = attempts + 1, updated_at = ?
@@ -174,8 +170,7 @@ WHERE id IN (
     SELECT id FROM job INDEXED BY ix_job_waiting_due
     WHERE {WAITING_SQL} AND due_at <= ? ORDER BY due_at, id LIMIT ?
 )
-RETURNING id, schedule_id, occurrence_at, due_at, attempts, idempotency_key, {_SCHEDULE_FIELDS},
-    {_OWNER_NAME}
+RETURNING {_claim_returning("sqlite")}
 """
 
 # Recording outcomes on SQLite (PostgreSQL: _PG_RECORD and after), written with %s
@@ -243,11 +238,7 @@ WHERE job.id = ANY(ARRAY(
         ORDER BY due_at, id LIMIT %(limit)b FOR UPDATE SKIP LOCKED
     ))
     AND schedule.id = job.schedule_id
-RETURNING job.id, job.schedule_id, job.occurrence_at, job.due_at, job.attempts,
-    job.idempotency_key, schedule.destination, schedule.body, schedule.rrule,
-    schedule.max_lateness_s, schedule.options::text, schedule.timezone, schedule.tenant,
-    (SELECT member.display_name FROM member
-        WHERE member.tenant = schedule.tenant AND member.id = schedule.owner)
+RETURNING {_claim_returning("postgresql")}
 """
 # Recording, in one statement: every attempt, and every job's new state where this
 # worker still holds it (the ids returned).
@@ -383,29 +374,27 @@ class _Plan:
         )
 
 
-def _as_is(value: Any) -> Any:
-    return value
+#: A claim row's values in :class:`ClaimedJob`'s field order, picked by label (a
+#: field no claim statement selects fails here, at import).
+_AS_CLAIMED = operator.itemgetter(*(CLAIM_INDEX[f.name] for f in dataclasses.fields(ClaimedJob)))
 
 
-def _claimed(row: Any, at: Callable[[Any], datetime]) -> ClaimedJob:
-    """A claimed job from a row of either claim (the same columns on both databases;
-    ``at`` reads a timestamp as the driver returns it)."""
-    return ClaimedJob(
-        row[0],
-        row[1],
-        at(row[2]),
-        at(row[3]),
-        row[4],
-        row[5],
-        row[6],
-        row[7],
-        row[8],
-        row[9],
-        _options(row[10]),
-        row[11],
-        row[12] or "",
-        row[13] or "",
-    )
+def _claimed(row: Sequence[Any], at: Callable[[Any], datetime] | None = None) -> ClaimedJob:
+    """The one builder of a claimed job, from a row of either claim statement, by the
+    labels of :data:`CLAIM_COLUMNS`: the options column arrives as JSON text, a missing
+    tenant or owner name reads as "", and ``at`` reads a timestamp as the driver
+    returns it (None: already a datetime). Per row it costs no more than building the
+    job by position."""
+    job = ClaimedJob(*_AS_CLAIMED(row))
+    if at is not None:
+        job.occurrence_at = at(job.occurrence_at)
+        job.due_at = at(job.due_at)
+    job.options = _options(job.options)  # type: ignore[arg-type]
+    if job.tenant is None:
+        job.tenant = ""
+    if job.owner_name is None:
+        job.owner_name = ""
+    return job
 
 
 def _options(text: str | None) -> dict[str, Any]:
@@ -431,7 +420,7 @@ class QueueQueries(Gateway):
         async with self._tx() as conn:
             await conn.exec_driver_sql("SET LOCAL enable_sort = off")
             rows: list[Any] = list(await conn.exec_driver_sql(_PG_CLAIM, params))
-        claimed = [_claimed(row, _as_is) for row in rows]
+        claimed = [_claimed(row) for row in rows]
         claimed.sort(key=lambda job: (job.due_at, job.id))
         return claimed
 
@@ -679,32 +668,6 @@ class QueueQueries(Gateway):
                     break
         return counts
 
-    async def cap_dead_letters(
-        self, *, older_than: datetime, keep: int, now: datetime, audit: AuditEntry
-    ) -> int:
-        """Discard dead letters that died before ``older_than``, and the oldest beyond
-        the newest ``keep``; each gets an audit row. Returns how many."""
-        async with self._tx() as conn:
-            beyond = (
-                sa.select(JOB.c.id)
-                .where(JOB.c.state == JobState.DEAD.value)
-                .order_by(JOB.c.finished_at.desc(), JOB.c.id.desc())
-                .offset(keep)
-            )
-            too_old = sa.select(JOB.c.id).where(
-                JOB.c.state == JobState.DEAD.value, JOB.c.finished_at < older_than
-            )
-            ids = sorted(
-                {row[0] for row in await conn.execute(beyond)}
-                | {row[0] for row in await conn.execute(too_old)}
-            )
-        if not ids:
-            return 0
-        total = 0
-        for start in range(0, len(ids), 1000):
-            total += await self.discard_dead(ids[start : start + 1000], now=now, audit=audit)
-        return total
-
     # --- counts ---------------------------------------------------------------------
 
     async def queue_stats(self, *, now: datetime) -> QueueStats:
@@ -725,117 +688,3 @@ class QueueQueries(Gateway):
             q = q.where(JOB.c.schedule_id.in_(mine))
         async with self._read() as conn:
             return {state: int(count) for state, count in await conn.execute(q)}
-
-    # --- dead letters ---------------------------------------------------------------
-
-    def _dead_query(self) -> sa.Select[Any]:
-        return (
-            sa.select(*DEAD_COLUMNS)
-            .join(SCHEDULE, SCHEDULE.c.id == JOB.c.schedule_id)
-            .where(JOB.c.state == JobState.DEAD.value)
-        )
-
-    async def dead_letters(
-        self,
-        *,
-        owner: str | None = None,
-        tenant: str | None = None,
-        ids: Sequence[int] | None = None,
-        limit: int = 200,
-    ) -> list[DeadLetter]:
-        """Dead jobs, newest first (optionally one owner's, one tenant's, or the given ids)."""
-        q = self._dead_query()
-        if owner is not None:
-            q = q.where(SCHEDULE.c.owner == owner)
-        if tenant is not None:
-            q = q.where(SCHEDULE.c.tenant == tenant)
-        if ids is not None:
-            q = q.where(JOB.c.id.in_(list(ids)))
-        q = q.order_by(JOB.c.finished_at.desc(), JOB.c.id.desc()).limit(limit)
-        async with self._read() as conn:
-            return [DeadLetter(**row._mapping) for row in await conn.execute(q)]
-
-    async def request_dead_retry(
-        self, job_ids: Sequence[int], *, actor: str, now: datetime, audit: AuditEntry
-    ) -> int:
-        """Mark dead letters as awaiting an admin's decision (an earlier answer goes)."""
-        values = {"retry_requested_by": actor, "retry_requested_at": now, **_NO_ANSWER}
-        return await self._dead_update(job_ids, values, now, audit)
-
-    async def reject_dead_retry(
-        self,
-        job_ids: Sequence[int],
-        *,
-        by: str,
-        reason: str | None,
-        now: datetime,
-        audit: AuditEntry,
-    ) -> int:
-        """Turn pending retry requests down; the jobs stay dead and keep who turned them
-        down (``by``) and why, for whoever asked."""
-        values = {
-            "retry_requested_by": None,
-            "retry_requested_at": None,
-            "retry_rejected_by": by,
-            "retry_reject_reason": reason,
-        }
-        return await self._dead_update(job_ids, values, now, audit)
-
-    async def retry_dead(self, job_ids: Sequence[int], *, now: datetime, audit: AuditEntry) -> int:
-        """Put dead letters back in the queue, due now, with a fresh attempt budget and
-        the same idempotency key."""
-        values = {
-            "state": JobState.PENDING.value,
-            "attempts": 0,
-            "due_at": now,
-            "last_error": None,
-            "finished_at": None,
-            "retry_requested_by": None,
-            "retry_requested_at": None,
-            **_NO_ANSWER,
-        }
-        return await self._dead_update(
-            job_ids, values, now, audit, notify=True, outcome=Outcome.RETRYING.value
-        )
-
-    async def discard_dead(
-        self, job_ids: Sequence[int], *, now: datetime, audit: AuditEntry
-    ) -> int:
-        """Give up on dead letters for good."""
-        values = {"state": JobState.DISCARDED.value, "retry_requested_by": None}
-        return await self._dead_update(job_ids, values, now, audit)
-
-    async def _dead_update(
-        self,
-        job_ids: Sequence[int],
-        values: dict[str, Any],
-        now: datetime,
-        audit: AuditEntry,
-        *,
-        notify: bool = False,
-        outcome: str | None = None,
-    ) -> int:
-        if not job_ids:
-            return 0
-        async with self._tx() as conn:
-            result = await conn.execute(
-                sa.update(JOB)
-                .where(JOB.c.id.in_(list(job_ids)), JOB.c.state == JobState.DEAD.value)
-                .values(**values, updated_at=now)
-                .returning(JOB.c.id)
-            )
-            changed = sorted(row[0] for row in result)
-            if notify and changed:
-                await self._notify_due(conn)
-            if outcome is not None and changed:
-                await conn.execute(
-                    sa.update(SCHEDULE)
-                    .where(
-                        SCHEDULE.c.id.in_(sa.select(JOB.c.schedule_id).where(JOB.c.id.in_(changed)))
-                    )
-                    .values(last_outcome=outcome)
-                )
-            if changed:
-                entry = dataclasses.replace(audit, object_type="job")
-                await self._audit_each(conn, entry, now, [(str(i), {}) for i in changed])
-            return len(changed)

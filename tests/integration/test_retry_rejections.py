@@ -17,7 +17,8 @@ from core.clock import ManualClock
 from core.errors import InvalidInput, PermissionDenied
 from core.models import REJECT_REASON_CHARS
 from core.settings import load_settings
-from core.store.console import AuditFilter, DeadFilter
+from core.store.console import AuditFilter
+from core.store.dead_letters import DeadFilter
 from core.usecases import Herald
 from tests.tui.conftest import ADMIN, MEMBER, OPERATOR, seed
 

@@ -19,7 +19,8 @@ from core.errors import HeraldError, NotFound, PermissionDenied
 from core.importer import import_schedules
 from core.settings import Settings, load_settings
 from core.store import ScheduleQuery, Store
-from core.store.console import AttemptFilter, AuditFilter, DeadFilter, ScheduleFilter
+from core.store.console import AttemptFilter, AuditFilter, ScheduleFilter
+from core.store.dead_letters import DeadFilter
 from core.tenancy import MentionRefused, QuotaExceeded, neutralize_mentions
 from core.usecases import Herald
 from tests.conftest import START

@@ -12,7 +12,8 @@ from core.actors import Principal, Surface
 from core.clock import ManualClock
 from core.console_cases import parse_shift, unavailable
 from core.errors import InvalidInput, PermissionDenied
-from core.store.console import AttemptFilter, AuditFilter, DeadFilter, ScheduleFilter
+from core.store.console import AttemptFilter, AuditFilter, ScheduleFilter
+from core.store.dead_letters import DeadFilter
 from core.usecases import Herald
 from tests.conftest import START
 from tests.tui.conftest import ADMIN, FAILING, MEMBER, OPERATOR, seed, seed_calendars

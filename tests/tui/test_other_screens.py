@@ -9,7 +9,8 @@ from typing import Any
 
 from core.actors import Principal, Surface
 from core.clock import ManualClock
-from core.store.console import AuditFilter, DeadFilter
+from core.store.console import AuditFilter
+from core.store.dead_letters import DeadFilter
 from core.usecases import Herald
 from tests.tui.conftest import (
     ADMIN,

@@ -13,8 +13,7 @@ from textual.widgets import DataTable, Header, Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from core.errors import HeraldError
-from core.store.console import DeadFilter, DeadGroup
-from core.store.queue import DeadLetter
+from core.store.dead_letters import DeadFilter, DeadGroup, DeadLetter
 from tui.filters import FilterError, dead_filter
 from tui.format import CELL, ago, clip, dest, stamp
 from tui.screens.base import PAGE, PAGING, ConsoleScreen, footer, screen_keys

@@ -1,0 +1,136 @@
+"""What the dispatcher needs of the store, and nothing more: :class:`DispatchStore`.
+
+The dispatcher (:mod:`core.dispatcher`) is written against this protocol, not the
+whole :class:`~core.store.Store`, so the queue's contract is one page: claim, finish
+and release jobs; keep this worker's heartbeat and leases; reclaim what dead or
+stalled workers held; share rate limits; and the housekeeping of a sweep. Each
+method's docstring is its contract; the implementations (``core/store/queue.py``,
+``leases.py``, ``dead_letters.py``, ``base.py``) say how. APScheduler 4's
+``abc.DataStore`` is the model.
+
+``Store`` satisfies it structurally: mypy checks that in ``core/store/__init__.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Protocol
+
+from core.channels.base import RateLimit
+from core.models import Worker
+from core.store.base import AuditEntry
+from core.store.leases import Backlog, KeptAlive, Slots
+from core.store.queue import ClaimedJob, Finished, QueueStats
+
+
+class DispatchStore(Protocol):
+    """The store methods a dispatcher calls."""
+
+    # --- the queue ------------------------------------------------------------------
+
+    async def claim_due(
+        self, *, now: datetime, worker: str, lease_until: datetime, limit: int
+    ) -> list[ClaimedJob]:
+        """Lease to ``worker`` up to ``limit`` jobs due by ``now``, oldest first (an attempt)."""
+        ...
+
+    async def finish(self, results: Sequence[Finished], *, worker: str, now: datetime) -> set[int]:
+        """Record a batch of outcomes in one transaction; the ids ``worker`` still held."""
+        ...
+
+    async def release(self, job_ids: Sequence[int], *, worker: str, now: datetime) -> int:
+        """Hand back jobs ``worker`` claimed and never tried, refunding the attempt."""
+        ...
+
+    async def next_due_at(self) -> datetime | None:
+        """When the earliest waiting job falls due (None when nothing waits)."""
+        ...
+
+    # --- heartbeats and leases ------------------------------------------------------
+
+    async def heartbeat(
+        self,
+        worker: str,
+        *,
+        host: str,
+        pid: int,
+        now: datetime,
+        stopped: bool = False,
+        machine: str | None = None,
+    ) -> None:
+        """Record that ``worker`` is alive at ``now`` (with ``stopped``: that it stopped)."""
+        ...
+
+    async def keep_alive(
+        self,
+        worker: str,
+        *,
+        host: str,
+        pid: int,
+        machine: str | None,
+        now: datetime,
+        job_ids: Sequence[int],
+        until: datetime,
+    ) -> KeptAlive:
+        """In one transaction, the heartbeat and ``worker``'s held leases to ``until``."""
+        ...
+
+    async def running_workers(self) -> list[Worker]:
+        """The dispatchers that have not stopped nor been declared dead."""
+        ...
+
+    async def reclaim_dead_workers(
+        self, *, now: datetime, silent_since: datetime, gone: Sequence[str], me: str
+    ) -> tuple[list[str], int]:
+        """Declare silent or gone workers (not ``me``) dead; hand back their jobs."""
+        ...
+
+    async def reclaim_expired(self, *, now: datetime) -> int:
+        """Hand back claimed jobs whose lease expired by ``now``; how many."""
+        ...
+
+    async def backlog(self, *, worker: str, after: datetime) -> Backlog:
+        """What a drain leaves: jobs due after ``after``, jobs other workers hold."""
+        ...
+
+    # --- shared rate limits ---------------------------------------------------------
+
+    async def reserve_slots(
+        self,
+        wanted: Mapping[str, tuple[int, RateLimit]],
+        *,
+        now: datetime,
+        window: float,
+        not_before: Mapping[str, datetime] | None = None,
+    ) -> dict[str, Slots]:
+        """Take send slots from shared buckets, none beyond ``window`` seconds."""
+        ...
+
+    async def pause_bucket(self, key: str, until: datetime, limit: RateLimit) -> None:
+        """No slot from ``key``'s shared bucket before ``until``, for any dispatcher."""
+        ...
+
+    # --- the sweep: figures and housekeeping ----------------------------------------
+
+    async def queue_stats(self, *, now: datetime) -> QueueStats:
+        """Jobs by state, retry requests awaiting an admin, the oldest overdue job."""
+        ...
+
+    async def job_counts(self, *, tenant: str | None = None) -> dict[str, int]:
+        """How many jobs are in each state (of one tenant's schedules, when given)."""
+        ...
+
+    async def prune_finished(self, *, before: datetime, batch: int = 5000) -> dict[str, int]:
+        """Delete attempts and finished jobs older than ``before`` (not dead ones)."""
+        ...
+
+    async def cap_dead_letters(
+        self, *, older_than: datetime, keep: int, now: datetime, audit: AuditEntry
+    ) -> int:
+        """Discard dead letters too old or beyond the newest ``keep``, audited."""
+        ...
+
+    async def optimize(self) -> None:
+        """Refresh the query planner's statistics where the database needs it."""
+        ...
