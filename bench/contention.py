@@ -1,6 +1,7 @@
 """SQLite under contention: people scheduling while the dispatcher drains a burst.
 
-``python -m bench.contention [--jobs 10000] [--calls 20] [--channel webhook|null]``
+``python -m bench.contention [--jobs 10000] [--calls 20] [--channel webhook|null]
+[--via db|api]``
 
 Starts ``herald run`` on a fresh SQLite file (a local webhook receiver for the
 ``webhook`` channel), puts ``--jobs`` one-off messages due at one instant into the
@@ -14,6 +15,10 @@ of which ``blocked`` is the time its main thread was neither running nor waiting
 a CPU (waiting for the database, mostly; Linux's schedstat). The same 20 calls are
 first made with the dispatcher idle (``idle``), then during the burst (``burst``): the
 difference is what the burst costs them.
+
+``--via api`` makes the calls as a script on another host would: through the running
+service's HTTP API (``HERALD_API_URL`` and ``HERALD_API_TOKEN`` set, a write token made
+with ``herald token create``), so they import no database code and wait on no lock.
 """
 
 from __future__ import annotations
@@ -132,17 +137,36 @@ async def _call(env: dict[str, str], i: int) -> dict[str, Any]:
     }
 
 
-async def run(jobs: int, calls: int, channel: str) -> dict[str, Any]:
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+async def _up(port: int) -> None:
+    """Until the service answers /healthz (at most a minute)."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            _, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(b"GET /healthz HTTP/1.0\r\n\r\n")
+            await writer.drain()
+            writer.close()
+            return
+        except OSError:
+            await asyncio.sleep(0.1)
+    raise SystemExit("herald run did not start within a minute")
+
+
+async def run(jobs: int, calls: int, channel: str, via: str = "db") -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "contention.db"
         receiver = None
         base = None
         if channel == "webhook":
-            import socket
-
-            with socket.socket() as probe:
-                probe.bind(("127.0.0.1", 0))
-                port = probe.getsockname()[1]
+            port = _free_port()
             receiver = subprocess.Popen(  # noqa: ASYNC220 - set-up, not timed
                 [sys.executable, "-m", "bench.receiver", str(port)], cwd=HERE.parent
             )
@@ -151,8 +175,25 @@ async def run(jobs: int, calls: int, channel: str) -> dict[str, Any]:
         else:
             destination = "null:"
         env = _env(db, base)
+        http_port = _free_port()
+        env["HERALD_HTTP_PORT"] = str(http_port)
         upgrade = [sys.executable, "-m", "bot.cli", "db", "upgrade"]
         subprocess.run(upgrade, env=env, check=True)  # noqa: ASYNC221 - set-up, not timed
+        callers = env
+        if via == "api":
+            admin = {**env, "USER": "bench", "HERALD_ADMINS": "local:bench"}
+            made = subprocess.run(  # noqa: ASYNC221 - set-up, not timed
+                [sys.executable, "-m", "bot.cli", "token", "create", "--member", "local:bench"],
+                env=admin,
+                check=True,
+                capture_output=True,
+                text=True,
+            )
+            callers = {
+                **env,
+                "HERALD_API_URL": f"http://127.0.0.1:{http_port}",
+                "HERALD_API_TOKEN": made.stdout.strip(),
+            }
         service = subprocess.Popen(  # noqa: ASYNC220 - set-up, not timed
             [sys.executable, "-m", "bot.cli", "run"],
             env={**env, "HERALD_LOG_LEVEL": "WARNING"},
@@ -160,12 +201,12 @@ async def run(jobs: int, calls: int, channel: str) -> dict[str, Any]:
             stderr=subprocess.DEVNULL,
         )
         try:
-            await asyncio.sleep(3.0)  # the service starts (a benchmark, not a test)
-            idle = await asyncio.gather(*(_call(env, i) for i in range(calls)))
+            await _up(http_port)
+            idle = await asyncio.gather(*(_call(callers, i) for i in range(calls)))
             began = time.perf_counter()
             await _fill(db, jobs, destination)
             await asyncio.sleep(0.2)  # the burst is under way
-            results = await asyncio.gather(*(_call(env, i) for i in range(calls)))
+            results = await asyncio.gather(*(_call(callers, i) for i in range(calls)))
             while await _finished(db) < jobs:  # noqa: ASYNC110 - another process's queue
                 await asyncio.sleep(0.5)
             burst = time.perf_counter() - began
@@ -179,6 +220,7 @@ async def run(jobs: int, calls: int, channel: str) -> dict[str, Any]:
         "jobs": jobs,
         "channel": channel,
         "calls": calls,
+        "via": via,
         "idle": _summary(idle),
         "burst": _summary(results),
         "burst_seconds": round(burst, 1),
@@ -201,8 +243,15 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=10_000)
     parser.add_argument("--calls", type=int, default=20)
     parser.add_argument("--channel", choices=("webhook", "null"), default="webhook")
+    parser.add_argument(
+        "--via",
+        choices=("db", "api"),
+        default="db",
+        help="the calls open the database, or ask the running service's HTTP API (HERALD_API_URL)",
+    )
     args = parser.parse_args()
-    print(json.dumps(asyncio.run(run(args.jobs, args.calls, args.channel)), indent=2))  # noqa: T201
+    result = asyncio.run(run(args.jobs, args.calls, args.channel, args.via))
+    print(json.dumps(result, indent=2))  # noqa: T201
     return 0
 
 

@@ -19,12 +19,25 @@ if TYPE_CHECKING:
     from core.settings import Settings
 
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what `yes | head` reports
+#: Commands that go through a running service's HTTP API when HERALD_API_URL and
+#: HERALD_API_TOKEN are set (bot/cli_remote.py), as the token's member.
+_REMOTE = frozenset({"schedule", "list", "show", "edit", "pause", "resume", "skip", "cancel"})
 
 
 def main(argv: Sequence[str] | None = None, *, settings: Settings | None = None) -> int:
     """Entry point of the ``herald`` console script. Returns the exit status."""
     args = build_parser().parse_args(argv)
     try:
+        if (
+            settings is None
+            and args.command in _REMOTE
+            and (os.environ.get("HERALD_API_URL") or os.path.exists(".env"))
+        ):
+            from bot.cli_remote import endpoint, run_remote
+
+            found = endpoint()
+            if found is not None:  # a running service answers: no database here
+                return run_remote(args, *found)
         from bot.cli_commands import run
 
         return run(args, settings)

@@ -19,6 +19,7 @@ from typing import Any, TextIO
 from zoneinfo import ZoneInfo
 
 from bot import cli_calendars
+from bot.cli_options import open_text, schedule_options
 from bot.cli_parser import EXIT_ERROR
 from bot.logs import configure_logging
 from core import calendars, db, reminders, timeexpr, views
@@ -99,7 +100,7 @@ class Cli:
             tz=a.tz,
             key=a.key,
             max_lateness=a.max_lateness,
-            options=_options(a),
+            options=schedule_options(a),
             skip=urls,
             skip_files=files,
         )
@@ -229,7 +230,7 @@ class Cli:
 
     async def cmd_import(self, herald: Herald) -> None:
         a = self.args
-        stream = sys.stdin if a.file == "-" else _open_text(a.file)
+        stream = sys.stdin if a.file == "-" else open_text(a.file)
         tty = sys.stderr.isatty()
 
         def progress(done: int, total: int) -> None:
@@ -537,35 +538,6 @@ def _utc_minute(value: datetime | None) -> str:
     return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M") if value else "-"
 
 
-def _json_arg(name: str, value: str) -> Any:
-    text = value
-    if value.startswith("@"):
-        with _open_text(value[1:]) as f:
-            text = f.read()
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InvalidInput(
-            f"--{name} is not valid JSON ({exc.msg} at column {exc.colno})."
-        ) from exc
-
-
-def _options(a: argparse.Namespace) -> dict[str, Any]:
-    options: dict[str, Any] = {}
-    if a.username:
-        options["username"] = a.username
-    if a.icon_url:
-        options["icon_url"] = a.icon_url
-        options["avatar_url"] = a.icon_url
-    if a.subject:
-        options["subject"] = a.subject
-    if a.blocks:
-        options["blocks"] = _json_arg("blocks", a.blocks)
-    if a.embeds:
-        options["embeds"] = _json_arg("embeds", a.embeds)
-    return options
-
-
 def _application_id(settings: Settings) -> int:
     """A Discord bot token's first segment is its application id in base64."""
     import base64
@@ -582,13 +554,6 @@ def _application_id(settings: Settings) -> int:
         raise InvalidInput(
             "DISCORD_BOT_TOKEN does not start with an application id: give --application-id."
         ) from exc
-
-
-def _open_text(path: str) -> TextIO:
-    try:
-        return open(path, encoding="utf-8")  # noqa: SIM115 - closed by the caller's with
-    except OSError as exc:
-        raise InvalidInput(f"Cannot read {path}: {exc.strerror}.") from exc
 
 
 def _parse_now(text: str) -> datetime:

@@ -82,6 +82,11 @@ class Settings(BaseSettings):
     api_rate: float = Field(default=20.0, gt=0, alias="HERALD_API_RATE")
     api_burst: int = Field(default=40, ge=1, alias="HERALD_API_BURST")
     api_max_import: int = Field(default=10 * 1024 * 1024, ge=1, alias="HERALD_API_MAX_IMPORT")
+    #: The CLI as a client: with both set, `herald schedule`, `list`, `show`, `edit`,
+    #: `pause`, `resume`, `skip` and `cancel` ask the service at this URL (its HTTP API)
+    #: as the token's member instead of opening the database (bot/cli_remote.py).
+    api_url: str | None = Field(default=None, alias="HERALD_API_URL")
+    api_token: SecretStr | None = Field(default=None, alias="HERALD_API_TOKEN")
 
     # the console
     #: The member the console acts as (default local:$USER); `herald console --serve`
@@ -282,6 +287,7 @@ class Settings(BaseSettings):
                 self.slack_signing_secret,
                 self.discord_bot_token,
                 self.smtp_password,
+                self.api_token,
             )
             if secret is not None
         ]

@@ -1,0 +1,49 @@
+"""What ``herald schedule``'s options mean, read without importing the store: the local
+command and the one that talks to a running service (bot/cli_remote.py) share it."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any, TextIO
+
+from core.errors import InvalidInput
+
+
+def open_text(path: str) -> TextIO:
+    try:
+        return open(path, encoding="utf-8")  # noqa: SIM115 - closed by the caller's with
+    except OSError as exc:
+        raise InvalidInput(f"Cannot read {path}: {exc.strerror}.") from exc
+
+
+def json_arg(name: str, value: str) -> Any:
+    """``--name``'s JSON, given inline or as ``@FILE``."""
+    text = value
+    if value.startswith("@"):
+        with open_text(value[1:]) as f:
+            text = f.read()
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidInput(
+            f"--{name} is not valid JSON ({exc.msg} at column {exc.colno})."
+        ) from exc
+
+
+def schedule_options(a: argparse.Namespace) -> dict[str, Any]:
+    """The channel options ``herald schedule`` was given (sender name, icon, subject,
+    Slack blocks, Discord embeds)."""
+    options: dict[str, Any] = {}
+    if a.username:
+        options["username"] = a.username
+    if a.icon_url:
+        options["icon_url"] = a.icon_url
+        options["avatar_url"] = a.icon_url
+    if a.subject:
+        options["subject"] = a.subject
+    if a.blocks:
+        options["blocks"] = json_arg("blocks", a.blocks)
+    if a.embeds:
+        options["embeds"] = json_arg("embeds", a.embeds)
+    return options

@@ -1,0 +1,270 @@
+"""The CLI through a running service's HTTP API instead of the database.
+
+With ``HERALD_API_URL`` and ``HERALD_API_TOKEN`` set (in the environment or ``.env``),
+``herald schedule``, ``list``, ``show``, ``edit``, ``pause``, ``resume``, ``skip`` and
+``cancel`` ask ``herald run`` over ``/v1`` as the token's member. Such a command imports
+neither the store nor SQLAlchemy: it starts in a few tens of milliseconds and waits on
+no database lock, so many scripts can schedule at once while the dispatcher drains a
+burst. Every other command (and every command without those settings) reads the
+database as before. The answers read as the local commands' do; refusals are the
+service's own sentences.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import urllib.error
+import urllib.parse
+import urllib.request
+from datetime import datetime
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from bot.cli_parser import EXIT_ERROR
+
+#: How the local commands say each change happened.
+_CHANGED = {
+    "pause": "paused",
+    "resume": "resumed",
+    "skip": "skips its next occurrence",
+    "cancel": "cancelled",
+}
+TIMEOUT = 30.0
+
+
+class RemoteError(Exception):
+    """A refusal or failure, in the sentence to print."""
+
+
+def endpoint(environ: dict[str, str] | None = None) -> tuple[str, str] | None:
+    """``(url, token)`` when both are set (environment first, then ``.env``)."""
+    env = os.environ if environ is None else environ
+    url, token = env.get("HERALD_API_URL"), env.get("HERALD_API_TOKEN")
+    if (url is None or token is None) and os.path.exists(".env"):
+        from dotenv import dotenv_values
+
+        values = dotenv_values(".env")
+        url = url or values.get("HERALD_API_URL")
+        token = token or values.get("HERALD_API_TOKEN")
+    if url and token:
+        return url.rstrip("/"), token
+    return None
+
+
+class Remote:
+    """One command against ``url`` with ``token``."""
+
+    def __init__(self, url: str, token: str, out: Any = None) -> None:
+        self.url = url
+        self.token = token
+        self.out = out or sys.stdout
+
+    def call(
+        self,
+        method: str,
+        path: str,
+        body: dict[str, Any] | None = None,
+        *,
+        query: dict[str, Any] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> tuple[int, dict[str, str], Any]:
+        target = f"{self.url}/v1{path}"
+        if query:
+            target += "?" + urllib.parse.urlencode(
+                {k: str(v).lower() if isinstance(v, bool) else v for k, v in query.items()}
+            )
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(target, data=data, method=method)
+        request.add_header("Authorization", f"Bearer {self.token}")
+        request.add_header("Accept", "application/json")
+        if data is not None:
+            request.add_header("Content-Type", "application/json")
+        for name, value in (headers or {}).items():
+            request.add_header(name, value)
+        try:
+            with urllib.request.urlopen(request, timeout=TIMEOUT) as response:  # noqa: S310
+                return response.status, dict(response.headers), json.load(response)
+        except urllib.error.HTTPError as exc:
+            raise RemoteError(_problem_text(exc)) from None
+        except (urllib.error.URLError, OSError) as exc:
+            reason = getattr(exc, "reason", exc)
+            raise RemoteError(
+                f"Cannot reach Herald at {self.url} ({reason}): is `herald run` up, and "
+                "HERALD_API_URL right?"
+            ) from None
+
+    def emit(self, text: str = "") -> None:
+        self.out.write(text + "\n")
+
+    def emit_json(self, data: Any) -> None:
+        self.out.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+
+    # --- commands ---------------------------------------------------------------------
+
+    def schedule(self, a: argparse.Namespace) -> None:
+        from bot.cli_options import schedule_options
+
+        files = [s for s in a.skip_calendar or [] if not s.startswith(("http://", "https://"))]
+        if files:
+            raise RemoteError(
+                f"--skip-calendar {files[0]} is a file: through HERALD_API_URL only calendar "
+                "URLs can be skipped (unset HERALD_API_URL to read the file here)."
+            )
+        body: dict[str, Any] = {"to": a.to, "when": a.when, "text": a.text}
+        for name, value in (("tz", a.tz), ("key", a.key), ("max_lateness", a.max_lateness)):
+            if value is not None:
+                body[name] = value
+        options = schedule_options(a)
+        if options:
+            body["options"] = options
+        if a.skip_calendar:
+            body["skip"] = list(a.skip_calendar)
+        status, _, s = self.call("POST", "/schedules", body)
+        created = status == 201
+        if a.json:
+            self.emit_json({**s, "created": created})
+            return
+        if not created:
+            print(  # noqa: T201 - CLI output
+                f"Schedule {s['id']} already exists with key {a.key!r}; nothing new created.",
+                file=sys.stderr,
+            )
+        if a.quiet:
+            self.emit(str(s["id"]))
+            return
+        zone = s["timezone"]
+        self.emit(f"Schedule {s['id']}: {s['description']}, in {zone}.")
+        self.emit(f"  to:   {s['destination']}")
+        if s["next_run_at"]:
+            self.emit(f"  next: {_local(s['next_run_at'], zone)} {zone}   ({s['next_run_at']})")
+
+    def list(self, a: argparse.Namespace) -> None:
+        if a.limit < 1:
+            raise RemoteError("The limit must be at least 1.")
+        rows: list[dict[str, Any]] = []
+        query: dict[str, Any] = {"all": a.all}
+        for name, value in (("state", a.state), ("to", a.to), ("search", a.search)):
+            if value is not None:
+                query[name] = value
+        if a.tenant is not None:
+            query["tenant"] = a.tenant
+        while len(rows) < a.limit:
+            query["limit"] = min(200, a.limit - len(rows))
+            _, _, page = self.call("GET", "/schedules", query=query)
+            rows += page["items"]
+            if not page["next_cursor"]:
+                break
+            query["cursor"] = page["next_cursor"]
+        if a.json:
+            self.emit_json(rows)
+            return
+        if not rows:
+            self.emit("No schedules.")
+            return
+        header = ["ID", "STATE", "NEXT (in the schedule's zone)", "TO", "TEXT"]
+        table = [
+            [
+                str(s["id"]),
+                s["state"],
+                f"{_local(s['next_run_at'], s['timezone'])} {s['timezone']}"
+                if s["next_run_at"]
+                else "-",
+                s["destination"],
+                " ".join(s["text"].split())[:60],
+            ]
+            for s in rows
+        ]
+        if {s["tenant"] for s in rows} != {"local"}:
+            header = ["TENANT", *header]
+            table = [[s["tenant"], *row] for s, row in zip(rows, table, strict=True)]
+        widths = [max(len(r[i]) for r in (header, *table)) for i in range(len(header) - 1)]
+        for row in (header, *table):
+            cells = [f"{cell:<{w}}" for cell, w in zip(row, widths, strict=False)]
+            self.emit("  ".join([*cells, row[-1]]).rstrip())
+
+    def show(self, a: argparse.Namespace) -> None:
+        _, _, s = self.call("GET", f"/schedules/{a.id}")
+        _, _, detail = self.call("GET", f"/schedules/{a.id}/jobs")
+        if a.json:
+            self.emit_json({**s, "jobs": detail["jobs"], "attempts": detail["attempts"]})
+            return
+        self.emit(f"Schedule {s['id']} ({s['state']}, version {s['version']})")
+        self.emit(f"  to:      {s['destination']}")
+        self.emit(f"  when:    {s['expression']}  [{s['description']}]")
+        self.emit(f"  next:    {_local(s['next_run_at'], s['timezone'])} {s['timezone']}")
+        self.emit(f"  owner:   {s['owner']}")
+        if s["tenant"] != "local":
+            self.emit(f"  tenant:  {s['tenant']}")
+        self.emit(f"  text:    {s['text']}")
+        self.emit("  jobs:")
+        for job in detail["jobs"]:
+            err = f"  {job['last_error']}" if job["last_error"] else ""
+            self.emit(
+                f"    {job['id']:>6}  {job['state']:<9}  due {job['due_at']}  "
+                f"attempts {job['attempts']}{err}"
+            )
+        if detail["attempts"]:
+            self.emit("  attempts:")
+            for at in detail["attempts"]:
+                code = f" {at['status_code']}" if at["status_code"] is not None else ""
+                self.emit(f"    {at['started_at']}  job {at['job_id']}  {at['outcome']}{code}")
+
+    def change(self, a: argparse.Namespace) -> None:
+        headers = {} if a.version is None else {"If-Match": f'"{a.version}"'}
+        if a.command == "edit":
+            fields = (("when", a.when), ("text", a.text), ("to", a.to), ("tz", a.tz))
+            body = {name: value for name, value in fields if value is not None}
+            _, _, s = self.call("PATCH", f"/schedules/{a.id}", body, headers=headers)
+            what = "updated"
+        else:
+            _, _, s = self.call("POST", f"/schedules/{a.id}/{a.command}", headers=headers)
+            what = _CHANGED[a.command]
+        if a.json:
+            self.emit_json(s)
+        elif s["next_run_at"] is None:
+            self.emit(f"Schedule {s['id']} {what}.")
+        else:
+            nxt = _local(s["next_run_at"], s["timezone"])
+            self.emit(f"Schedule {s['id']} {what}; next: {nxt} {s['timezone']}.")
+
+
+def run_remote(args: argparse.Namespace, url: str, token: str) -> int:
+    """Carry out a command the API serves. Returns the exit status."""
+    remote = Remote(url, token)
+    try:
+        if args.command == "schedule":
+            remote.schedule(args)
+        elif args.command == "list":
+            remote.list(args)
+        elif args.command == "show":
+            remote.show(args)
+        else:
+            remote.change(args)
+    except RemoteError as exc:
+        print(f"herald: error: {exc}", file=sys.stderr)  # noqa: T201 - CLI output
+        return EXIT_ERROR
+    except Exception as exc:  # noqa: BLE001 - e.g. InvalidInput from an option's JSON
+        if type(exc).__module__.startswith("core."):
+            print(f"herald: error: {exc}", file=sys.stderr)  # noqa: T201 - CLI output
+            return EXIT_ERROR
+        raise
+    return 0
+
+
+def _problem_text(exc: urllib.error.HTTPError) -> str:
+    try:
+        body = json.loads(exc.read() or b"{}")
+    except ValueError:
+        body = {}
+    detail = body.get("detail") if isinstance(body, dict) else None
+    return str(detail or f"Herald answered {exc.code} {exc.reason}.")
+
+
+def _local(iso: str | None, zone: str) -> str:
+    """``Mon 30 Mar 2026 09:00`` in ``zone`` (as the local commands print it)."""
+    if iso is None:
+        return "-"
+    return datetime.fromisoformat(iso).astimezone(ZoneInfo(zone)).strftime("%a %d %b %Y %H:%M")
