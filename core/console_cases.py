@@ -35,8 +35,6 @@ from core.store.console import (
     ScheduleFilter,
 )
 from core.store.queue import DeadLetter
-from core.timeexpr_once import parse_once
-from core.timeexpr_words import normalise
 
 if TYPE_CHECKING:
     from core.usecases import ScheduleDetail
@@ -89,18 +87,18 @@ _UTC = ZoneInfo("UTC")
 
 def parse_shift(text: str, now: datetime | None = None) -> timedelta:
     """A signed duration up to a year, written as Herald reads "in <duration>" anywhere
-    (:func:`core.timeexpr_once.parse_once`): ``2 hours``, ``90m``, ``1h30m``, ``1 day``,
+    (:func:`core.timeexpr.parse_once`): ``2 hours``, ``90m``, ``1h30m``, ``1 day``,
     ``half an hour``, ``1 week 2 days``, ``-15 minutes``. Days and weeks are 24 h and
     7 × 24 h; months and years count from ``now`` (default: 1970-01-01), in UTC.
     Raises InvalidInput for anything else."""
-    words = normalise(text)
+    words = timeexpr.normalise(text)
     sign = -1 if words.startswith("-") else 1
     amount = words[1:].strip() if words[:1] in ("-", "+") else words
     reference = now or _EPOCH
     moved = None
     if amount and " at " not in f" {amount} ":  # a time of day is no duration
         try:
-            found = parse_once(f"in {amount}", _UTC, reference)
+            found = timeexpr.parse_once(f"in {amount}", _UTC, reference)
         except InvalidInput:
             found = None
         moved = found.instant if found is not None else None

@@ -16,7 +16,6 @@ from core.errors import HeraldError
 from core.feeds import describe_before
 from core.models import Feed, Schedule, ScheduleState
 from core.store.queue import Finished
-from core.timeexpr_words import format_clock, format_day
 from core.usecases import ScheduleDetail
 from core.views import describe
 
@@ -29,7 +28,7 @@ OPEN_STATES = (ScheduleState.ACTIVE.value, ScheduleState.PAUSED.value)
 def wall(at: datetime, zone: str) -> str:
     """``Tue 3 Mar 2026 09:00`` in ``zone``, as core words it (whatever the locale)."""
     local = at.astimezone(ZoneInfo(zone))
-    return f"{format_day(local)} {format_clock(local)}"
+    return f"{timeexpr.format_day(local)} {timeexpr.format_clock(local)}"
 
 
 def stamp(at: datetime) -> str:

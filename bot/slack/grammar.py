@@ -46,9 +46,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from core import timeexpr
 from core.errors import InvalidInput
 from core.models import STATE_FILTERS
-from core.timeexpr_words import MONTHS, WEEKDAYS
 
 EXAMPLE = "/schedule #general every weekday at 9am: Standup in 5 minutes!"
 QUOTED_EXAMPLE = '/schedule #general "Lunch!" tomorrow at noon'
@@ -341,7 +341,7 @@ _TIME_WORDS = (
     "at", "in", "on", "every", "each", "tomorrow", "today", "tonight", "next", "this",
     "daily", "hourly", "weekly", "monthly", "yearly", "annually", "fortnightly", "noon",
     "midday", "midnight", "eod", "end", "weekdays", "weekends", "rrule", "after",
-    *WEEKDAYS, *MONTHS,
+    *timeexpr.WEEKDAYS, *timeexpr.MONTHS,
 )  # fmt: skip
 _TIME_START_RE = re.compile(
     r"(?:\d|(?:" + "|".join(sorted(_TIME_WORDS, key=len, reverse=True)) + r")(?![\w-]))",
@@ -375,11 +375,11 @@ def _refuse_unknown(head: str, tail: str) -> None:
     if word == ME or not _WORD.fullmatch(word) or (rest and not _ID.fullmatch(rest)):
         return  # "me" starts a reminder to yourself
     from core.fuzzy import closest
-    from core.timeexpr_suggest import vocabulary
 
     commands = sorted({*KEYWORDS, "remind"} - {"feeds"})
     near = closest(word, commands)
-    if near is None and (word in vocabulary() or closest(word, vocabulary()) is not None):
+    known = timeexpr.vocabulary()
+    if near is None and (word in known or closest(word, known) is not None):
         return
     hint = f" Did you mean `{near}`?" if near is not None else ""
     raise Refusal(

@@ -27,8 +27,8 @@ from zoneinfo import ZoneInfo
 
 from dateutil.relativedelta import relativedelta
 
-from core.timeexpr_rule import MAX_YEAR, localize, wall_clock
-from core.timeexpr_words import (
+from core.timeexpr.rule import MAX_YEAR, localize, wall_clock
+from core.timeexpr.words import (
     CLOCK_RE,
     MONTH_RE,
     NUMBER_RE,
