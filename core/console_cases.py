@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
-from zoneinfo import ZoneInfo
 
 from core import timeexpr
 from core.actors import Actor, ActorRef
@@ -80,36 +79,21 @@ def unavailable(actor: Actor, action: str) -> str | None:
     return rule[1]
 
 
-#: Where months and years of a shift count from when no ``now`` is given.
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_UTC = ZoneInfo("UTC")
-
-
 def parse_shift(text: str, now: datetime | None = None) -> timedelta:
-    """A signed duration up to a year, written as Herald reads "in <duration>" anywhere
-    (:func:`core.timeexpr.parse_once`): ``2 hours``, ``90m``, ``1h30m``, ``1 day``,
+    """A signed duration up to a year, written as Herald reads any duration
+    (:func:`core.timeexpr.parse_duration`): ``2 hours``, ``90m``, ``1h30m``, ``1 day``,
     ``half an hour``, ``1 week 2 days``, ``-15 minutes``. Days and weeks are 24 h and
     7 × 24 h; months and years count from ``now`` (default: 1970-01-01), in UTC.
     Raises InvalidInput for anything else."""
-    words = timeexpr.normalise(text)
-    sign = -1 if words.startswith("-") else 1
-    amount = words[1:].strip() if words[:1] in ("-", "+") else words
-    reference = now or _EPOCH
-    moved = None
-    if amount and " at " not in f" {amount} ":  # a time of day is no duration
-        try:
-            found = timeexpr.parse_once(f"in {amount}", _UTC, reference)
-        except InvalidInput:
-            found = None
-        moved = found.instant if found is not None else None
-    if moved is None:
+    try:
+        shift = timeexpr.parse_duration(text, now=now)
+    except InvalidInput:
         raise InvalidInput(
             f"{text!r} is not a duration: write e.g. 2 hours, 90m, 1h30m, 1 day or -15 minutes."
-        )
-    delta = moved - reference
-    if not timedelta(seconds=1) <= delta <= timedelta(days=366):
+        ) from None
+    if not timedelta(seconds=1) <= abs(shift) <= timedelta(days=366):
         raise InvalidInput("A shift must be between 1 second and a year.")
-    return sign * delta
+    return shift
 
 
 @dataclass(frozen=True)

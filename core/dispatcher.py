@@ -1103,9 +1103,5 @@ def _left(backlog: Backlog, now: datetime, window: float) -> list[str]:
 
 
 def _duration(seconds: float) -> str:
-    seconds = abs(seconds)
-    if seconds < 90:
-        return f"{seconds:.0f}s"
-    if seconds < 90 * 60:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
+    """A wait or a lateness in a notice: ``45s``, ``12 min``, ``1.5 h``."""
+    return timeexpr.describe_duration(seconds, rough=True)

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import re
 import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -31,7 +30,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
-from core import calendars, limits, templates
+from core import calendars, limits, templates, timeexpr
 from core.actors import Actor, ActorRef, Principal, Surface
 from core.calendar_worker import CalendarReader
 from core.case_base import CaseBase
@@ -55,30 +54,27 @@ FEED_WINDOW = timedelta(days=60)
 SYSTEM = "system:calendars"
 #: The surface of what calendar refreshes do on their own.
 BY_HERALD = Surface.SYSTEM.value
-_DURATION = re.compile(r"^\s*(\d+)\s*(s|sec|m|min|h|hour|hours|d|day|days)?\s*$", re.I)
-_UNIT = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "hour": 3600, "hours": 3600}
 
 
 def parse_before(text: str) -> int:
-    """``10m``, ``1h``, ``90s``, ``2d`` (bare numbers are minutes) as seconds."""
-    m = _DURATION.match(text or "")
-    if not m:
-        raise InvalidInput(f"{text!r} is not a lead time: write e.g. 10m, 1h or 1d.")
-    unit = (m.group(2) or "m").lower()
-    seconds = int(m.group(1)) * _UNIT.get(unit, 86400)
-    if not 0 <= seconds <= 30 * 86400:
+    """A lead time as whole seconds, written as Herald reads any duration
+    (:func:`core.timeexpr.parse_duration`): ``10m``, ``1h``, ``90s``, ``2d``,
+    ``1h30m``, ``15 minutes``; a bare number is minutes."""
+    try:
+        lead = timeexpr.parse_duration(text, bare="m")
+    except InvalidInput:
+        lead = None
+    if lead is None or lead < timedelta(0) or lead % timedelta(seconds=1):
+        raise InvalidInput(f"{text!r} is not a lead time: write e.g. 10m, 1h or 1d.") from None
+    if lead > timedelta(days=30):
         raise InvalidInput("The lead time must be between 0 and 30 days.")
-    return seconds
+    return int(lead.total_seconds())
 
 
 def describe_before(seconds: int) -> str:
     """A lead time in words (the reverse of :func:`parse_before`): ``10 minutes``,
     ``1 hour``, ``2 days``."""
-    for size, unit in ((86400, "day"), (3600, "hour"), (60, "minute")):
-        if seconds >= size and seconds % size == 0:
-            count = seconds // size
-            return f"{count} {unit}{'s' if count != 1 else ''}"
-    return f"{seconds} second{'s' if seconds != 1 else ''}"
+    return timeexpr.describe_duration(seconds)
 
 
 @dataclass

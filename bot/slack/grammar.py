@@ -205,11 +205,6 @@ _RFC_5545 = re.compile(r"^\s*(?:rrule|dtstart|exdate|rdate)\b", re.I)
 _ZONE_WORDS = 4
 _QUOTES = '"“”'
 _LINK = re.compile(r"<((?:https?|webcal)://[^\s|>]+)(?:\|[^>]*)?>")
-_UNITS = {
-    "s": "s", "sec": "s", "secs": "s", "second": "s", "seconds": "s",
-    "m": "m", "min": "m", "mins": "m", "minute": "m", "minutes": "m",
-    "h": "h", "hour": "h", "hours": "h", "d": "d", "day": "d", "days": "d",
-}  # fmt: skip
 
 
 def unescape(text: str) -> str:
@@ -520,9 +515,9 @@ def _feed_add(rest: str) -> FeedAdd:
                 raise Refusal("A feed posts into one channel: name only one.")
             channel = match.group(1)
         elif lower == "before" and words:
-            before = words.pop(0)
-            if words and words[0].lower() in _UNITS:
-                before += _UNITS[words.pop(0).lower()]
+            before = words.pop(0)  # "10m", or "10 minutes": the unit is the next word
+            if words and words[0].lower() in timeexpr.DURATION_UNITS:
+                before = f"{before} {words.pop(0)}"
         elif (link := plain(word)).startswith(("http://", "https://", "webcal://")):
             if url is not None:
                 raise Refusal("A feed reads one calendar: add one feed per calendar.")

@@ -42,6 +42,8 @@ from core.errors import InvalidInput
 from core.timeexpr.cron import cron_lines
 from core.timeexpr.dates import with_dates
 from core.timeexpr.describe import describe_rule
+from core.timeexpr.durations import UNITS as DURATION_UNITS
+from core.timeexpr.durations import describe_duration, parse_duration
 from core.timeexpr.every import Draft, parse_every
 from core.timeexpr.freeform import parse_freeform
 from core.timeexpr.once import Moment, parse_once
@@ -79,19 +81,20 @@ from core.timeexpr.words import (
 __all__ = [
     "DEFAULT_TIME",
     "DEFAULT_TIME_NOTE",
+    "DURATION_UNITS",
     "MONTHS",
     "WEEKDAYS",
     "Rule",
     "When",
     "clock",
     "describe",
+    "describe_duration",
     "format_clock",
     "format_day",
     "next_occurrence",
-    "normalise",
     "occurrences",
     "ordinal_text",
-    "parse_once",
+    "parse_duration",
     "parse_rule",
     "parse_when",
     "take",

@@ -329,3 +329,55 @@ def test_every_lead_time_slack_took_reads_the_same() -> None:
         assert parse_before(glued.before) == _old_parse_before(f"{number}m")
     default = grammar.parse("feed add https://x.org/t.ics")
     assert isinstance(default, grammar.FeedAdd) and parse_before(default.before) == 600
+
+
+# --- the one grammar, read directly ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "duration"),
+    [
+        ("90s", timedelta(seconds=90)),
+        ("10 MIN", timedelta(minutes=10)),
+        ("1h30m", timedelta(minutes=90)),
+        ("an hour and a half", timedelta(minutes=90)),
+        ("1 week, 2 days", timedelta(days=9)),
+        ("-15 minutes", timedelta(minutes=-15)),
+        ("+2 hrs", timedelta(hours=2)),
+        ("0m", timedelta(0)),
+        ("١٠m", timedelta(minutes=10)),
+    ],
+)
+def test_parse_duration_reads_every_spelling(text: str, duration: timedelta) -> None:
+    assert timeexpr.parse_duration(text) == duration
+
+
+def test_a_bare_number_is_read_only_in_the_unit_asked_for() -> None:
+    assert timeexpr.parse_duration("10", bare="m") == timedelta(minutes=10)
+    with pytest.raises(InvalidInput):
+        timeexpr.parse_duration("10")
+
+
+def test_every_reader_now_takes_every_spelling() -> None:
+    """One grammar: what one reader takes, the others take (within their ranges)."""
+    for text in ("1h30m", "90 minutes", "an hour and a half", "1 hr 30 mins"):
+        assert parse_before(text) == 5400
+        assert parse_shift(text) == timedelta(minutes=90)
+        assert timeexpr.parse_when(f"in {text}", tz="UTC", now=_EPOCH).first == _EPOCH + (
+            timedelta(minutes=90)
+        )
+    command = grammar.parse("feed add https://x.org/t.ics before 1 week")
+    assert isinstance(command, grammar.FeedAdd) and parse_before(command.before) == 7 * 86400
+
+
+@pytest.mark.parametrize("text", ["-5m", "- 10", "half a second", "soon", "5 minutes ago"])
+def test_what_is_no_lead_time_says_so(text: str) -> None:
+    with pytest.raises(InvalidInput, match="is not a lead time"):
+        parse_before(text)
+
+
+def test_a_duration_in_words() -> None:
+    assert timeexpr.describe_duration(timedelta(hours=2)) == "2 hours"
+    assert timeexpr.describe_duration(90) == "90 seconds"
+    assert timeexpr.describe_duration(timedelta(minutes=-12), rough=True) == "12 min"
+    assert timeexpr.describe_duration(5400.0, rough=True) == "1.5 h"
