@@ -701,7 +701,7 @@ class Dispatcher:
             skip = job.options.get("skip")
             if skip:
                 # Occurrences on a skip calendar's dates: their ``skipped`` jobs were
-                # recorded when the calendar was attached or refreshed (core.feeds).
+                # recorded when the calendar was attached or refreshed (core.cases.calendars).
                 return calendars.next_allowed(job.rrule, after, Blackouts.from_json(skip))[0]
             return timeexpr.next_occurrence(job.rrule, after)
         except HeraldError:

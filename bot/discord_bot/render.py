@@ -11,9 +11,9 @@ from datetime import datetime
 from zoneinfo import ZoneInfo
 
 from core import calendars, limits, timeexpr, views
+from core.cases.calendars import describe_before
 from core.destinations import parse_destination
 from core.errors import HeraldError
-from core.feeds import describe_before
 from core.models import Feed, Schedule, ScheduleState
 from core.store.queue import Finished
 from core.usecases import ScheduleDetail

@@ -3,8 +3,8 @@
 What people write (``10m``, ``90 seconds``, ``1h30m``, ``an hour and a half``,
 ``1 week, 2 days``, ``half an hour``, ``-15 minutes``) is read here for every reader
 of a duration: a one-off's ``in <duration>`` (:mod:`core.timeexpr.once`), a feed's
-lead time (``core.feeds.parse_before``), the console's shift
-(``core.console_cases.parse_shift``) and Slack's ``before N unit``. Each caller keeps
+lead time (``core.cases.calendars.parse_before``), the console's shift
+(``core.cases.console.parse_shift``) and Slack's ``before N unit``. Each caller keeps
 its own sentence when the text is refused and its own range.
 
 - :data:`UNITS`: every spelling of a unit and the unit it names.

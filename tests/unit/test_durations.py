@@ -18,10 +18,10 @@ from dateutil.relativedelta import relativedelta
 
 from bot.slack import grammar
 from core import timeexpr
-from core.console_cases import parse_shift
+from core.cases.calendars import describe_before, parse_before
+from core.cases.console import parse_shift
 from core.dispatcher import _duration
 from core.errors import InvalidInput
-from core.feeds import describe_before, parse_before
 
 # --- the feeds' lead time, as it was -------------------------------------------------
 

@@ -1,5 +1,5 @@
-"""Use cases of the operator console: overview, pages, bulk actions, timelines. A mixin
-of :class:`core.usecases.Herald`; every surface may call them.
+"""Use cases of the operator console: overview, pages, bulk actions, timelines. Use cases
+of :class:`core.cases.Herald`; every surface may call them.
 
 Who may do what is decided here (and by the use cases these call), never by a screen:
 :func:`unavailable` tells a surface in advance which actions a role lacks and why, and
@@ -11,11 +11,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from core import timeexpr
 from core.actors import Actor, ActorRef
-from core.case_base import CaseBase
+from core.cases.dead_letters import DeadLetterCases
+from core.cases.schedules import ScheduleCases
 from core.destinations import parse_destination
 from core.errors import Conflict, HeraldError, InvalidInput, NotFound
 from core.models import Audit, Job, Schedule, ScheduleState
@@ -34,9 +35,6 @@ from core.store.console import (
     ScheduleFilter,
 )
 from core.store.queue import DeadLetter
-
-if TYPE_CHECKING:
-    from core.usecases import ScheduleDetail
 
 CHUNK = 500
 
@@ -142,30 +140,8 @@ class Timeline:
     focus_job: int | None = None
 
 
-class ConsoleCases(CaseBase):
-    """The console's use cases; rely on :class:`~core.case_base.CaseBase` and on the
-    dead-letter and schedule use cases they build on."""
-
-    async def show_schedule(self, actor_id: ActorRef, schedule_id: int) -> ScheduleDetail:
-        raise NotImplementedError
-
-    async def resume_schedule(
-        self, actor_id: ActorRef, schedule_id: int, *, expected_version: int | None = None
-    ) -> Schedule:
-        raise NotImplementedError
-
-    async def retry_dead_letters(
-        self, actor_id: ActorRef, job_ids: Sequence[int]
-    ) -> tuple[str, int]:
-        raise NotImplementedError
-
-    async def reject_dead_retry(
-        self, actor_id: ActorRef, job_ids: Sequence[int], reason: str | None = None
-    ) -> int:
-        raise NotImplementedError
-
-    async def discard_dead_letters(self, actor_id: ActorRef, job_ids: Sequence[int]) -> int:
-        raise NotImplementedError
+class ConsoleCases(ScheduleCases, DeadLetterCases):
+    """The console's use cases, built on the schedule and dead-letter use cases."""
 
     # --- overview -------------------------------------------------------------------
 

@@ -1,6 +1,6 @@
 """Calendar use cases: skip calendars on schedules, event feeds, refresh, export.
 
-A mixin of :class:`core.usecases.Herald` (like :class:`core.dead_letters.DeadLetterCases`).
+Use cases of :class:`core.cases.Herald` (through :class:`CalendarCases`).
 
 - A **skip calendar** is an iCalendar source whose events are times to skip (an all-day
   event its dates, a timed one the occurrences inside it; read in the schedule's zone,
@@ -13,7 +13,7 @@ A mixin of :class:`core.usecases.Herald` (like :class:`core.dead_letters.DeadLet
   each event instance is a one-off schedule of the feed's owner keyed
   ``feed:<feed id>:<instance hash>``; a moved instance moves it, a cancelled or deleted
   one cancels it.
-- :meth:`FeedCases.refresh_calendars` revalidates every URL source (ETag /
+- :meth:`CalendarCases.refresh_calendars` revalidates every URL source (ETag /
   Last-Modified); a failure is recorded on the calendar (failing since, failures in a
   row, the error with URLs redacted), logged and counted, and its last good state stays.
   The calendar gauges of :class:`core.metrics.Metrics` are set from the database.
@@ -27,13 +27,12 @@ import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
 from core import calendars, limits, templates, timeexpr
 from core.actors import Actor, ActorRef, Principal, Surface
 from core.calendar_worker import CalendarReader
-from core.case_base import CaseBase
+from core.cases.base import CaseBase
 from core.destinations import parse_destination
 from core.errors import HeraldError, InvalidInput, NotFound
 from core.ics_export import export
@@ -43,9 +42,6 @@ from core.scrub import scrub_credentials
 from core.store import AuditEntry, ScheduleQuery
 from core.store.calendars import CalendarQueries, FetchRecord
 from core.tenancy import neutralize_mentions
-
-if TYPE_CHECKING:  # prometheus_client loads where metrics are served
-    from core.metrics import Metrics
 
 log = logging.getLogger(__name__)
 
@@ -87,16 +83,10 @@ class RefreshReport:
     reminders: dict[str, int] = field(default_factory=dict)
 
 
-class FeedCases(CaseBase):
-    """Calendars and feeds; relies on :class:`~core.case_base.CaseBase` (its ``store``
-    includes :class:`~core.store.calendars.CalendarQueries`)."""
-
-    #: Where calendar texts are parsed and expanded (worker processes with a deadline;
-    #: None: one built from the settings on first use).
-    calendar_reader: CalendarReader | None = None
-    #: Where refreshes are counted and calendar health is shown (the dispatcher's, set
-    #: by the composition root; None: nowhere).
-    metrics: Metrics | None = None
+class CalendarCases(CaseBase):
+    """Calendars and feeds (the ``store`` includes
+    :class:`~core.store.calendars.CalendarQueries`; the reader and the metrics are
+    :class:`~core.cases.base.CaseBase`'s constructor arguments)."""
 
     @property
     def _cal(self) -> CalendarQueries:
