@@ -15,8 +15,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from core.cases.importer import import_schedules
 from core.clock import SystemClock
-from core.importer import import_schedules
 from core.settings import load_settings
 from core.store import Store
 from core.usecases import Herald

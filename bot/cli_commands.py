@@ -24,10 +24,10 @@ from bot.cli_parser import EXIT_ERROR
 from bot.logs import configure_logging
 from core import calendars, db, reminders, timeexpr, views
 from core.actors import Principal, Surface
+from core.cases.importer import ImportRejected, import_schedules
 from core.channels import build_channels
 from core.clock import Clock, SystemClock
 from core.errors import HeraldError, InvalidInput
-from core.importer import ImportRejected, import_schedules
 from core.models import LOCAL_TENANT, ApiToken, Schedule
 from core.send_check import send_warnings
 from core.settings import Settings, load_settings

@@ -105,8 +105,14 @@ async def serve(
         observer=fan_out,
         scrubber=Scrubber.from_settings(settings),
     )
-    herald = Herald(store, settings, clock, on_due=dispatcher.wake, channels=channels)
-    herald.metrics = dispatcher.metrics  # calendar refreshes are counted there
+    herald = Herald(
+        store,
+        settings,
+        clock,
+        on_due=dispatcher.wake,
+        channels=channels,
+        metrics=dispatcher.metrics,  # calendar refreshes are counted there
+    )
     listener = asyncio.create_task(store.listen_due(dispatcher.wake), name="herald-listen")
     readiness = Readiness(store, dispatcher)
     http_app = make_http_app(readiness, herald)

@@ -100,9 +100,8 @@ def next_allowed(
     """The first occurrence of a stored rule strictly after ``after`` that no blackout
     hits, and the ``(occurrence, event name)`` pairs skipped on the way."""
     from core import timeexpr
-    from core.timeexpr_rule import parse_rule
 
-    zone = ZoneInfo(parse_rule(rule).tzid)
+    zone = ZoneInfo(timeexpr.parse_rule(rule).tzid)
     skipped: list[tuple[datetime, str]] = []
     cursor = after
     while len(skipped) < limit:
@@ -133,14 +132,13 @@ def skipped_between(
     schedule every minute has 576,000 occurrences in the coming 400 days, and walking
     them all held the event loop for 18 s."""
     from core import timeexpr
-    from core.timeexpr_rule import parse_rule
 
     if not skips:
         return []
     if rule is None:
         name = skips.hit(first, ZoneInfo(tz)) if after < first < until else None
         return [] if name is None else [(first, name)]
-    zone = ZoneInfo(parse_rule(rule).tzid)
+    zone = ZoneInfo(timeexpr.parse_rule(rule).tzid)
     out: list[tuple[datetime, str]] = []
     for begin, end in _windows(skips, zone, after, until):
         cursor = max(after, begin - _TICK)
@@ -237,9 +235,8 @@ def skip_preview(
     rule after ``after`` that no blackout hits, and the next ``count`` it skips (with
     the event's name), looking at most ``scan`` occurrences ahead."""
     from core import timeexpr
-    from core.timeexpr_rule import parse_rule
 
-    zone = ZoneInfo(parse_rule(rule).tzid)
+    zone = ZoneInfo(timeexpr.parse_rule(rule).tzid)
     sent: list[datetime] = []
     skipped: list[tuple[datetime, str]] = []
     cursor, seen = after, 0

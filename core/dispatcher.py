@@ -705,7 +705,7 @@ class Dispatcher:
             skip = job.options.get("skip")
             if skip:
                 # Occurrences on a skip calendar's dates: their ``skipped`` jobs were
-                # recorded when the calendar was attached or refreshed (core.feeds).
+                # recorded when the calendar was attached or refreshed (core.cases.calendars).
                 return calendars.next_allowed(job.rrule, after, Blackouts.from_json(skip))[0]
             return timeexpr.next_occurrence(job.rrule, after)
         except HeraldError:
@@ -1107,9 +1107,5 @@ def _left(backlog: Backlog, now: datetime, window: float) -> list[str]:
 
 
 def _duration(seconds: float) -> str:
-    seconds = abs(seconds)
-    if seconds < 90:
-        return f"{seconds:.0f}s"
-    if seconds < 90 * 60:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
+    """A wait or a lateness in a notice: ``45s``, ``12 min``, ``1.5 h``."""
+    return timeexpr.describe_duration(seconds, rough=True)

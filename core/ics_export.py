@@ -21,7 +21,6 @@ from core.calendars import Blackouts
 from core.destinations import parse_destination
 from core.errors import HeraldError
 from core.models import Schedule, ScheduleState
-from core.timeexpr_rule import Rule, parse_rule, take
 
 if TYPE_CHECKING:  # imported by the functions that build a calendar
     import icalendar
@@ -66,7 +65,7 @@ def schedule_event(schedule: Schedule, *, stamp: datetime) -> icalendar.Event:
     if schedule.rrule is None:
         event.add("dtstart", schedule.starts_at.astimezone(UTC))
         return event
-    rule = parse_rule(schedule.rrule)
+    rule = timeexpr.parse_rule(schedule.rrule)
     zone = ZoneInfo(rule.tzid)
     dtstart = rule.dtstart.replace(tzinfo=zone)
     event.add("dtstart", dtstart)
@@ -80,7 +79,9 @@ def schedule_event(schedule: Schedule, *, stamp: datetime) -> icalendar.Event:
     return event
 
 
-def _excluded(schedule: Schedule, rule: Rule, dtstart: datetime, zone: ZoneInfo) -> list[datetime]:
+def _excluded(
+    schedule: Schedule, rule: timeexpr.Rule, dtstart: datetime, zone: ZoneInfo
+) -> list[datetime]:
     """Instants a calendar reader would show but Herald does not send: DTSTART when it
     is not itself an occurrence (RFC 5545 counts it), the rule's EXDATE values (its
     excluded days as the instants they remove), and skip-calendar hits."""
@@ -91,7 +92,7 @@ def _excluded(schedule: Schedule, rule: Rule, dtstart: datetime, zone: ZoneInfo)
         out.append(dtstart)
     if rule.exdays:
         unexcluded = replace(rule, exdays=frozenset())
-        out.extend(i for i in take(unexcluded, MAX_EXDATES) if rule.excludes(i))
+        out.extend(i for i in timeexpr.take(unexcluded, MAX_EXDATES) if rule.excludes(i))
     skips = Blackouts.from_json(schedule.options.get("skip"))
     if skips:
         for instant in timeexpr.occurrences(schedule.rrule, count=MAX_EXDATES):

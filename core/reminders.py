@@ -15,7 +15,7 @@ The buttons (Slack ``action_id``\\ s ``herald_reminder_*``, value the schedule i
 Discord ``custom_id`` ``herald:reminder:<choice>:<schedule id>``) act only for the
 person the reminder was sent to: Snooze makes a new one-off reminder with the same text
 for them (their quota, audited, through :meth:`Herald.create_schedule`), Done records
-that they saw it. The use cases are in :mod:`core.reminder_cases`; this module is what
+that they saw it. The use cases are in :mod:`core.cases.reminders`; this module is what
 the channels and the chat surfaces share (no store).
 """
 

@@ -313,11 +313,11 @@ _SWITCH.update({"off": False, "false": False, "no": False, "0": False})
 
 def _time_of_day(text: str) -> time:
     """``09:00``, ``9am``, ``noon``, as Herald reads a time in a phrase (whole minutes)."""
+    from core import timeexpr
     from core.errors import InvalidInput
-    from core.timeexpr_words import clock
 
     try:
-        found = clock(" ".join(text.lower().split()))
+        found = timeexpr.clock(" ".join(text.lower().split()))
     except InvalidInput:
         found = None
     if found is None or found.second:

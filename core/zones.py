@@ -30,8 +30,8 @@ import unicodedata
 from functools import lru_cache
 from zoneinfo import ZoneInfo
 
+from core import timeexpr
 from core.errors import InvalidInput
-from core.timeexpr_rule import zone
 
 #: The areas of the IANA database whose names end in a city (not ``US/``, ``Etc/``...).
 _AREAS = frozenset(
@@ -245,7 +245,7 @@ def resolve_zone(text: str) -> ZoneInfo:
         raise InvalidInput(f"{raw.upper()} is ambiguous: {listed}?")
     name = _names().get(typed) if typed != "localtime" else None  # the server's: refused
     if name is not None:
-        return zone(name)
+        return timeexpr.zone(name)
     raise InvalidInput(f"Unknown time zone {raw[:60]!r}: {_suggestion(typed)}{_HINT}.")
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import shlex
 from datetime import UTC, datetime
 
-from core.console_cases import parse_shift
+from core.cases.console import parse_shift
 from core.errors import HeraldError
 from core.models import STATE_FILTERS
 from core.store.console import AttemptFilter, AuditFilter, ScheduleFilter

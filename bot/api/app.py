@@ -28,6 +28,9 @@ from bot.api import models as m
 from bot.http_guard import BodyRefused, HttpLimits, body_limit, read_body, refusal_format
 from core import views
 from core.actors import Actor, Principal
+from core.cases import Herald
+from core.cases.importer import ImportRejected, import_schedules
+from core.cases.tokens import Unauthorized, scope_allows
 from core.destinations import parse_destination
 from core.errors import (
     Conflict,
@@ -37,12 +40,9 @@ from core.errors import (
     NotFound,
     PermissionDenied,
 )
-from core.importer import ImportRejected, import_schedules
 from core.models import ApiToken, Schedule
 from core.store.dead_letters import DeadFilter
 from core.tenancy import MentionRefused, QuotaExceeded
-from core.token_cases import Unauthorized, scope_allows
-from core.usecases import Herald
 
 log = logging.getLogger(__name__)
 

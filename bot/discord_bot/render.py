@@ -11,12 +11,11 @@ from datetime import datetime
 from zoneinfo import ZoneInfo
 
 from core import calendars, limits, timeexpr, views
+from core.cases.calendars import describe_before
 from core.destinations import parse_destination
 from core.errors import HeraldError
-from core.feeds import describe_before
 from core.models import Feed, Schedule, ScheduleState
 from core.store.queue import Finished
-from core.timeexpr_words import format_clock, format_day
 from core.usecases import ScheduleDetail
 from core.views import describe
 
@@ -29,7 +28,7 @@ OPEN_STATES = (ScheduleState.ACTIVE.value, ScheduleState.PAUSED.value)
 def wall(at: datetime, zone: str) -> str:
     """``Tue 3 Mar 2026 09:00`` in ``zone``, as core words it (whatever the locale)."""
     local = at.astimezone(ZoneInfo(zone))
-    return f"{format_day(local)} {format_clock(local)}"
+    return f"{timeexpr.format_day(local)} {timeexpr.format_clock(local)}"
 
 
 def stamp(at: datetime) -> str:

@@ -16,9 +16,9 @@ from zoneinfo import ZoneInfo
 
 from bot.slack.grammar import escape, unescape
 from core import calendars, limits, views
+from core.cases.calendars import describe_before
 from core.destinations import parse_destination
 from core.errors import HeraldError, InvalidInput
-from core.feeds import describe_before
 from core.models import Feed, Schedule, ScheduleState
 from core.usecases import ScheduleDetail
 from core.views import describe

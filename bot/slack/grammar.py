@@ -46,9 +46,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from core import timeexpr
 from core.errors import InvalidInput
 from core.models import STATE_FILTERS
-from core.timeexpr_words import MONTHS, WEEKDAYS
 
 EXAMPLE = "/schedule #general every weekday at 9am: Standup in 5 minutes!"
 QUOTED_EXAMPLE = '/schedule #general "Lunch!" tomorrow at noon'
@@ -205,11 +205,6 @@ _RFC_5545 = re.compile(r"^\s*(?:rrule|dtstart|exdate|rdate)\b", re.I)
 _ZONE_WORDS = 4
 _QUOTES = '"“”'
 _LINK = re.compile(r"<((?:https?|webcal)://[^\s|>]+)(?:\|[^>]*)?>")
-_UNITS = {
-    "s": "s", "sec": "s", "secs": "s", "second": "s", "seconds": "s",
-    "m": "m", "min": "m", "mins": "m", "minute": "m", "minutes": "m",
-    "h": "h", "hour": "h", "hours": "h", "d": "d", "day": "d", "days": "d",
-}  # fmt: skip
 
 
 def unescape(text: str) -> str:
@@ -341,7 +336,7 @@ _TIME_WORDS = (
     "at", "in", "on", "every", "each", "tomorrow", "today", "tonight", "next", "this",
     "daily", "hourly", "weekly", "monthly", "yearly", "annually", "fortnightly", "noon",
     "midday", "midnight", "eod", "end", "weekdays", "weekends", "rrule", "after",
-    *WEEKDAYS, *MONTHS,
+    *timeexpr.WEEKDAYS, *timeexpr.MONTHS,
 )  # fmt: skip
 _TIME_START_RE = re.compile(
     r"(?:\d|(?:" + "|".join(sorted(_TIME_WORDS, key=len, reverse=True)) + r")(?![\w-]))",
@@ -375,11 +370,11 @@ def _refuse_unknown(head: str, tail: str) -> None:
     if word == ME or not _WORD.fullmatch(word) or (rest and not _ID.fullmatch(rest)):
         return  # "me" starts a reminder to yourself
     from core.fuzzy import closest
-    from core.timeexpr_suggest import vocabulary
 
     commands = sorted({*KEYWORDS, "remind"} - {"feeds"})
     near = closest(word, commands)
-    if near is None and (word in vocabulary() or closest(word, vocabulary()) is not None):
+    known = timeexpr.vocabulary()
+    if near is None and (word in known or closest(word, known) is not None):
         return
     hint = f" Did you mean `{near}`?" if near is not None else ""
     raise Refusal(
@@ -520,9 +515,9 @@ def _feed_add(rest: str) -> FeedAdd:
                 raise Refusal("A feed posts into one channel: name only one.")
             channel = match.group(1)
         elif lower == "before" and words:
-            before = words.pop(0)
-            if words and words[0].lower() in _UNITS:
-                before += _UNITS[words.pop(0).lower()]
+            before = words.pop(0)  # "10m", or "10 minutes": the unit is the next word
+            if words and words[0].lower() in timeexpr.DURATION_UNITS:
+                before = f"{before} {words.pop(0)}"
         elif (link := plain(word)).startswith(("http://", "https://", "webcal://")):
             if url is not None:
                 raise Refusal("A feed reads one calendar: add one feed per calendar.")

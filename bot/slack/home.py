@@ -8,7 +8,7 @@ from typing import Any
 from bot.slack.blocks import Blocks, button, context, schedule_blocks, section
 from bot.slack.dead import Letter, letter_blocks
 from core import limits
-from core.console_cases import Overview
+from core.cases.console import Overview
 from core.models import Schedule
 from core.store.dead_letters import DeadLetter
 

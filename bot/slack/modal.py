@@ -17,9 +17,8 @@ from typing import Any
 
 from bot.slack.blocks import clip
 from bot.slack.grammar import escape, unescape
-from core import limits
+from core import limits, timeexpr
 from core.calendars import is_url
-from core.timeexpr_words import ordinal_text
 
 CALLBACK = "herald_schedule"
 REPEATS = {
@@ -259,7 +258,7 @@ def picked(day: str, clock: str, repeat: str) -> str:
     if repeat == "weekly":
         return f"every {start:%A} at {clock} starting {day}"
     if repeat == "monthly":
-        return f"every month on the {ordinal_text(start.day)} at {clock} starting {day}"
+        return f"every month on the {timeexpr.ordinal_text(start.day)} at {clock} starting {day}"
     return f"{day} {clock}"
 
 

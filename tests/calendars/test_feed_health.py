@@ -16,6 +16,7 @@ from core.dispatcher import Dispatcher
 from core.metrics import Metrics
 from core.models import JobState
 from core.settings import Settings
+from core.store import Store
 from core.usecases import Herald
 from tests.calendars.conftest import data
 from tests.fakes import unused_port
@@ -48,9 +49,10 @@ async def state(herald: Herald, sid: int) -> tuple[object, ...]:
 
 
 async def test_a_failing_calendar_keeps_its_last_good_state(
-    herald: Herald, clock: ManualClock, ics: ICSServer
+    store: Store, settings: Settings, clock: ManualClock, ics: ICSServer
 ) -> None:
-    herald.metrics = metrics = Metrics()
+    metrics = Metrics()
+    herald = Herald(store, settings, clock, metrics=metrics)
     clock.set(utc(2026, 3, 1, 12))
     team = ics.publish("/team.ics", data("team.ics")) + f"?token={SECRET}"
     holidays = ics.publish("/holidays.ics", data("holidays.ics"))

@@ -15,10 +15,10 @@ import pytest
 
 from bot.service import serve
 from core.calendar_worker import CalendarReader
+from core.cases.importer import import_schedules
 from core.clock import ManualClock, SystemClock
 from core.dispatcher import Dispatcher
 from core.ics_read import CalendarError
-from core.importer import import_schedules
 from core.settings import load_settings
 from core.store import Store
 from core.store.queue import Finished
@@ -131,8 +131,10 @@ async def test_deliveries_keep_their_lateness_while_hostile_calendars_are_read(
         _env_file=None,
     )
     now = datetime.now(UTC)
-    herald = Herald(sqlite_store, settings, ManualClock(now - timedelta(minutes=1)))
-    herald.calendar_reader = reader = CalendarReader.from_settings(settings)
+    reader = CalendarReader.from_settings(settings)
+    herald = Herald(
+        sqlite_store, settings, ManualClock(now - timedelta(minutes=1)), calendar_reader=reader
+    )
     # a feed that was fine, and whose calendar then holds a million-instance rule
     good = ics.publish("/team.ics", data("team.ics"))
     feed = await herald.add_feed(ADMIN, calendar=good, to="log:", before="10m")

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from core import limits
+from core.cases.importer import ImportRejected, import_schedules
 from core.errors import InvalidInput
-from core.importer import ImportRejected, import_schedules
 from core.store import ScheduleQuery
 from core.usecases import Herald
 

@@ -10,9 +10,9 @@ import pytest
 
 from core import limits
 from core.actors import Principal
+from core.cases.importer import ImportRejected, import_schedules
 from core.clock import ManualClock
 from core.errors import InvalidInput, NotFound, PermissionDenied
-from core.importer import ImportRejected, import_schedules
 from core.reminders import ASKED_BY, ASKED_BY_NAME
 from core.settings import Settings, load_settings
 from core.store import ScheduleQuery

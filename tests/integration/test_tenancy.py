@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 
 from core.actors import Mentions, Principal
+from core.cases.importer import import_schedules
 from core.channels.base import DeliveryResult
 from core.clock import ManualClock
 from core.dispatcher import Dispatcher, DispatcherConfig
 from core.errors import HeraldError, NotFound, PermissionDenied
-from core.importer import import_schedules
 from core.settings import Settings, load_settings
 from core.store import ScheduleQuery, Store
 from core.store.console import AttemptFilter, AuditFilter, ScheduleFilter

@@ -125,7 +125,7 @@ VALID = [
         "{event.summary} at {event.start:%H:%M} &amp; more",
         FeedAdd(
             "https://x.org/t.ics",
-            "15m",
+            "15 minutes",
             "C0123",
             "{event.summary} at {event.start:%H:%M} &amp; more",
         ),

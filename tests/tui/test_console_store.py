@@ -9,8 +9,8 @@ from datetime import timedelta
 import pytest
 
 from core.actors import Principal, Surface
+from core.cases.console import parse_shift, unavailable
 from core.clock import ManualClock
-from core.console_cases import parse_shift, unavailable
 from core.errors import InvalidInput, PermissionDenied
 from core.store.console import AttemptFilter, AuditFilter, ScheduleFilter
 from core.store.dead_letters import DeadFilter

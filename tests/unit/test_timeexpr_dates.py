@@ -10,8 +10,8 @@ import pytest
 
 from core import timeexpr
 from core.errors import InvalidInput
-from core.timeexpr_dates import MAX_DATES
-from core.timeexpr_rule import parse_rule
+from core.timeexpr.dates import MAX_DATES
+from core.timeexpr.rule import parse_rule
 
 NEW_YORK = ZoneInfo("America/New_York")
 

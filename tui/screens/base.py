@@ -16,7 +16,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from core.actors import Actor, Principal
-from core.console_cases import unavailable
+from core.cases.console import unavailable
 from core.errors import HeraldError
 from core.models import Role
 from core.usecases import Herald
@@ -75,7 +75,7 @@ class ConsoleScreen(Screen[None]):
     """A screen whose data comes from :meth:`fetch` (run in a worker, never on the
     event loop's own time) and is drawn by :meth:`show`."""
 
-    #: Screen actions a role may lack: action name -> rule name of core.console_cases.
+    #: Screen actions a role may lack: action name -> rule name of core.cases.console.
     GATED: ClassVar[dict[str, str]] = {}
     #: Rules that limit (without disabling) what this screen's actions reach.
     NOTES: ClassVar[tuple[str, ...]] = ()

@@ -9,7 +9,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Header, Input, Static
 
-from core.console_cases import parse_shift
+from core.cases.console import parse_shift
 from core.errors import HeraldError
 from core.models import Schedule
 from core.store.console import ScheduleFilter

@@ -1,5 +1,5 @@
-"""Use cases of the operator console: overview, pages, bulk actions, timelines. A mixin
-of :class:`core.usecases.Herald`; every surface may call them.
+"""Use cases of the operator console: overview, pages, bulk actions, timelines. Use cases
+of :class:`core.cases.Herald`; every surface may call them.
 
 Who may do what is decided here (and by the use cases these call), never by a screen:
 :func:`unavailable` tells a surface in advance which actions a role lacks and why, and
@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, TypeVar
-from zoneinfo import ZoneInfo
+from datetime import datetime, timedelta
+from typing import Any, TypeVar
 
 from core import timeexpr
 from core.actors import Actor, ActorRef
-from core.case_base import CaseBase
+from core.cases.dead_letters import DeadLetterCases
+from core.cases.schedules import ScheduleCases
 from core.destinations import parse_destination
 from core.errors import Conflict, HeraldError, InvalidInput, NotFound
 from core.models import Audit, Job, Schedule, ScheduleState
@@ -35,11 +35,6 @@ from core.store.console import (
     ScheduleFilter,
 )
 from core.store.queue import DeadLetter
-from core.timeexpr_once import parse_once
-from core.timeexpr_words import normalise
-
-if TYPE_CHECKING:
-    from core.usecases import ScheduleDetail
 
 CHUNK = 500
 
@@ -82,36 +77,21 @@ def unavailable(actor: Actor, action: str) -> str | None:
     return rule[1]
 
 
-#: Where months and years of a shift count from when no ``now`` is given.
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_UTC = ZoneInfo("UTC")
-
-
 def parse_shift(text: str, now: datetime | None = None) -> timedelta:
-    """A signed duration up to a year, written as Herald reads "in <duration>" anywhere
-    (:func:`core.timeexpr_once.parse_once`): ``2 hours``, ``90m``, ``1h30m``, ``1 day``,
+    """A signed duration up to a year, written as Herald reads any duration
+    (:func:`core.timeexpr.parse_duration`): ``2 hours``, ``90m``, ``1h30m``, ``1 day``,
     ``half an hour``, ``1 week 2 days``, ``-15 minutes``. Days and weeks are 24 h and
     7 × 24 h; months and years count from ``now`` (default: 1970-01-01), in UTC.
     Raises InvalidInput for anything else."""
-    words = normalise(text)
-    sign = -1 if words.startswith("-") else 1
-    amount = words[1:].strip() if words[:1] in ("-", "+") else words
-    reference = now or _EPOCH
-    moved = None
-    if amount and " at " not in f" {amount} ":  # a time of day is no duration
-        try:
-            found = parse_once(f"in {amount}", _UTC, reference)
-        except InvalidInput:
-            found = None
-        moved = found.instant if found is not None else None
-    if moved is None:
+    try:
+        shift = timeexpr.parse_duration(text, now=now)
+    except InvalidInput:
         raise InvalidInput(
             f"{text!r} is not a duration: write e.g. 2 hours, 90m, 1h30m, 1 day or -15 minutes."
-        )
-    delta = moved - reference
-    if not timedelta(seconds=1) <= delta <= timedelta(days=366):
+        ) from None
+    if not timedelta(seconds=1) <= abs(shift) <= timedelta(days=366):
         raise InvalidInput("A shift must be between 1 second and a year.")
-    return sign * delta
+    return shift
 
 
 @dataclass(frozen=True)
@@ -160,30 +140,8 @@ class Timeline:
     focus_job: int | None = None
 
 
-class ConsoleCases(CaseBase):
-    """The console's use cases; rely on :class:`~core.case_base.CaseBase` and on the
-    dead-letter and schedule use cases they build on."""
-
-    async def show_schedule(self, actor_id: ActorRef, schedule_id: int) -> ScheduleDetail:
-        raise NotImplementedError
-
-    async def resume_schedule(
-        self, actor_id: ActorRef, schedule_id: int, *, expected_version: int | None = None
-    ) -> Schedule:
-        raise NotImplementedError
-
-    async def retry_dead_letters(
-        self, actor_id: ActorRef, job_ids: Sequence[int]
-    ) -> tuple[str, int]:
-        raise NotImplementedError
-
-    async def reject_dead_retry(
-        self, actor_id: ActorRef, job_ids: Sequence[int], reason: str | None = None
-    ) -> int:
-        raise NotImplementedError
-
-    async def discard_dead_letters(self, actor_id: ActorRef, job_ids: Sequence[int]) -> int:
-        raise NotImplementedError
+class ConsoleCases(ScheduleCases, DeadLetterCases):
+    """The console's use cases, built on the schedule and dead-letter use cases."""
 
     # --- overview -------------------------------------------------------------------
 

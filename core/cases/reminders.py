@@ -1,19 +1,18 @@
-"""The use cases of reminders (:mod:`core.reminders`): whom a member may remind, and
-what a reminder's Snooze and Done buttons do."""
+"""The use cases of reminders (:mod:`core.reminders`): what a reminder's Snooze and Done
+buttons do. Whom a member may remind is checked with every schedule
+(:meth:`core.cases.schedules.ScheduleCases.check_recipient`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
 
-from core import limits
-from core.actors import Actor, ActorRef, Principal
-from core.case_base import CaseBase
-from core.destinations import Destination, parse_destination
+from core.actors import ActorRef, Principal
+from core.cases.schedules import ScheduleCases
+from core.destinations import parse_destination
 from core.errors import InvalidInput, NotFound
 from core.models import LOCAL_TENANT, Schedule
-from core.reminders import ASKED_BY, ASKED_BY_NAME, SNOOZES, asked_prefix
+from core.reminders import SNOOZES
 from core.store import AuditEntry
 
 
@@ -26,48 +25,8 @@ class Snoozed:
     created: bool
 
 
-class ReminderCases(CaseBase):
-    """Whom a reminder may go to, and its Snooze and Done buttons."""
-
-    async def check_recipient(
-        self, actor: Actor, destination: Destination, action: str = "schedule.create"
-    ) -> dict[str, Any]:
-        """Refuse (PermissionDenied, audited as ``<action>.denied``) a direct message to
-        someone ``actor`` may not remind; returns the options to add (who asked, for
-        someone else)."""
-        recipient = destination.recipient
-        if recipient is None or recipient == actor.id:
-            return {}
-        known = await self.store.get_member(actor.tenant, recipient)
-        if known is None and actor.herald_wide:
-            known = await self.store.find_member(recipient)
-        if known is None:
-            who = f"<@{destination.target[1:]}>"
-            raise await self.denied(
-                actor,
-                action,
-                "schedule",
-                "",
-                f"Herald can remind {who} only if they are a member of this workspace or "
-                "server that Herald knows: they have not used Herald here (or are in "
-                "another one). Ask them to run /schedule once, or remind yourself.",
-            )
-        me = await self.store.get_member(actor.tenant, actor.id)
-        name = (me.display_name if me is not None else "") or actor.id
-        return {ASKED_BY: actor.id, ASKED_BY_NAME: name}
-
-    async def with_asker(self, actor: Actor, values: dict[str, Any]) -> dict[str, Any]:
-        """A new schedule's values (:meth:`Herald.build_schedule`) once its recipient is
-        checked: a reminder for someone else records who asked, and must still fit with
-        the "… asked me to remind you:" its channel puts before the text."""
-        destination = parse_destination(values["destination"])
-        asked = await self.check_recipient(actor, destination)
-        if not asked:
-            return values
-        options = {**values["options"], **asked}
-        prefixed = asked_prefix(destination, asked) + values["body"]
-        limits.check_message(destination, prefixed, options)
-        return {**values, "options": options}
+class ReminderCases(ScheduleCases):
+    """A reminder's Snooze and Done buttons (a snooze is a new schedule)."""
 
     async def _reminder_for(
         self, ref: ActorRef, schedule_id: int, action: str
@@ -127,12 +86,6 @@ class ReminderCases(CaseBase):
             now=self.clock.now(),
         )
         return schedule
-
-    # provided by core.usecases.Herald
-    async def create_schedule(
-        self, actor_id: ActorRef, *, to: str, when: str, text: str, key: str | None = None
-    ) -> tuple[Schedule, bool]:
-        raise NotImplementedError
 
 
 def _words(delay: timedelta) -> str:

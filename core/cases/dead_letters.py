@@ -1,6 +1,6 @@
 """Dead-letter use cases: look, ask for a retry, approve, reject (with a reason), discard.
 
-A mixin of :class:`core.usecases.Herald`; every surface calls these through it.
+Use cases of :class:`core.cases.Herald`; every surface calls these through it.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import logging
 from collections.abc import Sequence
 
 from core.actors import Actor, ActorRef
-from core.case_base import CaseBase
+from core.cases.base import CaseBase
 from core.channels.base import Delivery, Outcome
 from core.destinations import parse_destination
 from core.errors import Conflict, InvalidInput, NotFound
@@ -23,7 +23,7 @@ log = logging.getLogger(__name__)
 
 
 class DeadLetterCases(CaseBase):
-    """Dead-letter decisions; relies on :class:`~core.case_base.CaseBase`."""
+    """Dead-letter decisions."""
 
     async def dead_letters(
         self, actor_id: ActorRef, *, limit: int = 200, tenant: str | None = None

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
-from core.timeexpr_once import read_moment
-from core.timeexpr_rule import (
+from core.timeexpr.once import read_moment
+from core.timeexpr.rule import (
     DAY_CODES,
     MAX_COUNT,
     Rule,
@@ -38,8 +38,8 @@ from core.timeexpr_rule import (
     localize,
     step_of,
 )
-from core.timeexpr_rule import wall_clock as wall_of
-from core.timeexpr_words import (
+from core.timeexpr.rule import wall_clock as wall_of
+from core.timeexpr.words import (
     CLOCK_RE,
     NUMBER_RE,
     ORDINAL_RE,

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from core.actors import ActorRef, Principal, Surface
-from core.case_base import CaseBase
+from core.cases.base import CaseBase
 from core.errors import InvalidInput, NotFound, PermissionDenied
 from core.models import ApiToken, Role, TokenScope
 from core.store import AuditEntry

@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.actors import ActorRef
+from core.cases import Herald
+from core.cases.schedules import audit_summary
 from core.errors import HeraldError, InvalidInput
-from core.usecases import Herald, audit_summary
 
 FIELDS = {"to", "when", "text", "tz", "key"}
 REQUIRED = ("to", "when", "text")

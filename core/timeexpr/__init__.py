@@ -6,17 +6,17 @@ Readers are tried in this order, the first that recognises the text wins:
 
 1. RFC 5545 text (``RRULE:FREQ=WEEKLY;BYDAY=TU,TH;BYHOUR=18;BYMINUTE=0``, optional
    ``DTSTART``, ``EXDATE`` and ``RDATE`` lines), 2. five-field cron (``0 9 * * 1-5``, see
-   core.timeexpr_cron),
-3. recurring phrases (``every weekday at 9am``, core.timeexpr_every),
+   core.timeexpr.cron),
+3. recurring phrases (``every weekday at 9am``, core.timeexpr.every),
 4. one-off phrases and ISO-8601 (``in 5 minutes``, ``tomorrow at noon``,
-   core.timeexpr_once), 5. dateparser for other English dates (core.timeexpr_freeform).
+   core.timeexpr.once), 5. dateparser for other English dates (core.timeexpr.freeform).
 
 A recurrence is stored as RFC 5545 text with its zone in DTSTART
 (``DTSTART;TZID=Europe/Berlin:20260330T090000`` + ``RRULE:...``). DTSTART is the
 first occurrence unless the person wrote one (or, for an hourly rule whose first
 occurrence falls in a repeated fall-back hour, one step before it), and every
 occurrence, the first included, is computed from that stored text by
-core.timeexpr_rule (see there for the clock each kind of rule runs on), so the preview,
+core.timeexpr.rule (see there for the clock each kind of rule runs on), so the preview,
 the description and the dispatcher all read one meaning. Local times follow RFC
 5545 (and zoneinfo's ``fold=0``): a time in a spring-forward gap is read with the
 offset before the gap, an ambiguous fall-back time is its first occurrence.
@@ -28,7 +28,7 @@ default time (``default_time``, 09:00 unless the caller gives the tenant's), and
 Every error is :class:`core.errors.InvalidInput` with a sentence naming what was
 not understood and an example that works, or, when the words were nearly ones Herald
 knows, the phrase they almost were ("Did you mean 'every friday at 9am'?",
-core.timeexpr_suggest).
+core.timeexpr.suggest).
 """
 
 from __future__ import annotations
@@ -39,13 +39,15 @@ from itertools import takewhile
 from zoneinfo import ZoneInfo
 
 from core.errors import InvalidInput
-from core.timeexpr_cron import cron_lines
-from core.timeexpr_dates import with_dates
-from core.timeexpr_describe import describe_rule
-from core.timeexpr_every import Draft, parse_every
-from core.timeexpr_freeform import parse_freeform
-from core.timeexpr_once import Moment, parse_once
-from core.timeexpr_rule import (
+from core.timeexpr.cron import cron_lines
+from core.timeexpr.dates import with_dates
+from core.timeexpr.describe import describe_rule
+from core.timeexpr.durations import UNITS as DURATION_UNITS
+from core.timeexpr.durations import describe_duration, parse_duration
+from core.timeexpr.every import Draft, parse_every
+from core.timeexpr.freeform import parse_freeform
+from core.timeexpr.once import Moment, parse_once
+from core.timeexpr.rule import (
     MAX_YEAR,
     SUB_DAILY,
     Rule,
@@ -61,17 +63,43 @@ from core.timeexpr_rule import (
     with_start,
     zone,
 )
-from core.timeexpr_words import format_clock, format_day, normalise, refuse
+from core.timeexpr.suggest import suggestion, vocabulary
+from core.timeexpr.words import (
+    MONTHS,
+    WEEKDAYS,
+    clock,
+    format_clock,
+    format_day,
+    normalise,
+    ordinal_text,
+    refuse,
+)
 
+# The package's one public face: modules outside core/timeexpr/ import
+# ``from core import timeexpr`` and use these names (an import contract in
+# pyproject.toml keeps them out of the sub-modules).
 __all__ = [
     "DEFAULT_TIME",
     "DEFAULT_TIME_NOTE",
+    "DURATION_UNITS",
+    "MONTHS",
+    "WEEKDAYS",
+    "Rule",
     "When",
+    "clock",
     "describe",
+    "describe_duration",
+    "format_clock",
+    "format_day",
     "next_occurrence",
     "occurrences",
+    "ordinal_text",
+    "parse_duration",
+    "parse_rule",
     "parse_when",
+    "take",
     "took_default_time",
+    "vocabulary",
     "warm_up",
     "zone",
 ]
@@ -138,8 +166,6 @@ def parse_when(text: str, *, tz: str, now: datetime, default_time: time = DEFAUL
     try:
         return _read(raw, words, zi, now, default_time)
     except InvalidInput as refused:
-        from core.timeexpr_suggest import suggestion
-
         better = suggestion(words, refused, lambda w: _read(w, w, zi, now, default_time))
         if better is None:
             raise

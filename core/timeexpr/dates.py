@@ -8,12 +8,12 @@ included::
     RRULE:FREQ=MONTHLY;BYDAY=FR;BYMONTHDAY=13
 
 Values are read with their ``TZID`` (or as UTC with ``Z``; a floating value is in the
-rule's zone) and kept as UTC instants on the :class:`core.timeexpr_rule.Rule`; an
+rule's zone) and kept as UTC instants on the :class:`core.timeexpr.rule.Rule`; an
 ``EXDATE`` of dates (``VALUE=DATE``, or values without a time) removes every occurrence
 on those local days. RDATE takes date-times only (no DATE or PERIOD values). At most
 :data:`MAX_DATES` of each, so a stored rule stays small.
 
-This module sits on core.timeexpr_rule (which imports it when it reads a rule).
+This module sits on core.timeexpr.rule (which imports it when it reads a rule).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
-from core.timeexpr_rule import Rule, bad_rule, localize, parse_stamp, zone
+from core.timeexpr.rule import Rule, bad_rule, localize, parse_stamp, zone
 
 #: At most this many EXDATE values (instants and days) and this many RDATE values.
 MAX_DATES = 100

@@ -14,10 +14,10 @@ from collections.abc import Callable
 from functools import lru_cache
 
 from core.errors import InvalidInput
-from core.timeexpr_words import MONTHS, NUMBER_WORDS, ORDINAL_WORDS, WEEKDAYS, Unread
+from core.timeexpr.words import MONTHS, NUMBER_WORDS, ORDINAL_WORDS, WEEKDAYS, Unread
 
-# Every other word the readers know (core.timeexpr_every, _once, _words, and the
-# English dateparser reads for core.timeexpr_freeform), so none is "corrected".
+# Every other word the readers know (core.timeexpr.every, _once, _words, and the
+# English dateparser reads for core.timeexpr.freeform), so none is "corrected".
 _GRAMMAR = """
     every each daily hourly weekly monthly yearly annually fortnightly fortnight
     day days weekday weekdays weekend weekends week weeks month months year years

@@ -19,8 +19,8 @@ from datetime import UTC, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from core.timeexpr_rule import localize, wall_clock
-from core.timeexpr_words import refuse
+from core.timeexpr.rule import localize, wall_clock
+from core.timeexpr.words import refuse
 
 _AMBIGUOUS = re.compile(
     r"(?<![\d/])(\d{1,2})/(\d{1,2})(?:/\d{2,4})?|\b(\d{1,2})\.(\d{1,2})\.\d{2,4}\b"

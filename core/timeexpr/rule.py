@@ -6,7 +6,7 @@ more ``RRULE:`` lines (several lines are a union, as cron needs), and optionally
 RDATE instant less every EXDATE one (COUNT counts RRULE instances, excluded ones too).
 They are stored as UTC instants (``EXDATE:19970902T130000Z``), and an ``EXDATE`` of
 dates (``EXDATE;VALUE=DATE:20261225``) excludes every occurrence on those local days
-(read by core.timeexpr_dates). dateutil.rrule does
+(read by core.timeexpr.dates). dateutil.rrule does
 the calendar work; this module only decides on which clock it runs and turns its
 results into instants:
 
@@ -55,7 +55,7 @@ from dateutil.rrule import (
 from core.errors import InvalidInput
 
 if TYPE_CHECKING:
-    from core.timeexpr_dates import DateLine
+    from core.timeexpr.dates import DateLine
 
 _Frequency = Literal[0, 1, 2, 3, 4, 5, 6]
 FREQUENCIES: dict[str, _Frequency] = {
@@ -322,7 +322,7 @@ def read_lines(
             dtstart, is_utc, _ = parse_stamp(m.group(2), "DTSTART")
             tzid = "UTC" if is_utc else m.group(1)
         elif upper.startswith(("EXDATE", "RDATE")):
-            from core.timeexpr_dates import read_date_line  # it imports this module
+            from core.timeexpr.dates import read_date_line  # it imports this module
 
             date_lines.append(read_date_line(line))
         else:
@@ -337,7 +337,7 @@ def read_lines(
 def parse_rule(text: str) -> Rule:
     """Read a stored rule text (a DTSTART;TZID=... line, RRULE: lines, and any
     EXDATE / RDATE lines)."""
-    from core.timeexpr_dates import with_dates  # it imports this module
+    from core.timeexpr.dates import with_dates  # it imports this module
 
     tzid, dtstart, lines, date_lines = read_lines(text)
     if dtstart is None or tzid is None:

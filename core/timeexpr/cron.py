@@ -25,8 +25,8 @@ from __future__ import annotations
 import re
 
 from core.errors import InvalidInput
-from core.timeexpr_rule import DAY_CODES, check_parts
-from core.timeexpr_words import refuse
+from core.timeexpr.rule import DAY_CODES, check_parts
+from core.timeexpr.words import refuse
 
 _FIELDS = (
     ("minute", 0, 59),

@@ -11,8 +11,8 @@ import calendar
 from datetime import date, datetime, timedelta
 from itertools import product
 
-from core.timeexpr_rule import DAY_CODES, Rule, wall_clock
-from core.timeexpr_words import (
+from core.timeexpr.rule import DAY_CODES, Rule, wall_clock
+from core.timeexpr.words import (
     MONTH_NAMES,
     WEEKDAY_NAMES,
     format_clock,

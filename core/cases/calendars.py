@@ -1,6 +1,6 @@
 """Calendar use cases: skip calendars on schedules, event feeds, refresh, export.
 
-A mixin of :class:`core.usecases.Herald` (like :class:`core.dead_letters.DeadLetterCases`).
+Use cases of :class:`core.cases.Herald` (through :class:`CalendarCases`).
 
 - A **skip calendar** is an iCalendar source whose events are times to skip (an all-day
   event its dates, a timed one the occurrences inside it; read in the schedule's zone,
@@ -13,7 +13,7 @@ A mixin of :class:`core.usecases.Herald` (like :class:`core.dead_letters.DeadLet
   each event instance is a one-off schedule of the feed's owner keyed
   ``feed:<feed id>:<instance hash>``; a moved instance moves it, a cancelled or deleted
   one cancels it.
-- :meth:`FeedCases.refresh_calendars` revalidates every URL source (ETag /
+- :meth:`CalendarCases.refresh_calendars` revalidates every URL source (ETag /
   Last-Modified); a failure is recorded on the calendar (failing since, failures in a
   row, the error with URLs redacted), logged and counted, and its last good state stays.
   The calendar gauges of :class:`core.metrics.Metrics` are set from the database.
@@ -23,18 +23,16 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import re
 import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
-from core import calendars, limits, templates
+from core import calendars, limits, templates, timeexpr
 from core.actors import Actor, ActorRef, Principal, Surface
 from core.calendar_worker import CalendarReader
-from core.case_base import CaseBase
+from core.cases.base import CaseBase
 from core.destinations import parse_destination
 from core.errors import HeraldError, InvalidInput, NotFound
 from core.ics_export import export
@@ -45,9 +43,6 @@ from core.store import AuditEntry, ScheduleQuery
 from core.store.calendars import CalendarQueries, FetchRecord
 from core.tenancy import neutralize_mentions
 
-if TYPE_CHECKING:  # prometheus_client loads where metrics are served
-    from core.metrics import Metrics
-
 log = logging.getLogger(__name__)
 
 #: How far ahead a feed plans reminders.
@@ -55,30 +50,27 @@ FEED_WINDOW = timedelta(days=60)
 SYSTEM = "system:calendars"
 #: The surface of what calendar refreshes do on their own.
 BY_HERALD = Surface.SYSTEM.value
-_DURATION = re.compile(r"^\s*(\d+)\s*(s|sec|m|min|h|hour|hours|d|day|days)?\s*$", re.I)
-_UNIT = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "hour": 3600, "hours": 3600}
 
 
 def parse_before(text: str) -> int:
-    """``10m``, ``1h``, ``90s``, ``2d`` (bare numbers are minutes) as seconds."""
-    m = _DURATION.match(text or "")
-    if not m:
-        raise InvalidInput(f"{text!r} is not a lead time: write e.g. 10m, 1h or 1d.")
-    unit = (m.group(2) or "m").lower()
-    seconds = int(m.group(1)) * _UNIT.get(unit, 86400)
-    if not 0 <= seconds <= 30 * 86400:
+    """A lead time as whole seconds, written as Herald reads any duration
+    (:func:`core.timeexpr.parse_duration`): ``10m``, ``1h``, ``90s``, ``2d``,
+    ``1h30m``, ``15 minutes``; a bare number is minutes."""
+    try:
+        lead = timeexpr.parse_duration(text, bare="m")
+    except InvalidInput:
+        lead = None
+    if lead is None or lead < timedelta(0) or lead % timedelta(seconds=1):
+        raise InvalidInput(f"{text!r} is not a lead time: write e.g. 10m, 1h or 1d.") from None
+    if lead > timedelta(days=30):
         raise InvalidInput("The lead time must be between 0 and 30 days.")
-    return seconds
+    return int(lead.total_seconds())
 
 
 def describe_before(seconds: int) -> str:
     """A lead time in words (the reverse of :func:`parse_before`): ``10 minutes``,
     ``1 hour``, ``2 days``."""
-    for size, unit in ((86400, "day"), (3600, "hour"), (60, "minute")):
-        if seconds >= size and seconds % size == 0:
-            count = seconds // size
-            return f"{count} {unit}{'s' if count != 1 else ''}"
-    return f"{seconds} second{'s' if seconds != 1 else ''}"
+    return timeexpr.describe_duration(seconds)
 
 
 @dataclass
@@ -91,16 +83,10 @@ class RefreshReport:
     reminders: dict[str, int] = field(default_factory=dict)
 
 
-class FeedCases(CaseBase):
-    """Calendars and feeds; relies on :class:`~core.case_base.CaseBase` (its ``store``
-    includes :class:`~core.store.calendars.CalendarQueries`)."""
-
-    #: Where calendar texts are parsed and expanded (worker processes with a deadline;
-    #: None: one built from the settings on first use).
-    calendar_reader: CalendarReader | None = None
-    #: Where refreshes are counted and calendar health is shown (the dispatcher's, set
-    #: by the composition root; None: nowhere).
-    metrics: Metrics | None = None
+class CalendarCases(CaseBase):
+    """Calendars and feeds (the ``store`` includes
+    :class:`~core.store.calendars.CalendarQueries`; the reader and the metrics are
+    :class:`~core.cases.base.CaseBase`'s constructor arguments)."""
 
     @property
     def _cal(self) -> CalendarQueries:

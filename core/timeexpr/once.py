@@ -25,13 +25,11 @@ from datetime import UTC, date, datetime, time, timedelta, timezone
 from typing import NamedTuple
 from zoneinfo import ZoneInfo
 
-from dateutil.relativedelta import relativedelta
-
-from core.timeexpr_rule import MAX_YEAR, localize, wall_clock
-from core.timeexpr_words import (
+from core.timeexpr.durations import read_amounts, split_amounts
+from core.timeexpr.rule import MAX_YEAR, localize, wall_clock
+from core.timeexpr.words import (
     CLOCK_RE,
     MONTH_RE,
-    NUMBER_RE,
     TONIGHT,
     WEEKDAY_RE,
     WEEKDAYS,
@@ -39,24 +37,9 @@ from core.timeexpr_words import (
     day_word,
     make_date,
     month_day,
-    number,
     refuse,
 )
 
-_UNITS = {
-    "s": "seconds", "sec": "seconds", "secs": "seconds", "second": "seconds", "seconds": "seconds",
-    "m": "minutes", "min": "minutes", "mins": "minutes", "minute": "minutes", "minutes": "minutes",
-    "h": "hours", "hr": "hours", "hrs": "hours", "hour": "hours", "hours": "hours",
-    "d": "days", "day": "days", "days": "days",
-    "w": "weeks", "wk": "weeks", "wks": "weeks", "week": "weeks", "weeks": "weeks",
-    "month": "months", "months": "months", "year": "years", "years": "years",
-}  # fmt: skip
-_UNIT_RE = "|".join(sorted(_UNITS, key=len, reverse=True))
-_AMOUNT = re.compile(rf"(?P<n>[+-]?(?:{NUMBER_RE})|half an?)\s?(?P<u>{_UNIT_RE})(?![a-z])")
-# "an hour and a half", "2 and a half hours": the half is of the unit named
-_AND_A_HALF = re.compile(
-    rf"(?P<n>{NUMBER_RE}) (?:(?P<u>{_UNIT_RE}) and a half|and a half (?P<v>{_UNIT_RE}))(?![a-z])"
-)
 _RELATIVE = re.compile(rf"^(?:in (?P<a>.+?)|(?P<b>.+?) from now)(?: at (?P<clock>{CLOCK_RE}))?$")
 _ISO = re.compile(
     r"^(?P<y>\d{4})-(?P<mo>\d{1,2})-(?P<d>\d{1,2})[t ](?P<h>\d{1,2}):(?P<mi>\d{2})"
@@ -167,41 +150,16 @@ def _iso(m: re.Match[str], text: str, zi: ZoneInfo) -> datetime:
     return wall.replace(tzinfo=offset).astimezone(UTC)
 
 
-def _halves(spec: str) -> str:
-    """``an hour and a half`` as ``an hour and half an hour`` (and ``2 and a half
-    hours`` as ``2 hours and half an hours``), which :data:`_AMOUNT` reads."""
-
-    def spelled(m: re.Match[str]) -> str:
-        unit = m["u"] or m["v"]
-        return f"{m['n']} {unit} and half an {unit}"
-
-    return _AND_A_HALF.sub(spelled, spec)
-
-
 def _relative(m: re.Match[str], text: str, zi: ZoneInfo, now: datetime) -> datetime | None:
-    spec = _halves(m["a"] or m["b"])
-    pieces = re.split(r",\s*|\s+and\s+|\s+", spec)
-    joined = " ".join(p for p in pieces if p)
-    amounts = list(_AMOUNT.finditer(joined))
-    if not amounts or _AMOUNT.sub("", joined).strip(" ,") != "":
+    amounts = read_amounts(m["a"] or m["b"])
+    if amounts is None:
         return None
-    elapsed = timedelta(0)
-    calendar_step = relativedelta()
     for a in amounts:
-        raw, unit = a["n"], _UNITS[a["u"]]
-        n = 0.5 if raw.startswith("half") else number(raw.lstrip("+-"))
-        if n is None:
-            return None
-        if raw.startswith("-") or n <= 0:
+        if a.negative or a.count <= 0:
             raise refuse(text, 'the amount must be a positive number, for example "in 5 minutes"')
-        if n > 1_000_000:
+        if a.count > 1_000_000:
             raise refuse(text, "that is too far ahead")
-        if unit in ("seconds", "minutes", "hours"):
-            elapsed += timedelta(**{unit: n})
-        elif isinstance(n, int):
-            calendar_step += _calendar(unit, n)
-        else:
-            elapsed += timedelta(days=n * (7 if unit == "weeks" else 1))  # half a day, a week
+    calendar_step, elapsed = split_amounts(amounts)
     try:
         local = wall_clock(now, zi) + calendar_step
         if local.year > MAX_YEAR:
@@ -216,14 +174,6 @@ def _relative(m: re.Match[str], text: str, zi: ZoneInfo, now: datetime) -> datet
         return base + elapsed
     except (OverflowError, ValueError):
         raise refuse(text, "that is too far ahead") from None
-
-
-def _calendar(unit: str, n: int) -> relativedelta:
-    if unit == "days":
-        return relativedelta(days=n)
-    if unit == "weeks":
-        return relativedelta(weeks=n)
-    return relativedelta(months=n) if unit == "months" else relativedelta(years=n)
 
 
 class Moment(NamedTuple):

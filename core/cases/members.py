@@ -1,0 +1,106 @@
+"""Members: a member's zone, what a chat platform says about them, and their role."""
+
+from __future__ import annotations
+
+from core.actors import Actor, ActorRef, Principal
+from core.cases.base import CaseBase, check_tenant, principal_of
+from core.errors import InvalidInput, NotFound
+from core.models import Role
+from core.store import AuditEntry
+from core.zones import resolve_zone
+
+
+class MemberCases(CaseBase):
+    """A member's time zone, their name and admin standing, and roles."""
+
+    async def set_timezone(self, actor_id: ActorRef, tz: str) -> str:
+        """Remember the actor's preferred zone; returns its canonical name."""
+        actor = await self.actor(actor_id)
+        name = resolve_zone(tz).key
+        await self.store.save_member(
+            actor.tenant,
+            actor.id,
+            now=self.clock.now(),
+            timezone=name,
+            audit=AuditEntry.by(actor, "member.timezone", "member", actor.id, {"timezone": name}),
+        )
+        return name
+
+    async def sync_member(
+        self,
+        actor_id: ActorRef,
+        *,
+        display_name: str | None = None,
+        platform_admin: bool | None = None,
+    ) -> Actor:
+        """Record what a chat platform says about a member of a tenant (name; whether
+        they administer that workspace/server, which makes them an admin of that tenant
+        only). Writes only when something changed; a change of admin standing is
+        audited. ``platform_admin`` defaults to what the principal carries."""
+        principal = principal_of(actor_id)
+        actor_id, tenant = principal.id, principal.tenant
+        if platform_admin is None:
+            platform_admin = principal.platform_admin
+        member = await self.store.get_member(tenant, actor_id)
+        name_changed = display_name is not None and (
+            member is None or member.display_name != display_name
+        )
+        was_admin = member is not None and member.platform_admin
+        admin_changed = platform_admin is not None and platform_admin != was_admin
+        if member is None or name_changed or admin_changed:
+            audit = None
+            if admin_changed:
+                audit = AuditEntry(
+                    f"system:{actor_id.partition(':')[0]}",
+                    "member.platform_admin",
+                    "member",
+                    actor_id,
+                    {"platform_admin": platform_admin},
+                    tenant=tenant,
+                    surface=principal.surface,
+                )
+            member = await self.store.save_member(
+                tenant,
+                actor_id,
+                now=self.clock.now(),
+                display_name=display_name,
+                platform_admin=platform_admin,
+                audit=audit,
+            )
+        return self._actor_of(principal, member)
+
+    async def set_role(
+        self, actor_id: ActorRef, member_id: str, role: str, *, tenant: str | None = None
+    ) -> None:
+        """An admin gives ``member_id`` a role (member, operator, admin) in ``tenant``
+        (default: the admin's own; another tenant only for Herald-wide admins)."""
+        actor = await self.actor(actor_id)
+        where = tenant or actor.tenant
+        if not actor.is_admin:
+            raise await self.denied(
+                actor, "member.role", "member", member_id, "Only an admin can change roles."
+            )
+        try:
+            new_role = Role(role)
+        except ValueError as exc:
+            raise InvalidInput(f"Unknown role {role!r}: use member, operator or admin.") from exc
+        check_tenant(where)
+        if not actor.owns_tenant_of(where):
+            raise await self.denied(
+                actor,
+                "member.role",
+                "member",
+                member_id,
+                f"There is no tenant {where} of yours.",
+                NotFound,
+            )
+        await self.actor(Principal(member_id, where))  # validates the id
+        await self.store.save_member(
+            where,
+            member_id,
+            now=self.clock.now(),
+            role=new_role.value,
+            audit=AuditEntry.by(
+                actor, "member.role", "member", member_id, {"role": new_role.value}, tenant=where
+            ),
+        )

@@ -1,0 +1,640 @@
+"""Schedules: create, read, list, edit, pause, resume, skip, cancel; whom a schedule
+may go to (a reminder for someone else); the quotas a request counts against.
+
+Each method takes the acting member's id (``local:alice``, ``slack:U123``...), checks
+permission, validates input, changes the store in one transaction and writes one audit
+row. Bad input raises a :class:`~core.errors.HeraldError` subclass whose message a
+person can read, and changes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from core import calendars, limits, templates, tenancy, timeexpr
+from core.actors import Actor, ActorRef
+from core.cases.base import principal_of
+from core.cases.calendars import CalendarCases
+from core.destinations import Destination, parse_destination
+from core.errors import Conflict, InvalidInput
+from core.models import (
+    LOCAL_TENANT,
+    STATE_FILTERS,
+    Attempt,
+    CalendarSource,
+    Job,
+    Schedule,
+    ScheduleState,
+)
+from core.reminders import ASKED_BY, ASKED_BY_NAME, ASKER_KEYS, asked_prefix
+from core.scrub import Scrubber
+from core.store import AuditEntry, ScheduleQuery
+
+MAX_TEXT = limits.HERALD_TEXT.size
+MAX_KEY = 200
+#: Herald's own action and block ids: user-supplied blocks may not carry them.
+_HERALD_IDS = re.compile(r'"(action_id|block_id)"\s*:\s*"(herald|schedule:|dead:)')
+
+
+@dataclass(frozen=True)
+class ScheduleDetail:
+    """A schedule with its jobs (latest first) and their attempts (newest first)."""
+
+    schedule: Schedule
+    jobs: list[Job]
+    attempts: list[Attempt]
+
+
+def check_text(text: str) -> str:
+    """The message body, refused when empty or over the limit."""
+    if not text.strip():
+        raise InvalidInput("The message is empty: say what to send.")
+    if len(text) > MAX_TEXT:
+        raise limits.HERALD_TEXT.refuse(len(text))
+    return text
+
+
+#: Presentation options a schedule may carry, and the JSON type each must have.
+OPTIONS: dict[str, type] = {
+    "username": str,  # Slack (chat:write.customize) and Discord webhooks
+    "icon_url": str,
+    "icon_emoji": str,
+    "avatar_url": str,
+    "subject": str,  # email
+    "blocks": list,  # Slack Block Kit
+    "embeds": list,  # Discord webhooks
+}
+
+
+def check_options(options: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Per-schedule channel options, refused when unknown or of the wrong type."""
+    if not options:
+        return {}
+    checked: dict[str, Any] = {}
+    for name, value in options.items():
+        expected = OPTIONS.get(name)
+        if expected is None:
+            known = ", ".join(sorted(OPTIONS))
+            raise InvalidInput(f"Unknown option {name!r}: use {known}.")
+        if not isinstance(value, expected):
+            kind = "a list (JSON array)" if expected is list else "text"
+            raise InvalidInput(f"Option {name!r} must be {kind}.")
+        if isinstance(value, list) and not all(isinstance(item, dict) for item in value):
+            raise InvalidInput(f"Option {name!r} must be a JSON array of objects.")
+        if name == "blocks" and _HERALD_IDS.search(json.dumps(value)):
+            raise InvalidInput(
+                "Blocks may not use Herald's own action or block ids (herald_…, schedule:…, "
+                "dead:…): a click on them would act on Herald's objects."
+            )
+        checked[name] = value
+    return checked
+
+
+def _refuse_skip_phrase(when: str) -> None:
+    """Calendars to skip (``… except holidays from URL``) are named when a schedule is
+    created one at a time; anywhere else the phrase is refused, said plainly (rather
+    than as a time Herald cannot read)."""
+    if calendars.split_skip_phrase(when)[1]:
+        raise InvalidInput(
+            "Calendars to skip can be named only when you create a schedule (herald "
+            "schedule, Slack or Discord), not when you edit or import one."
+        )
+
+
+def _with_template_flag(options: dict[str, Any], body: str) -> dict[str, Any]:
+    """``options`` marked ``template`` when ``body`` uses variables (``{date}``,
+    ``{schedule.id}``: the dispatcher fills them in for each occurrence); InvalidInput
+    for an unknown one."""
+    options.pop("template", None)
+    if templates.is_schedule_template(body):
+        options["template"] = True
+    return options
+
+
+def check_key(key: str | None) -> str | None:
+    if key is None:
+        return None
+    if not key.strip() or len(key) > MAX_KEY:
+        raise InvalidInput(f"The idempotency key must be 1 to {MAX_KEY} characters.")
+    return key
+
+
+class ScheduleCases(CalendarCases):
+    """Schedules (and the calendars they skip, :class:`CalendarCases`)."""
+
+
+    def read_when(self, when: str, tz: str, *, actor: ActorRef | None = None) -> timeexpr.When:
+        """Read a time expression now, in ``tz`` (InvalidInput if it cannot be read); a
+        rule without a time of day takes the default of the ``actor``'s tenant
+        (``HERALD_TENANT_DEFAULT_TIMES``, else ``HERALD_DEFAULT_TIME``)."""
+        tenant = LOCAL_TENANT if actor is None else principal_of(actor).tenant
+        default = self.settings.default_time_for(tenant)
+        return timeexpr.parse_when(when, tz=tz, now=self.clock.now(), default_time=default)
+
+    def build_schedule(
+        self,
+        actor: Actor,
+        *,
+        to: str,
+        when: str,
+        text: str,
+        tz: str | None,
+        key: str | None,
+        max_lateness: float | None = None,
+        options: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Validate one request and return its schedule row's values, unstored (create
+        and import share it)."""
+        destination = parse_destination(to)
+        body = check_text(text)
+        if max_lateness is not None and not 0 < max_lateness <= 366 * 86400:
+            raise InvalidInput("The maximum lateness must be between 1 second and a year.")
+        _refuse_skip_phrase(when)  # create() takes it off first; an import line cannot
+        zone_name = self._zone_for(actor, tz)
+        reading = self.read_when(when, zone_name, actor=actor)
+        checked = check_options(options)
+        tenancy.check_mentions(actor, destination, body, checked, self.settings)
+        tenancy.check_interval(actor, destination, reading.rule, self.settings)
+        now = self.clock.now()
+        options_checked = _with_template_flag(checked, body)
+        limits.check_message(destination, body, options_checked)
+        return {
+            "owner": actor.id,
+            "tenant": actor.tenant,
+            "destination": str(destination),
+            "body": body,
+            "expression": reading.expression,
+            "timezone": zone_name,
+            "rrule": reading.rule,
+            "starts_at": reading.first,
+            "next_run_at": reading.first,
+            "state": ScheduleState.ACTIVE.value,
+            "idempotency_key": check_key(key),
+            "max_lateness_s": None if max_lateness is None else round(max_lateness),
+            "options": options_checked,
+            "version": 1,
+            "created_at": now,
+            "updated_at": now,
+        }
+
+    async def create_schedule(
+        self,
+        actor_id: ActorRef,
+        *,
+        to: str,
+        when: str,
+        text: str,
+        tz: str | None = None,
+        key: str | None = None,
+        max_lateness: float | None = None,
+        options: Mapping[str, Any] | None = None,
+        skip: Sequence[str] = (),
+        skip_files: Mapping[str, str] | None = None,
+        skip_loaded: Sequence[CalendarSource] = (),
+    ) -> tuple[Schedule, bool]:
+        """Schedule ``text`` to ``to`` at ``when``. Returns ``(schedule, created)``;
+        with a ``key`` the owner already used, the existing schedule and ``False``.
+
+        Occurrences the events of skip calendars hold are skipped: URLs in ``when``
+        (``… except holidays from URL``, :func:`core.calendars.split_skip_phrase`) or in
+        ``skip``, uploaded ``skip_files`` (name → text) and calendars already loaded by
+        :meth:`load_calendars`. They are read before anything is stored, so a calendar
+        that cannot be read (CalendarError) creates nothing."""
+        actor = await self.actor(actor_id)
+        when, urls = calendars.split_skip_phrase(when)
+        values = await self._audited_refusals(
+            actor,
+            lambda: self.build_schedule(
+                actor,
+                to=to,
+                when=when,
+                text=text,
+                tz=tz,
+                key=key,
+                max_lateness=max_lateness,
+                options=options,
+            ),
+        )
+        values = await self.with_asker(actor, values)
+        await self.check_quota(actor, adding=1)
+        await self.check_reachable(values["destination"])
+        sources = [*urls, *skip]
+        if sources or skip_files:
+            skip_loaded = [*skip_loaded, *await self.load_calendars(actor, sources, skip_files)]
+        schedule = Schedule(**values)
+        skips = await self._skip_from_the_start(schedule, skip_loaded) if skip_loaded else None
+        stored, created = await self.store.create_schedule(
+            schedule,
+            first_run=schedule.next_run_at,
+            now=self.clock.now(),
+            audit=AuditEntry.by(
+                actor,
+                "schedule.create",
+                "schedule",
+                details=audit_summary(values),
+            ),
+        )
+        if created:
+            self._due(schedule.next_run_at)
+            if skip_loaded and stored.id is not None:
+                # the skipped occurrences, by event name, for the timeline
+                since = max(self.clock.now(), schedule.starts_at - timedelta(microseconds=1))
+                stored = await self._apply_skips(
+                    stored, skip_loaded, stored.skip_calendars, actor, after=since, skips=skips
+                )
+        return stored, created
+
+    async def _audited_refusals(
+        self, actor: Actor, build: Callable[[], dict[str, Any]]
+    ) -> dict[str, Any]:
+        """``build()``, with quota and mention refusals audited (``schedule.create.denied``)."""
+        try:
+            return build()
+        except (tenancy.QuotaExceeded, tenancy.MentionRefused) as exc:
+            raise await self.denied(
+                actor, "schedule.create", "schedule", "", str(exc), type(exc)
+            ) from None
+
+    async def check_quota(self, actor: Actor, *, adding: int) -> None:
+        """Refuse (and audit) ``adding`` live schedules past the member's or tenant's quota."""
+        if tenancy.exempt(actor, self.settings):
+            return
+        mine, total = await self.store.count_live(actor.tenant, actor.id)
+        try:
+            tenancy.check_live_count(
+                actor, mine=mine, tenant_total=total, adding=adding, settings=self.settings
+            )
+        except tenancy.QuotaExceeded as exc:
+            raise await self.denied(
+                actor, "schedule.create", "schedule", "", str(exc), tenancy.QuotaExceeded
+            ) from None
+
+    async def count_command(self, actor_id: ActorRef) -> Actor:
+        """Count one chat command of the actor against ``HERALD_QUOTA_COMMANDS_PER_MINUTE``;
+        QuotaExceeded (audited once a minute per member) past it. Returns the actor
+        (one already resolved, e.g. by :meth:`sync_member`, is not read again)."""
+        actor = actor_id if isinstance(actor_id, Actor) else await self.actor(actor_id)
+        if tenancy.exempt(actor, self.settings):
+            return actor
+        now = self.clock.now()
+        if self._commands.admit(actor, now):
+            return actor
+        reason = (
+            f"You sent more than {self.settings.quota_commands_per_minute} commands in a "
+            "minute; wait a moment and try again."
+        )
+        if self._commands.first_refusal(actor, now):
+            raise await self.denied(
+                actor, "command", "member", actor.id, reason, tenancy.QuotaExceeded
+            )
+        raise tenancy.QuotaExceeded(reason)
+
+    async def check_reachable(self, destination: str) -> None:
+        """Ask the destination's channel whether it can deliver there (InvalidInput if
+        not); a syntax check only when no channel is wired in."""
+        parsed = parse_destination(destination)
+        channel = self.channels.get(parsed.kind)
+        if channel is not None:
+            try:
+                await channel.validate(parsed)
+            except InvalidInput as exc:  # the provider's words may echo a token
+                scrubbed = Scrubber.from_settings(self.settings)(str(exc))
+                raise InvalidInput(scrubbed) from None
+
+    async def list_schedules(
+        self,
+        actor_id: ActorRef,
+        *,
+        everyone: bool = False,
+        state: str | None = None,
+        destination: str | None = None,
+        text: str | None = None,
+        tenant: str | None = None,
+        limit: int = 200,
+        newest_first: bool = False,
+        before_id: int | None = None,
+    ) -> list[Schedule]:
+        """The actor's schedules in their tenant (or, for operators and admins,
+        everyone's there; Herald-wide ones may name any ``tenant``, default all):
+        soonest next run first, or ``newest_first`` (by id, pages after ``before_id``)."""
+        actor = await self.actor(actor_id)
+        if everyone and not actor.sees_everything:
+            raise await self.denied(
+                actor,
+                "schedule.list_all",
+                "schedule",
+                "",
+                "Only operators and admins can list everyone's schedules.",
+            )
+        states: tuple[str, ...] | None = None
+        if state is not None:
+            if state not in STATE_FILTERS:
+                choices = ", ".join(STATE_FILTERS)
+                raise InvalidInput(f"Unknown state {state!r}: use one of {choices}.")
+            states = (state,)
+        if destination is not None:
+            destination = str(parse_destination(destination))
+        if limit < 1:
+            raise InvalidInput("The limit must be at least 1.")
+        return await self.store.list_schedules(
+            ScheduleQuery(
+                owner=None if everyone else actor.id,
+                tenant=self.tenant_scope(actor, tenant),
+                states=states,
+                destination=destination,
+                text=text,
+                limit=limit,
+                newest_first=newest_first,
+                before_id=before_id,
+            )
+        )
+
+
+    async def preview_when(
+        self, actor_id: ActorRef, when: str, *, tz: str | None = None
+    ) -> timeexpr.When:
+        """How ``when`` reads for the actor (in ``tz``, else their zone), stored nowhere."""
+        actor = await self.actor(actor_id)
+        if calendars.split_skip_phrase(when)[1]:
+            raise InvalidInput(
+                "A preview reads the time only: name calendars to skip when you create "
+                "the schedule (or preview them with herald when)."
+            )
+        return self.read_when(when, self._zone_for(actor, tz), actor=actor)
+    async def show_schedule(self, actor_id: ActorRef, schedule_id: int) -> ScheduleDetail:
+        """One schedule with its jobs and their attempts."""
+        actor = await self.actor(actor_id)
+        schedule = await self._visible(actor, schedule_id)
+        assert schedule.id is not None
+        jobs = await self.store.schedule_jobs(schedule.id)
+        attempts = await self.store.job_attempts([job.id for job in jobs if job.id is not None])
+        return ScheduleDetail(schedule, jobs, attempts)
+
+    async def edit_schedule(
+        self,
+        actor_id: ActorRef,
+        schedule_id: int,
+        *,
+        when: str | None = None,
+        text: str | None = None,
+        to: str | None = None,
+        tz: str | None = None,
+        expected_version: int | None = None,
+    ) -> Schedule:
+        """Change a schedule's time, text or destination. A stale ``expected_version``
+        (or a concurrent edit) is refused with Conflict."""
+        actor = await self.actor(actor_id)
+        schedule = await self._changeable(actor, schedule_id, expected_version)
+        if when is None and text is None and to is None:
+            raise InvalidInput("Nothing to change: give a new time, text or destination.")
+        if tz is not None and when is None:
+            raise InvalidInput("A new time zone needs a new time too (--when).")
+        _require_state(schedule, ScheduleState.ACTIVE, ScheduleState.PAUSED, verb="edited")
+        values: dict[str, Any] = {}
+        changed: dict[str, Any] = {}
+        if text is not None:
+            values["body"] = check_text(text)
+            changed["text_chars"] = len(text)
+        if to is not None:
+            destination = parse_destination(to)
+            asker = await self.check_recipient(actor, destination, "schedule.edit")
+            await self.check_reachable(str(destination))
+            values["destination"] = str(destination)
+            changed["destination"] = destination.redacted()
+        if text is not None or to is not None:
+            # whom the message may notify is the editor's to say, as of this edit
+            body = values.get("body", schedule.body)
+            options = _with_template_flag(dict(schedule.options or {}), body)
+            if to is not None:  # who asked is said again for the new destination
+                options = {k: v for k, v in options.items() if k not in ASKER_KEYS} | asker
+            try:
+                values["options"] = tenancy.check_mentions(
+                    actor,
+                    parse_destination(values.get("destination", schedule.destination)),
+                    body,
+                    options,
+                    self.settings,
+                )
+            except tenancy.MentionRefused as exc:
+                raise await self.denied(
+                    actor, "schedule.edit", "schedule", str(schedule_id), str(exc), type(exc)
+                ) from None
+            limits.check_message(  # the message must fit where it goes
+                values.get("destination", schedule.destination),
+                values.get("body", schedule.body),
+                values.get("options", schedule.options),
+            )
+        arm_at: datetime | None = None
+        if when is not None:
+            _refuse_skip_phrase(when)
+            zone_name = self._zone_for(actor, tz, kept=schedule.timezone)
+            reading = self.read_when(when, zone_name, actor=actor)
+            try:
+                tenancy.check_interval(
+                    actor,
+                    parse_destination(values.get("destination", schedule.destination)),
+                    reading.rule,
+                    self.settings,
+                )
+            except tenancy.QuotaExceeded as exc:
+                raise await self.denied(
+                    actor, "schedule.edit", "schedule", str(schedule_id), str(exc), type(exc)
+                ) from None
+            values.update(
+                expression=reading.expression,
+                timezone=zone_name,
+                rrule=reading.rule,
+                starts_at=reading.first,
+                next_run_at=reading.first,
+            )
+            changed.update(when=reading.expression, timezone=zone_name)
+            if schedule.state == ScheduleState.ACTIVE.value:
+                arm_at = reading.first
+        return await self._change(
+            actor, schedule, "edit", values, changed, cancel=when is not None, arm_at=arm_at
+        )
+
+    async def pause_schedule(
+        self, actor_id: ActorRef, schedule_id: int, *, expected_version: int | None = None
+    ) -> Schedule:
+        """Stop sending until resumed; waiting jobs are cancelled."""
+        actor = await self.actor(actor_id)
+        schedule = await self._changeable(actor, schedule_id, expected_version)
+        _require_state(schedule, ScheduleState.ACTIVE, verb="paused")
+        return await self._set_state(actor, schedule, ScheduleState.PAUSED, cancel=True)
+
+    async def resume_schedule(
+        self, actor_id: ActorRef, schedule_id: int, *, expected_version: int | None = None
+    ) -> Schedule:
+        """Start sending again from the next occurrence after now."""
+        actor = await self.actor(actor_id)
+        schedule = await self._changeable(actor, schedule_id, expected_version)
+        _require_state(schedule, ScheduleState.PAUSED, verb="resumed")
+        now = self.clock.now()
+        if schedule.rrule is None:
+            if schedule.starts_at <= now:
+                raise InvalidInput(
+                    f"Schedule {schedule_id} was due {schedule.starts_at:%Y-%m-%d %H:%M} UTC, "
+                    "which passed while it was paused: give it a new time with edit."
+                )
+            upcoming: datetime | None = schedule.starts_at
+        else:
+            upcoming = timeexpr.next_occurrence(schedule.rrule, now)
+            if upcoming is None:
+                raise InvalidInput(
+                    f"Schedule {schedule_id} has no occurrence left after now: "
+                    "its rule ended while it was paused."
+                )
+        return await self._set_state(actor, schedule, ScheduleState.ACTIVE, arm_at=upcoming)
+
+    async def skip_next(
+        self, actor_id: ActorRef, schedule_id: int, *, expected_version: int | None = None
+    ) -> Schedule:
+        """Skip a recurring schedule's next occurrence only; it resumes after it."""
+        actor = await self.actor(actor_id)
+        schedule = await self._changeable(actor, schedule_id, expected_version)
+        _require_state(schedule, ScheduleState.ACTIVE, verb="skipped")
+        if schedule.rrule is None:
+            raise InvalidInput(
+                f"Schedule {schedule_id} happens only once; cancel it instead of skipping."
+            )
+        skipped = schedule.next_run_at
+        if skipped is None:
+            raise Conflict(f"Schedule {schedule_id} has no next occurrence to skip.")
+        upcoming = timeexpr.next_occurrence(schedule.rrule, skipped)
+        values: dict[str, Any] = {"next_run_at": upcoming}
+        if upcoming is None:
+            values["state"] = ScheduleState.COMPLETED.value
+        details = {"skipped": skipped.isoformat(), "next": upcoming and upcoming.isoformat()}
+        return await self._change(
+            actor, schedule, "skip", values, details, cancel=True, arm_at=upcoming
+        )
+
+    async def cancel_schedule(
+        self, actor_id: ActorRef, schedule_id: int, *, expected_version: int | None = None
+    ) -> Schedule:
+        """Stop for good; waiting jobs are cancelled."""
+        actor = await self.actor(actor_id)
+        schedule = await self._changeable(actor, schedule_id, expected_version)
+        _require_state(schedule, ScheduleState.ACTIVE, ScheduleState.PAUSED, verb="cancelled")
+        return await self._set_state(actor, schedule, ScheduleState.CANCELLED, cancel=True)
+
+    async def _set_state(
+        self,
+        actor: Actor,
+        schedule: Schedule,
+        state: ScheduleState,
+        *,
+        cancel: bool = False,
+        arm_at: datetime | None = None,
+    ) -> Schedule:
+        values: dict[str, Any] = {"state": state.value}
+        if cancel:
+            values["next_run_at"] = None
+        details = {"from": schedule.state, "to": state.value}
+        return await self._change(
+            actor, schedule, _VERBS[state], values, details, cancel=cancel, arm_at=arm_at
+        )
+
+    async def _change(
+        self,
+        actor: Actor,
+        schedule: Schedule,
+        verb: str,
+        values: dict[str, Any],
+        details: dict[str, Any],
+        *,
+        cancel: bool,
+        arm_at: datetime | None,
+    ) -> Schedule:
+        """Store a change read at ``schedule.version`` with its audit row
+        (``schedule.<verb>``), then wake the dispatcher for a newly armed job."""
+        assert schedule.id is not None
+        updated = await self.store.change_schedule(
+            schedule.id,
+            expected_version=schedule.version,
+            values=values,
+            now=self.clock.now(),
+            cancel_open_jobs=cancel,
+            arm_at=arm_at,
+            audit=AuditEntry.by(
+                actor,
+                f"schedule.{verb}",
+                "schedule",
+                str(schedule.id),
+                details,
+                tenant=schedule.tenant,
+            ),
+        )
+        self._due(arm_at)
+        return updated
+
+    async def check_recipient(
+        self, actor: Actor, destination: Destination, action: str = "schedule.create"
+    ) -> dict[str, Any]:
+        """Refuse (PermissionDenied, audited as ``<action>.denied``) a direct message to
+        someone ``actor`` may not remind; returns the options to add (who asked, for
+        someone else)."""
+        recipient = destination.recipient
+        if recipient is None or recipient == actor.id:
+            return {}
+        known = await self.store.get_member(actor.tenant, recipient)
+        if known is None and actor.herald_wide:
+            known = await self.store.find_member(recipient)
+        if known is None:
+            who = f"<@{destination.target[1:]}>"
+            raise await self.denied(
+                actor,
+                action,
+                "schedule",
+                "",
+                f"Herald can remind {who} only if they are a member of this workspace or "
+                "server that Herald knows: they have not used Herald here (or are in "
+                "another one). Ask them to run /schedule once, or remind yourself.",
+            )
+        me = await self.store.get_member(actor.tenant, actor.id)
+        name = (me.display_name if me is not None else "") or actor.id
+        return {ASKED_BY: actor.id, ASKED_BY_NAME: name}
+
+    async def with_asker(self, actor: Actor, values: dict[str, Any]) -> dict[str, Any]:
+        """A new schedule's values (:meth:`Herald.build_schedule`) once its recipient is
+        checked: a reminder for someone else records who asked, and must still fit with
+        the "… asked me to remind you:" its channel puts before the text."""
+        destination = parse_destination(values["destination"])
+        asked = await self.check_recipient(actor, destination)
+        if not asked:
+            return values
+        options = {**values["options"], **asked}
+        prefixed = asked_prefix(destination, asked) + values["body"]
+        limits.check_message(destination, prefixed, options)
+        return {**values, "options": options}
+
+
+_VERBS = {
+    ScheduleState.PAUSED: "pause",
+    ScheduleState.ACTIVE: "resume",
+    ScheduleState.CANCELLED: "cancel",
+}
+
+
+def _require_state(schedule: Schedule, *allowed: ScheduleState, verb: str) -> None:
+    if schedule.state == verb:
+        raise Conflict(f"Schedule {schedule.id} is already {verb}.")
+    if schedule.state not in {state.value for state in allowed}:
+        raise Conflict(f"Schedule {schedule.id} is {schedule.state}, so it cannot be {verb}.")
+
+
+def audit_summary(values: dict[str, Any]) -> dict[str, Any]:
+    """Audit details for a new schedule's values: no message text, no secret."""
+    return {
+        "destination": parse_destination(values["destination"]).redacted(),
+        "when": values["expression"],
+        "timezone": values["timezone"],
+        "recurring": values["rrule"] is not None,
+        "key": values["idempotency_key"],
+    }
