@@ -39,7 +39,7 @@ def describe(schedule: Schedule) -> str:
     """How the schedule's time reads in words."""
     if schedule.rrule is not None:
         return timeexpr.describe(schedule.rrule)
-    return f"once, {local(schedule.starts_at, schedule.timezone)} ({schedule.timezone})"
+    return timeexpr.describe_once(schedule.starts_at, schedule.timezone)
 
 
 def read_back(schedule: Schedule) -> str:

@@ -495,7 +495,7 @@ _RANK = {"created": 0, "planned": 1, "claimed": 2, "attempt": 3, "retrying": 4, 
 def _describe(schedule: Schedule) -> str:
     if schedule.rrule is not None:
         return timeexpr.describe(schedule.rrule)
-    return f"once, {schedule.starts_at:%Y-%m-%d %H:%M} UTC"
+    return timeexpr.describe_once(schedule.starts_at, schedule.timezone)
 
 
 def _upcoming(schedule: Schedule, now: datetime) -> list[datetime]:

@@ -79,6 +79,7 @@ from core.timeexpr.words import (
 # ``from core import timeexpr`` and use these names (an import contract in
 # pyproject.toml keeps them out of the sub-modules).
 __all__ = [
+    "describe_once",
     "DEFAULT_TIME",
     "DEFAULT_TIME_NOTE",
     "DURATION_UNITS",
@@ -227,7 +228,14 @@ def _once(raw: str, zi: ZoneInfo, moment: Moment, now: datetime, default_time: t
     if local.year > MAX_YEAR:
         raise refuse(raw, f"Herald schedules up to the year {MAX_YEAR}")
     chosen = default_time if moment.defaulted else None
-    return When(raw, zi.key, instant, None, f"once, {shown} ({zi.key})", chosen)
+    return When(raw, zi.key, instant, None, describe_once(instant, zi.key), chosen)
+
+
+def describe_once(instant: datetime, zone: str) -> str:
+    """A one-off's time in words, in its own zone: ``once, Mon 30 Mar 2026 09:00
+    (Europe/Berlin)`` (every surface says a schedule's time with this or :func:`describe`)."""
+    local = instant.astimezone(ZoneInfo(zone))
+    return f"once, {format_day(local)} {format_clock(local)} ({zone})"
 
 
 def _rule_input(raw: str, zi: ZoneInfo, now: datetime) -> Draft:

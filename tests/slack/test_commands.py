@@ -26,7 +26,7 @@ async def test_a_schedule_goes_to_the_channel_it_was_typed_in_in_the_profile_zon
     assert reply["response_type"] == "ephemeral"
     shown = text_of(reply)
     assert f"#{schedule.id}" in shown and "<#C0123>" in shown
-    assert "once, Tue 03 Mar 2026 09:00 (Europe/Berlin)" in shown
+    assert "once, Tue 3 Mar 2026 09:00 (Europe/Berlin)" in shown
     assert f"<!date^{int(schedule.starts_at.timestamp())}^" in shown
     assert ">Coffee ☕" in shown
     assert action_ids(reply) == ["herald_edit", "herald_cancel"]
