@@ -198,7 +198,7 @@ async def run(jobs: int, calls: int, channel: str, via: str = "db") -> dict[str,
             [sys.executable, "-m", "bot.cli", "run"],
             env={**env, "HERALD_LOG_LEVEL": "WARNING"},
             stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+            stderr=open(os.environ.get("HERALD_BENCH_LOG", os.devnull), "w"),  # noqa: SIM115, ASYNC230
         )
         try:
             await _up(http_port)

@@ -272,10 +272,14 @@ class ScheduleQueries(Gateway):
         return int(mine), int(total)
 
     async def get_schedule(self, schedule_id: int) -> Schedule | None:
-        if not 0 < schedule_id <= MAX_SCHEDULE_ID:  # names no row (and PostgreSQL
-            return None  # would refuse to compare it with an integer column)
+        try:  # (a button's id arrives as text)
+            number = int(schedule_id)
+        except (TypeError, ValueError):
+            return None
+        if not 0 < number <= MAX_SCHEDULE_ID:  # names no row (and PostgreSQL would
+            return None  # refuse to compare it with an integer column)
         async with self._session() as s:
-            return await s.get(Schedule, schedule_id)
+            return await s.get(Schedule, number)
 
     async def list_schedules(self, query: ScheduleQuery) -> list[Schedule]:
         """Schedules matching ``query``: soonest next run first, then newest (or
