@@ -86,3 +86,14 @@ def test_the_cli_offers_what_the_table_says() -> None:
     for v in verbs.offered(verbs.CLI, verbs.STATE_VERBS):
         for word in v.words:
             assert parser.parse_args([word, "1"]).command == v.name
+
+
+def test_slack_offers_what_the_table_says() -> None:
+    from bot.slack import grammar
+
+    schedule_verbs = tuple(v for v in VERBS if v.takes in ("schedule_id", "schedule_id+version"))
+    table = _words(verbs.SLACK, schedule_verbs)
+    assert set(grammar.VERBS) | set(grammar.ALIASES) == table
+    for word in table:
+        assert grammar.parse(f"{word} 7") == grammar.Act(verbs.verb(word).name, 7)
+    assert "list" in grammar.KEYWORDS and verbs.verb("list").offered_on(verbs.SLACK)
