@@ -97,3 +97,13 @@ def test_slack_offers_what_the_table_says() -> None:
     for word in table:
         assert grammar.parse(f"{word} 7") == grammar.Act(verbs.verb(word).name, 7)
     assert "list" in grammar.KEYWORDS and verbs.verb("list").offered_on(verbs.SLACK)
+
+
+def test_discord_offers_what_the_table_says() -> None:
+    from bot.discord_bot.commands import ScheduleGroup
+
+    commands = {c.name for c in ScheduleGroup().commands}
+    schedule_verbs = tuple(v for v in VERBS if v.takes != "job_ids")
+    assert _words(verbs.DISCORD, schedule_verbs) <= commands
+    others = {w for v in schedule_verbs if not v.offered_on(verbs.DISCORD) for w in v.words}
+    assert not (others & commands)
