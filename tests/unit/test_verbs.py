@@ -107,3 +107,19 @@ def test_discord_offers_what_the_table_says() -> None:
     assert _words(verbs.DISCORD, schedule_verbs) <= commands
     others = {w for v in schedule_verbs if not v.offered_on(verbs.DISCORD) for w in v.words}
     assert not (others & commands)
+
+
+def test_the_console_offers_what_the_table_says() -> None:
+    from tui.screens import schedules
+
+    actions = {b.action for b in schedules.SchedulesScreen.BINDINGS}  # type: ignore[union-attr]
+    offered = set(schedules.BULK) | {
+        a.removeprefix("bulk('").removesuffix("')") for a in actions if a.startswith("bulk(")
+    }
+    offered |= {a for a in actions if a in ("edit", "skip")}
+    table = {
+        v.name for v in verbs.offered(verbs.CONSOLE) if v.takes != "job_ids" and v.name != "list"
+    }
+    assert offered == table
+    for name in schedules.BULK:
+        assert verbs.verb(name).offered_on(verbs.CONSOLE)
