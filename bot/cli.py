@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, NoReturn
 
 from bot.cli_parser import build_parser
+from core.verbs import CLI, STATE_VERBS, offered
 
 if TYPE_CHECKING:
     from core.settings import Settings
@@ -21,7 +22,9 @@ if TYPE_CHECKING:
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what `yes | head` reports
 #: Commands that go through a running service's HTTP API when HERALD_API_URL and
 #: HERALD_API_TOKEN are set (bot/cli_remote.py), as the token's member.
-_REMOTE = frozenset({"schedule", "list", "show", "edit", "pause", "resume", "skip", "cancel"})
+_REMOTE = frozenset(
+    {"schedule", "list", "show", "edit", *(v.name for v in offered(CLI, STATE_VERBS))}
+)
 
 
 def main(argv: Sequence[str] | None = None, *, settings: Settings | None = None) -> int:

@@ -22,7 +22,7 @@ from bot import cli_calendars
 from bot.cli_options import open_text, schedule_options
 from bot.cli_parser import EXIT_ERROR
 from bot.logs import configure_logging
-from core import calendars, db, reminders, timeexpr, views
+from core import calendars, db, reminders, timeexpr, verbs, views
 from core.actors import Principal, Surface
 from core.cases.importer import ImportRejected, import_schedules
 from core.channels import build_channels
@@ -195,29 +195,15 @@ class Cli:
             tz=a.tz,
             expected_version=a.version,
         )
-        self._changed(schedule, "updated")
+        self._changed(schedule, verbs.verb("edit").past)
 
-    async def cmd_pause(self, herald: Herald) -> None:
-        s = await herald.pause_schedule(
-            self.actor, self.args.id, expected_version=self.args.version
+    async def cmd_change(self, herald: Herald) -> None:
+        """pause, resume, skip or cancel (core/verbs.py): one use case each."""
+        chosen = verbs.verb(self.args.command)
+        s = await verbs.perform(
+            herald, chosen, self.actor, self.args.id, expected_version=self.args.version
         )
-        self._changed(s, "paused")
-
-    async def cmd_resume(self, herald: Herald) -> None:
-        s = await herald.resume_schedule(
-            self.actor, self.args.id, expected_version=self.args.version
-        )
-        self._changed(s, "resumed")
-
-    async def cmd_skip(self, herald: Herald) -> None:
-        s = await herald.skip_next(self.actor, self.args.id, expected_version=self.args.version)
-        self._changed(s, "skips its next occurrence")
-
-    async def cmd_cancel(self, herald: Herald) -> None:
-        s = await herald.cancel_schedule(
-            self.actor, self.args.id, expected_version=self.args.version
-        )
-        self._changed(s, "cancelled")
+        self._changed(s, chosen.past)
 
     def _changed(self, schedule: Schedule, what: str) -> None:
         if self.args.json:
@@ -573,10 +559,7 @@ _STORE_COMMANDS: dict[str, Command] = {
     "list": Cli.cmd_list,
     "show": Cli.cmd_show,
     "edit": Cli.cmd_edit,
-    "pause": Cli.cmd_pause,
-    "resume": Cli.cmd_resume,
-    "cancel": Cli.cmd_cancel,
-    "skip": Cli.cmd_skip,
+    **{v.name: Cli.cmd_change for v in verbs.offered(verbs.CLI, verbs.STATE_VERBS)},
     "import": Cli.cmd_import,
     "timezone": Cli.cmd_timezone,
     "member": Cli.cmd_member_role,

@@ -6,6 +6,9 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
+from core import verbs
+from core.verbs import offered, verb
+
 EXIT_ERROR = 2
 WHEN_MEANINGS = (
     'A rule without a time of day fires at 09:00 (HERALD_DEFAULT_TIME): "every weekday", '
@@ -65,7 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("-q", "--quiet", action="store_true", help="print only the schedule's id")
     _add_skip_option(c)
 
-    c = add("list", "List schedules.")
+    c = add("list", verb("list").help)
     c.add_argument("--all", action="store_true", help="everyone's (operators and admins)")
     c.add_argument(
         "--state",
@@ -79,32 +82,25 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--limit", type=int, default=200)
     c.add_argument("--json", action="store_true")
 
-    c = add("show", "Show one schedule with its jobs and attempts.")
+    c = add("show", verb("show").help)
     c.add_argument("id", type=int)
     c.add_argument("--json", action="store_true")
 
-    c = add("edit", "Change a schedule's time, text or destination.")
+    c = add("edit", verb("edit").help)
     versioned(c)
     c.add_argument("--when")
     c.add_argument("--text")
     c.add_argument("--to")
     c.add_argument("--tz", help="a city (Berlin) or an IANA zone (Europe/Berlin)")
 
-    for name, text in (
-        ("pause", "Pause a schedule."),
-        ("resume", "Resume a schedule."),
-        ("skip", "Skip a recurring schedule's next occurrence."),
-    ):
-        versioned(add(name, text))
-    # as /remind and chat bots say it; the parsed command is "cancel" whichever is typed
-    cancel = sub.add_parser(
-        "cancel",
-        aliases=["delete", "remove"],
-        help="Cancel a schedule (also: delete, remove).",
-        description="Cancel a schedule.",
-    )
-    cancel.set_defaults(command="cancel")
-    versioned(cancel)
+    for v in offered(verbs.CLI, verbs.STATE_VERBS):  # pause, resume, skip, cancel
+        also = f" (also: {', '.join(v.aliases)})" if v.aliases else ""
+        # aliases as /remind and chat bots say them; the parsed command is the verb's name
+        cmd = sub.add_parser(
+            v.name, aliases=list(v.aliases), help=v.help[:-1] + also + ".", description=v.help
+        )
+        cmd.set_defaults(command=v.name)
+        versioned(cmd)
 
     c = add("import", "Import schedules from JSON Lines (to, when, text, tz, key).")
     c.add_argument("file", help="path, or - for standard input")

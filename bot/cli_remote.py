@@ -24,14 +24,8 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from bot.cli_parser import EXIT_ERROR
+from core.verbs import verb
 
-#: How the local commands say each change happened.
-_CHANGED = {
-    "pause": "paused",
-    "resume": "resumed",
-    "skip": "skips its next occurrence",
-    "cancel": "cancelled",
-}
 TIMEOUT = 30.0
 
 
@@ -221,7 +215,7 @@ class Remote:
             what = "updated"
         else:
             _, _, s = self.call("POST", f"/schedules/{a.id}/{a.command}", headers=headers)
-            what = _CHANGED[a.command]
+            what = verb(a.command).past
         if a.json:
             self.emit_json(s)
         elif s["next_run_at"] is None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 
 from bot.discord_bot import render
 from bot.discord_bot.choices import EXAMPLES
+from core import verbs
 from core.actors import ActorRef, Principal, discord_tenant
 from core.errors import InvalidInput, PermissionDenied
 from core.models import Schedule, ScheduleState
@@ -243,24 +244,14 @@ async def edit_from_form(
     )
 
 
-_HEADINGS = {
-    "cancel": "Cancelled: nothing more will be sent.",
-    "pause": "Paused: nothing is sent until you resume it.",
-    "resume": "Resumed.",
-    "skip": "Skipped the next send.",
-}
-
-
 async def change(herald: Herald, actor: ActorRef, verb: str, schedule_id: int) -> Reply:
-    """``/schedule cancel|pause|resume|skip`` (and the Cancel button)."""
-    use_cases = {
-        "cancel": herald.cancel_schedule,
-        "pause": herald.pause_schedule,
-        "resume": herald.resume_schedule,
-        "skip": herald.skip_next,
-    }
-    schedule = await use_cases[verb](actor, schedule_id)
-    return _answer(schedule, _HEADINGS[verb], toggle=verb in ("pause", "resume"))
+    """``/schedule cancel|pause|resume|skip`` (and the buttons): the verb's use case
+    and heading from core/verbs.py."""
+    chosen = verbs.verb(verb)
+    if not chosen.offered_on(verbs.DISCORD) or chosen not in verbs.STATE_VERBS:
+        raise ValueError(f"unknown verb {verb!r}")
+    schedule = await verbs.perform(herald, chosen, actor, schedule_id)
+    return _answer(schedule, chosen.heading, toggle=chosen.toggles)
 
 
 async def timezone(herald: Herald, actor: ActorRef, zone: str | None) -> Reply:

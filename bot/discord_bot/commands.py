@@ -269,6 +269,7 @@ class ScheduleGroup(
         await respond(interaction, work)
 
     async def _change(self, interaction: discord.Interaction[Any], verb: str, id: int) -> None:
+        """A verb of core/verbs.py (by its name or an alias) on schedule ``id``."""
         await respond(
             interaction, lambda actor: actions.change(herald_of(interaction), actor, verb, id)
         )
@@ -282,12 +283,12 @@ class ScheduleGroup(
     @app_commands.command(name="delete", description="Stop a schedule for good (as cancel)")
     @app_commands.describe(id="The schedule (type to search yours)")
     async def delete(self, interaction: discord.Interaction[Any], id: _ID) -> None:
-        await self._change(interaction, "cancel", id)
+        await self._change(interaction, "delete", id)
 
     @app_commands.command(name="remove", description="Stop a schedule for good (as cancel)")
     @app_commands.describe(id="The schedule (type to search yours)")
     async def remove(self, interaction: discord.Interaction[Any], id: _ID) -> None:
-        await self._change(interaction, "cancel", id)
+        await self._change(interaction, "remove", id)
 
     @app_commands.command(description="Stop sending until resumed")
     @app_commands.describe(id="The schedule (type to search yours)")

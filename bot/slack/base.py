@@ -72,9 +72,9 @@ def request_team(body: dict[str, Any]) -> tuple[str, str | None]:
         or (body.get("view") or {}).get("team_id")
     )
     enterprise = body.get("enterprise")
-    enterprise_id = (
-        enterprise.get("id") if isinstance(enterprise, dict) else None
-    ) or body.get("enterprise_id")
+    enterprise_id = (enterprise.get("id") if isinstance(enterprise, dict) else None) or body.get(
+        "enterprise_id"
+    )
     if not isinstance(team_id, str) or not team_id:
         raise ForeignTeam("This request names no Slack workspace.")
     return team_id, enterprise_id if isinstance(enterprise_id, str) and enterprise_id else None
@@ -224,9 +224,7 @@ class Base:
 
     # --- App Home -----------------------------------------------------------------
 
-    async def live_schedules(
-        self, actor_id: ActorRef, *, everyone: bool = False
-    ) -> list[Schedule]:
+    async def live_schedules(self, actor_id: ActorRef, *, everyone: bool = False) -> list[Schedule]:
         """Active and paused schedules, soonest first (paused last)."""
         found: list[Schedule] = []
         for state in (ScheduleState.ACTIVE.value, ScheduleState.PAUSED.value):

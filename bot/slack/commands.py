@@ -30,19 +30,15 @@ from bot.slack.blocks import (
 from bot.slack.grammar import escape
 from bot.slack.modal import ModalMeta, Submission, fingerprint, read_submission, schedule_modal
 from bot.slack.reminders import Reminders
-from core import calendars, limits
+from core import calendars, limits, verbs
 from core.errors import HeraldError, InvalidInput
 from core.models import Schedule
 from core.usecases import check_text
 
 log = logging.getLogger(__name__)
 
-DONE = {
-    "cancel": "Cancelled",
-    "pause": "Paused",
-    "resume": "Resumed",
-    "skip": "Skipped the next occurrence of",
-}
+#: How a reply starts once a verb is done ("Paused schedule #12."), from core/verbs.py.
+DONE = {v.name: v.done for v in verbs.offered(verbs.SLACK, verbs.STATE_VERBS)}
 
 
 def responder(respond: AsyncRespond, *, replace: bool = False) -> Send:
@@ -128,17 +124,11 @@ class Commands(Reminders):
         return list_reply(schedules, page)
 
     async def change(self, person: Person, verb: str, schedule_id: int) -> Schedule:
-        """Cancel, pause, resume or skip: one use case each."""
-        actor = person.principal
-        if verb == "cancel":
-            return await self.herald.cancel_schedule(actor, schedule_id)
-        if verb == "pause":
-            return await self.herald.pause_schedule(actor, schedule_id)
-        if verb == "resume":
-            return await self.herald.resume_schedule(actor, schedule_id)
-        if verb == "skip":
-            return await self.herald.skip_next(actor, schedule_id)
-        raise ValueError(f"unknown verb {verb!r}")
+        """Cancel, pause, resume or skip (core/verbs.py): one use case each."""
+        if verb not in DONE:
+            raise ValueError(f"unknown verb {verb!r}")
+        updated: Schedule = await verbs.perform(self.herald, verb, person.principal, schedule_id)
+        return updated
 
     async def _create(
         self, person: Person, command: grammar.Create, here: str, body: dict[str, Any]

@@ -46,7 +46,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from core import timeexpr
+from core import timeexpr, verbs
 from core.errors import InvalidInput
 from core.models import STATE_FILTERS
 
@@ -61,9 +61,13 @@ SKIP_EXAMPLE = (
 )
 REMIND_EXAMPLE = "/schedule remind #general to Standup every weekday at 9am"
 ME_EXAMPLE = "/schedule me in 10 minutes: stretch"
-VERBS = ("show", "edit", "cancel", "pause", "resume", "skip")
+#: The verbs on one schedule that /schedule offers (core/verbs.py): show, edit, pause, …
+_ACTS = tuple(
+    v for v in verbs.offered(verbs.SLACK) if v.takes in ("schedule_id", "schedule_id+version")
+)
+VERBS = tuple(v.name for v in _ACTS)
 #: Other words for a verb, as /remind and other bots say it.
-ALIASES = {"delete": "cancel", "remove": "cancel"}
+ALIASES = verbs.aliases(_ACTS)
 KEYWORDS = frozenset({*VERBS, *ALIASES, "list", "timezone", "help", "feed", "feeds"})
 COMMANDS = (
     "list, show, edit, pause, resume, skip, cancel (delete, remove), timezone, feed, remind, help"

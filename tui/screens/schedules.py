@@ -9,6 +9,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Header, Input, Static
 
+from core import verbs
 from core.cases.console import parse_shift
 from core.errors import HeraldError
 from core.models import Schedule
@@ -32,8 +33,11 @@ COLUMNS = (
     Col("text", CELL, keep=10, least=30, flex=True),
     Col("tenant", 24, keep=1),
 )
-VERBS = {"cancel": "Cancel", "pause": "Pause", "resume": "Resume", "shift": "Shift"}
-DONE = {"cancel": "Cancelled", "pause": "Paused", "resume": "Resumed", "shift": "Shifted"}
+#: The actions on a selection or everything matching (core/verbs.py): their labels and
+#: how a notice says they are done.
+BULK = ("cancel", "pause", "resume", "shift")
+VERBS = {name: verbs.verb(name).label for name in BULK}
+DONE = {name: verbs.verb(name).done for name in BULK}
 
 
 class SchedulesScreen(ConsoleScreen):
@@ -45,12 +49,12 @@ class SchedulesScreen(ConsoleScreen):
     BINDINGS = [
         Binding("slash", "focus_filter", "Filter", id="filter"),
         Binding("n", "new", "New", id="schedule-new", show=False),
-        Binding("e", "edit", "Edit", id="schedule-edit"),
-        Binding("p", "bulk('pause')", "Pause", id="schedule-pause"),
-        Binding("u", "bulk('resume')", "Resume", id="schedule-resume"),
-        Binding("c", "bulk('cancel')", "Cancel", id="schedule-cancel"),
-        Binding("t", "bulk('shift')", "Shift", id="schedule-shift"),
-        Binding("k", "skip", "Skip next", id="schedule-skip", show=False),
+        Binding("e", "edit", verbs.verb("edit").label, id="schedule-edit"),
+        Binding("p", "bulk('pause')", verbs.verb("pause").label, id="schedule-pause"),
+        Binding("u", "bulk('resume')", verbs.verb("resume").label, id="schedule-resume"),
+        Binding("c", "bulk('cancel')", verbs.verb("cancel").label, id="schedule-cancel"),
+        Binding("t", "bulk('shift')", verbs.verb("shift").label, id="schedule-shift"),
+        Binding("k", "skip", verbs.verb("skip").label, id="schedule-skip", show=False),
         Binding(
             "P", "bulk_all('pause')", "Pause all matching", id="schedule-pause-all", show=False
         ),
@@ -175,8 +179,8 @@ class SchedulesScreen(ConsoleScreen):
         sid, version = schedule.id, schedule.version
 
         async def skip() -> str:
-            await self.herald.skip_next(self.principal, sid, expected_version=version)
-            return f"Skipped the next occurrence of schedule {sid}."
+            await verbs.perform(self.herald, "skip", self.principal, sid, expected_version=version)
+            return f"{verbs.verb('skip').done} schedule {sid}."
 
         when = ago(schedule.next_run_at, self._now())
         self.confirm(f"Skip the next occurrence ({when}) of schedule {sid}?", skip)
@@ -201,16 +205,13 @@ class SchedulesScreen(ConsoleScreen):
         sid, version = schedule.id, schedule.version
 
         async def one() -> str:
-            if action == "pause":
-                await self.herald.pause_schedule(self.principal, sid, expected_version=version)
-                return f"Paused schedule {sid}."
+            done = await verbs.perform(
+                self.herald, action, self.principal, sid, expected_version=version
+            )
             if action == "resume":
-                done = await self.herald.resume_schedule(
-                    self.principal, sid, expected_version=version
-                )
-                return f"Resumed schedule {sid}; next run {ago(done.next_run_at, self._now())}."
-            await self.herald.cancel_schedule(self.principal, sid, expected_version=version)
-            return f"Cancelled schedule {sid}."
+                upcoming = ago(done.next_run_at, self._now())
+                return f"{DONE[action]} schedule {sid}; next run {upcoming}."
+            return f"{DONE[action]} schedule {sid}."
 
         if action in ("pause", "resume"):
             self.act(one)
