@@ -229,6 +229,10 @@ class Dispatcher:
         self._sending = 0
         #: Set when few started deliveries are left waiting: a feeder starts more.
         self._room: asyncio.Event | None = None
+        #: Set while a feeder takes send slots (the flusher lets it go first: both
+        #: are write transactions, one at a time, and a reservation is what sends wait
+        #: for); set to done when it has them.
+        self._reserving: asyncio.Event | None = None
         #: Parsed destinations (and their canonical text) by URI: the hot path parses
         #: each distinct one once.
         self._destinations: dict[str, tuple[Destination, str]] = {}
@@ -436,7 +440,13 @@ class Dispatcher:
                         await self._room.wait()
                 if self._stopping:
                     return  # the jobs not started are handed back with the others
-                limited = await self._start(jobs[i : i + part], self.clock.now())
+                reserving = self._reserving = asyncio.Event()
+                try:
+                    limited = await self._start(jobs[i : i + part], self.clock.now())
+                finally:
+                    if self._reserving is reserving:
+                        self._reserving = None
+                    reserving.set()
         finally:
             self._feeding -= 1
             self._tasks.discard(asyncio.current_task())
@@ -480,6 +490,10 @@ class Dispatcher:
                 self._inflight
             ):
                 await asyncio.sleep(FLUSH_GATHER_SECONDS)
+            while self._reserving is not None:
+                # a feeder is taking send slots: sends wait for it, records need not
+                # (and one more finished meanwhile joins this batch)
+                await self._reserving.wait()
             batch, self._done = self._done, []
             try:
                 owned = await self.store.finish(batch, worker=self.worker_id, now=self.clock.now())
