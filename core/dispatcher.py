@@ -221,8 +221,18 @@ class Dispatcher:
         self._leases = Leases(self.config.lease_margin)
         self._keeping_alive: asyncio.Task[None] | None = None
         self._host, self._pid, self._machine = socket.gethostname(), os.getpid(), machine_id()
-        #: Deliveries running (one task per claimed job).
+        #: Deliveries running (one task per claimed job), and the feeders starting them.
         self._tasks: set[asyncio.Task[None]] = set()
+        #: Feeders running (each also in ``_tasks``), and deliveries holding a sending
+        #: slot: the others started are waiting for one (or for their due time).
+        self._feeding = 0
+        self._sending = 0
+        #: Set when few started deliveries are left waiting: a feeder starts more.
+        self._room: asyncio.Event | None = None
+        #: Set while a feeder takes send slots (the flusher lets it go first: both
+        #: are write transactions, one at a time, and a reservation is what sends wait
+        #: for); set to done when it has them.
+        self._reserving: asyncio.Event | None = None
         #: Parsed destinations (and their canonical text) by URI: the hot path parses
         #: each distinct one once.
         self._destinations: dict[str, tuple[Destination, str]] = {}
@@ -281,16 +291,14 @@ class Dispatcher:
                 took = (time.monotonic() - started) / len(jobs)
                 self._claim_per_job = max(took, self._claim_per_job * 0.9)
             self._leases.claimed((job.id for job in jobs), lease_until)
-            slots, later = await self._slots(jobs, now)
             for job in jobs:
                 self._inflight[job.id] = job
-            for job in jobs:
-                if job.id in later:
-                    continue
-                # unnamed (a name costs a microsecond); ``_run`` removes it from the set
-                self._tasks.add(asyncio.create_task(self._run(job, slots.get(job.id))))
-            if later:
-                self._hand_back(list(later.values()))
+            if jobs:
+                await self._start(jobs[: self.config.concurrency], now)
+                if len(jobs) > self.config.concurrency:
+                    self._feeding += 1
+                    feeder = asyncio.create_task(self._feed(jobs[self.config.concurrency :]))
+                    self._tasks.add(feeder)
             claimed_total += len(jobs)
             if jobs:
                 self.metrics.claims.observe(len(jobs))
@@ -391,6 +399,58 @@ class Dispatcher:
                 later[job.id] = self._wait_for_limit(job, taken.next_free, now, kind)
         return slots, later
 
+    async def _start(self, jobs: list[ClaimedJob], now: datetime) -> bool:
+        """Take the send slots of these claimed jobs and start sending them (those
+        that would wait too long for their limit are handed back). True when some
+        took a slot."""
+        slots, later = await self._slots(jobs, now)
+        for job in jobs:
+            if job.id in later:
+                continue
+            # unnamed (a name costs a microsecond); ``_run`` removes it from the set
+            self._tasks.add(asyncio.create_task(self._run(job, slots.get(job.id))))
+        if later:
+            self._hand_back(list(later.values()))
+        return bool(slots or later)
+
+    def _notify(self) -> None:
+        """Wake a feeder when few started deliveries are left waiting."""
+        if self._room is not None and self._waiting() <= self.config.concurrency // 4:
+            self._room.set()
+
+    def _waiting(self) -> int:
+        """Deliveries started and not yet sending (waiting for a slot or their time)."""
+        return len(self._tasks) - self._feeding - self._sending
+
+    async def _feed(self, jobs: list[ClaimedJob]) -> None:
+        """Start the rest of a claimed batch a part at a time, each part once the
+        deliveries before it are nearly all sending: a rate-limited job's slot is
+        taken just before it can be sent, not when it was claimed. A batch of slots
+        taken at once would mostly pass their grace waiting for a sending slot, and
+        those jobs would be handed back (their slots wasted) and claimed again."""
+        part = self.config.concurrency
+        limited = True
+        try:
+            for i in range(0, len(jobs), part):
+                if limited:
+                    while self._waiting() > part // 4 and not self._stopping:
+                        if self._room is None:
+                            self._room = asyncio.Event()
+                        self._room.clear()
+                        await self._room.wait()
+                if self._stopping:
+                    return  # the jobs not started are handed back with the others
+                reserving = self._reserving = asyncio.Event()
+                try:
+                    limited = await self._start(jobs[i : i + part], self.clock.now())
+                finally:
+                    if self._reserving is reserving:
+                        self._reserving = None
+                    reserving.set()
+        finally:
+            self._feeding -= 1
+            self._tasks.discard(asyncio.current_task())
+
     def _wait_for_limit(
         self, job: ClaimedJob, until: datetime, now: datetime, kind: str
     ) -> Finished:
@@ -414,6 +474,7 @@ class Dispatcher:
             finished = await self._attempt(job, slot)
         finally:
             self._tasks.discard(asyncio.current_task())
+            self._notify()
         # append only after the await: the flusher swaps ``_done`` for a new list while
         # deliveries run, and ``self._done.append(await ...)`` would bind the old one
         self._done.append(finished)
@@ -429,6 +490,10 @@ class Dispatcher:
                 self._inflight
             ):
                 await asyncio.sleep(FLUSH_GATHER_SECONDS)
+            while self._reserving is not None:
+                # a feeder is taking send slots: sends wait for it, records need not
+                # (and one more finished meanwhile joins this batch)
+                await self._reserving.wait()
             batch, self._done = self._done, []
             try:
                 owned = await self.store.finish(batch, worker=self.worker_id, now=self.clock.now())
@@ -575,17 +640,23 @@ class Dispatcher:
         pacing = self._limit(key, channel) if slot is not None else None
         while True:
             async with sem:
-                if not await self._lease_holds(job):  # may renew: a round trip
-                    return self._lapsed(job)
-                started = clock.now()
-                if slot is not None and (started - slot).total_seconds() > self.config.slot_grace:
-                    # this dispatcher ran late: sent now, it would crowd the sends of the
-                    # slots after this one; it takes a fresh slot instead
-                    return self._wait_for_limit(job, started, started, destination.kind)
-                pace = self._pacer.take(key, started, pacing) if pacing is not None else 0.0
-                if pace <= 0:
-                    result = await self._send(channel, delivery)
-                    break
+                self._sending += 1
+                self._notify()
+                try:
+                    if not await self._lease_holds(job):  # may renew: a round trip
+                        return self._lapsed(job)
+                    started = clock.now()
+                    late = (started - slot).total_seconds() if slot is not None else 0.0
+                    if late > self.config.slot_grace:
+                        # this dispatcher ran late: sent now, it would crowd the sends of
+                        # the slots after this one; it takes a fresh slot instead
+                        return self._wait_for_limit(job, started, started, destination.kind)
+                    pace = self._pacer.take(key, started, pacing) if pacing is not None else 0.0
+                    if pace <= 0:
+                        result = await self._send(channel, delivery)
+                        break
+                finally:
+                    self._sending -= 1
             await clock.sleep(pace)  # not holding a sending slot meanwhile
         if result.error is not None:  # failures only: the provider's words, scrubbed
             result = replace(result, error=self.scrub(result.error))
@@ -1019,6 +1090,8 @@ class Dispatcher:
 
     async def _shutdown(self, renewer: asyncio.Task[None], scheduler: Any) -> None:
         self._stopping = True
+        if self._room is not None:
+            self._room.set()  # feeders stop starting deliveries
         scheduler.shutdown(wait=False)
         senders = list(self._tasks)
         if senders:

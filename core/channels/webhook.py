@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import hashlib
 import hmac
 import json
@@ -42,6 +43,10 @@ RETRYABLE_STATUS = frozenset({408, 425, 429})
 USER_AGENT = "Herald (scheduled messages)"
 
 SecretFor = Callable[[str], str | SecretStr | None]
+
+#: ``json.dumps(..., ensure_ascii=False, separators=(",", ":"))`` without building an
+#: encoder per call (what ``json.dumps`` does when given options).
+_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
 def reveal(value: str | SecretStr | None) -> str | None:
@@ -102,8 +107,10 @@ def sign(secret: str, msg_id: str, timestamp: int, body: bytes) -> str:
     return "v1," + base64.b64encode(digest).decode("ascii")
 
 
+@functools.lru_cache(maxsize=1024)
 def iso_z(moment: datetime) -> str:
-    """``moment`` in UTC as ``YYYY-MM-DDTHH:MM:SSZ`` (naive datetimes are taken as UTC)."""
+    """``moment`` in UTC as ``YYYY-MM-DDTHH:MM:SSZ`` (naive datetimes are taken as UTC).
+    Remembered for the last thousand moments: a burst's jobs share a few."""
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
@@ -174,7 +181,7 @@ class WebhookChannel(Channel):
             "scheduled_for": iso_z(delivery.occurrence_at),
             "attempt": delivery.attempt,
         }
-        return json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        return _encode(payload).encode("utf-8")
 
     async def send(self, delivery: Delivery) -> DeliveryResult:
         """POST the delivery. Returns ok for 2xx; retry for 408/425/429/5xx, timeouts and

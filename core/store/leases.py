@@ -5,6 +5,7 @@ send slots from each destination's bucket (see :mod:`core.leases` and
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -15,7 +16,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
 from core.channels.base import RateLimit
-from core.models import OPEN_STATE_VALUES, JobState, RateBucket, Worker
+from core.models import OPEN_STATE_VALUES, JobState, RateBucket, Worker, sqlite_utc_text
 from core.ratelimit import allocate, next_slot, pause
 from core.store.base import JOB, Gateway
 
@@ -74,6 +75,17 @@ def held_by(worker: str, job_ids: Sequence[int]) -> sa.ColumnElement[bool]:
 def sqlite_datetime(text: str) -> datetime:
     """A timestamp read below SQLAlchemy from SQLite (see :func:`sqlite_utc_text`)."""
     return datetime.fromisoformat(text).replace(tzinfo=UTC)
+
+
+_EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
+_EPOCH_TEXT = sqlite_utc_text(_EPOCH)
+_SQLITE_BUCKET_INSERT = (
+    "INSERT INTO rate_bucket (destination, tat) VALUES (?, ?) ON CONFLICT (destination) DO NOTHING"
+)
+_SQLITE_BUCKET_SELECT = (
+    "SELECT destination, tat FROM rate_bucket WHERE destination IN (SELECT value FROM json_each(?))"
+)
+_SQLITE_BUCKET_UPDATE = "UPDATE rate_bucket SET tat = ? WHERE destination = ?"
 
 
 class LeaseQueries(Gateway):
@@ -235,23 +247,37 @@ class LeaseQueries(Gateway):
     @asynccontextmanager
     async def _buckets(self, keys: list[str]) -> AsyncIterator[dict[str, datetime | None]]:
         """The buckets of ``keys`` (sorted), locked for one transaction: yields their
-        theoretical arrival times, by key, and writes back what the caller set."""
-        epoch = datetime(2000, 1, 1, tzinfo=UTC)
+        theoretical arrival times, by key, and writes back what the caller set.
+
+        The statements do not depend on how many keys there are (the rows are
+        inserted and updated as one statement run for many rows), so each is compiled
+        once, not per call: a statement of a row per key cost more to compile than the
+        database took to run it, on the event loop. On SQLite they are plain SQL on
+        the driver's connection (:meth:`Gateway._sqlite_tx`)."""
+        if self.backend == "sqlite":
+            async with self._sqlite_tx() as driver:
+                await driver.executemany(_SQLITE_BUCKET_INSERT, [(k, _EPOCH_TEXT) for k in keys])
+                rows = await driver.execute_fetchall(_SQLITE_BUCKET_SELECT, (json.dumps(keys),))
+                tats: dict[str, datetime | None] = {row[0]: sqlite_datetime(row[1]) for row in rows}
+                yield tats
+                await driver.executemany(
+                    _SQLITE_BUCKET_UPDATE,
+                    [(sqlite_utc_text(t), k) for k in keys if (t := tats[k]) is not None],
+                )
+            return
         async with self._tx() as conn:
             await conn.execute(
-                self._insert()(BUCKET)
-                .values([{"destination": k, "tat": epoch} for k in keys])
-                .on_conflict_do_nothing(index_elements=["destination"])
+                self._insert()(BUCKET).on_conflict_do_nothing(index_elements=["destination"]),
+                [{"destination": k, "tat": _EPOCH} for k in keys],
             )
-            locked = sa.select(BUCKET.c.destination, BUCKET.c.tat).where(
-                BUCKET.c.destination.in_(keys)
-            )
-            if self.backend == "postgresql":
+            locked = (
+                sa.select(BUCKET.c.destination, BUCKET.c.tat)
+                .where(BUCKET.c.destination.in_(keys))
                 # one order for every dispatcher: two taking slots queue, never deadlock
-                locked = locked.order_by(BUCKET.c.destination).with_for_update()
-            tats: dict[str, datetime | None] = {
-                row[0]: _aware(row[1]) for row in await conn.execute(locked)
-            }
+                .order_by(BUCKET.c.destination)
+                .with_for_update()
+            )
+            tats = {row[0]: _aware(row[1]) for row in await conn.execute(locked)}
             yield tats
             await conn.execute(
                 sa.update(BUCKET)

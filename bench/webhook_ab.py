@@ -1,0 +1,57 @@
+"""Only the webhook burst, Herald against the bare aiohttp client, interleaved rounds.
+
+``python -m bench.webhook_ab [ROUNDS] [TREE ...]``: starts one receiver
+(``bench/receiver.py``) and runs, in each round, the bare aiohttp client, then Herald from
+each source tree given (default: this one; another checkout of Herald, e.g. a baseline
+exported with ``git archive``, is run with its own code by running it from that
+directory), each in a fresh process on the same workload as ``make bench``'s webhook
+burst. Prints one JSON line per run and the medians per system."""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from bench.peers import HERE, _receiver
+
+KEYS = ("drain_per_s", "first_ms", "p50_ms", "last_ms", "cpu_ms_per_msg", "dropped")
+
+
+def _run(system: str, tree: Path, target: str) -> dict[str, Any]:
+    out = subprocess.run(
+        [sys.executable, "-m", "bench.peers", system, "webhook-burst"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=tree,
+        env={**os.environ, "HERALD_BENCH_TARGET": target},
+    )
+    row = json.loads(out.stdout.splitlines()[-1])
+    return {key: row.get(key) for key in KEYS}
+
+
+def main(argv: list[str]) -> int:
+    rounds = int(argv[0]) if argv else 3
+    trees = [Path(t).resolve() for t in argv[1:]] or [HERE.parent]
+    systems = [("bare aiohttp", HERE.parent)] + [("herald", t) for t in trees]
+    got: dict[str, list[dict[str, Any]]] = {}
+    with _receiver() as target:
+        for r in range(rounds):
+            for system, tree in systems:
+                label = system if system != "herald" else f"herald {tree.name}"
+                row = _run(system, tree, target)
+                got.setdefault(label, []).append(row)
+                print(json.dumps({"round": r, "system": label, **row}), flush=True)
+    for label, rows in got.items():
+        med = {k: statistics.median(r[k] for r in rows if r[k] is not None) for k in KEYS}
+        print(json.dumps({"median": label, **med}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
