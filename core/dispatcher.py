@@ -213,6 +213,8 @@ class Dispatcher:
         self.outcomes: Counter[str] = Counter()
         self._pauses = Pauses()
         self._pacer = Pacer()
+        #: Jobs that missed their slot, by destination, waiting for one fresh reservation.
+        self._reslots: dict[str, list[asyncio.Future[datetime | None]]] = {}
         #: Provider pauses being written to the shared buckets.
         self._sharing: set[asyncio.Task[None]] = set()
         #: Each destination's limit (and its kind), by canonical destination.
@@ -647,11 +649,22 @@ class Dispatcher:
                         return self._lapsed(job)
                     started = clock.now()
                     late = (started - slot).total_seconds() if slot is not None else 0.0
-                    if late > self.config.slot_grace:
+                    if late > self.config.slot_grace and pacing is not None:
                         # this dispatcher ran late: sent now, it would crowd the sends of
-                        # the slots after this one; it takes a fresh slot instead
-                        return self._wait_for_limit(job, started, started, destination.kind)
-                    pace = self._pacer.take(key, started, pacing) if pacing is not None else 0.0
+                        # the slots after this one; it takes a fresh slot instead, here
+                        # (handed back to the queue, a burst the dispatcher cannot keep
+                        # up with would go round the queue at the pace of hand-backs)
+                        fresh = await self._fresh_slot(key, pacing, started)
+                        if fresh is None:
+                            return self._wait_for_limit(job, started, started, destination.kind)
+                        slot = fresh
+                        started = clock.now()
+                    if slot is not None and slot > started:
+                        pace = (slot - started).total_seconds()  # waited for below
+                    elif pacing is not None:
+                        pace = self._pacer.take(key, started, pacing)
+                    else:
+                        pace = 0.0
                     if pace <= 0:
                         result = await self._send(channel, delivery)
                         break
@@ -661,6 +674,30 @@ class Dispatcher:
         if result.error is not None:  # failures only: the provider's words, scrubbed
             result = replace(result, error=self.scrub(result.error))
         return self._outcome(job, result, started, clock.now(), destination_key=key)
+
+    async def _fresh_slot(self, key: str, limit: RateLimit, now: datetime) -> datetime | None:
+        """A new send slot from ``key``'s shared bucket for a job that missed its own
+        (None: none within ``max_rate_wait``, or the store failed). Jobs that ask at the
+        same moment share one reservation (one transaction for them all)."""
+        loop = asyncio.get_running_loop()
+        waiting = self._reslots.setdefault(key, [])
+        answer: asyncio.Future[datetime | None] = loop.create_future()
+        waiting.append(answer)
+        if len(waiting) == 1:  # the first asks for everyone who joins meanwhile
+            await asyncio.sleep(0)
+            batch = self._reslots.pop(key)
+            times: list[datetime] = []
+            try:
+                granted = await self.store.reserve_slots(
+                    {key: (len(batch), limit)}, now=now, window=self.config.max_rate_wait
+                )
+                times = granted[key].times
+            except HeraldError:
+                log.exception("could not take a fresh rate-limit slot; handing the job back")
+            for i, future in enumerate(batch):
+                if not future.done():
+                    future.set_result(times[i] if i < len(times) else None)
+        return await answer
 
     @staticmethod
     async def _send(channel: Channel, delivery: Delivery) -> DeliveryResult:
