@@ -43,6 +43,7 @@ from core.errors import (
 from core.models import ApiToken, Schedule
 from core.store.dead_letters import DeadFilter
 from core.tenancy import MentionRefused, QuotaExceeded
+from core.verbs import STATE_VERBS, Verb, perform
 
 log = logging.getLogger(__name__)
 
@@ -382,21 +383,21 @@ async def _versioned(call: Call, change: Callable[[int | None], Awaitable[Schedu
         raise
 
 
-def _state_change(verb: str) -> Handler:
+def _state_change(verb: Verb) -> Handler:
+    """The route of a verb of :data:`core.verbs.STATE_VERBS` (pause, resume, skip,
+    cancel): the same table the CLI, Slack, Discord and the console read."""
+
     async def change(call: Call) -> Reply:
-        use_case = {
-            "pause": call.herald.pause_schedule,
-            "resume": call.herald.resume_schedule,
-            "skip": call.herald.skip_next,
-            "cancel": call.herald.cancel_schedule,
-        }[verb]
         schedule_id = call.path_int("schedule_id")
         schedule = await _versioned(
-            call, lambda version: use_case(call.principal, schedule_id, expected_version=version)
+            call,
+            lambda version: perform(
+                call.herald, verb, call.principal, schedule_id, expected_version=version
+            ),
         )
         return Reply(_schedule(schedule), headers=_etag(schedule))
 
-    change.__name__ = f"{verb}_schedule"
+    change.__name__ = f"{verb.name}_schedule"
     return change
 
 
@@ -567,21 +568,16 @@ ROUTES: tuple[Route, ...] = (
     *(
         Route(
             "POST",
-            f"{_SCHEDULE}/{verb}",
-            f"{verb}Schedule",
-            summary,
+            f"{_SCHEDULE}/{verb.name}",
+            f"{verb.name}Schedule",
+            verb.help.rstrip("."),
             "write",
             _state_change(verb),
             m.ScheduleOut,
             headers=_IF_MATCH,
             problems=(404, 409, 412, 422),
         )
-        for verb, summary in (
-            ("pause", "Pause a schedule (nothing is sent until resumed)"),
-            ("resume", "Resume a paused schedule from its next occurrence"),
-            ("skip", "Skip a recurring schedule's next occurrence"),
-            ("cancel", "Cancel a schedule for good"),
-        )
+        for verb in STATE_VERBS
     ),
     Route(
         "GET",
