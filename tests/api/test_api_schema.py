@@ -79,7 +79,7 @@ def test_schemathesis_finds_nothing_wrong(service: Service, tmp_path: Path) -> N
             "--header",
             f"Authorization: Bearer {token}",
             "--max-examples",
-            "100" if FULL else "8",
+            "100" if FULL else "5",
             "--checks",
             CHECKS,
             "--seed",

@@ -7,9 +7,23 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Iterator
 from typing import Any
 
-from tests.api.conftest import ROOT, Service
+import pytest
+
+from tests.api.conftest import ROOT, Service, start_service, stop_service
+
+
+@pytest.fixture(scope="module")
+def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
+    """On SQLite only: what the CLI does here is the same whatever the service's
+    database (tests/api/test_api.py runs the routes on both)."""
+    svc = start_service(f"sqlite:///{tmp_path_factory.mktemp('cli-api') / 'herald.db'}")
+    try:
+        yield svc
+    finally:
+        stop_service(svc)
 
 
 def herald(service: Service, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
