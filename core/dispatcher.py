@@ -213,8 +213,8 @@ class Dispatcher:
         self.outcomes: Counter[str] = Counter()
         self._pauses = Pauses()
         self._pacer = Pacer()
-        #: Jobs that missed their slot, by destination, waiting for one fresh reservation.
-        self._reslots: dict[str, list[asyncio.Future[datetime | None]]] = {}
+        #: Jobs that missed their slot, waiting for one fresh reservation between them.
+        self._reslots: list[tuple[str, RateLimit, asyncio.Future[datetime | None]]] = []
         #: Provider pauses being written to the shared buckets.
         self._sharing: set[asyncio.Task[None]] = set()
         #: Each destination's limit (and its kind), by canonical destination.
@@ -677,26 +677,29 @@ class Dispatcher:
 
     async def _fresh_slot(self, key: str, limit: RateLimit, now: datetime) -> datetime | None:
         """A new send slot from ``key``'s shared bucket for a job that missed its own
-        (None: none within ``max_rate_wait``, or the store failed). Jobs that ask at the
-        same moment share one reservation (one transaction for them all)."""
-        loop = asyncio.get_running_loop()
-        waiting = self._reslots.setdefault(key, [])
-        answer: asyncio.Future[datetime | None] = loop.create_future()
-        waiting.append(answer)
-        if len(waiting) == 1:  # the first asks for everyone who joins meanwhile
+        (None: none within ``max_rate_wait``, or the store failed). The jobs that ask
+        meanwhile, for any destination, share one reservation (one transaction)."""
+        answer: asyncio.Future[datetime | None] = asyncio.get_running_loop().create_future()
+        self._reslots.append((key, limit, answer))
+        if len(self._reslots) == 1:  # the first asks for everyone who joins meanwhile
             await asyncio.sleep(0)
-            batch = self._reslots.pop(key)
-            times: list[datetime] = []
+            batch, self._reslots = self._reslots, []
+            wanted: dict[str, tuple[int, RateLimit]] = {}
+            for k, lim, _ in batch:
+                count = wanted[k][0] if k in wanted else 0
+                wanted[k] = (count + 1, lim)
+            granted: dict[str, list[datetime]] = {}
             try:
-                granted = await self.store.reserve_slots(
-                    {key: (len(batch), limit)}, now=now, window=self.config.max_rate_wait
+                slots = await self.store.reserve_slots(
+                    wanted, now=now, window=self.config.max_rate_wait
                 )
-                times = granted[key].times
+                granted = {k: list(v.times) for k, v in slots.items()}
             except HeraldError:
-                log.exception("could not take a fresh rate-limit slot; handing the job back")
-            for i, future in enumerate(batch):
+                log.exception("could not take fresh rate-limit slots; handing the jobs back")
+            for k, _, future in batch:
+                times = granted.get(k)
                 if not future.done():
-                    future.set_result(times[i] if i < len(times) else None)
+                    future.set_result(times.pop(0) if times else None)
         return await answer
 
     @staticmethod
