@@ -101,12 +101,14 @@ class Remote:
     def schedule(self, a: argparse.Namespace) -> None:
         from bot.cli_options import schedule_options
 
-        files = [s for s in a.skip_calendar or [] if not s.startswith(("http://", "https://"))]
-        if files:
-            raise RemoteError(
-                f"--skip-calendar {files[0]} is a file: through HERALD_API_URL only calendar "
-                "URLs can be skipped (unset HERALD_API_URL to read the file here)."
-            )
+        sources = list(a.skip_calendar or [])
+        urls = [s for s in sources if s.startswith(("http://", "https://"))]
+        files = {}
+        for path in (s for s in sources if s not in urls):
+            from bot.cli_options import open_text
+
+            with open_text(path) as f:
+                files[os.path.basename(path)] = f.read()
         body: dict[str, Any] = {"to": a.to, "when": a.when, "text": a.text}
         for name, value in (("tz", a.tz), ("key", a.key), ("max_lateness", a.max_lateness)):
             if value is not None:
@@ -114,8 +116,10 @@ class Remote:
         options = schedule_options(a)
         if options:
             body["options"] = options
-        if a.skip_calendar:
-            body["skip"] = list(a.skip_calendar)
+        if urls:
+            body["skip"] = urls
+        if files:
+            body["skip_files"] = files
         status, _, s = self.call("POST", "/schedules", body)
         created = status == 201
         if a.json:

@@ -40,6 +40,7 @@ from core.errors import (
     NotFound,
     PermissionDenied,
 )
+from core.ics_read import CalendarError
 from core.models import ApiToken, Schedule
 from core.store.dead_letters import DeadFilter
 from core.tenancy import MentionRefused, QuotaExceeded
@@ -167,7 +168,7 @@ def _from_error(exc: HeraldError) -> ApiProblem:
         return ApiProblem(403, str(exc))
     if isinstance(exc, Conflict):
         return ApiProblem(409, str(exc))
-    if isinstance(exc, InvalidInput):
+    if isinstance(exc, InvalidInput | CalendarError):  # input Herald cannot read
         return ApiProblem(422, str(exc))
     if isinstance(exc, DatabaseError):
         return ApiProblem(503, str(exc), headers={"Retry-After": "5"})
@@ -303,6 +304,7 @@ async def create_schedule(call: Call) -> Reply:
         max_lateness=body.max_lateness,
         options=body.options,
         skip=body.skip,
+        skip_files=body.skip_files or None,
     )
     headers = {**_etag(schedule), "Location": f"{PREFIX}/schedules/{schedule.id}"}
     if created:
@@ -867,11 +869,13 @@ def add_api(app: web.Application, herald: Herald, limits: HttpLimits) -> None:
     document = json.dumps(openapi_document(), indent=1)
     page = docs_page()
 
-    async def openapi(_: web.Request) -> web.Response:
-        return web.Response(text=document, content_type="application/json")
+    async def openapi(request: web.Request) -> web.Response:
+        headers = {"X-Request-Id": _request_id(request)}
+        return web.Response(text=document, content_type="application/json", headers=headers)
 
-    async def docs(_: web.Request) -> web.Response:
-        return web.Response(text=page, content_type="text/html")
+    async def docs(request: web.Request) -> web.Response:
+        headers = {"X-Request-Id": _request_id(request)}
+        return web.Response(text=page, content_type="text/html", headers=headers)
 
     app.router.add_get(PREFIX + "/openapi.json", openapi)
     app.router.add_get(PREFIX + "/docs", docs)

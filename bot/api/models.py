@@ -59,6 +59,12 @@ class ScheduleCreate(_In):
         max_length=10,
         description="Calendar URLs whose event dates are skipped.",
     )
+    skip_files: dict[str, str] = Field(
+        default_factory=dict,
+        max_length=5,
+        description="Calendars to skip given as iCalendar text, by a name of your choice "
+        "(as herald schedule --skip-calendar FILE; within the 64 KiB body).",
+    )
 
 
 class ScheduleEdit(_In):

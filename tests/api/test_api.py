@@ -317,3 +317,21 @@ def test_a_token_past_its_rate_is_told_when_to_come_back(tmp_path: Any) -> None:
             assert other.get("/v1/me").status_code == 200
     finally:
         stop_service(svc)
+
+
+def test_a_calendar_given_as_text_skips_its_event_days(service: Service) -> None:
+    with service.client(service.token("local:api-k")) as c:
+        when = c.get("/v1/when", params={"when": "every day at 9am", "tz": "UTC", "count": 2})
+        first, second = when.json()["occurrences"]
+        day = datetime.fromisoformat(first).strftime("%Y%m%d")
+        ics = (
+            "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//test//EN\r\nBEGIN:VEVENT\r\n"
+            f"UID:holiday-1\r\nDTSTAMP:20260101T000000Z\r\nDTSTART;VALUE=DATE:{day}\r\n"
+            "SUMMARY:Company holiday\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n"
+        )
+        made = new(c, when="every day at 9am", tz="UTC", skip_files={"holidays.ics": ics})
+        assert made.status_code == 201, made.text
+        assert made.json()["next_run_at"] == second  # the holiday's 09:00 is skipped
+        bad = new(c, when="every day at 9am", skip_files={"x.ics": "not a calendar"})
+        assert problem(bad, 422)["detail"]
+        assert len(c.get("/v1/schedules").json()["items"]) == 1  # the refused one made nothing

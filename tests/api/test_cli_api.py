@@ -149,3 +149,43 @@ def test_the_cli_schedules_through_a_running_service(service: Service) -> None:
     down = {**nowhere, "HERALD_API_URL": "http://127.0.0.1:9"}
     unreachable = herald(service, "list", **down)
     assert unreachable.returncode == 2 and "Cannot reach Herald" in unreachable.stderr
+
+
+def test_a_calendar_file_to_skip_goes_with_the_request(service: Service, tmp_path: Any) -> None:
+    api = {"HERALD_API_URL": service.base, "HERALD_API_TOKEN": service.token("local:cli-c")}
+    holidays = tmp_path / "holidays.ics"
+    holidays.write_text(
+        "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//test//EN\r\nBEGIN:VEVENT\r\n"
+        "UID:h1\r\nDTSTAMP:20260101T000000Z\r\nDTSTART;VALUE=DATE:20991225\r\n"
+        "SUMMARY:Far away\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n"
+    )
+    made = herald(
+        service,
+        "schedule",
+        "--to",
+        "log:",
+        "--when",
+        "every day at 9am",
+        "--text",
+        "daily",
+        "--skip-calendar",
+        str(holidays),
+        "--json",
+        **api,
+    )
+    assert made.returncode == 0, made.stderr
+    assert json.loads(made.stdout)["created"]
+    missing = herald(
+        service,
+        "schedule",
+        "--to",
+        "log:",
+        "--when",
+        "every day at 9am",
+        "--text",
+        "x",
+        "--skip-calendar",
+        str(tmp_path / "nope.ics"),
+        **api,
+    )
+    assert missing.returncode == 2 and "Cannot read" in missing.stderr
