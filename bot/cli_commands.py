@@ -19,7 +19,7 @@ from typing import Any, TextIO
 from zoneinfo import ZoneInfo
 
 from bot import cli_calendars
-from bot.cli_options import open_text, schedule_options
+from bot.cli_options import open_text, schedule_options, table_lines
 from bot.cli_parser import EXIT_ERROR
 from bot.logs import configure_logging
 from core import calendars, db, reminders, timeexpr, verbs, views
@@ -69,10 +69,8 @@ class Cli:
 
     def table(self, header: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
         """Columns as wide as their widest cell; the last (free text) is not padded."""
-        widths = [max(len(r[i]) for r in (header, *rows)) for i in range(len(header) - 1)]
-        for row in (header, *rows):
-            cells = [f"{cell:<{w}}" for cell, w in zip(row, widths, strict=False)]
-            self.emit("  ".join([*cells, row[-1]]).rstrip())
+        for line in table_lines(header, rows):
+            self.emit(line)
 
     def show_schedule(self, s: Schedule) -> None:
         self.emit(f"Schedule {s.id} ({s.shown_state}, version {s.version})")

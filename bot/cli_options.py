@@ -1,10 +1,12 @@
-"""What ``herald schedule``'s options mean, read without importing the store: the local
-command and the one that talks to a running service (bot/cli_remote.py) share it."""
+"""What ``herald schedule``'s options mean, and how a table prints, without importing
+the store: the local commands and the ones that talk to a running service
+(bot/cli_remote.py) share them."""
 
 from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Sequence
 from typing import Any, TextIO
 
 from core.errors import InvalidInput
@@ -47,3 +49,14 @@ def schedule_options(a: argparse.Namespace) -> dict[str, Any]:
     if a.embeds:
         options["embeds"] = json_arg("embeds", a.embeds)
     return options
+
+
+def table_lines(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    """A table as lines: columns as wide as their widest cell; the last (free text) is
+    not padded."""
+    widths = [max(len(r[i]) for r in (header, *rows)) for i in range(len(header) - 1)]
+    lines = []
+    for row in (header, *rows):
+        cells = [f"{cell:<{w}}" for cell, w in zip(row, widths, strict=False)]
+        lines.append("  ".join([*cells, row[-1]]).rstrip())
+    return lines

@@ -178,10 +178,10 @@ class Remote:
         if {s["tenant"] for s in rows} != {"local"}:
             header = ["TENANT", *header]
             table = [[s["tenant"], *row] for s, row in zip(rows, table, strict=True)]
-        widths = [max(len(r[i]) for r in (header, *table)) for i in range(len(header) - 1)]
-        for row in (header, *table):
-            cells = [f"{cell:<{w}}" for cell, w in zip(row, widths, strict=False)]
-            self.emit("  ".join([*cells, row[-1]]).rstrip())
+        from bot.cli_options import table_lines
+
+        for line in table_lines(header, table):
+            self.emit(line)
 
     def show(self, a: argparse.Namespace) -> None:
         _, _, s = self.call("GET", f"/schedules/{a.id}")

@@ -271,6 +271,9 @@ def _etag(s: Schedule) -> dict[str, str]:
     return {"ETag": f'"{s.version}"'}
 
 
+_BAD_CURSOR = "That cursor is not one this API gave: pass next_cursor as it came."
+
+
 def _cursor(value: dict[str, Any]) -> str:
     raw = json.dumps(value, separators=(",", ":")).encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
@@ -284,7 +287,7 @@ def _read_cursor(cursor: str | None) -> dict[str, Any] | None:
     except (ValueError, binascii.Error):
         data = None
     if not isinstance(data, dict):
-        raise ApiProblem(400, "That cursor is not one this API gave: pass next_cursor as it came.")
+        raise ApiProblem(400, _BAD_CURSOR)
     return data
 
 
@@ -324,7 +327,7 @@ async def list_schedules(call: Call) -> Reply:
     cursor = _read_cursor(q.cursor)
     before = cursor.get("before") if cursor else None
     if cursor is not None and not (isinstance(before, int) and 0 < before < 2**31):
-        raise ApiProblem(400, "That cursor is not one this API gave: pass next_cursor as it came.")
+        raise ApiProblem(400, _BAD_CURSOR)
     rows = await call.herald.list_schedules(
         call.principal,
         everyone=q.all,
@@ -433,14 +436,8 @@ async def list_dead(call: Call) -> Reply:
             if before[0].utcoffset() is None or not 0 < before[1] < 2**63:
                 raise ValueError(cursor)
         except (KeyError, TypeError, ValueError):
-            raise ApiProblem(
-                400, "That cursor is not one this API gave: pass next_cursor as it came."
-            ) from None
+            raise ApiProblem(400, _BAD_CURSOR) from None
     f = DeadFilter(tenant=q.tenant, destination=q.to, requested=q.requested)
-    if q.tenant is not None:
-        actor = await call.herald.actor(call.principal)
-        if not actor.herald_wide and q.tenant != actor.tenant:
-            raise ApiProblem(404, f"There is no tenant {q.tenant} of yours.")
     rows = await call.herald.dead_page(call.principal, f, before=before, limit=q.limit + 1)
     page, more = rows[: q.limit], len(rows) > q.limit
     after = None
@@ -760,18 +757,8 @@ class Api:
                 call.query = _model(route.query, dict(request.query), "query")
                 call.body = await self._body(request, route)
                 reply = await route.handler(call)
-            except ApiProblem as exc:
-                return problem_response(
-                    exc.status,
-                    exc.detail,
-                    request_id=request_id,
-                    instance=request.path,
-                    headers=exc.headers,
-                    slug=exc.slug,
-                    invalid=exc.invalid,
-                )
-            except HeraldError as exc:
-                p = _from_error(exc)
+            except (ApiProblem, HeraldError) as exc:
+                p = exc if isinstance(exc, ApiProblem) else _from_error(exc)
                 return problem_response(
                     p.status,
                     p.detail,
@@ -866,8 +853,9 @@ def add_api(app: web.Application, herald: Herald, limits: HttpLimits) -> None:
         PREFIX + "/",
         lambda status, text: problem_response(status, text, request_id=secrets.token_hex(8)),
     )
-    document = json.dumps(openapi_document(), indent=1)
-    page = docs_page()
+    spec = openapi_document()
+    document = json.dumps(spec, indent=1)
+    page = docs_page(spec)
 
     async def openapi(request: web.Request) -> web.Response:
         headers = {"X-Request-Id": _request_id(request)}

@@ -175,9 +175,9 @@ def openapi_document() -> dict[str, Any]:
     }
 
 
-def docs_page() -> str:
-    """A plain HTML page listing every route, its parameters and its answers."""
-    doc = openapi_document()
+def docs_page(doc: dict[str, Any]) -> str:
+    """A plain HTML page listing every route of ``doc`` (:func:`openapi_document`), its
+    parameters and its answers."""
     rows: list[str] = []
     for path, methods in doc["paths"].items():
         for method, op in methods.items():

@@ -15,6 +15,7 @@ import secrets
 from dataclasses import dataclass
 from datetime import timedelta
 
+from core import timeexpr
 from core.actors import ActorRef, Principal, Surface
 from core.cases.base import CaseBase
 from core.errors import InvalidInput, NotFound, PermissionDenied
@@ -26,9 +27,8 @@ PREFIX = "hk_"
 TOKEN_RE = re.compile(r"^hk_([0-9a-f]{12})_([A-Za-z0-9_-]{43})$")
 #: What each scope allows, at most (the member's role still decides).
 SCOPES = (TokenScope.READ.value, TokenScope.WRITE.value, TokenScope.ADMIN.value)
+MIN_EXPIRY = timedelta(hours=1)
 MAX_EXPIRY = timedelta(days=3650)
-_EXPIRY = re.compile(r"^\s*(\d{1,5})\s*(h|hours?|d|days?|w|weeks?)\s*$", re.I)
-_EXPIRY_UNITS = {"h": 3600, "d": 86400, "w": 7 * 86400}
 
 
 class Unauthorized(PermissionDenied):
@@ -44,14 +44,17 @@ class Minted:
 
 
 def parse_expiry(text: str) -> timedelta | None:
-    """``90d``, ``12h``, ``2w`` (or ``never``) as a lifetime; InvalidInput otherwise."""
+    """``90d``, ``12h``, ``2 weeks`` (any duration :func:`core.timeexpr.parse_duration`
+    reads), or ``never``, as a lifetime; InvalidInput otherwise."""
     if text.strip().lower() == "never":
         return None
-    m = _EXPIRY.match(text)
-    if not m:
-        raise InvalidInput(f"{text!r} is not a token lifetime: write e.g. 90d, 12h, 2w or never.")
-    life = timedelta(seconds=int(m.group(1)) * _EXPIRY_UNITS[m.group(2)[0].lower()])
-    if not timedelta(0) < life <= MAX_EXPIRY:
+    try:
+        life = timeexpr.parse_duration(text)
+    except InvalidInput:
+        raise InvalidInput(
+            f"{text!r} is not a token lifetime: write e.g. 90d, 12h, 2w or never."
+        ) from None
+    if not MIN_EXPIRY <= life <= MAX_EXPIRY:
         raise InvalidInput("A token's lifetime must be between 1 hour and 10 years.")
     return life
 

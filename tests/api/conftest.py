@@ -106,14 +106,15 @@ class Service:
         finally:
             await store.close()
 
-    def run(self, coro_fn: Any) -> Any:
-        """Run ``coro_fn(herald)`` against the service's database, in-process."""
+    def run(self, coro_fn: Any, clock: Any = None) -> Any:
+        """Run ``coro_fn(herald)`` against the service's database, in-process (on
+        ``clock``, default the system's)."""
 
         async def go() -> Any:
             store = await Store.open(self.url)
             try:
                 settings = load_settings(HERALD_DATABASE_URL=self.url, _env_file=None, **ENV)
-                return await coro_fn(Herald(store, settings, SystemClock()))
+                return await coro_fn(Herald(store, settings, clock or SystemClock()))
             finally:
                 await store.close()
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import httpx
 
+from core.clock import ManualClock
 from core.store.console import AuditFilter
 from core.usecases import Herald
 from tests.api.conftest import ROOT, Service, start_service, stop_service, wait_for
@@ -159,10 +160,20 @@ def test_dead_letters_requested_approved_rejected_discarded(
 ) -> None:
     member = service.token("local:api-f")
     admin = service.token(ROOT, scope="admin")
-    with service.client(member) as c, service.client(admin) as a:
-        ids = [
-            new(c, to=gone_url, when="in 1 second", text=f"lost {i}").json()["id"] for i in range(3)
+
+    async def already_due(herald: Herald) -> list[int]:
+        # made on a clock a minute behind: "in 2 seconds" is already due for the
+        # running dispatcher, so nothing waits for a schedule's time
+        made = [
+            await herald.create_schedule(
+                "local:api-f", to=gone_url, when="in 2 seconds", text=f"lost {i}"
+            )
+            for i in range(3)
         ]
+        return [s.id for s, _ in made]
+
+    ids = service.run(already_due, clock=ManualClock(datetime.now(UTC) - timedelta(minutes=1)))
+    with service.client(member) as c, service.client(admin) as a:
 
         def all_dead() -> list[dict[str, Any]]:
             items = c.get("/v1/dead-letters").json()["items"]
