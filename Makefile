@@ -34,9 +34,11 @@ typecheck: $(DEVSTAMP)
 
 # Herald's own modules are compiled first: where PYTHONDONTWRITEBYTECODE is set, every
 # `herald` process the tests start would otherwise compile them again (~0.5 s each).
+# Two pytest-xdist workers: each test has its own database file or schema and ports.
+TEST_WORKERS ?= 2
 test: lint typecheck
 	$(BIN)/python -m compileall -q -j 0 core bot tui migrations > /dev/null
-	$(BIN)/python -m pytest -q --durations=15
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --durations=15
 
 unit: $(DEVSTAMP)
 	$(BIN)/python -m pytest -q tests/unit

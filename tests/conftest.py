@@ -6,6 +6,7 @@ import os
 import secrets
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -106,3 +107,27 @@ async def store(db_url: str) -> AsyncIterator[Store]:
 @pytest.fixture
 def herald(store: Store, settings: Settings, clock: ManualClock) -> Herald:
     return Herald(store, settings, clock)
+
+
+# The reliability scenarios' summary (tests/reliability/conftest.py): rows arrive on the
+# tests' reports, from whichever process ran them (pytest-xdist's workers in `make test`).
+_RELIABILITY_ROWS: list[tuple[str, str, str]] = []
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.when == "teardown":
+        rows = (v for k, v in report.user_properties if k == "reliability-row")
+        _RELIABILITY_ROWS.extend(tuple(row) for row in rows)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if not _RELIABILITY_ROWS:
+        return
+    lines = ["| scenario | work | result |", "|---|---|---|"]
+    lines += [f"| {a} | {b} | {c} |" for a, b, c in _RELIABILITY_ROWS]
+    table = "\n".join(lines)
+    terminalreporter.write_sep("=", "reliability summary")
+    terminalreporter.write_line(table)
+    if os.environ.get("HERALD_RELIABILITY", "").lower() == "full":
+        out = Path(__file__).resolve().parents[1] / "bench" / "RELIABILITY.md"
+        out.write_text("# Reliability results (`make reliability`)\n\n" + table + "\n")

@@ -1,15 +1,17 @@
 """Reliability runs: a short version in `make test`, the full one with
-``HERALD_RELIABILITY=full`` (`make reliability`), which also prints a summary table."""
+``HERALD_RELIABILITY=full`` (`make reliability`), which also writes the summary table
+(printed by tests/conftest.py) to bench/RELIABILITY.md."""
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
+from collections.abc import Generator
 
 import pytest
 
 FULL = os.environ.get("HERALD_RELIABILITY", "").lower() == "full"
 ROWS: list[tuple[str, str, str]] = []
+ROW_KEY = "reliability-row"
 
 
 def size(short: int, full: int) -> int:
@@ -21,14 +23,14 @@ def report(scenario: str, work: str, result: str) -> None:
     ROWS.append((scenario, work, result))
 
 
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    if not ROWS:
-        return
-    lines = ["| scenario | work | result |", "|---|---|---|"]
-    lines += [f"| {a} | {b} | {c} |" for a, b, c in ROWS]
-    table = "\n".join(lines)
-    terminalreporter.write_sep("=", "reliability summary")
-    terminalreporter.write_line(table)
-    if FULL:
-        out = Path(__file__).resolve().parents[2] / "bench" / "RELIABILITY.md"
-        out.write_text("# Reliability results (`make reliability`)\n\n" + table + "\n")
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """The rows ride on the test's report to the process that prints the summary
+    (tests/conftest.py), which under pytest-xdist is not the one that ran the test."""
+    rep = yield
+    if call.when == "teardown" and ROWS:
+        rep.user_properties.extend((ROW_KEY, row) for row in ROWS)
+        ROWS.clear()
+    return rep
