@@ -360,24 +360,21 @@ class Cli:
                 code = f" {x['status_code']}" if x["status_code"] is not None else ""
                 error = f": {x['error']}" if x["error"] else ""
                 self.emit(f"  try at {x['started_at']}: {x['outcome']}{code}{error}")
-        elif a.dead_command == "retry":
-            if a.all_matching is not None:
+        else:  # retry, reject, discard (core/verbs.py): one use case each
+            chosen = verbs.verb(a.dead_command)
+            if getattr(a, "all_matching", None) is not None:
                 letters = await herald.dead_letters(self.actor, limit=100_000)
                 ids = [d.job_id for d in letters if views.matches(d, a.all_matching)]
                 if not ids:
                     self.emit("No dead letter matches.")
                     return
-            what, count = await herald.retry_dead_letters(self.actor, ids)
-            if what == "retried":
-                self.emit(f"Retrying {count} dead letter(s) now.")
-            else:
+            options = {option: getattr(a, option) for option in chosen.options}
+            done = await verbs.perform(herald, chosen, self.actor, ids, **options)
+            what, count = done if isinstance(done, tuple) else (chosen.past, done)
+            if what == "requested":
                 self.emit(f"Asked an admin to approve retrying {count} dead letter(s).")
-        elif a.dead_command == "reject":
-            count = await herald.reject_dead_retry(self.actor, ids, a.reason)
-            self.emit(f"Rejected the retry request of {count} dead letter(s).")
-        elif a.dead_command == "discard":
-            count = await herald.discard_dead_letters(self.actor, ids)
-            self.emit(f"Discarded {count} dead letter(s).")
+            else:
+                self.emit(chosen.told.format(count=count))
 
     # --- commands that need no use case ------------------------------------------------
 

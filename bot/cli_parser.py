@@ -10,6 +10,8 @@ from core import verbs
 from core.verbs import offered, verb
 
 EXIT_ERROR = 2
+#: The help of a dead-letter verb's option (core/verbs.py's ``options``).
+DEAD_OPTIONS = {"reason": "why: whoever asked reads it in `herald dead list` and `show`"}
 WHEN_MEANINGS = (
     'A rule without a time of day fires at 09:00 (HERALD_DEFAULT_TIME): "every weekday", '
     '"every month on the 1st"; the reading says so. "tonight" is 20:00 today, "eod" 17:00 '
@@ -172,20 +174,20 @@ def build_parser() -> argparse.ArgumentParser:
     d = dsub.add_parser("show", help="one dead letter with its attempts")
     d.add_argument("ids", type=int, nargs=1, metavar="ID")
     d.add_argument("--json", action="store_true")
-    d = dsub.add_parser("retry", help="retry (admins) or ask an admin to")
-    d.add_argument("ids", type=int, nargs="*", metavar="ID")
-    d.add_argument(
-        "--all-matching",
-        metavar="FILTER",
-        help="every dead letter whose destination or error contains FILTER",
-    )
-    for name, text in (("reject", "turn down retry requests (admins)"), ("discard", "give up")):
-        d = dsub.add_parser(name, help=text)
-        d.add_argument("ids", type=int, nargs="+", metavar="ID")
-        if name == "reject":
+    for v in offered(verbs.CLI, verbs.DEAD_VERBS):  # retry, reject, discard
+        d = dsub.add_parser(v.name, aliases=list(v.aliases), help=v.help)
+        d.set_defaults(dead_command=v.name)
+        if v.name == "retry":  # a retry may name its letters by a filter instead
+            d.add_argument("ids", type=int, nargs="*", metavar="ID")
             d.add_argument(
-                "--reason", help="why: whoever asked reads it in `herald dead list` and `show`"
+                "--all-matching",
+                metavar="FILTER",
+                help="every dead letter whose destination or error contains FILTER",
             )
+        else:
+            d.add_argument("ids", type=int, nargs="+", metavar="ID")
+        for option in v.options:
+            d.add_argument(f"--{option}", help=DEAD_OPTIONS.get(option))
 
     c = add("run", "Run the dispatcher (and configured chat adapters).")
     c.add_argument("--drain", action="store_true", help="deliver what is due, then exit")

@@ -25,12 +25,21 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
+from core import timeexpr
 from core.destinations import Destination
+
+
+def _snooze(choice: str) -> tuple[str, timedelta]:
+    """A snooze by a duration: the choice is the duration (``15m``, ``1h``), read and
+    worded (``Snooze 15 min``) by the one duration grammar."""
+    delay = timeexpr.parse_duration(choice)
+    return f"Snooze {timeexpr.describe_duration(delay, short=True)}", delay
+
 
 #: Snooze choices: (label on the button, how long; None is tomorrow at 09:00).
 SNOOZES: dict[str, tuple[str, timedelta | None]] = {
-    "15m": ("Snooze 15 min", timedelta(minutes=15)),
-    "1h": ("Snooze 1 h", timedelta(hours=1)),
+    "15m": _snooze("15m"),
+    "1h": _snooze("1h"),
     "tomorrow": ("Tomorrow 9:00", None),
 }
 DONE = "done"

@@ -5,8 +5,11 @@ people may type for it, who may do it (for help texts and greying out actions; t
 case still enforces it), the wording surfaces print once it is done and which surfaces
 offer it. The CLI (``bot/cli_parser.py``, ``bot/cli_commands.py``), Slack
 (``bot/slack/grammar.py``, ``commands.py``), Discord (``bot/discord_bot/commands.py``,
-``actions.py``) and the console (``tui/screens/schedules.py``) read their schedule verbs
-from here, so a new verb is its use case, one row in :data:`VERBS` and its help text.
+``actions.py``, ``components.py``) and the console (``tui/screens/schedules.py``,
+``dead_letters.py``) read their verbs on schedules and on dead letters from here: the
+words, the Discord commands, the buttons' labels and ids, the dispatch and the wording,
+and the console greys out what the actor's role may not do by :attr:`Verb.who`. So a
+new verb is its use case, one row in :data:`VERBS` and its help text.
 
 Pure: imports no surface, store or use case (a Herald is passed to :func:`perform`).
 """
@@ -62,6 +65,15 @@ class Verb:
     toggles: bool = False
     #: Extra keyword arguments the method takes, beyond the actor and what ``takes`` says.
     options: tuple[str, ...] = field(default=())
+    #: A chat command's description (Discord's ``/schedule <verb>``).
+    summary: str = ""
+    #: The sentence shown to someone whose role lacks ``who`` (the console's role note).
+    refused: str = ""
+    #: The console's key for it on a row or a selection (its capital: on everything
+    #: matching), where the console's screen makes its bindings from the table.
+    key: str = ""
+    #: What the CLI prints once done on dead letters, ``{count}`` filled in.
+    told: str = ""
 
     @property
     def words(self) -> tuple[str, ...]:
@@ -115,6 +127,7 @@ VERBS: tuple[Verb, ...] = (
         label="Pause",
         done="Paused",
         heading="Paused: nothing is sent until you resume it.",
+        summary="Stop sending until resumed",
         toggles=True,
     ),
     Verb(
@@ -128,6 +141,7 @@ VERBS: tuple[Verb, ...] = (
         label="Resume",
         done="Resumed",
         heading="Resumed.",
+        summary="Start a paused schedule again",
         toggles=True,
     ),
     Verb(
@@ -141,6 +155,7 @@ VERBS: tuple[Verb, ...] = (
         label="Skip next",
         done="Skipped the next occurrence of",
         heading="Skipped the next send.",
+        summary="Skip the next send of a recurring schedule",
     ),
     Verb(
         "cancel",
@@ -153,6 +168,7 @@ VERBS: tuple[Verb, ...] = (
         label="Cancel",
         done="Cancelled",
         heading="Cancelled: nothing more will be sent.",
+        summary="Stop a schedule for good",
     ),
     Verb(
         "shift",
@@ -175,6 +191,24 @@ VERBS: tuple[Verb, ...] = (
         past="retried",
         help="retry (admins) or ask an admin to",
         label="Retry",
+        done="Retried",
+        key="r",
+        told="Retrying {count} dead letter(s) now.",
+    ),
+    Verb(
+        "approve",
+        (),
+        "approve_dead_retry",
+        "job_ids",
+        "admin",
+        past="approved",
+        help="approve retry requests (admins)",
+        surfaces=frozenset({CONSOLE}),
+        label="Approve",
+        done="Approved",
+        refused="Only an admin can approve retry requests.",
+        key="a",
+        told="Approved the retry request of {count} dead letter(s).",
     ),
     Verb(
         "reject",
@@ -184,8 +218,13 @@ VERBS: tuple[Verb, ...] = (
         "admin",
         past="rejected",
         help="turn down retry requests (admins)",
+        surfaces=frozenset({CLI, CONSOLE}),
         label="Reject",
+        done="Rejected",
         options=("reason",),
+        refused="Only an admin can decide on retry requests.",
+        key="x",
+        told="Rejected the retry request of {count} dead letter(s).",
     ),
     Verb(
         "discard",
@@ -196,6 +235,10 @@ VERBS: tuple[Verb, ...] = (
         past="discarded",
         help="give up",
         label="Discard",
+        done="Discarded",
+        refused="Only operators and admins can discard dead letters.",
+        key="d",
+        told="Discarded {count} dead letter(s).",
     ),
 )
 
@@ -203,8 +246,12 @@ VERBS: tuple[Verb, ...] = (
 STATE_VERBS: tuple[Verb, ...] = tuple(
     v for v in VERBS if v.takes == "schedule_id+version" and v.name != "edit"
 )
-#: The verbs on dead letters.
+#: The verbs on dead letters: retry (or ask for one), approve, reject, discard. Slack's
+#: and Discord's alerts offer theirs as buttons, an admin's decision.
 DEAD_VERBS: tuple[Verb, ...] = tuple(v for v in VERBS if v.takes == "job_ids")
+#: The verbs on dead letters a chat alert offers as buttons (retry, discard): an admin's
+#: decision (:meth:`core.cases.Herald.decide_dead_letters`).
+DECISIONS: tuple[Verb, ...] = tuple(v for v in DEAD_VERBS if v.surfaces & {SLACK, DISCORD})
 
 _BY_WORD: dict[str, Verb] = {word: v for v in VERBS for word in v.words}
 
@@ -220,14 +267,16 @@ def verb(word: str) -> Verb:
     raise InvalidInput(f'"{word}" is not something Herald does.{hint}')
 
 
-def offered(surface: str, verbs: tuple[Verb, ...] = VERBS) -> tuple[Verb, ...]:
-    """The verbs (of ``verbs``) ``surface`` offers, in the table's order."""
-    return tuple(v for v in verbs if v.offered_on(surface))
+def offered(surface: str, verbs: tuple[Verb, ...] | None = None) -> tuple[Verb, ...]:
+    """The verbs (of ``verbs``, default the whole table) ``surface`` offers, in the
+    table's order."""
+    return tuple(v for v in (VERBS if verbs is None else verbs) if v.offered_on(surface))
 
 
-def aliases(verbs: tuple[Verb, ...] = VERBS) -> dict[str, str]:
-    """Each alias of ``verbs`` and the name it stands for: ``{"delete": "cancel", …}``."""
-    return {alias: v.name for v in verbs for alias in v.aliases}
+def aliases(verbs: tuple[Verb, ...] | None = None) -> dict[str, str]:
+    """Each alias of ``verbs`` (default the whole table) and the name it stands for:
+    ``{"delete": "cancel", …}``."""
+    return {alias: v.name for v in (VERBS if verbs is None else verbs) for alias in v.aliases}
 
 
 async def perform(herald: Any, which: Verb | str, actor: Any, *args: Any, **kwargs: Any) -> Any:

@@ -26,7 +26,7 @@ from pydantic import BaseModel, ValidationError
 
 from bot.api import models as m
 from bot.http_guard import BodyRefused, HttpLimits, body_limit, read_body, refusal_format
-from core import views
+from core import verbs, views
 from core.actors import Actor, Principal
 from core.cases import Herald
 from core.cases.importer import ImportRejected, import_schedules
@@ -452,31 +452,36 @@ async def get_dead(call: Call) -> Reply:
 
 
 async def retry_dead(call: Call) -> Reply:
+    """Retry (an admin) or ask for one: core/verbs.py's retry."""
     job_id = call.path_int("job_id")
-    result, count = await call.herald.retry_dead_letters(call.principal, [job_id])
+    result, count = await perform(call.herald, "retry", call.principal, [job_id])
     return Reply(m.DeadDecisionOut(job_id=job_id, result=result, count=count))
 
 
-async def approve_dead(call: Call) -> Reply:
+async def _decide(call: Call, decision: str) -> Reply:
+    """An admin's decision (core/verbs.py's DECISIONS: retry, discard), as an alert's
+    button takes it; 404 before any decision for a letter the caller cannot see."""
     job_id = call.path_int("job_id")
-    await call.herald.dead_letter(call.principal, job_id)  # 404 before any decision
-    count = await call.herald.decide_dead_letters(call.principal, [job_id], "retry")
-    return Reply(m.DeadDecisionOut(job_id=job_id, result="retried", count=count))
+    await call.herald.dead_letter(call.principal, job_id)
+    count = await call.herald.decide_dead_letters(call.principal, [job_id], decision)
+    return Reply(m.DeadDecisionOut(job_id=job_id, result=verbs.verb(decision).past, count=count))
+
+
+async def approve_dead(call: Call) -> Reply:
+    return await _decide(call, "retry")
 
 
 async def reject_dead(call: Call) -> Reply:
+    """Turn a retry request down, with a reason: core/verbs.py's reject."""
     job_id = call.path_int("job_id")
     body: m.RejectRetry | None = call.body
     reason = None if body is None else body.reason
-    count = await call.herald.reject_dead_retry(call.principal, [job_id], reason)
-    return Reply(m.DeadDecisionOut(job_id=job_id, result="rejected", count=count))
+    count = await perform(call.herald, "reject", call.principal, [job_id], reason=reason)
+    return Reply(m.DeadDecisionOut(job_id=job_id, result=verbs.verb("reject").past, count=count))
 
 
 async def discard_dead(call: Call) -> Reply:
-    job_id = call.path_int("job_id")
-    await call.herald.dead_letter(call.principal, job_id)  # 404 before any decision
-    count = await call.herald.decide_dead_letters(call.principal, [job_id], "discard")
-    return Reply(m.DeadDecisionOut(job_id=job_id, result="discarded", count=count))
+    return await _decide(call, "discard")
 
 
 async def import_lines(call: Call) -> Reply:

@@ -24,8 +24,9 @@ from core.usecases import Herald
 
 @dataclass(frozen=True)
 class Button:
-    """A button under a reply: ``action`` is cancel, edit, pause, resume (a schedule) or retry,
-    discard (a dead letter); ``target`` the schedule or job id."""
+    """A button under a reply: ``action`` is a verb of core/verbs.py (on a schedule: edit,
+    pause, resume, cancel; on a dead letter: retry, discard); ``target`` the schedule or
+    job id."""
 
     action: str
     target: int
@@ -353,18 +354,21 @@ async def feed_remove(herald: Herald, actor: ActorRef, feed_id: int) -> Reply:
 # --- dead letters ------------------------------------------------------------------------
 
 
+#: The alerts' decisions: the verbs on dead letters Discord offers (core/verbs.py).
+DECISIONS = {v.name: v for v in verbs.offered(verbs.DISCORD, verbs.DEAD_VERBS)}
+
+
 def alert(item: Finished) -> Reply:
-    """The post for a new dead letter, with Retry and Discard."""
-    return Reply(
-        render.dead_letter(item), (Button("retry", item.job.id), Button("discard", item.job.id))
-    )
+    """The post for a new dead letter, with a button for each decision (Retry, Discard)."""
+    return Reply(render.dead_letter(item), tuple(Button(name, item.job.id) for name in DECISIONS))
 
 
 async def decide_dead_letter(herald: Herald, actor: ActorRef, job_id: int, action: str) -> str:
-    """An admin's Retry or Discard on an alert; returns the past tense for the alert.
-    Anyone else is refused (PermissionDenied) and nothing changes."""
-    if action not in ("retry", "discard"):
+    """An admin's decision (Retry, Discard) on an alert; returns its wording for the
+    alert ("Retried"). Anyone else is refused (PermissionDenied) and nothing changes."""
+    chosen = DECISIONS.get(action)
+    if chosen is None:
         raise InvalidInput(f"Unknown dead-letter action {action!r}.")
     # core checks the role and audits a refusal (PermissionDenied)
-    await herald.decide_dead_letters(actor, [job_id], action)
-    return "Retried" if action == "retry" else "Discarded"
+    await herald.decide_dead_letters(actor, [job_id], chosen.name)
+    return chosen.done

@@ -27,6 +27,7 @@ from bot.discord_bot.interact import (
     report,
     settings_of,
 )
+from core import verbs
 from core.actors import Principal
 from core.errors import HeraldError
 from core.models import STATE_FILTERS
@@ -152,6 +153,21 @@ _ZONE = Transform[str, Zone]
 _WHEN = Range[str, 1, 500]
 _TEXT = Range[str, 1, 2000]
 _URL = Range[str, 8, 1000]
+_ID_HELP = "The schedule (type to search yours)"
+
+
+def _state_command(word: str, verb: verbs.Verb) -> app_commands.Command[Any, ..., None]:
+    """``/schedule <word> id:``: ``verb``'s use case on one schedule, described by the
+    table (an alias: "… (as cancel)")."""
+
+    async def change(self: ScheduleGroup, interaction: discord.Interaction[Any], id: _ID) -> None:
+        await self._change(interaction, word, id)
+
+    # a method of the group for discord.py (which passes the group as ``self``)
+    change.__qualname__ = f"ScheduleGroup.{word}"
+    description = verb.summary if word == verb.name else f"{verb.summary} (as {verb.name})"
+    command = app_commands.command(name=word, description=description)(change)
+    return app_commands.describe(id=_ID_HELP)(command)
 
 
 class ScheduleGroup(
@@ -274,36 +290,12 @@ class ScheduleGroup(
             interaction, lambda actor: actions.change(herald_of(interaction), actor, verb, id)
         )
 
-    @app_commands.command(description="Stop a schedule for good")
-    @app_commands.describe(id="The schedule (type to search yours)")
-    async def cancel(self, interaction: discord.Interaction[Any], id: _ID) -> None:
-        await self._change(interaction, "cancel", id)
-
-    # /remind's and other reminder bots' words for it
-    @app_commands.command(name="delete", description="Stop a schedule for good (as cancel)")
-    @app_commands.describe(id="The schedule (type to search yours)")
-    async def delete(self, interaction: discord.Interaction[Any], id: _ID) -> None:
-        await self._change(interaction, "delete", id)
-
-    @app_commands.command(name="remove", description="Stop a schedule for good (as cancel)")
-    @app_commands.describe(id="The schedule (type to search yours)")
-    async def remove(self, interaction: discord.Interaction[Any], id: _ID) -> None:
-        await self._change(interaction, "remove", id)
-
-    @app_commands.command(description="Stop sending until resumed")
-    @app_commands.describe(id="The schedule (type to search yours)")
-    async def pause(self, interaction: discord.Interaction[Any], id: _ID) -> None:
-        await self._change(interaction, "pause", id)
-
-    @app_commands.command(description="Start a paused schedule again")
-    @app_commands.describe(id="The schedule (type to search yours)")
-    async def resume(self, interaction: discord.Interaction[Any], id: _ID) -> None:
-        await self._change(interaction, "resume", id)
-
-    @app_commands.command(description="Skip the next send of a recurring schedule")
-    @app_commands.describe(id="The schedule (type to search yours)")
-    async def skip(self, interaction: discord.Interaction[Any], id: _ID) -> None:
-        await self._change(interaction, "skip", id)
+    # /schedule pause, resume, skip, cancel (and its aliases, delete and remove, as
+    # /remind and other reminder bots say it): one command per word of core/verbs.py
+    for _verb in verbs.offered(verbs.DISCORD, verbs.STATE_VERBS):
+        for _word in _verb.words:
+            vars()[_word] = _state_command(_word, _verb)
+    del _verb, _word
 
     @app_commands.command(description="Show or set the time zone your times are read in")
     @app_commands.describe(zone="A city or an IANA zone, e.g. Berlin or Europe/Berlin")

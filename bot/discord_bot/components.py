@@ -18,32 +18,39 @@ from discord import ui
 
 from bot.discord_bot import actions, render
 from bot.discord_bot.interact import NO_MENTIONS, herald_of, member_of, principal_of, report
-from core import limits
+from core import limits, verbs
 from core.actors import Principal
 from core.models import Schedule
 
 log = logging.getLogger(__name__)
 
+#: The verbs a schedule card's buttons carry (core/verbs.py: those Discord offers on one
+#: schedule at its version, with a label): edit, pause, resume, skip, cancel.
+SCHEDULE_ACTIONS = tuple(
+    v.name for v in verbs.offered(verbs.DISCORD) if v.takes == "schedule_id+version" and v.label
+)
+#: The alerts' buttons, an admin's decision: the verbs on dead letters Discord offers.
+DEAD_ACTIONS = tuple(v.name for v in verbs.offered(verbs.DISCORD, verbs.DEAD_VERBS))
+#: How a verb's button looks; others are secondary.
 _STYLES = {
-    "edit": ("Edit", discord.ButtonStyle.secondary),
-    "pause": ("Pause", discord.ButtonStyle.secondary),
-    "resume": ("Resume", discord.ButtonStyle.primary),
-    "cancel": ("Cancel", discord.ButtonStyle.danger),
-    "retry": ("Retry", discord.ButtonStyle.primary),
-    "discard": ("Discard", discord.ButtonStyle.secondary),
+    "resume": discord.ButtonStyle.primary,
+    "cancel": discord.ButtonStyle.danger,
+    "retry": discord.ButtonStyle.primary,
 }
 
 
 def _button(kind: str, action: str, target: int) -> ui.Button[Any]:
-    label, style = _STYLES[action]
+    label = verbs.verb(action).label
+    style = _STYLES.get(action, discord.ButtonStyle.secondary)
     return ui.Button(label=label, style=style, custom_id=f"herald:{kind}:{action}:{target}")
 
 
 class ScheduleButton(
     ui.DynamicItem[ui.Button[Any]],
-    template=r"herald:schedule:(?P<action>cancel|edit|pause|resume):(?P<id>[0-9]{1,19})",
+    template=rf"herald:schedule:(?P<action>{'|'.join(SCHEDULE_ACTIONS)}):(?P<id>[0-9]{{1,19}})",
 ):
-    """Cancel, Edit, Pause or Resume under a schedule card; core checks who clicks."""
+    """A verb's button under a schedule card (Edit, Pause, Resume, Cancel); core checks
+    who clicks."""
 
     def __init__(self, action: str, schedule_id: int) -> None:
         super().__init__(_button("schedule", action, schedule_id))
@@ -70,7 +77,7 @@ class ScheduleButton(
 
 class DeadLetterButton(
     ui.DynamicItem[ui.Button[Any]],
-    template=r"herald:dead:(?P<action>retry|discard):(?P<id>[0-9]{1,19})",
+    template=rf"herald:dead:(?P<action>{'|'.join(DEAD_ACTIONS)}):(?P<id>[0-9]{{1,19}})",
 ):
     """Retry or Discard under a dead-letter alert. Only admins' clicks act; the alert
     then shows who decided and loses its buttons."""
@@ -146,7 +153,7 @@ def view_for(reply: actions.Reply) -> ui.View | None:
         return None
     view = ui.View(timeout=None)
     for button in reply.buttons:
-        if button.action in ("retry", "discard"):
+        if button.action in DEAD_ACTIONS:
             view.add_item(DeadLetterButton(button.action, button.target))
         else:
             view.add_item(ScheduleButton(button.action, button.target))

@@ -11,7 +11,7 @@ from slack_bolt.context.respond.async_respond import AsyncRespond
 from bot.slack.base import Person, Send
 from bot.slack.blocks import Page, Reply, date_token, notice, schedule_reply
 from bot.slack.commands import DONE, Commands, responder
-from bot.slack.dead import DISCARD, RETRY, decided
+from bot.slack.dead import DECISIONS, decided
 from core.errors import InvalidInput, PermissionDenied
 
 log = logging.getLogger(__name__)
@@ -20,6 +20,10 @@ REFUSED = (
     ":no_entry: Only Herald admins can retry or discard dead letters. "
     "Ask one of them (HERALD_ADMINS, or your workspace admins when Herald trusts them)."
 )
+
+
+#: The icon of an alert's outcome, by decision.
+ICONS = {"retry": ":repeat:", "discard": ":wastebasket:"}
 
 
 def _in_home(body: dict[str, Any]) -> bool:
@@ -192,18 +196,17 @@ class Actions(Commands):
         if not self._alert_surface(body):
             raise InvalidInput("Herald's buttons work only on Herald's own alerts and Home tab.")
         job_ids = _ids(str(action.get("value", "")))
-        retry = action.get("action_id") == RETRY
+        chosen = DECISIONS.get(str(action.get("action_id", "")))
+        if chosen is None:
+            raise InvalidInput("That button is not one of Herald's.")
         try:  # core checks the role and the tenant, and audits a refusal
-            count = await self.herald.decide_dead_letters(
-                person.principal, job_ids, "retry" if retry else "discard"
-            )
+            count = await self.herald.decide_dead_letters(person.principal, job_ids, chosen.name)
         except PermissionDenied:
             await send(notice(REFUSED))
             return
-        verb = "Retried" if retry else "Discarded"
         when = date_token(self.herald.clock.now())
-        outcome = f"{verb} {count} by <@{person.user_id}> {when}."
-        icon = ":repeat:" if retry else ":wastebasket:"
+        outcome = f"{chosen.done} {count} by <@{person.user_id}> {when}."
+        icon = ICONS.get(chosen.name, ":white_check_mark:")
         if _in_home(body):
             await self.publish_home(person, f"{icon} {outcome}")
             return
@@ -218,4 +221,4 @@ class Actions(Commands):
             await respond(text=outcome, blocks=blocks, replace_original=True)
 
 
-__all__ = ["Actions", "DISCARD", "RETRY"]
+__all__ = ["Actions", "DECISIONS"]

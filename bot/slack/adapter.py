@@ -15,6 +15,7 @@ import hmac
 import logging
 import re
 import time
+from collections.abc import Iterable
 from typing import Any
 
 import aiohttp
@@ -36,8 +37,8 @@ from bot.http_guard import (
 )
 from bot.slack.actions import Actions
 from bot.slack.base import Tracker
-from bot.slack.blocks import PAGE_NEXT, PAGE_PREVIOUS, Blocks
-from bot.slack.dead import DISCARD, RETRY, DeadLetterAlerts
+from bot.slack.blocks import PAGE_NEXT, PAGE_PREVIOUS, SCHEDULE_ACTIONS, Blocks
+from bot.slack.dead import DECISIONS, DeadLetterAlerts
 from bot.slack.directory import error_code
 from bot.slack.modal import CALLBACK
 from bot.slack.reminders import ACTION_PATTERN as REMINDER_ACTIONS
@@ -58,16 +59,21 @@ STOP_GRACE = 5.0
 _BAD_TOKEN = {"invalid_auth", "not_authed", "token_revoked", "token_expired", "account_inactive"}
 
 
+def _one_of(action_ids: Iterable[str]) -> re.Pattern[str]:
+    """A pattern matching exactly these action ids (the buttons of core/verbs.py's verbs)."""
+    return re.compile("^(" + "|".join(re.escape(a) for a in action_ids) + ")$")
+
+
 def register(app: AsyncApp, handlers: Actions) -> None:
     """Wire every listener of Herald's Slack surface into ``app``."""
     app.command(COMMAND)(handlers.on_command)
     app.view(CALLBACK)(handlers.on_submit)
     app.action({"block_id": "when", "action_id": "when"})(handlers.on_preview)
-    app.action(re.compile(r"^herald_(edit|cancel|pause|resume|skip)$"))(handlers.on_schedule_button)
+    app.action(_one_of(SCHEDULE_ACTIONS))(handlers.on_schedule_button)
     app.action("herald_open_modal")(handlers.on_open_modal)
     app.action(re.compile(f"^({PAGE_PREVIOUS}|{PAGE_NEXT})$"))(handlers.on_list_page)
     app.action(re.compile(REMINDER_ACTIONS))(handlers.on_reminder_button)
-    app.action(re.compile(f"^({RETRY}|{DISCARD})$"))(handlers.on_dead_letter_button)
+    app.action(_one_of(DECISIONS))(handlers.on_dead_letter_button)
     app.event("app_home_opened")(handlers.on_home_opened)
 
     async def on_error(error: Exception) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from bot.slack.grammar import escape, unescape
-from core import calendars, limits, views
+from core import calendars, limits, verbs, views
 from core.cases.calendars import describe_before
 from core.destinations import parse_destination
 from core.errors import HeraldError, InvalidInput
@@ -35,6 +35,13 @@ LIST_PAGE = 15
 PAGE_PREVIOUS = "herald_list_previous"
 PAGE_NEXT = "herald_list_next"
 QUOTE_LIMIT = 300
+#: The verbs a schedule's buttons carry (core/verbs.py: those Slack offers on one
+#: schedule at its version, with a label), by action id: ``herald_pause``.
+SCHEDULE_ACTIONS = {
+    f"herald_{v.name}": v
+    for v in verbs.offered(verbs.SLACK)
+    if v.takes == "schedule_id+version" and v.label
+}
 
 
 def date_token(at: datetime, zone: str = "UTC") -> str:
@@ -131,22 +138,18 @@ def buttons(schedule: Schedule, *, full: bool = False, one: bool = False) -> dic
     if state not in (ScheduleState.ACTIVE.value, ScheduleState.PAUSED.value):
         return None
     sid = str(schedule.id)
-    elements = [button("Edit", "herald_edit", sid)]
+
+    def of(name: str, **look: Any) -> dict[str, Any]:
+        return button(verbs.verb(name).label, f"herald_{name}", sid, **look)
+
+    elements = [of("edit")]
     if full and state == ScheduleState.ACTIVE.value:
-        elements.append(button("Pause", "herald_pause", sid))
+        elements.append(of("pause"))
         if schedule.rrule is not None:
-            elements.append(button("Skip next", "herald_skip", sid))
+            elements.append(of("skip"))
     if full and state == ScheduleState.PAUSED.value:
-        elements.append(button("Resume", "herald_resume", sid))
-    elements.append(
-        button(
-            "Cancel",
-            "herald_cancel",
-            sid,
-            style="danger",
-            confirm=f"Schedule #{sid} will stop for good.",
-        )
-    )
+        elements.append(of("resume"))
+    elements.append(of("cancel", style="danger", confirm=f"Schedule #{sid} will stop for good."))
     block_id = f"schedule:{sid}:one" if one else f"schedule:{sid}"
     return {"type": "actions", "block_id": block_id, "elements": elements}
 

@@ -12,14 +12,26 @@ from typing import Any
 
 from bot.slack.blocks import Blocks, button, context, quote, section, where
 from bot.slack.grammar import escape
-from core import limits
+from core import limits, verbs
 from core.store.dead_letters import DeadLetter
 from core.store.queue import Finished
 
 log = logging.getLogger(__name__)
 
-RETRY = "herald_dead_retry"
-DISCARD = "herald_dead_discard"
+
+def action_id(v: verbs.Verb) -> str:
+    """A dead-letter button's action id: ``herald_dead_retry``."""
+    return f"herald_dead_{v.name}"
+
+
+#: The alerts' buttons, an admin's decision: the verbs on dead letters that Slack offers
+#: (core/verbs.py), by action id.
+DECISIONS = {action_id(v): v for v in verbs.offered(verbs.SLACK, verbs.DEAD_VERBS)}
+#: How a decision's button looks (a style and a question first); others are plain.
+_LOOKS: dict[str, tuple[str | None, str | None]] = {
+    "retry": ("primary", None),
+    "discard": ("danger", "The message will not be sent. This cannot be undone."),
+}
 #: From this many letters in one burst, one digest message instead of one each.
 DIGEST_FROM = 4
 #: Job ids one digest's buttons carry at most (their comma-separated list must also
@@ -74,14 +86,9 @@ def decision_buttons(job_ids: Sequence[int], *, many: bool = False) -> dict[str,
         "type": "actions",
         "block_id": f"dead:{job_ids[0]}",
         "elements": [
-            button(f"Retry{suffix}", RETRY, value, style="primary"),
-            button(
-                f"Discard{suffix}",
-                DISCARD,
-                value,
-                style="danger",
-                confirm="The message will not be sent. This cannot be undone.",
-            ),
+            button(f"{v.label}{suffix}", name, value, style=style, confirm=confirm)
+            for name, v in DECISIONS.items()
+            for style, confirm in [_LOOKS.get(v.name, (None, None))]
         ],
     }
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
-from core import timeexpr
+from core import timeexpr, verbs
 from core.actors import Actor, ActorRef
 from core.cases.dead_letters import DeadLetterCases
 from core.cases.schedules import ScheduleCases
@@ -45,15 +45,25 @@ SCHEDULE_BULK: dict[str, tuple[str, tuple[str, ...]]] = {
     "resume": (ScheduleState.ACTIVE.value, ("paused",)),
     "shift": (ScheduleState.ACTIVE.value, ("active",)),
 }
-DEAD_ACTIONS = ("retry", "approve", "reject", "discard")
+#: The console's actions on dead letters (core/verbs.py): retry, approve, reject, discard.
+DEAD_ACTIONS = tuple(v.name for v in verbs.offered(verbs.CONSOLE, verbs.DEAD_VERBS))
+
+#: Who may, as the table of verbs says it (:attr:`core.verbs.Verb.who`).
+_ROLES: dict[str, Callable[[Actor], bool]] = {
+    "owner": lambda a: True,
+    "operator": lambda a: a.sees_everything,
+    "admin": lambda a: a.is_admin,
+}
+
+
+def verb_rule(v: verbs.Verb) -> str:
+    """The rule of :func:`unavailable` for a verb: ``dead.discard``, ``schedule.pause``."""
+    return f"{'dead' if v.takes == 'job_ids' else 'schedule'}.{v.name}"
+
 
 _RULES: dict[str, tuple[Callable[[Actor], bool], str]] = {
-    "dead.approve": (lambda a: a.is_admin, "Only an admin can approve retry requests."),
-    "dead.reject": (lambda a: a.is_admin, "Only an admin can decide on retry requests."),
-    "dead.discard": (
-        lambda a: a.sees_everything,
-        "Only operators and admins can discard dead letters.",
-    ),
+    # each verb that needs more than being the owner, by its row of core/verbs.py
+    **{verb_rule(v): (_ROLES[v.who], v.refused) for v in verbs.VERBS if v.who != "owner"},
     "schedule.others": (
         lambda a: a.is_admin,
         "Only an admin can change other members' schedules.",
@@ -393,28 +403,15 @@ class ConsoleCases(ScheduleCases, DeadLetterCases):
             while chunk := await self.store.dead_ids(scope, after_id=after, limit=CHUNK):
                 chunks.append(chunk)
                 after = chunk[-1]
-        verb, total = (
-            {"retry": "retried", "approve": "approved", "reject": "rejected"}.get(
-                action, "discarded"
-            ),
-            0,
-        )
+        chosen = verbs.verb(action)
+        options: dict[str, Any] = {"reason": reason} if "reason" in chosen.options else {}
+        verb, total = chosen.past, 0
         for chunk in chunks:
-            if action == "retry":
-                verb, n = await self.retry_dead_letters(actor_id, chunk)
-            elif action == "approve":
-                letters = await self.store.dead_letters(ids=chunk, limit=len(chunk))
-                unrequested = [d.job_id for d in letters if d.retry_requested_by is None]
-                if unrequested:
-                    raise Conflict(
-                        f"Dead letter {', '.join(map(str, unrequested))} has no retry "
-                        "request to approve; retry it instead."
-                    )
-                _, n = await self.retry_dead_letters(actor_id, chunk)
-            elif action == "reject":
-                n = await self.reject_dead_retry(actor_id, chunk, reason)
+            done = await verbs.perform(self, chosen, actor_id, chunk, **options)
+            if isinstance(done, tuple):  # a retry: ("retried" | "requested", count)
+                verb, n = done
             else:
-                n = await self.discard_dead_letters(actor_id, chunk)
+                n = done
             total += n
         return verb, total
 

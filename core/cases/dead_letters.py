@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
+from core import verbs
 from core.actors import Actor, ActorRef
 from core.cases.base import CaseBase
 from core.channels.base import Delivery, Outcome
@@ -85,11 +86,14 @@ class DeadLetterCases(CaseBase):
     async def decide_dead_letters(
         self, actor_id: ActorRef, job_ids: Sequence[int], decision: str
     ) -> int:
-        """An admin's decision on dead letters from an alert button: ``"retry"`` or
-        ``"discard"``. Anyone else is refused (and the refusal audited); nothing changes."""
+        """An admin's decision on dead letters from an alert button: a verb of
+        :data:`core.verbs.DECISIONS` (``"retry"``, ``"discard"``), called through the
+        table. Anyone else is refused (and the refusal audited); nothing changes."""
         actor = await self.actor(actor_id)
-        if decision not in ("retry", "discard"):
-            raise InvalidInput(f"Unknown decision {decision!r}: use retry or discard.")
+        chosen = next((v for v in verbs.DECISIONS if v.name == decision), None)
+        if chosen is None:
+            names = " or ".join(v.name for v in verbs.DECISIONS)
+            raise InvalidInput(f"Unknown decision {decision!r}: use {names}.")
         if not actor.is_admin:
             raise await self.denied(
                 actor,
@@ -98,9 +102,32 @@ class DeadLetterCases(CaseBase):
                 _ids(job_ids),
                 "Only Herald admins can retry or discard dead letters; ask one to decide.",
             )
-        if decision == "retry":
-            return (await self.retry_dead_letters(actor_id, job_ids))[1]
-        return await self.discard_dead_letters(actor_id, job_ids)
+        done = await verbs.perform(self, chosen, actor_id, job_ids)
+        return int(done[1] if isinstance(done, tuple) else done)
+
+    async def approve_dead_retry(self, actor_id: ActorRef, job_ids: Sequence[int]) -> int:
+        """An admin approves retry requests: the jobs go back in the queue now, as an
+        admin's retry. A letter nobody asked to retry is refused (Conflict: retry it
+        instead); anyone but an admin is refused (and the refusal audited)."""
+        actor = await self.actor(actor_id)
+        if not actor.is_admin:
+            raise await self.denied(
+                actor,
+                "dead.approve",
+                "job",
+                _ids(job_ids),
+                "Only an admin can approve retry requests.",
+            )
+        if not job_ids:
+            raise InvalidInput("Name at least one dead letter (its job id).")
+        letters = await self.store.dead_letters(ids=job_ids, limit=len(job_ids))
+        unrequested = [d.job_id for d in letters if d.retry_requested_by is None]
+        if unrequested:
+            raise Conflict(
+                f"Dead letter {', '.join(map(str, unrequested))} has no retry "
+                "request to approve; retry it instead."
+            )
+        return (await self.retry_dead_letters(actor_id, job_ids))[1]
 
     async def reject_dead_retry(
         self, actor_id: ActorRef, job_ids: Sequence[int], reason: str | None = None

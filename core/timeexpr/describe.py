@@ -11,6 +11,7 @@ import calendar
 from datetime import date, datetime, timedelta
 from itertools import product
 
+from core.timeexpr.durations import describe_duration
 from core.timeexpr.rule import DAY_CODES, Rule, wall_clock
 from core.timeexpr.words import (
     MONTH_NAMES,
@@ -77,14 +78,16 @@ def _run(clocks: list[datetime]) -> str | None:
     steps = {b - a for a, b in zip(clocks, clocks[1:], strict=False)}
     if len(steps) != 1 or any(c.second for c in clocks):
         return None
-    minutes = int(steps.pop().total_seconds()) // 60
-    every = (
-        "every minute" if minutes == 1
-        else "every hour" if minutes == 60
-        else f"every {minutes // 60} hours" if minutes % 60 == 0
-        else f"every {minutes} minutes"
-    )  # fmt: skip
+    every = _every_step(steps.pop(), "hour")
     return f", {every} from {format_clock(clocks[0])} to {format_clock(clocks[-1])}"
+
+
+def _every_step(step: timedelta, within: str) -> str:
+    """``every minute``, ``every 15 minutes``, ``every 2 hours``: a step of whole
+    minutes in the words of a duration (:func:`describe_duration`), in units up to
+    ``within``."""
+    words = describe_duration(timedelta(minutes=step // timedelta(minutes=1)), within=within)
+    return "every " + words.removeprefix("1 ")
 
 
 def _day_codes(parts: dict[str, str], rule: Rule) -> list[str] | None:
@@ -153,7 +156,7 @@ def _line(rule: Rule, parts: dict[str, str]) -> str:
         months = " in " + and_list([MONTH_NAMES[m - 1] for m in _ints(parts, "BYMONTH", 1)])
     if freq == "MINUTELY":
         aligned = 60 % n == 0 and rule.dtstart.minute % n == 0
-        text = "every minute" if n == 1 else f"every {n} minutes"
+        text = _every_step(timedelta(minutes=n), "minute")
         if not aligned:
             text += f" from {format_clock(rule.dtstart)}"
         return text + months
@@ -161,9 +164,11 @@ def _line(rule: Rule, parts: dict[str, str]) -> str:
         minutes = _ints(parts, "BYMINUTE", rule.dtstart.minute)
         step = minutes[1] - minutes[0] if len(minutes) > 1 else 60
         if n == 1 and minutes == list(range(0, 60, step)) and 60 % step == 0:
-            return ("every hour at :00" if step == 60 else f"every {step} minutes") + months
+            if step == 60:
+                return "every hour at :00" + months
+            return _every_step(timedelta(minutes=step), "minute") + months
         marks = and_list([f":{m:02d}" for m in minutes])
-        text = ("every hour" if n == 1 else f"every {n} hours") + f" at {marks}"
+        text = _every_step(timedelta(hours=n), "hour") + f" at {marks}"
         if n > 1:
             text += f" from {format_clock(rule.dtstart)}"
         return text + months

@@ -2,18 +2,22 @@
 
 What people write (``10m``, ``90 seconds``, ``1h30m``, ``an hour and a half``,
 ``1 week, 2 days``, ``half an hour``, ``-15 minutes``) is read here for every reader
-of a duration: a one-off's ``in <duration>`` (:mod:`core.timeexpr.once`), a feed's
-lead time (``core.cases.calendars.parse_before``), the console's shift
-(``core.cases.console.parse_shift``) and Slack's ``before N unit``. Each caller keeps
-its own sentence when the text is refused and its own range.
+of a duration: a one-off's ``in <duration>`` (:mod:`core.timeexpr.once`), a
+recurrence's interval (``every 2 hours``, ``every other week``:
+:mod:`core.timeexpr.every`), a feed's lead time (``core.cases.calendars.parse_before``),
+the console's shift (``core.cases.console.parse_shift``) and Slack's ``before N unit``.
+Each caller keeps its own sentence when the text is refused and its own range. The
+words for one serve the same readers, the description of a recurrence's step and the
+snooze buttons' labels (``core.reminders``).
 
 - :data:`UNITS`: every spelling of a unit and the unit it names.
+- :func:`unit_re`: the spellings of some units, as a regex alternative.
 - :func:`read_amounts`: the amounts of a normalised text (``1h30m`` is two), or None.
 - :func:`split_amounts`: amounts as calendar steps (whole days, weeks, months, years:
   they follow the wall clock) and elapsed time (seconds, minutes, hours, and halves).
 - :func:`parse_duration`: a text as one signed :class:`~datetime.timedelta`.
-- :func:`describe_duration`: a duration in words, exact (``1 hour``, ``90 seconds``)
-  or rough (``45s``, ``12 min``, ``1.5 h``).
+- :func:`describe_duration`: a duration in words, exact (``1 hour``, ``90 seconds``),
+  short (``15 min``, ``1 h``) or rough (``45s``, ``12 min``, ``1.5 h``).
 """
 
 from __future__ import annotations
@@ -38,7 +42,15 @@ UNITS = {
     "w": "weeks", "wk": "weeks", "wks": "weeks", "week": "weeks", "weeks": "weeks",
     "month": "months", "months": "months", "year": "years", "years": "years",
 }  # fmt: skip
-_UNIT_RE = "|".join(sorted(UNITS, key=len, reverse=True))
+
+
+def unit_re(*units: str) -> str:
+    """Every spelling of ``units`` (values of :data:`UNITS`: ``"minutes"``, ``"hours"``,
+    …) as a regex alternative, longest first: ``"minutes|minute|mins|min|m"``."""
+    return "|".join(sorted((w for w, u in UNITS.items() if u in units), key=len, reverse=True))
+
+
+_UNIT_RE = unit_re(*set(UNITS.values()))
 _AMOUNT = re.compile(rf"(?P<n>[+-]?(?:{NUMBER_RE})|half an?)\s?(?P<u>{_UNIT_RE})(?![a-z])")
 # "an hour and a half", "2 and a half hours": the half is of the unit named
 _AND_A_HALF = re.compile(
@@ -142,12 +154,21 @@ def parse_duration(text: str, *, now: datetime | None = None, bare: str | None =
     return sign * (moved - reference)
 
 
-def describe_duration(value: float | timedelta, *, rough: bool = False) -> str:
+_SHORT = {"day": "d", "hour": "h", "minute": "min", "second": "s"}
+_SIZES = ((86400, "day"), (3600, "hour"), (60, "minute"))
+
+
+def describe_duration(
+    value: float | timedelta, *, rough: bool = False, short: bool = False, within: str = "day"
+) -> str:
     """``value`` (seconds, or a timedelta) in words.
 
-    Exact (the default): the largest unit that divides it, ``10 minutes``, ``1 hour``,
-    ``2 days``, ``90 seconds``. Rough, for notices (its sign dropped): ``45s`` under
-    90 seconds, ``12 min`` under 90 minutes, else hours to a tenth, ``1.5 h``.
+    Exact (the default): the largest unit up to ``within`` (``"day"``, ``"hour"`` or
+    ``"minute"``) that divides it, ``10 minutes``, ``1 hour``, ``2 days``, ``90
+    seconds`` (within hours, a day is ``24 hours``). ``short``: the same with the
+    unit abbreviated, ``15 min``, ``1 h``, ``2 d``, ``90 s`` (a button's label).
+    Rough, for notices (its sign dropped): ``45s`` under 90 seconds, ``12 min`` under
+    90 minutes, else hours to a tenth, ``1.5 h``.
     """
     seconds = value.total_seconds() if isinstance(value, timedelta) else value
     if rough:
@@ -159,8 +180,12 @@ def describe_duration(value: float | timedelta, *, rough: bool = False) -> str:
         return f"{seconds / 3600:.1f} h"
     if isinstance(value, timedelta) and seconds == int(seconds):
         seconds = int(seconds)
-    for size, unit in ((86400, "day"), (3600, "hour"), (60, "minute")):
+    largest = next(i for i, (_, unit) in enumerate(_SIZES) if unit == within)
+    count, unit = seconds, "second"
+    for size, name in _SIZES[largest:]:
         if seconds >= size and seconds % size == 0:
-            count = seconds // size
-            return f"{count} {unit}{'s' if count != 1 else ''}"
-    return f"{seconds} second{'s' if seconds != 1 else ''}"
+            count, unit = seconds // size, name
+            break
+    if short:
+        return f"{count} {_SHORT[unit]}"
+    return f"{count} {unit}{'s' if count != 1 else ''}"

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
+from core.timeexpr.durations import read_amounts, split_amounts, unit_re
 from core.timeexpr.once import read_moment
 from core.timeexpr.rule import (
     DAY_CODES,
@@ -67,18 +68,21 @@ _TRAILING_COUNT = re.compile(rf",? (?:for )?(?P<n>[+-]?(?:{NUMBER_RE})) (?:times
 _PLURAL_DAYS = re.compile(
     r"^(?:on )?(weekdays|weekends|(?:mon|tues|wednes|thurs|fri|satur|sun)days)\b"
 )
+# the unit of an interval, spelled as any duration (core/timeexpr/durations.py)
+_SUB_DAILY_UNITS = unit_re("minutes", "hours")
+# "half an hour" is a duration too; "half hour" and "quarter hour" are steps of their own
 _SUB_DAILY = re.compile(
-    rf"^{_N}(?P<u>minutes?|mins?|hours?|hrs?)$|^(?P<half>half an? hour|half hour)$"
+    rf"^{_N}(?P<u>{_SUB_DAILY_UNITS})$|^(?P<half>half an? hour)$|^(?P<half_hour>half hour)$"
     rf"|^(?P<quarter>quarter (?:of an )?hour)$"
 )
-_DAYS = re.compile(rf"^{_N}days?$")
+_DAYS = re.compile(rf"^{_N}(?P<u>{unit_re('days')})$")
 _WORKDAYS = re.compile(r"^(?:week ?days?|work ?days?|working days?|business days?)$")
 _WEEKEND = re.compile(r"^weekends?(?: days?)?$")
-_WEEKS = re.compile(rf"^{_N}weeks?(?: on (?P<days>{_DAYS_LIST_RE}))?$")
+_WEEKS = re.compile(rf"^{_N}(?P<u>{unit_re('weeks')})(?: on (?P<days>{_DAYS_LIST_RE}))?$")
 _WEEKDAYS = re.compile(rf"^{_N}(?P<days>{_DAYS_LIST_RE})$")
-_MONTHS = re.compile(rf"^{_N}months?(?: on (?:the )?(?P<spec>.+))?$")
+_MONTHS = re.compile(rf"^{_N}(?P<u>{unit_re('months')})(?: on (?:the )?(?P<spec>.+))?$")
 _OF_MONTH = re.compile(r"^(?:the )?(?P<spec>.+?) of (?:the|every|each) month$")
-_YEARS = re.compile(rf"^{_N}years?(?: on (?P<date>.+))?$")
+_YEARS = re.compile(rf"^{_N}(?P<u>{unit_re('years')})(?: on (?P<date>.+))?$")
 _NTH_DAY = re.compile(r"^(?:the )?(?P<spec>\d{1,2}(?:st|nd|rd|th)(?: day)?|last day)$")
 _MONTH_END = re.compile(r"^(?:the )?end of (?:the |each |every )?month$")
 _CLOCKS_RE = rf"{CLOCK_RE}(?:(?:,\s*|\s+and\s+|\s*&\s*){CLOCK_RE})*"
@@ -86,7 +90,7 @@ _CLOCKS_RE = rf"{CLOCK_RE}(?:(?:,\s*|\s+and\s+|\s*&\s*){CLOCK_RE})*"
 _LEADING_TIMES = re.compile(rf"^(?P<at>at )?(?P<times>{_CLOCKS_RE}),? (?:on )?(?P<rest>.+)$")
 # "hour between 9 and 17 on weekdays", "30 minutes on mondays between 9:00 and 12:00"
 _STEP_RE = (
-    rf"(?:(?:{NUMBER_RE}|other) )?(?:minutes?|mins?|hours?|hrs?)"
+    rf"(?:(?:{NUMBER_RE}|other) )?(?:{_SUB_DAILY_UNITS})"
     r"|half an? hour|half hour|quarter (?:of an )?hour"
 )
 _WINDOW = re.compile(
@@ -105,19 +109,47 @@ class Draft:
     defaulted: bool = False
 
 
-def _positive(raw: str | None, text: str, what: str = "interval") -> int:
-    """A positive whole number ("other" is 2); refuses zero and negatives."""
-    if raw is None:
-        return 1
-    if raw == "other":
-        return 2
+def _times_count(raw: str, text: str) -> int:
+    """The N of "for N times": a positive whole number; refuses zero and negatives."""
     n = number(raw.lstrip("+-"))
     if n is None or raw.startswith("-") or n < 1:
-        example = "every 2 hours" if what == "interval" else "every day at 9am for 5 times"
-        raise refuse(text, f'the {what} must be a positive whole number, for example "{example}"')
-    if n > 1000 and what == "interval":
-        raise refuse(text, "that interval is too long")
+        raise refuse(
+            text,
+            'the number of times must be a positive whole number, for example "every day at '
+            '9am for 5 times"',
+        )
     return n
+
+
+#: The frequency of a rule stepping by each unit of :data:`durations.UNITS`.
+_FREQ = {"minutes": "MINUTELY", "hours": "HOURLY", "days": "DAILY", "weeks": "WEEKLY",
+         "months": "MONTHLY", "years": "YEARLY"}  # fmt: skip
+
+
+def _interval(raw: str | None, unit: str, text: str) -> dict[str, str]:
+    """FREQ and INTERVAL of ``<raw> <unit>`` ("2 hours", "other week", "hour"), read
+    as a duration (:func:`durations.read_amounts`); the count a positive whole number
+    ("other" is 2, none is 1) up to 1000."""
+    count = "1" if raw is None else "2" if raw == "other" else raw
+    amounts = read_amounts(f"{count} {unit}")
+    if amounts is None or len(amounts) != 1:
+        raise refuse(text)
+    [amount] = amounts
+    if amount.negative or not isinstance(amount.count, int) or amount.count < 1:
+        raise refuse(
+            text, 'the interval must be a positive whole number, for example "every 2 hours"'
+        )
+    if amount.count > 1000:
+        raise refuse(text, "that interval is too long")
+    return {"FREQ": _FREQ[amount.unit], "INTERVAL": str(amount.count)}
+
+
+def _half_hour(spelled: str) -> dict[str, str]:
+    """A step of half an hour, read as a duration: every 30 minutes."""
+    amounts = read_amounts(spelled)
+    assert amounts is not None  # _SUB_DAILY matched "half a(n) hour"
+    minutes = int(split_amounts(amounts)[1].total_seconds()) // 60
+    return {"FREQ": "MINUTELY", "INTERVAL": str(minutes)}
 
 
 def _month_spec(spec: str, text: str) -> dict[str, str]:
@@ -158,26 +190,26 @@ def _what(core: str, text: str) -> tuple[dict[str, str], bool]:
     """RRULE parts for the <what> of a phrase, and whether it needs a day from the start."""
     m = _SUB_DAILY.match(core)
     if m:
-        if m["half"] or m["quarter"]:
-            return {"FREQ": "MINUTELY", "INTERVAL": "30" if m["half"] else "15"}, False
-        n = _positive(m["n"], text)
-        freq = "HOURLY" if m["u"].startswith("h") else "MINUTELY"
-        return {"FREQ": freq, "INTERVAL": str(n)}, False
+        if m["half"]:
+            return _half_hour(m["half"]), False
+        if m["half_hour"] or m["quarter"]:
+            return {"FREQ": "MINUTELY", "INTERVAL": "30" if m["half_hour"] else "15"}, False
+        return _interval(m["n"], m["u"], text), False
     if m := _DAYS.match(core):
-        return {"FREQ": "DAILY", "INTERVAL": str(_positive(m["n"], text))}, False
+        return _interval(m["n"], m["u"], text), False
     if _WORKDAYS.match(core):
         return {"FREQ": "WEEKLY", "BYDAY": "MO,TU,WE,TH,FR"}, False
     if _WEEKEND.match(core):
         return {"FREQ": "WEEKLY", "BYDAY": "SA,SU"}, False
     m = _WEEKS.match(core) or _WEEKDAYS.match(core)
     if m:
-        parts = {"FREQ": "WEEKLY", "INTERVAL": str(_positive(m["n"], text))}
+        parts = _interval(m["n"], m.groupdict().get("u") or "weeks", text)
         days = weekday_list(m["days"]) if m["days"] else None
         if days:
             parts["BYDAY"] = ",".join(DAY_CODES[d] for d in days)
         return parts, days is None
     if m := _MONTHS.match(core):
-        parts = {"FREQ": "MONTHLY", "INTERVAL": str(_positive(m["n"], text))}
+        parts = _interval(m["n"], m["u"], text)
         if m["spec"]:
             parts.update(_month_spec(m["spec"], text))
         return parts, not m["spec"]
@@ -186,7 +218,7 @@ def _what(core: str, text: str) -> tuple[dict[str, str], bool]:
     if m := _OF_MONTH.match(core) or _NTH_DAY.match(core):
         return {"FREQ": "MONTHLY", **_month_spec(m["spec"], text)}, False
     if m := _YEARS.match(core):
-        parts = {"FREQ": "YEARLY", "INTERVAL": str(_positive(m["n"], text))}
+        parts = _interval(m["n"], m["u"], text)
         if not m["date"]:
             return parts, True
         return {**parts, **_year_day(m["date"])}, False
@@ -389,7 +421,7 @@ def parse_every(
         dtstart = datetime.combine(start_day or local_today, times[0])
         lines = _time_lines(parts, times, window=window is not None)
     if "count" in clauses:
-        count = _positive(clauses["count"], text, "number of times")
+        count = _times_count(clauses["count"], text)
         if count > MAX_COUNT:
             raise refuse(text, f"Herald repeats a message at most {MAX_COUNT} times")
         lines = [{**p, "COUNT": str(count)} for p in lines]

@@ -100,3 +100,47 @@ async def test_whoever_asked_reads_it_in_the_cli_and_in_slack(
     [letter] = await herald.dead_letter(MEMBER, asked[0])
     blocks = letter_blocks(Letter.from_dead(letter), buttons=False)
     assert f"Retry rejected by {ADMIN}: {SAID}" in str(blocks)
+
+
+async def test_the_clis_dead_letter_verbs_say_what_they_did(
+    herald: Herald, asked: list[int], db_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """retry, reject and discard (core/verbs.py's rows, as the CLI offers them)."""
+
+    def as_(user: str, *admins: str) -> Any:
+        return load_settings(
+            HERALD_DATABASE_URL=db_url,
+            USER=user,
+            HERALD_ADMINS=",".join(admins),
+            HERALD_DEFAULT_TZ="UTC",
+            _env_file=None,
+        )
+
+    async def cli(settings: Any, *argv: str) -> tuple[int, str]:
+        capsys.readouterr()
+        code: Any = await asyncio.to_thread(main, list(argv), settings=settings)
+        taken = capsys.readouterr()
+        return code, taken.out + taken.err
+
+    bob, admin = as_("bob"), as_("root-admin", ADMIN)
+    letters = await herald.dead_letters(ADMIN)
+    [gone] = [d.job_id for d in letters if d.destination == "slack:C0GONE"]
+    [olives] = [d.job_id for d in letters if d.owner == OPERATOR]
+    said = "Asked an admin to approve retrying 1 dead letter(s)."
+    assert await cli(bob, "dead", "retry", str(gone)) == (0, said + "\n")
+    code, out = await cli(bob, "dead", "discard", str(gone))
+    assert code != 0 and "Only operators and admins can discard" in out
+    assert await cli(admin, "dead", "reject", str(asked[0]), "--reason", "no") == (
+        0,
+        "Rejected the retry request of 1 dead letter(s).\n",
+    )
+    assert await cli(admin, "dead", "retry", str(asked[0])) == (
+        0,
+        "Retrying 1 dead letter(s) now.\n",
+    )
+    assert await cli(admin, "dead", "discard", str(olives)) == (
+        0,
+        "Discarded 1 dead letter(s).\n",
+    )
+    [letter] = await herald.dead_letter(MEMBER, gone)
+    assert letter.retry_note == f"asked by {MEMBER}"

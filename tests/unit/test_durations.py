@@ -381,3 +381,31 @@ def test_a_duration_in_words() -> None:
     assert timeexpr.describe_duration(90) == "90 seconds"
     assert timeexpr.describe_duration(timedelta(minutes=-12), rough=True) == "12 min"
     assert timeexpr.describe_duration(5400.0, rough=True) == "1.5 h"
+    assert timeexpr.describe_duration(timedelta(hours=24), within="hour") == "24 hours"
+    assert timeexpr.describe_duration(timedelta(hours=2), within="minute") == "120 minutes"
+    assert timeexpr.describe_duration(timedelta(minutes=15), short=True) == "15 min"
+    assert timeexpr.describe_duration(timedelta(hours=1), short=True) == "1 h"
+    assert timeexpr.describe_duration(90, short=True) == "90 s"
+
+
+def test_a_recurrences_interval_takes_every_spelling_of_its_unit() -> None:
+    """The interval of "every N unit" is a duration: any spelling of a unit reads."""
+    for a, b in [
+        ("every 2 h", "every 2 hours"),
+        ("every 30 m", "every 30 minutes"),
+        ("every 90 m between 9 and 17", "every 90 minutes between 9 and 17"),
+        ("every 3 d at 9am", "every 3 days at 9am"),
+        ("every other wk on monday", "every other week on monday"),
+        ("every 2 w on mondays and fridays", "every 2 weeks on mondays and fridays"),
+        ("every half an hour", "every 30 minutes"),
+    ]:
+        read = [timeexpr.parse_when(t, tz="UTC", now=_EPOCH) for t in (a, b)]
+        assert read[0].rule == read[1].rule and read[0].description == read[1].description
+    for text, why in [
+        ("every 0 h", "positive whole number"),
+        ("every -2 d", "positive whole number"),
+        ("every 1001 m", "too long"),
+        ("every 30 s", 'try "every day at 9am"'),
+    ]:
+        with pytest.raises(InvalidInput, match=why):
+            timeexpr.parse_when(text, tz="UTC", now=_EPOCH)

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import argparse
 import inspect
+import subprocess
+import sys
+import textwrap
 from typing import Any
 
 import pytest
@@ -82,7 +85,7 @@ def test_the_cli_offers_what_the_table_says() -> None:
     assert not (others & commands)
     dead = sub.choices["dead"]
     dsub = next(a for a in dead._actions if isinstance(a, argparse._SubParsersAction))
-    assert _words(verbs.CLI, verbs.DEAD_VERBS) <= set(dsub.choices)
+    assert set(dsub.choices) - {"list", "show"} == _words(verbs.CLI, verbs.DEAD_VERBS)
     for v in verbs.offered(verbs.CLI, verbs.STATE_VERBS):
         for word in v.words:
             assert parser.parse_args([word, "1"]).command == v.name
@@ -99,14 +102,39 @@ def test_slack_offers_what_the_table_says() -> None:
     assert "list" in grammar.KEYWORDS and verbs.verb("list").offered_on(verbs.SLACK)
 
 
+def test_slacks_buttons_are_the_tables() -> None:
+    from bot.slack import blocks, dead
+
+    on_one = {
+        v.name for v in verbs.offered(verbs.SLACK) if v.takes == "schedule_id+version" and v.label
+    }
+    assert {v.name for v in blocks.SCHEDULE_ACTIONS.values()} == on_one
+    assert set(dead.DECISIONS.values()) == set(verbs.offered(verbs.SLACK, verbs.DEAD_VERBS))
+    [row] = [dead.decision_buttons([7])]
+    labels = [e["text"]["text"] for e in row["elements"]]
+    assert labels == [v.label for v in verbs.offered(verbs.SLACK, verbs.DEAD_VERBS)]
+
+
 def test_discord_offers_what_the_table_says() -> None:
+    from bot.discord_bot import actions, components
     from bot.discord_bot.commands import ScheduleGroup
 
-    commands = {c.name for c in ScheduleGroup().commands}
+    group = ScheduleGroup()
+    commands = {c.name for c in group.commands}
     schedule_verbs = tuple(v for v in VERBS if v.takes != "job_ids")
     assert _words(verbs.DISCORD, schedule_verbs) <= commands
     others = {w for v in schedule_verbs if not v.offered_on(verbs.DISCORD) for w in v.words}
     assert not (others & commands)
+    for v in verbs.offered(verbs.DISCORD, verbs.STATE_VERBS):
+        for word in v.words:
+            command = group.get_command(word)
+            assert command is not None and command.description.startswith(v.summary)
+    on_one = [
+        v.name for v in verbs.offered(verbs.DISCORD) if v.takes == "schedule_id+version" and v.label
+    ]
+    assert list(components.SCHEDULE_ACTIONS) == on_one
+    dead = [v.name for v in verbs.offered(verbs.DISCORD, verbs.DEAD_VERBS)]
+    assert list(components.DEAD_ACTIONS) == list(actions.DECISIONS) == dead
 
 
 def test_the_console_offers_what_the_table_says() -> None:
@@ -123,3 +151,109 @@ def test_the_console_offers_what_the_table_says() -> None:
     assert offered == table
     for name in schedules.BULK:
         assert verbs.verb(name).offered_on(verbs.CONSOLE)
+
+
+def test_the_console_offers_and_greys_out_dead_letter_actions_by_the_table() -> None:
+    from core.cases.console import DEAD_ACTIONS
+    from tui.screens import dead_letters, schedules
+
+    table = verbs.offered(verbs.CONSOLE, verbs.DEAD_VERBS)
+    assert DEAD_ACTIONS == tuple(v.name for v in table)
+    screen = dead_letters.DeadLettersScreen
+    actions = {b.action for b in screen.BINDINGS}  # type: ignore[union-attr]
+    for v in table:
+        assert {f"act('{v.name}')", f"act_all('{v.name}')"} <= actions
+    gated = {f"{act}('{v.name}')" for v in table if v.who != "owner" for act in ("act", "act_all")}
+    assert set(screen.GATED) == gated
+    gated_schedules = {
+        a
+        for a in {b.action for b in schedules.SchedulesScreen.BINDINGS}  # type: ignore[union-attr]
+        if (v := schedules._verb_of(a)) is not None and v.who != "owner"
+    }
+    assert set(schedules.SchedulesScreen.GATED) == gated_schedules
+
+
+@pytest.mark.parametrize(
+    ("who", "member", "operator", "admin"),
+    [("owner", True, True, True), ("operator", False, True, True), ("admin", False, False, True)],
+)
+def test_who_decides_what_the_console_greys_out(
+    who: str, member: bool, operator: bool, admin: bool
+) -> None:
+    from core.actors import Actor
+    from core.cases.console import unavailable, verb_rule
+    from core.models import Role
+
+    for v in VERBS:
+        if v.who != who:
+            continue
+        for role, allowed in (
+            (Role.MEMBER, member),
+            (Role.OPERATOR, operator),
+            (Role.ADMIN, admin),
+        ):
+            why = unavailable(Actor("local:x", role, None), verb_rule(v))
+            assert (why is None) is allowed, (v.name, role)
+            assert why is None or why == v.refused
+
+
+# A verb added to the table, on schedules (``archive``, with an alias) and on dead
+# letters (``park``): every surface offers it without a change of its own.
+_ADDED = textwrap.dedent(
+    """
+    from core import verbs
+
+    archive = verbs.Verb(
+        "archive", ("shelve",), "archive_schedule", "schedule_id+version", "admin",
+        past="archived", help="Archive a schedule.", label="Archive", done="Archived",
+        heading="Archived.", summary="Put a schedule away", refused="Admins archive.",
+        surfaces=frozenset({verbs.CLI, verbs.SLACK, verbs.DISCORD}),
+    )
+    park = verbs.Verb(
+        "park", (), "park_dead_letters", "job_ids", "operator", past="parked",
+        help="set aside", label="Park", done="Parked", key="k", refused="Operators park.",
+        told="Parked {count} dead letter(s).",
+    )
+    verbs.VERBS = (*verbs.VERBS, archive, park)
+    verbs.STATE_VERBS = (*verbs.STATE_VERBS, archive)
+    verbs.DEAD_VERBS = (*verbs.DEAD_VERBS, park)
+    verbs.DECISIONS = (*verbs.DECISIONS, park)
+    verbs._BY_WORD.update({w: v for v in (archive, park) for w in v.words})
+
+    from bot.cli_parser import build_parser
+    from bot.slack import blocks, commands, dead, grammar
+    from bot.discord_bot import actions, components
+    from bot.discord_bot.commands import ScheduleGroup
+    from core.actors import Actor
+    from core.cases import console
+    from core.models import Role
+    from tui.screens.dead_letters import DeadLettersScreen
+
+    parser = build_parser()
+    assert parser.parse_args(["shelve", "3"]).command == "archive"
+    assert parser.parse_args(["dead", "park", "4"]).dead_command == "park"
+    assert grammar.parse("shelve 7") == grammar.Act("archive", 7)
+    assert commands.DONE["archive"] == "Archived"
+    assert "herald_archive" in blocks.SCHEDULE_ACTIONS
+    assert dead.DECISIONS["herald_dead_park"] is park
+    group = ScheduleGroup()
+    assert group.get_command("archive").description == "Put a schedule away"
+    assert group.get_command("shelve").description == "Put a schedule away (as archive)"
+    assert "archive" in components.SCHEDULE_ACTIONS and "park" in components.DEAD_ACTIONS
+    assert "park" in actions.DECISIONS and "park" in console.DEAD_ACTIONS
+    member = Actor("local:m", Role.MEMBER, None)
+    assert console.unavailable(member, "dead.park") == "Operators park."
+    keys = {b.key: b.action for b in DeadLettersScreen.BINDINGS}
+    assert keys["k"] == "act('park')" and keys["K"] == "act_all('park')"
+    assert DeadLettersScreen.GATED["act('park')"] == "dead.park"
+    print("offered everywhere")
+    """
+)
+
+
+def test_a_verb_added_to_the_table_is_offered_by_every_surface() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _ADDED], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert "offered everywhere" in done.stdout

@@ -16,10 +16,11 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from core.actors import Actor, Principal
-from core.cases.console import unavailable
+from core.cases.console import unavailable, verb_rule
 from core.errors import HeraldError
 from core.models import Role
 from core.usecases import Herald
+from core.verbs import Verb
 from tui.screens.confirm import ConfirmScreen
 from tui.widgets.table import PageTable
 
@@ -27,6 +28,18 @@ if TYPE_CHECKING:
     from tui.app import HeraldConsole
 
 log = logging.getLogger(__name__)
+
+
+def verb_gates(bindings: list[Binding], verb_of: Callable[[str], Verb | None]) -> dict[str, str]:
+    """The GATED entries of a screen's bindings that act by a verb of core/verbs.py
+    (``verb_of`` names it, or None) whose ``who`` is more than the owner: each binding's
+    action and the rule of :func:`core.cases.console.unavailable` that greys it out."""
+    gates: dict[str, str] = {}
+    for binding in bindings:
+        v = verb_of(binding.action)
+        if v is not None and v.who != "owner":
+            gates[binding.action] = verb_rule(v)
+    return gates
 
 
 #: Rows per page on every list screen.
@@ -243,8 +256,10 @@ class ConsoleScreen(Screen[None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # A gated action is shown greyed out (None), its reason in the role note; the
-        # command palette can still attempt it, and core refuses and audits it.
-        return None if self.why_not(action) else True
+        # command palette can still attempt it, and core refuses and audits it. GATED
+        # names an action with its parameters as its binding does: "act('discard')".
+        full = f"{action}({', '.join(repr(p) for p in parameters)})" if parameters else action
+        return None if self.why_not(full) else True
 
     def role_note(self) -> str:
         reasons = sorted({r for a in self.GATED if (r := self.why_not(a))})

@@ -16,7 +16,7 @@ from core.models import Schedule
 from core.store.console import ScheduleFilter
 from tui.filters import FilterError, schedule_filter
 from tui.format import CELL, ago, clip, dest, span, stamp
-from tui.screens.base import PAGE, PAGING, ConsoleScreen, footer, screen_keys
+from tui.screens.base import PAGE, PAGING, ConsoleScreen, footer, screen_keys, verb_gates
 from tui.screens.detail import DetailScreen
 from tui.screens.form import ScheduleFormScreen
 from tui.screens.prompt import PromptScreen
@@ -38,6 +38,16 @@ COLUMNS = (
 BULK = ("cancel", "pause", "resume", "shift")
 VERBS = {name: verbs.verb(name).label for name in BULK}
 DONE = {name: verbs.verb(name).done for name in BULK}
+
+
+def _verb_of(action: str) -> verbs.Verb | None:
+    """The verb of an action: ``edit``, ``skip``, ``bulk('pause')``, ``bulk_all('pause')``."""
+    name = action
+    for prefix in ("bulk('", "bulk_all('"):
+        if action.startswith(prefix):
+            name = action.removeprefix(prefix).removesuffix("')")
+    found = [v for v in verbs.offered(verbs.CONSOLE) if v.name == name]
+    return found[0] if found else None
 
 
 class SchedulesScreen(ConsoleScreen):
@@ -70,6 +80,8 @@ class SchedulesScreen(ConsoleScreen):
         *screen_keys(show=False),
         *PAGING,
     ]
+    # greyed out for a role the table's ``who`` leaves out (core decides, and audits)
+    GATED = verb_gates(BINDINGS, _verb_of)
 
     def __init__(self) -> None:
         super().__init__()
