@@ -70,7 +70,8 @@ class Verb:
     #: The sentence shown to someone whose role lacks ``who`` (the console's role note).
     refused: str = ""
     #: The console's key for it on a row or a selection (its capital: on everything
-    #: matching), where the console's screen makes its bindings from the table.
+    #: matching, where the use case can act in bulk); the console's schedules and dead
+    #: letters screens make their bindings from it.
     key: str = ""
     #: What the CLI prints once done on dead letters, ``{count}`` filled in.
     told: str = ""
@@ -115,6 +116,7 @@ VERBS: tuple[Verb, ...] = (
         help="Change a schedule's time, text or destination.",
         label="Edit",
         options=("when", "text", "to", "tz"),
+        key="e",
     ),
     Verb(
         "pause",
@@ -129,6 +131,7 @@ VERBS: tuple[Verb, ...] = (
         heading="Paused: nothing is sent until you resume it.",
         summary="Stop sending until resumed",
         toggles=True,
+        key="p",
     ),
     Verb(
         "resume",
@@ -143,6 +146,7 @@ VERBS: tuple[Verb, ...] = (
         heading="Resumed.",
         summary="Start a paused schedule again",
         toggles=True,
+        key="u",
     ),
     Verb(
         "skip",
@@ -156,6 +160,7 @@ VERBS: tuple[Verb, ...] = (
         done="Skipped the next occurrence of",
         heading="Skipped the next send.",
         summary="Skip the next send of a recurring schedule",
+        key="k",
     ),
     Verb(
         "cancel",
@@ -169,6 +174,7 @@ VERBS: tuple[Verb, ...] = (
         done="Cancelled",
         heading="Cancelled: nothing more will be sent.",
         summary="Stop a schedule for good",
+        key="c",
     ),
     Verb(
         "shift",
@@ -181,6 +187,7 @@ VERBS: tuple[Verb, ...] = (
         surfaces=frozenset({CONSOLE}),
         label="Shift",
         done="Shifted",
+        key="t",
     ),
     Verb(
         "retry",

@@ -207,7 +207,7 @@ _ADDED = textwrap.dedent(
         "archive", ("shelve",), "archive_schedule", "schedule_id+version", "admin",
         past="archived", help="Archive a schedule.", label="Archive", done="Archived",
         heading="Archived.", summary="Put a schedule away", refused="Admins archive.",
-        surfaces=frozenset({verbs.CLI, verbs.SLACK, verbs.DISCORD}),
+        key="v",
     )
     park = verbs.Verb(
         "park", (), "park_dead_letters", "job_ids", "operator", past="parked",
@@ -228,6 +228,7 @@ _ADDED = textwrap.dedent(
     from core.cases import console
     from core.models import Role
     from tui.screens.dead_letters import DeadLettersScreen
+    from tui.screens.schedules import SchedulesScreen
 
     parser = build_parser()
     assert parser.parse_args(["shelve", "3"]).command == "archive"
@@ -246,6 +247,9 @@ _ADDED = textwrap.dedent(
     keys = {b.key: b.action for b in DeadLettersScreen.BINDINGS}
     assert keys["k"] == "act('park')" and keys["K"] == "act_all('park')"
     assert DeadLettersScreen.GATED["act('park')"] == "dead.park"
+    keys = {b.key: b.action for b in SchedulesScreen.BINDINGS}
+    assert keys["v"] == "bulk('archive')" and "V" not in keys  # no bulk use case for it
+    assert SchedulesScreen.GATED["bulk('archive')"] == "schedule.archive"
     print("offered everywhere")
     """
 )

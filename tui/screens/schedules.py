@@ -10,7 +10,7 @@ from textual.binding import Binding
 from textual.widgets import DataTable, Header, Input, Static
 
 from core import verbs
-from core.cases.console import parse_shift
+from core.cases.console import SCHEDULE_BULK, parse_shift
 from core.errors import HeraldError
 from core.models import Schedule
 from core.store.console import ScheduleFilter
@@ -33,21 +33,56 @@ COLUMNS = (
     Col("text", CELL, keep=10, least=30, flex=True),
     Col("tenant", 24, keep=1),
 )
-#: The actions on a selection or everything matching (core/verbs.py): their labels and
-#: how a notice says they are done.
-BULK = ("cancel", "pause", "resume", "shift")
-VERBS = {name: verbs.verb(name).label for name in BULK}
-DONE = {name: verbs.verb(name).done for name in BULK}
+#: The console's verbs on schedules (core/verbs.py: those it offers with a key), by name.
+ACTIONS = {
+    v.name: v
+    for v in verbs.offered(verbs.CONSOLE)
+    if v.key and v.takes in ("schedule_id+version", "schedule_filter")
+}
+#: Those the use case also takes on a selection or everything matching (their capitals).
+BULK = tuple(name for name in ACTIONS if name in SCHEDULE_BULK)
+#: Verbs with an action of their own: a form (edit), a question naming the occurrence
+#: (skip); the others act through ``bulk``.
+OWN_ACTION = ("edit", "skip")
+#: The verbs the footer shows at 80 columns; the rest are in the keys panel (?) and the
+#: command palette.
+FOOTER = ("edit", "pause", "resume", "cancel", "shift")
+VERBS = {name: v.label for name, v in ACTIONS.items()}
+DONE = {name: v.done or v.label for name, v in ACTIONS.items()}
+
+
+def _bindings() -> list[Binding]:
+    """Each verb's key on a row or a selection, and its capital on everything matching
+    where the use case acts in bulk."""
+    one = [
+        Binding(
+            v.key,
+            name if name in OWN_ACTION else f"bulk('{name}')",
+            v.label,
+            id=f"schedule-{name}",
+            show=name in FOOTER,
+        )
+        for name, v in ACTIONS.items()
+    ]
+    every = [
+        Binding(
+            ACTIONS[name].key.upper(),
+            f"bulk_all('{name}')",
+            f"{ACTIONS[name].label} all matching",
+            id=f"schedule-{name}-all",
+            show=False,
+        )
+        for name in BULK
+    ]
+    return [*one, *every]
 
 
 def _verb_of(action: str) -> verbs.Verb | None:
     """The verb of an action: ``edit``, ``skip``, ``bulk('pause')``, ``bulk_all('pause')``."""
-    name = action
     for prefix in ("bulk('", "bulk_all('"):
         if action.startswith(prefix):
-            name = action.removeprefix(prefix).removesuffix("')")
-    found = [v for v in verbs.offered(verbs.CONSOLE) if v.name == name]
-    return found[0] if found else None
+            return ACTIONS.get(action.removeprefix(prefix).removesuffix("')"))
+    return ACTIONS.get(action)
 
 
 class SchedulesScreen(ConsoleScreen):
@@ -59,24 +94,7 @@ class SchedulesScreen(ConsoleScreen):
     BINDINGS = [
         Binding("slash", "focus_filter", "Filter", id="filter"),
         Binding("n", "new", "New", id="schedule-new", show=False),
-        Binding("e", "edit", verbs.verb("edit").label, id="schedule-edit"),
-        Binding("p", "bulk('pause')", verbs.verb("pause").label, id="schedule-pause"),
-        Binding("u", "bulk('resume')", verbs.verb("resume").label, id="schedule-resume"),
-        Binding("c", "bulk('cancel')", verbs.verb("cancel").label, id="schedule-cancel"),
-        Binding("t", "bulk('shift')", verbs.verb("shift").label, id="schedule-shift"),
-        Binding("k", "skip", verbs.verb("skip").label, id="schedule-skip", show=False),
-        Binding(
-            "P", "bulk_all('pause')", "Pause all matching", id="schedule-pause-all", show=False
-        ),
-        Binding(
-            "U", "bulk_all('resume')", "Resume all matching", id="schedule-resume-all", show=False
-        ),
-        Binding(
-            "C", "bulk_all('cancel')", "Cancel all matching", id="schedule-cancel-all", show=False
-        ),
-        Binding(
-            "T", "bulk_all('shift')", "Shift all matching", id="schedule-shift-all", show=False
-        ),
+        *_bindings(),
         *screen_keys(show=False),
         *PAGING,
     ]
@@ -225,11 +243,13 @@ class SchedulesScreen(ConsoleScreen):
                 return f"{DONE[action]} schedule {sid}; next run {upcoming}."
             return f"{DONE[action]} schedule {sid}."
 
+        text = clip(schedule.body, 40)
         if action in ("pause", "resume"):
             self.act(one)
-        else:
-            text = clip(schedule.body, 40)
+        elif action == "cancel":
             self.confirm(f"Cancel schedule {sid} ({text})? Its waiting jobs are cancelled.", one)
+        else:
+            self.confirm(f"{VERBS[action]} schedule {sid} ({text})?", one)
 
     def action_bulk_all(self, action: str) -> None:
         self._plan(action, self.filter, "matching " + (self.filter_text or "no filter (all)"))
