@@ -12,7 +12,7 @@ from zoneinfo import ZoneInfo
 from core import timeexpr
 from core.models import Attempt, Job, Schedule
 from core.scrub import scrub_credentials
-from core.store.queue import DeadLetter
+from core.store.dead_letters import DeadLetter
 from core.usecases import ScheduleDetail
 
 

@@ -34,7 +34,7 @@ from core.store.console import (
     QueueRow,
     ScheduleFilter,
 )
-from core.store.queue import DeadLetter
+from core.store.dead_letters import DeadLetter
 
 CHUNK = 500
 

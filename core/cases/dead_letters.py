@@ -17,7 +17,7 @@ from core.errors import Conflict, InvalidInput, NotFound
 from core.models import REJECT_REASON_CHARS
 from core.reminders import NOTICE
 from core.store import AuditEntry
-from core.store.queue import DeadLetter
+from core.store.dead_letters import DeadLetter
 from core.tenancy import neutralize_mentions
 
 log = logging.getLogger(__name__)

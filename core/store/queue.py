@@ -28,9 +28,6 @@ from core.models import (
     sqlite_utc_text,
 )
 from core.store.base import ATTEMPT, JOB, SCHEDULE, Gateway, new_idempotency_key
-
-# Re-exported where callers import it from (its queries: core.store.dead_letters).
-from core.store.dead_letters import DeadLetter as DeadLetter
 from core.store.leases import held_by, sqlite_datetime
 
 CLAIMABLE = OPEN_STATE_VALUES
