@@ -10,6 +10,7 @@ arithmetic; ``LeaseQueries.reserve_slots`` the transaction).
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -21,6 +22,10 @@ from core.errors import ConfigError
 #: later one). Slots are spaced so that even sends this late keep every window within
 #: the limit (:func:`spacing`).
 LATENESS = 0.05
+#: How much two requests' journeys to the provider may differ (the network, the
+#: provider's own scheduling): the provider counts arrivals, not the moments sends
+#: start, so slots leave room for this too (:func:`spacing`).
+TRANSIT = 0.02
 
 _SPEC = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*/\s*(s|sec|second|m|min|minute)\s*(?::\s*(\d+))?\s*$")
 
@@ -77,12 +82,14 @@ class RateLimits:
 
 def spacing(limit: RateLimit) -> timedelta:
     """The time between two slots of a bucket: the limit's interval, plus room for a
-    send that starts up to LATENESS after its slot. 100/s is then one slot every
-    10.5 ms, so that a late send and the next one's on-time send never put 101 in any
-    one-second window; 30/min one every 2.05 s (two sends never closer than 2 s)."""
-    if limit.rate >= 1:
-        return timedelta(seconds=(1.0 + LATENESS) / limit.rate)
-    return timedelta(seconds=1.0 / limit.rate + LATENESS)
+    send that starts up to LATENESS after its slot and arrives up to TRANSIT later
+    than another. 100/s is then one slot every 10.7 ms, so that a late send and the
+    next one's on-time send never put 101 in any one-second window, at the dispatcher
+    or at the provider; 30/min one every 2.07 s (two sends never closer than 2 s)."""
+    room = LATENESS + TRANSIT
+    seconds = (1.0 + room) / limit.rate if limit.rate >= 1 else 1.0 / limit.rate + room
+    # rounded up to the microsecond: a slot a hair early adds up over a window
+    return timedelta(microseconds=math.ceil(round(seconds * 1_000_000, 3)))
 
 
 def _tolerance(limit: RateLimit) -> timedelta:

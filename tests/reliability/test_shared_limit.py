@@ -143,11 +143,10 @@ async def test_four_dispatchers_share_one_destinations_limit(db_url: str, tmp_pa
     # more starts than the limit. Unshared, four dispatchers would each send at the
     # limit: four times the rate.
     assert sent <= RATE
-    # As the provider saw it, stamped by a receiver with a process of its own: its
-    # stamps still wait for it to be scheduled (four dispatchers share 2 cores here), so
-    # a few arrivals may meet in one second although their sends did not (measured at
-    # load 4-5: 98, 98, 99 and 102 in the busiest second, sends started 97-99).
-    assert arrived <= RATE * 1.03
+    # As the provider saw it, stamped by a receiver with a process of its own: slots
+    # leave room (ratelimit.TRANSIT) for journeys that differ, so no second there holds
+    # more than the limit either (before that room, 102 arrived once at load 4-5).
+    assert arrived <= RATE
 
 
 def _aware(at: datetime) -> datetime:

@@ -10,6 +10,7 @@ from core.clock import ManualClock
 from core.errors import ConfigError
 from core.ratelimit import (
     LATENESS,
+    TRANSIT,
     Pacer,
     Pauses,
     RateLimits,
@@ -30,8 +31,9 @@ def seconds(slots: list[datetime]) -> list[float]:
 def test_a_bucket_allows_a_burst_then_paces() -> None:
     one_per_second = RateLimit(rate=1.0, burst=3)
     slots, tat = allocate(None, T0, 5, one_per_second, window=10)
-    # a second between sends, and room for one to start LATENESS after its slot
-    step = 1.0 + LATENESS
+    # a second between sends, and room for one to start LATENESS after its slot and
+    # arrive TRANSIT later than another
+    step = 1.0 + LATENESS + TRANSIT
     assert seconds(slots) == pytest.approx([0.0, 0.0, 0.0, step, 2 * step])
     # the next caller, on this or another dispatcher, queues behind them
     more, tat = allocate(tat, T0, 2, one_per_second, window=10)
@@ -45,9 +47,9 @@ def test_a_bucket_allows_a_burst_then_paces() -> None:
 def test_no_slot_beyond_the_window() -> None:
     hundred = RateLimit(rate=100.0, burst=100)
     slots, tat = allocate(None, T0, 3000, hundred, window=10)
-    # a full bucket's 100 at once, then one every 10.5 ms (100/s with room for late
-    # sends) until the window ends; the next free slot is just past it
-    step = (1.0 + LATENESS) / 100
+    # a full bucket's 100 at once, then one every 10.7 ms (100/s with room for late
+    # sends and uneven journeys) until the window ends; the next free slot is just past it
+    step = (1.0 + LATENESS + TRANSIT) / 100
     assert seconds(slots[:100]) == [0.0] * 100
     assert max(seconds(slots)) <= 10.0 < seconds([next_slot(tat, T0, hundred)])[0] <= 10 + step
     # in no second do more than a burst plus the rate get a slot
@@ -58,12 +60,13 @@ def test_no_slot_beyond_the_window() -> None:
 
 @pytest.mark.parametrize("rate", [100.0, 7.0, 1.0, 0.5])
 def test_sends_up_to_lateness_late_never_crowd_a_window(rate: float) -> None:
-    """Every other send starts LATENESS after its slot (the most the dispatcher allows)
-    and the rest on time: still no window of one second (of 60 s for a rate under one
-    a second, e.g. 30/min) holds more than the limit."""
+    """Every other send arrives LATENESS + TRANSIT after its slot (it started as late
+    as the dispatcher allows, and travelled that much longer than the others) and the
+    rest on time: still no window of one second (of 60 s for a rate under one a second,
+    e.g. 30/min) holds more than the limit, at the provider either."""
     limit = RateLimit(rate=rate, burst=1.0)
     slots, _ = allocate(None, T0, 10_000, limit, window=600)
-    late = LATENESS - 1e-6  # the dispatcher sends at most LATENESS late
+    late = LATENESS + TRANSIT - 1e-6
     starts = [s + (late if i % 2 == 0 else 0.0) for i, s in enumerate(seconds(slots))]
     starts.sort()
     window, most = (1.0, rate) if rate >= 1 else (60.0, rate * 60)
