@@ -44,6 +44,16 @@ class DeadLetterCases(CaseBase):
         actor = await self.actor(actor_id)
         return await self._dead_visible(actor, [job_id])
 
+    async def _admin(
+        self, actor_id: ActorRef, action: str, job_ids: Sequence[int], why: str
+    ) -> Actor:
+        """The acting admin; anyone else is refused with ``why`` (the refusal audited as
+        ``action`` on those jobs)."""
+        actor = await self.actor(actor_id)
+        if not actor.is_admin:
+            raise await self.denied(actor, action, "job", _ids(job_ids), why)
+        return actor
+
     async def _dead_visible(self, actor: Actor, job_ids: Sequence[int]) -> list[DeadLetter]:
         if not job_ids:
             raise InvalidInput("Name at least one dead letter (its job id).")
@@ -89,19 +99,16 @@ class DeadLetterCases(CaseBase):
         """An admin's decision on dead letters from an alert button: a verb of
         :data:`core.verbs.DECISIONS` (``"retry"``, ``"discard"``), called through the
         table. Anyone else is refused (and the refusal audited); nothing changes."""
-        actor = await self.actor(actor_id)
         chosen = next((v for v in verbs.DECISIONS if v.name == decision), None)
         if chosen is None:
             names = " or ".join(v.name for v in verbs.DECISIONS)
             raise InvalidInput(f"Unknown decision {decision!r}: use {names}.")
-        if not actor.is_admin:
-            raise await self.denied(
-                actor,
-                f"dead.{decision}",
-                "job",
-                _ids(job_ids),
-                "Only Herald admins can retry or discard dead letters; ask one to decide.",
-            )
+        await self._admin(
+            actor_id,
+            f"dead.{decision}",
+            job_ids,
+            "Only Herald admins can retry or discard dead letters; ask one to decide.",
+        )
         done = await verbs.perform(self, chosen, actor_id, job_ids)
         return int(done[1] if isinstance(done, tuple) else done)
 
@@ -109,15 +116,7 @@ class DeadLetterCases(CaseBase):
         """An admin approves retry requests: the jobs go back in the queue now, as an
         admin's retry. A letter nobody asked to retry is refused (Conflict: retry it
         instead); anyone but an admin is refused (and the refusal audited)."""
-        actor = await self.actor(actor_id)
-        if not actor.is_admin:
-            raise await self.denied(
-                actor,
-                "dead.approve",
-                "job",
-                _ids(job_ids),
-                "Only an admin can approve retry requests.",
-            )
+        await self._admin(actor_id, "dead.approve", job_ids, verbs.verb("approve").refused)
         if not job_ids:
             raise InvalidInput("Name at least one dead letter (its job id).")
         letters = await self.store.dead_letters(ids=job_ids, limit=len(job_ids))
@@ -137,15 +136,9 @@ class DeadLetterCases(CaseBase):
         letter with who turned it down, so whoever asked reads "rejected by X: reason"
         where they list their dead letters; a requester in Slack or Discord is also told
         in their direct messages."""
-        actor = await self.actor(actor_id)
-        if not actor.is_admin:
-            raise await self.denied(
-                actor,
-                "dead.retry_reject",
-                "job",
-                _ids(job_ids),
-                "Only an admin can decide on retry requests.",
-            )
+        actor = await self._admin(
+            actor_id, "dead.retry_reject", job_ids, verbs.verb("reject").refused
+        )
         why = check_reason(reason)
         letters = await self._dead_visible(actor, job_ids)
         unrequested = [d.job_id for d in letters if d.retry_requested_by is None]
