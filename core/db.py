@@ -7,6 +7,7 @@ sets SQLite up for concurrent use, and checks or upgrades the schema.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import sqlite3
@@ -222,11 +223,38 @@ def make_async_engine(
         kwargs.setdefault("pool_size", 1)
         kwargs.setdefault("max_overflow", 0)
         kwargs.setdefault("pool_timeout", lock_wait * 3)
+        # a connection coming back is reset by _reset_without_waiting, not by a
+        # ROLLBACK the caller waits for
+        kwargs.setdefault("pool_reset_on_return", None)
         engine = create_async_engine(async_url(url), **kwargs)
         _sqlite_setup(engine.sync_engine, lock_wait)
+        if kwargs["pool_reset_on_return"] is None:
+            sa.event.listen(engine.sync_engine, "reset", _reset_without_waiting)
         return engine
     kwargs.setdefault("pool_pre_ping", True)
     return create_async_engine(async_url(url), **kwargs)
+
+
+def _reset_without_waiting(dbapi_connection: Any, _record: Any, state: Any) -> None:
+    """A pooled aiosqlite connection coming back: rolled back if a transaction is still
+    open, on the driver's thread, without waiting for it (SQLAlchemy's own reset is a
+    ROLLBACK its caller waits a round trip for, behind whatever the event loop runs:
+    on the dispatcher's hot path, as long as the transaction itself). The driver runs
+    its calls in order, so whoever takes the connection next finds it reset first.
+    Connections closed outside a running event loop (``asyncio_safe`` false) are
+    discarded, not reset; a transaction SQLAlchemy rolled back itself needs nothing."""
+    if state.transaction_was_reset or not state.asyncio_safe:
+        return
+    driver = dbapi_connection.driver_connection
+    # as SQLAlchemy's aiosqlite dialect does (isolation_level): a call queued for the
+    # driver's thread, here with no future to answer
+    driver._tx.put_nowait((None, functools.partial(_rollback_if_open, driver)))
+
+
+def _rollback_if_open(driver: Any) -> None:
+    conn: sqlite3.Connection | None = driver._connection
+    if conn is not None and conn.in_transaction:
+        conn.rollback()
 
 
 def make_sync_engine(url: str, **kwargs: Any) -> sa.Engine:

@@ -247,6 +247,11 @@ class Dispatcher:
         #: Seconds a claim took per job claimed (the slowest recent claim of a tenth of
         #: a batch or more, decaying), for :meth:`prefetch`.
         self._claim_per_job = 0.0
+        #: Whether due jobs may be waiting that the last claim left for lack of room:
+        #: False once a claim found fewer than it asked for (what falls due later has
+        #: its wake planned, and a new or moved job calls :meth:`wake`). A flush then
+        #: asks for a claim only when this holds or it put jobs back in the queue.
+        self._saturated = True
 
     # --- wiring -----------------------------------------------------------------------
 
@@ -273,6 +278,7 @@ class Dispatcher:
         while not self._stopping:
             room = self.config.max_inflight - len(self._inflight)
             if room <= 0 or (room < threshold and self._inflight):
+                self._saturated = True
                 break  # wait for a bigger gap: fewer, larger claims
             want = full = min(room, self.config.batch_size)
             if lookahead and not self._inflight:
@@ -305,8 +311,10 @@ class Dispatcher:
             if jobs:
                 self.metrics.claims.observe(len(jobs))
             if len(jobs) < want:
+                self._saturated = False
                 break
             if jobs[-1].due_at > now and want == full:
+                self._saturated = True
                 # claimed ahead of their time: keep the loop free so they start on the
                 # dot; more are claimed as these finish (after a small first claim, a
                 # full one still goes ahead: its reply comes while the first are sent)
@@ -416,8 +424,8 @@ class Dispatcher:
         return bool(slots or later)
 
     def _notify(self) -> None:
-        """Wake a feeder when few started deliveries are left waiting."""
-        if self._room is not None and self._waiting() <= self.config.concurrency // 4:
+        """Wake a feeder when no more than a part is left waiting (see :meth:`_feed`)."""
+        if self._room is not None and self._waiting() <= self.config.concurrency:
             self._room.set()
 
     def _waiting(self) -> int:
@@ -425,17 +433,25 @@ class Dispatcher:
         return len(self._tasks) - self._feeding - self._sending
 
     async def _feed(self, jobs: list[ClaimedJob]) -> None:
-        """Start the rest of a claimed batch a part at a time, each part once the
-        deliveries before it are nearly all sending: a rate-limited job's slot is
-        taken just before it can be sent, not when it was claimed. A batch of slots
-        taken at once would mostly pass their grace waiting for a sending slot, and
-        those jobs would be handed back (their slots wasted) and claimed again."""
+        """Start the rest of a claimed batch a part at a time, each part once no more
+        than a part of the deliveries before it is left waiting for a sending slot: a
+        rate-limited job's slot is taken shortly before it can be sent, not when it
+        was claimed. A batch of slots taken at once would mostly pass their grace
+        waiting for a sending slot, and those jobs would be handed back (their slots
+        wasted) and claimed again.
+
+        A part is as many as are sent at once (``concurrency``), and their answers
+        tend to come back together: with a part waiting when a wave of answers comes
+        in, the next wave leaves at once while the next part takes its slots. Started
+        only once the waiting were nearly all sending (a quarter of a part), parts
+        took their slots after every send had left, and a webhook burst sent in
+        waves with nothing in flight between them (0.6x the bare client's rate)."""
         part = self.config.concurrency
         limited = True
         try:
             for i in range(0, len(jobs), part):
                 if limited:
-                    while self._waiting() > part // 4 and not self._stopping:
+                    while self._waiting() > part and not self._stopping:
                         if self._room is None:
                             self._room = asyncio.Event()
                         self._room.clear()
@@ -504,10 +520,17 @@ class Dispatcher:
                 self._done[:0] = batch
                 await asyncio.sleep(1.0)
                 continue
+            requeued = False
             for item in batch:
                 self._inflight.pop(item.job.id, None)
                 self._leases.forget(item.job.id)
-            kick.set()  # room for the next claim, which can start while these are counted
+                if item.state != _DELIVERED or item.next_run is not None:
+                    requeued = True  # to try again, or a next occurrence: due when?
+            if self._saturated or requeued:
+                # room for the next claim, which can start while these are counted (with
+                # nothing due left unclaimed, a claim would only find nothing, holding
+                # the write lock the sends' slot reservations wait for)
+                kick.set()
             counted: Counter[str] = Counter()
             for item in batch:
                 if item.job.id not in owned:

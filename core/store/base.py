@@ -8,12 +8,13 @@ import contextlib
 import logging
 import secrets
 import sqlite3
+import threading
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession
@@ -33,7 +34,7 @@ NOTIFY_CHANNEL = "herald_due"
 SQLITE_WATCH_SECONDS = 0.1
 
 #: On SQLite, while another writer waits for the lock (``db.WriteWaiters``), the
-#: dispatcher's write transactions (``_tx``, ``_sqlite_tx``) begin at least this long
+#: dispatcher's write transactions (``_tx``, ``_sqlite_run``) begin at least this long
 #: after the previous one ended: time for that writer, polling every few milliseconds
 #: (``db.SQLITE_BUSY_SLICE_MS``), to take it, instead of finding it taken again.
 SQLITE_WRITE_GAP_SECONDS = 0.02
@@ -43,6 +44,12 @@ JOB = Job.__table__  # type: ignore[attr-defined]
 ATTEMPT = Attempt.__table__  # type: ignore[attr-defined]
 AUDIT = Audit.__table__  # type: ignore[attr-defined]
 MEMBER = Member.__table__  # type: ignore[attr-defined]
+
+T = TypeVar("T")
+
+#: What a transaction run on SQLite's driver thread returns when another connection
+#: held the write lock through SQLite's short busy wait (:meth:`Gateway._sqlite_run`).
+_LOCKED = object()
 
 
 @dataclass(frozen=True)
@@ -89,6 +96,40 @@ class AuditEntry:
 def new_idempotency_key() -> str:
     """A fresh job idempotency key: 22 url-safe characters (fits Discord's nonce)."""
     return secrets.token_urlsafe(16)
+
+
+def _transaction(
+    driver: Any, work: Callable[[sqlite3.Connection], Any], abandoned: threading.Event, begun: bool
+) -> Any:
+    """On aiosqlite's thread: ``BEGIN IMMEDIATE`` (unless ``begun``), ``work`` and
+    COMMIT, or ROLLBACK when ``work`` raised or its caller gave up meanwhile. Returns
+    ``_LOCKED``, having begun nothing, when the write lock stayed held through SQLite's
+    short busy wait (see :meth:`Gateway._sqlite_run`)."""
+    sqlite: sqlite3.Connection = driver._conn
+    if not begun:
+        sqlite.execute(db.SQLITE_SLICE_PRAGMA)
+        try:
+            sqlite.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            if db.is_locked(exc):
+                return _LOCKED
+            raise
+        finally:
+            sqlite.execute(db.SQLITE_USUAL_PRAGMA)
+    try:
+        result = None if abandoned.is_set() else work(sqlite)
+        sqlite.execute("ROLLBACK" if abandoned.is_set() else "COMMIT")
+    except BaseException:
+        # SQLite may have rolled back already (e.g. a full disk): keep the original error
+        with contextlib.suppress(sqlite3.Error):
+            sqlite.execute("ROLLBACK")
+        raise
+    return result
+
+
+def _read(driver: Any, work: Callable[[sqlite3.Connection], Any]) -> Any:
+    """On aiosqlite's thread: ``work`` on the sqlite3 connection (:meth:`Gateway._sqlite_read`)."""
+    return work(driver._conn)
 
 
 class Gateway:
@@ -179,33 +220,53 @@ class Gateway:
         except sa.exc.DBAPIError as exc:
             raise self._failed(exc) from exc
 
-    @asynccontextmanager
-    async def _sqlite_tx(self) -> AsyncIterator[Any]:
-        """SQLite's hot path: the driver's own connection (aiosqlite) of a pooled
-        connection, in one ``BEGIN IMMEDIATE`` transaction.
+    async def _sqlite_run(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """SQLite's hot path (claims, records, slot reservations): ``work`` run on the
+        driver's thread (aiosqlite's), on the sqlite3 connection of a pooled
+        connection, in one ``BEGIN IMMEDIATE`` transaction that commits when it
+        returns. One round trip to the driver's thread, with BEGIN, the busy-wait
+        pragmas and COMMIT: each round trip's reply waits behind whatever the event
+        loop runs at that moment (a wave of webhook answers, say), and a slot
+        reservation made of a round trip per statement (eight, with the pool's reset)
+        took ~10 ms in a webhook burst while the sends waited for it. It begins after
+        a gap (:meth:`_dispatcher_write`).
 
-        Each aiosqlite call is one round trip to the driver's thread, and its reply
-        waits behind whatever the event loop runs at that moment (a thousand deliveries
-        starting, say). SQLAlchemy's adapter makes three or four round trips per
-        statement (cursor, execute, fetch, close) and a dispatcher batch made fourteen
-        while holding SQLite's only write lock; here it is one per statement plus
-        BEGIN and COMMIT. Statements are plain SQL with ``?`` parameters (timestamps
-        as :func:`core.models.sqlite_utc_text`). It begins after a gap
-        (:meth:`_dispatcher_write`) and waits for the write lock as the engine does."""
+        ``work`` runs off the event loop: plain ``sqlite3`` calls and pure computation
+        only. When another connection holds the write lock through SQLite's short busy
+        wait, the lock is waited for as :meth:`_begin_immediate` does, then ``work``
+        runs. A caller cancelled meanwhile leaves it rolled back, unless it had
+        committed already (as with a COMMIT that was under way)."""
         try:
             async with self._dispatcher_write(), self._engine.connect() as conn:
                 driver = (await conn.get_raw_connection()).driver_connection
                 assert driver is not None
-                await self._begin_immediate(driver)
+                abandoned = threading.Event()
                 try:
-                    yield driver
-                except BaseException:
-                    # SQLite may have rolled back already (e.g. a full disk): keep the
-                    # original error
-                    with contextlib.suppress(sqlite3.Error):
-                        await asyncio.shield(driver.execute_fetchall("ROLLBACK"))
+                    # aiosqlite's ``_execute`` queues a callable for its thread (every
+                    # public call is made of it)
+                    result = await driver._execute(_transaction, driver, work, abandoned, False)
+                    if result is _LOCKED:
+                        await self._begin_immediate(driver)
+                        result = await driver._execute(_transaction, driver, work, abandoned, True)
+                except asyncio.CancelledError:
+                    abandoned.set()
                     raise
-                await driver.execute_fetchall("COMMIT")
+                return result  # type: ignore[no-any-return]
+        except HeraldError:
+            raise
+        except (sqlite3.Error, sa.exc.DBAPIError) as exc:
+            raise self._failed(exc) from exc
+
+    async def _sqlite_read(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """One read on SQLite's driver thread in one round trip (see :meth:`_sqlite_run`):
+        ``work``'s statement runs outside any transaction, which for one statement is
+        the same consistent read, and takes no lock a writer waits for."""
+        try:
+            async with self._engine.connect() as conn:
+                driver = (await conn.get_raw_connection()).driver_connection
+                assert driver is not None
+                result = await driver._execute(_read, driver, work)
+                return result  # type: ignore[no-any-return]
         except HeraldError:
             raise
         except (sqlite3.Error, sa.exc.DBAPIError) as exc:

@@ -6,8 +6,8 @@ send slots from each destination's bucket (see :mod:`core.leases` and
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Mapping, Sequence
-from contextlib import asynccontextmanager
+import sqlite3
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -228,7 +228,8 @@ class LeaseQueries(Gateway):
         keys = sorted(wanted)
         found: dict[str, Slots] = {}
         starts = not_before or {}
-        async with self._buckets(keys) as tats:
+
+        def take(tats: dict[str, datetime | None]) -> None:
             for key in keys:
                 count, limit = wanted[key]
                 slots, tat = allocate(
@@ -236,34 +237,45 @@ class LeaseQueries(Gateway):
                 )
                 tats[key] = tat
                 found[key] = Slots(slots, next_slot(tat, now, limit))
+
+        await self._buckets(keys, take)
         return found
 
     async def pause_bucket(self, key: str, until: datetime, limit: RateLimit) -> None:
         """The provider asked that ``key`` be left alone until ``until`` (Retry-After):
         its shared bucket hands out no slot before then, to any dispatcher."""
-        async with self._buckets([key]) as tats:
+
+        def paused(tats: dict[str, datetime | None]) -> None:
             tats[key] = pause(tats.get(key), until, limit)
 
-    @asynccontextmanager
-    async def _buckets(self, keys: list[str]) -> AsyncIterator[dict[str, datetime | None]]:
-        """The buckets of ``keys`` (sorted), locked for one transaction: yields their
-        theoretical arrival times, by key, and writes back what the caller set.
+        await self._buckets([key], paused)
+
+    async def _buckets(
+        self, keys: list[str], change: Callable[[dict[str, datetime | None]], None]
+    ) -> None:
+        """The buckets of ``keys`` (sorted), locked for one transaction: ``change`` is
+        given their theoretical arrival times, by key, and what it sets is written back.
 
         The statements do not depend on how many keys there are (the rows are
         inserted and updated as one statement run for many rows), so each is compiled
         once, not per call: a statement of a row per key cost more to compile than the
-        database took to run it, on the event loop. On SQLite they are plain SQL on
-        the driver's connection (:meth:`Gateway._sqlite_tx`)."""
+        database took to run it, on the event loop. On SQLite the whole transaction,
+        ``change`` included, is one round trip to the driver's thread
+        (:meth:`Gateway._sqlite_run`): a reservation made of a round trip per
+        statement waited ~10 ms in a webhook burst, and the sends waited for it."""
         if self.backend == "sqlite":
-            async with self._sqlite_tx() as driver:
-                await driver.executemany(_SQLITE_BUCKET_INSERT, [(k, _EPOCH_TEXT) for k in keys])
-                rows = await driver.execute_fetchall(_SQLITE_BUCKET_SELECT, (json.dumps(keys),))
+
+            def work(sqlite: sqlite3.Connection) -> None:
+                sqlite.executemany(_SQLITE_BUCKET_INSERT, [(k, _EPOCH_TEXT) for k in keys])
+                rows = sqlite.execute(_SQLITE_BUCKET_SELECT, (json.dumps(keys),)).fetchall()
                 tats: dict[str, datetime | None] = {row[0]: sqlite_datetime(row[1]) for row in rows}
-                yield tats
-                await driver.executemany(
+                change(tats)
+                sqlite.executemany(
                     _SQLITE_BUCKET_UPDATE,
                     [(sqlite_utc_text(t), k) for k in keys if (t := tats[k]) is not None],
                 )
+
+            await self._sqlite_run(work)
             return
         async with self._tx() as conn:
             await conn.execute(
@@ -278,7 +290,7 @@ class LeaseQueries(Gateway):
                 .with_for_update()
             )
             tats = {row[0]: _aware(row[1]) for row in await conn.execute(locked)}
-            yield tats
+            change(tats)
             await conn.execute(
                 sa.update(BUCKET)
                 .where(BUCKET.c.destination == sa.bindparam("key"))

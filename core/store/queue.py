@@ -12,8 +12,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import operator
-from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import asynccontextmanager
+import sqlite3
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -299,11 +299,11 @@ FROM s WHERE schedule.id = s.id AND (s.outcome IS NOT NULL OR s.done)
 
 
 class _Recorder:
-    """Runs the recording statements on SQLite's driver connection (aiosqlite), in the
-    transaction it was given. PostgreSQL records a batch with its own statements
-    (:meth:`QueueQueries._finish_postgres`)."""
+    """Runs the recording statements on SQLite's connection, on the driver's thread, in
+    the transaction it was given (:meth:`Gateway._sqlite_run`). PostgreSQL records a
+    batch with its own statements (:meth:`QueueQueries._finish_postgres`)."""
 
-    def __init__(self, conn: Any) -> None:
+    def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
 
     @staticmethod
@@ -318,20 +318,23 @@ class _Recorder:
     def at(value: datetime | None) -> Any:
         return sqlite_utc_text(value) if value is not None else value
 
-    async def rows(self, statement: str, params: tuple[Any, ...]) -> list[Any]:
-        return list(await self.conn.execute_fetchall(self.sql(statement), params))
+    def rows(self, statement: str, params: tuple[Any, ...]) -> list[Any]:
+        return self.conn.execute(self.sql(statement), params).fetchall()
 
-    async def run(self, statement: str, params: tuple[Any, ...]) -> None:
+    def run(self, statement: str, params: tuple[Any, ...]) -> None:
         """A statement that returns no rows."""
-        await self.conn.execute_fetchall(self.sql(statement), params)
+        self.conn.execute(self.sql(statement), params)
 
-    async def many(self, statement: str, rows: list[tuple[Any, ...]]) -> None:
+    def many(self, statement: str, rows: list[tuple[Any, ...]]) -> None:
         if rows:
-            await self.conn.executemany(self.sql(statement), rows)
+            self.conn.executemany(self.sql(statement), rows)
 
 
 _COUNTS = sa.select(JOB.c.state, sa.func.count()).group_by(JOB.c.state)
 _NEXT_DUE = sa.select(sa.func.min(JOB.c.due_at)).where(JOB.c.state.in_(CLAIMABLE))
+#: The same on SQLite, in the words of the partial index of waiting jobs (which SQLite
+#: uses only for a query that repeats its condition): the first entry of that index.
+_SQLITE_NEXT_DUE = f"SELECT min(due_at) FROM job WHERE {WAITING_SQL}"
 _AWAITING = sa.select(sa.func.count()).where(
     JOB.c.state == JobState.DEAD.value, JOB.c.retry_requested_by.is_not(None)
 )
@@ -425,7 +428,7 @@ class QueueQueries(Gateway):
         self, now: datetime, worker: str, lease_until: datetime, limit: int
     ) -> list[ClaimedJob]:
         """The claim on SQLite: one statement that also returns each job's schedule,
-        on the driver's connection (see :meth:`Gateway._sqlite_tx`)."""
+        in one round trip to the driver's thread (see :meth:`Gateway._sqlite_run`)."""
         params = (
             worker,
             sqlite_utc_text(lease_until),
@@ -433,14 +436,23 @@ class QueueQueries(Gateway):
             sqlite_utc_text(now),
             limit,
         )
-        async with self._sqlite_tx() as conn:
-            rows: list[Any] = list(await conn.execute_fetchall(_SQLITE_CLAIM, params))
+
+        def claim(sqlite: sqlite3.Connection) -> list[Any]:
+            return sqlite.execute(_SQLITE_CLAIM, params).fetchall()
+
+        rows = await self._sqlite_run(claim)
         claimed = [_claimed(row, sqlite_datetime) for row in rows]
         claimed.sort(key=lambda job: (job.due_at, job.id))
         return claimed
 
     async def next_due_at(self) -> datetime | None:
-        """When the earliest waiting job falls due (None when nothing waits)."""
+        """When the earliest waiting job falls due (None when nothing waits). On SQLite
+        one round trip to the driver's thread (the service asks after every claim)."""
+        if self.backend == "sqlite":
+            found = await self._sqlite_read(
+                lambda sqlite: sqlite.execute(_SQLITE_NEXT_DUE).fetchone()[0]
+            )
+            return sqlite_datetime(found) if found is not None else None
         async with self._read() as conn:
             value = (await conn.execute(_NEXT_DUE)).scalar()
         return value if isinstance(value, datetime) else None
@@ -455,9 +467,9 @@ class QueueQueries(Gateway):
 
         The statements are plain SQL run on the driver: per row, SQLAlchemy's parameter
         processing cost more than the database's work. On SQLite (:class:`_Recorder`)
-        each statement is one round trip to the driver's thread
-        (:meth:`Gateway._sqlite_tx`) instead of three or four; PostgreSQL takes the
-        batch as arrays (:meth:`_finish_postgres`)."""
+        the whole transaction is one round trip to the driver's thread
+        (:meth:`Gateway._sqlite_run`); PostgreSQL takes the batch as arrays
+        (:meth:`_finish_postgres`)."""
         if not results:
             return set()
         if self.backend == "postgresql":
@@ -465,15 +477,17 @@ class QueueQueries(Gateway):
         done = JobState.DELIVERED.value
         delivered = [r.job.id for r in results if r.state == done]
         others = [r.job.id for r in results if r.state != done]
-        async with self._recorder() as db:
+
+        def record(sqlite: sqlite3.Connection) -> set[int]:
+            db = _Recorder(sqlite)
             at = db.at(now)
             owned: set[int] = set()
             if delivered:
-                rows = await db.rows(_DELIVERED, (at, at, db.ids(delivered), worker))
+                rows = db.rows(_DELIVERED, (at, at, db.ids(delivered), worker))
                 owned.update(row[0] for row in rows)
             if others:
-                owned.update(row[0] for row in await db.rows(_OWNED, (db.ids(others), worker)))
-            await db.many(
+                owned.update(row[0] for row in db.rows(_OWNED, (db.ids(others), worker)))
+            db.many(
                 _ATTEMPT_INSERT,
                 [
                     (
@@ -492,7 +506,7 @@ class QueueQueries(Gateway):
             )
             plan = _Plan.of([r for r in results if r.job.id in owned])
             terminal = {JobState.DEAD.value, JobState.EXPIRED.value}
-            await db.many(
+            db.many(
                 _OTHER_STATE,
                 [
                     (
@@ -508,19 +522,21 @@ class QueueQueries(Gateway):
                 ],
             )
             nexts = [(r.job.schedule_id, db.at(r.next_run), r.job.rrule) for r in plan.with_next]
-            await db.many(
+            db.many(
                 _NEXT_JOB,
                 [
                     (sid, due, due, new_idempotency_key(), at, at, sid, rule)
                     for sid, due, rule in nexts
                 ],
             )
-            await db.many(_NEXT_RUN, [(due, at, sid, rule) for sid, due, rule in nexts])
+            db.many(_NEXT_RUN, [(due, at, sid, rule) for sid, due, rule in nexts])
             for outcome, schedule_ids in plan.outcomes.items():
-                await db.run(_OUTCOME, (outcome, db.ids(schedule_ids)))
+                db.run(_OUTCOME, (outcome, db.ids(schedule_ids)))
             if plan.ended:
-                await db.run(_COMPLETED, (at, db.ids(plan.ended)))
-        return owned
+                db.run(_COMPLETED, (at, db.ids(plan.ended)))
+            return owned
+
+        return await self._sqlite_run(record)
 
     async def _finish_postgres(
         self, results: Sequence[Finished], worker: str, now: datetime
@@ -575,12 +591,6 @@ class QueueQueries(Gateway):
                     },
                 )
         return owned
-
-    @asynccontextmanager
-    async def _recorder(self) -> AsyncIterator[_Recorder]:
-        """A transaction for :meth:`finish` on SQLite: the driver's connection."""
-        async with self._sqlite_tx() as driver:
-            yield _Recorder(driver)
 
     async def release(self, job_ids: Sequence[int], *, worker: str, now: datetime) -> int:
         """Hand back claimed jobs that were never tried (shutdown), refunding the attempt."""

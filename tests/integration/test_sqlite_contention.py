@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import threading
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -115,4 +117,82 @@ async def test_the_dispatchers_writes_leave_the_lock_free_while_a_writer_waits(
         assert not waiters.anyone()
         waiters.close()
     finally:
+        await store.close()
+
+
+async def test_a_dispatcher_transaction_waits_for_the_lock_another_connection_holds(
+    sqlite_url: str,
+) -> None:
+    """The hot path's one-round-trip transactions (``Gateway._sqlite_run``): held off by
+    another connection's write lock past SQLite's short busy wait, a slot reservation
+    waits its turn and then takes its slots; one that cannot get it in time fails."""
+    from core.channels.base import RateLimit
+
+    store = await Store.open(sqlite_url, lock_wait=5.0)
+    path = db.sync_url(sqlite_url).database
+    assert path is not None
+    holder = sqlite3.connect(path, isolation_level=None)
+    limit = RateLimit(rate=10.0, burst=10.0)
+    try:
+        holder.execute("BEGIN IMMEDIATE")
+        reserving = asyncio.create_task(
+            store.reserve_slots({"k": (3, limit)}, now=START, window=10)
+        )
+        await asyncio.sleep(0.2)
+        assert not reserving.done()
+        holder.execute("ROLLBACK")
+        slots = await asyncio.wait_for(reserving, 10)
+        assert slots["k"].times == [START] * 3
+        short = await Store.open(sqlite_url, lock_wait=0.2)
+        try:
+            holder.execute("BEGIN IMMEDIATE")
+            with pytest.raises(DatabaseError, match="is busy"):
+                await short.reserve_slots({"k": (1, limit)}, now=START, window=10)
+            holder.execute("ROLLBACK")
+        finally:
+            await short.close()
+    finally:
+        holder.close()
+        await store.close()
+
+
+async def test_a_dispatcher_transaction_that_fails_or_is_abandoned_changes_nothing(
+    sqlite_url: str,
+) -> None:
+    store = await Store.open(sqlite_url)
+    started = threading.Event()
+    go_on = threading.Event()
+
+    def insert_then(fail: bool, wait: bool) -> Callable[[sqlite3.Connection], None]:
+        def work(conn: sqlite3.Connection) -> None:
+            conn.execute("INSERT INTO rate_bucket (destination, tat) VALUES ('x', '2026')")
+            if wait:
+                started.set()
+                go_on.wait(10)
+            if fail:
+                raise sqlite3.OperationalError("disk I/O error")
+
+        return work
+
+    async def buckets() -> int:
+        async with store._read() as conn:
+            return int((await conn.exec_driver_sql("SELECT count(*) FROM rate_bucket")).scalar())
+
+    try:
+        with pytest.raises(DatabaseError, match="disk I/O error"):
+            await store._sqlite_run(insert_then(fail=True, wait=False))
+        assert await buckets() == 0
+        # its caller cancelled while it runs: rolled back, not committed
+        running = asyncio.create_task(store._sqlite_run(insert_then(fail=False, wait=True)))
+        await asyncio.to_thread(started.wait, 10)
+        running.cancel()
+        await asyncio.sleep(0)
+        go_on.set()
+        with pytest.raises(asyncio.CancelledError):
+            await running
+        assert await buckets() == 0
+        await store._sqlite_run(insert_then(fail=False, wait=False))
+        assert await buckets() == 1
+    finally:
+        go_on.set()
         await store.close()
