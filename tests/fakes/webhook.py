@@ -10,6 +10,7 @@ timestamp within ``tolerance`` seconds. Answers 200 unless scripted otherwise.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import hmac
@@ -64,9 +65,12 @@ def verify(secret: str, headers: dict[str, str], body: bytes, tolerance: float =
 class WebhookReceiver(FakeHTTPServer):
     """Receives webhooks at any path; ``hook_url`` is a ready-made target."""
 
-    def __init__(self, secret: str | None = None) -> None:
+    def __init__(self, secret: str | None = None, latency: float = 0.0) -> None:
         super().__init__()
         self.secret = secret
+        #: How long it takes to answer a webhook, as a real endpoint does (the arrival
+        #: is recorded at once).
+        self.latency = latency
         self.received: list[ReceivedWebhook] = []
 
     @property
@@ -82,6 +86,8 @@ class WebhookReceiver(FakeHTTPServer):
         if self.secret is not None:
             verified = verify(self.secret, recorded.headers, recorded.body)
         self.received.append(ReceivedWebhook(recorded, verified, time.monotonic()))
+        if self.latency:
+            await asyncio.sleep(self.latency)
         if verified is False:
             return web.json_response({"error": "bad signature"}, status=401)
         return web.json_response({"ok": True})

@@ -60,7 +60,10 @@ async def test_repeated_sigkill_loses_nothing(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path}/crash.db"
     rng = random.Random(20261130)
     store = await Store.open(url)
-    async with WebhookReceiver() as hook:
+    # an endpoint that takes a quarter of a second to answer: each kill finds a full
+    # window of sends in flight (answered at ~250/s, 1,000 jobs take ~4 s), and the
+    # burst lasts past the last kill however fast the dispatcher is
+    async with WebhookReceiver(latency=0.25) as hook:
         await fill(store, hook, jobs)
         log = tmp_path / "dispatcher.log"
         proc = start(url, log)
