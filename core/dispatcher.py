@@ -704,25 +704,32 @@ class Dispatcher:
         meanwhile, for any destination, share one reservation (one transaction)."""
         answer: asyncio.Future[datetime | None] = asyncio.get_running_loop().create_future()
         self._reslots.append((key, limit, answer))
-        if len(self._reslots) == 1:  # the first asks for everyone who joins meanwhile
+        if len(self._reslots) > 1:  # the first to ask asks for everyone who joins meanwhile
+            return await answer
+        granted: dict[str, list[datetime]] = {}
+        batch: list[tuple[str, RateLimit, asyncio.Future[datetime | None]]] = []
+        try:
             await asyncio.sleep(0)
             batch, self._reslots = self._reslots, []
-            wanted: dict[str, tuple[int, RateLimit]] = {}
-            for k, lim, _ in batch:
-                count = wanted[k][0] if k in wanted else 0
-                wanted[k] = (count + 1, lim)
-            granted: dict[str, list[datetime]] = {}
-            try:
-                slots = await self.store.reserve_slots(
-                    wanted, now=now, window=self.config.max_rate_wait
-                )
-                granted = {k: list(v.times) for k, v in slots.items()}
-            except HeraldError:
-                log.exception("could not take fresh rate-limit slots; handing the jobs back")
-            for k, _, future in batch:
+            counts = Counter(k for k, _, _ in batch)
+            limits = {k: lim for k, lim, _ in batch}
+            slots = await self.store.reserve_slots(
+                {k: (n, limits[k]) for k, n in counts.items()},
+                now=now,
+                window=self.config.max_rate_wait,
+            )
+            granted = {k: list(v.times) for k, v in slots.items()}
+        except HeraldError:
+            log.exception("could not take fresh rate-limit slots; handing the jobs back")
+        finally:
+            # every job that joined gets its answer (None: handed back), even when the
+            # one asking was cancelled meanwhile
+            for k, _, future in batch or self._reslots:
                 times = granted.get(k)
                 if not future.done():
                     future.set_result(times.pop(0) if times else None)
+            if not batch:
+                self._reslots = []
         return await answer
 
     @staticmethod

@@ -30,7 +30,7 @@ SCHEDULE_ACTIONS = tuple(
     v.name for v in verbs.offered(verbs.DISCORD) if v.takes == "schedule_id+version" and v.label
 )
 #: The alerts' buttons, an admin's decision: the verbs on dead letters Discord offers.
-DEAD_ACTIONS = tuple(v.name for v in verbs.offered(verbs.DISCORD, verbs.DEAD_VERBS))
+DEAD_ACTIONS = tuple(actions.DECISIONS)
 #: How a verb's button looks; others are secondary.
 _STYLES = {
     "resume": discord.ButtonStyle.primary,

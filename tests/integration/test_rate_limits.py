@@ -4,6 +4,7 @@ it can send within ``max_rate_wait``."""
 
 from __future__ import annotations
 
+import asyncio
 import random
 from collections import Counter
 from datetime import timedelta
@@ -148,3 +149,21 @@ async def test_a_limit_the_dispatcher_cannot_reach_does_not_slow_it(
     assert sorted(d.body for d in channel.deliveries) == sorted(f"m{i}" for i in range(40))
     attempts = await herald.store.job_attempts(list(range(1, 41)))
     assert len(attempts) == 40  # one try each: nothing was handed back and tried again
+
+
+async def test_jobs_waiting_for_fresh_slots_are_answered_when_the_asker_is_cancelled(
+    herald: Herald, clock: ManualClock
+) -> None:
+    """Jobs that miss their slots share one reservation, asked for by the first of
+    them. Cancelled before it is answered (a lease lost, a shutdown), the others are
+    still answered (no slot: handed back) instead of waiting for good."""
+    config = DispatcherConfig(max_rate_wait=60, rate_limits=RateLimits.parse("log:=2/s"))
+    d = Dispatcher(herald.store, {"log": RecordingChannel()}, clock=clock, config=config)
+    limit = RateLimit(rate=2.0, burst=1.0)
+    asker = asyncio.create_task(d._fresh_slot("log:", limit, clock.now()))
+    joined = [asyncio.create_task(d._fresh_slot("log:", limit, clock.now())) for _ in range(3)]
+    await asyncio.sleep(0)  # all four have asked; the first is about to reserve for all
+    asker.cancel()
+    assert await asyncio.wait_for(asyncio.gather(*joined), timeout=30) == [None, None, None]
+    # the next to miss a slot asks anew and gets one
+    assert await d._fresh_slot("log:", limit, clock.now()) is not None
