@@ -365,7 +365,7 @@ async def _one(system: str, workload: str) -> dict[str, Any]:
         if system in ("herald", "herald run"):
             return await herald_dispatch(n, spread, db, service=system == "herald run")
         if system.startswith("bare "):
-            return await bare_client(system.removeprefix("bare "), n)
+            return await bare_client(system.removeprefix("bare ").removesuffix(" uvloop"), n)
         if system == "apscheduler":
             return await peer_a(n, spread, db)
         return peer_b(n, spread, db)
@@ -504,6 +504,15 @@ if __name__ == "__main__":
 
         print(rounds_table(int(sys.argv[2]) if len(sys.argv) > 2 else ROUNDS))
     elif len(sys.argv) == 3:
-        print(json.dumps(asyncio.run(_one(sys.argv[1], sys.argv[2]))))
+        system = sys.argv[1]
+        factory = None
+        if system.startswith("herald") or system.endswith(" uvloop"):
+            # Herald on the loop `herald run` takes (HERALD_EVENT_LOOP; uvloop here), and
+            # the bare client's ceiling measured on that loop too
+            from bot.service import loop_factory
+
+            factory = loop_factory(os.environ.get("HERALD_EVENT_LOOP", "auto"))
+        with asyncio.Runner(loop_factory=factory) as runner:
+            print(json.dumps(runner.run(_one(system, sys.argv[2]))))
     else:
         sys.exit(main())

@@ -35,6 +35,7 @@ ROUND_SYSTEMS = {
         "bullmq",
         "celery",
         "bare aiohttp",
+        "bare aiohttp uvloop",
         "bare httpx",
         "bare fetch",
     ),
@@ -44,6 +45,8 @@ LABELS = {
     "bullmq": "Node.js + BullMQ (Redis)",
     "celery": "Celery (RabbitMQ)",
     "bare fetch": "bare fetch (Node)",
+    "bare aiohttp": "bare aiohttp (asyncio's loop)",
+    "bare aiohttp uvloop": "bare aiohttp (uvloop, Herald's loop)",
 }
 
 Runs = dict[tuple[str, str], list[dict[str, Any]]]
@@ -207,7 +210,8 @@ def _note(rounds: int, skipped: dict[str, str], got: Runs) -> str:
         "Lateness = the start of a message's work minus its due time; msg/s = messages "
         "÷ (the last start − the due instant), as for the other peers. "
         "herald = the dispatcher in the benchmark's process with the service's logging "
-        "set up; herald run = the `herald run` process (SQLite). "
+        "set up; herald run = the `herald run` process (SQLite); both on the event loop "
+        "`herald run` takes by default (uvloop). "
         "Node.js + BullMQ: the pinned BullMQ (bench/bullmq/package.json), jobs added with "
         "`addBulk` as delayed jobs, one Worker with concurrency 64, the webhook job a "
         "POST with Node's built-in fetch; Redis at its default `hz 10` wakes a blocked "
@@ -218,7 +222,8 @@ def _note(rounds: int, skipped: dict[str, str], got: Runs) -> str:
         "Session); each task writes its own start time to a file. Herald, BullMQ, Celery "
         "and bare fetch deliver 200 warm-up messages first. bare aiohttp / bare httpx / bare fetch "
         f"= the HTTP client alone, {BARE_IN_FLIGHT} requests in flight: the ceiling of "
-        "the webhook rows (fetch: BullMQ's). A peer whose runtime or service is missing "
-        "on the machine is skipped with the reason."
+        "the webhook rows (fetch: BullMQ's); bare aiohttp on asyncio's own loop and on "
+        "uvloop (the same loop as Herald's: the fair ceiling). A peer whose runtime or "
+        "service is missing on the machine is skipped with the reason."
         + ("" if not skipped else f" Skipped in this run: {len(skipped)}.")
     )

@@ -1,7 +1,8 @@
 """Only the webhook burst, Herald against the bare aiohttp client, interleaved rounds.
 
 ``python -m bench.webhook_ab [ROUNDS] [TREE ...]``: starts one receiver
-(``bench/receiver.py``) and runs, in each round, the bare aiohttp client, then Herald from
+(``bench/receiver.py``) and runs, in each round, the bare aiohttp client (on asyncio's
+loop, then on uvloop), then Herald from
 each source tree given (default: this one; another checkout of Herald, e.g. a baseline
 exported with ``git archive``, is run with its own code by running it from that
 directory), each in a fresh process on the same workload as ``make bench``'s webhook
@@ -38,7 +39,8 @@ def _run(system: str, tree: Path, target: str) -> dict[str, Any]:
 def main(argv: list[str]) -> int:
     rounds = int(argv[0]) if argv else 3
     trees = [Path(t).resolve() for t in argv[1:]] or [HERE.parent]
-    systems = [("bare aiohttp", HERE.parent)] + [("herald", t) for t in trees]
+    systems = [("bare aiohttp", HERE.parent), ("bare aiohttp uvloop", HERE.parent)]
+    systems += [("herald", t) for t in trees]
     got: dict[str, list[dict[str, Any]]] = {}
     with _receiver() as target:
         for r in range(rounds):

@@ -320,8 +320,10 @@ def run_bench_dispatch(settings: Settings, args: Any) -> dict[str, Any]:
 
 
 def _run(settings: Settings, url: str, args: Any) -> dict[str, Any]:
+    from bot.service import run
+
     cfg = settings.model_copy(update={"database_url": url})
-    return asyncio.run(
+    return run(  # on the service's event loop
         bench_dispatch(
             cfg,
             jobs=args.jobs,
@@ -330,5 +332,6 @@ def _run(settings: Settings, url: str, args: Any) -> dict[str, Any]:
             dispatchers=args.dispatchers,
             pending=args.pending,
             service=args.service,
-        )
+        ),
+        cfg,
     )

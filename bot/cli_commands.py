@@ -428,8 +428,9 @@ class Cli:
         if a.drain:
             if a.drain_timeout < 0:
                 raise InvalidInput("--drain-timeout must be 0 or more seconds.")
-            drained = asyncio.run(
-                service.drain(self.settings, retry_window=a.drain_timeout, out=self.out)
+            drained = service.run(
+                service.drain(self.settings, retry_window=a.drain_timeout, out=self.out),
+                self.settings,
             )
             summary = drained.as_dict()
             if a.json:
@@ -443,7 +444,7 @@ class Cli:
                 for reason in drained.left:
                     self.emit(f"  left: {reason}")
             return 0
-        asyncio.run(service.serve(self.settings, out=self.out))
+        service.run(service.serve(self.settings, out=self.out), self.settings)
         return 0
 
     def cmd_discord_invite(self) -> None:

@@ -27,7 +27,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from aiohttp import web
 from aiohttp.web_protocol import RequestHandler
@@ -127,8 +127,8 @@ class _Gated(asyncio.Protocol):
         self._lingering = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        # a stream transport, though not always a subclass of asyncio.Transport (uvloop's)
+        self.transport = transport = cast(asyncio.Transport, transport)
         gate = self.gate
         loop = asyncio.get_running_loop()
         if gate.open >= gate.limits.max_connections:

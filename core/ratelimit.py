@@ -10,6 +10,7 @@ arithmetic; ``LeaseQueries.reserve_slots`` the transaction).
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import dataclass
@@ -80,6 +81,7 @@ class RateLimits:
         return default
 
 
+@functools.lru_cache(maxsize=1024)  # every send asks (Pacer.take): one sum per limit
 def spacing(limit: RateLimit) -> timedelta:
     """The time between two slots of a bucket: the limit's interval, plus room for a
     send that starts up to LATENESS after its slot and arrives up to TRANSIT later
@@ -92,6 +94,7 @@ def spacing(limit: RateLimit) -> timedelta:
     return timedelta(microseconds=math.ceil(round(seconds * 1_000_000, 3)))
 
 
+@functools.lru_cache(maxsize=1024)
 def _tolerance(limit: RateLimit) -> timedelta:
     """How far ahead of a bucket's ``tat`` a send may go: its burst less one, in
     intervals (GCRA's tolerance)."""
@@ -141,6 +144,13 @@ def next_slot(tat: datetime, now: datetime, limit: RateLimit) -> datetime:
     return now if slot < now else slot
 
 
+@functools.lru_cache(maxsize=1024)
+def _pacer_tolerance(limit: RateLimit) -> timedelta:
+    """How far ahead of its ``tat`` the pacer lets a send go: one send more than the
+    limit's burst (:meth:`Pacer.take`)."""
+    return spacing(limit) * max(limit.burst, 1.0)
+
+
 class Pacer:
     """This process's own pace per destination, kept on the moments its sends really
     start. The shared bucket hands out slots at the limit's pace, but a dispatcher that
@@ -159,7 +169,7 @@ class Pacer:
         instead of pushing every later send back by the same delay, which would slow
         a destination to well under its limit (70/s of 100/s, measured)."""
         interval = spacing(limit)
-        tolerance = interval * max(limit.burst, 1.0)
+        tolerance = _pacer_tolerance(limit)
         tat = self._tat.get(key)
         current = now if tat is None or tat < now else tat
         allowed = current - tolerance

@@ -143,6 +143,11 @@ class Settings(BaseSettings):
 
     # dispatcher
     concurrency: int = Field(default=64, ge=1, alias="HERALD_CONCURRENCY")
+    #: The event loop of `herald run`: uvloop where it is installed (auto), or asyncio's
+    #: own; ``uvloop`` insists (an error where it is missing).
+    event_loop: Literal["auto", "uvloop", "asyncio"] = Field(
+        default="auto", alias="HERALD_EVENT_LOOP"
+    )
     batch_size: int = Field(default=2000, ge=1, le=10_000, alias="HERALD_BATCH_SIZE")
     lease_seconds: float = Field(default=60.0, gt=0, alias="HERALD_LEASE_SECONDS")
     sweep_seconds: float = Field(default=5.0, gt=0, alias="HERALD_SWEEP_SECONDS")

@@ -1,0 +1,48 @@
+"""`herald run` runs on uvloop where it is installed (HERALD_EVENT_LOOP), on asyncio's own
+loop when asked, and says so; demanding uvloop where it is missing is a clear error."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from bot import service
+from core.errors import ConfigError
+from core.settings import load_settings
+
+
+async def _which() -> str:
+    return service.loop_name()
+
+
+@pytest.mark.parametrize(
+    ("choice", "loop"), [("auto", "uvloop"), ("uvloop", "uvloop"), ("asyncio", "asyncio")]
+)
+def test_the_service_runs_on_the_loop_the_settings_choose(choice: str, loop: str) -> None:
+    settings = load_settings(HERALD_EVENT_LOOP=choice, _env_file=None)
+    assert service.run(_which(), settings) == loop
+
+
+def test_auto_falls_back_to_asyncio_where_uvloop_is_missing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "uvloop", None)  # import uvloop: ImportError
+    settings = load_settings(HERALD_EVENT_LOOP="auto", _env_file=None)
+    assert service.run(_which(), settings) == "asyncio"
+
+
+def test_demanding_uvloop_where_it_is_missing_is_a_clear_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "uvloop", None)
+    settings = load_settings(HERALD_EVENT_LOOP="uvloop", _env_file=None)
+    main = _which()
+    with pytest.raises(ConfigError, match="uvloop is not installed.*HERALD_EVENT_LOOP=auto"):
+        service.run(main, settings)
+    assert main.cr_frame is None  # closed, never left half-started
+
+
+def test_an_unknown_loop_is_refused_when_the_settings_load() -> None:
+    with pytest.raises(ConfigError, match="HERALD_EVENT_LOOP.*auto.*uvloop.*asyncio"):
+        load_settings(HERALD_EVENT_LOOP="trio", _env_file=None)
