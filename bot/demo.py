@@ -95,9 +95,16 @@ def run_demo(settings: Settings, out: TextIO, *, console: bool = False) -> int:
     def ready(herald: Herald, _dispatcher: object) -> None:
         asyncio.get_running_loop().create_task(begin(herald))
 
-    asyncio.run(
-        service.serve(demo, out=out, observer=_observer(out), ready=ready, serve_http=False)
-    )  # type: ignore[arg-type]
+    service.run(
+        service.serve(
+            demo,
+            out=out,
+            observer=_observer(out),  # type: ignore[arg-type]
+            ready=ready,
+            serve_http=False,
+        ),
+        demo,
+    )
     out.write(f"\nStopped. Everything is still in {DEMO_DB}: try\n")
     out.write(f"  HERALD_DATABASE_URL=sqlite:///{DEMO_DB} herald list --state delivered\n")
     out.write(f"  HERALD_DATABASE_URL=sqlite:///{DEMO_DB} herald dead list\n")
