@@ -6,13 +6,18 @@ from __future__ import annotations
 import random
 import sys
 import time
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from bot import service
+from core.calendar_worker import CalendarReader
 from core.clock import SystemClock
 from core.errors import ConfigError
+from core.ics_read import CalendarError
 from core.settings import load_settings
+from tests.calendars.conftest import data
+from tests.calendars.test_hostile import NEVER, TIMEOUT, calendar
 
 
 async def _which() -> str:
@@ -68,3 +73,24 @@ def test_on_uvloop_the_system_clock_never_wakes_a_sender_early() -> None:
 
     settings = load_settings(HERALD_EVENT_LOOP="uvloop", _env_file=None)
     assert service.run(shortest_margin(), settings) >= 0
+
+
+def test_on_uvloop_calendars_are_read_in_their_worker_process() -> None:
+    """The service's calendar reads run in a child process (asyncio's subprocesses,
+    which uvloop implements itself): a calendar is read, and a hostile one is stopped
+    at its deadline, on the service's loop as on asyncio's."""
+    since = datetime(2026, 3, 1, tzinfo=UTC)
+
+    async def read() -> tuple[int, str]:
+        reader = CalendarReader(timeout=10)
+        found = await reader.instances(
+            ("team", data("team.ics")), since, since + timedelta(days=60), "America/New_York"
+        )
+        with pytest.raises(CalendarError) as refused:
+            await CalendarReader(timeout=2).check("x.ics", calendar(NEVER), since)
+        return len(found), str(refused.value)
+
+    settings = load_settings(HERALD_EVENT_LOOP="uvloop", _env_file=None)
+    count, refusal = service.run(read(), settings)
+    assert count == 11
+    assert "x.ics" in refusal and TIMEOUT in refusal
