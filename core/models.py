@@ -30,6 +30,8 @@ BigId = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 def sqlite_utc_text(value: datetime) -> str:
     """An aware timestamp as :class:`UTCDateTime` stores it in SQLite (for statements
     run below SQLAlchemy's type processing)."""
+    if value.tzinfo is UTC:  # the usual case (every clock gives UTC): no conversion
+        return value.isoformat(" ", "microseconds")[:26]
     if value.tzinfo is None:
         raise ValueError("naive datetime given to a UTC column")
     return value.astimezone(UTC).replace(tzinfo=None).isoformat(" ", "microseconds")

@@ -5,6 +5,7 @@ send slots from each destination's bucket (see :mod:`core.leases` and
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
@@ -72,8 +73,11 @@ def held_by(worker: str, job_ids: Sequence[int]) -> sa.ColumnElement[bool]:
     )
 
 
+@functools.lru_cache(maxsize=4096)
 def sqlite_datetime(text: str) -> datetime:
-    """A timestamp read below SQLAlchemy from SQLite (see :func:`sqlite_utc_text`)."""
+    """A timestamp read below SQLAlchemy from SQLite (see :func:`sqlite_utc_text`).
+    Remembered for the last few thousand: a claimed batch's jobs share a few due times
+    (a datetime cannot change)."""
     return datetime.fromisoformat(text).replace(tzinfo=UTC)
 
 
