@@ -510,8 +510,9 @@ if __name__ == "__main__":
             # Herald on the loop `herald run` takes (HERALD_EVENT_LOOP; uvloop here), and
             # the bare client's ceiling measured on that loop too
             from bot.service import loop_factory
+            from core.settings import load_settings
 
-            factory = loop_factory(os.environ.get("HERALD_EVENT_LOOP", "auto"))
+            factory = loop_factory(load_settings(_env_file=None).event_loop)
         with asyncio.Runner(loop_factory=factory) as runner:
             print(json.dumps(runner.run(_one(system, sys.argv[2]))))
     else:

@@ -144,13 +144,6 @@ def next_slot(tat: datetime, now: datetime, limit: RateLimit) -> datetime:
     return now if slot < now else slot
 
 
-@functools.lru_cache(maxsize=1024)
-def _pacer_tolerance(limit: RateLimit) -> timedelta:
-    """How far ahead of its ``tat`` the pacer lets a send go: one send more than the
-    limit's burst (:meth:`Pacer.take`)."""
-    return spacing(limit) * max(limit.burst, 1.0)
-
-
 class Pacer:
     """This process's own pace per destination, kept on the moments its sends really
     start. The shared bucket hands out slots at the limit's pace, but a dispatcher that
@@ -169,7 +162,7 @@ class Pacer:
         instead of pushing every later send back by the same delay, which would slow
         a destination to well under its limit (70/s of 100/s, measured)."""
         interval = spacing(limit)
-        tolerance = _pacer_tolerance(limit)
+        tolerance = _tolerance(limit) + interval  # one send more than the bucket's
         tat = self._tat.get(key)
         current = now if tat is None or tat < now else tat
         allowed = current - tolerance

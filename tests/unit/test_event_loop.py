@@ -87,7 +87,7 @@ def test_on_uvloop_calendars_are_read_in_their_worker_process() -> None:
             ("team", data("team.ics")), since, since + timedelta(days=60), "America/New_York"
         )
         with pytest.raises(CalendarError) as refused:
-            await CalendarReader(timeout=2).check("x.ics", calendar(NEVER), since)
+            await CalendarReader(timeout=1).check("x.ics", calendar(NEVER), since)
         return len(found), str(refused.value)
 
     settings = load_settings(HERALD_EVENT_LOOP="uvloop", _env_file=None)
