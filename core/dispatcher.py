@@ -215,6 +215,7 @@ class Dispatcher:
         self._pacer = Pacer()
         #: Jobs that missed their slot, waiting for one fresh reservation between them.
         self._reslots: list[tuple[str, RateLimit, asyncio.Future[datetime | None]]] = []
+        self._reslotting: asyncio.Task[None] | None = None
         #: Provider pauses being written to the shared buckets.
         self._sharing: set[asyncio.Task[None]] = set()
         #: Each destination's limit (and its kind), by canonical destination.
@@ -664,6 +665,7 @@ class Dispatcher:
         )
         pacing = self._limit(key, channel) if slot is not None else None
         while True:
+            missed = False
             async with sem:
                 self._sending += 1
                 self._notify()
@@ -676,61 +678,81 @@ class Dispatcher:
                         # this dispatcher ran late: sent now, it would crowd the sends of
                         # the slots after this one; it takes a fresh slot instead, here
                         # (handed back to the queue, a burst the dispatcher cannot keep
-                        # up with would go round the queue at the pace of hand-backs)
-                        fresh = await self._fresh_slot(key, pacing, started)
-                        if fresh is None:
-                            return self._wait_for_limit(job, started, started, destination.kind)
-                        slot = fresh
-                        started = clock.now()
-                    if slot is not None and slot > started:
+                        # up with would go round the queue at the pace of hand-backs),
+                        # without its sending slot meanwhile (held, every sending slot
+                        # could wait for the database while no request is in flight)
+                        missed = True
+                        pace = 0.0
+                    elif slot is not None and slot > started:
                         pace = (slot - started).total_seconds()  # waited for below
                     elif pacing is not None:
                         pace = self._pacer.take(key, started, pacing)
                     else:
                         pace = 0.0
-                    if pace <= 0:
+                    if not missed and pace <= 0:
                         result = await self._send(channel, delivery)
                         break
                 finally:
                     self._sending -= 1
-            await clock.sleep(pace)  # not holding a sending slot meanwhile
+            if missed:
+                assert pacing is not None
+                fresh = await self._fresh_slot(key, pacing)
+                now = clock.now()
+                if fresh is None:
+                    return self._wait_for_limit(job, now, now, destination.kind)
+                slot = fresh
+                pace = (slot - now).total_seconds()
+            if pace > 0:
+                await clock.sleep(pace)  # not holding a sending slot meanwhile
         if result.error is not None:  # failures only: the provider's words, scrubbed
             result = replace(result, error=self.scrub(result.error))
         return self._outcome(job, result, started, clock.now(), destination_key=key)
 
-    async def _fresh_slot(self, key: str, limit: RateLimit, now: datetime) -> datetime | None:
+    async def _fresh_slot(self, key: str, limit: RateLimit) -> datetime | None:
         """A new send slot from ``key``'s shared bucket for a job that missed its own
-        (None: none within ``max_rate_wait``, or the store failed). The jobs that ask
-        meanwhile, for any destination, share one reservation (one transaction)."""
+        (None: none within ``max_rate_wait``, or the store failed). One reservation (one
+        transaction) is under way at a time, for every job that asked before it began,
+        for any destination; those who ask meanwhile share the next. (A reservation per
+        asker made a dispatcher that fell behind its slots fall further behind: 1,800
+        reservations for a 2,000-webhook burst, at a fifth of its usual rate.)"""
         answer: asyncio.Future[datetime | None] = asyncio.get_running_loop().create_future()
         self._reslots.append((key, limit, answer))
-        if len(self._reslots) > 1:  # the first to ask asks for everyone who joins meanwhile
-            return await answer
-        granted: dict[str, list[datetime]] = {}
+        if self._reslotting is None or self._reslotting.done():
+            self._reslotting = asyncio.create_task(self._reslot(), name="herald-reslot")
+        return await answer
+
+    async def _reslot(self) -> None:
+        """Reserve fresh slots for the jobs waiting for one (see :meth:`_fresh_slot`)
+        until none is left waiting; each is answered, also when this is cancelled."""
         batch: list[tuple[str, RateLimit, asyncio.Future[datetime | None]]] = []
         try:
-            await asyncio.sleep(0)
-            batch, self._reslots = self._reslots, []
-            counts = Counter(k for k, _, _ in batch)
-            limits = {k: lim for k, lim, _ in batch}
-            slots = await self.store.reserve_slots(
-                {k: (n, limits[k]) for k, n in counts.items()},
-                now=now,
-                window=self.config.max_rate_wait,
-            )
-            granted = {k: list(v.times) for k, v in slots.items()}
-        except HeraldError:
-            log.exception("could not take fresh rate-limit slots; handing the jobs back")
+            while self._reslots:
+                await asyncio.sleep(0)  # those missing their slots in the same moment join
+                batch, self._reslots = self._reslots, []
+                counts = Counter(k for k, _, _ in batch)
+                limits = {k: lim for k, lim, _ in batch}
+                granted: dict[str, list[datetime]] = {}
+                try:
+                    slots = await self.store.reserve_slots(
+                        {k: (n, limits[k]) for k, n in counts.items()},
+                        now=self.clock.now(),
+                        window=self.config.max_rate_wait,
+                    )
+                    granted = {k: list(v.times) for k, v in slots.items()}
+                except HeraldError:
+                    log.exception("could not take fresh rate-limit slots; handing the jobs back")
+                for k, _, future in batch:
+                    times = granted.get(k)
+                    if not future.done():
+                        future.set_result(times.pop(0) if times else None)
+                batch = []
         finally:
-            # every job that joined gets its answer (None: handed back), even when the
-            # one asking was cancelled meanwhile
-            for k, _, future in batch or self._reslots:
-                times = granted.get(k)
+            # cancelled (a shutdown): no one waits for good; those not answered are
+            # handed back
+            for _, _, future in batch + self._reslots:
                 if not future.done():
-                    future.set_result(times.pop(0) if times else None)
-            if not batch:
-                self._reslots = []
-        return await answer
+                    future.set_result(None)
+            self._reslots = []
 
     @staticmethod
     async def _send(channel: Channel, delivery: Delivery) -> DeliveryResult:
@@ -1170,6 +1192,8 @@ class Dispatcher:
             for task in pending:
                 task.cancel()
             await asyncio.gather(*pending, return_exceptions=True)
+        if self._reslotting is not None:
+            await asyncio.gather(self._reslotting, return_exceptions=True)
         if self._flusher is not None:
             await asyncio.gather(self._flusher, return_exceptions=True)
         await self._flush()

@@ -8,6 +8,7 @@ import asyncio
 import random
 from collections import Counter
 from datetime import timedelta
+from typing import Any
 
 import pytest
 
@@ -151,19 +152,55 @@ async def test_a_limit_the_dispatcher_cannot_reach_does_not_slow_it(
     assert len(attempts) == 40  # one try each: nothing was handed back and tried again
 
 
-async def test_jobs_waiting_for_fresh_slots_are_answered_when_the_asker_is_cancelled(
+async def test_jobs_waiting_for_fresh_slots_are_answered_when_the_first_is_cancelled(
     herald: Herald, clock: ManualClock
 ) -> None:
-    """Jobs that miss their slots share one reservation, asked for by the first of
-    them. Cancelled before it is answered (a lease lost, a shutdown), the others are
-    still answered (no slot: handed back) instead of waiting for good."""
+    """Jobs that miss their slots share one reservation. The first of them cancelled
+    meanwhile (a lease lost), the others still get their slots, one after the other."""
     config = DispatcherConfig(max_rate_wait=60, rate_limits=RateLimits.parse("log:=2/s"))
     d = Dispatcher(herald.store, {"log": RecordingChannel()}, clock=clock, config=config)
     limit = RateLimit(rate=2.0, burst=1.0)
-    asker = asyncio.create_task(d._fresh_slot("log:", limit, clock.now()))
-    joined = [asyncio.create_task(d._fresh_slot("log:", limit, clock.now())) for _ in range(3)]
-    await asyncio.sleep(0)  # all four have asked; the first is about to reserve for all
+    reserved = _count_calls(herald.store, "reserve_slots")
+    asker = asyncio.create_task(d._fresh_slot("log:", limit))
+    joined = [asyncio.create_task(d._fresh_slot("log:", limit)) for _ in range(3)]
+    await asyncio.sleep(0)  # all four have asked
     asker.cancel()
-    assert await asyncio.wait_for(asyncio.gather(*joined), timeout=30) == [None, None, None]
-    # the next to miss a slot asks anew and gets one
-    assert await d._fresh_slot("log:", limit, clock.now()) is not None
+    slots = await asyncio.wait_for(asyncio.gather(*joined), timeout=30)
+    assert None not in slots and slots == sorted(slots) and len(set(slots)) == 3
+    assert reserved == [4]  # one reservation, for all four
+    # the next to miss a slot asks anew and gets one after theirs
+    later = await d._fresh_slot("log:", limit)
+    assert later is not None and later > slots[-1]
+    assert reserved == [4, 1]
+
+
+async def test_jobs_missing_their_slots_meanwhile_share_the_next_reservation(
+    herald: Herald, clock: ManualClock
+) -> None:
+    """One reservation at a time: jobs that miss their slots while one is under way
+    wait for it to end and share the next (not one transaction each)."""
+    config = DispatcherConfig(max_rate_wait=60, rate_limits=RateLimits.parse("log:=100/s"))
+    d = Dispatcher(herald.store, {"log": RecordingChannel()}, clock=clock, config=config)
+    limit = RateLimit(rate=100.0, burst=1.0)
+    reserved = _count_calls(herald.store, "reserve_slots")
+    first = asyncio.create_task(d._fresh_slot("log:", limit))
+    for _ in range(3):
+        await asyncio.sleep(0)  # the first reservation is under way
+    rest = [asyncio.create_task(d._fresh_slot("log:", limit)) for _ in range(5)]
+    slots = await asyncio.wait_for(asyncio.gather(first, *rest), timeout=30)
+    assert None not in slots and len(set(slots)) == 6
+    assert reserved == [1, 5]
+
+
+def _count_calls(store: Any, name: str) -> list[int]:
+    """The number of slots each call of ``store.<name>`` asked for (patched on the
+    instance: the real transaction still runs)."""
+    calls: list[int] = []
+    real = getattr(store, name)
+
+    async def counted(wanted: Any, **kwargs: Any) -> Any:
+        calls.append(sum(n for n, _ in wanted.values()))
+        return await real(wanted, **kwargs)
+
+    setattr(store, name, counted)
+    return calls
