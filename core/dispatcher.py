@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import heapq
+import itertools
 import logging
 import os
 import random
@@ -63,6 +65,9 @@ _PENDING, _RETRYING, _DELIVERED, _DEAD, _EXPIRED = (
 
 #: How long the flusher lets more deliveries finish before writing a small batch.
 FLUSH_GATHER_SECONDS = 0.002
+#: Sends with a slot looked at before the feeder's part is resized (:meth:`Dispatcher._kept`),
+#: the smallest part, and how the part shrinks and grows.
+PART_WINDOW, PART_LEAST, PART_SHRINK, PART_GROW = 32, 8, 0.7, 8
 
 
 @dataclass(frozen=True)
@@ -224,14 +229,24 @@ class Dispatcher:
         self._leases = Leases(self.config.lease_margin)
         self._keeping_alive: asyncio.Task[None] | None = None
         self._host, self._pid, self._machine = socket.gethostname(), os.getpid(), machine_id()
-        #: Deliveries running (one task per claimed job), and the feeders starting them.
+        #: Deliveries running (one task per claimed job), and the feeder starting them.
         self._tasks: set[asyncio.Task[None]] = set()
-        #: Feeders running (each also in ``_tasks``), and deliveries holding a sending
+        #: Feeders running (0 or 1, also in ``_tasks``), and deliveries holding a sending
         #: slot: the others started are waiting for one (or for their due time).
         self._feeding = 0
         self._sending = 0
-        #: Set when few started deliveries are left waiting: a feeder starts more.
+        #: Set when few started deliveries are left waiting: the feeder starts more.
         self._room: asyncio.Event | None = None
+        #: How many deliveries the feeder starts at a time, and how few must be left
+        #: waiting before it starts more: the concurrency, less while sends start late
+        #: after their slots (:meth:`_kept`).
+        self._part = float(self.config.concurrency)
+        self._late_seen = 0
+        self._late_most = 0.0
+        #: Claimed jobs the feeder has yet to start, by due time (and claim order).
+        self._backlog: list[tuple[datetime, int, ClaimedJob]] = []
+        self._order = itertools.count()
+        self._feeder: asyncio.Task[None] | None = None
         #: Set while a feeder takes send slots (the flusher lets it go first: both
         #: are write transactions, one at a time, and a reservation is what sends wait
         #: for); set to done when it has them.
@@ -303,11 +318,7 @@ class Dispatcher:
             for job in jobs:
                 self._inflight[job.id] = job
             if jobs:
-                await self._start(jobs[: self.config.concurrency], now)
-                if len(jobs) > self.config.concurrency:
-                    self._feeding += 1
-                    feeder = asyncio.create_task(self._feed(jobs[self.config.concurrency :]))
-                    self._tasks.add(feeder)
+                await self._take(jobs, now)
             claimed_total += len(jobs)
             if jobs:
                 self.metrics.claims.observe(len(jobs))
@@ -410,6 +421,23 @@ class Dispatcher:
                 later[job.id] = self._wait_for_limit(job, taken.next_free, now, kind)
         return slots, later
 
+    async def _take(self, jobs: list[ClaimedJob], now: datetime) -> None:
+        """Start sending jobs just claimed: the first part at once when no feeder is
+        at work, the rest through the one feeder, in order of due time with what it
+        has yet to start. (A feeder per claim, each starting parts as room appeared,
+        put two or three parts at once in the queue for sending slots at the start of
+        a burst, and their last jobs missed their slots.)"""
+        rest = jobs
+        if self._feeder is None:
+            rest = jobs[self.config.concurrency :]
+            await self._start(jobs[: self.config.concurrency], now)
+        for job in rest:
+            heapq.heappush(self._backlog, (job.due_at, next(self._order), job))
+        if self._backlog and self._feeder is None:
+            self._feeding += 1
+            self._feeder = asyncio.create_task(self._feed())
+            self._tasks.add(self._feeder)
+
     async def _start(self, jobs: list[ClaimedJob], now: datetime) -> bool:
         """Take the send slots of these claimed jobs and start sending them (those
         that would wait too long for their limit are handed back). True when some
@@ -425,17 +453,35 @@ class Dispatcher:
         return bool(slots or later)
 
     def _notify(self) -> None:
-        """Wake a feeder when no more than a part is left waiting (see :meth:`_feed`)."""
-        if self._room is not None and self._waiting() <= self.config.concurrency:
+        """Wake the feeder when no more than a part is left waiting (see :meth:`_feed`)."""
+        if self._room is not None and self._waiting() <= self._part:
             self._room.set()
+
+    def _kept(self, late: float) -> None:
+        """A send with a slot started ``late`` seconds after it. Every ``PART_WINDOW``
+        of them, the feeder's part shrinks when the latest of them came near the slot
+        grace (more waited for a sending slot than the sends can carry within it: on
+        a slower machine, part after part missed its slots and took fresh ones), and
+        grows back, up to the concurrency, when all came well within it."""
+        self._late_most = max(self._late_most, late)
+        self._late_seen += 1
+        if self._late_seen < PART_WINDOW:
+            return
+        grace = self.config.slot_grace
+        if self._late_most > 0.6 * grace:
+            self._part = max(min(PART_LEAST, self.config.concurrency), self._part * PART_SHRINK)
+        elif self._late_most < 0.3 * grace:
+            self._part = min(float(self.config.concurrency), self._part + PART_GROW)
+        self._late_seen, self._late_most = 0, 0.0
 
     def _waiting(self) -> int:
         """Deliveries started and not yet sending (waiting for a slot or their time)."""
         return len(self._tasks) - self._feeding - self._sending
 
-    async def _feed(self, jobs: list[ClaimedJob]) -> None:
-        """Start the rest of a claimed batch a part at a time, each part once no more
-        than a part of the deliveries before it is left waiting for a sending slot: a
+    async def _feed(self) -> None:
+        """Start the claimed jobs not yet started (``_backlog``) a part at a time, each
+        part once no more than a part of the deliveries before it is left waiting for
+        a sending slot (one feeder at a time, see :meth:`_take`): a
         rate-limited job's slot is taken shortly before it can be sent, not when it
         was claimed. A batch of slots taken at once would mostly pass their grace
         waiting for a sending slot, and those jobs would be handed back (their slots
@@ -447,27 +493,32 @@ class Dispatcher:
         only once the waiting were nearly all sending (a quarter of a part), parts
         took their slots after every send had left, and a webhook burst sent in
         waves with nothing in flight between them (0.6x the bare client's rate)."""
-        part = self.config.concurrency
+        backlog = self._backlog
         limited = True
         try:
-            for i in range(0, len(jobs), part):
+            while backlog:
+                part = int(self._part)
                 if limited:
                     while self._waiting() > part and not self._stopping:
                         if self._room is None:
                             self._room = asyncio.Event()
                         self._room.clear()
                         await self._room.wait()
+                        part = int(self._part)
                 if self._stopping:
-                    return  # the jobs not started are handed back with the others
+                    backlog.clear()  # handed back with the others in flight
+                    return
+                jobs = [heapq.heappop(backlog)[2] for _ in range(min(part, len(backlog)))]
                 reserving = self._reserving = asyncio.Event()
                 try:
-                    limited = await self._start(jobs[i : i + part], self.clock.now())
+                    limited = await self._start(jobs, self.clock.now())
                 finally:
                     if self._reserving is reserving:
                         self._reserving = None
                     reserving.set()
         finally:
             self._feeding -= 1
+            self._feeder = None
             self._tasks.discard(asyncio.current_task())
 
     def _wait_for_limit(
@@ -674,6 +725,8 @@ class Dispatcher:
                         return self._lapsed(job)
                     started = clock.now()
                     late = (started - slot).total_seconds() if slot is not None else 0.0
+                    if slot is not None:
+                        self._kept(late)
                     if late > self.config.slot_grace and pacing is not None:
                         # this dispatcher ran late: sent now, it would crowd the sends of
                         # the slots after this one; it takes a fresh slot instead, here

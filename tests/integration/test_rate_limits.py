@@ -14,7 +14,7 @@ import pytest
 
 from core.channels.base import Delivery, DeliveryResult, RateLimit
 from core.clock import ManualClock
-from core.dispatcher import Dispatcher, DispatcherConfig
+from core.dispatcher import PART_WINDOW, Dispatcher, DispatcherConfig
 from core.ratelimit import RateLimits, spacing
 from core.usecases import Herald
 from tests.support.channels import RecordingChannel
@@ -204,3 +204,46 @@ def _count_calls(store: Any, name: str) -> list[int]:
 
     setattr(store, name, counted)
     return calls
+
+
+async def test_one_feeder_starts_what_several_claims_took(
+    herald: Herald, clock: ManualClock
+) -> None:
+    """Claims in a row hand what they cannot start at once to one feeder, which starts
+    it a part at a time in order of due time (a feeder per claim put several parts at
+    once in the queue for sending slots, and their last jobs missed their slots)."""
+    for i in range(40):
+        await herald.create_schedule(ALICE, to="log:", when=f"in {60 + i} seconds", text=f"m{i}")
+    clock.advance(100)
+    channel = RecordingChannel()
+    config = DispatcherConfig(
+        concurrency=2, batch_size=10, rate_limits=RateLimits.parse("log:=1000/s:1000")
+    )
+    d = Dispatcher(herald.store, {"log": channel}, clock=clock, config=config)
+    assert await d.pump() == 20  # two claims of ten
+    assert d._feeding == 1
+    await d.settle()
+    assert d._feeding == 0
+    await d.drain()
+    assert [x.body for x in channel.deliveries] == [f"m{i}" for i in range(40)]
+
+
+async def test_the_feeders_part_shrinks_while_sends_come_late_after_their_slots(
+    herald: Herald, clock: ManualClock
+) -> None:
+    """A part waits for sending slots behind the part before it: on a machine too slow
+    to send two parts within the slot grace, the part shrinks (never below 8) until
+    sends keep their slots, and grows back to the concurrency once they do."""
+    d = Dispatcher(herald.store, {"log": RecordingChannel()}, clock=clock)
+    grace, sizes = d.config.slot_grace, []
+    for _ in range(8):
+        for _ in range(PART_WINDOW):
+            d._kept(0.8 * grace)
+        sizes.append(d._part)
+    assert sizes == sorted(sizes, reverse=True) and sizes[0] < 64 and sizes[-1] == 8
+    for _ in range(PART_WINDOW):
+        d._kept(0.45 * grace)  # neither near the grace nor well within it: as it was
+    assert d._part == 8
+    for _ in range(10 * PART_WINDOW):
+        d._kept(0.1 * grace)
+    assert d._part == d.config.concurrency == 64
