@@ -247,3 +247,34 @@ async def test_the_feeders_part_shrinks_while_sends_come_late_after_their_slots(
     for _ in range(10 * PART_WINDOW):
         d._kept(0.1 * grace)
     assert d._part == d.config.concurrency == 64
+
+
+async def test_a_job_waiting_for_a_fresh_slot_holds_no_sending_slot(
+    herald: Herald, clock: ManualClock
+) -> None:
+    """A job that missed its slot waits for a fresh one (a transaction that may queue
+    for the write lock) without one of the sending slots: held, a slow machine's late
+    jobs took every sending slot while nothing was in flight."""
+    await herald.create_schedule(ALICE, to="log:", when="in 1 minute", text="late")
+    clock.advance(60)
+    channel = RecordingChannel()
+    config = DispatcherConfig(concurrency=1, rate_limits=RateLimits.parse("log:=1000/s:1000"))
+    d = Dispatcher(herald.store, {"log": channel}, clock=clock, config=config)
+    assert await d.pump() == 1  # its slot is now
+    clock.advance(1)  # the loop stalled: far past the slot's grace
+    gate = asyncio.Event()
+    real = herald.store.reserve_slots
+
+    async def slow(*args: Any, **kwargs: Any) -> Any:
+        await gate.wait()  # the write lock is busy elsewhere
+        return await real(*args, **kwargs)
+
+    herald.store.reserve_slots = slow  # type: ignore[method-assign]
+    for _ in range(20):
+        await asyncio.sleep(0)
+    reserving = d._reslotting
+    assert reserving is not None and not reserving.done()  # it asked, and waits
+    assert d._sending == 0 and not d._events()[0].locked()  # its sending slot is free
+    gate.set()
+    await d.settle()
+    assert [x.body for x in channel.deliveries] == ["late"]
