@@ -218,7 +218,8 @@ class Dispatcher:
         self.outcomes: Counter[str] = Counter()
         self._pauses = Pauses()
         self._pacer = Pacer()
-        #: Jobs that missed their slot, waiting for one fresh reservation between them.
+        #: Jobs that missed their slot, waiting for the next fresh reservation between
+        #: them, and the task making those reservations (:meth:`_fresh_slot`).
         self._reslots: list[tuple[str, RateLimit, asyncio.Future[datetime | None]]] = []
         self._reslotting: asyncio.Task[None] | None = None
         #: Provider pauses being written to the shared buckets.
@@ -487,7 +488,8 @@ class Dispatcher:
         waiting for a sending slot, and those jobs would be handed back (their slots
         wasted) and claimed again.
 
-        A part is as many as are sent at once (``concurrency``), and their answers
+        A part is as many as are sent at once (``concurrency``; fewer while sends
+        start late after their slots, see :meth:`_kept`), and their answers
         tend to come back together: with a part waiting when a wave of answers comes
         in, the next wave leaves at once while the next part takes its slots. Started
         only once the waiting were nearly all sending (a quarter of a part), parts
@@ -792,7 +794,7 @@ class Dispatcher:
                         window=self.config.max_rate_wait,
                     )
                     granted = {k: list(v.times) for k, v in slots.items()}
-                except HeraldError:
+                except Exception:  # noqa: BLE001 - the jobs are handed back, not lost
                     log.exception("could not take fresh rate-limit slots; handing the jobs back")
                 for k, _, future in batch:
                     times = granted.get(k)
