@@ -406,7 +406,7 @@ class Dispatcher:
             granted = await self.store.reserve_slots(
                 wanted, now=now, window=self.config.max_rate_wait, not_before=due
             )
-        except HeraldError:
+        except Exception:  # noqa: BLE001 - the jobs are handed back, not lost
             log.exception("could not take rate-limit slots; handing the jobs back")
             retry = now + timedelta(seconds=1)
             for group in by_key.values():
@@ -424,14 +424,15 @@ class Dispatcher:
 
     async def _take(self, jobs: list[ClaimedJob], now: datetime) -> None:
         """Start sending jobs just claimed: the first part at once when no feeder is
-        at work, the rest through the one feeder, in order of due time with what it
-        has yet to start. (A feeder per claim, each starting parts as room appeared,
-        put two or three parts at once in the queue for sending slots at the start of
-        a burst, and their last jobs missed their slots.)"""
-        rest = jobs
-        if self._feeder is None:
-            rest = jobs[self.config.concurrency :]
-            await self._start(jobs[: self.config.concurrency], now)
+        at work and no more than a part is waiting, the rest through the one feeder,
+        in order of due time with what it has yet to start. (A feeder per claim, each
+        starting parts as room appeared, put two or three parts at once in the queue
+        for sending slots at the start of a burst, and their last jobs missed their
+        slots.)"""
+        rest, part = jobs, int(self._part)
+        if self._feeder is None and self._waiting() <= part:
+            rest = jobs[part:]
+            await self._start(jobs[:part], now)
         for job in rest:
             heapq.heappush(self._backlog, (job.due_at, next(self._order), job))
         if self._backlog and self._feeder is None:
@@ -459,11 +460,12 @@ class Dispatcher:
             self._room.set()
 
     def _kept(self, late: float) -> None:
-        """A send with a slot started ``late`` seconds after it. Every ``PART_WINDOW``
-        of them, the feeder's part shrinks when the latest of them came near the slot
-        grace (more waited for a sending slot than the sends can carry within it: on
-        a slower machine, part after part missed its slots and took fresh ones), and
-        grows back, up to the concurrency, when all came well within it."""
+        """A send with a slot starts (or misses its slot) ``late`` seconds after it.
+        Every ``PART_WINDOW`` of them, the feeder's part shrinks when the latest of
+        them came near the slot grace (more waited for a sending slot than the sends
+        can carry within it: on a slower machine, part after part missed its slots and
+        took fresh ones), and grows back, up to the concurrency, when all came well
+        within it."""
         self._late_most = max(self._late_most, late)
         self._late_seen += 1
         if self._late_seen < PART_WINDOW:
@@ -727,7 +729,7 @@ class Dispatcher:
                         return self._lapsed(job)
                     started = clock.now()
                     late = (started - slot).total_seconds() if slot is not None else 0.0
-                    if slot is not None:
+                    if slot is not None and late >= 0:  # sent now, or missed: not early
                         self._kept(late)
                     if late > self.config.slot_grace and pacing is not None:
                         # this dispatcher ran late: sent now, it would crowd the sends of
@@ -783,7 +785,11 @@ class Dispatcher:
         try:
             while self._reslots:
                 await asyncio.sleep(0)  # those missing their slots in the same moment join
-                batch, self._reslots = self._reslots, []
+                # an asker cancelled meanwhile (a lost lease) needs no slot
+                batch = [asked for asked in self._reslots if not asked[2].done()]
+                self._reslots = []
+                if not batch:
+                    continue
                 counts = Counter(k for k, _, _ in batch)
                 limits = {k: lim for k, lim, _ in batch}
                 granted: dict[str, list[datetime]] = {}
@@ -802,8 +808,8 @@ class Dispatcher:
                         future.set_result(times.pop(0) if times else None)
                 batch = []
         finally:
-            # cancelled (a shutdown): no one waits for good; those not answered are
-            # handed back
+            # cancelled (a shutdown) or failed: no one waits for good; those not
+            # answered are handed back
             for _, _, future in batch + self._reslots:
                 if not future.done():
                     future.set_result(None)
@@ -1248,6 +1254,9 @@ class Dispatcher:
                 task.cancel()
             await asyncio.gather(*pending, return_exceptions=True)
         if self._reslotting is not None:
+            # the deliveries are over: no one is left to take a fresh slot (one under
+            # way may wait for a lock for long)
+            self._reslotting.cancel()
             await asyncio.gather(self._reslotting, return_exceptions=True)
         if self._flusher is not None:
             await asyncio.gather(self._flusher, return_exceptions=True)

@@ -10,12 +10,14 @@ import subprocess
 import sys
 import time
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
 from core import db
 from core.clock import ManualClock, SystemClock
 from core.dispatcher import Dispatcher, DispatcherConfig
+from core.ratelimit import RateLimits
 from core.settings import load_settings
 from core.store import Store
 from core.usecases import Herald
@@ -117,3 +119,46 @@ async def _wait_for_worker(store: Store) -> None:
             return
         await asyncio.sleep(0.05)
     raise AssertionError("the service never reported a heartbeat")
+
+
+async def test_a_stop_does_not_wait_for_a_fresh_slot_that_never_comes(db_url: str) -> None:
+    """A send that missed its rate-limit slot waits for a fresh one; the database holds
+    that reservation back (a lock held elsewhere). The service stops within its
+    shutdown timeout all the same, and the job is handed back, not sent."""
+    if db.backend(db_url) == "postgresql":
+        db.upgrade(db_url)
+    store = await Store.open(db_url)
+    settings = load_settings(HERALD_DATABASE_URL=db_url, _env_file=None)
+    channel = RecordingChannel()
+    config = DispatcherConfig(
+        sweep_seconds=3600, shutdown_timeout=0.2, rate_limits=RateLimits.parse("log:=100/s:100")
+    )
+    dispatcher = Dispatcher(store, {"log": channel}, clock=SystemClock(), config=config)
+    writer = Herald(store, settings, in_the_past(), on_due=dispatcher.wake)
+    real, asked = store.reserve_slots, asyncio.Event()
+
+    async def stalled(wanted: Any, **kwargs: Any) -> Any:
+        if asked.is_set() or kwargs.get("not_before") is None:  # a fresh slot: held back
+            asked.set()
+            await asyncio.Event().wait()
+        granted = await real(wanted, **kwargs)
+        for slots in granted.values():  # the loop stalled: a second past the slot
+            slots.times[:] = [at - timedelta(seconds=1) for at in slots.times]
+        return granted
+
+    store.reserve_slots = stalled  # type: ignore[method-assign]
+    stop = asyncio.Event()
+    running = asyncio.create_task(dispatcher.serve(stop))
+    try:
+        await writer.create_schedule("local:a", to="log:", when="in 2 seconds", text="held")
+        await asyncio.wait_for(asked.wait(), timeout=10)
+        stop.set()
+        await asyncio.wait_for(running, timeout=10)
+        assert channel.deliveries == []
+        counts = await store.job_counts()
+        assert (counts.get("pending"), counts.get("claimed")) == (1, None)
+    finally:
+        stop.set()
+        if not running.done():
+            running.cancel()
+        await store.close()
