@@ -460,12 +460,15 @@ class Dispatcher:
             self._room.set()
 
     def _kept(self, late: float) -> None:
-        """A send with a slot starts (or misses its slot) ``late`` seconds after it.
-        Every ``PART_WINDOW`` of them, the feeder's part shrinks when the latest of
-        them came near the slot grace (more waited for a sending slot than the sends
-        can carry within it: on a slower machine, part after part missed its slots and
-        took fresh ones), and grows back, up to the concurrency, when all came well
-        within it."""
+        """A job with a slot took a sending slot ``late`` seconds after its slot
+        (negative: early, it waits for the slot without it). Every ``PART_WINDOW`` of
+        them, the feeder's part shrinks when the latest came near the slot grace (more
+        waited for a sending slot than the sends can carry within it: on a slower
+        machine, part after part missed its slots and took fresh ones), and grows back,
+        up to the concurrency, when all came well within it. An early one counts as
+        well within it (nothing queued before it): counting only those sent or late
+        shrank the parts further and cost 5 % of a webhook burst (12 interleaved
+        rounds)."""
         self._late_most = max(self._late_most, late)
         self._late_seen += 1
         if self._late_seen < PART_WINDOW:
@@ -729,7 +732,7 @@ class Dispatcher:
                         return self._lapsed(job)
                     started = clock.now()
                     late = (started - slot).total_seconds() if slot is not None else 0.0
-                    if slot is not None and late >= 0:  # sent now, or missed: not early
+                    if slot is not None:
                         self._kept(late)
                     if late > self.config.slot_grace and pacing is not None:
                         # this dispatcher ran late: sent now, it would crowd the sends of
