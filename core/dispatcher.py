@@ -232,9 +232,8 @@ class Dispatcher:
         self._host, self._pid, self._machine = socket.gethostname(), os.getpid(), machine_id()
         #: Deliveries running (one task per claimed job), and the feeder starting them.
         self._tasks: set[asyncio.Task[None]] = set()
-        #: Feeders running (0 or 1, also in ``_tasks``), and deliveries holding a sending
-        #: slot: the others started are waiting for one (or for their due time).
-        self._feeding = 0
+        #: Deliveries holding a sending slot: the others started (``_tasks`` less the
+        #: feeder) are waiting for one (or for their due time).
         self._sending = 0
         #: Set when few started deliveries are left waiting: the feeder starts more.
         self._room: asyncio.Event | None = None
@@ -247,6 +246,7 @@ class Dispatcher:
         #: Claimed jobs the feeder has yet to start, by due time (and claim order).
         self._backlog: list[tuple[datetime, int, ClaimedJob]] = []
         self._order = itertools.count()
+        #: The one feeder starting them, while there are any.
         self._feeder: asyncio.Task[None] | None = None
         #: Set while a feeder takes send slots (the flusher lets it go first: both
         #: are write transactions, one at a time, and a reservation is what sends wait
@@ -436,7 +436,6 @@ class Dispatcher:
         for job in rest:
             heapq.heappush(self._backlog, (job.due_at, next(self._order), job))
         if self._backlog and self._feeder is None:
-            self._feeding += 1
             self._feeder = asyncio.create_task(self._feed())
             self._tasks.add(self._feeder)
 
@@ -484,6 +483,11 @@ class Dispatcher:
         """Deliveries started and not yet sending (waiting for a slot or their time)."""
         return len(self._tasks) - self._feeding - self._sending
 
+    @property
+    def _feeding(self) -> int:
+        """Feeders at work (0 or 1; the feeder is also in ``_tasks``)."""
+        return 0 if self._feeder is None else 1
+
     async def _feed(self) -> None:
         """Start the claimed jobs not yet started (``_backlog``) a part at a time, each
         part once no more than a part of the deliveries before it is left waiting for
@@ -524,7 +528,6 @@ class Dispatcher:
                         self._reserving = None
                     reserving.set()
         finally:
-            self._feeding -= 1
             self._feeder = None
             self._tasks.discard(asyncio.current_task())
 
