@@ -1,12 +1,13 @@
 """Only the webhook burst, Herald against the bare aiohttp client, interleaved rounds.
 
-``python -m bench.webhook_ab [ROUNDS] [TREE ...]``: starts one receiver
+``python -m bench.webhook_ab [--run] [ROUNDS] [TREE ...]``: starts one receiver
 (``bench/receiver.py``) and runs, in each round, the bare aiohttp client (on asyncio's
 loop, then on uvloop), then Herald from
 each source tree given (default: this one; another checkout of Herald, e.g. a baseline
 exported with ``git archive``, is run with its own code by running it from that
 directory), each in a fresh process on the same workload as ``make bench``'s webhook
-burst. Prints one JSON line per run and the medians per system."""
+burst; with ``--run``, each tree's ``herald run`` process too. Prints one JSON line
+per run and the medians per system."""
 
 from __future__ import annotations
 
@@ -37,20 +38,24 @@ def _run(system: str, tree: Path, target: str) -> dict[str, Any]:
 
 
 def main(argv: list[str]) -> int:
+    service = "--run" in argv
+    argv = [a for a in argv if a != "--run"]
     rounds = int(argv[0]) if argv else 3
     trees = [Path(t).resolve() for t in argv[1:]] or [HERE.parent]
+    heralds = ("herald", "herald run") if service else ("herald",)
     systems = [("bare aiohttp", HERE.parent), ("bare aiohttp uvloop", HERE.parent)]
-    systems += [("herald", t) for t in trees]
+    systems += [(herald, t) for t in trees for herald in heralds]
     got: dict[str, list[dict[str, Any]]] = {}
     with _receiver() as target:
         for r in range(rounds):
             for system, tree in systems:
-                label = system if system != "herald" else f"herald {tree.name}"
+                label = f"{system} {tree.name}" if system.startswith("herald") else system
                 row = _run(system, tree, target)
                 got.setdefault(label, []).append(row)
                 print(json.dumps({"round": r, "system": label, **row}), flush=True)
     for label, rows in got.items():
-        med = {k: statistics.median(r[k] for r in rows if r[k] is not None) for k in KEYS}
+        # ``herald run`` has no CPU figure (another process did the work)
+        med = {k: statistics.median([r[k] for r in rows if r[k] is not None] or [0]) for k in KEYS}
         print(json.dumps({"median": label, **med}))
     return 0
 
