@@ -37,6 +37,12 @@ def _run(system: str, tree: Path, target: str) -> dict[str, Any]:
     return {key: row.get(key) for key in KEYS}
 
 
+def _median(values: list[Any]) -> Any:
+    """The median, or None where no run gave the figure (``herald run`` has no CPU
+    figure: another process did the work), not a zero that would read as free."""
+    return statistics.median(values) if values else None
+
+
 def main(argv: list[str]) -> int:
     service = "--run" in argv
     argv = [a for a in argv if a != "--run"]
@@ -54,8 +60,7 @@ def main(argv: list[str]) -> int:
                 got.setdefault(label, []).append(row)
                 print(json.dumps({"round": r, "system": label, **row}), flush=True)
     for label, rows in got.items():
-        # ``herald run`` has no CPU figure (another process did the work)
-        med = {k: statistics.median([r[k] for r in rows if r[k] is not None] or [0]) for k in KEYS}
+        med = {k: _median([r[k] for r in rows if r[k] is not None]) for k in KEYS}
         print(json.dumps({"median": label, **med}))
     return 0
 

@@ -262,16 +262,16 @@ async def test_a_job_waiting_for_a_fresh_slot_holds_no_sending_slot(
     d = Dispatcher(herald.store, {"log": channel}, clock=clock, config=config)
     assert await d.pump() == 1  # its slot is now
     clock.advance(1)  # the loop stalled: far past the slot's grace
-    gate = asyncio.Event()
+    gate, asked = asyncio.Event(), asyncio.Event()
     real = herald.store.reserve_slots
 
     async def slow(*args: Any, **kwargs: Any) -> Any:
+        asked.set()
         await gate.wait()  # the write lock is busy elsewhere
         return await real(*args, **kwargs)
 
     herald.store.reserve_slots = slow  # type: ignore[method-assign]
-    for _ in range(20):
-        await asyncio.sleep(0)
+    await asyncio.wait_for(asked.wait(), timeout=30)
     reserving = d._reslotting
     assert reserving is not None and not reserving.done()  # it asked, and waits
     assert d._sending == 0 and not d._events()[0].locked()  # its sending slot is free
