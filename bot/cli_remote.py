@@ -7,7 +7,8 @@ neither the store nor SQLAlchemy: it starts in a few tens of milliseconds and wa
 no database lock, so many scripts can schedule at once while the dispatcher drains a
 burst. Every other command (and every command without those settings) reads the
 database as before. The answers read as the local commands' do; refusals are the
-service's own sentences.
+service's own sentences. A redirect is followed only within the URL's origin (scheme,
+host, port): the token is never sent to another address.
 """
 
 from __future__ import annotations
@@ -31,6 +32,43 @@ TIMEOUT = 30.0
 
 class RemoteError(Exception):
     """A refusal or failure, in the sentence to print."""
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    """(scheme, host, port) of ``url``, the port spelled out for http and https."""
+    parts = urllib.parse.urlsplit(url)
+    scheme = parts.scheme.lower()
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    return scheme, (parts.hostname or "").lower(), port or {"http": 80, "https": 443}.get(scheme)
+
+
+def _spelled(url: str) -> str:
+    scheme, host, port = _origin(url)
+    return f"{scheme}://{host}:{port}"
+
+
+class _SameOriginRedirects(urllib.request.HTTPRedirectHandler):
+    """Follows a redirect only within the origin (scheme, host, port) it was sent to:
+    the bearer token goes nowhere else (not to another host, nor from https to http)."""
+
+    def redirect_request(
+        self, req: urllib.request.Request, fp: Any, code: int, msg: str, headers: Any, newurl: str
+    ) -> urllib.request.Request | None:
+        target = urllib.parse.urljoin(req.full_url, newurl)
+        if _origin(target) != _origin(req.full_url):
+            fp.close()
+            raise RemoteError(
+                f"Herald at {_spelled(req.full_url)} redirected the request to "
+                f"{_spelled(target)}, another address; the token is not sent there: set "
+                "HERALD_API_URL to the address the service answers on."
+            )
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+
+_OPENER = urllib.request.build_opener(_SameOriginRedirects())
 
 
 def endpoint(environ: dict[str, str] | None = None) -> tuple[str, str] | None:
@@ -79,7 +117,7 @@ class Remote:
         for name, value in (headers or {}).items():
             request.add_header(name, value)
         try:
-            with urllib.request.urlopen(request, timeout=TIMEOUT) as response:  # noqa: S310
+            with _OPENER.open(request, timeout=TIMEOUT) as response:
                 return response.status, dict(response.headers), json.load(response)
         except urllib.error.HTTPError as exc:
             raise RemoteError(_problem_text(exc)) from None
