@@ -173,6 +173,11 @@ class Settings(BaseSettings):
     broadcast_tenants: Annotated[frozenset[str], NoDecode] = Field(
         default=frozenset(), alias="HERALD_BROADCAST_TENANTS"
     )
+    #: Tenants whose members (not only admins) may post into Slack under another name or
+    #: icon (``username``, ``icon_url``, ``icon_emoji``): by default the terminal's.
+    custom_sender_tenants: Annotated[frozenset[str], NoDecode] = Field(
+        default=frozenset({"local"}), alias="HERALD_CUSTOM_SENDER_TENANTS"
+    )
     #: Tenants no quota applies to (the terminal's, by default).
     quota_exempt_tenants: Annotated[frozenset[str], NoDecode] = Field(
         default=frozenset({"local"}), alias="HERALD_QUOTA_EXEMPT_TENANTS"
@@ -189,7 +194,13 @@ class Settings(BaseSettings):
         default=30, ge=0, alias="HERALD_QUOTA_COMMANDS_PER_MINUTE"
     )
 
-    @field_validator("slack_team_ids", "broadcast_tenants", "quota_exempt_tenants", mode="before")
+    @field_validator(
+        "slack_team_ids",
+        "broadcast_tenants",
+        "custom_sender_tenants",
+        "quota_exempt_tenants",
+        mode="before",
+    )
     @classmethod
     def _split_list(cls, value: object) -> object:
         if isinstance(value, str):
