@@ -32,6 +32,7 @@ from core.timeexpr.once import read_moment
 from core.timeexpr.rule import (
     DAY_CODES,
     MAX_COUNT,
+    MAX_YEAR,
     Rule,
     check_parts,
     exact_start,
@@ -457,6 +458,8 @@ def _until(text: str, zi: ZoneInfo, now: datetime) -> str:
     moment = read_moment(text, zi, now)
     if isinstance(moment, datetime):
         instant = moment  # "until friday 17:00": that very instant
+    elif moment[0].year > MAX_YEAR:  # (and 9999-12-31 has no next day to end on)
+        raise refuse(text, f"Herald schedules up to the year {MAX_YEAR}")
     else:
         next_day = datetime.combine(moment[0] + timedelta(days=1), time(0))
         instant = localize(next_day, zi) - timedelta(seconds=1)
