@@ -134,3 +134,23 @@ async def test_a_body_that_trickles_gets_408(
     [line] = refusals(caplog)
     assert "too slow" in line.getMessage()
     untouched(env)
+
+
+async def test_a_timestamp_of_thousands_of_digits_gets_401_not_500(
+    env: SlackEnv, caplog: pytest.LogCaptureFixture
+) -> None:
+    body = b"command=%2Fschedule&text=in+1+hour%3A+x"
+    stamp = "1" * 5000  # signed with the secret, even: no int() reads it (Python's digit cap)
+    mac = hmac.new(SECRET.encode(), f"v0:{stamp}:".encode() + body, hashlib.sha256)
+    headers = {
+        "Content-Type": FORM,
+        "X-Slack-Request-Timestamp": stamp,
+        "X-Slack-Signature": "v0=" + mac.hexdigest(),
+    }
+    caplog.set_level(logging.INFO)
+    caplog.clear()
+    assert await post(env, body, headers) == 401
+    [line] = refusals(caplog)  # one warning, no ERROR, no traceback
+    assert line.getMessage().startswith("slack request refused:")
+    assert await env.schedules() == []
+    untouched(env)
