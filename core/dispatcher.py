@@ -31,7 +31,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfoNotFoundError
 
-from core import calendars, templates, timeexpr
+from core import calendars, limits, templates, timeexpr
 from core.actors import Surface
 from core.calendars import Blackouts
 from core.channels.base import Channel, Delivery, DeliveryResult, Outcome, RateLimit
@@ -130,12 +130,14 @@ class DispatcherConfig:
     def credits(self, job: ClaimedJob, destination: Destination) -> str | None:
         """The name to show under ``job``'s message ("scheduled by NAME"), or None: only
         into a shared channel (a Slack or Discord channel, not a direct message, a
-        webhook or an email), when the owner's tenant wants it and Herald knows the
-        owner's name."""
-        name = job.owner_name.strip()
-        if not name or not shared_channel(destination, job.tenant):
+        webhook or an email), when the owner's tenant wants it. The owner's name as
+        Herald knows it, else their member id on their platform (``U0123ABC``): never
+        nobody."""
+        if not shared_channel(destination, job.tenant):
             return None
-        return name if self.tenant_scheduled_by.get(job.tenant, self.scheduled_by) else None
+        if not self.tenant_scheduled_by.get(job.tenant, self.scheduled_by):
+            return None
+        return job.owner_name.strip() or job.owner.partition(":")[2] or job.owner or None
 
     @property
     def max_inflight(self) -> int:
@@ -1301,12 +1303,9 @@ def shared_channel(destination: Destination, tenant: str) -> bool:
     """Whether a destination is a channel others read: a Slack channel (``C…``, a
     private ``G…``; not a direct message ``D…`` or a person ``U…``/``@…``), or a
     Discord channel of a server (not of a direct-message tenant ``discord:@…``)."""
-    target = destination.target
-    if destination.kind == "slack":
-        return target[:1] in ("C", "G")
-    if destination.kind == "discord":
-        return not target.startswith("@") and not tenant.startswith("discord:@")
-    return False
+    if destination.kind == "discord" and tenant.startswith("discord:@"):
+        return False
+    return limits.shared_channel(destination)
 
 
 def _body(job: ClaimedJob) -> str:

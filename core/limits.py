@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence, Sized
 from dataclasses import dataclass
 from typing import Any
 
-from core import templates
+from core import reminders, templates
 from core.destinations import Destination, parse_destination
 from core.errors import InvalidInput
 
@@ -107,6 +107,11 @@ SLACK_ACTIONS_ELEMENTS = _slack(
     25, "elements", "in an actions block", f"{_SLACK_BLOCKS}/actions-block"
 )
 SLACK_MARKDOWN_TEXT = _slack(12000, CHARS, "in a markdown block", f"{_SLACK_BLOCKS}/markdown-block")
+#: "The cumulative limit for all markdown blocks in a single payload is 12,000
+#: characters" (docs.slack.dev/reference/block-kit/blocks/markdown-block).
+SLACK_MARKDOWN_TOTAL = _slack(
+    12000, CHARS, "in a message's markdown blocks together", f"{_SLACK_BLOCKS}/markdown-block"
+)
 SLACK_BLOCK_ID = _slack(255, CHARS, "in a block_id", f"{_SLACK_BLOCKS}/section-block")
 SLACK_IMAGE_URL = _slack(3000, CHARS, "in an image URL", f"{_SLACK_BLOCKS}/image-block")
 SLACK_ALT_TEXT = _slack(2000, CHARS, "in an image's alt text", f"{_SLACK_BLOCKS}/image-block")
@@ -259,25 +264,84 @@ def check_message(
 ) -> None:
     """Refuse (:class:`TooLarge`, or InvalidInput for a malformed part) a message its
     destination would refuse: the text (a template by the longest text it can expand
-    to), Slack blocks, Discord embeds and webhook username, an email subject."""
+    to), Slack blocks, Discord embeds and webhook username, an email subject; with
+    what Herald adds to it (:func:`slack_added_block`, :data:`DISCORD_CREDIT_ROOM`),
+    so that a message that is saved is sent whole, its "scheduled by" line included."""
     parsed = destination if isinstance(destination, Destination) else parse_destination(destination)
     options = options or {}
     limit = text_limit(parsed)
     if len(body) > limit.size:
         raise limit.refuse(len(body))
+    longest = len(body)
     if options.get("template"):
         longest = templates.longest_schedule_text(body)
         if longest > limit.size:
             raise limit.refuse(longest, "this message, its variables filled in, can have")
     kind = parsed.kind
+    if kind == "discord" and shared_channel(parsed):
+        _discord_credit_fits(longest, bool(options.get("template")))
     if kind == "slack" and options.get("blocks"):
-        check_slack_blocks(options["blocks"])
+        check_slack_blocks(options["blocks"], adds=slack_added_block(parsed, options))
     if kind in ("discord", "discord-webhook") and options.get("embeds"):
         check_discord_embeds(options["embeds"])
     if kind == "discord-webhook" and isinstance(options.get("username"), str):
         _at_most(DISCORD_WEBHOOK_USERNAME, options["username"], "this username")
     if kind == "email" and isinstance(options.get("subject"), str):
         _at_most(EMAIL_SUBJECT, options["subject"], "this subject")
+
+
+# --- what Herald adds to a message ---------------------------------------------------
+
+#: The most characters of a name a Discord "scheduled by" line shows (a longer one is
+#: clipped, with "…"): room for Discord's display names and usernames (32).
+CREDIT_NAME = 40
+#: Discord's "scheduled by" line before the name: a last line of small grey text
+#: (``-#``), its ``@`` broken by a zero-width space (core.channels.discord.credited).
+DISCORD_CREDIT_PREFIX = "\n-# scheduled by @\u200b"
+#: The most characters that line takes: what a Discord message into a channel keeps
+#: free of its 2,000 (https://discord.com/developers/docs/resources/message
+#: #create-message-jsonform-params, ``content``).
+DISCORD_CREDIT_ROOM = len(DISCORD_CREDIT_PREFIX) + CREDIT_NAME
+
+
+def shared_channel(destination: Destination) -> bool:
+    """Whether ``destination`` is a channel others read, where a message says who
+    scheduled it: a Slack channel (``C…``, a private ``G…``, a thread in one; not a
+    direct message ``@U…`` or ``D…``) or a Discord channel (not a direct message
+    ``@…``). The dispatcher adds that line when the owner's tenant wants it
+    (HERALD_SCHEDULED_BY); its room is kept whatever that says, so a tenant that turns
+    it on later finds every message with room for it."""
+    if destination.kind == "slack":
+        return destination.target[:1] in ("C", "G")
+    if destination.kind == "discord":
+        return not destination.target.startswith("@")
+    return False
+
+
+def slack_added_block(destination: Destination, options: Mapping[str, Any]) -> str | None:
+    """The block Herald adds under a Slack message's own blocks, named as a refusal
+    says it: the Snooze and Done buttons of a direct message
+    (core.channels.slack.reminder_actions) or the "scheduled by" line of a channel
+    (core.channels.slack.credit); None where it adds none."""
+    if destination.kind != "slack":
+        return None
+    if destination.is_dm:
+        return None if options.get(reminders.NOTICE) else "the Snooze and Done buttons Herald adds"
+    return 'the "scheduled by" line Herald adds' if shared_channel(destination) else None
+
+
+def _discord_credit_fits(longest: int, template: bool) -> None:
+    """Refuse a Discord message into a channel with no room for its "scheduled by"
+    line (``longest``: its longest text, a template's filled in)."""
+    total = longest + DISCORD_CREDIT_ROOM
+    if total <= DISCORD_CONTENT.size:
+        return
+    line = f'the "scheduled by" line Herald adds (up to {DISCORD_CREDIT_ROOM} characters)'
+    if template:
+        raise DISCORD_CONTENT.refuse(
+            total, f"this message, its variables filled in and with {line}, can have"
+        )
+    raise DISCORD_CONTENT.refuse(total, f"with {line}, this message has")
 
 
 def _at_most(limit: Limit, value: Sized, subject: str) -> None:
@@ -306,12 +370,28 @@ def _bad(message: str) -> InvalidInput:
     return InvalidInput(message)
 
 
-def check_slack_blocks(blocks: Any) -> None:
-    """Refuse Block Kit blocks Slack would refuse: too many, an unknown type, a text,
-    button value or action_id over its limit (the numbers slack_sdk validates)."""
+#: "block_id should be unique for each message and each iteration of a message"
+#: (every block's page, e.g. https://docs.slack.dev/reference/block-kit/blocks/actions-block);
+#: a markdown block's block_id "is ignored ... and will not be retained" (markdown-block).
+_BLOCK_ID_PAGE = f"{_SLACK_BLOCKS}/actions-block"
+#: An action_id "should be unique among all other action_ids in the containing block"
+#: (https://docs.slack.dev/reference/block-kit/block-elements/button-element).
+_ACTION_ID_PAGE = f"{_SLACK_ELEMENTS}/button-element"
+
+
+def check_slack_blocks(blocks: Any, *, adds: str | None = None) -> None:
+    """Refuse Block Kit blocks Slack would refuse: too many (with the block Herald
+    ``adds``, named as :func:`slack_added_block` names it), an unknown type, a text,
+    button value, action_id or confirm dialog over its limit (the numbers slack_sdk
+    validates), a block_id used twice, an action_id used twice in one block, markdown
+    blocks over 12,000 characters together."""
     if not isinstance(blocks, list):
         raise _bad("The Slack blocks must be a JSON array of blocks.")
     _at_most(SLACK_MESSAGE_BLOCKS, blocks, "this message")
+    if adds is not None and len(blocks) + 1 > SLACK_MESSAGE_BLOCKS.size:
+        raise SLACK_MESSAGE_BLOCKS.refuse(len(blocks) + 1, f"with {adds}, this message has")
+    block_ids: dict[str, int] = {}
+    markdown = 0
     for number, block in enumerate(blocks, start=1):
         where = f"block {number}"
         if not isinstance(block, dict) or not isinstance(block.get("type"), str):
@@ -325,6 +405,13 @@ def check_slack_blocks(blocks: Any) -> None:
         block_id = block.get("block_id")
         if block_id is not None:
             _text_at_most(SLACK_BLOCK_ID, block_id, f"{where}'s block_id")
+            if kind != "markdown":  # ignored there (not retained): no clash
+                first = block_ids.setdefault(block_id, number)
+                if first != number:
+                    raise _bad(
+                        f"Slack block {number} has the block_id {block_id[:40]!r} of block "
+                        f"{first}: each block_id must be unique in a message."
+                    )
         if kind == "section":
             _section(block, where)
         elif kind == "header":
@@ -340,8 +427,18 @@ def check_slack_blocks(blocks: Any) -> None:
         elif kind == "actions":
             elements = _list(block.get("elements"), f"{where}'s elements", required=True)
             _at_most(SLACK_ACTIONS_ELEMENTS, elements, f"{where}")
+            action_ids: dict[str, int] = {}
             for i, element in enumerate(elements, start=1):
                 _element(element, f"{where}'s element {i}")
+                action_id = element.get("action_id")
+                if action_id is None:  # Slack makes one up
+                    continue
+                first = action_ids.setdefault(action_id, i)
+                if first != i:
+                    raise _bad(
+                        f"Slack {where}'s element {i} has the action_id {action_id[:40]!r} of "
+                        f"its element {first}: each action_id must be unique in its block."
+                    )
         elif kind == "image":
             _image(block, where)
             if block.get("title") is not None:
@@ -350,6 +447,9 @@ def check_slack_blocks(blocks: Any) -> None:
             _list(block.get("elements"), f"{where}'s elements", required=True)
         elif kind == "markdown":
             _text_at_most(SLACK_MARKDOWN_TEXT, block.get("text"), f"{where}'s text")
+            markdown += len(block["text"])
+    if markdown > SLACK_MARKDOWN_TOTAL.size:
+        raise SLACK_MARKDOWN_TOTAL.refuse(markdown, "these have")
 
 
 def _section(block: Mapping[str, Any], where: str) -> None:
@@ -388,6 +488,24 @@ def _element(element: Any, where: str) -> None:
             _text_at_most(limit, element[name], f"{where}'s {name}")
     if element.get("style") not in (None, "primary", "danger"):
         raise _bad(f"Slack {where} has style {element['style']!r}: use primary or danger.")
+    if element.get("confirm") is not None:
+        _confirm(element["confirm"], f"{where}'s confirm")
+
+
+def _confirm(dialog: Any, where: str) -> None:
+    """A confirmation dialog: a title (100), a text (300), and the confirm and deny
+    buttons' words (30 each; Slack says Yes and No without them), as
+    https://docs.slack.dev/reference/block-kit/composition-objects/confirmation-dialog-object
+    documents and slack_sdk's ConfirmObject validates."""
+    if not isinstance(dialog, dict):
+        raise _bad(f"Slack {where} must be a confirmation dialog object.")
+    _text_object(dialog.get("title"), SLACK_CONFIRM_TITLE, f"{where} title", plain=True)
+    _text_object(dialog.get("text"), SLACK_CONFIRM_TEXT, f"{where} text")
+    for name in ("confirm", "deny"):
+        if dialog.get(name) is not None:
+            _text_object(dialog[name], SLACK_CONFIRM_BUTTON, f"{where} {name}", plain=True)
+    if dialog.get("style") not in (None, "primary", "danger"):
+        raise _bad(f"Slack {where} has style {dialog['style']!r}: use primary or danger.")
 
 
 def _image(image: Mapping[str, Any], where: str) -> None:

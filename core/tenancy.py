@@ -10,8 +10,16 @@ a member could not), so a delivered message may notify only whom its author coul
   role), plus the roles the author could mention themselves (mentionable roles).
 - **Slack** has no such field: ``<!channel>``, ``<!here>``, ``<!everyone>`` and user-group
   mentions (``<!subteam^…>``, https://api.slack.com/reference/surfaces/formatting#special-
-  mentions) are refused at schedule time unless the author is an admin or their tenant is
-  in ``HERALD_BROADCAST_TENANTS``.
+  mentions), in the text or anywhere in its blocks, and Block Kit's rich-text
+  ``broadcast`` and ``usergroup`` elements at any depth
+  (https://docs.slack.dev/reference/block-kit/block-elements/broadcast-element,
+  .../usergroup-element) are refused at schedule time unless the author is an admin or
+  their tenant is in ``HERALD_BROADCAST_TENANTS``.
+
+Nor may a message claim another sender: in Slack a member may not set ``username``,
+``icon_url`` or ``icon_emoji`` (the bot's ``chat:write.customize`` would post as "Ada
+Lovelace (CEO)") unless they are an admin or their tenant is in
+``HERALD_CUSTOM_SENDER_TENANTS``; the "scheduled by" line says who wrote it either way.
 
 Quotas (each a setting; Herald-wide admins and operators and the tenants in
 ``HERALD_QUOTA_EXEMPT_TENANTS``, by default the terminal's ``local``, are exempt): live
@@ -54,6 +62,17 @@ class MentionRefused(HeraldError):
     """A message would notify people its author may not notify; nothing was changed."""
 
 
+class SenderRefused(MentionRefused):
+    """A message would show a sender (a name or icon) other than the bot's, which its
+    author may not set; nothing was changed. A MentionRefused, so every surface answers
+    and audits it as it does a refused mention (it too claims more than the author may)."""
+
+
+#: The options that make a Slack message show another sender (chat.postMessage with
+#: ``chat:write.customize``, https://docs.slack.dev/reference/methods/chat.postMessage).
+SLACK_SENDER_OPTIONS = ("username", "icon_url", "icon_emoji")
+
+
 def exempt(actor: Actor, settings: Settings) -> bool:
     """Whether no quota applies to ``actor`` (Herald-wide, or an exempt tenant)."""
     return actor.herald_wide or actor.tenant in settings.quota_exempt_tenants
@@ -63,11 +82,34 @@ def exempt(actor: Actor, settings: Settings) -> bool:
 
 
 def slack_broadcasts(body: str, options: Mapping[str, Any] | None) -> list[str]:
-    """The broadcast and user-group mentions in a Slack message (text and blocks)."""
+    """The broadcast and user-group mentions in a Slack message: in its text, in any
+    text of its blocks, and its blocks' rich-text ``broadcast`` and ``usergroup``
+    elements wherever they sit (a rich_text_section, list, quote or preformatted, nested
+    or not), each written as its text mention (``<!channel>``, ``<!subteam^S123>``)."""
     found = [m.group(0) for m in _SLACK_BROADCAST.finditer(body)]
     blocks = (options or {}).get("blocks")
     if blocks:
         found += [m.group(0) for m in _SLACK_BROADCAST.finditer(json.dumps(blocks))]
+        found += _rich_text_broadcasts(blocks)
+    return found
+
+
+def _rich_text_broadcasts(node: Any) -> list[str]:
+    """The ``broadcast`` and ``usergroup`` elements anywhere inside ``node`` (walked
+    without recursion: a deep nesting cannot exhaust the stack)."""
+    found: list[str] = []
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, list):
+            stack.extend(reversed(item))
+        elif isinstance(item, dict):
+            kind = item.get("type")
+            if kind == "broadcast":
+                found.append(f"<!{item.get('range')}>")
+            elif kind == "usergroup":
+                found.append(f"<!subteam^{item.get('usergroup_id')}>")
+            stack.extend(reversed(list(item.values())))
     return found
 
 
@@ -80,8 +122,10 @@ def check_mentions(
 ) -> dict[str, Any]:
     """``options`` with the mentions the author may make (Discord ``allowed_mentions``,
     which no request may set itself). Raises MentionRefused when a Slack message would
-    notify more people than its author may."""
+    notify more people than its author may, SenderRefused when it would show a sender
+    they may not set (:func:`check_sender`)."""
     options.pop("allowed_mentions", None)
+    check_sender(actor, destination, options, settings)
     if destination.kind == "slack":
         broadcasts = slack_broadcasts(body, options)
         allowed = actor.is_admin or actor.tenant in settings.broadcast_tenants
@@ -94,6 +138,28 @@ def check_mentions(
     elif destination.kind in DISCORD_KINDS:
         options["allowed_mentions"] = discord_allowed_mentions(actor, body)
     return options
+
+
+def check_sender(
+    actor: Actor, destination: Destination, options: Mapping[str, Any], settings: Settings
+) -> None:
+    """Refuse (SenderRefused) a Slack message with its own sender name or icon from a
+    member: the bot posts it, so "Ada Lovelace (CEO)" would read as Ada's own. Admins,
+    Herald-wide actors and the tenants in ``HERALD_CUSTOM_SENDER_TENANTS`` (by default
+    the terminal's ``local``) may. (A Discord webhook's username is not refused: whoever
+    has the webhook's URL can post under any name without Herald.)"""
+    if destination.kind != "slack":
+        return
+    named = [name for name in SLACK_SENDER_OPTIONS if options.get(name) is not None]
+    if not named:
+        return
+    if actor.is_admin or actor.herald_wide or actor.tenant in settings.custom_sender_tenants:
+        return
+    raise SenderRefused(
+        f"Only admins can post under another name or icon ({named[0]}): Herald posts as "
+        "the bot, and people would read it as that name's message. Leave it out (the "
+        "message says who scheduled it), or ask an admin."
+    )
 
 
 def discord_allowed_mentions(actor: Actor, body: str) -> dict[str, Any]:

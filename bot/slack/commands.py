@@ -28,7 +28,14 @@ from bot.slack.blocks import (
     where,
 )
 from bot.slack.grammar import escape
-from bot.slack.modal import ModalMeta, Submission, fingerprint, read_submission, schedule_modal
+from bot.slack.modal import (
+    ModalMeta,
+    Submission,
+    fingerprint,
+    kept_text,
+    read_submission,
+    schedule_modal,
+)
 from bot.slack.reminders import Reminders
 from core import calendars, limits, verbs
 from core.errors import HeraldError, InvalidInput
@@ -331,7 +338,9 @@ class Commands(Reminders):
                 named = ", ".join(escape(url) for url in urls)
                 preview += f"\nSkips the event dates of {named} (read when you save)."
         meta = ModalMeta.loads(view.get("private_metadata"))
-        rebuilt = schedule_modal(zone=person.zone, meta=meta, text=sub.text, preview=preview)
+        rebuilt = schedule_modal(
+            zone=person.zone, meta=meta, text=sub.text, preview=preview, kept=kept_text(view)
+        )
         await self.client.views_update(view_id=view["id"], hash=view.get("hash"), view=rebuilt)
 
 

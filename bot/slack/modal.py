@@ -119,9 +119,12 @@ def schedule_modal(
     meta: ModalMeta,
     text: str | None = None,
     preview: str | None = None,
+    kept: str | None = None,
 ) -> dict[str, Any]:
     """The modal view. ``text`` is the message in Slack's escaped form (shown
-    unescaped); ``preview`` is mrkdwn for the preview line."""
+    unescaped); ``preview`` is mrkdwn for the preview line. ``kept``: for a message
+    longer than the field (``meta.long_text``), what the view already says of it
+    (:func:`kept_text`), when the view is rebuilt without the message at hand."""
     editing = meta.schedule_id is not None
     blocks: list[dict[str, Any]] = []
     if meta.fixed is not None:
@@ -151,19 +154,17 @@ def schedule_modal(
     if meta.long_text:
         # a message the field cannot hold is shown, never cut: editing it would shorten it
         size = len(unescape(text or ""))
+        said = kept or (
+            f"*Message* ({size:,} characters) stays as it is: "
+            f"{limits.SLACK_INPUT_MAX_LENGTH.sentence(size, 'it has')} Change it with "
+            f"`herald edit {meta.schedule_id} --text …`, or save a shorter text "
+            f"with `/schedule` instead.\n{_quoted(text or '')}"
+        )
         blocks.append(
             {
                 "type": "section",
                 "block_id": "text_kept",
-                "text": {
-                    "type": "mrkdwn",
-                    "text": clip(
-                        f"*Message* ({size:,} characters) stays as it is: "
-                        f"{limits.SLACK_INPUT_MAX_LENGTH.sentence(size, 'it has')} Change it with "
-                        f"`herald edit {meta.schedule_id} --text …`, or save a shorter text "
-                        f"with `/schedule` instead.\n{_quoted(text or '')}"
-                    ),
-                },
+                "text": {"type": "mrkdwn", "text": clip(said)},
             }
         )
     else:
@@ -239,6 +240,18 @@ def schedule_modal(
         "private_metadata": meta.dumps(),
         "blocks": blocks,
     }
+
+
+def kept_text(view: dict[str, Any]) -> str | None:
+    """What a view (as Slack sends it back with an action) says of a message too long
+    for its field (the ``text_kept`` section), or None. Slack sends only inputs in the
+    view's state, so this is the one place the message is still at hand: a rebuilt view
+    (the preview) carries it over rather than show an empty message."""
+    for block in view.get("blocks") or []:
+        if isinstance(block, dict) and block.get("block_id") == "text_kept":
+            said = (block.get("text") or {}).get("text")
+            return said if isinstance(said, str) and said else None
+    return None
 
 
 def _quoted(text: str) -> str:

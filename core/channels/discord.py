@@ -106,15 +106,36 @@ _MARKDOWN = re.compile(r"([\\*_~`|>#\[\]()<:-])")
 
 def credited(body: str, name: str | None) -> str:
     """``body`` with a last line saying who scheduled it (``-# scheduled by @Ada``, small
-    grey text), or as it is without a name or when the line would take it past 2,000
-    characters. The name is Markdown-escaped and its ``@`` broken by a zero-width
-    space, so it can neither format nor mention; ``allowed_mentions`` stays as it is
-    (https://discord.com/developers/docs/reference#message-formatting)."""
+    grey text), or as it is without a name. The name is Markdown-escaped and its ``@``
+    broken by a zero-width space, so it can neither format nor mention;
+    ``allowed_mentions`` stays as it is
+    (https://discord.com/developers/docs/reference#message-formatting). The name is
+    clipped (with "…") to at most limits.CREDIT_NAME characters, or to what is left of
+    the 2,000 (a message saved before limits kept room for the line); the line is never
+    left out: a message with no room at all for it comes out over 2,000 and is refused
+    (:meth:`DiscordChannel.send`)."""
     if not name:
         return body
-    shown = _MARKDOWN.sub(r"\\\1", " ".join(name.split())[:100]).replace("@", "@\u200b")
-    line = f"\n-# scheduled by @\u200b{shown}"
-    return body + line if len(body) + len(line) <= MAX_CONTENT else body
+    prefix = limits.DISCORD_CREDIT_PREFIX
+    room = min(limits.CREDIT_NAME, MAX_CONTENT - len(body) - len(prefix))
+    return body + prefix + _credit_name(name, max(room, 1))
+
+
+def _credit_name(name: str, room: int) -> str:
+    """``name`` on one line, escaped, within ``room`` characters (clipped with "…")."""
+    words = " ".join(name.split())[: 4 * limits.CREDIT_NAME]
+    shown = _escaped_name(words)
+    if len(shown) <= room:
+        return shown
+    for end in range(min(len(words), room) - 1, 0, -1):
+        cut = _escaped_name(words[:end].rstrip()) + "…"
+        if len(cut) <= room:
+            return cut
+    return "…"
+
+
+def _escaped_name(name: str) -> str:
+    return _MARKDOWN.sub(r"\\\1", name).replace("@", "@\u200b")
 
 
 @dataclass
@@ -404,7 +425,7 @@ class DiscordChannel(_DiscordHTTP):
         what = f"Discord channel {channel}"
         payload = self.payload(delivery)
         if len(payload["content"]) > MAX_CONTENT:
-            return _too_long(payload["content"])
+            return _too_long(payload["content"], credited=delivery.scheduled_by is not None)
         if delivery.destination.is_dm:
             user = channel[1:]
             what = f"Discord user {user}"
@@ -577,9 +598,10 @@ class DiscordWebhookChannel(_DiscordHTTP):
             raise InvalidInput(str(self._classify(answer, what).error))
 
 
-def _too_long(body: str) -> DeliveryResult:
+def _too_long(body: str, *, credited: bool = False) -> DeliveryResult:
+    what = 'The message, with its "scheduled by" line,' if credited else "The message"
     return DeliveryResult.permanent(
-        f"The message has {len(body):,} characters and Discord allows {MAX_CONTENT:,}: "
+        f"{what} has {len(body):,} characters and Discord allows {MAX_CONTENT:,}: "
         "shorten it or split it into several schedules."
     )
 

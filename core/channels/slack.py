@@ -110,7 +110,7 @@ _DM_USER_ERRORS = frozenset(
 
 
 #: The most blocks in a message (https://docs.slack.dev/reference/methods/chat.postMessage).
-MAX_BLOCKS = 50
+MAX_BLOCKS = limits.SLACK_MESSAGE_BLOCKS.size
 
 _CHANNEL_ID = re.compile(r"^[CGD][A-Z0-9]{2,}(/\d{10}\.\d{6})?$")
 #: A Slack user id (``U…``, or ``W…`` for an Enterprise Grid org user).
@@ -134,19 +134,31 @@ def _check_target(raw: str, target: str) -> None:
         )
 
 
+class NoRoomForCredit(ValueError):
+    """A message with blocks has no room left for its "scheduled by" line (Slack's 50
+    blocks): it is not sent without it. core.limits refuses such a message when it is
+    saved; only one saved before that check can get here."""
+
+
 def credit(args: dict[str, Any], name: str) -> None:
     """Say under the message who scheduled it: a context block after the message's own
     blocks (https://docs.slack.dev/reference/block-kit/blocks/context-block), else a
     last line of its text. The name is plain text, escaped: no ``<@U…>`` mention (which
     would notify the owner at every send), no link, and ``link_names`` is never set
-    (chat.postMessage), so ``@name`` notifies nobody. Left out when there is no room
-    (50 blocks)."""
+    (chat.postMessage), so ``@name`` notifies nobody. Never left out: raises
+    NoRoomForCredit when the blocks leave no room for it (50, SLACK_MESSAGE_BLOCKS)."""
     name = " ".join(name.split())[:150]
     blocks = args.get("blocks")
     if isinstance(blocks, list) and blocks:
-        if len(blocks) < MAX_BLOCKS:  # plain_text: shown as written, never a link
-            text = {"type": "plain_text", "text": f"scheduled by @{name}", "emoji": False}
-            args["blocks"] = [*blocks, {"type": "context", "elements": [text]}]
+        if len(blocks) >= MAX_BLOCKS:
+            raise NoRoomForCredit(
+                f"The message has {len(blocks)} blocks, leaving no room for the "
+                f'"scheduled by" line Herald adds (Slack allows {MAX_BLOCKS}): schedule it '
+                f"again with at most {MAX_BLOCKS - 1} blocks."
+            )
+        # plain_text: shown as written, never a link
+        text = {"type": "plain_text", "text": f"scheduled by @{name}", "emoji": False}
+        args["blocks"] = [*blocks, {"type": "context", "elements": [text]}]
         return
     shown = name.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     line = f"scheduled by @{shown}"
@@ -205,7 +217,8 @@ class SlackChannel(Channel):
     def payload(self, delivery: Delivery) -> dict[str, Any]:
         """The ``chat.postMessage`` arguments for ``delivery``.
 
-        Raises ValueError when ``options["blocks"]`` is text that is not JSON."""
+        Raises ValueError when ``options["blocks"]`` is text that is not JSON, and
+        NoRoomForCredit (a ValueError) when its blocks leave no room for its credit."""
         channel, _, thread_ts = delivery.destination.target.partition("/")
         options = delivery.options
         args: dict[str, Any] = {
@@ -249,6 +262,8 @@ class SlackChannel(Channel):
             )
         try:
             args = self.payload(delivery)
+        except NoRoomForCredit as exc:
+            return DeliveryResult.permanent(str(exc))
         except ValueError:
             return DeliveryResult.permanent(
                 "The schedule's Block Kit blocks are not valid JSON: edit them."

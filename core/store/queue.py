@@ -60,6 +60,8 @@ class ClaimedJob:
     #: Herald knows none): a delivered message may say who scheduled it.
     tenant: str = ""
     owner_name: str = ""
+    #: The owner's member id (``slack:U0123``): what a message says when there is no name.
+    owner: str = ""
 
 
 @dataclass(slots=True)
@@ -123,6 +125,7 @@ CLAIM_COLUMNS: tuple[tuple[str, str], ...] = (
     ("timezone", "schedule.timezone"),
     ("tenant", "schedule.tenant"),
     ("owner_name", "member.display_name"),
+    ("owner", "schedule.owner"),
 )
 #: Where each label of :data:`CLAIM_COLUMNS` sits in a claim row.
 CLAIM_INDEX = {label: i for i, (label, _) in enumerate(CLAIM_COLUMNS)}
@@ -394,6 +397,8 @@ def _claimed(row: Sequence[Any], at: Callable[[Any], datetime] | None = None) ->
         job.tenant = ""
     if job.owner_name is None:
         job.owner_name = ""
+    if job.owner is None:
+        job.owner = ""
     return job
 
 

@@ -95,9 +95,12 @@ async def test_a_name_in_the_text_cannot_mention_anyone(env: SlackEnv) -> None:
     assert posted["text"] == "x\n_scheduled by @&lt;!here&gt; &lt;@U1&gt;_"
 
 
-async def test_without_a_known_name_nothing_is_made_up(env: SlackEnv) -> None:
+async def test_without_a_known_name_the_member_id_is_the_credit(env: SlackEnv) -> None:
+    """Issue 32 (finding 6): a member Herald knows no name of still gets a credit, by
+    their member id (plain text: never a mention, which would notify them every time)."""
     await env.herald.create_schedule(
         who("UNEW"), to="slack:C0123", when="in 2 seconds", text="as written"
     )
     [posted] = await delivered(env)
-    assert posted["text"] == "as written"
+    assert posted["text"] == "as written\n_scheduled by @UNEW_"
+    assert "<@UNEW>" not in json.dumps(posted)

@@ -38,6 +38,7 @@ def test_a_row_is_read_by_its_labels() -> None:
         "timezone": "Europe/Paris",
         "tenant": None,
         "owner_name": None,
+        "owner": "slack:U1",
     }
     row = tuple(values[label] for label, _ in CLAIM_COLUMNS)
     job = queue._claimed(row, sqlite_datetime)
@@ -56,6 +57,7 @@ def test_a_row_is_read_by_its_labels() -> None:
         "Europe/Paris",
         "",
         "",
+        "slack:U1",
     )
     at = datetime(2026, 1, 2, tzinfo=UTC)
     pg_row = tuple(
