@@ -246,6 +246,11 @@ class Schedule(SQLModel, table=True):
         default_factory=dict, sa_type=JSON, sa_column_kwargs={"server_default": "{}"}
     )
     version: int = Field(default=1)
+    #: The event feed this schedule is a reminder of (set by Herald only, never by a
+    #: request): a feed finds its reminders by this link, its owner and its tenant.
+    feed_id: int | None = Field(
+        default=None, foreign_key="feed.id", ondelete="SET NULL", index=True
+    )
     #: Ids of the calendars (core.calendars) whose events are dates to skip.
     skip_calendars: list[int] = Field(
         default_factory=list, sa_type=JSON, sa_column_kwargs={"server_default": "[]"}

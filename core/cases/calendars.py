@@ -10,9 +10,12 @@ Use cases of :class:`core.cases.Herald` (through :class:`CalendarCases`).
   ``skipped`` job naming the event. Calendars are read in worker processes
   (:class:`core.calendar_worker.CalendarReader`), never on the event loop.
 - A **feed** posts a reminder ``before`` each event of a calendar to a destination:
-  each event instance is a one-off schedule of the feed's owner keyed
-  ``feed:<feed id>:<instance hash>``; a moved instance moves it, a cancelled or deleted
-  one cancels it.
+  each event instance is a one-off schedule of the feed's owner in the feed's tenant,
+  linked to the feed (``schedule.feed_id``, which only Herald sets) and keyed
+  ``feed:<feed id>:<instance hash>`` (a key shape no request may give,
+  :data:`RESERVED_KEY_PREFIX`); a moved instance moves it, a cancelled or deleted one
+  cancels it. A feed finds its reminders by that link, its owner and its tenant, never
+  by the key.
 - :meth:`CalendarCases.refresh_calendars` revalidates every URL source (ETag /
   Last-Modified); a failure is recorded on the calendar (failing since, failures in a
   row, the error with URLs redacted), logged and counted, and its last good state stays.
@@ -47,6 +50,8 @@ log = logging.getLogger(__name__)
 
 #: How far ahead a feed plans reminders.
 FEED_WINDOW = timedelta(days=60)
+#: The idempotency keys of feed reminders begin so; a request's key may not.
+RESERVED_KEY_PREFIX = "feed:"
 SYSTEM = "system:calendars"
 #: The surface of what calendar refreshes do on their own.
 BY_HERALD = Surface.SYSTEM.value
@@ -387,6 +392,7 @@ class CalendarCases(CaseBase):
             starts_at=at,
             next_run_at=at,
             idempotency_key=key,
+            feed_id=feed.id,
             created_at=now,
             updated_at=now,
         )

@@ -19,7 +19,7 @@ from typing import Any
 from core import calendars, limits, templates, tenancy, timeexpr
 from core.actors import Actor, ActorRef
 from core.cases.base import principal_of
-from core.cases.calendars import CalendarCases
+from core.cases.calendars import RESERVED_KEY_PREFIX, CalendarCases
 from core.destinations import Destination, parse_destination
 from core.errors import Conflict, InvalidInput
 from core.models import (
@@ -117,10 +117,18 @@ def _with_template_flag(options: dict[str, Any], body: str) -> dict[str, Any]:
 
 
 def check_key(key: str | None) -> str | None:
+    """A request's idempotency key (create, the API's ``Idempotency-Key``, an import
+    line's ``key``), refused when empty, too long, or of the shape Herald keeps for the
+    reminders of event feeds (``feed:…``)."""
     if key is None:
         return None
     if not key.strip() or len(key) > MAX_KEY:
         raise InvalidInput(f"The idempotency key must be 1 to {MAX_KEY} characters.")
+    if key.casefold().startswith(RESERVED_KEY_PREFIX):
+        raise InvalidInput(
+            f"Idempotency keys beginning with {RESERVED_KEY_PREFIX!r} are Herald's own "
+            "(the reminders of event feeds): choose another key."
+        )
     return key
 
 

@@ -274,19 +274,13 @@ class CalendarQueries(Gateway):
 
     @staticmethod
     async def _feed_uses(conn: Any, calendar_ids: list[int]) -> dict[int, list[FeedUse]]:
-        """The active feeds of these calendars, each with its waiting reminders (active
-        one-offs keyed ``feed:<id>:...``, looked up through the owner's key index)."""
+        """The active feeds of these calendars, each with its waiting reminders (its
+        active one-offs, :func:`_of_feed`)."""
         if not calendar_ids:
             return {}
         pending = (
             sa.select(sa.func.count())
-            .where(
-                SCHEDULE.c.owner == FEED.c.owner,
-                SCHEDULE.c.idempotency_key.like(
-                    sa.literal("feed:") + sa.cast(FEED.c.id, sa.String) + sa.literal(":%")
-                ),
-                SCHEDULE.c.state == "active",
-            )
+            .where(*_of_feed(FEED.c.id), SCHEDULE.c.state == "active")
             .scalar_subquery()
         )
         q = (
@@ -470,7 +464,8 @@ class CalendarQueries(Gateway):
             return await s.get(Feed, feed_id)
 
     async def remove_feed(self, feed_id: int, *, audit: AuditEntry, now: datetime) -> int:
-        """Mark the feed removed and cancel its waiting reminders; returns how many."""
+        """Mark the feed removed and cancel its waiting reminders (its own,
+        :func:`_of_feed`: nobody else's schedules, whatever their keys); returns how many."""
         async with self._session() as s:
             await s.execute(
                 sa.update(FEED)
@@ -478,8 +473,7 @@ class CalendarQueries(Gateway):
                 .values(state=FeedState.REMOVED.value, updated_at=now)
             )
             ids = sa.select(SCHEDULE.c.id).where(
-                SCHEDULE.c.idempotency_key.startswith(f"feed:{feed_id}:"),
-                SCHEDULE.c.state == "active",
+                *_of_feed(sa.literal(feed_id)), SCHEDULE.c.state == "active"
             )
             await s.execute(
                 sa.update(JOB)
@@ -498,8 +492,8 @@ class CalendarQueries(Gateway):
             return int(result.rowcount)  # type: ignore[attr-defined]
 
     async def feed_reminders(self, feed_id: int) -> list[Schedule]:
-        """A feed's reminder schedules (one-offs keyed ``feed:<id>:<event>``)."""
-        stmt = select(Schedule).where(col(Schedule.idempotency_key).startswith(f"feed:{feed_id}:"))
+        """A feed's reminder schedules (:func:`_of_feed`), soonest first."""
+        stmt = select(Schedule).where(*_of_feed(sa.literal(feed_id)))
         async with self._session() as s:
             return list((await s.execute(stmt.order_by(col(Schedule.starts_at)))).scalars())
 
@@ -511,3 +505,18 @@ class CalendarQueries(Gateway):
             )
             row = found.first()
             return None if row is None else (str(row[0]), str(row[1]))
+
+
+def _of_feed(feed_id: Any) -> list[Any]:
+    """The conditions on ``schedule`` of a feed's reminders: linked to the feed
+    (``schedule.feed_id``, set only by Herald) and of the feed's own owner and tenant.
+    Never the ``feed:<id>:`` key prefix, which a member could give their own schedule."""
+    feed = FEED.alias("reminded_feed")  # its own FROM, whatever the outer query correlates
+    return [
+        SCHEDULE.c.feed_id == feed_id,
+        sa.exists().where(
+            feed.c.id == SCHEDULE.c.feed_id,
+            feed.c.owner == SCHEDULE.c.owner,
+            feed.c.tenant == SCHEDULE.c.tenant,
+        ),
+    ]
