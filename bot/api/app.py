@@ -55,7 +55,13 @@ PROBLEM = "application/problem+json"
 PROBLEM_DOCS = "/v1/docs#problem"
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
 _JSON_BODY = 64 * 1024
+#: How deep a JSON body may nest (objects and arrays); a channel's options need a few.
+MAX_JSON_DEPTH = 32
+_TOO_DEEP = f"The body nests objects and arrays deeper than {MAX_JSON_DEPTH} levels."
 _TOUCH_EVERY = 60.0  # seconds between writes of a token's last use
+#: What a client is told of a database failure (the cause, with the database's
+#: address, goes to the log only).
+DATABASE_UNAVAILABLE = "The database is unavailable; try again in a few seconds."
 
 HERALD_KEY = web.AppKey("herald_api_herald", Herald)
 
@@ -170,8 +176,8 @@ def _from_error(exc: HeraldError) -> ApiProblem:
         return ApiProblem(409, str(exc))
     if isinstance(exc, InvalidInput | CalendarError):  # input Herald cannot read
         return ApiProblem(422, str(exc))
-    if isinstance(exc, DatabaseError):
-        return ApiProblem(503, str(exc), headers={"Retry-After": "5"})
+    if isinstance(exc, DatabaseError):  # where the database is stays in the log
+        return ApiProblem(503, DATABASE_UNAVAILABLE, headers={"Retry-After": "5"})
     return ApiProblem(400, str(exc))
 
 
@@ -326,7 +332,7 @@ async def list_schedules(call: Call) -> Reply:
     q: m.ScheduleListQuery = call.query
     cursor = _read_cursor(q.cursor)
     before = cursor.get("before") if cursor else None
-    if cursor is not None and not (isinstance(before, int) and 0 < before < 2**31):
+    if cursor is not None and not (type(before) is int and 0 < before < 2**31):  # not True
         raise ApiProblem(400, _BAD_CURSOR)
     rows = await call.herald.list_schedules(
         call.principal,
@@ -693,33 +699,58 @@ ROUTES: tuple[Route, ...] = (
 
 
 class _Buckets:
-    """A token bucket per API token (per process): ``rate`` a second, ``burst`` at once."""
+    """A token bucket per key (per process): ``rate`` a second, ``burst`` at once. At
+    most :attr:`MAX_KEYS` keys are held: full buckets are forgotten first."""
 
-    def __init__(self, rate: float, burst: int) -> None:
+    MAX_KEYS = 10_000
+
+    def __init__(
+        self, rate: float, burst: int, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.rate = rate
         self.burst = burst
-        self._state: dict[str, tuple[float, float]] = {}
+        self.clock = clock
+        self._state: dict[Any, tuple[float, float]] = {}
 
-    def take(self, key: str) -> float:
-        """0 when a request may go now, else the seconds until one may."""
-        now = time.monotonic()
-        level, at = self._state.get(key, (float(self.burst), now))
+    def take(self, key: Any) -> float:
+        """0 when a request may go now (it is counted), else the seconds until one may."""
+        now = self.clock()
+        level, at = self._state.pop(key, (float(self.burst), now))
         level = min(float(self.burst), level + (now - at) * self.rate)
+        if len(self._state) >= self.MAX_KEYS:
+            self._forget(now)
         if level >= 1.0:
             self._state[key] = (level - 1.0, now)
             return 0.0
         self._state[key] = (level, now)
         return (1.0 - level) / self.rate
 
+    def _forget(self, now: float) -> None:
+        full = [
+            k
+            for k, (level, at) in self._state.items()
+            if level + (now - at) * self.rate >= self.burst
+        ]
+        for key in full:
+            del self._state[key]
+        for key in list(self._state)[: max(0, len(self._state) - self.MAX_KEYS // 2)]:
+            del self._state[key]  # the least recently used (take moves a key to the end)
+
 
 class Api:
     """The routes' shared state: the use cases, limits, rate buckets, token touches."""
 
-    def __init__(self, herald: Herald, limits: HttpLimits) -> None:
+    def __init__(
+        self, herald: Herald, limits: HttpLimits, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.herald = herald
         self.limits = limits
         settings = herald.settings
-        self.buckets = _Buckets(settings.api_rate, settings.api_burst)
+        self.clock = clock
+        #: One allowance per member, whichever of their tokens they send.
+        self.buckets = _Buckets(settings.api_rate, settings.api_burst, clock)
+        #: One per client address for requests that name no valid token.
+        self.strangers = _Buckets(settings.api_rate, settings.api_burst, clock)
         self.max_import = settings.api_max_import
         self._touched: dict[str, float] = {}
 
@@ -731,7 +762,7 @@ class Api:
         if scheme.lower() != "bearer" or not credentials.strip():
             raise Unauthorized("Only bearer tokens are taken: Authorization: Bearer hk_…")
         principal, token = await self.herald.token_principal(credentials)
-        now = time.monotonic()
+        now = self.clock()
         if now - self._touched.get(token.id, -_TOUCH_EVERY) >= _TOUCH_EVERY:
             self._touched[token.id] = now
             await self.herald.store.touch_token(token.id, now=self.herald.clock.now())
@@ -740,16 +771,29 @@ class Api:
     def handler(self, route: Route) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
         async def handle(request: web.Request) -> web.StreamResponse:
             request_id = _request_id(request)
+            settings = self.herald.settings
             try:
-                principal, token = await self.authenticate(request)
-                wait = self.buckets.take(token.id)
+                try:
+                    principal, token = await self.authenticate(request)
+                except Unauthorized:
+                    wait = self.strangers.take(request.remote or "?")
+                    if wait > 0:
+                        raise ApiProblem(
+                            429,
+                            f"More than {settings.api_burst} requests at once or "
+                            f"{settings.api_rate:g} a second came from this address without "
+                            "a valid API token; wait and try again.",
+                            headers={"Retry-After": _retry_after(wait)},
+                        ) from None
+                    raise
+                wait = self.buckets.take((token.tenant, token.member_id))
                 if wait > 0:
                     raise ApiProblem(
                         429,
-                        f"Token {token.id} sent more than {self.herald.settings.api_burst} "
-                        f"requests at once or {self.herald.settings.api_rate:g} a second; "
+                        f"{token.member_id} sent more than {settings.api_burst} requests at "
+                        f"once or {settings.api_rate:g} a second (all their tokens together); "
                         "wait and try again.",
-                        headers={"Retry-After": str(max(1, round(wait + 0.5)))},
+                        headers={"Retry-After": _retry_after(wait)},
                     )
                 if not scope_allows(token.scope, route.scope):
                     raise ApiProblem(
@@ -763,6 +807,11 @@ class Api:
                 call.body = await self._body(request, route)
                 reply = await route.handler(call)
             except (ApiProblem, HeraldError) as exc:
+                if isinstance(exc, DatabaseError):
+                    log.warning(
+                        "api request: database unavailable",
+                        extra={"request_id": request_id, "path": request.path, "error": str(exc)},
+                    )
                 p = exc if isinstance(exc, ApiProblem) else _from_error(exc)
                 return problem_response(
                     p.status,
@@ -824,7 +873,24 @@ class Api:
             data = json.loads(raw)
         except (ValueError, UnicodeDecodeError) as exc:
             raise ApiProblem(400, f"The body is not valid JSON: {exc}.") from None
+        except RecursionError:  # nested far deeper still
+            raise ApiProblem(400, _TOO_DEEP) from None
+        if _too_deep(data):
+            raise ApiProblem(400, _TOO_DEEP)
         return _model(route.body, data, "body")
+
+
+def _too_deep(data: Any) -> bool:
+    """Whether ``data`` nests objects and arrays deeper than :data:`MAX_JSON_DEPTH`."""
+    stack = [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, dict | list):
+            if depth > MAX_JSON_DEPTH:
+                return True
+            items = value.values() if isinstance(value, dict) else value
+            stack.extend((item, depth + 1) for item in items)
+    return False
 
 
 def _model(model: type[BaseModel] | None, data: Any, where: str) -> Any:
@@ -838,17 +904,28 @@ def _model(model: type[BaseModel] | None, data: Any, where: str) -> Any:
         raise ApiProblem(422, _validation_sentence(exc, where)) from None
 
 
+def _retry_after(wait: float) -> str:
+    return str(max(1, round(wait + 0.5)))
+
+
 def _request_id(request: web.Request) -> str:
     given = request.headers.get("X-Request-Id", "")
     return given if _REQUEST_ID.match(given) else secrets.token_hex(8)
 
 
-def add_api(app: web.Application, herald: Herald, limits: HttpLimits) -> None:
+def add_api(
+    app: web.Application,
+    herald: Herald,
+    limits: HttpLimits,
+    *,
+    clock: Callable[[], float] = time.monotonic,
+) -> None:
     """Serve the API on ``app`` under ``/v1``: its routes, the OpenAPI document at
-    ``/v1/openapi.json`` and a page that renders it at ``/v1/docs``."""
+    ``/v1/openapi.json`` and a page that renders it at ``/v1/docs``. ``clock`` (seconds,
+    monotonic) paces the request rates."""
     from bot.api.openapi import docs_page, openapi_document
 
-    api = Api(herald, limits)
+    api = Api(herald, limits, clock)
     for route in ROUTES:
         app.router.add_route(route.method, PREFIX + route.path, api.handler(route))
     body_limit(app, PREFIX + "/", _JSON_BODY)  # a JSON body; GET routes read none
