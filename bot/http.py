@@ -1,5 +1,7 @@
 """The service's HTTP endpoints on ``HERALD_HTTP_HOST:HERALD_HTTP_PORT``: ``/healthz``
-(the process is alive), ``/readyz`` (it can do its job) and ``/metrics`` (Prometheus).
+(the process is alive), ``/readyz`` (it can do its job: the database answers, takes a
+write that commits and is at the code's schema; the dispatcher ticks) and ``/metrics``
+(Prometheus). A database failure is told as "unavailable"; where it is goes to the log.
 Adapters that take HTTP requests (Slack's HTTP mode) add their routes to the same app.
 The port is served behind :mod:`bot.http_guard`'s limits (timeouts, a connection cap,
 body sizes per route)."""
@@ -18,7 +20,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from bot.http_guard import HttpLimits, guarded_app, start_guarded
 from core import db
 from core.dispatcher import Dispatcher
-from core.errors import ConfigError, HeraldError, NotFound
+from core.errors import ConfigError, DatabaseError, HeraldError, NotFound
 from core.store import Store
 from core.usecases import Herald
 
@@ -26,27 +28,54 @@ log = logging.getLogger(__name__)
 
 Check = Callable[[], Awaitable[tuple[bool, str]]]
 
+#: Seconds a write probe's answer is reused: ``/readyz`` asked in a flood writes at most
+#: once in this long.
+WRITE_PROBE_SECONDS = 5.0
+#: What ``/readyz`` (which anyone reaching the port may ask) says of a database failure;
+#: the cause, with where the database is, goes to the log.
+UNAVAILABLE = "the database is unavailable"
+
 
 class Readiness:
     """The checks behind ``/readyz``; each answers (ok, detail)."""
 
-    def __init__(self, store: Store, dispatcher: Dispatcher) -> None:
+    def __init__(
+        self, store: Store, dispatcher: Dispatcher, *, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.store = store
         self.dispatcher = dispatcher
         self.adapters: dict[str, Callable[[], bool]] = {}
+        self.clock = clock
+        self._probe_lock = asyncio.Lock()
+        self._probed: tuple[float, tuple[bool, str]] | None = None
 
     async def database(self) -> tuple[bool, str]:
         try:
             await self.store.ping()
         except HeraldError as exc:
-            return False, str(exc)
+            return _unavailable("database", exc)
         return True, "reachable"
+
+    async def writes(self) -> tuple[bool, str]:
+        """Whether the database takes a write that commits (a full disk or a read-only
+        database answers reads and refuses writes); asked at most every
+        :data:`WRITE_PROBE_SECONDS`."""
+        async with self._probe_lock:
+            if self._probed is not None and self.clock() - self._probed[0] < WRITE_PROBE_SECONDS:
+                return self._probed[1]
+            try:
+                await self.store.write_probe()
+                result = True, "a write committed"
+            except HeraldError as exc:
+                result = _unavailable("writes", exc, "the database refused a write")
+            self._probed = self.clock(), result
+            return result
 
     async def migrations(self) -> tuple[bool, str]:
         try:
             current = await asyncio.to_thread(db.current_revision, self.store.url)
         except HeraldError as exc:
-            return False, str(exc)
+            return _unavailable("migrations", exc)
         head = db.head_revision()
         if current != head:
             return False, f"schema at {current or 'none'}, code needs {head}"
@@ -62,6 +91,7 @@ class Readiness:
         checks: dict[str, Any] = {}
         for name, check in (
             ("database", self.database),
+            ("writes", self.writes),
             ("migrations", self.migrations),
             ("dispatcher", self.dispatcher_loop),
         ):
@@ -71,6 +101,11 @@ class Readiness:
             ok = connected()
             checks[f"adapter:{name}"] = {"ok": ok, "detail": "connected" if ok else "not connected"}
         return all(c["ok"] for c in checks.values()), checks
+
+
+def _unavailable(check: str, exc: HeraldError, detail: str = UNAVAILABLE) -> tuple[bool, str]:
+    log.warning("not ready: %s", detail, extra={"check": check, "error": str(exc)})
+    return False, detail
 
 
 def make_http_app(
@@ -93,6 +128,11 @@ def make_http_app(
             body = await herald.calendar_for_token(token)
         except NotFound:
             return web.Response(status=404, text="Not found\n")
+        except DatabaseError as exc:
+            log.warning("calendar feed: database unavailable", extra={"error": str(exc)})
+            return web.Response(
+                status=503, text=f"{UNAVAILABLE.capitalize()}.\n", headers={"Retry-After": "5"}
+            )
         return web.Response(
             body=body,
             headers={

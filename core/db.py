@@ -153,7 +153,10 @@ class WriteWaiters:
         if self.path is None:
             return True
         if self._probe is None:
-            self._probe = self._open()
+            try:
+                self._probe = self._open()
+            except OSError:  # e.g. its folder is gone: the write itself says what failed
+                return True
         try:
             fcntl.flock(self._probe, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

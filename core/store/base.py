@@ -385,6 +385,13 @@ class Gateway:
         except sa.exc.DBAPIError as exc:
             raise self._failed(exc) from exc
 
+    async def write_probe(self) -> None:
+        """Raise DatabaseError unless the database takes a write that commits: the
+        schema's version row rewritten as it is (nothing changes). A read-only database,
+        a full disk or a lock held too long refuses it, where a read still answers."""
+        async with self._tx() as conn:
+            await conn.execute(sa.text("UPDATE alembic_version SET version_num = version_num"))
+
     async def optimize(self) -> None:
         """Refresh the query planner's statistics. SQLite has none until ANALYZE runs,
         and without them it picks the state index over primary-key lookups; an

@@ -54,6 +54,7 @@ async def test_health_readiness_and_metrics(sqlite_url: str) -> None:
             assert ready.status_code == 200, ready.text
             assert {k: v["ok"] for k, v in ready.json()["checks"].items()} == {
                 "database": True,
+                "writes": True,
                 "migrations": True,
                 "dispatcher": True,
             }
