@@ -196,3 +196,34 @@ async def test_a_text_too_long_for_a_fixed_destination_is_refused_on_the_field(
     }
     [after] = await env.schedules()
     assert after.body == "short" and after.version == 1
+
+
+async def test_enter_in_when_keeps_a_message_longer_than_the_field(env: SlackEnv) -> None:
+    """Issue 32: the preview rebuilt the modal from the view's state, where Slack sends
+    only inputs; a message shown instead of edited (over 3,000 characters) came back as
+    "(0 characters)" with an empty quote. It now carries over what the view showed."""
+    from slack_sdk.models.views import View
+
+    body = "Long notes. " * 291 + "end"  # 3,495 characters
+    await env.herald.create_schedule(who("U1"), to="slack:C0123", when="in 2 hours", text=body)
+    opened = await open_modal(env, "edit 1")
+    state = {**filled(opened, when="every weekday at 9am"), "id": "V9"}
+    del state["state"]["values"]["text"]  # Slack sends only the inputs the view has
+    answer = await env.send.preview(state)
+    assert answer.status == 200
+    await env.slack.until(lambda: env.slack.updated)
+    rebuilt = env.slack.updated[0]["view"]
+    View(**rebuilt).validate_json()
+    kept = text_of({"blocks": [block(rebuilt, "text_kept")]})
+    assert kept == text_of({"blocks": [block(opened["view"], "text_kept")]})
+    assert "(3,495 characters) stays as it is" in kept and ">Long notes. Long notes." in kept
+    assert "every weekday at 09:00" in text_of({"blocks": [block(rebuilt, "preview")]})
+    again = {**rebuilt, "id": "V9", "state": state["state"]}  # Enter once more
+    await env.send.preview(again)
+    await env.slack.until(lambda: len(env.slack.updated) == 2)
+    assert text_of({"blocks": [block(env.slack.updated[1]["view"], "text_kept")]}) == kept
+    answer = await env.send.submit(again)  # and saving keeps the message whole
+    assert answer.status == 200 and answer.text == ""
+    await env.slack.until(lambda: env.slack.ephemerals)
+    [after] = await env.schedules()
+    assert after.body == body and after.expression == "every weekday at 9am"

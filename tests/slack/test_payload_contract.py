@@ -105,7 +105,8 @@ async def test_replies_about_schedules(many: list[Schedule]) -> None:
         valid_message(b.schedule_reply(schedule, "Paused.", full=True))  # with Resume
         valid_message(b.detail_reply(x.detail_of(schedule)))
     for everyone in (False, True):
-        listed = many * 10
+        # ten times as many, each its own schedule (Slack wants unique block_ids)
+        listed = [s.model_copy(update={"id": 2**63 - 1 - i}) for i, s in enumerate(many * 10)]
         pages = -(-len(listed) // b.LIST_PAGE)
         assert pages > 2
         for number in (0, 1, pages - 1, pages + 5):
@@ -192,3 +193,36 @@ def test_the_known_bugs_are_gone() -> None:
         digest = digest_blocks(chunk)
         values = [e["value"] for bl in digest if bl["type"] == "actions" for e in bl["elements"]]
         assert values and all(len(v) <= 2000 for v in values)
+
+
+async def test_the_most_blocks_a_save_allows_go_out_whole_with_what_herald_adds() -> None:
+    """Issue 32: what core.limits lets a schedule save, the Slack channel sends within
+    Slack's 50 blocks with its credit or its Snooze/Done buttons added, valid for
+    slack_sdk; a message saved before that check is not sent without its credit."""
+    from dataclasses import replace
+
+    from core.channels.slack import SlackChannel
+    from tests.fakes.deliveries import make_delivery
+
+    own = [{"type": "section", "text": {"type": "mrkdwn", "text": f"part {i}"}} for i in range(49)]
+    slack = SlackChannel("xoxb-test", base_url="http://127.0.0.1:9/api/")
+    try:
+        for uri, name in (("slack:C0123", "Ada"), ("slack:@U0123ABC", None)):
+            limits.check_message(uri, "fallback", {"blocks": own})  # saved
+            delivery = replace(
+                make_delivery(uri, "fallback", options={"blocks": own}), scheduled_by=name
+            )
+            payload = slack.payload(delivery)
+            assert len(payload["blocks"]) == limits.SLACK_MESSAGE_BLOCKS.size
+            valid_message((payload["text"], payload["blocks"]))
+            added = payload["blocks"][-1]
+            assert added["type"] == ("context" if name else "actions")
+        full = replace(
+            make_delivery("slack:C0123", "x", options={"blocks": [*own, own[0]]}),
+            scheduled_by="Ada",
+        )
+        result = await slack.send(full)  # never reaches Slack: refused before
+        assert result.error is not None and "at most 49 blocks" in result.error
+        assert result.outcome.value == "permanent"
+    finally:
+        await slack.close()
