@@ -8,7 +8,10 @@ drive that console. :class:`ConsoleServer` puts a door in front of it:
   prints it once at start, and whoever gives it acts as the person who started the server
   (``settings.local_actor``). With ``HERALD_CONSOLE_LOGINS_FILE`` each line is
   ``ACTOR_ID SECRET`` and a browser that gives a secret acts as that line's actor (its
-  role, its permissions, its audit trail) — not as the person running the server.
+  role, its permissions, its audit trail) — not as the person running the server. A
+  secret must be strong: at least :data:`MIN_SECRET` characters that zxcvbn estimates
+  take 10^:data:`MIN_GUESSES_LOG10` guesses (no common password, word, name, repeat or
+  keyboard pattern); the one Herald makes is 24 random bytes.
 - **a cookie**: a good login sets ``herald_console`` (a random session id, HttpOnly,
   SameSite=Strict, for :data:`SESSION_SECONDS`); the page, the WebSocket and downloads
   need it. The secret itself never travels again.
@@ -57,6 +60,12 @@ LOCKOUT_CAP = 300.0
 MAX_LOGIN_BODY = 4096
 #: Shortest secret a logins file may hold.
 MIN_SECRET = 16
+#: The fewest guesses (as a power of ten) a login secret must take, as zxcvbn estimates
+#: them from common passwords, words, names, keyboard patterns, repeats and dates: its
+#: strongest score. A secret Herald makes (``secrets.token_urlsafe(24)``) is far above.
+MIN_GUESSES_LOG10 = 10.0
+#: How to make a strong secret, for the refusals.
+_MAKE_ONE = "python3 -c 'import secrets; print(secrets.token_urlsafe(24))'"
 _LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 _LOGIN_PAGE = """<!doctype html>
 <html><head><meta charset="utf-8"><title>Herald console: log in</title>
@@ -102,10 +111,25 @@ def read_logins(path: Path) -> list[Login]:
                 f"Line {number} of {path} is not 'ACTOR_ID SECRET' (an id like slack:U123, "
                 f"then a secret of at least {MIN_SECRET} characters)."
             )
+        if weak_secret(secret, actor_id):
+            raise ConfigError(
+                f"The secret on line {number} of {path} is too easy to guess (common "
+                f"words, names, repeats or keyboard patterns): make a random one with {_MAKE_ONE}."
+            )
         logins.append(Login(actor_id, secret))
     if not logins:
         raise ConfigError(f"The console logins file {path} holds no login.")
     return logins
+
+
+def weak_secret(secret: str, actor_id: str = "") -> bool:
+    """Whether ``secret`` would be guessed in fewer than 10^:data:`MIN_GUESSES_LOG10`
+    tries (zxcvbn's estimate; the actor's id and its parts count as known words)."""
+    from zxcvbn import zxcvbn  # its word lists load on first use: only when serving
+
+    known = [actor_id, *actor_id.split(":")] if actor_id else []
+    estimate = zxcvbn(secret[:72], user_inputs=known)  # zxcvbn reads at most 72
+    return float(estimate["guesses_log10"]) < MIN_GUESSES_LOG10
 
 
 @dataclass

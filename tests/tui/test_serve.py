@@ -207,7 +207,8 @@ async def test_the_logged_in_console_is_served_and_no_command_line_holds_a_secre
 
 
 async def test_with_a_logins_file_each_browser_acts_as_its_login(tmp_path: Path) -> None:
-    logins = f"# who may use the console\nlocal:olive {OLIVE_SECRET}\nlocal:bob {'b' * 20}\n"
+    bob = "local:bob bob-secret-9f3k2m8q4x7w"
+    logins = f"# who may use the console\nlocal:olive {OLIVE_SECRET}\n{bob}\n"
     async for served in start(tmp_path, logins):
         async with aiohttp.ClientSession() as session:
             cookie = await served.cookie(session, OLIVE_SECRET)

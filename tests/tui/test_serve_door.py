@@ -1,6 +1,7 @@
 """The served console's door, in this process on a controlled clock: repeated bad logins
 make their address wait longer and longer (not another address), and a logins file that
-others can read, or that holds something other than logins, is refused."""
+others can read, that holds something other than logins or a secret that is easy to
+guess, is refused."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from aiohttp import web
 from core.errors import ConfigError
 from core.settings import load_settings
 from tests.fakes.http import unused_port
-from tui.serve import ConsoleServer, Door, Login, read_logins
+from tui.serve import ConsoleServer, Door, Login, make_door, read_logins, weak_secret
 
 SECRET = "the-right-secret-0123456789"
 
@@ -92,11 +93,53 @@ def test_a_logins_file_others_can_read_is_refused(tmp_path: Path) -> None:
 @pytest.mark.parametrize("line", ["olive " + SECRET, "local:olive short", "local:olive"])
 def test_a_line_that_is_not_a_login_is_refused_by_number(tmp_path: Path, line: str) -> None:
     path = tmp_path / "logins"
-    path.write_text(f"# people\nlocal:bob {'b' * 20}\n{line}\n")
+    path.write_text(f"# people\nlocal:bob bob-secret-9f3k2m8q4x7w\n{line}\n")
     path.chmod(0o600)
     with pytest.raises(ConfigError, match="Line 3 of") as refused:
         read_logins(path)
     assert SECRET not in str(refused.value)
+
+
+WEAK = [
+    "passwordpassword",
+    "b" * 20,
+    "iloveyouiloveyou",
+    "qwertyuiopasdfgh",
+    "P@ssw0rd12345678",
+    "summer2024summer2024",
+    "olive-olive-olive-olive",  # the login's own name, repeated
+]
+
+
+@pytest.mark.parametrize("weak", WEAK)
+def test_a_weak_secret_is_refused_by_its_line(tmp_path: Path, weak: str) -> None:
+    assert len(weak) >= 16  # long enough: its length alone would have let it in
+    path = tmp_path / "logins"
+    path.write_text(f"local:bob bob-secret-9f3k2m8q4x7w\nlocal:olive {weak}\n")
+    path.chmod(0o600)
+    with pytest.raises(ConfigError) as refused:
+        read_logins(path)
+    sentence = str(refused.value)
+    assert sentence.startswith(f"The secret on line 2 of {path} is too easy to guess")
+    assert sentence.endswith(".") and sentence.count(". ") == 0  # one sentence
+    assert weak not in sentence
+
+
+@pytest.mark.parametrize(
+    "strong", ["correct-horse-battery-staple", SECRET, "Tr0ub4dor&3-blue-kettle"]
+)
+def test_a_strong_secret_is_taken(tmp_path: Path, strong: str) -> None:
+    path = tmp_path / "logins"
+    path.write_text(f"local:olive {strong}\n")
+    path.chmod(0o600)
+    assert read_logins(path) == [Login("local:olive", strong)]
+
+
+def test_the_secrets_herald_makes_are_strong(sqlite_url: str) -> None:
+    settings = load_settings(HERALD_DATABASE_URL=sqlite_url, USER="olive", _env_file=None)
+    for _ in range(20):
+        _, secret = make_door(settings)
+        assert secret is not None and not weak_secret(secret, settings.local_actor)
 
 
 async def test_another_loopback_name_is_sent_to_the_public_one(door_at: tuple[str, Clock]) -> None:
