@@ -193,6 +193,9 @@ class Settings(BaseSettings):
     quota_commands_per_minute: int = Field(
         default=30, ge=0, alias="HERALD_QUOTA_COMMANDS_PER_MINUTE"
     )
+    #: Messages one member may have due to one destination within any hour (their own
+    #: DMs, admins and exempt tenants aside; 0: no cap). core/cases/recipient_cap.py.
+    recipient_hourly_cap: int = Field(default=30, ge=0, alias="HERALD_RECIPIENT_HOURLY_CAP")
 
     @field_validator(
         "slack_team_ids",

@@ -18,6 +18,7 @@ from typing import Any
 
 from core import calendars, limits, templates, tenancy, timeexpr
 from core.actors import Actor, ActorRef
+from core.cases import recipient_cap
 from core.cases.base import principal_of
 from core.cases.calendars import RESERVED_KEY_PREFIX, CalendarCases
 from core.destinations import Destination, parse_destination
@@ -230,6 +231,7 @@ class ScheduleCases(CalendarCases):
         )
         values = await self.with_asker(actor, values)
         await self.check_quota(actor, adding=1)
+        await self.check_recipient_cap(actor, [values])
         await self.check_reachable(values["destination"])
         sources = [*urls, *skip]
         if sources or skip_files:
@@ -281,6 +283,54 @@ class ScheduleCases(CalendarCases):
             raise await self.denied(
                 actor, "schedule.create", "schedule", "", str(exc), tenancy.QuotaExceeded
             ) from None
+
+    async def check_recipient_cap(
+        self,
+        actor: Actor,
+        rows: Sequence[Mapping[str, Any]],
+        *,
+        action: str = "schedule.create",
+        exclude: int | None = None,
+    ) -> None:
+        """Refuse (QuotaExceeded, audited as ``<action>.denied``) schedules that would
+        give one destination more than ``HERALD_RECIPIENT_HOURLY_CAP`` messages of
+        ``actor``'s due within an hour (:mod:`core.cases.recipient_cap`). ``rows`` are
+        schedule values as :meth:`build_schedule` makes them (``destination``,
+        ``starts_at``, ``rrule``): one for a create, every line of an import at once;
+        ``exclude`` is a schedule being changed (its own sends are the rows'). Exempt:
+        admins, whoever no quota applies to (:func:`core.tenancy.exempt`), and a
+        message to oneself."""
+        cap = self.settings.recipient_hourly_cap
+        if cap <= 0 or actor.is_admin or tenancy.exempt(actor, self.settings):
+            return
+        by_destination: dict[str, list[datetime]] = {}
+        for row in rows:
+            destination = parse_destination(row["destination"])
+            if destination.recipient == actor.id:
+                continue
+            sends = recipient_cap.sends_of(
+                row["starts_at"], row["rrule"], after=row.get("resumes_at")
+            )
+            by_destination.setdefault(str(destination), []).extend(sends)
+        for where, adding in sorted(by_destination.items()):
+            within = recipient_cap.stretches(adding)
+            found = await self.store.sends_to(
+                actor.tenant,
+                actor.id,
+                where,
+                start=within[0][0],
+                end=within[-1][1],
+                exclude=exclude,
+            )
+            existing = found.due + recipient_cap.rule_sends(found.rules, within)
+            crowded = recipient_cap.crowded_hour(existing, adding, cap)
+            if crowded is None:
+                continue
+            shown = parse_destination(where).redacted()
+            reason = recipient_cap.refusal(crowded, shown, cap, self._zone_for(actor, None))
+            raise await self.denied(
+                actor, action, "schedule", str(exclude or ""), reason, tenancy.QuotaExceeded
+            )
 
     async def count_command(self, actor_id: ActorRef) -> Actor:
         """Count one chat command of the actor against ``HERALD_QUOTA_COMMANDS_PER_MINUTE``;
@@ -463,6 +513,17 @@ class ScheduleCases(CalendarCases):
             changed.update(when=reading.expression, timezone=zone_name)
             if schedule.state == ScheduleState.ACTIVE.value:
                 arm_at = reading.first
+        if schedule.state == ScheduleState.ACTIVE.value and (when is not None or to is not None):
+            sends: dict[str, Any] = {  # a paused one is counted when it resumes
+                "destination": values.get("destination", schedule.destination),
+                "starts_at": values.get("starts_at", schedule.starts_at),
+                "rrule": values.get("rrule", schedule.rrule),
+                "resumes_at": None if when is not None else schedule.next_run_at,
+            }
+            if sends["resumes_at"] is not None or when is not None:
+                await self.check_recipient_cap(
+                    actor, [sends], action="schedule.edit", exclude=schedule.id
+                )
         return await self._change(
             actor, schedule, "edit", values, changed, cancel=when is not None, arm_at=arm_at
         )
@@ -498,6 +559,15 @@ class ScheduleCases(CalendarCases):
                     f"Schedule {schedule_id} has no occurrence left after now: "
                     "its rule ended while it was paused."
                 )
+        sends = {
+            "destination": schedule.destination,
+            "starts_at": schedule.starts_at,
+            "rrule": schedule.rrule,
+            "resumes_at": upcoming,
+        }
+        await self.check_recipient_cap(
+            actor, [sends], action="schedule.resume", exclude=schedule.id
+        )
         return await self._set_state(actor, schedule, ScheduleState.ACTIVE, arm_at=upcoming)
 
     async def skip_next(

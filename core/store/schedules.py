@@ -43,6 +43,19 @@ class ScheduleQuery:
     before_id: int | None = None
 
 
+@dataclass(frozen=True)
+class SendsTo:
+    """What one author sends to one destination (:meth:`ScheduleQueries.sends_to`):
+    the due times of their jobs there, and their recurring rules there with each one's
+    next run."""
+
+    due: list[datetime]
+    rules: list[tuple[str, datetime | None]]
+
+
+#: The most job times (and rules) :meth:`ScheduleQueries.sends_to` reads.
+SENDS_READ = 50_000
+
 #: The largest schedule id the column holds (INTEGER on PostgreSQL).
 MAX_SCHEDULE_ID = 2**31 - 1
 
@@ -270,6 +283,55 @@ class ScheduleQueries(Gateway):
         async with self._read() as conn:
             mine, total = (await conn.execute(stmt)).one()
         return int(mine), int(total)
+
+    async def sends_to(
+        self,
+        tenant: str,
+        owner: str,
+        destination: str,
+        *,
+        start: datetime,
+        end: datetime,
+        exclude: int | None = None,
+    ) -> SendsTo:
+        """What ``owner`` sends (or sent) to ``destination`` in ``tenant`` around
+        ``start`` to ``end``, for the cap on messages to one recipient per hour: the due
+        times of the jobs of their schedules there that are or were to be sent (waiting,
+        held, delivered, dead or discarded; not cancelled, skipped or expired), and the rules of
+        their active recurring schedules there (each with its next run, whose job is
+        among the times). ``exclude`` leaves out one schedule (the one being changed)."""
+        sent = (
+            JobState.PENDING.value,
+            JobState.RETRYING.value,
+            JobState.CLAIMED.value,
+            JobState.DELIVERED.value,
+            JobState.DEAD.value,
+            JobState.DISCARDED.value,
+        )
+        theirs = [
+            SCHEDULE.c.tenant == tenant,
+            SCHEDULE.c.owner == owner,
+            SCHEDULE.c.destination == destination,
+        ]
+        if exclude is not None:
+            theirs.append(SCHEDULE.c.id != exclude)
+        due = (
+            sa.select(JOB.c.due_at)
+            .select_from(JOB.join(SCHEDULE, SCHEDULE.c.id == JOB.c.schedule_id))
+            .where(*theirs, JOB.c.due_at >= start, JOB.c.due_at < end, JOB.c.state.in_(sent))
+            .order_by(JOB.c.due_at)
+            .limit(SENDS_READ)
+        )
+        rules = (
+            sa.select(SCHEDULE.c.rrule, SCHEDULE.c.next_run_at)
+            .where(*theirs, SCHEDULE.c.state == "active", SCHEDULE.c.rrule.is_not(None))
+            .order_by(SCHEDULE.c.id)
+            .limit(SENDS_READ)
+        )
+        async with self._read() as conn:
+            times = [row[0] for row in await conn.execute(due)]
+            found = [(str(row[0]), row[1]) for row in await conn.execute(rules)]
+        return SendsTo(times, found)
 
     async def get_schedule(self, schedule_id: int) -> Schedule | None:
         try:  # (a button's id arrives as text)
