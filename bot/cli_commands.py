@@ -24,7 +24,7 @@ from bot.cli_parser import EXIT_ERROR
 from bot.logs import configure_logging
 from core import calendars, db, reminders, timeexpr, verbs, views
 from core.actors import Principal, Surface
-from core.cases.importer import ImportRejected, import_schedules
+from core.cases.importer import ImportRejected, ImportTooLarge, import_schedules, more_invalid
 from core.channels import build_channels
 from core.clock import Clock, SystemClock
 from core.errors import HeraldError, InvalidInput
@@ -222,21 +222,33 @@ class Cli:
                 sys.stderr.write(f"\rimporting {done:,}/{total:,} ({100 * done // total}%)")
                 sys.stderr.flush()
 
+        limit = self.settings.import_max_bytes
         try:
             with stream:
-                report = await import_schedules(
-                    herald, self.actor, stream, skip_invalid=a.skip_invalid, progress=progress
-                )
+                text = stream.read(limit + 1)  # characters: more than the limit is more bytes
+        except UnicodeDecodeError:
+            raise InvalidInput(f"{a.file} is not UTF-8 text.") from None
+        if len(text) > limit:
+            raise ImportTooLarge(
+                f"An import may have at most {limit:,} bytes (HERALD_IMPORT_MAX_BYTES) "
+                "and this one has more: split it into smaller files."
+            )
+        try:
+            report = await import_schedules(
+                herald, self.actor, text, skip_invalid=a.skip_invalid, progress=progress
+            )
         finally:
             if tty:
                 sys.stderr.write("\n")
         for number, why in report.invalid:
             print(f"line {number}: skipped: {why}", file=sys.stderr)  # noqa: T201
+        if more := more_invalid(report.invalid_count, len(report.invalid)):
+            print(f"… {more} bad lines skipped", file=sys.stderr)  # noqa: T201
         summary = {
             "imported": report.imported,
             "skipped_existing": report.skipped_existing,
             "skipped_duplicate": report.skipped_duplicate,
-            "invalid": len(report.invalid),
+            "invalid": report.invalid_count,
         }
         if a.json:
             self.emit_json({**summary, "ids": report.ids})
@@ -244,7 +256,7 @@ class Cli:
             self.emit(
                 f"Imported {report.imported:,}; skipped {report.skipped_existing:,} already "
                 f"imported, {report.skipped_duplicate:,} repeated keys, "
-                f"{len(report.invalid):,} invalid."
+                f"{report.invalid_count:,} invalid."
             )
 
     async def cmd_timezone(self, herald: Herald) -> None:
@@ -608,6 +620,8 @@ def run(args: argparse.Namespace, settings: Settings | None = None) -> int:
         print(f"herald: error: {exc}", file=sys.stderr)  # noqa: T201
         for number, why in exc.invalid:
             print(f"line {number}: {why}", file=sys.stderr)  # noqa: T201
+        if more := more_invalid(exc.count, len(exc.invalid)):
+            print(f"… {more} bad lines", file=sys.stderr)  # noqa: T201
         return EXIT_ERROR
     except HeraldError as exc:
         log.debug("command failed", exc_info=True)

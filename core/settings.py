@@ -11,7 +11,7 @@ import pwd
 from datetime import time
 from typing import TYPE_CHECKING, Annotated, Literal
 
-from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from core.errors import ConfigError
@@ -78,10 +78,23 @@ class Settings(BaseSettings):
     http_max_connections: int = Field(default=256, ge=1, alias="HERALD_HTTP_MAX_CONNECTIONS")
     http_max_body: int = Field(default=1024 * 1024, ge=1, alias="HERALD_HTTP_MAX_BODY")
     #: The HTTP API (/v1): requests per second each token may make on average, and how
-    #: many at once (a token bucket per token, per process); a bulk import's body in bytes.
+    #: many at once (a token bucket per token, per process).
     api_rate: float = Field(default=20.0, gt=0, alias="HERALD_API_RATE")
     api_burst: int = Field(default=40, ge=1, alias="HERALD_API_BURST")
-    api_max_import: int = Field(default=10 * 1024 * 1024, ge=1, alias="HERALD_API_MAX_IMPORT")
+    #: One bulk import (``herald import``, ``POST /v1/imports``): the most bytes and lines
+    #: it may have (the API refuses a larger body with 413 before reading it), and the
+    #: lines an API token may send a minute, counted per process (0: no limit).
+    #: HERALD_API_MAX_IMPORT is the byte limit's older name.
+    import_max_bytes: int = Field(
+        default=10 * 1024 * 1024,
+        ge=1,
+        alias="HERALD_IMPORT_MAX_BYTES",
+        validation_alias=AliasChoices("HERALD_IMPORT_MAX_BYTES", "HERALD_API_MAX_IMPORT"),
+    )
+    import_max_lines: int = Field(default=20_000, ge=1, alias="HERALD_IMPORT_MAX_LINES")
+    import_lines_per_minute: int = Field(
+        default=20_000, ge=0, alias="HERALD_IMPORT_LINES_PER_MINUTE"
+    )
     #: The CLI as a client: with both set, `herald schedule`, `list`, `show`, `edit`,
     #: `pause`, `resume`, `skip` and `cancel` ask the service at this URL (its HTTP API)
     #: as the token's member instead of opening the database (bot/cli_remote.py).
@@ -178,9 +191,14 @@ class Settings(BaseSettings):
     custom_sender_tenants: Annotated[frozenset[str], NoDecode] = Field(
         default=frozenset({"local"}), alias="HERALD_CUSTOM_SENDER_TENANTS"
     )
-    #: Tenants no quota applies to (the terminal's, by default).
+    #: Tenants no quota applies to (the terminal's, by default), except through an API
+    #: token: a token is bound by its member's quotas unless it is listed below.
     quota_exempt_tenants: Annotated[frozenset[str], NoDecode] = Field(
         default=frozenset({"local"}), alias="HERALD_QUOTA_EXEMPT_TENANTS"
+    )
+    #: API tokens (public ids, ``hk_…``) no quota applies to: the only exemption a token has.
+    quota_exempt_tokens: Annotated[frozenset[str], NoDecode] = Field(
+        default=frozenset(), alias="HERALD_QUOTA_EXEMPT_TOKENS"
     )
     quota_schedules_per_member: int = Field(
         default=200, ge=1, alias="HERALD_QUOTA_SCHEDULES_PER_MEMBER"
@@ -202,6 +220,7 @@ class Settings(BaseSettings):
         "broadcast_tenants",
         "custom_sender_tenants",
         "quota_exempt_tenants",
+        "quota_exempt_tokens",
         mode="before",
     )
     @classmethod

@@ -22,15 +22,17 @@ Lovelace (CEO)") unless they are an admin or their tenant is in
 ``HERALD_CUSTOM_SENDER_TENANTS``; the "scheduled by" line says who wrote it either way.
 
 Quotas (each a setting; Herald-wide admins and operators and the tenants in
-``HERALD_QUOTA_EXEMPT_TENANTS``, by default the terminal's ``local``, are exempt): live
+``HERALD_QUOTA_EXEMPT_TENANTS``, by default the terminal's ``local``, are exempt, but
+through an API token only the tokens in ``HERALD_QUOTA_EXEMPT_TOKENS`` are): live
 (active or paused) schedules per member and per tenant, the shortest interval of a
-recurring schedule into a shared chat channel for members, and chat commands per member
-per minute.
+recurring schedule into a shared chat channel for members, chat commands per member
+per minute, and lines imported per API token per minute (:class:`ImportMeter`).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections import deque
 from collections.abc import Mapping
@@ -74,7 +76,11 @@ SLACK_SENDER_OPTIONS = ("username", "icon_url", "icon_emoji")
 
 
 def exempt(actor: Actor, settings: Settings) -> bool:
-    """Whether no quota applies to ``actor`` (Herald-wide, or an exempt tenant)."""
+    """Whether no quota applies to ``actor``: through an API token, only when that token
+    is listed in ``HERALD_QUOTA_EXEMPT_TOKENS`` (never because of its member's tenant or
+    role); otherwise a Herald-wide actor, or one of an exempt tenant."""
+    if actor.via is not None:
+        return actor.via in settings.quota_exempt_tokens
     return actor.herald_wide or actor.tenant in settings.quota_exempt_tenants
 
 
@@ -256,6 +262,43 @@ class CommandMeter:
 
 
 _MINUTE = timedelta(minutes=1)
+
+
+class ImportMeter:
+    """Lines imported per API token per minute, counted in this process (a sliding
+    window over the injected clock). Lines are counted when an import is asked for,
+    before they are checked: checking is the work this bounds."""
+
+    def __init__(self, per_minute: int) -> None:
+        self.per_minute = per_minute
+        self._seen: dict[str, deque[tuple[datetime, int]]] = {}
+
+    def used(self, who: str, now: datetime) -> int:
+        """Lines ``who`` imported in the minute before ``now``."""
+        seen = self._seen.get(who)
+        if seen is None:
+            return 0
+        while seen and now - seen[0][0] >= _MINUTE:
+            seen.popleft()
+        return sum(lines for _, lines in seen)
+
+    def admit(self, who: str, lines: int, now: datetime) -> int:
+        """Count ``lines`` for ``who`` and return 0; or, when they would pass the
+        minute's limit, count nothing and return the whole seconds until they fit."""
+        if self.per_minute <= 0:
+            return 0
+        used = self.used(who, now)
+        if used + lines > self.per_minute:
+            for at, amount in self._seen.get(who, ()):
+                used -= amount
+                if used + lines <= self.per_minute:
+                    return max(1, math.ceil((at + _MINUTE - now).total_seconds()))
+            return 60
+        self._seen.setdefault(who, deque()).append((now, lines))
+        if len(self._seen) > 10_000:  # forget those idle for a minute
+            for k in [k for k, v in self._seen.items() if not v or now - v[-1][0] >= _MINUTE]:
+                del self._seen[k]
+        return 0
 
 
 def _span(delta: timedelta) -> str:

@@ -29,7 +29,12 @@ from bot.http_guard import BodyRefused, HttpLimits, body_limit, read_body, refus
 from core import verbs, views
 from core.actors import Actor, Principal
 from core.cases import Herald
-from core.cases.importer import ImportRejected, import_schedules
+from core.cases.importer import (
+    ImportRateExceeded,
+    ImportRejected,
+    ImportTooLarge,
+    import_schedules,
+)
 from core.cases.tokens import Unauthorized, scope_allows
 from core.destinations import parse_destination
 from core.errors import (
@@ -161,9 +166,13 @@ def _from_error(exc: HeraldError) -> ApiProblem:
     """The problem a use case's refusal is, with the sentence the CLI prints."""
     if isinstance(exc, Unauthorized):
         return ApiProblem(401, str(exc), headers={"WWW-Authenticate": 'Bearer realm="herald"'})
-    if isinstance(exc, ImportRejected):
+    if isinstance(exc, ImportRejected):  # the first bad lines; the detail counts them all
         lines = [m.InvalidLine(line=n, reason=why) for n, why in exc.invalid]
         return ApiProblem(422, str(exc), invalid=lines)
+    if isinstance(exc, ImportTooLarge):
+        return ApiProblem(413, str(exc))
+    if isinstance(exc, ImportRateExceeded):
+        return ApiProblem(429, str(exc), headers={"Retry-After": str(exc.retry_after)})
     if isinstance(exc, QuotaExceeded):
         return ApiProblem(403, str(exc), slug="quota-exceeded")
     if isinstance(exc, MentionRefused):
@@ -491,16 +500,17 @@ async def discard_dead(call: Call) -> Reply:
 
 
 async def import_lines(call: Call) -> Reply:
+    """A bulk import: core/cases/importer.py bounds it (lines, bytes, the token's lines a
+    minute) and checks it in slices, so the loop keeps serving meanwhile."""
     q: m.ImportQuery = call.query
     text: str = call.body
-    report = await import_schedules(
-        call.herald, call.principal, text.splitlines(), skip_invalid=q.skip_invalid
-    )
+    report = await import_schedules(call.herald, call.principal, text, skip_invalid=q.skip_invalid)
     out = m.ImportOut(
         imported=report.imported,
         skipped_existing=report.skipped_existing,
         skipped_duplicate=report.skipped_duplicate,
         invalid=[m.InvalidLine(line=n, reason=why) for n, why in report.invalid],
+        invalid_count=report.invalid_count,
         ids=report.ids,
     )
     return Reply(out, 201 if report.imported else 200)
@@ -751,7 +761,7 @@ class Api:
         self.buckets = _Buckets(settings.api_rate, settings.api_burst, clock)
         #: One per client address for requests that name no valid token.
         self.strangers = _Buckets(settings.api_rate, settings.api_burst, clock)
-        self.max_import = settings.api_max_import
+        self.max_import = settings.import_max_bytes
         self._touched: dict[str, float] = {}
 
     async def authenticate(self, request: web.Request) -> tuple[Principal, ApiToken]:
@@ -929,7 +939,7 @@ def add_api(
     for route in ROUTES:
         app.router.add_route(route.method, PREFIX + route.path, api.handler(route))
     body_limit(app, PREFIX + "/", _JSON_BODY)  # a JSON body; GET routes read none
-    body_limit(app, PREFIX + "/imports", herald.settings.api_max_import)
+    body_limit(app, PREFIX + "/imports", herald.settings.import_max_bytes)
     refusal_format(
         app,
         PREFIX + "/",

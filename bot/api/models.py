@@ -228,7 +228,10 @@ class ImportOut(_Out):
     imported: int
     skipped_existing: int
     skipped_duplicate: int
-    invalid: list[InvalidLine]
+    invalid: list[InvalidLine] = Field(
+        description="The first 20 bad lines skipped (invalid_count counts them all)."
+    )
+    invalid_count: int = Field(description="Every bad line skipped.")
     ids: list[int]
 
 
@@ -251,5 +254,6 @@ class Problem(_Out):
     instance: str | None = None
     request_id: str
     invalid: list[InvalidLine] | None = Field(
-        default=None, description="A refused import: every bad line."
+        default=None,
+        description="A refused import: its first 20 bad lines (the detail counts them all).",
     )

@@ -92,6 +92,8 @@ class CaseBase:
         #: dispatcher's, given by the composition root; None: nowhere).
         self.metrics = metrics
         self._commands = tenancy.CommandMeter(settings.quota_commands_per_minute)
+        #: Lines imported per API token per minute (core.cases.importer counts them).
+        self.import_meter = tenancy.ImportMeter(settings.import_lines_per_minute)
 
     # --- who is acting ------------------------------------------------------------
 

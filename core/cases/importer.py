@@ -1,54 +1,139 @@
-"""Bulk import of schedules from JSON Lines (``herald import FILE``).
+"""Bulk import of schedules from JSON Lines (``herald import FILE``, ``POST /v1/imports``).
 
-Every line is validated first, with the same rules as a single ``create``. When any
-line is bad nothing is imported (unless ``skip_invalid``). Lines whose ``key`` the
-owner already used are skipped, so running an import again is safe. Rows go in with
-bulk inserts, one transaction per chunk.
+An import is bounded before a line is checked: at most ``HERALD_IMPORT_MAX_LINES`` lines
+and ``HERALD_IMPORT_MAX_BYTES`` bytes, a line at most :data:`MAX_LINE_BYTES`, and an API
+token at most ``HERALD_IMPORT_LINES_PER_MINUTE`` lines a minute. Every line is then
+validated with the same rules as a single ``create``, in slices that hold the event loop
+at most :data:`SLICE_SECONDS` each, so the service goes on answering (health checks,
+deliveries) while a large import is checked. When any line is bad nothing is imported
+(unless ``skip_invalid``); the refusal lists the first :data:`SHOWN_INVALID` bad lines
+and counts the rest. Lines whose ``key`` the owner already used are skipped, so running
+an import again is safe. The rows go in in one transaction: a crash during an import
+leaves all of it or none of it.
 """
 
 from __future__ import annotations
 
+import asyncio
+import io
 import json
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.actors import ActorRef
+from core.actors import Actor, ActorRef
 from core.cases import Herald
 from core.cases.schedules import audit_summary
 from core.errors import HeraldError, InvalidInput
+from core.tenancy import QuotaExceeded
 
 FIELDS = {"to", "when", "text", "tz", "key"}
 REQUIRED = ("to", "when", "text")
-CHUNK = 5000
+#: The longest line Herald reads: a schedule's longest line (4,000 characters of text,
+#: each escaped) fits many times over.
+MAX_LINE_BYTES = 64 * 1024
+#: Seconds of checking between two turns of the event loop.
+SLICE_SECONDS = 0.01
+#: Bad lines a refusal or a report lists (the rest are counted).
+SHOWN_INVALID = 20
+#: The longest reason given for one bad line.
+MAX_REASON = 300
 
 Progress = Callable[[int, int], None]
 
 
 @dataclass
 class ImportReport:
-    """What an import did. ``invalid`` holds ``(line number, reason)`` pairs."""
+    """What an import did. ``invalid`` holds the first :data:`SHOWN_INVALID`
+    ``(line number, reason)`` pairs of the ``invalid_count`` bad lines."""
 
     imported: int = 0
     skipped_existing: int = 0
     skipped_duplicate: int = 0
     invalid: list[tuple[int, str]] = field(default_factory=list)
+    invalid_count: int = 0
     ids: list[int] = field(default_factory=list)
 
 
+def more_invalid(count: int, shown: int) -> str:
+    """How many bad lines a list of the first ``shown`` leaves out ("" if none)."""
+    return f"and {count - shown:,} more" if count > shown else ""
+
+
 class ImportRejected(InvalidInput):
-    """Some lines are bad, so nothing was imported. ``invalid`` lists ``(line, reason)``."""
+    """Some lines are bad, so nothing was imported. ``invalid`` lists the first
+    :data:`SHOWN_INVALID` ``(line, reason)`` pairs, ``count`` every bad line."""
 
     def __init__(self, invalid: list[tuple[int, str]]) -> None:
-        self.invalid = invalid
+        self.count = len(invalid)
+        self.invalid = invalid[:SHOWN_INVALID]
         first_line, first_reason = invalid[0]
+        more = more_invalid(self.count, len(self.invalid))
+        tail = f" (the first {len(self.invalid)} are listed, {more})" if more else ""
         super().__init__(
-            f"Nothing imported: {len(invalid)} bad line(s); "
-            f"the first is line {first_line}: {first_reason}."
+            f"Nothing imported: {self.count:,} bad line(s); "
+            f"the first is line {first_line}: {first_reason}{tail}."
         )
 
 
+class ImportTooLarge(InvalidInput):
+    """An import over its size limits; nothing was read further or imported."""
+
+
+class ImportRateExceeded(QuotaExceeded):
+    """An API token sent more import lines in a minute than it may; ``retry_after``
+    is the seconds until this import would fit."""
+
+    def __init__(self, message: str, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class _Slices:
+    """Gives the event loop a turn whenever :data:`SLICE_SECONDS` of work have passed
+    since the last one (a deadline on the process's monotonic time, not the clock)."""
+
+    def __init__(self) -> None:
+        self._until = time.monotonic() + SLICE_SECONDS
+
+    async def tick(self) -> None:
+        if time.monotonic() >= self._until:
+            await asyncio.sleep(0)
+            self._until = time.monotonic() + SLICE_SECONDS
+
+
+def _reason(exc: Exception) -> str:
+    text = str(exc).rstrip(".")
+    return text if len(text) <= MAX_REASON else text[: MAX_REASON - 1] + "…"
+
+
+def read_lines(lines: Iterable[str] | str, *, max_lines: int, max_bytes: int) -> list[str]:
+    """The lines of an import (a text, or lines as a file gives them), refused with
+    ImportTooLarge past ``max_lines`` lines or ``max_bytes`` bytes of UTF-8: it stops
+    reading there. Blank lines count."""
+    source = io.StringIO(lines) if isinstance(lines, str) else lines
+    taken: list[str] = []
+    size = 0
+    for raw in source:
+        if len(taken) >= max_lines:
+            raise ImportTooLarge(
+                f"An import may have at most {max_lines:,} lines (HERALD_IMPORT_MAX_LINES) "
+                "and this one has more: split it into smaller files."
+            )
+        size += len(raw) if raw.isascii() else len(raw.encode("utf-8", "replace"))
+        if size > max_bytes:
+            raise ImportTooLarge(
+                f"An import may have at most {max_bytes:,} bytes (HERALD_IMPORT_MAX_BYTES) "
+                "and this one has more: split it into smaller files."
+            )
+        taken.append(raw)
+    return taken
+
+
 def _read_line(line: str) -> dict[str, Any]:
+    if len(line) > MAX_LINE_BYTES or len(line.encode("utf-8", "replace")) > MAX_LINE_BYTES:
+        raise InvalidInput(f"longer than {MAX_LINE_BYTES:,} bytes, which no schedule needs")
     try:
         obj = json.loads(line)
     except json.JSONDecodeError as exc:
@@ -69,26 +154,60 @@ def _read_line(line: str) -> dict[str, Any]:
     return obj
 
 
+def _meter(herald: Herald, actor: Actor, lines: int) -> None:
+    """Count an API token's import lines against its minute; ImportRateExceeded past it."""
+    if actor.via is None:  # the terminal: a process of its own, bounded per call
+        return
+    per_minute = herald.settings.import_lines_per_minute
+    if per_minute > 0 and lines > per_minute:
+        raise ImportRateExceeded(
+            f"An API token may import at most {per_minute:,} lines a minute "
+            f"(HERALD_IMPORT_LINES_PER_MINUTE) and this import has {lines:,}: split it.",
+            retry_after=60,
+        )
+    wait = herald.import_meter.admit(actor.via, lines, herald.clock.now())
+    if wait > 0:
+        raise ImportRateExceeded(
+            f"Token {actor.via} may import at most {per_minute:,} lines a minute "
+            f"(HERALD_IMPORT_LINES_PER_MINUTE); this import fits in {wait} s: "
+            "try again then.",
+            retry_after=wait,
+        )
+
+
 async def import_schedules(
     herald: Herald,
     actor_id: ActorRef,
-    lines: Iterable[str],
+    lines: Iterable[str] | str,
     *,
     skip_invalid: bool = False,
     progress: Progress | None = None,
 ) -> ImportReport:
-    """Import JSON Lines as ``actor_id``'s schedules.
+    """Import JSON Lines (a text, or its lines) as ``actor_id``'s schedules.
 
-    Raises ImportRejected, listing every bad line by number, when any line is bad and
-    ``skip_invalid`` is false; nothing is imported then.
+    Raises ImportTooLarge past the lines or bytes an import may have, and
+    ImportRateExceeded past an API token's lines a minute, before any line is checked;
+    ImportRejected, listing the first bad lines by number and counting them all, when
+    any line is bad and ``skip_invalid`` is false; QuotaExceeded past the member's or
+    tenant's quota. Nothing is imported then. ``progress(written, total)`` is called as
+    rows are written (they are committed together after the last).
     """
     actor = await herald.actor(actor_id)
+    settings = herald.settings
+    taken = read_lines(
+        lines, max_lines=settings.import_max_lines, max_bytes=settings.import_max_bytes
+    )
+    _meter(herald, actor, len(taken))
     report = ImportReport()
+    invalid: list[tuple[int, str]] = []
     rows: list[dict[str, Any]] = []
     details: list[dict[str, Any]] = []
     line_numbers: list[int] = []
     seen_keys: set[str] = set()
-    for number, raw in enumerate(lines, start=1):
+    token = {} if actor.via is None else {"token": actor.via}
+    slices = _Slices()
+    for number, raw in enumerate(taken, start=1):
+        await slices.tick()
         if not raw.strip():
             continue
         try:
@@ -103,7 +222,7 @@ async def import_schedules(
             )
             values = await herald.with_asker(actor, values)  # a reminder: whom it may remind
         except HeraldError as exc:
-            report.invalid.append((number, str(exc).rstrip(".")))
+            invalid.append((number, _reason(exc)))
             continue
         key = values["idempotency_key"]
         if key is not None:
@@ -112,24 +231,27 @@ async def import_schedules(
                 continue
             seen_keys.add(key)
         rows.append(values)
-        details.append(audit_summary(values))
+        details.append({**audit_summary(values), **token})
         line_numbers.append(number)
+    del taken
     unreachable: dict[str, str] = {}
     for destination in sorted({row["destination"] for row in rows}):
         try:
             await herald.check_reachable(destination)
         except HeraldError as exc:
-            unreachable[destination] = str(exc).rstrip(".")
+            unreachable[destination] = _reason(exc)
     if unreachable:
         for number, row in zip(line_numbers, rows, strict=True):
             if row["destination"] in unreachable:
-                report.invalid.append((number, unreachable[row["destination"]]))
-        report.invalid.sort()
+                invalid.append((number, unreachable[row["destination"]]))
+        invalid.sort()
         keep = [i for i, row in enumerate(rows) if row["destination"] not in unreachable]
         rows = [rows[i] for i in keep]
         details = [details[i] for i in keep]
-    if report.invalid and not skip_invalid:
-        raise ImportRejected(report.invalid)
+    if invalid and not skip_invalid:
+        raise ImportRejected(invalid)
+    report.invalid = invalid[:SHOWN_INVALID]
+    report.invalid_count = len(invalid)
     existing = await herald.store.existing_keys(
         actor.id,
         [row["idempotency_key"] for row in rows if row["idempotency_key"] is not None],
@@ -144,19 +266,20 @@ async def import_schedules(
     await herald.check_quota(actor, adding=total)  # imports count like one-by-one creates
     if progress is not None:
         progress(0, total)
-    now = herald.clock.now()
-    for start in range(0, total, CHUNK):
-        ids = await herald.store.create_schedules_bulk(
-            rows[start : start + CHUNK],
-            details=details[start : start + CHUNK],
-            actor=actor.id,
-            action="schedule.import",
-            now=now,
-            tenant=actor.tenant,
-            surface=None if actor.surface is None else actor.surface.value,
-        )
-        report.ids.extend(ids)
-        report.imported += len(ids)
-        if progress is not None:
-            progress(report.imported, total)
+    ids = await herald.store.create_schedules_bulk(
+        rows,
+        details=details,
+        actor=actor.id,
+        action="schedule.import",
+        now=herald.clock.now(),
+        tenant=actor.tenant,
+        surface=None if actor.surface is None else actor.surface.value,
+        progress=None if progress is None else _written(progress, total),
+    )
+    report.ids = ids
+    report.imported = len(ids)
     return report
+
+
+def _written(progress: Progress, total: int) -> Callable[[int], None]:
+    return lambda written: progress(written, total)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -55,6 +55,9 @@ class SendsTo:
 
 #: The most job times (and rules) :meth:`ScheduleQueries.sends_to` reads.
 SENDS_READ = 50_000
+
+#: Rows a bulk insert writes per round trip (its transaction spans them all).
+BULK_PART = 500
 
 #: The largest schedule id the column holds (INTEGER on PostgreSQL).
 MAX_SCHEDULE_ID = 2**31 - 1
@@ -196,39 +199,56 @@ class ScheduleQueries(Gateway):
         now: datetime,
         tenant: str = LOCAL_TENANT,
         surface: str | None = None,
+        part: int = BULK_PART,
+        progress: Callable[[int], None] | None = None,
     ) -> list[int]:
         """Insert many schedules (column dicts, each with ``starts_at``), one job and one
         audit row each (``details`` in the same order, ``surface`` where the request
-        came from), in one transaction.
-        Returns the new ids in input order."""
+        came from), in one transaction: a crash leaves all of them or none.
+
+        The rows go in ``part`` at a time (each part's statements are a round trip that
+        gives the event loop back), calling ``progress(rows written so far)`` after each;
+        they are committed only after the last. Returns the new ids in input order.
+        Raises Conflict when another writer took one of the keys meanwhile."""
         if not rows:
             return []
+        ids: list[int] = []
         try:
             async with self._conn() as conn:
-                ids = await self._insert_schedules(conn, rows)
-                await conn.execute(
-                    sa.insert(JOB),
-                    [
-                        {
-                            "schedule_id": sid,
-                            "occurrence_at": row["starts_at"],
-                            "due_at": row["starts_at"],
-                            "state": JobState.PENDING.value,
-                            "attempts": 0,
-                            "idempotency_key": new_idempotency_key(),
-                            "created_at": now,
-                            "updated_at": now,
-                        }
-                        for sid, row in zip(ids, rows, strict=True)
-                    ],
-                )
+                for start in range(0, len(rows), part):
+                    chunk = rows[start : start + part]
+                    new_ids = await self._insert_schedules(conn, chunk)
+                    await conn.execute(
+                        sa.insert(JOB),
+                        [
+                            {
+                                "schedule_id": sid,
+                                "occurrence_at": row["starts_at"],
+                                "due_at": row["starts_at"],
+                                "state": JobState.PENDING.value,
+                                "attempts": 0,
+                                "idempotency_key": new_idempotency_key(),
+                                "created_at": now,
+                                "updated_at": now,
+                            }
+                            for sid, row in zip(new_ids, chunk, strict=True)
+                        ],
+                    )
+                    await self._audit_each(
+                        conn,
+                        AuditEntry(actor, action, "schedule", tenant=tenant, surface=surface),
+                        now,
+                        [
+                            (str(sid), detail)
+                            for sid, detail in zip(
+                                new_ids, details[start : start + part], strict=True
+                            )
+                        ],
+                    )
+                    ids.extend(new_ids)
+                    if progress is not None:
+                        progress(len(ids))
                 await self._notify_due(conn)
-                await self._audit_each(
-                    conn,
-                    AuditEntry(actor, action, "schedule", tenant=tenant, surface=surface),
-                    now,
-                    [(str(sid), detail) for sid, detail in zip(ids, details, strict=True)],
-                )
         except sa.exc.IntegrityError as exc:
             raise Conflict(
                 "Another import added some of the same keys at the same time; "

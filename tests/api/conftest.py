@@ -36,7 +36,7 @@ ENV = {
     "HERALD_ADMINS": ROOT,
     "HERALD_DEFAULT_TZ": "UTC",
     "HERALD_WEBHOOK_ALLOW_PRIVATE": "true",  # the receiver below is on 127.0.0.1
-    "HERALD_QUOTA_SCHEDULES_PER_MEMBER": "3",  # counted outside the exempt local tenant
+    "HERALD_QUOTA_SCHEDULES_PER_MEMBER": "6",  # through a token, local's members count too
     "HERALD_API_BURST": "10000",
     "HERALD_API_RATE": "10000",
     "HERALD_ADAPTERS": "none",
