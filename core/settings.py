@@ -77,8 +77,9 @@ class Settings(BaseSettings):
     http_body_timeout: float = Field(default=10.0, gt=0, alias="HERALD_HTTP_BODY_TIMEOUT")
     http_max_connections: int = Field(default=256, ge=1, alias="HERALD_HTTP_MAX_CONNECTIONS")
     http_max_body: int = Field(default=1024 * 1024, ge=1, alias="HERALD_HTTP_MAX_BODY")
-    #: The HTTP API (/v1): requests per second each token may make on average, and how
-    #: many at once (a token bucket per token, per process).
+    #: The HTTP API (/v1): requests per second each member may make on average, and how
+    #: many at once (a token bucket per member, all their tokens together, per process;
+    #: requests with no valid token share one per client address).
     api_rate: float = Field(default=20.0, gt=0, alias="HERALD_API_RATE")
     api_burst: int = Field(default=40, ge=1, alias="HERALD_API_BURST")
     #: One bulk import (``herald import``, ``POST /v1/imports``): the most bytes and lines
