@@ -138,6 +138,8 @@ def _read_line(line: str) -> dict[str, Any]:
         obj = json.loads(line)
     except json.JSONDecodeError as exc:
         raise InvalidInput(f"not valid JSON ({exc.msg} at column {exc.colno})") from exc
+    except RecursionError:  # objects in objects a thousand deep: no schedule nests at all
+        raise InvalidInput("nested far deeper than any schedule needs") from None
     if not isinstance(obj, dict):
         raise InvalidInput("each line must be a JSON object with to, when and text")
     unknown = sorted(set(obj) - FIELDS)

@@ -255,3 +255,22 @@ def test_the_buckets_stay_bounded_and_forget_full_ones_first() -> None:
     for n in range(1000):
         buckets.take(f"flood-{n}")
     assert len(buckets._state) <= 100
+
+
+@pytest.mark.parametrize(
+    "line", ['{"to":' + '{"a":' * 1000 + "1" + "}" * 1001, "[" * 1000 + "]" * 1000]
+)
+async def test_an_import_line_nested_a_thousand_deep_is_an_invalid_line(
+    herald: Herald, caplog: pytest.LogCaptureFixture, line: str
+) -> None:
+    caplog.set_level(logging.WARNING)
+    async with served(herald) as client:
+        headers = {**await token(herald, ADMIN), "Content-Type": "application/jsonl"}
+        good = '{"to":"log:","when":"in 1 hour","text":"x"}'
+        answer = await client.post("/v1/imports", data=f"{good}\n{line}\n", headers=headers)
+        body = await problem(answer, 422)
+        assert body["invalid"] == [
+            {"line": 2, "reason": "nested far deeper than any schedule needs"}
+        ]
+        assert await herald.list_schedules(ADMIN, everyone=True) == []  # all or nothing
+    no_error_logged(caplog)
