@@ -108,6 +108,11 @@ def refusal(crowded: Crowded, destination: str, cap: int, zone: str) -> str:
     start = crowded.start.astimezone(timeexpr.zone(zone))
     hour = f"{start:%H:%M} to {start + HOUR:%H:%M} {zone} on {start:%a %d %b %Y}"
     limit = f"the limit is {cap} per hour per recipient"
+    if crowded.existing == 0:  # a rule (or an import) crowding the hour by itself
+        return (
+            f"This would send more than {cap} messages to {destination} within one hour "
+            f"({hour}); {limit}. Choose fewer or further apart."
+        )
     if crowded.adding == 1:
         return (
             f"You already have {crowded.existing} messages to {destination} due within "
