@@ -197,7 +197,8 @@ class Settings(BaseSettings):
     quota_exempt_tenants: Annotated[frozenset[str], NoDecode] = Field(
         default=frozenset({"local"}), alias="HERALD_QUOTA_EXEMPT_TENANTS"
     )
-    #: API tokens (public ids, ``hk_…``) no quota applies to: the only exemption a token has.
+    #: API tokens (their ids, as ``herald token list`` shows them) no quota applies to:
+    #: the only exemption a token has.
     quota_exempt_tokens: Annotated[frozenset[str], NoDecode] = Field(
         default=frozenset(), alias="HERALD_QUOTA_EXEMPT_TOKENS"
     )
@@ -234,6 +235,12 @@ class Settings(BaseSettings):
     @classmethod
     def _read_time(cls, value: object) -> object:
         return _time_of_day(value) if isinstance(value, str) else value
+    @field_validator("quota_exempt_tokens", mode="after")
+    @classmethod
+    def _token_ids(cls, value: frozenset[str]) -> frozenset[str]:
+        """Token ids as ``herald token list`` shows them (an ``hk_`` before one is dropped)."""
+        return frozenset(part.removeprefix("hk_") for part in value)
+
 
     @field_validator("tenant_default_times", mode="before")
     @classmethod

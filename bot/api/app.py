@@ -499,6 +499,14 @@ async def discard_dead(call: Call) -> Reply:
     return await _decide(call, "discard")
 
 
+def import_too_large(limit: int) -> str:
+    """The refusal of an import body over ``HERALD_IMPORT_MAX_BYTES``."""
+    return (
+        f"An import may have at most {limit:,} bytes (HERALD_IMPORT_MAX_BYTES) and this one "
+        "has more: split it into smaller files."
+    )
+
+
 async def import_lines(call: Call) -> Reply:
     """A bulk import: core/cases/importer.py bounds it (lines, bytes, the token's lines a
     minute) and checks it in slices, so the loop keeps serving meanwhile."""
@@ -834,7 +842,8 @@ class Api:
                 )
             except BodyRefused as exc:
                 status = exc.response.status
-                return problem_response(status, exc.reason, request_id=request_id)
+                sentence = (exc.response.text or exc.reason).strip()
+                return problem_response(status, sentence, request_id=request_id)
             except Exception:
                 log.exception(
                     "api request failed", extra={"request_id": request_id, "path": request.path}
@@ -865,7 +874,12 @@ class Api:
                     415, "Send JSON Lines (Content-Type: application/jsonl), one schedule a line."
                 )
             limits = replace(self.limits, max_body=self.max_import)
-            raw = await read_body(request, limits)
+            try:
+                raw = await read_body(request, limits)
+            except BodyRefused as exc:  # a chunked body, counted as it came
+                if exc.response.status != 413:
+                    raise
+                raise ApiProblem(413, import_too_large(self.max_import)) from None
             try:
                 return raw.decode("utf-8")
             except UnicodeDecodeError:
@@ -940,6 +954,15 @@ def add_api(
         app.router.add_route(route.method, PREFIX + route.path, api.handler(route))
     body_limit(app, PREFIX + "/", _JSON_BODY)  # a JSON body; GET routes read none
     body_limit(app, PREFIX + "/imports", herald.settings.import_max_bytes)
+    refusal_format(  # before the prefix below: the first that matches answers
+        app,
+        PREFIX + "/imports",
+        lambda status, _: problem_response(
+            status,
+            import_too_large(herald.settings.import_max_bytes),
+            request_id=secrets.token_hex(8),
+        ),
+    )
     refusal_format(
         app,
         PREFIX + "/",
