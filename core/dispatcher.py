@@ -41,7 +41,7 @@ from core.errors import HeraldError
 from core.leases import Leases, machine_id, process_gone
 from core.metrics import Metrics
 from core.models import JobState
-from core.ratelimit import LATENESS, Pacer, Pauses, RateLimits
+from core.ratelimit import LATENESS, ClaimCaps, Pacer, Pauses, RateLimits
 from core.scrub import Scrubber
 from core.settings import Settings
 from core.store import AuditEntry
@@ -90,6 +90,11 @@ class DispatcherConfig:
     #: A job that would wait longer than this for its destination's rate limit is
     #: handed back (due when the limit allows) as soon as it is claimed.
     max_rate_wait: float = 10.0
+    #: A rate-limited destination never has more jobs claimed, by every dispatcher
+    #: together, than it sends in this many seconds at its pace (core.ratelimit.
+    #: claim_cap: at most rate × horizon). A claim puts off the rest, due again as
+    #: their slots come near. (The settings set max_rate_wait to the same.)
+    claim_horizon: float = 10.0
     #: A rate-limited send that could not start within this many seconds of its slot
     #: (a stalled loop, a busy machine) takes a fresh slot rather than crowd the next
     #: ones. Slots leave room for this lateness (core.ratelimit.spacing), so no second
@@ -123,6 +128,8 @@ class DispatcherConfig:
             dead_letter_days=s.dead_letter_days,
             dead_letter_max=s.dead_letter_max,
             rate_limits=RateLimits.parse(s.rate_limits),
+            max_rate_wait=s.claim_horizon,
+            claim_horizon=s.claim_horizon,
             scheduled_by=s.scheduled_by,
             tenant_scheduled_by=dict(s.tenant_scheduled_by),
         )
@@ -228,6 +235,13 @@ class Dispatcher:
         self._sharing: set[asyncio.Task[None]] = set()
         #: Each destination's limit (and its kind), by canonical destination.
         self._limits: dict[str, RateLimit] = {}
+        #: What a claim may take of each rate-limited destination (every claim passes
+        #: them: the store counts the jobs every dispatcher holds).
+        self._caps = ClaimCaps.of(
+            self.config.rate_limits,
+            {kind: channel.rate_limit for kind, channel in self.channels.items()},
+            self.config.claim_horizon,
+        )
         self._inflight: dict[int, ClaimedJob] = {}
         self._leases = Leases(self.config.lease_margin)
         self._keeping_alive: asyncio.Task[None] | None = None
@@ -313,6 +327,7 @@ class Dispatcher:
                 worker=self.worker_id,
                 lease_until=lease_until,
                 limit=want,
+                caps=self._caps or None,
             )
             if len(jobs) * 10 >= self.config.batch_size:
                 took = (time.monotonic() - started) / len(jobs)

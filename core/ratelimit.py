@@ -11,9 +11,11 @@ arithmetic; ``LeaseQueries.reserve_slots`` the transaction).
 from __future__ import annotations
 
 import functools
+import json
 import math
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from core.channels.base import RateLimit
@@ -129,6 +131,56 @@ def allocate(
         slots.append(slot)
         current += interval
     return slots, current
+
+
+def claim_cap(limit: RateLimit, horizon: float) -> int:
+    """The most jobs of one destination with ``limit`` that may be claimed at once, by
+    every dispatcher together: what it sends within ``horizon`` seconds at its pace
+    (a slot every :func:`spacing`), at least one; never more than rate × horizon.
+    10/s and a 10 s horizon: 93 (a slot every 10.7 ms); 30/min: 4; 1/min: 1.
+
+    A burst is not added: while a destination is kept busy its bucket has none left,
+    and jobs held beyond what fits in the slot window would only be handed back."""
+    return max(1, int(horizon / spacing(limit).total_seconds()))
+
+
+@dataclass(frozen=True)
+class ClaimCaps:
+    """What a claim may take of each rate-limited destination (see :func:`claim_cap`),
+    as the claim statement reads it: ``(prefix, cap, step)`` entries in the order
+    :meth:`RateLimits.for_destination` tries them (the configured prefixes, longest
+    first, then each channel's ``kind:`` for its default limit; the first match wins;
+    a destination none matches has no limit and no cap). ``step`` is a slot's
+    :func:`spacing` in seconds: a job over the cap is due again when its slot is a
+    horizon away, ``step`` later for each place further back
+    (``QueueQueries.claim_due``)."""
+
+    entries: tuple[tuple[str, int, float], ...] = ()
+    #: The entries as JSON (SQLite's claim reads them with json_each), made once.
+    as_json: str = field(default="[]", compare=False)
+
+    @classmethod
+    def of(cls, limits: RateLimits, defaults: Mapping[str, RateLimit], horizon: float) -> ClaimCaps:
+        """The caps of the configured ``limits`` and the channels' ``defaults`` (by
+        kind) within ``horizon`` seconds."""
+        found: list[tuple[str, RateLimit]] = list(limits.prefixes)
+        found += [(f"{kind}:", limit) for kind, limit in sorted(defaults.items())]
+        entries = tuple(
+            (prefix, claim_cap(limit, horizon), spacing(limit).total_seconds())
+            for prefix, limit in found
+            if not limit.unlimited
+        )
+        return cls(entries, json.dumps([list(e) for e in entries]))
+
+    def __bool__(self) -> bool:
+        return bool(self.entries)
+
+    def for_destination(self, destination: str) -> int | None:
+        """The cap of ``destination`` (None: no limit), as the claim statement finds it."""
+        for prefix, cap, _ in self.entries:
+            if destination.startswith(prefix):
+                return cap
+        return None
 
 
 def pause(tat: datetime | None, until: datetime, limit: RateLimit) -> datetime:

@@ -19,6 +19,7 @@ from typing import Protocol
 
 from core.channels.base import RateLimit
 from core.models import Worker
+from core.ratelimit import ClaimCaps
 from core.store.base import AuditEntry
 from core.store.leases import Backlog, KeptAlive, Slots
 from core.store.queue import ClaimedJob, Finished, QueueStats
@@ -30,9 +31,17 @@ class DispatchStore(Protocol):
     # --- the queue ------------------------------------------------------------------
 
     async def claim_due(
-        self, *, now: datetime, worker: str, lease_until: datetime, limit: int
+        self,
+        *,
+        now: datetime,
+        worker: str,
+        lease_until: datetime,
+        limit: int,
+        caps: ClaimCaps | None = None,
     ) -> list[ClaimedJob]:
-        """Lease to ``worker`` up to ``limit`` jobs due by ``now``, oldest first (an attempt)."""
+        """Lease to ``worker`` up to ``limit`` jobs due by ``now``, oldest first (an
+        attempt). With ``caps``, none beyond a destination's cap counting every
+        worker's claimed jobs; those are due again later instead."""
         ...
 
     async def finish(self, results: Sequence[Finished], *, worker: str, now: datetime) -> set[int]:

@@ -15,22 +15,26 @@ import operator
 import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import sqlalchemy as sa
 
 from core.models import (
+    LEASED_SQL,
     OPEN_STATE_VALUES,
     OUTCOME_OF_JOB,
     WAITING_SQL,
     JobState,
     sqlite_utc_text,
 )
+from core.ratelimit import ClaimCaps
 from core.store.base import ATTEMPT, JOB, SCHEDULE, Gateway, new_idempotency_key
 from core.store.leases import held_by, sqlite_datetime
 
 CLAIMABLE = OPEN_STATE_VALUES
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
 
 TERMINAL_FOR_SCHEDULE = ("delivered", "dead", "expired")
 
@@ -240,6 +244,125 @@ WHERE job.id = ANY(ARRAY(
     AND schedule.id = job.schedule_id
 RETURNING {_claim_returning("postgresql")}
 """
+# A claim with caps (core.ratelimit.ClaimCaps): no destination with a rate limit has
+# more jobs claimed, by every dispatcher together, than its cap. The claim looks at the
+# first ``limit`` due jobs (locked, as above), finds each distinct destination's cap
+# (the first matching prefix) and how many of its jobs are claimed already (read
+# through the claimed jobs, not the destination's schedules, which include every past
+# one), and ranks a destination's jobs here only where they could pass its cap. A job
+# past its cap is not claimed: it is due again ``step`` seconds later for each place
+# past it (when its slot would be a claim horizon away), so later claims need not read
+# it again until then; the others are claimed. Without caps the claim is the statement
+# above, unchanged; a destination without a limit costs a prefix test per claim.
+_CAPPED = """
+held AS MATERIALIZED (
+    SELECT h.d, count(*) AS n FROM ({held}) AS h
+    WHERE h.d IN (SELECT d FROM capped)
+    GROUP BY h.d
+),
+over AS MATERIALIZED (
+    SELECT capped.d, capped.cap - coalesce(held.n, 0) AS room, capped.step
+    FROM capped LEFT JOIN held ON held.d = capped.d
+    WHERE capped.n > capped.cap - coalesce(held.n, 0)
+),
+past AS MATERIALIZED (
+    SELECT p.id, p.past, p.step FROM (
+        SELECT ranked.id, row_number() OVER (
+            PARTITION BY over.d ORDER BY ranked.due_at, ranked.id
+        ) - over.room AS past, over.step
+        FROM ({ranked}) AS ranked JOIN over ON over.d = ranked.d
+        WHERE EXISTS (SELECT 1 FROM over)
+    ) AS p
+    WHERE p.past > 0
+)"""
+#: The claimed jobs' destinations (``held``), and the jobs looked at with theirs
+#: (``past``, only when a destination is past its cap; PostgreSQL has them in ``dest``
+#: already): each by its schedule's primary key, the claimed or looked-at jobs first (a
+#: plan starting from the destination would read every schedule that ever had it).
+#: SQLite keeps a CROSS JOIN's order; PostgreSQL keeps a LATERAL subquery with OFFSET.
+_SQLITE_HELD = f"""SELECT schedule.destination AS d
+        FROM job CROSS JOIN schedule ON schedule.id = job.schedule_id
+        WHERE job.{LEASED_SQL} AND EXISTS (SELECT 1 FROM capped)"""
+_SQLITE_RANKED = """SELECT cand.id, cand.due_at, schedule.destination AS d
+            FROM cand CROSS JOIN schedule ON schedule.id = cand.schedule_id"""
+_PG_HELD = f"""SELECT s.d FROM job CROSS JOIN LATERAL (
+            SELECT destination AS d FROM schedule WHERE schedule.id = job.schedule_id OFFSET 0
+        ) AS s
+        WHERE job.{LEASED_SQL} AND EXISTS (SELECT 1 FROM capped)"""
+_PG_RANKED = "SELECT id, due_at, d FROM dest"
+#: Why a job past its destination's cap was not claimed (its last error until it is).
+CAPPED_ERROR = "Waiting for its destination's rate limit."
+_SQLITE_PUT_OFF = f"""
+WITH cand AS MATERIALIZED (
+    SELECT id, due_at, schedule_id FROM job INDEXED BY ix_job_waiting_due
+    WHERE {WAITING_SQL} AND due_at <= :now ORDER BY due_at, id LIMIT :limit
+),
+capped AS MATERIALIZED (
+    SELECT d, n, json_extract(:caps, '$[' || k || '][1]') AS cap,
+        json_extract(:caps, '$[' || k || '][2]') AS step
+    FROM (
+        SELECT schedule.destination AS d, count(*) AS n, (
+            SELECT min(key) FROM json_each(:caps)
+            WHERE substr(schedule.destination, 1, length(value ->> 0)) = value ->> 0
+        ) AS k
+        FROM cand CROSS JOIN schedule ON schedule.id = cand.schedule_id
+        GROUP BY schedule.destination
+    )
+    WHERE k IS NOT NULL
+),{_CAPPED.format(held=_SQLITE_HELD, ranked=_SQLITE_RANKED)}
+UPDATE job SET
+    due_at = strftime('%Y-%m-%d %H:%M:%S', past.us / 1000000, 'unixepoch')
+        || printf('.%06d', past.us % 1000000),
+    last_error = :error, updated_at = :now
+FROM (SELECT id, :now_us + CAST(round(past * step * 1e6) AS INTEGER) AS us FROM past) AS past
+WHERE job.id = past.id
+RETURNING job.id
+"""
+# On PostgreSQL the claim takes a transaction-level advisory lock first (its own
+# statement, so that the claim's snapshot sees every claim made before it): claims with
+# caps are made one at a time, or two at once would each count the other's jobs as
+# not yet claimed.
+#: One round trip: the claim's settings (its window's sort, which enable_sort = off
+#: prices out of every plan, made it cost enough for a JIT compilation of 1.5 s) and
+#: the lock.
+_PG_CAPPED_SETUP = (
+    "SET LOCAL enable_sort = off; SET LOCAL jit = off; "
+    "SELECT pg_advisory_xact_lock(7161258402917851137)"
+)
+_PG_CAPPED_CLAIM = f"""
+WITH cand AS MATERIALIZED (
+    SELECT id, due_at, schedule_id FROM job WHERE {WAITING_SQL} AND due_at <= %(now)b
+    ORDER BY due_at, id LIMIT %(limit)b FOR UPDATE SKIP LOCKED
+),
+dest AS MATERIALIZED (
+    SELECT cand.id, cand.due_at,
+        (SELECT destination FROM schedule WHERE schedule.id = cand.schedule_id) AS d
+    FROM cand
+),
+capped AS MATERIALIZED (
+    SELECT u.d, u.n, c.cap, c.step
+    FROM (SELECT d, count(*) AS n FROM dest GROUP BY d) AS u
+    CROSS JOIN LATERAL (
+        SELECT c.cap, c.step
+        FROM unnest(%(prefixes)b::text[], %(caps)b::int[], %(steps)b::float8[])
+            WITH ORDINALITY AS c(prefix, cap, step, at)
+        WHERE starts_with(u.d, c.prefix) ORDER BY c.at LIMIT 1
+    ) AS c
+),{_CAPPED.format(held=_PG_HELD, ranked=_PG_RANKED)},
+later AS (
+    UPDATE job SET due_at = %(now)b + make_interval(secs => past.past * past.step),
+        last_error = %(error)b, updated_at = %(now)b
+    FROM past WHERE job.id = past.id
+)
+UPDATE job SET state = 'claimed', lease_owner = %(worker)b, lease_expires_at = %(until)b,
+    attempts = job.attempts + 1, updated_at = %(now)b
+FROM schedule
+WHERE job.id = ANY(ARRAY(
+        SELECT id FROM cand WHERE id NOT IN (SELECT id FROM past)
+    ))
+    AND schedule.id = job.schedule_id
+RETURNING {_claim_returning("postgresql")}
+"""
 # Recording, in one statement: every attempt, and every job's new state where this
 # worker still holds it (the ids returned).
 _PG_RECORD = """
@@ -416,34 +539,79 @@ class QueueQueries(Gateway):
     # --- claim ----------------------------------------------------------------------
 
     async def claim_due(
-        self, *, now: datetime, worker: str, lease_until: datetime, limit: int
+        self,
+        *,
+        now: datetime,
+        worker: str,
+        lease_until: datetime,
+        limit: int,
+        caps: ClaimCaps | None = None,
     ) -> list[ClaimedJob]:
-        """Atomically lease up to ``limit`` due jobs, oldest due first."""
+        """Atomically lease up to ``limit`` due jobs, oldest due first. With ``caps``, a
+        job whose destination already has its cap of jobs claimed (by any worker) is
+        not claimed but due again when it could be sent within the claim horizon (see
+        :data:`_CAPPED`); the claim then returns fewer than ``limit`` although more
+        may be due."""
         if self.backend == "sqlite":
-            return await self._claim_sqlite(now, worker, lease_until, limit)
-        params = {"now": now, "limit": limit, "worker": worker, "until": lease_until}
+            return await self._claim_sqlite(now, worker, lease_until, limit, caps)
+        params: dict[str, Any] = {
+            "now": now,
+            "limit": limit,
+            "worker": worker,
+            "until": lease_until,
+        }
+        statement, setup = _PG_CLAIM, "SET LOCAL enable_sort = off"
+        if caps:
+            statement, setup = _PG_CAPPED_CLAIM, _PG_CAPPED_SETUP
+            params.update(
+                prefixes=[prefix for prefix, _, _ in caps.entries],
+                caps=[cap for _, cap, _ in caps.entries],
+                steps=[step for _, _, step in caps.entries],
+                error=CAPPED_ERROR,
+            )
         async with self._tx() as conn:
-            await conn.exec_driver_sql("SET LOCAL enable_sort = off")
-            rows: list[Any] = list(await conn.exec_driver_sql(_PG_CLAIM, params))
+            await conn.exec_driver_sql(setup)
+            rows: list[Any] = list(await conn.exec_driver_sql(statement, params))
         claimed = [_claimed(row) for row in rows]
         claimed.sort(key=lambda job: (job.due_at, job.id))
         return claimed
 
     async def _claim_sqlite(
-        self, now: datetime, worker: str, lease_until: datetime, limit: int
+        self,
+        now: datetime,
+        worker: str,
+        lease_until: datetime,
+        limit: int,
+        caps: ClaimCaps | None = None,
     ) -> list[ClaimedJob]:
         """The claim on SQLite: one statement that also returns each job's schedule,
-        in one round trip to the driver's thread (see :meth:`Gateway._sqlite_run`)."""
-        params = (
-            worker,
-            sqlite_utc_text(lease_until),
-            sqlite_utc_text(now),
-            sqlite_utc_text(now),
-            limit,
+        in one round trip to the driver's thread (see :meth:`Gateway._sqlite_run`).
+
+        With caps, one statement first puts off the first ``limit`` due jobs that are
+        past their destinations' caps; the first due jobs left, as many as were not put
+        off, are then exactly the others of those ``limit``, which the claim takes (the
+        write lock holds from the first statement to the commit)."""
+        text_now = sqlite_utc_text(now)
+        params = (worker, sqlite_utc_text(lease_until), text_now, text_now, limit)
+        put_off = (
+            {
+                "now": text_now,
+                "now_us": (now - _EPOCH) // _MICROSECOND,
+                "limit": limit,
+                "caps": caps.as_json,
+                "error": CAPPED_ERROR,
+            }
+            if caps
+            else None
         )
 
         def claim(sqlite: sqlite3.Connection) -> list[Any]:
-            return sqlite.execute(_SQLITE_CLAIM, params).fetchall()
+            if put_off is None:
+                return sqlite.execute(_SQLITE_CLAIM, params).fetchall()
+            later = len(sqlite.execute(_SQLITE_PUT_OFF, put_off).fetchall())
+            if later >= limit:
+                return []
+            return sqlite.execute(_SQLITE_CLAIM, (*params[:4], limit - later)).fetchall()
 
         rows = await self._sqlite_run(claim)
         claimed = [_claimed(row, sqlite_datetime) for row in rows]

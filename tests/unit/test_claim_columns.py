@@ -16,7 +16,7 @@ def test_every_claimed_job_field_is_a_claim_column_and_back() -> None:
 
 
 def test_both_claim_statements_select_the_labelled_list() -> None:
-    for statement in (queue._SQLITE_CLAIM, queue._PG_CLAIM):
+    for statement in (queue._SQLITE_CLAIM, queue._PG_CLAIM, queue._PG_CAPPED_CLAIM):
         returning = statement.split("RETURNING", 1)[1]
         positions = [returning.index(f" AS {label}") for label, _ in CLAIM_COLUMNS]
         assert positions == sorted(positions)
