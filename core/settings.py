@@ -142,6 +142,10 @@ class Settings(BaseSettings):
     #: (``webhook:https://hooks.internal/=200/s``, ``slack:C0ALERTS=1/s:10``); the
     #: longest matching prefix wins, others keep their channel's default.
     rate_limits: str | None = Field(default=None, alias="HERALD_RATE_LIMITS")
+    #: A rate-limited destination never has more jobs claimed, by every dispatcher
+    #: together, than its limit sends in this many seconds (at most rate × horizon);
+    #: a claimed job whose send slot is further off is handed back.
+    claim_horizon: float = Field(default=10.0, gt=0, le=3600, alias="HERALD_CLAIM_HORIZON")
 
     # calendars (read in worker processes: core.calendar_worker)
     #: Seconds one calendar may take to parse and expand; its worker is killed then.
