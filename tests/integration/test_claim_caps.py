@@ -8,13 +8,18 @@ real SQLite and PostgreSQL, time from a ManualClock."""
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 from collections import Counter
+from collections.abc import AsyncIterator
 from datetime import datetime, timedelta
+from typing import Any
 
+import pytest
 import sqlalchemy as sa
 
 from bot.bench import schedule_rows
+from core import db
 from core.channels.base import RateLimit
 from core.clock import ManualClock
 from core.dispatcher import Dispatcher, DispatcherConfig
@@ -211,3 +216,72 @@ async def test_a_dispatcher_claims_no_more_than_the_cap_and_sends_the_rest_later
     assert summary.outcomes["delivered"] == 300 and summary.waiting == 0
     assert len(channel.deliveries) == 300 and set(channel.per_key().values()) == {1}
     assert most == CAP  # with every claim of the drain
+
+
+BATCH = 600
+
+
+@pytest.fixture
+async def explained(pg_url: str) -> AsyncIterator[tuple[Store, list[dict[str, Any]]]]:
+    """A store whose every statement's plan (with actual rows) lands in the list (as in
+    test_pg_hot_path)."""
+    db.upgrade(pg_url)
+    store = await Store.open(pg_url)
+    plans: list[dict[str, Any]] = []
+
+    def on_notice(diag: Any) -> None:
+        text = diag.message_primary or ""
+        if "{" in text:
+            plans.append(json.loads(text[text.index("{") :]))
+
+    @sa.event.listens_for(store._engine.sync_engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.driver_connection.add_notice_handler(on_notice)
+        cursor = dbapi_connection.cursor()
+        for statement in (
+            "LOAD 'auto_explain'",
+            "SET auto_explain.log_min_duration = 0",
+            "SET auto_explain.log_analyze = on",
+            "SET auto_explain.log_format = json",
+            "SET auto_explain.log_level = notice",
+        ):
+            cursor.execute(statement)
+        cursor.close()
+
+    try:
+        yield store, plans
+    finally:
+        await store.close()
+
+
+def _work(node: dict[str, Any]) -> float:
+    """Rows every node of a plan produced, over all its loops."""
+    own = node.get("Actual Rows", 0) * node.get("Actual Loops", 1)
+    return own + sum(_work(child) for child in node.get("Plans", []))
+
+
+async def test_a_capped_claim_stays_linear_without_planner_statistics(
+    explained: tuple[Store, list[dict[str, Any]]],
+) -> None:
+    """On a fresh PostgreSQL schema (no statistics, as after an import), with a long
+    history of delivered messages to the limited destination and some of its jobs held
+    by a dispatcher without caps: the capped claim reads the claimed jobs and the jobs it
+    looks at by primary key, never every schedule the destination ever had, and is not
+    priced (its window's sort under enable_sort = off) into a JIT compilation."""
+    store, plans = explained
+    until = START + timedelta(minutes=5)
+    await _fill(store, 2 * BATCH, BATCH // 10)  # the history: sent, finished
+    history = await store.claim_due(now=START, worker="h", lease_until=until, limit=10_000)
+    assert await store.finish([_delivered(job, START) for job in history], worker="h", now=START)
+    await _fill(store, 3 * BATCH, 3 * BATCH // 10)
+    taken = await store.claim_due(now=START, worker="uncapped", lease_until=until, limit=50)
+    held = sum(job.destination == LIMITED for job in taken)
+    caps = ClaimCaps.of(RateLimits.parse(f"{LIMITED}=10/s"), {}, 10.0)
+    plans.clear()
+    jobs = await store.claim_due(now=START, worker="w", lease_until=until, limit=BATCH, caps=caps)
+    # the cap counts the jobs the other holds
+    assert Counter(job.destination for job in jobs)[LIMITED] == CAP - held
+    claims = [p for p in plans if "cand AS MATERIALIZED" in p.get("Query Text", "")]
+    assert len(claims) == 1
+    assert "JIT" not in claims[0]
+    assert _work(claims[0]["Plan"]) < 30 * BATCH
