@@ -152,10 +152,13 @@ class ClaimCaps:
     first, then each channel's ``kind:`` for its default limit; the first match wins;
     a destination none matches has no limit and no cap). ``step`` is a slot's
     :func:`spacing` in seconds: a job over the cap is due again when its slot is a
-    horizon away, ``step`` later for each place further back
-    (``QueueQueries.claim_due``)."""
+    horizon away, ``step`` later for each place further back, rounded up to a
+    ``quantum`` (a tenth of the horizon) so that those put off come due together, a
+    claim's worth at a time, not one claim per slot (``QueueQueries.claim_due``)."""
 
     entries: tuple[tuple[str, int, float], ...] = ()
+    #: A tenth of the horizon, in microseconds.
+    quantum_us: int = 1_000_000
     #: The entries as JSON (SQLite's claim reads them with json_each), made once.
     as_json: str = field(default="[]", compare=False)
 
@@ -170,7 +173,8 @@ class ClaimCaps:
             for prefix, limit in found
             if not limit.unlimited
         )
-        return cls(entries, json.dumps([list(e) for e in entries]))
+        quantum = max(1, round(horizon * 100_000))
+        return cls(entries, quantum, json.dumps([list(e) for e in entries]))
 
     def __bool__(self) -> bool:
         return bool(self.entries)

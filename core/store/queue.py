@@ -251,9 +251,11 @@ RETURNING {_claim_returning("postgresql")}
 # through the claimed jobs, not the destination's schedules, which include every past
 # one), and ranks a destination's jobs here only where they could pass its cap. A job
 # past its cap is not claimed: it is due again ``step`` seconds later for each place
-# past it (when its slot would be a claim horizon away), so later claims need not read
-# it again until then; the others are claimed. Without caps the claim is the statement
-# above, unchanged; a destination without a limit costs a prefix test per claim.
+# past it (when its slot would be a claim horizon away), rounded up to a tenth of the
+# horizon (those put off come due a part of the cap at a time, not one claim per
+# slot), so later claims need not read it again until then; the others are claimed.
+# Without caps the claim is the statement above, unchanged; a destination without a
+# limit costs its jobs' reading of their destination and a prefix test per claim.
 _CAPPED = """
 held AS MATERIALIZED (
     SELECT h.d, count(*) AS n FROM ({held}) AS h
@@ -314,7 +316,11 @@ UPDATE job SET
     due_at = strftime('%Y-%m-%d %H:%M:%S', past.us / 1000000, 'unixepoch')
         || printf('.%06d', past.us % 1000000),
     last_error = :error, updated_at = :now
-FROM (SELECT id, :now_us + CAST(round(past * step * 1e6) AS INTEGER) AS us FROM past) AS past
+FROM (
+    SELECT id, :now_us + (CAST(round(past * step * 1e6) AS INTEGER) + :quantum_us - 1)
+        / :quantum_us * :quantum_us AS us
+    FROM past
+) AS past
 WHERE job.id = past.id
 RETURNING job.id
 """
@@ -350,7 +356,10 @@ capped AS MATERIALIZED (
     ) AS c
 ),{_CAPPED.format(held=_PG_HELD, ranked=_PG_RANKED)},
 later AS (
-    UPDATE job SET due_at = %(now)b + make_interval(secs => past.past * past.step),
+    UPDATE job SET due_at = %(now)b + make_interval(secs => (
+            (round(past.past * past.step * 1e6)::bigint + %(quantum_us)b::bigint - 1)
+            / %(quantum_us)b::bigint * %(quantum_us)b::bigint
+        ) / 1e6),
         last_error = %(error)b, updated_at = %(now)b
     FROM past WHERE job.id = past.id
 )
@@ -567,6 +576,7 @@ class QueueQueries(Gateway):
                 prefixes=[prefix for prefix, _, _ in caps.entries],
                 caps=[cap for _, cap, _ in caps.entries],
                 steps=[step for _, _, step in caps.entries],
+                quantum_us=caps.quantum_us,
                 error=CAPPED_ERROR,
             )
         async with self._tx() as conn:
@@ -599,6 +609,7 @@ class QueueQueries(Gateway):
                 "now_us": (now - _EPOCH) // _MICROSECOND,
                 "limit": limit,
                 "caps": caps.as_json,
+                "quantum_us": caps.quantum_us,
                 "error": CAPPED_ERROR,
             }
             if caps

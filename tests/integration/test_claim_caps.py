@@ -175,10 +175,12 @@ async def test_a_job_put_off_says_why_and_keeps_its_attempts(store: Store) -> No
         ).all()
     assert len(rows) == 200 - CAP
     assert {(r.state, r.attempts, r.last_error) for r in rows} == {("pending", 0, CAPPED_ERROR)}
-    # due again one slot apart, the first one slot from now: when its turn nears
-    step = 0.107
+    # due again when its turn nears: a slot (10.7 ms) later for each place past the
+    # cap, rounded up to a tenth of the horizon (a second), so they come due nine at a
+    # time (what the destination sends in that second), not one claim per slot
     due = [(_aware(r.due_at) - START).total_seconds() for r in rows]
-    assert due == [round((i + 1) * step, 6) for i in range(len(rows))]
+    assert due == [float(-(-(i + 1) * 107_000 // 1_000_000)) for i in range(len(rows))]
+    assert Counter(due)[1.0] == 9
     # nothing is due now: the next claim finds none of them (no claim reads them again)
     again = await store.claim_due(now=START, worker="w2", lease_until=until, limit=500, caps=caps)
     assert again == []
