@@ -4,7 +4,9 @@ workers: core.store.leases).
 The hot path is set-based plain SQL on the driver, one statement per database: one
 claim statement per batch (``UPDATE … RETURNING``, with ``FOR UPDATE SKIP LOCKED`` on
 PostgreSQL) and one transaction that records a whole batch of outcomes (on PostgreSQL
-the batch as arrays, two statements).
+the batch as arrays, two statements). A claim with caps on rate-limited destinations
+(:data:`_CAPPED`) is one statement on PostgreSQL, after its lock; on SQLite one that
+puts off what is past a cap, then the claim, in one transaction.
 """
 
 from __future__ import annotations
@@ -324,13 +326,12 @@ FROM (
 WHERE job.id = past.id
 RETURNING job.id
 """
-# On PostgreSQL the claim takes a transaction-level advisory lock first (its own
-# statement, so that the claim's snapshot sees every claim made before it): claims with
-# caps are made one at a time, or two at once would each count the other's jobs as
-# not yet claimed.
-#: One round trip: the claim's settings (its window's sort, which enable_sort = off
-#: prices out of every plan, made it cost enough for a JIT compilation of 1.5 s) and
-#: the lock.
+# On PostgreSQL a claim with caps first takes a transaction-level advisory lock, in a
+# statement before the claim's (whose snapshot then sees every claim made before it):
+# such claims are made one at a time, or four at once each counted the others' jobs
+# as not yet claimed and together held four caps. The same round trip sets the claim's
+# settings: without JIT, as its window's sort (which enable_sort = off prices out of
+# every plan) made it cost enough for a JIT compilation of 1.5 s.
 _PG_CAPPED_SETUP = (
     "SET LOCAL enable_sort = off; SET LOCAL jit = off; "
     "SELECT pg_advisory_xact_lock(7161258402917851137)"
