@@ -27,8 +27,10 @@ HOUR = timedelta(hours=1)
 #: How far ahead a new recurring schedule's sends are looked at, and how many at most.
 SAMPLE_SPAN = timedelta(days=7)
 SAMPLE = 48
-#: The most occurrences of one existing rule counted in one stretch of time.
+#: The most occurrences of one existing rule counted in one stretch of time, and how
+#: many are read at once.
 _PER_STRETCH = 5000
+_BATCH = 16
 
 
 @dataclass(frozen=True)
@@ -67,21 +69,45 @@ def stretches(times: Iterable[datetime]) -> list[tuple[datetime, datetime]]:
 def rule_sends(
     rules: Sequence[tuple[str, datetime | None]], within: Sequence[tuple[datetime, datetime]]
 ) -> list[datetime]:
-    """The occurrences of existing recurring ``rules`` in the ``within`` stretches,
-    after each one's next run (whose own job is counted already). A rule that cannot
-    be read counts nothing."""
+    """The occurrences of existing recurring ``rules`` in the ``within`` stretches (in
+    order), after each one's next run (whose own job is counted already). A rule that
+    cannot be read counts nothing."""
     found: list[datetime] = []
     for text, next_run in rules:
         try:
             parsed = timeexpr.parse_rule(text)
         except InvalidInput:
             continue
-        for lo, hi in within:
-            after = lo if next_run is None else max(lo, next_run)
-            for t in timeexpr.take(parsed, _PER_STRETCH, after):
-                if t >= hi:
-                    break
-                found.append(t)
+        found.extend(_walk(parsed, within, next_run))
+    return found
+
+
+def _walk(
+    rule: timeexpr.Rule, within: Sequence[tuple[datetime, datetime]], next_run: datetime | None
+) -> list[datetime]:
+    """One rule's occurrences in the stretches, read forward a few at a time (a daily
+    rule's first read covers a week of stretches; a rule may go on for years), at most
+    :data:`_PER_STRETCH` a stretch."""
+    found: list[datetime] = []
+    batch: list[datetime] = []
+    at, ended = 0, False
+    for lo, hi in within:
+        after = lo if next_run is None else max(lo, next_run)
+        counted = 0
+        while counted < _PER_STRETCH:
+            while at < len(batch) and batch[at] <= after:
+                at += 1
+            if at == len(batch):
+                if ended:
+                    return found
+                batch, at = timeexpr.take(rule, _BATCH, after), 0
+                ended = len(batch) < _BATCH
+                continue
+            if batch[at] >= hi:
+                break
+            after = batch[at]
+            found.append(after)
+            counted += 1
     return found
 
 

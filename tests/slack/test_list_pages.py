@@ -11,11 +11,11 @@ from tests.slack.support import TENANT, action_ids, text_of, who
 
 
 async def many(env: SlackEnv, count: int, user: str = "U1") -> None:
-    """``count`` schedules of ``user``, straight through the use cases."""
+    """``count`` schedules of ``user``, straight through the use cases (at two times
+    of day: a member may have 30 messages due within an hour in one channel)."""
     for n in range(count):
-        await env.herald.create_schedule(
-            who(user), to="slack:C0123", when="every day at 9", text=f"number {n}"
-        )
+        when = "every day at 9" if n % 2 else "every day at 11"
+        await env.herald.create_schedule(who(user), to="slack:C0123", when=when, text=f"number {n}")
 
 
 def button_value(reply: dict[str, Any], action_id: str) -> str:
