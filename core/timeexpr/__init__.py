@@ -46,11 +46,13 @@ from core.timeexpr.durations import UNITS as DURATION_UNITS
 from core.timeexpr.durations import describe_duration, parse_duration
 from core.timeexpr.every import Draft, parse_every
 from core.timeexpr.freeform import parse_freeform
+from core.timeexpr.metered import Meter
 from core.timeexpr.once import Moment, parse_once
 from core.timeexpr.rule import (
     MAX_YEAR,
     SUB_DAILY,
     Rule,
+    check_happens,
     elapsed_offset,
     exact_start,
     localize,
@@ -243,6 +245,9 @@ def _rule_input(raw: str, zi: ZoneInfo, now: datetime) -> Draft:
     00:00 local (so no minute or second of "now" leaks in) and is moved to its first
     occurrence; a floating DTSTART (or EXDATE, RDATE) is in the person's zone."""
     tzid, dtstart, lines, date_lines = read_lines(raw)
+    check_happens(
+        lines, datetime.combine(wall_clock(now, zi).date(), time(0)) if dtstart is None else dtstart
+    )
     if dtstart is None:
         anchor = datetime.combine(wall_clock(now, zi).date(), time(0))
         rule = with_dates(Rule(zi.key, anchor, tuple(lines)), date_lines)
@@ -258,7 +263,7 @@ def _never(raw: str) -> InvalidInput:
     )
 
 
-def _settle(draft: Draft, now: datetime, raw: str) -> Rule:
+def _settle(draft: Draft, now: datetime, raw: str, meter: Meter) -> Rule:
     """The rule as stored: DTSTART moved to the first occurrence after ``now`` when
     the person did not choose a start, with any COUNT counted from there."""
     rule = draft.rule
@@ -273,7 +278,7 @@ def _settle(draft: Draft, now: datetime, raw: str) -> Rule:
     # the RRULE lines alone: DTSTART moves to their first instance (EXDATE and RDATE
     # values keep their own instants, and COUNT counts RRULE instances, RFC 5545)
     probe = Rule(rule.tzid, rule.dtstart, tuple(counted))
-    found = next(rule_pairs(probe, now), None)
+    found = next(rule_pairs(probe, now, meter), None)
     if found is None:
         if rule.rdates:
             return rule  # only RDATE values are left: DTSTART stays as it is
@@ -293,15 +298,20 @@ def _settle(draft: Draft, now: datetime, raw: str) -> Rule:
     # DTSTART stays before the first occurrence (in the past, or one grid point back
     # when the first falls in the repeated fall-back hour, which no local time names):
     # occurrences before the first are not counted against "for N times".
-    before = takewhile(lambda pair: pair[0] < instant, rule_pairs(with_start(probe, start)))
+    before = takewhile(
+        lambda pair: pair[0] < instant, rule_pairs(with_start(probe, start), meter=meter)
+    )
     return with_start(rule, start, extra_count=sum(1 for _ in before))
 
 
 def _recurring(raw: str, draft: Draft, now: datetime, default_time: time) -> When:
-    rule = _settle(draft, now, raw)
+    """The When of a recurrence; its reading shares one budget (core.timeexpr.metered),
+    past which it is refused as too costly."""
+    meter = Meter()
+    rule = _settle(draft, now, raw, meter)
     text = rule.text()
     stored = parse_rule(text)  # everything below reads the stored text
-    first = take(stored, 1, now)
+    first = take(stored, 1, now, meter)
     if not first:
         raise _never(raw)
     chosen = default_time if draft.defaulted else None
