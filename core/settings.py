@@ -235,16 +235,16 @@ class Settings(BaseSettings):
             return frozenset(part.strip() for part in value.split(",") if part.strip())
         return value
 
-    @field_validator("default_time", mode="before")
-    @classmethod
-    def _read_time(cls, value: object) -> object:
-        return _time_of_day(value) if isinstance(value, str) else value
     @field_validator("quota_exempt_tokens", mode="after")
     @classmethod
     def _token_ids(cls, value: frozenset[str]) -> frozenset[str]:
         """Token ids as ``herald token list`` shows them (an ``hk_`` before one is dropped)."""
         return frozenset(part.removeprefix("hk_") for part in value)
 
+    @field_validator("default_time", mode="before")
+    @classmethod
+    def _read_time(cls, value: object) -> object:
+        return _time_of_day(value) if isinstance(value, str) else value
 
     @field_validator("tenant_default_times", mode="before")
     @classmethod

@@ -266,6 +266,8 @@ async def import_schedules(
         details = [details[i] for i in keep]
     total = len(rows)
     await herald.check_quota(actor, adding=total)  # imports count like one-by-one creates
+    # and like them, no more than the hourly cap of messages to one recipient
+    await herald.check_recipient_cap(actor, rows, action="schedule.import", tick=slices.tick)
     if progress is not None:
         progress(0, total)
     ids = await herald.store.create_schedules_bulk(

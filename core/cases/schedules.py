@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -35,6 +35,11 @@ from core.models import (
 from core.reminders import ASKED_BY, ASKED_BY_NAME, ASKER_KEYS, asked_prefix
 from core.scrub import Scrubber
 from core.store import AuditEntry, ScheduleQuery
+
+#: Destinations the hourly cap per recipient leaves alone: a webhook is a program's
+#: endpoint, not a person or a room, and is bounded by its rate limit
+#: (``HERALD_RATE_LIMITS``) and the minimum interval instead.
+UNCAPPED_KINDS = frozenset({"webhook"})
 
 MAX_TEXT = limits.HERALD_TEXT.size
 MAX_KEY = 200
@@ -291,6 +296,7 @@ class ScheduleCases(CalendarCases):
         *,
         action: str = "schedule.create",
         exclude: int | None = None,
+        tick: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         """Refuse (QuotaExceeded, audited as ``<action>.denied``) schedules that would
         give one destination more than ``HERALD_RECIPIENT_HOURLY_CAP`` messages of
@@ -298,15 +304,18 @@ class ScheduleCases(CalendarCases):
         schedule values as :meth:`build_schedule` makes them (``destination``,
         ``starts_at``, ``rrule``): one for a create, every line of an import at once;
         ``exclude`` is a schedule being changed (its own sends are the rows'). Exempt:
-        admins, whoever no quota applies to (:func:`core.tenancy.exempt`), and a
-        message to oneself."""
+        admins, whoever no quota applies to (:func:`core.tenancy.exempt`), a message to
+        oneself, and a program's endpoint (:data:`UNCAPPED_KINDS`). ``tick`` is awaited
+        between rows (an import gives the event loop its turns through it)."""
         cap = self.settings.recipient_hourly_cap
         if cap <= 0 or actor.is_admin or tenancy.exempt(actor, self.settings):
             return
         by_destination: dict[str, list[datetime]] = {}
         for row in rows:
+            if tick is not None:
+                await tick()
             destination = parse_destination(row["destination"])
-            if destination.recipient == actor.id:
+            if destination.recipient == actor.id or destination.kind in UNCAPPED_KINDS:
                 continue
             sends = recipient_cap.sends_of(
                 row["starts_at"], row["rrule"], after=row.get("resumes_at")

@@ -5,12 +5,14 @@ SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 from typing import Any
 
 import pytest
 
 from core.actors import Principal
+from core.cases.importer import import_schedules
 from core.clock import ManualClock
 from core.dispatcher import Dispatcher
 from core.settings import Settings, load_settings
@@ -113,22 +115,31 @@ async def test_messages_already_sent_in_the_hour_count(capped: Herald, clock: Ma
 
 @pytest.mark.usefixtures("known")
 async def test_a_recurring_schedule_counts_every_send(capped: Herald) -> None:
-    hook = "webhook:https://hooks.example/deploys"
+    mail = "email:ops@example.com"
     with pytest.raises(QuotaExceeded) as refused:
-        await capped.create_schedule(ANNA, to=hook, when="every 15 minutes", text="tick")
+        await capped.create_schedule(ANNA, to=mail, when="every 15 minutes", text="tick")
     assert str(refused.value).startswith(
-        "This would send more than 3 messages to webhook:https://hooks.example/… within one "
+        "This would send more than 3 messages to email:ops@example.com within one "
         "hour (12:15 to 13:15 UTC on Mon 02 Mar 2026); the limit is 3 per hour per recipient."
     )
-    assert "deploys" not in str(refused.value)  # a webhook's path may be its secret
-    await capped.create_schedule(ANNA, to=hook, when="every 30 minutes", text="tock")
+    await capped.create_schedule(ANNA, to=mail, when="every 30 minutes", text="tock")
     with pytest.raises(QuotaExceeded, match=r"make 4 messages .*2 of them already there"):
-        await capped.create_schedule(ANNA, to=hook, when="every 30 minutes", text="tock")
+        await capped.create_schedule(ANNA, to=mail, when="every 30 minutes", text="tock")
     # two sends an hour of the rule, from 12:30 on: room for one more in an hour
-    await capped.create_schedule(ANNA, to=hook, when="at 17:10", text="one-off")
+    await capped.create_schedule(ANNA, to=mail, when="at 17:10", text="one-off")
     with pytest.raises(QuotaExceeded, match="already have 3 messages"):
-        await capped.create_schedule(ANNA, to=hook, when="at 17:20", text="one too many")
-    assert await _to(capped, hook) == 2
+        await capped.create_schedule(ANNA, to=mail, when="at 17:20", text="one too many")
+    assert await _to(capped, mail) == 2
+
+
+@pytest.mark.usefixtures("known")
+async def test_a_webhook_is_a_programs_endpoint_not_a_recipient(capped: Herald) -> None:
+    """The cap protects people and rooms; a webhook is bounded by its rate limit."""
+    hook = "webhook:https://hooks.example/deploys"
+    await capped.create_schedule(ANNA, to=hook, when="every 15 minutes", text="tick")
+    for n in range(4):
+        await capped.create_schedule(ANNA, to=hook, when="in 10 minutes", text=f"{n}")
+    assert await _to(capped, hook) == 5
 
 
 @pytest.mark.usefixtures("known")
@@ -158,3 +169,17 @@ async def test_an_edit_or_a_resume_cannot_crowd_an_hour_either(capped: Herald) -
         await capped.resume_schedule(ANNA, first.id)
     again = await capped.store.get_schedule(first.id)
     assert again is not None and again.state == "paused"
+
+
+@pytest.mark.usefixtures("known")
+async def test_an_import_cannot_flood_a_recipient(herald: Herald) -> None:
+    """Thirty-one lines to one member due in one hour: the import is refused as a whole."""
+    lines = [
+        json.dumps({"to": "slack:@UBOB", "when": "in 2 hours", "text": f"ping {n}"})
+        for n in range(31)
+    ]
+    with pytest.raises(QuotaExceeded, match="the limit is 30 per hour per recipient"):
+        await import_schedules(herald, ANNA, "\n".join(lines))
+    assert await _to(herald, "slack:@UBOB") == 0
+    report = await import_schedules(herald, ANNA, "\n".join(lines[:30]))
+    assert report.imported == 30
