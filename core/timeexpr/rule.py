@@ -275,7 +275,9 @@ def check_parts(parts: dict[str, str]) -> None:
                 n = int(m.group(1))
                 if freq not in ("MONTHLY", "YEARLY") or "BYWEEKNO" in parts:
                     raise bad_rule(f"BYDAY={item} needs FREQ=MONTHLY or FREQ=YEARLY")
-                if n == 0 or abs(n) > (5 if freq == "MONTHLY" else 53):
+                # the nth weekday of a month when a yearly rule names months (RFC 5545)
+                in_months = freq == "MONTHLY" or "BYMONTH" in parts
+                if n == 0 or abs(n) > (5 if in_months else 53):
                     raise bad_rule(f"BYDAY value {item} is out of range")
     # RFC 5545's own limits (3.3.10), plus BYSETPOS only where a period holds several
     # days: elsewhere these parts make dateutil crawl day by day for decades.
