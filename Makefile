@@ -56,6 +56,7 @@ bench: $(BENCHSTAMP)
 reliability: $(DEVSTAMP)
 	HERALD_RELIABILITY=full HERALD_FUZZ_CASES=10000 $(BIN)/python -m pytest -q \
 		tests/reliability tests/unit/test_fuzz_inputs.py tests/unit/test_timeexpr_fuzz.py \
+		tests/unit/test_timeexpr_budget.py \
 		tests/slack/test_grammar_fuzz.py tests/api/test_api_schema.py
 
 clean:
