@@ -16,7 +16,7 @@ A recurrence is stored as RFC 5545 text with its zone in DTSTART
 first occurrence unless the person wrote one (or, for an hourly rule whose first
 occurrence falls in a repeated fall-back hour, one step before it), and every
 occurrence, the first included, is computed from that stored text by
-core.timeexpr.rule (see there for the clock each kind of rule runs on), so the preview,
+core.timeexpr.expand (see there for the clock each kind of rule runs on), so the preview,
 the description and the dispatcher all read one meaning. Local times follow RFC
 5545 (and zoneinfo's ``fold=0``): a time in a spring-forward gap is read with the
 offset before the gap, an ambiguous fall-back time is its first occurrence.
@@ -45,6 +45,7 @@ from core.timeexpr.describe import describe_rule
 from core.timeexpr.durations import UNITS as DURATION_UNITS
 from core.timeexpr.durations import describe_duration, parse_duration
 from core.timeexpr.every import Draft, parse_every
+from core.timeexpr.expand import check_happens, rule_pairs, take
 from core.timeexpr.freeform import parse_freeform
 from core.timeexpr.metered import Meter
 from core.timeexpr.once import Moment, parse_once
@@ -52,15 +53,12 @@ from core.timeexpr.rule import (
     MAX_YEAR,
     SUB_DAILY,
     Rule,
-    check_happens,
     elapsed_offset,
     exact_start,
     localize,
     parse_rule,
     read_lines,
-    rule_pairs,
     step_of,
-    take,
     wall_clock,
     with_start,
     zone,

@@ -14,7 +14,7 @@ dateutil starts is charged to a :class:`Meter` (the days it checks, more for a
 BYSETPOS, and the clock's steps of an hourly or minutely rule: :func:`period_cost`),
 and the walk stops with :class:`PastWindow` once a period starts after the rule's
 ``stop``, or with :class:`Exhausted` once the meter's budget of candidates is spent. The expansion
-(core.timeexpr.rule) also charges each instant dateutil yields. Nothing else of
+(core.timeexpr.expand) also charges each instant dateutil yields. Nothing else of
 dateutil is changed: the same code, with the metered bookkeeper in place of its own.
 """
 

@@ -24,8 +24,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from core.errors import InvalidInput
-from core.timeexpr import occurrences, parse_when
-from core.timeexpr import rule as rule_module
+from core.timeexpr import expand, occurrences, parse_when
 from core.timeexpr.metered import BUDGET, PER_OCCURRENCE, Meter
 
 NOW = datetime(2026, 3, 6, 15, 0, tzinfo=UTC)
@@ -39,7 +38,7 @@ def bound(count: int = 0, lines: int = 1) -> int:
     examine: its budget, once more after leaving out a line that provably never
     happens, and each line's walk through the 28 reference years."""
     budget = BUDGET + count * PER_OCCURRENCE
-    return 2 * budget + lines * rule_module._PROBE_BUDGET
+    return 2 * budget + lines * expand._PROBE_BUDGET
 
 
 @contextmanager
@@ -112,7 +111,7 @@ def test_the_reported_rule_is_refused_as_never_happening_at_once() -> None:
     out, spent, _ = answer(lambda: parse_when(text, tz="Europe/Berlin", now=NOW))
     assert isinstance(out, InvalidInput)
     assert "no day matches all of its BY parts together, so it never happens" in str(out)
-    assert spent <= rule_module._PROBE_BUDGET  # only the walk through the reference years
+    assert spent <= expand._PROBE_BUDGET  # only the walk through the reference years
 
 
 def test_a_stored_rule_that_never_happens_ends_within_the_budget() -> None:
