@@ -14,8 +14,10 @@ Use cases of :class:`core.cases.Herald` (through :class:`CalendarCases`).
   linked to the feed (``schedule.feed_id``, which only Herald sets) and keyed
   ``feed:<feed id>:<instance hash>`` (a key shape no request may give,
   :data:`RESERVED_KEY_PREFIX`); a moved instance moves it, a cancelled or deleted one
-  cancels it. A feed finds its reminders by that link, its owner and its tenant, never
-  by the key.
+  (or one moved out of the window) cancels it, and one that comes back gets a new
+  reminder (the cancelled one gives up the key; one a person cancelled keeps it and
+  stays). A feed finds its reminders by that link, its owner and its tenant, never by
+  the key.
 - :meth:`CalendarCases.refresh_calendars` revalidates every URL source (ETag /
   Last-Modified); a failure is recorded on the calendar (failing since, failures in a
   row, the error with URLs redacted), logged and counted, and its last good state stays.
@@ -55,6 +57,14 @@ RESERVED_KEY_PREFIX = "feed:"
 SYSTEM = "system:calendars"
 #: The surface of what calendar refreshes do on their own.
 BY_HERALD = Surface.SYSTEM.value
+
+
+def dropped_key(key: str, schedule_id: int) -> str:
+    """The key a reminder a refresh cancelled takes when its event comes back:
+    ``feed:<feed id>:<instance hash>:dropped:<schedule id>``. The event's own key is
+    then free for its new reminder; the unique (tenant, owner, key) index still lets
+    one reminder hold it."""
+    return f"{key}:dropped:{schedule_id}"
 
 
 def parse_before(text: str) -> int:
@@ -329,6 +339,7 @@ class CalendarCases(CaseBase):
         existing = {
             s.idempotency_key or "": s for s in await self._cal.feed_reminders(feed.id or 0)
         }
+        await self._free_keys_cancelled_by_refresh(feed, existing, wanted, now)
         for key, (at, text) in wanted.items():
             current = existing.get(key)
             if current is None:
@@ -375,6 +386,41 @@ class CalendarCases(CaseBase):
                 )
                 counts["cancelled"] += 1
         return counts
+
+    async def _free_keys_cancelled_by_refresh(
+        self,
+        feed: Feed,
+        existing: dict[str, Schedule],
+        wanted: Mapping[str, object],
+        now: datetime,
+    ) -> None:
+        """An event back in the calendar (or the window) whose reminder a refresh
+        cancelled when it left: that reminder gives up the event's key
+        (:func:`dropped_key`) and leaves ``existing``, so the event gets a new reminder.
+        A reminder a person cancelled keeps the key, and its event stays unreminded."""
+        held = {
+            s.id: key
+            for key, s in existing.items()
+            if key in wanted and s.state == ScheduleState.CANCELLED.value and s.id is not None
+        }
+        if not held:
+            return
+        for schedule_id in await self._cal.cancelled_by_refresh(list(held)):
+            key = held[schedule_id]
+            await self.store.change_schedule(
+                schedule_id,
+                expected_version=existing[key].version,
+                values={"idempotency_key": dropped_key(key, schedule_id)},
+                now=now,
+                audit=AuditEntry(
+                    SYSTEM,
+                    "feed.reminder_key_freed",
+                    "schedule",
+                    tenant=feed.tenant,
+                    surface=BY_HERALD,
+                ),
+            )
+            del existing[key]
 
     async def _create_reminder(
         self, feed: Feed, key: str, at: datetime, text: str, now: datetime

@@ -22,7 +22,7 @@ from core.models import (
     Member,
     Schedule,
 )
-from core.store.base import JOB, SCHEDULE, AuditEntry, Gateway, new_idempotency_key
+from core.store.base import AUDIT, JOB, SCHEDULE, AuditEntry, Gateway, new_idempotency_key
 
 CALENDAR = CalendarSource.__table__  # type: ignore[attr-defined]
 FEED = Feed.__table__  # type: ignore[attr-defined]
@@ -496,6 +496,25 @@ class CalendarQueries(Gateway):
         stmt = select(Schedule).where(*_of_feed(sa.literal(feed_id)))
         async with self._session() as s:
             return list((await s.execute(stmt.order_by(col(Schedule.starts_at)))).scalars())
+
+    async def cancelled_by_refresh(self, schedule_ids: Sequence[int]) -> set[int]:
+        """Which of these schedules (feed reminders) a feed's refresh cancelled, audited
+        ``feed.reminder_cancel`` in the same transaction, rather than a person."""
+        found: set[int] = set()
+        wanted = [str(i) for i in schedule_ids]
+        async with self._read() as conn:
+            for start in range(0, len(wanted), 500):
+                rows = await conn.execute(
+                    sa.select(AUDIT.c.object_id)
+                    .where(
+                        AUDIT.c.object_type == "schedule",
+                        AUDIT.c.object_id.in_(wanted[start : start + 500]),
+                        AUDIT.c.action == "feed.reminder_cancel",
+                    )
+                    .distinct()
+                )
+                found.update(int(row[0]) for row in rows)
+        return found
 
     async def member_by_calendar_token(self, token: str) -> tuple[str, str] | None:
         """Whose calendar feed ``token`` opens, if anyone's: ``(tenant, member id)``."""
