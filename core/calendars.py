@@ -24,6 +24,7 @@ from core.models import Schedule, ScheduleState
 from core.netguard import Guard
 
 if TYPE_CHECKING:
+    from core import timeexpr
     from core.calendar_fetch import FetchLimits
 
 
@@ -95,24 +96,32 @@ async def fetch(
 
 
 def next_allowed(
-    rule: str, after: datetime, skips: Blackouts, *, limit: int = 1000
+    rule: str,
+    after: datetime,
+    skips: Blackouts,
+    *,
+    limit: int = 1000,
+    meter: timeexpr.Meter | None = None,
 ) -> tuple[datetime | None, list[tuple[datetime, str]]]:
     """The first occurrence of a stored rule strictly after ``after`` that no blackout
-    hits, and the ``(occurrence, event name)`` pairs skipped on the way."""
+    hits, and the ``(occurrence, event name)`` pairs skipped on the way (None when the
+    rule ends, or after ``limit`` skipped ones).
+
+    One expansion on one ``meter`` (a fresh one when None) looks at every occurrence:
+    the whole answer costs at most what listing that many occurrences may
+    (:func:`core.timeexpr.iter_occurrences`), however many are skipped. Raises
+    InvalidInput for a rule that cannot be read or is too costly to expand."""
     from core import timeexpr
 
     zone = ZoneInfo(timeexpr.parse_rule(rule).tzid)
     skipped: list[tuple[datetime, str]] = []
-    cursor = after
-    while len(skipped) < limit:
-        upcoming = timeexpr.next_occurrence(rule, cursor)
-        if upcoming is None:
-            return None, skipped
+    for upcoming in timeexpr.iter_occurrences(rule, after, meter=meter):
         name = skips.hit(upcoming, zone)
         if name is None:
             return upcoming, skipped
         skipped.append((upcoming, name))
-        cursor = upcoming
+        if len(skipped) >= limit:
+            break
     return None, skipped
 
 

@@ -33,6 +33,7 @@ core.timeexpr.suggest).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, time, timedelta
 from itertools import takewhile
@@ -45,7 +46,7 @@ from core.timeexpr.describe import describe_rule
 from core.timeexpr.durations import UNITS as DURATION_UNITS
 from core.timeexpr.durations import describe_duration, parse_duration
 from core.timeexpr.every import Draft, parse_every
-from core.timeexpr.expand import check_happens, rule_pairs, take
+from core.timeexpr.expand import check_happens, instants, rule_pairs, take
 from core.timeexpr.freeform import parse_freeform
 from core.timeexpr.metered import Meter
 from core.timeexpr.once import Moment, parse_once
@@ -84,6 +85,7 @@ __all__ = [
     "DEFAULT_TIME_NOTE",
     "DURATION_UNITS",
     "MONTHS",
+    "Meter",
     "WEEKDAYS",
     "Rule",
     "When",
@@ -92,6 +94,7 @@ __all__ = [
     "describe_duration",
     "format_clock",
     "format_day",
+    "iter_occurrences",
     "next_occurrence",
     "occurrences",
     "ordinal_text",
@@ -339,6 +342,21 @@ def occurrences(rule: str, *, count: int, after: datetime | None = None) -> list
     Raises InvalidInput for a rule text that cannot be read.
     """
     return take(_stored(rule), count, _utc(after))
+
+
+def iter_occurrences(
+    rule: str, after: datetime | None = None, *, meter: Meter | None = None
+) -> Iterator[datetime]:
+    """Occurrences (aware UTC) of a stored rule strictly after ``after``, one at a time,
+    for a caller that does not know how many it will look at (skipping dates).
+
+    All of them share one ``meter`` (a fresh :class:`Meter` when None), which each
+    occurrence asked for raises by what :func:`occurrences` gives one: finding the
+    ``n``-th costs at most what ``occurrences(rule, count=n)`` may. Raises InvalidInput
+    for a rule text that cannot be read (at once), and, while iterating, for a rule too
+    costly to expand once that budget is spent.
+    """
+    return instants(_stored(rule), _utc(after), Meter() if meter is None else meter)
 
 
 def next_occurrence(rule: str, after: datetime) -> datetime | None:

@@ -343,7 +343,7 @@ def rule_pairs(
 
     The walk is charged to ``meter`` (a fresh one with the whole budget when None).
     When its budget is spent, the lines that provably never happen are left out and
-    the rest carry on once more with a fresh budget; when none can be left out,
+    the rest carry on once more on the meter renewed; when none can be left out,
     InvalidInput says the rule is too costly to expand (:func:`too_costly`).
     """
     meter = Meter() if meter is None else meter
@@ -355,7 +355,7 @@ def rule_pairs(
 
 def _pairs(rule: Rule, after: datetime | None, meter: Meter) -> Iterator[Pair]:
     """:func:`rule_pairs` on ``meter``, leaving out the RRULE lines that provably never
-    happen once the budget is spent (the rest carry on with a fresh budget)."""
+    happen once the budget is spent (the rest carry on with the budget renewed)."""
     last = after
     try:
         for pair in _metered_pairs(rule, after, meter):
@@ -365,7 +365,8 @@ def _pairs(rule: Rule, after: datetime | None, meter: Meter) -> Iterator[Pair]:
         live = tuple(parts for parts in rule.lines if not line_never_happens(parts, rule.dtstart))
         if len(live) == len(rule.lines):
             raise
-        yield from _metered_pairs(replace(rule, lines=live), last, Meter(meter.budget))
+        meter.renew()
+        yield from _metered_pairs(replace(rule, lines=live), last, meter)
 
 
 def too_costly() -> InvalidInput:
@@ -449,3 +450,19 @@ def take(
     if meter is None:
         meter = Meter(BUDGET + count * PER_OCCURRENCE)
     return [instant for instant, _ in islice(rule_pairs(rule, after, meter), count)]
+
+
+def instants(rule: Rule, after: datetime | None, meter: Meter) -> Iterator[datetime]:
+    """The instants of ``rule`` strictly after ``after``, one at a time, on one meter:
+    :func:`take` for a caller that does not know how many it will look at. Asking for
+    each instant grants the meter :data:`~core.timeexpr.metered.PER_OCCURRENCE` more,
+    so finding the ``n``-th has what ``take(rule, n, after)`` has on a fresh
+    ``Meter()``: the budget and ``n`` times that. Raises InvalidInput once it is spent
+    (:func:`too_costly`)."""
+    pairs = rule_pairs(rule, after, meter)
+    while True:
+        meter.grant(PER_OCCURRENCE)
+        found = next(pairs, None)
+        if found is None:
+            return
+        yield found[0]

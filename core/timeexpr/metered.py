@@ -53,7 +53,8 @@ class PastWindow(Exception):  # noqa: N818
 
 class Meter:
     """How many candidates an expansion may still examine. One meter is shared by
-    every line of one reading of a rule."""
+    every line of one reading of a rule, and by every occurrence one question about a
+    rule looks at (core.calendars.next_allowed passing over skipped dates)."""
 
     __slots__ = ("budget", "left", "spent")
 
@@ -64,11 +65,22 @@ class Meter:
 
     def charge(self, cost: int) -> None:
         """Spend ``cost`` candidates; raises :class:`Exhausted`, spending nothing, when
-        fewer are left (so ``spent`` never passes the budget)."""
+        fewer are left (so ``spent`` never passes what was given: the budget, its
+        grants and a renewal)."""
         if cost > self.left:
             raise Exhausted
         self.spent += cost
         self.left -= cost
+
+    def grant(self, extra: int) -> None:
+        """Raise the budget by ``extra`` candidates (one more occurrence asked for)."""
+        self.budget += extra
+        self.left += extra
+
+    def renew(self) -> None:
+        """Give the whole budget once more (the second pass of an expansion that left
+        out the lines that never happen); ``spent`` keeps counting."""
+        self.left = self.budget
 
 
 def period_cost(freq: int, interval: int, days: int, setpos: int, elapsed: int) -> int:

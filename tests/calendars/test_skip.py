@@ -6,18 +6,24 @@ import asyncio
 import json
 import logging
 import random
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
 from bot.logs import QUIETED_LOGGERS
-from core.calendars import CalendarError
+from core import timeexpr
+from core.calendars import Blackouts, CalendarError, next_allowed
 from core.clock import ManualClock
 from core.dispatcher import Dispatcher, DispatcherConfig
 from core.errors import InvalidInput
 from core.models import JobState
 from core.settings import Settings, load_settings
+from core.timeexpr import expand
+from core.timeexpr.metered import BUDGET, PER_OCCURRENCE, Meter
 from core.usecases import Herald
 from tests.calendars.conftest import data
 from tests.fakes.ics import ICSServer
@@ -262,3 +268,101 @@ async def test_the_phrase_is_refused_plainly_where_calendars_cannot_be_named(
     assert "only when you create a schedule" in str(rejected.value)
     assert [x.id for x in await herald.list_schedules(ALICE)] == [s.id]
     assert (await herald.store.get_schedule(s.id)).expression == "every day at 9am"
+
+
+# --- one budget for every occurrence a skip passes over (issue 32) -----------------------
+#
+# next_allowed passes over up to 1,000 skipped occurrences. It asked for each with a
+# budget of its own, so a rule built to be costly between occurrences, on a calendar
+# that skips them all, held the dispatcher for up to 1,000 budgets (the second rule
+# below: ~14.8 million candidates, ~5 s of CPU). Now one expansion on one meter looks at
+# all of them: a budget, and what each occurrence asked for adds (as when listing that
+# many), then the rule is refused as too costly, which the dispatcher logs (no next run).
+
+LIMIT = 1000  # next_allowed's default
+#: What one next_allowed may examine: a budget, an occurrence's share for each it looks
+#: at, and the small walk that checks whether a line ever happens (a meter of its own).
+ONE_BUDGET = BUDGET + (LIMIT + 1) * PER_OCCURRENCE + expand._PROBE_BUDGET
+BACKSTOP = 2.0  # seconds of CPU, against a path the meters do not see
+CLOSED = Blackouts({}, [(utc(2000, 1, 1), utc(3100, 1, 1), "Closed for good")])
+
+
+@contextmanager
+def counted() -> Iterator[list[Meter]]:
+    """Every meter made inside the block (their ``spent`` summed is what was examined,
+    however many readings made one)."""
+    meters: list[Meter] = []
+    made = Meter.__init__
+
+    def register(self: Meter, budget: int = BUDGET) -> None:
+        made(self, budget)
+        meters.append(self)
+
+    Meter.__init__ = register  # type: ignore[method-assign]
+    try:
+        yield meters
+    finally:
+        Meter.__init__ = made  # type: ignore[method-assign]
+
+
+def examined(call: Callable[[], Any]) -> tuple[Any, int, float]:
+    """(what ``call`` returned or the InvalidInput it raised, candidates, CPU seconds)."""
+    with counted() as meters:
+        start = time.process_time()
+        try:
+            out: Any = call()
+        except InvalidInput as refused:
+            out = refused
+        cpu = time.process_time() - start
+    return out, sum(m.spent for m in meters), cpu
+
+
+@pytest.mark.parametrize(
+    "rule",
+    [
+        # an hourly clock 161 h apart that must land on a Tuesday: ~3,000 candidates an
+        # occurrence; 1,000 skipped ones were ~3.1 million
+        "DTSTART;TZID=UTC:20260302T000000\nRRULE:FREQ=HOURLY;INTERVAL=161;BYDAY=TU",
+        # every 997 minutes, on a Tuesday at 05:05: one every ~19 years, each ~270,000
+        # candidates; passing over them was ~14.8 million and ~5 s of CPU
+        "DTSTART;TZID=UTC:20260302T000000\n"
+        "RRULE:FREQ=MINUTELY;INTERVAL=997;BYDAY=TU;BYHOUR=5;BYMINUTE=5",
+    ],
+)
+def test_passing_over_skipped_occurrences_costs_one_budget(rule: str) -> None:
+    assert timeexpr.occurrences(rule, count=1, after=utc(2026, 3, 6))  # it does happen
+    out, spent, cpu = examined(lambda: next_allowed(rule, utc(2026, 3, 6), CLOSED))
+    assert spent <= ONE_BUDGET, f"{spent:,} candidates examined"
+    assert cpu < BACKSTOP, f"{cpu:.1f} s of CPU"
+    assert isinstance(out, InvalidInput), out
+    assert str(out).startswith("This rule is too costly to expand")
+
+
+def test_a_weekday_rule_passes_over_holidays_and_a_long_closure_on_one_meter() -> None:
+    rule = "DTSTART;TZID=Europe/Berlin:20260105T090000\nRRULE:FREQ=WEEKLY;BYDAY=MO,TU,WE,TH,FR"
+    easter = Blackouts(
+        {
+            datetime(2026, 4, 3).date(): "Good Friday",
+            datetime(2026, 4, 6).date(): "Easter Monday",
+        }
+    )
+    meter = timeexpr.Meter()
+    found, skipped = next_allowed(rule, utc(2026, 4, 2, 12), easter, meter=meter)
+    assert found == utc(2026, 4, 7, 7)
+    assert skipped == [(utc(2026, 4, 3, 7), "Good Friday"), (utc(2026, 4, 6, 7), "Easter Monday")]
+    assert 0 < meter.spent <= BUDGET // 20
+
+    # closed for three and a half years: ~900 weekdays passed over, on one meter
+    reopens = utc(2029, 10, 1)
+    closure = Blackouts({}, [(utc(2026, 4, 1), reopens, "Closed for works")])
+    meter = timeexpr.Meter()
+    found, skipped = next_allowed(rule, utc(2026, 4, 1), closure, meter=meter)
+    assert found == utc(2029, 10, 1, 7) and len(skipped) == 913
+    assert skipped[0] == (utc(2026, 4, 1, 7), "Closed for works")
+    assert meter.spent <= BUDGET // 10, f"{meter.spent:,} candidates"
+
+    # closed for longer than the limit looks: no next occurrence, cheaply
+    meter = timeexpr.Meter()
+    found, skipped = next_allowed(rule, utc(2026, 4, 1), CLOSED, meter=meter)
+    assert found is None and len(skipped) == LIMIT
+    assert meter.spent <= BUDGET // 10

@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from itertools import islice
 from typing import Any
 
 import pytest
@@ -24,7 +25,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from core.errors import InvalidInput
-from core.timeexpr import expand, occurrences, parse_when
+from core.timeexpr import expand, iter_occurrences, occurrences, parse_when
 from core.timeexpr.metered import BUDGET, PER_OCCURRENCE, Meter
 
 NOW = datetime(2026, 3, 6, 15, 0, tzinfo=UTC)
@@ -179,6 +180,39 @@ def test_leap_days_across_a_century_that_skips_one(stored: str) -> None:
     out, spent, _ = answer(lambda: occurrences(stored, count=1, after=after))
     assert [i.date().isoformat() for i in out] == ["2104-02-29"]
     assert spent <= bound(1)
+
+
+@pytest.mark.parametrize(
+    "stored",
+    [
+        "DTSTART;TZID=Europe/Berlin:20260105T090000\nRRULE:FREQ=WEEKLY;BYDAY=MO,TU,WE,TH,FR",
+        "DTSTART;TZID=Europe/Berlin:20260301T000000\nRRULE:FREQ=MINUTELY;INTERVAL=15",
+        "DTSTART;TZID=UTC:20280229T090000\nRRULE:FREQ=YEARLY;BYMONTH=2;BYMONTHDAY=29",
+        "DTSTART;TZID=UTC:20260302T000000\nRRULE:FREQ=HOURLY;INTERVAL=161;BYDAY=TU",
+    ],
+)
+def test_occurrences_one_at_a_time_share_one_meter(stored: str) -> None:
+    """iter_occurrences (what next_allowed walks, skipping dates) gives what occurrences
+    gives, on one meter that each occurrence asked for raises as occurrences' own does."""
+    listed = occurrences(stored, count=50, after=NOW)
+    meter = Meter()
+    walked = list(islice(iter_occurrences(stored, NOW, meter=meter), 50))
+    assert walked == listed
+    assert meter.budget == BUDGET + 50 * PER_OCCURRENCE
+    assert meter.spent <= meter.budget
+
+
+def test_occurrences_one_at_a_time_are_refused_once_their_budget_is_spent() -> None:
+    """A rule costing more than an occurrence's share each time runs out of budget."""
+    stored = (
+        "DTSTART;TZID=UTC:20260302T000000\n"
+        "RRULE:FREQ=MINUTELY;INTERVAL=997;BYDAY=TU;BYHOUR=5;BYMINUTE=5"
+    )
+    meter = Meter()
+    found = iter_occurrences(stored, NOW, meter=meter)
+    out, spent, cpu = answer(lambda: [next(found) for _ in range(20)])
+    assert isinstance(out, InvalidInput) and str(out).startswith("This rule is too costly")
+    assert meter.spent <= BUDGET + 20 * PER_OCCURRENCE and cpu < BACKSTOP
 
 
 # --- fuzzed rules: whatever the BY parts, an answer within the budget ----------------
