@@ -13,6 +13,7 @@ import asyncio
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, time, timedelta
+from itertools import islice
 from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
@@ -24,6 +25,8 @@ from core.models import Schedule, ScheduleState
 from core.netguard import Guard
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from core import timeexpr
     from core.calendar_fetch import FetchLimits
 
@@ -132,6 +135,8 @@ def skipped_between(
     until: datetime,
     skips: Blackouts,
     tz: str = "UTC",
+    *,
+    meter: timeexpr.Meter | None = None,
 ) -> list[tuple[datetime, str]]:
     """Occurrences in ``(after, until)`` a blackout hits, with the event's name, in
     order (the first :data:`~core.ics_read.MAX_INSTANCES` of them). A one-off (``rule``
@@ -139,7 +144,10 @@ def skipped_between(
 
     Only the rule's occurrences inside blackouts are visited, window by window: a
     schedule every minute has 576,000 occurrences in the coming 400 days, and walking
-    them all held the event loop for 18 s."""
+    them all held the event loop for 18 s. Every window's walk is charged to one
+    ``meter`` (a fresh one when None; see :func:`core.timeexpr.iter_occurrences`), so
+    many windows cost one budget and an occurrence's share for each occurrence looked
+    at. Raises InvalidInput for a rule that cannot be read or is too costly to expand."""
     from core import timeexpr
 
     if not skips:
@@ -148,20 +156,25 @@ def skipped_between(
         name = skips.hit(first, ZoneInfo(tz)) if after < first < until else None
         return [] if name is None else [(first, name)]
     zone = ZoneInfo(timeexpr.parse_rule(rule).tzid)
+    meter = timeexpr.Meter() if meter is None else meter
     out: list[tuple[datetime, str]] = []
+    found: Iterator[datetime] | None = None
+    pending: datetime | None = None  # the first occurrence not looked at yet
     for begin, end in _windows(skips, zone, after, until):
-        cursor = max(after, begin - _TICK)
-        while len(out) < MAX_INSTANCES:
-            found = timeexpr.occurrences(rule, count=200, after=cursor)
-            inside = [instant for instant in found if instant < end]
-            for instant in inside:
-                name = skips.hit(instant, zone)
-                if name is not None:
-                    out.append((instant, name))
-            if len(inside) < 200:
-                break
-            cursor = inside[-1]
-    return out[:MAX_INSTANCES]
+        if found is None or (pending is not None and pending < begin):
+            # the walk restarts at the window rather than pass the occurrences between
+            found = timeexpr.iter_occurrences(rule, max(after, begin - _TICK), meter=meter)
+            pending = next(found, None)
+        while pending is not None and pending < end:
+            name = skips.hit(pending, zone)
+            if name is not None:
+                out.append((pending, name))
+                if len(out) >= MAX_INSTANCES:
+                    return out
+            pending = next(found, None)
+        if pending is None:
+            break  # the rule has ended
+    return out
 
 
 _TICK = timedelta(microseconds=1)
@@ -238,32 +251,36 @@ def split_skip_phrase(text: str) -> tuple[str, list[str]]:
 
 
 def skip_preview(
-    rule: str, after: datetime, skips: Blackouts, *, count: int = 3, scan: int = 2000
+    rule: str,
+    after: datetime,
+    skips: Blackouts,
+    *,
+    count: int = 3,
+    scan: int = 2000,
+    meter: timeexpr.Meter | None = None,
 ) -> tuple[list[datetime], list[tuple[datetime, str]]]:
     """For showing a schedule that skips: the next ``count`` occurrences of a stored
     rule after ``after`` that no blackout hits, and the next ``count`` it skips (with
-    the event's name), looking at most ``scan`` occurrences ahead."""
+    the event's name), looking at most ``scan`` occurrences ahead, on one ``meter`` (a
+    fresh one when None; see :func:`core.timeexpr.iter_occurrences`). Raises
+    InvalidInput for a rule that cannot be read or is too costly to expand."""
     from core import timeexpr
 
     zone = ZoneInfo(timeexpr.parse_rule(rule).tzid)
     sent: list[datetime] = []
     skipped: list[tuple[datetime, str]] = []
-    cursor, seen = after, 0
-    chunk = 200 if skips else count
-    while seen < scan and (len(sent) < count or (skips and len(skipped) < count)):
-        want = min(chunk, scan - seen)
-        found = timeexpr.occurrences(rule, count=want, after=cursor)
-        for instant in found:
-            name = skips.hit(instant, zone)
-            if name is None:
-                if len(sent) < count:
-                    sent.append(instant)
-            elif len(skipped) < count:
-                skipped.append((instant, name))
-        if len(found) < want:
+    if count <= 0:
+        return sent, skipped
+    found = timeexpr.iter_occurrences(rule, after, meter=meter)
+    for instant in islice(found, scan):
+        name = skips.hit(instant, zone)
+        if name is None:
+            if len(sent) < count:
+                sent.append(instant)
+        elif len(skipped) < count:
+            skipped.append((instant, name))
+        if len(sent) >= count and (not skips or len(skipped) >= count):
             break
-        seen += len(found)
-        cursor = found[-1]
     return sent, skipped
 
 

@@ -9,14 +9,15 @@ import random
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
 
 from bot.logs import QUIETED_LOGGERS
 from core import timeexpr
-from core.calendars import Blackouts, CalendarError, next_allowed
+from core.calendars import Blackouts, CalendarError, next_allowed, skipped_between
 from core.clock import ManualClock
 from core.dispatcher import Dispatcher, DispatcherConfig
 from core.errors import InvalidInput
@@ -342,8 +343,8 @@ def test_a_weekday_rule_passes_over_holidays_and_a_long_closure_on_one_meter() -
     rule = "DTSTART;TZID=Europe/Berlin:20260105T090000\nRRULE:FREQ=WEEKLY;BYDAY=MO,TU,WE,TH,FR"
     easter = Blackouts(
         {
-            datetime(2026, 4, 3).date(): "Good Friday",
-            datetime(2026, 4, 6).date(): "Easter Monday",
+            date(2026, 4, 3): "Good Friday",
+            date(2026, 4, 6): "Easter Monday",
         }
     )
     meter = timeexpr.Meter()
@@ -366,3 +367,30 @@ def test_a_weekday_rule_passes_over_holidays_and_a_long_closure_on_one_meter() -
     found, skipped = next_allowed(rule, utc(2026, 4, 1), CLOSED, meter=meter)
     assert found is None and len(skipped) == LIMIT
     assert meter.spent <= BUDGET // 10
+
+
+def test_many_holidays_cost_one_walk_not_a_budget_each() -> None:
+    """Recording what a calendar skips walked the rule once per blackout window, each
+    walk with a budget of its own: 200 holidays (every other day) on the costly rule
+    above examined ~86 million candidates, ~8 s of CPU on the event loop. Now one walk
+    on one meter goes from window to window."""
+    rule = "DTSTART;TZID=UTC:20260302T000000\nRRULE:FREQ=HOURLY;INTERVAL=161;BYDAY=TU"
+    now = utc(2026, 3, 6)
+    holidays = Blackouts({date(2026, 3, 7) + timedelta(days=2 * k): f"day {k}" for k in range(200)})
+    until = now + timedelta(days=400)
+    out, spent, cpu = examined(lambda: skipped_between(rule, now, now, until, holidays))
+    assert spent <= BUDGET, f"{spent:,} candidates examined"
+    assert cpu < BACKSTOP, f"{cpu:.1f} s of CPU"
+    expected = [
+        (instant, name)
+        for instant in timeexpr.occurrences(rule, count=20, after=now)
+        if instant < until and (name := holidays.hit(instant, ZoneInfo("UTC"))) is not None
+    ]
+    assert out == expected and len(expected) >= 3
+
+    weekdays = "DTSTART;TZID=Europe/Berlin:20260105T090000\nRRULE:FREQ=WEEKLY;BYDAY=MO,TU,WE,TH,FR"
+    easter = Blackouts({date(2026, 4, 3): "Good Friday", date(2026, 4, 6): "Easter Monday"})
+    assert skipped_between(weekdays, now, now, until, easter, "Europe/Berlin") == [
+        (utc(2026, 4, 3, 7), "Good Friday"),
+        (utc(2026, 4, 6, 7), "Easter Monday"),
+    ]
