@@ -108,9 +108,11 @@ async def test_each_channel_receives_its_message(tmp_path: Path) -> None:
         assert json.loads(out)["delivered"] == 5
 
         [posted] = slack.messages
-        assert (posted["channel"], posted["text"]) == ("C0123ABC", "to Slack")
+        # a member Herald knows no name of is credited by their id (issue 32, finding 6)
+        credited = "to Slack\n_scheduled by @alice_"
+        assert (posted["channel"], posted["text"]) == ("C0123ABC", credited)
         [message] = discord.channels["123456789012345678"].messages
-        assert message["content"] == "to Discord" and message["nonce"]
+        assert message["content"] == "to Discord\n-# scheduled by @\u200balice" and message["nonce"]
         [via_hook] = discord.channels["223456789012345678"].messages
         assert via_hook["content"] == "to a Discord webhook"
         [received] = hook.received
