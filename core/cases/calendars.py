@@ -509,7 +509,13 @@ class CalendarCases(CaseBase):
                 )
                 continue
             sources, skips = read[ids, schedule.timezone]
-            await self._apply_skips(schedule, sources, list(ids), None, skips=skips)
+            try:
+                await self._apply_skips(schedule, sources, list(ids), None, skips=skips)
+            except InvalidInput as exc:  # its rule is too costly now: the others go on
+                log.warning(
+                    "skip calendars could not be applied",
+                    extra={"schedule_id": schedule.id, "error": str(exc)[:500]},
+                )
         for feed in await self._cal.list_feeds():
             found = await self._cal.get_calendars([feed.calendar_id])
             if not found:

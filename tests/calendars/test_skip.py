@@ -14,6 +14,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
+import sqlalchemy as sa
 
 from bot.logs import QUIETED_LOGGERS
 from core import timeexpr
@@ -394,3 +395,39 @@ def test_many_holidays_cost_one_walk_not_a_budget_each() -> None:
         (utc(2026, 4, 3, 7), "Good Friday"),
         (utc(2026, 4, 6, 7), "Easter Monday"),
     ]
+
+
+async def test_a_schedule_whose_rule_is_too_costly_does_not_stop_the_refresh(
+    herald: Herald, clock: ManualClock, ics: ICSServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A stored rule that turned too costly (written before its budget, say) is logged
+    and left; the other schedules skipping the same calendar still get its new days."""
+    clock.set(utc(2026, 4, 1, 12))
+    url = ics.publish("/holidays.ics", data("holidays.ics"))
+    ids = []
+    for text in ("costly", "stand-up"):
+        s, _ = await herald.create_schedule(
+            ALICE, to="log:", when="every weekday at 9am", text=text, tz="Europe/Berlin"
+        )
+        await herald.attach_skip_calendars(ALICE, s.id, [url])
+        ids.append(s.id)
+    costly = "DTSTART;TZID=Europe/Berlin:20260402T090000\nRRULE:FREQ=HOURLY;INTERVAL=168;BYDAY=TU"
+    async with herald.store._engine.begin() as conn:
+        await conn.execute(
+            sa.text("UPDATE schedule SET rrule = :rule WHERE id = :id"),
+            {"rule": costly, "id": ids[0]},
+        )
+    closed = data("holidays.ics").replace(
+        "END:VCALENDAR",
+        "BEGIN:VEVENT\nUID:closed@example.com\nDTSTAMP:20260101T000000Z\nSUMMARY:Office closed\n"
+        "DTSTART;VALUE=DATE:20260402\nDTEND;VALUE=DATE:20260403\nEND:VEVENT\nEND:VCALENDAR",
+    )
+    ics.publish("/holidays.ics", closed)
+    with caplog.at_level(logging.WARNING, logger="core.cases.calendars"):
+        report = await herald.refresh_calendars()
+    assert report.changed
+    rows = await timeline(herald, ids[1])
+    assert rows[0] == (utc(2026, 4, 2, 7), JobState.SKIPPED, "Skipped: Office closed")
+    said = "skip calendars could not be applied"
+    [warning] = [r for r in caplog.records if r.getMessage() == said]
+    assert warning.schedule_id == ids[0]  # type: ignore[attr-defined]
