@@ -8,7 +8,6 @@ real SQLite and PostgreSQL, time from a ManualClock."""
 from __future__ import annotations
 
 import asyncio
-import json
 import random
 from collections import Counter
 from collections.abc import AsyncIterator
@@ -19,7 +18,6 @@ import pytest
 import sqlalchemy as sa
 
 from bot.bench import schedule_rows
-from core import db
 from core.channels.base import RateLimit
 from core.clock import ManualClock
 from core.dispatcher import Dispatcher, DispatcherConfig
@@ -30,6 +28,7 @@ from core.store.queue import CAPPED_ERROR, AttemptRecord, ClaimedJob, Finished
 from core.usecases import Herald
 from tests.conftest import START
 from tests.support.channels import RecordingChannel
+from tests.support.plans import explained_store, work
 
 LIMITED = "webhook:https://hooks.example/one"
 OTHER = "null:"
@@ -231,41 +230,9 @@ BATCH = 600
 
 @pytest.fixture
 async def explained(pg_url: str) -> AsyncIterator[tuple[Store, list[dict[str, Any]]]]:
-    """A store whose every statement's plan (with actual rows) lands in the list (as in
-    test_pg_hot_path)."""
-    db.upgrade(pg_url)
-    store = await Store.open(pg_url)
-    plans: list[dict[str, Any]] = []
-
-    def on_notice(diag: Any) -> None:
-        text = diag.message_primary or ""
-        if "{" in text:
-            plans.append(json.loads(text[text.index("{") :]))
-
-    @sa.event.listens_for(store._engine.sync_engine, "connect")
-    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
-        dbapi_connection.driver_connection.add_notice_handler(on_notice)
-        cursor = dbapi_connection.cursor()
-        for statement in (
-            "LOAD 'auto_explain'",
-            "SET auto_explain.log_min_duration = 0",
-            "SET auto_explain.log_analyze = on",
-            "SET auto_explain.log_format = json",
-            "SET auto_explain.log_level = notice",
-        ):
-            cursor.execute(statement)
-        cursor.close()
-
-    try:
-        yield store, plans
-    finally:
-        await store.close()
-
-
-def _work(node: dict[str, Any]) -> float:
-    """Rows every node of a plan produced, over all its loops."""
-    own = node.get("Actual Rows", 0) * node.get("Actual Loops", 1)
-    return own + sum(_work(child) for child in node.get("Plans", []))
+    """A store whose every statement's plan (with actual rows) lands in the list."""
+    async with explained_store(pg_url) as found:
+        yield found
 
 
 async def test_a_capped_claim_stays_linear_without_planner_statistics(
@@ -292,4 +259,4 @@ async def test_a_capped_claim_stays_linear_without_planner_statistics(
     claims = [p for p in plans if "cand AS MATERIALIZED" in p.get("Query Text", "")]
     assert len(claims) == 1
     assert "JIT" not in claims[0]
-    assert _work(claims[0]["Plan"]) < 30 * BATCH
+    assert work(claims[0]["Plan"]) < 30 * BATCH

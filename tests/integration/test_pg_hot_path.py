@@ -4,13 +4,11 @@ meets): the plans the store really runs, captured with auto_explain."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import Any
 
 import pytest
-import sqlalchemy as sa
 
 from bot.bench import schedule_rows
 from core import db
@@ -20,6 +18,7 @@ from core.dispatcher import Dispatcher, DispatcherConfig
 from core.store import Store
 from core.store.queue import AttemptRecord, Finished
 from tests.conftest import START
+from tests.support.plans import explained_store, work
 
 BATCH = 600
 
@@ -27,39 +26,8 @@ BATCH = 600
 @pytest.fixture
 async def explained(pg_url: str) -> AsyncIterator[tuple[Store, list[dict[str, Any]]]]:
     """A store whose every statement's plan (with actual rows) lands in the list."""
-    db.upgrade(pg_url)
-    store = await Store.open(pg_url)
-    plans: list[dict[str, Any]] = []
-
-    def on_notice(diag: Any) -> None:
-        text = diag.message_primary or ""
-        if "{" in text:
-            plans.append(json.loads(text[text.index("{") :]))
-
-    @sa.event.listens_for(store._engine.sync_engine, "connect")
-    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
-        dbapi_connection.driver_connection.add_notice_handler(on_notice)
-        cursor = dbapi_connection.cursor()
-        for statement in (
-            "LOAD 'auto_explain'",
-            "SET auto_explain.log_min_duration = 0",
-            "SET auto_explain.log_analyze = on",
-            "SET auto_explain.log_format = json",
-            "SET auto_explain.log_level = notice",
-        ):
-            cursor.execute(statement)
-        cursor.close()
-
-    try:
-        yield store, plans
-    finally:
-        await store.close()
-
-
-def _work(node: dict[str, Any]) -> float:
-    """Rows every node of a plan produced, over all its loops."""
-    own = node.get("Actual Rows", 0) * node.get("Actual Loops", 1)
-    return own + sum(_work(child) for child in node.get("Plans", []))
+    async with explained_store(pg_url) as found:
+        yield found
 
 
 def _nodes(node: dict[str, Any]) -> list[str]:
@@ -107,7 +75,7 @@ async def test_claim_and_finish_stay_linear_without_planner_statistics(
     assert len(recording) == 2
     for plan in [*claims, *recording]:
         # a nested loop over the batch on both sides would be BATCH² (360,000) rows
-        assert _work(plan["Plan"]) < 30 * BATCH, plan["Query Text"]
+        assert work(plan["Plan"]) < 30 * BATCH, plan["Query Text"]
 
     counts = await store.job_counts()
     assert counts == {"delivered": BATCH - 2, "retrying": 1, "dead": 1, "pending": 2 * BATCH}
