@@ -6,11 +6,8 @@ import asyncio
 import json
 import logging
 import random
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterator
 from datetime import UTC, date, datetime, timedelta
-from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -25,11 +22,12 @@ from core.errors import InvalidInput
 from core.models import JobState
 from core.settings import Settings, load_settings
 from core.timeexpr import expand
-from core.timeexpr.metered import BUDGET, PER_OCCURRENCE, Meter
+from core.timeexpr.metered import BUDGET, PER_OCCURRENCE
 from core.usecases import Herald
 from tests.calendars.conftest import data
 from tests.fakes.ics import ICSServer
 from tests.support.channels import RecordingChannel
+from tests.support.meters import examined
 
 ALICE = "local:alice"
 
@@ -287,36 +285,6 @@ LIMIT = 1000  # next_allowed's default
 ONE_BUDGET = BUDGET + (LIMIT + 1) * PER_OCCURRENCE + expand._PROBE_BUDGET
 BACKSTOP = 2.0  # seconds of CPU, against a path the meters do not see
 CLOSED = Blackouts({}, [(utc(2000, 1, 1), utc(3100, 1, 1), "Closed for good")])
-
-
-@contextmanager
-def counted() -> Iterator[list[Meter]]:
-    """Every meter made inside the block (their ``spent`` summed is what was examined,
-    however many readings made one)."""
-    meters: list[Meter] = []
-    made = Meter.__init__
-
-    def register(self: Meter, budget: int = BUDGET) -> None:
-        made(self, budget)
-        meters.append(self)
-
-    Meter.__init__ = register  # type: ignore[method-assign]
-    try:
-        yield meters
-    finally:
-        Meter.__init__ = made  # type: ignore[method-assign]
-
-
-def examined(call: Callable[[], Any]) -> tuple[Any, int, float]:
-    """(what ``call`` returned or the InvalidInput it raised, candidates, CPU seconds)."""
-    with counted() as meters:
-        start = time.process_time()
-        try:
-            out: Any = call()
-        except InvalidInput as refused:
-            out = refused
-        cpu = time.process_time() - start
-    return out, sum(m.spent for m in meters), cpu
 
 
 @pytest.mark.parametrize(

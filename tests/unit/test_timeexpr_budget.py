@@ -13,12 +13,8 @@ Fuzzed rules: ``HERALD_FUZZ_CASES`` (300 here, 10,000 in ``make reliability``).
 from __future__ import annotations
 
 import os
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime
 from itertools import islice
-from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, example, given, settings
@@ -27,6 +23,7 @@ from hypothesis import strategies as st
 from core.errors import InvalidInput
 from core.timeexpr import expand, iter_occurrences, occurrences, parse_when
 from core.timeexpr.metered import BUDGET, PER_OCCURRENCE, Meter
+from tests.support.meters import examined
 
 NOW = datetime(2026, 3, 6, 15, 0, tzinfo=UTC)
 BACKSTOP = 2.0  # seconds of CPU: the old code took ~68 s on the first rule below
@@ -40,35 +37,6 @@ def bound(count: int = 0, lines: int = 1) -> int:
     happens, and each line's walk through the 28 reference years."""
     budget = BUDGET + count * PER_OCCURRENCE
     return 2 * budget + lines * expand._PROBE_BUDGET
-
-
-@contextmanager
-def counted() -> Iterator[list[Meter]]:
-    """Every meter made inside the block (their ``spent`` summed is what was examined)."""
-    meters: list[Meter] = []
-    made = Meter.__init__
-
-    def register(self: Meter, budget: int = BUDGET) -> None:
-        made(self, budget)
-        meters.append(self)
-
-    Meter.__init__ = register  # type: ignore[method-assign]
-    try:
-        yield meters
-    finally:
-        Meter.__init__ = made  # type: ignore[method-assign]
-
-
-def answer(call: Callable[[], Any]) -> tuple[Any, int, float]:
-    """(what ``call`` returned or the InvalidInput it raised, candidates examined, CPU s)."""
-    with counted() as meters:
-        start = time.process_time()
-        try:
-            out: Any = call()
-        except InvalidInput as refused:
-            out = refused
-        cpu = time.process_time() - start
-    return out, sum(m.spent for m in meters), cpu
 
 
 # The rule of the report and ten shorter costly ones: each is refused with a sentence
@@ -95,7 +63,7 @@ HOSTILE = {
 @pytest.mark.parametrize("text", HOSTILE)
 def test_each_costly_rule_is_refused_or_read_within_the_budget(text: str) -> None:
     expected = HOSTILE[text]
-    out, spent, cpu = answer(lambda: parse_when(text, tz="UTC", now=NOW))
+    out, spent, cpu = examined(lambda: parse_when(text, tz="UTC", now=NOW))
     assert spent <= bound(), f"{spent:,} candidates examined"
     assert cpu < BACKSTOP, f"{cpu:.1f} s of CPU"
     if expected in (NEVER, COSTLY):
@@ -109,7 +77,7 @@ def test_each_costly_rule_is_refused_or_read_within_the_budget(text: str) -> Non
 def test_the_reported_rule_is_refused_as_never_happening_at_once() -> None:
     """A rule whose BY parts match no day is told so before anything is walked."""
     text = "RRULE:FREQ=MINUTELY;BYYEARDAY=366;BYMONTH=1;BYHOUR=5;BYMINUTE=5"
-    out, spent, _ = answer(lambda: parse_when(text, tz="Europe/Berlin", now=NOW))
+    out, spent, _ = examined(lambda: parse_when(text, tz="Europe/Berlin", now=NOW))
     assert isinstance(out, InvalidInput)
     assert "no day matches all of its BY parts together, so it never happens" in str(out)
     assert spent <= expand._PROBE_BUDGET  # only the walk through the reference years
@@ -119,14 +87,14 @@ def test_a_stored_rule_that_never_happens_ends_within_the_budget() -> None:
     """The dispatcher and the previews read stored rules, typed checks aside: one that
     never happens has no next occurrence (it was walked to the year 9999)."""
     stored = "DTSTART;TZID=UTC:20260101T000000\nRRULE:FREQ=MINUTELY;BYYEARDAY=366;BYMONTH=1"
-    out, spent, cpu = answer(lambda: occurrences(stored, count=1, after=NOW))
+    out, spent, cpu = examined(lambda: occurrences(stored, count=1, after=NOW))
     assert out == []
     assert spent <= bound(1) and cpu < BACKSTOP
 
 
 def test_a_stored_rule_too_costly_to_expand_is_refused_with_a_sentence() -> None:
     stored = "DTSTART;TZID=UTC:20260302T000000\nRRULE:FREQ=HOURLY;INTERVAL=168;BYDAY=TU"
-    out, spent, cpu = answer(lambda: occurrences(stored, count=5, after=NOW))
+    out, spent, cpu = examined(lambda: occurrences(stored, count=5, after=NOW))
     assert isinstance(out, InvalidInput)
     assert str(out).startswith("This rule is too costly to expand")
     assert spent <= bound(5) and cpu < BACKSTOP
@@ -139,7 +107,7 @@ def test_a_line_that_never_happens_does_not_hide_the_others() -> None:
         "RRULE:FREQ=MINUTELY;BYYEARDAY=366;BYMONTH=1\n"
         "RRULE:FREQ=DAILY"
     )
-    out, spent, _ = answer(lambda: occurrences(stored, count=2, after=NOW))
+    out, spent, _ = examined(lambda: occurrences(stored, count=2, after=NOW))
     assert out == [datetime(2026, 3, 7, 9, tzinfo=UTC), datetime(2026, 3, 8, 9, tzinfo=UTC)]
     assert spent <= bound(2, lines=2)
 
@@ -161,7 +129,7 @@ LEGIT = [
 
 @pytest.mark.parametrize(("text", "first"), LEGIT)
 def test_rare_rules_that_happen_are_read(text: str, first: str) -> None:
-    out, spent, _ = answer(lambda: parse_when(text, tz="UTC", now=NOW))
+    out, spent, _ = examined(lambda: parse_when(text, tz="UTC", now=NOW))
     assert not isinstance(out, InvalidInput), str(out)
     assert out.first.date().isoformat() == first
     assert spent <= BUDGET // 5, f"{spent:,} candidates for a rule that happens"
@@ -177,7 +145,7 @@ def test_rare_rules_that_happen_are_read(text: str, first: str) -> None:
 def test_leap_days_across_a_century_that_skips_one(stored: str) -> None:
     """2100 is not a leap year: after 2096 the next 29 February is in 2104."""
     after = datetime(2096, 3, 1, tzinfo=UTC)
-    out, spent, _ = answer(lambda: occurrences(stored, count=1, after=after))
+    out, spent, _ = examined(lambda: occurrences(stored, count=1, after=after))
     assert [i.date().isoformat() for i in out] == ["2104-02-29"]
     assert spent <= bound(1)
 
@@ -210,7 +178,7 @@ def test_occurrences_one_at_a_time_are_refused_once_their_budget_is_spent() -> N
     )
     meter = Meter()
     found = iter_occurrences(stored, NOW, meter=meter)
-    out, spent, cpu = answer(lambda: [next(found) for _ in range(20)])
+    out, spent, cpu = examined(lambda: [next(found) for _ in range(20)])
     assert isinstance(out, InvalidInput) and str(out).startswith("This rule is too costly")
     assert meter.spent <= BUDGET + 20 * PER_OCCURRENCE and cpu < BACKSTOP
 
@@ -256,12 +224,12 @@ CASES = int(os.environ.get("HERALD_FUZZ_CASES", "300"))  # make reliability: 10,
 @example(text="RRULE:FREQ=MINUTELY;BYYEARDAY=366;BYMONTH=1;BYHOUR=5;BYMINUTE=5", tz="UTC")
 @example(text="DTSTART:20260302T000000\nRRULE:FREQ=HOURLY;INTERVAL=168;BYDAY=TU", tz="UTC")
 def test_any_rule_is_read_or_refused_within_the_budget(text: str, tz: str) -> None:
-    out, spent, cpu = answer(lambda: parse_when(text, tz=tz, now=NOW))
+    out, spent, cpu = examined(lambda: parse_when(text, tz=tz, now=NOW))
     assert spent <= bound(), f"reading {text!r} examined {spent:,} candidates"
     if isinstance(out, InvalidInput):
         assert str(out).strip()
     else:
-        later, more, more_cpu = answer(lambda: occurrences(out.rule, count=5, after=NOW))
+        later, more, more_cpu = examined(lambda: occurrences(out.rule, count=5, after=NOW))
         assert more <= bound(5), f"expanding {text!r} examined {more:,} candidates"
         if not isinstance(later, InvalidInput):
             assert later[0] == out.first
