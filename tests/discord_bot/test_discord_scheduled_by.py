@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from core import limits
 from core.actors import Principal, discord_tenant
 from core.channels import build_channels
 from core.clock import ManualClock, SystemClock
@@ -81,3 +82,45 @@ async def test_not_in_a_direct_message_tenant(
 ) -> None:
     dm = Principal(f"discord:{OWNER}", discord_tenant(None, OWNER))
     assert await sent(fake, store, sqlite_url, dm, "Ada") == "hi"
+
+
+# Issue 32, finding 6: the line is never left out. A member Herald knows no name of is
+# credited by their member id; a message as long as a save allows goes out with its
+# line within 2,000 characters, a long name clipped.
+
+
+def herald_for(store: Store, settings: Settings) -> Herald:
+    return Herald(store, settings, ManualClock(datetime.now(UTC) - timedelta(seconds=30)))
+
+
+async def test_a_member_without_a_known_name_is_credited_by_id(
+    fake: FakeDiscordApp, store: Store, sqlite_url: str
+) -> None:
+    settings = discord_settings(sqlite_url, fake.api_url)
+    herald = herald_for(store, settings)
+    await herald.create_schedule(
+        who(OWNER), to=f"discord:{CHANNEL}", when="in 5 seconds", text="hi"
+    )
+    await deliver(store, settings)
+    [message] = fake.messages
+    assert message["content"] == f"hi\n-# scheduled by @\u200b{OWNER}"  # was: "hi"
+
+
+async def test_the_longest_message_a_save_allows_keeps_its_credit(
+    fake: FakeDiscordApp, store: Store, sqlite_url: str
+) -> None:
+    settings = discord_settings(sqlite_url, fake.api_url)
+    herald = herald_for(store, settings)
+    await herald.sync_member(
+        who(OWNER), display_name="Augusta Ada King, Countess of Lovelace, Analyst"
+    )
+    body = "x" * (2000 - limits.DISCORD_CREDIT_ROOM)
+    await herald.create_schedule(
+        who(OWNER), to=f"discord:{CHANNEL}", when="in 5 seconds", text=body
+    )
+    await deliver(store, settings)
+    [message] = fake.messages
+    content = str(message["content"])
+    assert len(content) <= 2000
+    # the name clipped to limits.CREDIT_NAME (was: the line left out)
+    assert content == body + "\n-# scheduled by @\u200bAugusta Ada King, Countess of Lovelace,…"
