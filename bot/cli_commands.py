@@ -273,6 +273,14 @@ class Cli:
         where = f" in {self.args.tenant}" if self.args.tenant else ""
         self.emit(f"{self.args.member} is now {self.args.role}{where}.")
 
+    async def cmd_admin_init(self, herald: Herald) -> None:
+        made = await herald.init_admin(self.actor, self.args.member)
+        self.emit(
+            f"{made} is now an admin of this database (across every tenant); running "
+            "services take it at their next request. Give others roles with "
+            "`herald member role MEMBER ROLE`."
+        )
+
     async def cmd_token(self, herald: Herald) -> None:
         a = self.args
         if a.token_command == "create":
@@ -385,6 +393,11 @@ class Cli:
             what, count = done if isinstance(done, tuple) else (chosen.past, done)
             if what == "requested":
                 self.emit(f"Asked an admin to approve retrying {count} dead letter(s).")
+                if count and not await herald.admins_for(self.actor):
+                    self.emit(
+                        "No admin exists yet to answer it: become the first with "
+                        "`herald admin init`; an admin's `herald dead retry` retries at once."
+                    )
             else:
                 self.emit(chosen.told.format(count=count))
 
@@ -571,6 +584,7 @@ _STORE_COMMANDS: dict[str, Command] = {
     "import": Cli.cmd_import,
     "timezone": Cli.cmd_timezone,
     "member": Cli.cmd_member_role,
+    "admin": Cli.cmd_admin_init,
     "dead": Cli.cmd_dead,
     "token": Cli.cmd_token,
     "feeds": cli_calendars.cmd_feeds,

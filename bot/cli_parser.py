@@ -135,6 +135,18 @@ def build_parser() -> argparse.ArgumentParser:
         "--tenant", help="the tenant the role is held in (default local), e.g. slack:T0123"
     )
 
+    c = add("admin", "Herald's first admin, on a database that has none.")
+    asub = c.add_subparsers(dest="admin_command", required=True, parser_class=_Parser)
+    r = asub.add_parser(
+        "init",
+        help="become the first admin (refused once the database has one)",
+        description="Make the first admin of a fresh database: you (local:$USER), or "
+        "--member. An admin at the terminal acts across every tenant and gives roles with "
+        "`herald member role`; running services take it at their next request. Refused "
+        "once an admin exists.",
+    )
+    r.add_argument("--member", help="who becomes admin (default: you), e.g. local:alice")
+
     c = add("token", "API tokens for the HTTP API (/v1).")
     tsub = c.add_subparsers(dest="token_command", required=True, parser_class=_Parser)
     t = tsub.add_parser("create", help="make a token (printed once)")

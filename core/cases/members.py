@@ -1,11 +1,12 @@
-"""Members: a member's zone, what a chat platform says about them, and their role."""
+"""Members: a member's zone, what a chat platform says about them, their role, and the
+first admin of a fresh database."""
 
 from __future__ import annotations
 
 from core.actors import Actor, ActorRef, Principal
 from core.cases.base import CaseBase, check_tenant, principal_of
 from core.errors import InvalidInput, NotFound
-from core.models import Role
+from core.models import LOCAL_TENANT, Role
 from core.store import AuditEntry
 from core.zones import resolve_zone
 
@@ -77,9 +78,10 @@ class MemberCases(CaseBase):
         actor = await self.actor(actor_id)
         where = tenant or actor.tenant
         if not actor.is_admin:
-            raise await self.denied(
-                actor, "member.role", "member", member_id, "Only an admin can change roles."
-            )
+            why = "Only an admin can change roles."
+            if actor.tenant == LOCAL_TENANT and not await self.admins_for(actor):
+                why += " There is none yet: become the first with `herald admin init`."
+            raise await self.denied(actor, "member.role", "member", member_id, why)
         try:
             new_role = Role(role)
         except ValueError as exc:
@@ -104,3 +106,49 @@ class MemberCases(CaseBase):
                 actor, "member.role", "member", member_id, {"role": new_role.value}, tenant=where
             ),
         )
+
+    async def init_admin(self, actor_id: ActorRef, member_id: str | None = None) -> str:
+        """Make the first admin of the ``local`` tenant (admins there act Herald-wide):
+        the person at the terminal, or ``member_id``, on a database where nobody holds
+        the admin role in ``local`` yet. Audited (``member.first_admin``). Refused, and the
+        refusal audited, once such an admin exists, and from any tenant but ``local``
+        (PermissionDenied); InvalidInput for a malformed id. Returns the new admin's id.
+        The role is stored, so every running process reads it at its next request."""
+        actor = await self.actor(actor_id)
+        target = member_id or actor.id
+        principal_of(Principal(target))  # validates the id
+        if actor.tenant != LOCAL_TENANT:
+            raise await self.denied(
+                actor,
+                "member.first_admin",
+                "member",
+                target,
+                "Only the person at Herald's terminal can make its first admin "
+                "(herald admin init).",
+            )
+        audit = AuditEntry.by(
+            actor, "member.first_admin", "member", target, {"role": Role.ADMIN.value}
+        )
+        existing = await self.store.make_first_admin(
+            LOCAL_TENANT, target, now=self.clock.now(), audit=audit
+        )
+        if existing:
+            if target in existing:
+                why = f"{target} is an admin already: give others roles with herald member role."
+            else:
+                why = (
+                    f"This database has an admin already ({', '.join(existing)}): ask one "
+                    f"to make {target} an admin (herald member role {target} admin)."
+                )
+            raise await self.denied(actor, "member.first_admin", "member", target, why)
+        return target
+
+    async def admins_for(self, actor_id: ActorRef) -> list[str]:
+        """Who can answer the actor's requests (a dead letter's retry): ``HERALD_ADMINS``
+        as this process reads it, and the admins stored for the actor's tenant and for
+        ``local`` (Herald-wide). Empty: nobody yet (``herald admin init`` makes one)."""
+        actor = await self.actor(actor_id)
+        found = set(self.settings.admins)
+        for tenant in dict.fromkeys((actor.tenant, LOCAL_TENANT)):
+            found.update(await self.store.admins_of(tenant))
+        return sorted(found)

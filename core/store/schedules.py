@@ -10,6 +10,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 from sqlmodel import col, select
+from sqlmodel.sql.expression import SelectOfScalar
 
 from core.errors import Conflict, DatabaseError
 from core.models import (
@@ -20,10 +21,24 @@ from core.models import (
     Job,
     JobState,
     Member,
+    Role,
     Schedule,
 )
 from core.store.base import JOB, SCHEDULE, AuditEntry, Gateway, new_idempotency_key
 from core.store.states import state_condition
+
+
+def _admins(tenant: str, limit: int) -> SelectOfScalar[str]:
+    """The ids of ``tenant``'s admins (by role, or by their platform's word)."""
+    return (
+        select(Member.id)
+        .where(
+            col(Member.tenant) == tenant,
+            sa.or_(col(Member.role) == Role.ADMIN.value, col(Member.platform_admin)),
+        )
+        .order_by(col(Member.id))
+        .limit(limit)
+    )
 
 
 @dataclass(frozen=True)
@@ -68,6 +83,24 @@ def _like(text: str) -> str:
     return f"%{escaped}%"
 
 
+def _matching(query: ScheduleQuery) -> list[Any]:
+    """The conditions of ``query``'s filters (its keyset ``before_id`` too)."""
+    where: list[Any] = []
+    if query.owner is not None:
+        where.append(col(Schedule.owner) == query.owner)
+    if query.tenant is not None:
+        where.append(col(Schedule.tenant) == query.tenant)
+    if query.states:
+        where.append(state_condition(query.states))
+    if query.destination is not None:
+        where.append(col(Schedule.destination) == query.destination)
+    if query.text:
+        where.append(sa.func.lower(col(Schedule.body)).like(_like(query.text), escape="\\"))
+    if query.before_id is not None:
+        where.append(col(Schedule.id) < query.before_id)
+    return where
+
+
 class ScheduleQueries(Gateway):
     """Members, schedules and their jobs as people see them."""
 
@@ -85,6 +118,34 @@ class ScheduleQueries(Gateway):
                 select(Member).where(col(Member.id) == member_id).order_by(col(Member.tenant))
             )
             return result.scalars().first()
+
+    async def admins_of(self, tenant: str, *, limit: int = 5) -> list[str]:
+        """Up to ``limit`` members of ``tenant`` holding the admin role there (or whom
+        their platform says administer it), by id."""
+        async with self._read_session() as s:
+            return list((await s.execute(_admins(tenant, limit))).scalars())
+
+    async def make_first_admin(
+        self, tenant: str, member_id: str, *, now: datetime, audit: AuditEntry
+    ) -> list[str]:
+        """Give ``member_id`` the admin role in ``tenant`` if nobody holds it there yet,
+        in one transaction (two at once: one wins). Returns the admins who were there
+        already (empty: ``member_id`` is now the first)."""
+        async with self._session() as s:
+            if self.backend == "postgresql":  # SQLite's BEGIN IMMEDIATE serializes already
+                lock = sa.text("SELECT pg_advisory_xact_lock(hashtext(:key))")
+                await s.execute(lock, {"key": f"herald:first-admin:{tenant}"})
+            existing = list((await s.execute(_admins(tenant, 5))).scalars())
+            if existing:
+                return existing
+            member = await s.get(Member, {"tenant": tenant, "id": member_id})
+            if member is None:
+                member = Member(tenant=tenant, id=member_id, created_at=now, updated_at=now)
+                s.add(member)
+            member.role = Role.ADMIN.value
+            member.updated_at = now
+            await self._audit(s, audit, now)
+            return []
 
     async def save_member(
         self,
@@ -366,21 +427,7 @@ class ScheduleQueries(Gateway):
     async def list_schedules(self, query: ScheduleQuery) -> list[Schedule]:
         """Schedules matching ``query``: soonest next run first, then newest (or
         newest first, ``query.newest_first``)."""
-        stmt = select(Schedule)
-        if query.owner is not None:
-            stmt = stmt.where(col(Schedule.owner) == query.owner)
-        if query.tenant is not None:
-            stmt = stmt.where(col(Schedule.tenant) == query.tenant)
-        if query.states:
-            stmt = stmt.where(state_condition(query.states))
-        if query.destination is not None:
-            stmt = stmt.where(col(Schedule.destination) == query.destination)
-        if query.text:
-            stmt = stmt.where(
-                sa.func.lower(col(Schedule.body)).like(_like(query.text), escape="\\")
-            )
-        if query.before_id is not None:
-            stmt = stmt.where(col(Schedule.id) < query.before_id)
+        stmt = select(Schedule).where(*_matching(query))
         if query.newest_first:
             stmt = stmt.order_by(col(Schedule.id).desc())
         else:
@@ -392,6 +439,13 @@ class ScheduleQueries(Gateway):
         stmt = stmt.limit(query.limit)
         async with self._session() as s:
             return list((await s.execute(stmt)).scalars())
+
+    async def count_schedules(self, query: ScheduleQuery) -> int:
+        """How many schedules match ``query`` (its limit and order aside): what a list
+        cut at its limit says it left out."""
+        stmt = sa.select(sa.func.count()).select_from(SCHEDULE).where(*_matching(query))
+        async with self._read() as conn:
+            return int((await conn.execute(stmt)).scalar() or 0)
 
     async def schedule_jobs(self, schedule_id: int, limit: int = 50) -> list[Job]:
         """A schedule's jobs, latest occurrence first."""
