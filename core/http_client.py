@@ -35,8 +35,10 @@ aiohttp itself is imported on first use, so importing ``core`` does not load it.
 from __future__ import annotations
 
 import asyncio
+import errno
 import json as jsonlib
 import logging
+import socket
 import ssl
 import urllib.request
 from collections.abc import Mapping
@@ -64,8 +66,9 @@ class TimedOut(HeraldError):
 
 
 class Unreachable(HeraldError):
-    """The request failed in the network or the protocol; ``str()`` is the name of the
-    failure (e.g. ``ClientConnectorError``), never what a server said."""
+    """The request failed in the network or the protocol; ``str()`` says how in a few
+    words ("connection refused by 127.0.0.1:9", "name not found: hooks.example"), never
+    what a server said (:func:`failure`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -269,14 +272,72 @@ class HTTPClient:
         except aiohttp.ClientConnectorError as exc:
             if isinstance(exc.os_error, Refused):
                 raise exc.os_error from None
-            raise Unreachable(type(exc).__name__) from exc
+            raise Unreachable(failure(exc, target)) from exc
+        except aiohttp.ConnectionTimeoutError as exc:  # a TimeoutError too
+            where = _where(target)
+            raise TimedOut(f"no connection to {where} within {timeouts.connect:g} s") from exc
         except TimeoutError as exc:  # aiohttp's timeouts are TimeoutErrors
-            raise TimedOut(f"no answer within {timeouts.total:g} s") from exc
+            raise TimedOut(f"timed out after {timeouts.total:g} s") from exc
         except (aiohttp.ClientError, ValueError) as exc:  # InvalidURL is a ValueError too
-            raise Unreachable(type(exc).__name__) from exc
+            raise Unreachable(failure(exc, target)) from exc
         if log.isEnabledFor(logging.DEBUG):
             parts = urlsplit(url)  # the path and query may carry a token
             log.debug(
                 "HTTP Request: %s %s://%s/… %s", method, parts.scheme, parts.hostname, answer.status
             )
         return answer
+
+
+def _where(target: yarl.URL) -> str:
+    """``host:port`` of a request (the scheme's port when the URL names none)."""
+    host = target.raw_host or "?"
+    host = f"[{host}]" if ":" in host else host
+    return f"{host}:{target.port}" if target.port is not None else host
+
+
+#: What the operating system's errors mean, by errno, said of ``host:port``.
+_SAID = {
+    errno.ECONNREFUSED: "connection refused by {where}",
+    errno.ECONNRESET: "connection reset by {where}",
+    errno.EHOSTUNREACH: "no route to {where}",
+    errno.ENETUNREACH: "no route to {where} (network unreachable)",
+    errno.ETIMEDOUT: "no connection to {where} (timed out)",
+    errno.ECONNABORTED: "connection to {where} aborted",
+    errno.EPIPE: "connection to {where} closed while sending",
+}
+
+
+def failure(exc: BaseException, target: yarl.URL) -> str:
+    """A failed request in words, for the delivery log: what happened and with which
+    host and port, never an exception's class name nor what a server said."""
+    import aiohttp
+
+    where = _where(target)
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        where = f"{exc.host}:{exc.port}" if exc.port else exc.host
+        where = f"[{exc.host}]:{exc.port}" if ":" in exc.host and exc.port else where
+        if isinstance(exc, aiohttp.ClientConnectorDNSError) or isinstance(
+            exc.os_error, socket.gaierror
+        ):
+            return f"name not found: {exc.host}"
+        if isinstance(exc, aiohttp.ClientConnectorCertificateError):
+            return f"the TLS certificate of {where} was not accepted"
+        if isinstance(exc, aiohttp.ClientSSLError):
+            return f"the TLS handshake with {where} failed"
+        said = _SAID.get(exc.os_error.errno or 0)
+        if said is not None:
+            return said.format(where=where)
+        reason = (exc.os_error.strerror or "").strip().rstrip(".").lower()
+        return f"could not connect to {where}" + (f" ({reason})" if reason else "")
+    if isinstance(exc, aiohttp.ServerDisconnectedError):
+        return f"{where} closed the connection without answering"
+    if isinstance(exc, aiohttp.ClientPayloadError):
+        return f"the answer from {where} was cut off"
+    if isinstance(exc, aiohttp.ClientResponseError):
+        return f"{where} did not answer in HTTP"
+    if isinstance(exc, aiohttp.ClientOSError):
+        said = _SAID.get(exc.errno or 0)
+        return said.format(where=where) if said else f"the connection to {where} failed"
+    if isinstance(exc, ValueError | aiohttp.InvalidURL):
+        return "the URL is not valid"
+    return f"the request to {where} failed"

@@ -216,12 +216,12 @@ class WebhookChannel(Channel):
             )
         except Refused as exc:  # the guard, where the connection was opened
             return DeliveryResult.permanent(str(exc))
-        except TimedOut:
+        except TimedOut as exc:  # "timed out after 10 s", "no connection to … within 5 s"
             where = delivery.destination.redacted()
-            return DeliveryResult.retry(f"{where} did not answer within {self._timeout:g} s.")
-        except Unreachable as exc:
+            return DeliveryResult.retry(f"{where}: {exc}.")
+        except Unreachable as exc:  # "connection refused by 127.0.0.1:9", …
             where = delivery.destination.redacted()
-            return DeliveryResult.retry(f"Could not reach {where} ({exc}).")
+            return DeliveryResult.retry(f"Could not reach {where}: {exc}.")
         if 200 <= answer.status < 300:  # the common case: no words needed
             return DeliveryResult.ok(answer.status)
         return self._classify(answer, delivery.destination.redacted(), secret)
