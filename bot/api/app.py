@@ -327,7 +327,8 @@ async def create_schedule(call: Call) -> Reply:
     headers = {**_etag(schedule), "Location": f"{PREFIX}/schedules/{schedule.id}"}
     if created:
         return Reply(_schedule(schedule), 201, headers)
-    if schedule.body != body.text or schedule.destination != str(parse_destination(body.to)):
+    asked_to = await call.herald.named_channel(call.principal, body.to)  # slack:#name
+    if schedule.body != body.text or schedule.destination != str(parse_destination(asked_to)):
         raise ApiProblem(
             422,
             f"The idempotency key {key!r} was used for a different schedule ({schedule.id}); "
@@ -475,9 +476,9 @@ async def retry_dead(call: Call) -> Reply:
 
 async def _decide(call: Call, decision: str) -> Reply:
     """An admin's decision (core/verbs.py's DECISIONS: retry, discard), as an alert's
-    button takes it; 404 before any decision for a letter the caller cannot see."""
+    button takes it: anyone else is refused for their role (403, which says nothing of
+    the letter), an admin is answered 404 for a letter they cannot see."""
     job_id = call.path_int("job_id")
-    await call.herald.dead_letter(call.principal, job_id)
     count = await call.herald.decide_dead_letters(call.principal, [job_id], decision)
     return Reply(m.DeadDecisionOut(job_id=job_id, result=verbs.verb(decision).past, count=count))
 

@@ -65,11 +65,24 @@ class DeadLetterCases(CaseBase):
         }
         missing = [job_id for job_id in job_ids if job_id not in visible]
         if missing:
+            ours = {d.job_id for d in found if actor.owns_tenant_of(d.tenant)}
+            hidden = [m for m in missing if m not in ours]  # gone, or another tenant's
+            if hidden:
+                ids = ", ".join(str(m) for m in hidden)
+                reason = f"No dead letter {ids} that you can see (it may have been retried)."
+                if any(d.job_id in hidden for d in found):  # exists, in another tenant
+                    raise await self.denied(actor, "dead.show", "job", ids, reason, NotFound)
+                raise NotFound(reason)
+            # in the actor's tenant but another member's: refused for the role, said so
             ids = ", ".join(str(m) for m in missing)
-            reason = f"No dead letter {ids} that you can see (it may have been retried)."
-            if any(d.job_id in missing for d in found):  # exists, but someone else's
-                raise await self.denied(actor, "dead.show", "job", ids, reason, NotFound)
-            raise NotFound(reason)
+            raise await self.denied(
+                actor,
+                "dead.show",
+                "job",
+                ids,
+                f"Dead letter {ids} is another member's: only operators and admins can "
+                "see or act on other members' dead letters.",
+            )
         return [visible[job_id] for job_id in job_ids]
 
     async def retry_dead_letters(
