@@ -11,12 +11,19 @@ that Discord user), ``discord-webhook:https://discord.com/api/webhooks/…``
 (embeds, custom name and avatar), ``webhook:https://...``, ``email:ops@example.com``,
 ``apprise:tgram://…``, ``log:`` (the service log) and ``null:`` (discards; for
 benchmarks).
+
+A channel may also be named: ``slack:#deploys``, ``discord:#general@<server id>``
+(:func:`channel_name`). A name is looked up once, when a schedule is saved, in the
+platform's directory (its channel, as a :class:`ChannelDirectory`), and the schedule
+keeps the id.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
 from urllib.parse import SplitResult, urlsplit
 
 from core.errors import InvalidInput
@@ -118,6 +125,105 @@ def url_parts(raw: str, target: str, example: str) -> SplitResult:
     except ValueError as exc:
         raise InvalidInput(f"{raw!r} is not a valid URL ({exc}): use {example}.") from exc
     return parts
+
+
+# --- channels by name ----------------------------------------------------------------
+
+#: ``#name``, and for Discord ``@<server id>`` after it.
+_CHANNEL_NAME = re.compile(r"#([^\s#@/<>]{1,80})(?:@(\S*))?")
+#: Kinds whose channels can be named.
+NAMED_KINDS = ("slack", "discord")
+
+
+@dataclass(frozen=True)
+class ChannelName:
+    """A channel written by name (``slack:#deploys``, ``discord:#general@<server id>``),
+    to be looked up: ``name`` without ``#``, in lower case; ``server`` the Discord
+    server it was named on (None: not said)."""
+
+    kind: str
+    name: str
+    server: str | None = None
+
+    def __str__(self) -> str:
+        return f"{self.kind}:#{self.name}" + (f"@{self.server}" if self.server else "")
+
+
+def channel_name(uri: str) -> ChannelName | None:
+    """The channel ``uri`` names (``slack:#deploys``, ``discord:#general@123…``), or
+    None when it is written some other way (an id, or another kind)."""
+    kind, sep, target = uri.strip().partition(":")
+    kind = kind.lower()
+    if not sep or kind not in NAMED_KINDS:
+        return None
+    found = _CHANNEL_NAME.fullmatch(target.strip())
+    if found is None:
+        return None
+    server = found.group(2)
+    if server is not None and kind != "discord":
+        return None
+    return ChannelName(kind, found.group(1).lower(), server or None)
+
+
+@runtime_checkable
+class ChannelDirectory(Protocol):
+    """The port through which a channel name is looked up: the platform's channel
+    (``core.channels.slack.SlackChannel``, ``core.channels.discord.DiscordChannel``)
+    asks its API. Implementations raise InvalidInput, in one sentence, when they
+    cannot look names up (no token: :func:`names_need_connection`) or the platform
+    cannot be asked just now."""
+
+    async def channels_named(self, name: ChannelName) -> list[str]:
+        """The ids of the channels named ``name.name`` the bot can see (on
+        ``name.server``, for Discord): none, one, or several."""
+        ...
+
+
+def names_need_connection(kind: str) -> str:
+    """Why a ``#name`` is refused where the platform is not connected."""
+    if kind == "discord":
+        return (
+            "Channel names (discord:#general@<server id>) need Herald's Discord "
+            "connection (DISCORD_BOT_TOKEN) to be looked up: use the channel id, e.g. "
+            "discord:123456789012345678 (Developer Mode, right-click the channel, "
+            "Copy Channel ID)."
+        )
+    return (
+        "Channel names (slack:#deploys) need Herald's Slack connection (SLACK_BOT_TOKEN) "
+        "to be looked up: use the channel id, e.g. slack:C0123ABC (the channel's "
+        "details, at the bottom)."
+    )
+
+
+def no_channel_named(name: str, hint: str, *, where: str = "") -> str:
+    """No channel has that name: the sentence every surface says (Slack's ``/schedule``
+    with its own ``hint``)."""
+    return (
+        f"There is no public channel named `#{name}`{where} that Herald can see: check "
+        f"the spelling, or {hint}."
+    )
+
+
+def several_channels_named(name: str, shown: str, hint: str) -> str:
+    """More than one channel has that name (``shown`` lists them)."""
+    return f"Several channels are named `#{name}` ({shown}): {hint}."
+
+
+def one_channel(found: ChannelName, ids: list[str]) -> str:
+    """The destination of the one channel ``ids`` holds (``slack:C0123``); InvalidInput
+    with the sentences of :func:`no_channel_named` and :func:`several_channels_named`."""
+    if len(ids) == 1:
+        return f"{found.kind}:{ids[0]}"
+    if found.kind == "discord":
+        where = f" on Discord server {found.server}"
+        example = "discord:123456789012345678"
+    else:
+        where, example = "", "slack:C0123ABC"
+    if not ids:
+        hint = f"use its id, e.g. {example} (a private channel is found only by its id)"
+        raise InvalidInput(no_channel_named(found.name, hint, where=where))
+    shown = ", ".join(f"{found.kind}:{i}" for i in ids)
+    raise InvalidInput(several_channels_named(found.name, shown, "use the id of the one you mean"))
 
 
 def redact_url_path(destination: Destination) -> str:

@@ -18,6 +18,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.slack.grammar import Refusal
+from core.destinations import no_channel_named, several_channels_named
 from core.errors import InvalidInput, PermissionDenied
 from core.zones import resolve_zone
 
@@ -156,7 +157,10 @@ LIST_LIMIT = 999
 
 class ChannelNames:
     """Public channels by name, from ``conversations.list`` (paged, archived ones left
-    out), cached per workspace for :data:`NAMES_TTL` seconds.
+    out), cached per workspace for :data:`NAMES_TTL` seconds: Slack's ``/schedule
+    #name``. (A name given to the CLI, the API or an import is looked up by core's Slack
+    channel, :meth:`core.channels.slack.SlackChannel.channels_named`, with the same
+    sentences.)
 
     https://api.slack.com/methods/conversations.list: ``types`` defaults to
     ``public_channel``; ``limit`` "must be an integer under 1000" (999: the fewest calls
@@ -185,17 +189,15 @@ class ChannelNames:
         assert cached is not None
         ids = cached[1].get(name, [])
         if not ids:
-            raise Refusal(
-                f"There is no public channel named `#{name}` that Herald can see: check the "
-                "spelling, or pick the channel from Slack's suggestions as you type (a "
-                "private channel is found only that way)."
+            hint = (
+                "pick the channel from Slack's suggestions as you type (a private channel "
+                "is found only that way)"
             )
-        if len(ids) > 1:
+            raise Refusal(no_channel_named(name, hint))
+        if len(ids) > 1:  # the same sentences as a name given to the CLI or the API
             links = ", ".join(f"<#{i}>" for i in ids)
-            raise Refusal(
-                f"Several channels are named `#{name}` ({links}): pick the one you mean "
-                "from Slack's suggestions as you type."
-            )
+            hint = "pick the one you mean from Slack's suggestions as you type"
+            raise Refusal(several_channels_named(name, links, hint))
         return ids[0]
 
     async def _list(self, wanted: str) -> dict[str, list[str]]:

@@ -9,6 +9,7 @@ case after it is built).
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable, Mapping
 from datetime import datetime
@@ -19,8 +20,10 @@ from core.actors import Actor, ActorRef, Principal
 from core.calendar_worker import CalendarReader
 from core.channels.base import Channel
 from core.clock import Clock
+from core.destinations import ChannelDirectory, channel_name, names_need_connection, one_channel
 from core.errors import Conflict, HeraldError, InvalidInput, NotFound, PermissionDenied
 from core.models import LOCAL_TENANT, Member, Role, Schedule
+from core.scrub import Scrubber
 from core.settings import Settings
 from core.store import AuditEntry, Store
 from core.zones import resolve_zone
@@ -182,6 +185,37 @@ class CaseBase:
                 f"{expected_version}: it changed since you read it; look at it again and retry."
             )
         return schedule
+
+    async def named_channel(self, actor_id: ActorRef, to: str) -> str:
+        """``to`` with a channel written by name (``slack:#deploys``,
+        ``discord:#general@<server id>``, or ``discord:#general`` for a member of a
+        Discord server's tenant) looked up once in the platform's directory (its
+        channel, a :class:`~core.destinations.ChannelDirectory`) and written as its id
+        (``slack:C0123``); any other destination is returned as given.
+
+        Raises InvalidInput when no channel or several have that name, when the
+        platform is not connected, or when it cannot be asked just now."""
+        found = channel_name(to)
+        if found is None:
+            return to
+        if found.kind == "discord" and found.server is None:
+            tenant = principal_of(actor_id).tenant
+            kind, _, server = tenant.partition(":")
+            if kind != "discord" or not server:
+                raise InvalidInput(
+                    f"Say which Discord server `#{found.name}` is on: "
+                    f"discord:#{found.name}@<server id> (Developer Mode, right-click the "
+                    "server, Copy Server ID)."
+                )
+            found = dataclasses.replace(found, server=server)
+        directory = self.channels.get(found.kind)
+        if not isinstance(directory, ChannelDirectory):
+            raise InvalidInput(names_need_connection(found.kind))
+        try:
+            ids = await directory.channels_named(found)
+        except InvalidInput as exc:  # the provider's words may echo a token
+            raise InvalidInput(Scrubber.from_settings(self.settings)(str(exc))) from None
+        return one_channel(found, ids)
 
     def _due(self, at: datetime | None) -> None:
         """A job was created or moved: wake the in-process dispatcher."""

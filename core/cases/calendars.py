@@ -277,7 +277,7 @@ class CalendarCases(CaseBase):
             raise await self.denied(
                 actor, "feed.add", "feed", "", "Only an admin can subscribe to event feeds."
             )
-        destination = str(parse_destination(to))
+        destination = str(parse_destination(await self.named_channel(actor, to)))
         text = templates.check(template or templates.DEFAULT_REMINDER)
         lead = parse_before(before)
         zone = self._zone_for(actor, tz)

@@ -208,6 +208,8 @@ async def import_schedules(
     seen_keys: set[str] = set()
     token = {} if actor.via is None else {"token": actor.via}
     slices = _Slices()
+    #: Channels named in the lines (slack:#deploys): each looked up once per import.
+    named: dict[str, str | HeraldError] = {}
     for number, raw in enumerate(taken, start=1):
         await slices.tick()
         if not raw.strip():
@@ -216,7 +218,7 @@ async def import_schedules(
             obj = _read_line(raw)
             values = herald.build_schedule(
                 actor,
-                to=obj["to"],
+                to=await _named(herald, actor, obj["to"], named),
                 when=obj["when"],
                 text=obj["text"],
                 tz=obj.get("tz"),
@@ -283,6 +285,20 @@ async def import_schedules(
     report.ids = ids
     report.imported = len(ids)
     return report
+
+
+async def _named(herald: Herald, actor: Actor, to: str, named: dict[str, str | HeraldError]) -> str:
+    """``to`` with a channel name looked up (:meth:`Herald.named_channel`), once per
+    distinct ``to`` of an import: the same answer (or refusal) for every line."""
+    if to not in named:
+        try:
+            named[to] = await herald.named_channel(actor, to)
+        except HeraldError as exc:
+            named[to] = exc
+    found = named[to]
+    if isinstance(found, HeraldError):
+        raise found
+    return found
 
 
 def _written(progress: Progress, total: int) -> Callable[[int], None]:

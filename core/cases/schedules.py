@@ -221,6 +221,7 @@ class ScheduleCases(CalendarCases):
         that cannot be read (CalendarError) creates nothing."""
         actor = await self.actor(actor_id)
         when, urls = calendars.split_skip_phrase(when)
+        to = await self.named_channel(actor, to)  # slack:#deploys is kept as slack:C…
         values = await self._audited_refusals(
             actor,
             lambda: self.build_schedule(
@@ -405,7 +406,7 @@ class ScheduleCases(CalendarCases):
                 raise InvalidInput(f"Unknown state {state!r}: use one of {choices}.")
             states = (state,)
         if destination is not None:
-            destination = str(parse_destination(destination))
+            destination = str(parse_destination(await self.named_channel(actor, destination)))
         if limit < 1:
             raise InvalidInput("The limit must be at least 1.")
         return await self.store.list_schedules(
@@ -468,7 +469,7 @@ class ScheduleCases(CalendarCases):
             values["body"] = check_text(text)
             changed["text_chars"] = len(text)
         if to is not None:
-            destination = parse_destination(to)
+            destination = parse_destination(await self.named_channel(actor, to))
             asker = await self.check_recipient(actor, destination, "schedule.edit")
             await self.check_reachable(str(destination))
             values["destination"] = str(destination)

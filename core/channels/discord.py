@@ -40,7 +40,14 @@ from pydantic import SecretStr
 from core import limits, reminders
 from core.channels.base import Channel, Delivery, DeliveryResult, Outcome, RateLimit
 from core.channels.webhook import parse_retry_after, reveal, truncate
-from core.destinations import Destination, UriSyntax, redact_url_path, url_parts
+from core.destinations import (
+    ChannelName,
+    Destination,
+    UriSyntax,
+    names_need_connection,
+    redact_url_path,
+    url_parts,
+)
 from core.errors import InvalidInput
 from core.http_client import Answer, HTTPClient, TimedOut, Timeout, Unreachable
 from core.netguard import Guard, Refused
@@ -49,12 +56,19 @@ DEFAULT_BASE_URL = "https://discord.com/api/v10"
 MAX_CONTENT = limits.DISCORD_CONTENT.size
 USER_AGENT = "DiscordBot (herald, 0.1.0)"
 _WEBHOOK_PATH = re.compile(r"/webhooks/(\d+)/[^/]+/?$")
+#: Channels a bot posts in: GUILD_TEXT and GUILD_ANNOUNCEMENT
+#: (https://discord.com/developers/docs/resources/channel#channel-object-channel-types).
+TEXT_CHANNEL_TYPES = (0, 5)
 #: A channel's or a user's id (a snowflake).
 _SNOWFLAKE = re.compile(r"^\d{17,20}$")
 
 
 def _check_target(raw: str, target: str) -> None:
-    """A channel's numeric id, or ``@`` and a user's for a direct message."""
+    """A channel's numeric id, or ``@`` and a user's for a direct message. A name
+    (``#general@<server id>``) is looked up before it gets here
+    (:meth:`DiscordChannel.channels_named`): left as it is, Discord is not connected."""
+    if target.startswith("#"):
+        raise InvalidInput(names_need_connection("discord"))
     if target.startswith("@"):
         if not _SNOWFLAKE.match(target[1:]):
             raise InvalidInput(
@@ -494,6 +508,60 @@ class DiscordChannel(_DiscordHTTP):
         )
         if isinstance(answer, Answer) and answer.status in self.advice:
             raise InvalidInput(str(self._classify(answer, what).error))
+
+    async def channels_named(self, name: ChannelName) -> list[str]:
+        """The ids of the text and announcement channels named ``name.name`` on the
+        server ``name.server`` (``GET /guilds/{id}/channels``,
+        https://discord.com/developers/docs/resources/guild#get-guild-channels). The
+        :class:`~core.destinations.ChannelDirectory` of Discord.
+
+        Raises InvalidInput when no token is configured, the server is not one the bot
+        is on, or Discord cannot be asked."""
+        if not self._configured:
+            raise InvalidInput(names_need_connection("discord"))
+        server = name.server or ""
+        if not _SNOWFLAKE.match(server):
+            raise InvalidInput(
+                f"{server!r} is not a Discord server id: write discord:#{name.name}@<server "
+                "id> (Developer Mode, right-click the server, Copy Server ID)."
+            )
+        what = f"Discord server {server}"
+        answer = await self._request(
+            "GET",
+            f"{self._base}/guilds/{server}/channels",
+            "GET /guilds/{id}/channels",
+            server,
+            what,
+        )
+        if isinstance(answer, DeliveryResult):
+            raise InvalidInput(
+                f"Herald could not look up `#{name.name}` with Discord just now "
+                f"({answer.error}); try again in a minute, or use the channel id."
+            )
+        if answer.status in (403, 404):
+            raise InvalidInput(
+                f"Herald is not on Discord server {server} (or cannot see its channels): "
+                "invite the bot there, or use the channel id, e.g. discord:123456789012345678."
+            )
+        if not 200 <= answer.status < 300:
+            raise InvalidInput(str(self._classify(answer, what).error))
+        try:
+            channels = answer.json()
+        except ValueError:
+            channels = None
+        if not isinstance(channels, list):
+            raise InvalidInput(
+                f"Herald could not look up `#{name.name}` with Discord just now (an answer "
+                "that is not a list of channels); try again, or use the channel id."
+            )
+        return [
+            str(channel["id"])
+            for channel in channels
+            if isinstance(channel, dict)
+            and channel.get("type") in TEXT_CHANNEL_TYPES
+            and str(channel.get("name", "")).lower() == name.name
+            and channel.get("id")
+        ]
 
 
 class DiscordWebhookChannel(_DiscordHTTP):

@@ -33,7 +33,7 @@ from pydantic import SecretStr
 from core import limits, reminders
 from core.channels.base import Channel, Delivery, DeliveryResult, Outcome, RateLimit
 from core.channels.webhook import USER_AGENT, parse_retry_after, reveal, truncate
-from core.destinations import Destination, UriSyntax
+from core.destinations import ChannelName, Destination, UriSyntax, names_need_connection
 from core.errors import InvalidInput
 from core.http_client import HTTPClient, TimedOut, Timeout, Unreachable
 
@@ -112,6 +112,9 @@ _DM_USER_ERRORS = frozenset(
 #: The most blocks in a message (https://docs.slack.dev/reference/methods/chat.postMessage).
 MAX_BLOCKS = limits.SLACK_MESSAGE_BLOCKS.size
 
+#: The most ``conversations.list`` pages read for one name (999 channels each).
+MAX_LIST_PAGES = 50
+
 _CHANNEL_ID = re.compile(r"^[CGD][A-Z0-9]{2,}(/\d{10}\.\d{6})?$")
 #: A Slack user id (``U…``, or ``W…`` for an Enterprise Grid org user).
 _USER_ID = re.compile(r"^[UW][A-Z0-9]{1,30}$")
@@ -119,7 +122,10 @@ _USER_ID = re.compile(r"^[UW][A-Z0-9]{1,30}$")
 
 def _check_target(raw: str, target: str) -> None:
     """A channel id, with a thread's timestamp after ``/`` for a reply, or ``@`` and
-    a member id for a direct message."""
+    a member id for a direct message. A name (``#deploys``) is looked up before it gets
+    here (:meth:`SlackChannel.channels_named`): left as it is, Slack is not connected."""
+    if target.startswith("#"):
+        raise InvalidInput(names_need_connection("slack"))
     if target.startswith("@"):
         if not _USER_ID.match(target[1:]):
             raise InvalidInput(
@@ -317,6 +323,45 @@ class SlackChannel(Channel):
         if info.get("is_member") is False and "chat:write.public" not in scopes:
             raise InvalidInput(ADVICE["not_in_channel"].format(channel=channel))
 
+    async def channels_named(self, name: ChannelName) -> list[str]:
+        """The ids of the public channels named ``name.name`` (``conversations.list``,
+        https://api.slack.com/methods/conversations.list: archived ones left out, paged by
+        ``response_metadata.next_cursor``; ``limit`` under 1000, so 999). The
+        :class:`~core.destinations.ChannelDirectory` of Slack.
+
+        Raises InvalidInput when no token is configured, or Slack cannot be asked."""
+        if not self._token:
+            raise InvalidInput(names_need_connection("slack"))
+        ids: list[str] = []
+        cursor = ""
+        for _ in range(MAX_LIST_PAGES):
+            args = {"types": "public_channel", "exclude_archived": "true", "limit": "999"}
+            if cursor:
+                args["cursor"] = cursor
+            answer = await self._call("conversations.list", args, form=True)
+            if isinstance(answer, DeliveryResult):
+                raise InvalidInput(_not_looked_up(name, answer.error or "no answer"))
+            _, data, _ = answer
+            if data.get("ok") is not True:
+                code = str(data.get("error") or "unknown_error")
+                if code == "missing_scope":
+                    raise InvalidInput(
+                        f"The Slack app lacks the channels:read scope to look up `#{name.name}`: "
+                        "ask an admin to add it, or use the channel id, e.g. slack:C0123ABC."
+                    )
+                raise InvalidInput(_not_looked_up(name, code))
+            for channel in data.get("channels") or []:
+                if (
+                    isinstance(channel, dict)
+                    and str(channel.get("name", "")).lower() == name.name
+                    and channel.get("id")
+                ):
+                    ids.append(str(channel["id"]))
+            cursor = str((data.get("response_metadata") or {}).get("next_cursor") or "")
+            if not cursor:
+                break
+        return ids
+
     async def open_dm(self, user: str) -> str | DeliveryResult:
         """The id of the bot's direct-message conversation with ``user`` (opened with
         ``conversations.open`` once per process), or the retry/permanent result."""
@@ -403,6 +448,13 @@ class SlackChannel(Channel):
                 status,
             )
         return DeliveryResult.permanent(advice.format(channel=channel, code=code), status)
+
+
+def _not_looked_up(name: ChannelName, why: str) -> str:
+    return (
+        f"Herald could not look up `#{name.name}` with Slack just now ({why}); try again "
+        "in a minute, or use the channel id, e.g. slack:C0123ABC."
+    )
 
 
 def _sections(text: str) -> list[dict[str, Any]]:

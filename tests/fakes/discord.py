@@ -8,6 +8,9 @@ Routes (under ``/api/v10`` and, for webhooks, also ``/api``):
   ``nonce`` with ``enforce_nonce`` returns the message already created. Rate limits per
   channel bucket with the real headers, and 429 ``{"retry_after", "global"}`` when spent.
 - ``GET /channels/{id}``: the channel, or 401/403/404 as above.
+- ``GET /guilds/{id}/channels`` (https://discord.com/developers/docs/resources/guild#
+  get-guild-channels): the server's text channels the bot can view, with their names;
+  404 ``Unknown Guild`` (10004) for another server.
 - ``POST /users/@me/channels {"recipient_id"}`` (https://discord.com/developers/docs/
   resources/user#create-dm): the DM channel (type 1) with a user added with
   :meth:`FakeDiscord.add_user`, the same one each time; 404 ``Unknown User`` (10013)
@@ -42,6 +45,8 @@ class DiscordChannelState:
     messages: list[dict[str, Any]] = field(default_factory=list)
     window_start: float = 0.0
     used: int = 0
+    #: Its name on the server (``chan-<id>`` when not given).
+    name: str | None = None
 
 
 def _error(status: int, message: str, code: int, **extra: Any) -> web.Response:
@@ -81,9 +86,14 @@ class FakeDiscord(FakeHTTPServer):
         return f"{self.url}/api/v10"
 
     def add_channel(
-        self, channel_id: str, *, can_view: bool = True, can_send: bool = True
+        self,
+        channel_id: str,
+        *,
+        can_view: bool = True,
+        can_send: bool = True,
+        name: str | None = None,
     ) -> DiscordChannelState:
-        self.channels[channel_id] = DiscordChannelState(channel_id, can_view, can_send)
+        self.channels[channel_id] = DiscordChannelState(channel_id, can_view, can_send, name=name)
         return self.channels[channel_id]
 
     def add_webhook(self, webhook_id: str, token: str, channel_id: str) -> str:
@@ -105,6 +115,7 @@ class FakeDiscord(FakeHTTPServer):
         router.add_post("/api/v10/users/@me/channels", self._create_dm)
         router.add_post("/api/v10/channels/{id}/messages", self._create_message)
         router.add_get("/api/v10/channels/{id}", self._get_channel)
+        router.add_get("/api/v10/guilds/{id}/channels", self._guild_channels)
         for prefix in ("/api/v10", "/api"):
             router.add_route("*", prefix + "/webhooks/{id}/{token}", self._webhook)
 
@@ -145,9 +156,27 @@ class FakeDiscord(FakeHTTPServer):
             {
                 "id": channel.id,
                 "type": 0,
-                "name": f"chan-{channel.id}",
+                "name": channel.name or f"chan-{channel.id}",
                 "guild_id": self.guild_id,
             }
+        )
+
+    async def _guild_channels(self, request: web.Request) -> web.Response:
+        if not self._authorized(request):
+            return _error(401, "401: Unauthorized", 0)
+        if request.match_info["id"] != self.guild_id:
+            return _error(404, "Unknown Guild", 10004)
+        return web.json_response(
+            [
+                {
+                    "id": c.id,
+                    "type": 0,
+                    "name": c.name or f"chan-{c.id}",
+                    "guild_id": self.guild_id,
+                }
+                for c in self.channels.values()
+                if c.recipient is None and c.can_view
+            ]
         )
 
     def _bucket_headers(self, channel: DiscordChannelState) -> tuple[dict[str, str], float]:

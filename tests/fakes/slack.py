@@ -5,7 +5,9 @@ Speaks enough of the real protocol for Herald's channel and for slack_sdk's
 ``X-OAuth-Scopes`` on every answer, JSON, form or query arguments. Methods:
 ``chat.postMessage``, ``conversations.info``, ``conversations.open`` (a direct message
 with one user, https://api.slack.com/methods/conversations.open: ``users`` in, the IM
-channel ``D…`` out, the same one each time) and ``auth.test``.
+channel ``D…`` out, the same one each time), ``conversations.list`` (paged by
+:attr:`FakeSlack.list_page_size`, as https://api.slack.com/methods/conversations.list
+documents it) and ``auth.test``.
 
 Use :attr:`FakeSlack.api_url` as the client's base URL; add channels with
 :meth:`FakeSlack.add_channel`; read what was posted in :attr:`FakeSlack.messages`; script
@@ -75,6 +77,8 @@ class FakeSlack(FakeHTTPServer):
         #: user id -> the IM channel opened with them.
         self.ims: dict[str, str] = {}
         self._ts = itertools.count(1)
+        #: Most channels per ``conversations.list`` page (to see paging followed).
+        self.list_page_size = 1000
 
     @property
     def api_url(self) -> str:
@@ -119,6 +123,8 @@ class FakeSlack(FakeHTTPServer):
             return self._post_message(args)
         if method == "conversations.open":
             return self._conversations_open(args)
+        if method == "conversations.list":
+            return self._conversations_list(args)
         return self._error("unknown_method")
 
     def _visible(self, channel_id: str) -> SlackChannelState | None:
@@ -126,6 +132,46 @@ class FakeSlack(FakeHTTPServer):
         if channel is None or (channel.is_private and not channel.is_member):
             return None
         return channel
+
+    def _conversations_list(self, args: dict[str, Any]) -> web.Response:
+        """Channels of ``types`` (default ``public_channel``; private ones only when the
+        bot is in them), ``exclude_archived``, ``limit`` 1..999 (default 100), ``cursor``."""
+        types = set(str(args.get("types") or "public_channel").split(","))
+        if not types <= {"public_channel", "private_channel", "mpim", "im"}:
+            return self._error("invalid_types")
+        try:
+            limit = int(args.get("limit") or 100)
+        except ValueError:
+            return self._error("invalid_limit")
+        if not 1 <= limit < 1000:
+            return self._error("invalid_limit")
+        archived = str(args.get("exclude_archived", "false")).lower() in ("true", "1")
+        found = [
+            c
+            for c in self.channels.values()
+            if ("private_channel" if c.is_private else "public_channel") in types
+            and (not c.is_private or c.is_member)
+            and not (archived and c.is_archived)
+        ]
+        start = int(args.get("cursor") or 0)
+        size = min(limit, self.list_page_size)
+        after = start + size
+        return self._answer(
+            {
+                "ok": True,
+                "channels": [
+                    {
+                        "id": c.id,
+                        "name": c.name,
+                        "is_private": c.is_private,
+                        "is_member": c.is_member,
+                        "is_archived": c.is_archived,
+                    }
+                    for c in found[start:after]
+                ],
+                "response_metadata": {"next_cursor": str(after) if after < len(found) else ""},
+            }
+        )
 
     def _conversations_info(self, args: dict[str, Any]) -> web.Response:
         channel = self._visible(str(args.get("channel", "")))
