@@ -15,6 +15,14 @@ typed with; Herald stores the IANA name it returns. It accepts
   refused with its meanings spelled out, even where the IANA database has a fixed zone of
   that name: a person who types ``EST`` in July most likely means New York.
 
+A zone may also end a time phrase (``every sunday at 6pm PST``, ``tomorrow 9am
+Europe/Berlin``, ``at 5pm berlin time``, ``at 9 in new york``): :func:`zone_at_end`
+finds it for :func:`core.timeexpr.parse_when`. There an abbreviation with several
+meanings takes its common one (``PST`` is ``America/Los_Angeles``, ``EST``
+``America/New_York``, ``CET`` ``Europe/Berlin``, ``BST`` ``Europe/London``, ``IST``
+``Asia/Kolkata``, ``GMT`` UTC), and the read-back says so; ``AST`` (Atlantic or
+Arabia) has none and is refused.
+
 Stored names (a member's zone, a schedule's) are not read here but by
 :func:`core.timeexpr.zone`, which takes any name the database has, so zones stored
 before this module keep working.
@@ -247,6 +255,91 @@ def resolve_zone(text: str) -> ZoneInfo:
     if name is not None:
         return timeexpr.zone(name)
     raise InvalidInput(f"Unknown time zone {raw[:60]!r}: {_suggestion(typed)}{_HINT}.")
+
+
+#: In a time phrase, the meaning an abbreviation of several takes (see the module's
+#: docstring): the first listed, but these.
+_IN_A_PHRASE = {"GMT": ("UTC", "no summer time")}
+#: Abbreviations with no common meaning: refused in a phrase too.
+_NO_COMMON = frozenset({"AST"})
+#: Abbreviations that are English words: a zone at the end of a phrase only in capitals.
+_WORDS = frozenset({"eat", "cat", "art", "met", "wet", "west", "mt", "et", "ct", "pt"})
+_UTC_WORDS = frozenset({"utc", "gmt", "z", "zulu"})
+
+
+def _abbreviation(token: str) -> tuple[ZoneInfo, str] | None:
+    """The zone an abbreviation ending a phrase stands for, and what the read-back says
+    of it; None if ``token`` is none. Raises InvalidInput for one with no common meaning."""
+    upper = token.upper()
+    found = _ABBREVIATIONS.get(upper)
+    if found is None or (token.lower() in _WORDS and not token.isupper()):
+        return None
+    if upper in _NO_COMMON:
+        resolve_zone(upper)  # raises: "AST is ambiguous: …?"
+    key, words = _IN_A_PHRASE.get(upper, found[0])
+    if len(found) == 1 and upper not in _IN_A_PHRASE:
+        return ZoneInfo(key), f"{upper} is read as {key}"
+    shown = f"{key} ({words})" if words else key
+    return ZoneInfo(key), f"{upper} is read as {shown}"
+
+
+def _named(typed: str) -> ZoneInfo | None:
+    """A zone by its IANA name, a city or an offset, without refusing (and without a
+    suggestion, which a refusal would look for)."""
+    key = _key(typed)
+    if key in _UTC_NAMES or key == "gmt":
+        return ZoneInfo("UTC")
+    if m := _OFFSET.match(key):
+        hours = int(m.group(2)) * (-1 if m.group(1) == "-" else 1)
+        return ZoneInfo(_fixed(hours)) if -12 <= hours <= 14 else None
+    if "/" in key:
+        try:
+            return timeexpr.zone(typed)
+        except InvalidInput:
+            return None
+    if not re.fullmatch(r"[a-z' .-]+", key) or key.split()[0] in timeexpr.vocabulary():
+        return None  # "in 5 minutes", "in the morning": no zone, and no names loaded
+    name = _names().get(key)
+    return None if name is None or name in _ABBREVIATIONS else timeexpr.zone(name)
+
+
+def zone_at_end(text: str) -> tuple[str, ZoneInfo, str | None] | None:
+    """The zone that ends a time phrase, as (the phrase before it, the zone, what the
+    read-back says of how it was read, or None), or None when the phrase ends in none.
+
+    Read at the end: an IANA name (``Europe/Berlin``), ``UTC``, an offset (``UTC+2``),
+    an abbreviation (``PST``; one that is an English word, such as ``EAT``, only in
+    capitals), or a city as ``in <city>`` or ``<city> time``. Raises InvalidInput for
+    an abbreviation with no common meaning (``AST``).
+    """
+    words = text.split()
+    for size in (3, 2, 1):
+        if len(words) <= size:
+            continue
+        rest, tail = " ".join(words[:-size]), words[-size:]
+        lowered = [w.lower() for w in tail]
+        if size == 1:
+            token = tail[0]
+            found = _abbreviation(token)
+            if found is not None:
+                return rest, found[0], found[1]
+            if lowered[0] in _UTC_WORDS or "/" in token or _OFFSET.match(lowered[0]):
+                named = _named(token)
+                if named is not None:
+                    return rest, named, None
+            continue
+        if lowered[0] == "in":
+            name = " ".join(tail[1:])
+        elif lowered[-1] == "time":
+            name = " ".join(tail[:-1])
+        else:
+            continue
+        if size == 2 and (found := _abbreviation(name)) is not None:
+            return rest, found[0], found[1]  # "in PST", "PST time"
+        named = _named(name)
+        if named is not None:
+            return rest, named, None
+    return None
 
 
 def _suggestion(typed: str) -> str:

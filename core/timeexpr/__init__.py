@@ -21,9 +21,15 @@ the description and the dispatcher all read one meaning. Local times follow RFC
 5545 (and zoneinfo's ``fold=0``): a time in a spring-forward gap is read with the
 offset before the gap, an ambiguous fall-back time is its first occurrence.
 
-A rule or day that names no time of day ("every weekday", "end of month") takes the
-default time (``default_time``, 09:00 unless the caller gives the tenant's), and the
-:class:`When` says so (``default_time``, ``read_back``), so the person is told.
+A rule or day that names no time of day ("every weekday", "tomorrow", "jan 4") takes
+the default time (``default_time``, 09:00 unless the caller gives the tenant's), and the
+:class:`When` says so (``default_time``, ``read_back``), so the person is told; so does
+a phrase read in one of two ways ("every 2nd tuesday", "twice a day": ``note``).
+
+A zone at the end of a phrase is read (``every sunday at 6pm PST``, ``tomorrow 9am
+Europe/Berlin``, ``at 5pm berlin time``; :func:`core.zones.zone_at_end`): the time is
+in that zone, and the read-back names it. A time in the past is refused as such ("that
+is in the past"), even "yesterday at 9".
 
 Every error is :class:`core.errors.InvalidInput` with a sentence naming what was
 not understood and an example that works, or, when the words were nearly ones Herald
@@ -34,7 +40,7 @@ core.timeexpr.suggest).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, time, timedelta
 from itertools import takewhile
 from zoneinfo import ZoneInfo
@@ -101,6 +107,7 @@ __all__ = [
     "parse_duration",
     "parse_rule",
     "parse_when",
+    "read_back_notes",
     "take",
     "took_default_time",
     "vocabulary",
@@ -122,7 +129,9 @@ class When:
     ``first`` is the first occurrence (aware UTC, after the ``now`` it was read at).
     ``rule`` is the RFC 5545 text (``DTSTART;TZID=...`` line plus ``RRULE:`` lines)
     for a recurrence, else None. ``default_time`` is the time of day Herald chose
-    because the text named none ("every weekday"), else None.
+    because the text named none ("every weekday"), else None. ``note`` is what the
+    read-back adds about how the text was read ("'night' is 20:00", "PST is read as
+    America/Los_Angeles"), else None.
     """
 
     expression: str
@@ -131,6 +140,7 @@ class When:
     rule: str | None
     description: str
     default_time: time | None = None
+    note: str | None = None
 
     @property
     def recurring(self) -> bool:
@@ -140,9 +150,14 @@ class When:
     def read_back(self) -> str:
         """The description, telling the person when the time of day was Herald's
         choice: "every weekday at 09:00 (UTC) — add 'at …' to change it"."""
-        if self.default_time is None:
-            return self.description
-        return f"{self.description} — {DEFAULT_TIME_NOTE}"
+        return " — ".join([self.description, *self.notes])
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """What the read-back adds to the description, in one sentence's parts."""
+        said = [DEFAULT_TIME_NOTE] if self.default_time is not None else []
+        said += [self.note] if self.note else []
+        return ("; ".join(said),) if said else ()
 
     def occurrences(self, count: int = 5, after: datetime | None = None) -> list[datetime]:
         """The next ``count`` occurrences strictly after ``after`` (default: from the first)."""
@@ -173,6 +188,8 @@ def parse_when(text: str, *, tz: str, now: datetime, default_time: time = DEFAUL
         better = suggestion(words, refused, lambda w: _read(w, w, zi, now, default_time))
         if better is None:
             raise
+        if isinstance(better, InvalidInput):  # "febuary 30": why "february 30" is not
+            raise better from refused
         raise InvalidInput(f"Could not read \"{raw}\". Did you mean '{better}'?") from refused
 
 
@@ -185,6 +202,19 @@ def took_default_time(text: str, *, tz: str, at: datetime) -> bool:
         return _read(raw, normalise(raw), zi, now, DEFAULT_TIME).default_time is not None
     except InvalidInput:
         return False
+
+
+def read_back_notes(
+    text: str, *, tz: str, at: datetime, default_time: time = DEFAULT_TIME
+) -> tuple[str, ...]:
+    """What :attr:`When.read_back` adds to the description of ``text`` read in ``tz``
+    at ``at`` (the default time taken, a zone or a part of the day as read): what the
+    read-back of a stored schedule tells its author. Empty when it cannot be read."""
+    try:
+        zi, now, raw = _checked(text, tz, at)
+        return _read(raw, normalise(raw), zi, now, default_time).notes
+    except InvalidInput:
+        return ()
 
 
 def _checked(text: str, tz: str, now: datetime) -> tuple[ZoneInfo, datetime, str]:
@@ -202,9 +232,21 @@ def _checked(text: str, tz: str, now: datetime) -> tuple[ZoneInfo, datetime, str
 
 def _read(raw: str, words: str, zi: ZoneInfo, now: datetime, default_time: time) -> When:
     """The readers in turn (see the module's docstring); the first that knows the
-    text answers."""
+    text answers. A zone at the end of the text is read first: the rest is read in it."""
     if words.startswith(("rrule:", "dtstart", "exdate", "rdate")):
         return _recurring(raw, _rule_input(raw, zi, now), now, default_time)
+    from core.zones import zone_at_end  # core.zones reads names with this package
+
+    found = zone_at_end(raw)
+    if found is None:
+        return _read_in(raw, words, zi, now, default_time)
+    rest, named, said = found
+    when = _read_in(rest, normalise(rest), named, now, default_time)
+    notes = "; ".join(n for n in (when.note, said) if n) or None
+    return replace(when, expression=raw, note=notes)
+
+
+def _read_in(raw: str, words: str, zi: ZoneInfo, now: datetime, default_time: time) -> When:
     lines = cron_lines(words)
     if lines is not None:
         anchor = datetime.combine(wall_clock(now, zi).date(), time(0))
@@ -227,11 +269,20 @@ def _once(raw: str, zi: ZoneInfo, moment: Moment, now: datetime, default_time: t
     local = instant.astimezone(zi)
     shown = f"{format_day(local)} {format_clock(local)}"
     if instant <= now:
-        raise InvalidInput(f'"{raw}" is in the past ({shown} {zi.key}); pick a time in the future.')
+        if moment.defaulted and local.date() == wall_clock(now, zi).date():
+            raise refuse(
+                raw,
+                f"the default time, {format_clock(default_time)}, has passed today; "
+                f'say at what time, for example "{raw} at 5pm"',
+            )
+        raise InvalidInput(
+            f'"{raw}" is {shown} {zi.key}: that is in the past; pick a time in the future.'
+        )
     if local.year > MAX_YEAR:
         raise refuse(raw, f"Herald schedules up to the year {MAX_YEAR}")
     chosen = default_time if moment.defaulted else None
-    return When(raw, zi.key, instant, None, describe_once(instant, zi.key), chosen)
+    description = describe_once(instant, zi.key)
+    return When(raw, zi.key, instant, None, description, chosen, moment.note)
 
 
 def describe_once(instant: datetime, zone: str) -> str:
@@ -257,8 +308,12 @@ def _rule_input(raw: str, zi: ZoneInfo, now: datetime) -> Draft:
     return Draft(rule, move_start=False)
 
 
+class _Never(InvalidInput):
+    """A recurrence with no occurrence after now."""
+
+
 def _never(raw: str) -> InvalidInput:
-    return InvalidInput(
+    return _Never(
         f'"{raw}" never happens after now (check its end date or count); '
         'for example "every day at 9am until 2026-12-31".'
     )
@@ -307,8 +362,18 @@ def _settle(draft: Draft, now: datetime, raw: str, meter: Meter) -> Rule:
 
 def _recurring(raw: str, draft: Draft, now: datetime, default_time: time) -> When:
     """The When of a recurrence; its reading shares one budget (core.timeexpr.metered),
-    past which it is refused as too costly."""
+    past which it is refused as too costly. "until friday" typed on a Friday whose
+    occurrences are over is read as next Friday (``draft.later``), on the same budget."""
     meter = Meter()
+    try:
+        return _recurring_on(raw, draft, now, default_time, meter)
+    except _Never:
+        if draft.later is None:
+            raise
+        return _recurring_on(raw, draft.later, now, default_time, meter)
+
+
+def _recurring_on(raw: str, draft: Draft, now: datetime, default_time: time, meter: Meter) -> When:
     rule = _settle(draft, now, raw, meter)
     text = rule.text()
     stored = parse_rule(text)  # everything below reads the stored text
@@ -316,7 +381,8 @@ def _recurring(raw: str, draft: Draft, now: datetime, default_time: time) -> Whe
     if not first:
         raise _never(raw)
     chosen = default_time if draft.defaulted else None
-    return When(raw, stored.tzid, first[0], text, describe_rule(stored), chosen)
+    described = describe_rule(stored)
+    return When(raw, stored.tzid, first[0], text, described, chosen, draft.note)
 
 
 def _stored(rule: str) -> Rule:

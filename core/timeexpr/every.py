@@ -18,6 +18,21 @@ A recurrence without a time of day fires at the default time (09:00 unless the c
 gives another; :class:`Draft` says it was taken, so the read-back can say so); one
 without a day (every week, every month) takes the day from its start and is refused
 when no start is given.
+
+What /remind users type is read too, and the read-back says how:
+
+* "on the 15th of every month" is "every month on the 15th";
+* "every 2nd tuesday" (or "every second tuesday") is every other Tuesday, INTERVAL=2,
+  as /remind reads it; "every second tuesday of the month" is BYDAY=2TU. The read-back
+  of the first names the second, so the person sees which was meant;
+* "every fortnight on friday" is every other week ("every fortnight" alone needs a day,
+  like "every week");
+* a part of the day is a time: "every night at 11pm", "every morning" (09:00),
+  "every weekday evening" (18:00), "every night at 11" (23:00);
+* "twice a day" is 09:00 and 17:00 ("twice a day at 8am and 8pm" chooses);
+* "every quarter" (or "quarterly") is the first day of January, April, July and
+  October ("every quarter on the 15th" chooses the day);
+* "until friday" typed on a Friday whose occurrences are over is next Friday.
 """
 
 from __future__ import annotations
@@ -28,7 +43,7 @@ from datetime import UTC, date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
 from core.timeexpr.durations import read_amounts, split_amounts, unit_re
-from core.timeexpr.once import read_moment
+from core.timeexpr.once import read_day, read_moment
 from core.timeexpr.rule import (
     DAY_CODES,
     MAX_COUNT,
@@ -45,10 +60,12 @@ from core.timeexpr.words import (
     CLOCK_RE,
     NUMBER_RE,
     ORDINAL_RE,
+    PART_OF_DAY_RE,
     WEEKDAY_RE,
     WEEKDAYS,
     clock,
     clock_list,
+    in_part_of_day,
     month_day,
     number,
     ordinal,
@@ -57,9 +74,31 @@ from core.timeexpr.words import (
 )
 
 _DAYS_LIST_RE = rf"(?:{WEEKDAY_RE})(?:(?:,\s*|\s+and\s+|\s*&\s*|\s+)(?:{WEEKDAY_RE}))*"
-_N = rf"(?:(?P<n>[+-]?(?:{NUMBER_RE})|other) )?"
+# an interval: "2", "two", "other", and "2nd" or "second" as /remind reads them
+_NTH_RE = r"\d{1,3}(?:st|nd|rd|th)|second|third|fourth|fifth|sixth"
+_N = rf"(?:(?P<n>{_NTH_RE}|[+-]?(?:{NUMBER_RE})|other) )?"
 _ADJECTIVES = {"daily": "day", "hourly": "hour", "weekly": "week", "monthly": "month",
-               "yearly": "year", "annually": "year", "fortnightly": "other week"}  # fmt: skip
+               "yearly": "year", "annually": "year", "fortnightly": "other week",
+               "quarterly": "quarter", "nightly": "night"}  # fmt: skip
+# "every 2nd tuesday": which a person may have meant as "of the month"
+_NTH_WEEKDAY = re.compile(rf"^(?P<n>{_NTH_RE}) (?P<days>{_DAYS_LIST_RE})$")
+_FORTNIGHTS = re.compile(rf"^{_N}fortnights?(?P<rest>(?: on .+)?)$")
+_QUARTERS = re.compile(r"^quarters?(?: on (?:the )?(?P<spec>.+))?$")
+#: The first months of the quarters.
+_QUARTER_MONTHS = "1,4,7,10"
+# "on the 15th of every month", "the last friday of each month"
+_OF_EVERY_MONTH = re.compile(r"^(?:on )?(?=(?:the )?\S+(?: \S+)? of (?:every|each) month\b)")
+# "night at 11pm", "weekday mornings", "monday evening at 7"
+_PART_OF_DAY = re.compile(
+    rf"^(?:(?P<what>.+?) )?(?P<part>{PART_OF_DAY_RE})s?(?: (?:at|@) (?P<at>.+))?$"
+)
+# "twice a day", "twice daily", "2 times a day"; "twice a week" names no days
+_TIMES_A = re.compile(
+    r"^(?:(?P<n>once|twice|\d+ times|two times|three times) (?:a|per|each) (?P<unit>day|week|month)"
+    r"|(?P<twice_daily>twice daily))(?P<rest>(?:\b.*)?)$"
+)
+#: What "twice a day" means when no times are given.
+TWICE_A_DAY = (time(9, 0), time(17, 0))
 _CLAUSE = re.compile(
     r",? \b(until|till|through|starting on|starting at|starting from|starting|beginning"
     r"|from|for)\b "
@@ -108,6 +147,11 @@ class Draft:
     rule: Rule
     move_start: bool
     defaulted: bool = False
+    #: what the read-back adds about how the phrase was read ("'night' is 20:00")
+    note: str | None = None
+    #: the same phrase read with "until <weekday>" a week later: what it means when
+    #: that weekday is today and nothing more happens today
+    later: Draft | None = None
 
 
 def _times_count(raw: str, text: str) -> int:
@@ -132,6 +176,15 @@ def _interval(raw: str | None, unit: str, text: str) -> dict[str, str]:
     as a duration (:func:`durations.read_amounts`); the count a positive whole number
     ("other" is 2, none is 1) up to 1000."""
     count = "1" if raw is None else "2" if raw == "other" else raw
+    if re.fullmatch(_NTH_RE, count):
+        nth = ordinal(count) or {"sixth": 6}.get(count)
+        if nth is None or nth < 2:
+            raise refuse(
+                text,
+                'for the first one of each month say "every first monday of the month"; '
+                'for every week, "every monday"',
+            )
+        count = str(nth)
     amounts = read_amounts(f"{count} {unit}")
     if amounts is None or len(amounts) != 1:
         raise refuse(text)
@@ -198,6 +251,12 @@ def _what(core: str, text: str) -> tuple[dict[str, str], bool]:
         return _interval(m["n"], m["u"], text), False
     if m := _DAYS.match(core):
         return _interval(m["n"], m["u"], text), False
+    if m := _FORTNIGHTS.match(core):
+        weeks = int(_interval(m["n"], "weeks", text).get("INTERVAL", "1")) * 2
+        return _what(f"{weeks} weeks{m['rest']}", text)
+    if m := _QUARTERS.match(core):
+        day = _month_spec(m["spec"], text) if m["spec"] else {"BYMONTHDAY": "1"}
+        return {"FREQ": "MONTHLY", "BYMONTH": _QUARTER_MONTHS, **day}, False
     if _WORKDAYS.match(core):
         return {"FREQ": "WEEKLY", "BYDAY": "MO,TU,WE,TH,FR"}, False
     if _WEEKEND.match(core):
@@ -293,6 +352,8 @@ def _leading_times(text: str) -> tuple[str, list[time] | None]:
 
 def _normalise(text: str) -> str | None:
     """The phrase starting with "every ", or None if it is not a recurrence."""
+    if m := _OF_EVERY_MONTH.match(text):
+        return "every " + text[m.end() :]
     first, _, rest = text.partition(" ")
     if first == "each":
         return "every " + rest
@@ -368,6 +429,7 @@ def parse_every(
 
     A phrase that names no time of day (nor a start with one) fires at ``default_time``.
     """
+    said, (text, implied) = text, _times_a(text)
     rest, leading = _leading_times(text)
     phrase = _normalise(rest)
     if phrase is None:
@@ -375,17 +437,32 @@ def parse_every(
     core, clauses = _split_clauses(phrase.removeprefix("every").strip(), text)
     window = _window(core, text)
     times: list[time] | None
+    notes: list[str] = []
     if window is not None:
         if leading is not None:
             raise refuse(text, 'give either a window or times, e.g. "every hour between 9 and 17"')
         (parts, times), needs_day = window, False
     else:
-        what, times = _times(core)
+        part = _part_of_day(core, text)
+        if part is not None:
+            what, times, spoken = part
+            if spoken is not None:
+                notes.append(spoken)
+        else:
+            what, times = _times(core)
         if leading is not None:
             if times is not None:
                 raise refuse(text, 'give the time once, e.g. "every weekday at 9am"')
             times = leading
         parts, needs_day = _what(what, text)
+        notes.extend(_how_read(what))
+    if implied is not None:
+        if times is None:
+            times = list(implied)
+            shown = " and ".join(f"{t:%H:%M}" for t in implied)
+            notes.append(f"twice a day is {shown}; add 'at …' to change it")
+        elif len(times) != len(implied):
+            raise refuse(said, 'twice a day takes two times, e.g. "twice a day at 8am and 8pm"')
     sub_daily = parts["FREQ"] in ("HOURLY", "MINUTELY")
     if sub_daily and times:
         raise refuse(
@@ -409,6 +486,8 @@ def parse_every(
         if times and start_time is not None and start_time not in times:
             raise refuse(text, 'give the time once, e.g. "every day at 9am starting june 5"')
     if needs_day and start_day is None:
+        if "fortnight" in text:
+            raise refuse(text, 'say which day, e.g. "every fortnight on friday"')
         raise refuse(
             text, 'say which day, e.g. "every week on monday" or "every month on the 15th"'
         )
@@ -426,12 +505,83 @@ def parse_every(
         if count > MAX_COUNT:
             raise refuse(text, f"Herald repeats a message at most {MAX_COUNT} times")
         lines = [{**p, "COUNT": str(count)} for p in lines]
+    later: Draft | None = None
     if "until" in clauses:
-        lines = [{**p, "UNTIL": _until(clauses["until"], zi, now)} for p in lines]
+        bare = lines
+        lines = [{**p, "UNTIL": _until(clauses["until"], zi, now)} for p in bare]
+        if _is_today(clauses["until"], zi, now):
+            week_on = [{**p, "UNTIL": _until(clauses["until"], zi, now, weeks=1)} for p in bare]
+            later = _draft(tz, dtstart, week_on, defaulted, notes)
+    return _draft(tz, dtstart, lines, defaulted, notes, later)
+
+
+def _draft(
+    tz: str,
+    dtstart: datetime,
+    lines: list[dict[str, str]],
+    defaulted: bool,
+    notes: list[str],
+    later: Draft | None = None,
+) -> Draft:
     for p in lines:
         check_parts(p)
     lines = [{k: v for k, v in p.items() if (k, v) != ("INTERVAL", "1")} for p in lines]
-    return Draft(Rule(tz, dtstart, tuple(lines)), move_start=True, defaulted=defaulted)
+    note = "; ".join(notes) or None
+    rule = Rule(tz, dtstart, tuple(lines))
+    return Draft(rule, move_start=True, defaulted=defaulted, note=note, later=later)
+
+
+def _times_a(text: str) -> tuple[str, tuple[time, ...] | None]:
+    """Read "twice a day …" as ("every day …", the times it stands for); "once a day" as
+    "every day"; "twice a week" refused (which days?). Else the text and None."""
+    m = _TIMES_A.match(text)
+    if m is None:
+        return text, None
+    rest = m["rest"]
+    if m["twice_daily"] or (m["n"] == "twice" and m["unit"] == "day"):
+        return "every day" + rest, TWICE_A_DAY
+    if m["n"] == "once":
+        return f"every {m['unit']}{rest}", None
+    raise refuse(
+        text,
+        'say at what times or on which days, e.g. "every day at 9am and 5pm" or '
+        '"every monday and thursday at 9am"',
+    )
+
+
+def _part_of_day(core: str, text: str) -> tuple[str, list[time], str | None] | None:
+    """Read "night at 11pm", "weekday mornings", "monday evening at 7" as (the days, the
+    times, what the read-back says of a time the part stood for); else None."""
+    m = _PART_OF_DAY.match(core)
+    if m is None:
+        return None
+    what, part = m["what"] or "day", m["part"]
+    if m["at"] is None:
+        at = in_part_of_day(part, None)
+        return what, [at], f"'{part}' is {at:%H:%M}; add 'at …' to change it"
+    clocks = [w for w in re.split(r",\s*|\s+and\s+|\s*&\s*", m["at"]) if w]
+    return what, sorted({in_part_of_day(part, c) for c in clocks}), None
+
+
+def _how_read(what: str) -> list[str]:
+    """What the read-back says of a phrase that could mean two things."""
+    m = _NTH_WEEKDAY.match(what)
+    if m is None:
+        return []
+    nth = ordinal(m["n"]) or 6
+    days = m["days"]
+    if nth > 5 or weekday_list(days) is None:
+        return []
+    wanted = ("second", "third", "fourth", "fifth")[nth - 2]
+    month = f"'every {wanted} {days} of the month'"
+    return [f"for the {wanted} {days.title()} of each month, say {month}"]
+
+
+def _is_today(text: str, zi: ZoneInfo, now: datetime) -> bool:
+    """Whether "until <text>" names a weekday that is today ("until friday" on a Friday)."""
+    today = wall_of(now, zi).date()
+    day = read_day(text, today)
+    return day is not None and day.weekday == today.weekday() and not day.strictly_next
 
 
 def _sub_daily_start(
@@ -453,14 +603,15 @@ def _sub_daily_start(
     return exact_start((first_fixed - offset).replace(tzinfo=UTC), zi, step)[0]
 
 
-def _until(text: str, zi: ZoneInfo, now: datetime) -> str:
-    """The UNTIL stamp (UTC) for "until <day>": the end of that whole local day."""
+def _until(text: str, zi: ZoneInfo, now: datetime, weeks: int = 0) -> str:
+    """The UNTIL stamp (UTC) for "until <day>": the end of that whole local day
+    (``weeks`` later: "until friday" on a Friday whose occurrences are over)."""
     moment = read_moment(text, zi, now)
     if isinstance(moment, datetime):
         instant = moment  # "until friday 17:00": that very instant
     elif moment[0].year > MAX_YEAR:  # (and 9999-12-31 has no next day to end on)
         raise refuse(text, f"Herald schedules up to the year {MAX_YEAR}")
     else:
-        next_day = datetime.combine(moment[0] + timedelta(days=1), time(0))
+        next_day = datetime.combine(moment[0] + timedelta(days=1 + 7 * weeks), time(0))
         instant = localize(next_day, zi) - timedelta(seconds=1)
     return format_stamp(instant.replace(tzinfo=None)) + "Z"

@@ -12,8 +12,12 @@ Conventions (each is visible in the description Herald echoes back):
 * "tonight" alone is 20:00 today; "eod" (end of day) is 17:00, today if that is still
   ahead, else tomorrow; "end of month" is the last day of this month (of the next once
   this one's has passed).
-* A day without a time is refused rather than guessed, except "end of month", which
-  takes the default time of day (see :func:`parse_once`).
+* A day without a time ("tomorrow", "monday", "jan 4", "end of month") takes the
+  default time of day (09:00 unless the caller gives another), and :class:`Moment`
+  says so, so the read-back can. A part of the day stands for a time: "tomorrow
+  morning" is 09:00, "afternoon" 14:00, "evening" 18:00, "night" 20:00 (with a time,
+  "tomorrow night at 11" is 23:00).
+* "yesterday" is read, so that it is refused as in the past rather than not understood.
 """
 
 from __future__ import annotations
@@ -30,11 +34,13 @@ from core.timeexpr.rule import MAX_YEAR, localize, wall_clock
 from core.timeexpr.words import (
     CLOCK_RE,
     MONTH_RE,
+    PART_OF_DAY_RE,
     TONIGHT,
     WEEKDAY_RE,
     WEEKDAYS,
     clock,
     day_word,
+    in_part_of_day,
     make_date,
     month_day,
     refuse,
@@ -47,7 +53,7 @@ _ISO = re.compile(
 )
 _MONTH_END = ("end of month", "end of the month", "eom")
 DAY_RE = (
-    rf"(?:today|tonight|tomorrow|end of (?:the )?month|eom|(?:the )?day after tomorrow"
+    rf"(?:today|tonight|tomorrow|yesterday|end of (?:the )?month|eom|(?:the )?day after tomorrow"
     rf"|\d{{4}}-\d{{1,2}}-\d{{1,2}}"
     rf"|(?:(?:next|this|coming) )?(?:{WEEKDAY_RE})"
     rf"|(?:{MONTH_RE})\.? \d{{1,2}}(?:st|nd|rd|th)?(?:,? \d{{4}})?"
@@ -57,6 +63,11 @@ _DAY_THEN_CLOCK = re.compile(rf"^(?:on )?(?P<day>{DAY_RE}),? (?:at )?(?P<clock>{
 _CLOCK_THEN_DAY = re.compile(rf"^(?:at )?(?P<clock>{CLOCK_RE}),? (?:on )?(?P<day>{DAY_RE})$")
 _CLOCK_ONLY = re.compile(rf"^(?P<at>at )?(?P<clock>{CLOCK_RE})$")
 _DAY_ONLY = re.compile(rf"^(?:on )?(?P<day>{DAY_RE})$")
+# "tomorrow morning", "monday evening at 7", "this afternoon", "friday in the evening"
+_PART_OF_DAY = re.compile(
+    rf"^(?:(?:on )?(?P<day>{DAY_RE}) |(?P<this>this ))(?:in the )?(?P<part>{PART_OF_DAY_RE})"
+    rf"(?:,? at (?P<clock>{CLOCK_RE}))?$"
+)
 
 
 @dataclass(frozen=True)
@@ -177,11 +188,13 @@ def _relative(m: re.Match[str], text: str, zi: ZoneInfo, now: datetime) -> datet
 
 
 class Moment(NamedTuple):
-    """A one-off instant (aware UTC), and whether the default time of day was taken
-    for it because the phrase named a day but no time ("end of month")."""
+    """A one-off instant (aware UTC); whether the default time of day was taken for it
+    because the phrase named a day but no time ("tomorrow", "end of month"); and what
+    the read-back adds about a time Herald chose otherwise ("morning is 09:00")."""
 
     instant: datetime
     defaulted: bool = False
+    note: str | None = None
 
 
 def parse_once(
@@ -189,22 +202,38 @@ def parse_once(
 ) -> Moment | None:
     """The instant a one-off phrase names, or None if it is not one.
 
-    Raises InvalidInput when the phrase is recognisable but impossible, or names a
-    day without a time (but "tonight", and "end of month" at ``default_time``). Does
-    not check that the instant is in the future.
+    Raises InvalidInput when the phrase is recognisable but impossible. A day without a
+    time takes ``default_time`` ("tonight" is 20:00). Does not check that the instant
+    is in the future.
     """
     found = _parse_once(text, zi, now)
     if found is not None:
         return Moment(found)
+    part = _part_of_day(text, zi, now)
+    if part is not None:
+        return part
     m = _DAY_ONLY.match(text)
     day = read_day(m["day"], wall_clock(now, zi).date()) if m else None
     if m is None or day is None:
         return None
     if day.text == "tonight":
         return Moment(_on_day(day, TONIGHT, zi, now))
-    if day.month_end:
-        return Moment(_on_day(day, default_time, zi, now), defaulted=True)
-    raise refuse(text, f'say at what time, for example "{m["day"]} at 9am"')
+    return Moment(_on_day(day, default_time, zi, now), defaulted=True)
+
+
+def _part_of_day(text: str, zi: ZoneInfo, now: datetime) -> Moment | None:
+    """Read "tomorrow morning" (09:00), "friday evening at 7" (19:00), "this afternoon"."""
+    m = _PART_OF_DAY.match(text)
+    if m is None:
+        return None
+    local_today = wall_clock(now, zi).date()
+    day = Day("today", fixed=local_today) if m["this"] else read_day(m["day"], local_today)
+    if day is None or day.text == "tonight":
+        return None
+    part = m["part"]
+    at = in_part_of_day(part, m["clock"])
+    note = None if m["clock"] else f"'{part}' is {at:%H:%M}; add 'at …' to change it"
+    return Moment(_on_day(day, at, zi, now), note=note)
 
 
 def _parse_once(text: str, zi: ZoneInfo, now: datetime) -> datetime | None:

@@ -63,13 +63,18 @@ def corrected(words: str) -> tuple[str, bool] | None:
     return ("".join(pieces), complete) if changed else None
 
 
-def suggestion(words: str, refused: InvalidInput, read: Callable[[str], object]) -> str | None:
+def suggestion(
+    words: str, refused: InvalidInput, read: Callable[[str], object]
+) -> str | InvalidInput | None:
     """The phrase to offer instead of ``words`` (refused with ``refused``), or None.
 
     ``read`` reads a phrase (raising InvalidInput when it cannot). The corrected phrase
     is offered when it reads. When it does not, it is offered only if ``words`` was of
     no kind Herald knows (:class:`Unread`: a more precise refusal is kept) and every
-    unknown word found a near one ("fridy" -> "friday", but not "hello there").
+    unknown word found a near one ("fridy" -> "friday", but not "hello there"); and
+    when the corrected phrase is of a kind Herald knows but impossible ("febuary 30" ->
+    "february 30", which has no day 30), its refusal is returned instead: it says why,
+    where offering it would suggest another impossible time.
     """
     found = corrected(words)
     if found is None:
@@ -77,6 +82,8 @@ def suggestion(words: str, refused: InvalidInput, read: Callable[[str], object])
     fixed, complete = found
     try:
         read(fixed)
-    except InvalidInput:
+    except Unread:
         return fixed if complete and isinstance(refused, Unread) else None
+    except InvalidInput as impossible:
+        return impossible if complete and isinstance(refused, Unread) else None
     return fixed

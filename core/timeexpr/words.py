@@ -47,14 +47,22 @@ ORDINAL_RE = r"\d{1,2}(?:st|nd|rd|th)?|" + "|".join(sorted(ORDINAL_WORDS, key=le
 #: What "eod" ("end of day") means, and "tonight" without a time.
 END_OF_DAY = time(17, 0)
 TONIGHT = time(20, 0)
-# A clock time: 9, 9am, 9 pm, 9:30, 09:30:15, 9.30pm, noon, midnight, eod.
+# A clock time: 9, 9am, 9 pm, 9:30, 09:30:15, 9.30pm, 17h, 17h30, noon, midnight, eod.
 CLOCK_RE = (
-    r"(?:noon|midday|midnight|eod|end of (?:the )?day"
+    r"(?:noon|midday|midnight|eod|end of (?:the )?day|\d{1,2}h(?:\d{2})?(?![a-z\d])"
     r"|\d{1,2}(?:[:.]\d{1,2}(?::\d{1,2})?)?\s?(?:am|pm|a\.m\.?|p\.m\.?)?)"
 )
 _CLOCK_FULL = re.compile(
     r"^(?P<h>\d{1,2})(?:[:.](?P<m>\d{1,2})(?::(?P<s>\d{1,2}))?)?\s?(?P<ap>am|pm|a\.m\.?|p\.m\.?)?$"
 )
+#: The 24-hour clock with an "h", as much of Europe writes it: 17h, 17h30.
+_CLOCK_H = re.compile(r"^(?P<h>\d{1,2})h(?P<m>\d{2})?$")
+#: A part of the day said instead of a time ("tomorrow morning", "every night"), and
+#: the time it stands for (the read-back shows it).
+PARTS_OF_DAY = {
+    "morning": time(9, 0), "afternoon": time(14, 0), "evening": time(18, 0), "night": time(20, 0),
+}  # fmt: skip
+PART_OF_DAY_RE = "morning|afternoon|evening|night"
 _ISO_DAY = re.compile(r"^(\d{4})-(\d{1,2})-(\d{1,2})$")
 _MONTH_FIRST = re.compile(
     rf"^(?P<mon>{MONTH_RE})\.? (?P<d>\d{{1,2}})(?:st|nd|rd|th)?(?:,? (?P<y>\d{{4}}))?$"
@@ -116,6 +124,8 @@ def clock(text: str) -> time | None:
         return END_OF_DAY
     if text == "midnight":
         return time(0, 0)
+    if (h := _CLOCK_H.match(text)) and text.isascii():
+        text = f"{h['h']}:{h['m'] or '00'}"
     m = _CLOCK_FULL.match(text)
     if not m or not m.group("h").isascii():
         return None
@@ -135,6 +145,21 @@ def clock(text: str) -> time | None:
             '(try "17:30" or "5pm")',
         )
     return time(hour, minute, second)
+
+
+def in_part_of_day(part: str, text: str | None) -> time:
+    """The time of ``text`` said in a part of the day ("night at 11" is 23:00, "evening
+    at 7" 19:00, "night at 1" 01:00), or the part's own time when ``text`` is None."""
+    if text is None:
+        return PARTS_OF_DAY[part]
+    found = clock(text)
+    if found is None:
+        raise refuse(text, 'that is not a clock time (try "9am", "17:30" or "9am and 5pm")')
+    plain = text[0].isdigit() and not re.search(r"[ap]\.?m", text)
+    low = 5 if part == "night" else 1
+    if plain and part != "morning" and low <= found.hour <= 11:
+        return found.replace(hour=found.hour + 12)
+    return found
 
 
 def make_date(year: int | None, month: int, day: int, text: str) -> date:
@@ -174,6 +199,8 @@ def day_word(text: str, today: date) -> tuple[date, str] | None:
         return today, "fixed"
     if text == "tomorrow":
         return today + timedelta(days=1), "fixed"
+    if text == "yesterday":  # read, so that it is refused as in the past
+        return today - timedelta(days=1), "fixed"
     if text in ("the day after tomorrow", "day after tomorrow"):
         return today + timedelta(days=2), "fixed"
     m = _ISO_DAY.match(text)
