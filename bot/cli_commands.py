@@ -11,12 +11,12 @@ import argparse
 import asyncio
 import json
 import logging
+import os
 import sys
 from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from contextlib import asynccontextmanager
-from datetime import UTC, datetime, timedelta
-from typing import Any, TextIO
-from zoneinfo import ZoneInfo
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, TextIO
 
 from bot import cli_calendars
 from bot.cli_options import open_text, schedule_options, table_lines
@@ -34,6 +34,9 @@ from core.settings import Settings, load_settings
 from core.store import Store
 from core.usecases import Herald
 from core.zones import resolve_zone
+
+if TYPE_CHECKING:
+    from core.preview import Preview
 
 log = logging.getLogger("herald.cli")
 
@@ -404,47 +407,67 @@ class Cli:
     # --- commands that need no use case ------------------------------------------------
 
     def cmd_when(self) -> None:
+        """Read a time as ``herald schedule`` would store it for this member: in
+        ``--tz``, else the member's zone (``herald timezone``), else Herald's default,
+        with the tenant's default time and the calendars of ``… except … from URL``.
+        The database is opened only to read the member's zone: not with ``--tz``, nor
+        while the SQLite file does not exist yet (no member can have a zone there)."""
+        from core.preview import ZoneSource, build_preview
+
         a = self.args
         now = _parse_now(a.now) if a.now else datetime.now(UTC)
-        tz = resolve_zone(a.tz).key if a.tz else timeexpr.zone(self.settings.default_tz).key
         if a.count < 1:
             raise InvalidInput("--count must be at least 1.")
-        expression, urls = calendars.split_skip_phrase(a.expression)
-        default = self.settings.default_time_for(LOCAL_TENANT)
-        reading = timeexpr.parse_when(expression, tz=tz, now=now, default_time=default)
-        upcoming = reading.occurrences(count=a.count)
-        skipped: list[tuple[datetime, str]] = []
-        if urls:
-            skips = asyncio.run(cli_calendars.preview_skips(urls, now, tz, self.settings))
-            if reading.rule is not None:
-                tick = timedelta(microseconds=1)
-                upcoming, skipped = calendars.skip_preview(
-                    reading.rule, reading.first - tick, skips, count=a.count
-                )
-            elif (name := skips.hit(reading.first, ZoneInfo(tz))) is not None:
-                upcoming, skipped = [], [(reading.first, name)]
+        shown: Preview
+        if a.tz is None and _may_hold_members(self.settings.database_url):
+            shown = asyncio.run(self._preview_as_member(now))
+        else:
+            tz = resolve_zone(a.tz).key if a.tz else timeexpr.zone(self.settings.default_tz).key
+            expression, urls = calendars.split_skip_phrase(a.expression)
+            default = self.settings.default_time_for(LOCAL_TENANT)
+            reading = timeexpr.parse_when(expression, tz=tz, now=now, default_time=default)
+            skips = None
+            if urls:
+                skips = asyncio.run(cli_calendars.preview_skips(urls, now, tz, self.settings))
+            source = ZoneSource.GIVEN if a.tz else ZoneSource.DEFAULT
+            shown = build_preview(reading, source, count=a.count, calendars=urls, skips=skips)
+        reading, tz, urls = shown.reading, shown.zone, shown.calendars
         if a.json:
             data: dict[str, Any] = {
                 "expression": reading.expression,
                 "timezone": tz,
+                "zone_source": shown.source.value,
                 "recurring": reading.recurring,
                 "rule": reading.rule,
                 "description": reading.description,
                 "default_time": None if (d := reading.default_time) is None else f"{d:%H:%M}",
-                "occurrences": [views.iso(t) for t in upcoming],
+                "occurrences": [views.iso(t) for t in shown.occurrences],
             }
             if urls:
                 data["skip_calendars"] = urls
-                data["skipped"] = [{"at": views.iso(t), "event": n} for t, n in skipped]
+                data["skipped"] = [{"at": views.iso(t), "event": n} for t, n in shown.skipped]
             self.emit_json(data)
             return
         self.emit(reading.read_back)
-        for t in upcoming:
+        for t in shown.occurrences:
             self.emit(f"  {views.local(t, tz)} {tz}   ({views.iso(t)})")
         if urls:
-            self.emit(f"Skips the dates of {', '.join(urls)}" + (":" if skipped else "."))
-        for t, name in skipped:
+            self.emit(f"Skips the dates of {', '.join(urls)}" + (":" if shown.skipped else "."))
+        for t, name in shown.skipped:
             self.emit(f"  {views.local(t, tz)} {tz}   skipped: {name}")
+        if shown.source is ZoneSource.MEMBER:
+            self.emit(f"Read in {tz}, your zone (herald timezone changes it).")
+        elif shown.source is ZoneSource.DEFAULT:
+            self.emit(f"Read in {tz}, Herald's default zone (set yours with herald timezone).")
+
+    async def _preview_as_member(self, now: datetime) -> Preview:
+        """``herald when`` through the use case, in the member's zone (at ``--now``)."""
+        from core.clock import ManualClock
+
+        a = self.args
+        clock = ManualClock(now) if a.now else None
+        async with open_herald(self.settings, clock) as herald:
+            return await herald.preview_when(self.actor, a.expression, count=a.count)
 
     def cmd_run(self) -> int:
         from bot import service
@@ -561,6 +584,18 @@ def _application_id(settings: Settings) -> int:
         raise InvalidInput(
             "DISCORD_BOT_TOKEN does not start with an application id: give --application-id."
         ) from exc
+
+
+def _may_hold_members(url: str) -> bool:
+    """Whether the database at ``url`` may hold a member's zone: not a SQLite file that
+    does not exist yet (read without opening it, which would create it)."""
+    scheme, sep, rest = url.partition("://")
+    if not scheme.startswith("sqlite") or not sep:
+        return True
+    path = rest.partition("?")[0]
+    if not path.startswith("/") or path in ("/", "/:memory:"):
+        return False  # sqlite:// and :memory: start empty
+    return os.path.exists(path[1:])
 
 
 def _parse_now(text: str) -> datetime:

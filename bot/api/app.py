@@ -423,17 +423,22 @@ def _state_change(verb: Verb) -> Handler:
 
 
 async def preview_when(call: Call) -> Reply:
+    """The use case every surface's preview is (the zone, default time and skip
+    calendars ``POST /schedules`` would use for this member)."""
     q: m.WhenQuery = call.query
-    reading = await call.herald.preview_when(call.principal, q.when, tz=q.tz)
-    default = reading.default_time
+    shown = await call.herald.preview_when(call.principal, q.when, tz=q.tz, count=q.count)
+    reading, default = shown.reading, shown.reading.default_time
     out = m.WhenOut(
         expression=reading.expression,
-        timezone=reading.timezone,
+        timezone=shown.zone,
+        zone_source=shown.source.value,
         recurring=reading.recurring,
         rule=reading.rule,
         description=reading.description,
         default_time=None if default is None else f"{default:%H:%M}",
-        occurrences=reading.occurrences(count=q.count),
+        occurrences=shown.occurrences,
+        skip_calendars=shown.calendars,
+        skipped=[m.WhenSkipped(at=at, event=name) for at, name in shown.skipped],
     )
     return Reply(out)
 

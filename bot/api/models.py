@@ -181,14 +181,28 @@ class ScheduleJobs(_Out):
     attempts: list[AttemptOut]
 
 
+class WhenSkipped(_Out):
+    at: AwareDatetime
+    event: str
+
+
 class WhenOut(_Out):
     expression: str
-    timezone: str
+    timezone: str = Field(description="The zone the time was read in (and would be saved in).")
+    zone_source: Literal["given", "member", "default"] = Field(
+        description="Where the zone came from: tz, the member's own zone, Herald's default."
+    )
     recurring: bool
     rule: str | None
     description: str
     default_time: str | None = Field(description="HH:MM Herald chose, when none was given.")
-    occurrences: list[AwareDatetime]
+    occurrences: list[AwareDatetime] = Field(description="The next sends, skipped dates left out.")
+    skip_calendars: list[str] = Field(
+        default_factory=list, description="Calendars named with 'except … from URL'."
+    )
+    skipped: list[WhenSkipped] = Field(
+        default_factory=list, description="Occurrences those calendars' events skip."
+    )
 
 
 class DeadLetterOut(_Out):

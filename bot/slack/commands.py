@@ -326,16 +326,18 @@ class Commands(Reminders):
         sub = read_submission(view)
         typed = ((view.get("state") or {}).get("values") or {}).get("when", {}).get("when", {})
         expression = (typed.get("value") or "").strip()
-        try:
-            when, urls = calendars.split_skip_phrase(expression)
-            reading = self.herald.read_when(when, person.zone, actor=person.principal)
+        try:  # the use case every preview is, in the zone the save would use
+            read = await self.herald.preview_when(
+                person.principal, expression, tz=person.zone, count=3, read_calendars=False
+            )
         except HeraldError as exc:
             preview = f":warning: {shown(exc)}"
         else:
-            times = ", ".join(date_token(t, reading.timezone) for t in reading.occurrences(3))
-            preview = f"*{escape(reading.read_back)}*\nNext: {times}"
-            if urls:
-                named = ", ".join(escape(url) for url in urls)
+            times = ", ".join(date_token(t, read.zone) for t in read.occurrences)
+            preview = f"*{escape(read.reading.read_back)}*\nNext: {times}"
+            preview += f"\nRead in {read.zone} ({person.zone_source})."
+            if read.calendars:
+                named = ", ".join(escape(url) for url in read.calendars)
                 preview += f"\nSkips the event dates of {named} (read when you save)."
         meta = ModalMeta.loads(view.get("private_metadata"))
         rebuilt = schedule_modal(

@@ -32,6 +32,7 @@ from core.models import (
     Schedule,
     ScheduleState,
 )
+from core.preview import Preview, ZoneSource, build_preview
 from core.reminders import ASKED_BY, ASKED_BY_NAME, ASKER_KEYS, asked_prefix
 from core.scrub import Scrubber
 from core.store import AuditEntry, ScheduleQuery
@@ -424,16 +425,40 @@ class ScheduleCases(CalendarCases):
 
 
     async def preview_when(
-        self, actor_id: ActorRef, when: str, *, tz: str | None = None
-    ) -> timeexpr.When:
-        """How ``when`` reads for the actor (in ``tz``, else their zone), stored nowhere."""
+        self,
+        actor_id: ActorRef,
+        when: str,
+        *,
+        tz: str | None = None,
+        count: int = 5,
+        read_calendars: bool = True,
+    ) -> Preview:
+        """How ``when`` reads for the actor exactly as :meth:`create_schedule` would
+        store it (the same zone: ``tz``, else the member's, else Herald's default; the
+        tenant's default time; the calendars of ``… except holidays from URL``), with
+        its next ``count`` sends; stored nowhere. The calendars are fetched and read
+        (nothing is kept) unless ``read_calendars`` is False (a preview at each
+        keystroke: their URLs come back unread). InvalidInput for a time that cannot be
+        read, CalendarError for a calendar that cannot."""
         actor = await self.actor(actor_id)
-        if calendars.split_skip_phrase(when)[1]:
-            raise InvalidInput(
-                "A preview reads the time only: name calendars to skip when you create "
-                "the schedule (or preview them with herald when)."
-            )
-        return self.read_when(when, self._zone_for(actor, tz), actor=actor)
+        if count < 1:
+            raise InvalidInput("Ask for at least 1 occurrence.")
+        phrase, urls = calendars.split_skip_phrase(when)
+        zone = self._zone_for(actor, tz)
+        reading = self.read_when(phrase, zone, actor=actor)
+        skips = None
+        if urls and read_calendars:
+            texts = []
+            for url in urls:
+                got = await self._fetch(url)
+                assert got.body is not None
+                texts.append((url, got.body))
+            skips = await self._reader.blackouts(texts, self.clock.now(), zone)
+        source = (
+            ZoneSource.GIVEN if tz else ZoneSource.MEMBER if actor.timezone else ZoneSource.DEFAULT
+        )
+        return build_preview(reading, source, count=count, calendars=urls, skips=skips)
+
     async def show_schedule(self, actor_id: ActorRef, schedule_id: int) -> ScheduleDetail:
         """One schedule with its jobs and their attempts."""
         actor = await self.actor(actor_id)
