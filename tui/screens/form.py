@@ -9,35 +9,32 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static, TextArea
 
-from core import calendars
-from core.actors import Principal
+from core.actors import ActorRef, Principal
 from core.errors import HeraldError
 from core.models import Schedule
 from core.usecases import Herald
-from core.zones import resolve_zone
 from tui.format import stamp
 
 PREVIEW_COUNT = 3
 
 
-def preview(
-    herald: Herald, when: str, tz: str, *, kept: str | None = None, actor: str | None = None
-) -> str:
-    """How ``when`` reads in ``tz`` and its next occurrences (or why it cannot be read).
-    ``tz`` is read as a person names a zone (a city...), unless it is ``kept``, the zone
-    already chosen; ``actor``'s tenant sets the time of a rule that names none."""
+async def preview(herald: Herald, when: str, tz: str, *, actor: ActorRef) -> str:
+    """How ``when`` reads for ``actor`` in ``tz`` (the form's zone, sent as the save
+    sends it) and its next occurrences, or why it cannot be read: the use case every
+    surface's preview is (:meth:`core.usecases.Herald.preview_when`)."""
     if not when.strip():
         return "Say when: e.g. tomorrow at 9am, every weekday at 9:30, in 20 minutes."
     try:
-        zone = tz if tz == kept else resolve_zone(tz).key
-        when, urls = calendars.split_skip_phrase(when)
-        reading = herald.read_when(when, zone, actor=actor)
-        upcoming = reading.occurrences(PREVIEW_COUNT)
+        read = await herald.preview_when(
+            actor, when, tz=tz or None, count=PREVIEW_COUNT, read_calendars=False
+        )
     except HeraldError as exc:
         return f"[red]{exc}[/]"
-    times = ", ".join(stamp(t, reading.timezone, seconds=False) for t in upcoming)
-    skips = f" · skips the dates of {len(urls)} calendar(s) (read when you save)" if urls else ""
-    return f"[b]{reading.read_back}[/] · next: {times}{skips}"
+    times = ", ".join(stamp(t, read.zone, seconds=False) for t in read.occurrences)
+    skips = ""
+    if read.calendars:
+        skips = f" · skips the dates of {len(read.calendars)} calendar(s) (read when you save)"
+    return f"[b]{read.reading.read_back}[/] · next: {times} ({read.zone}){skips}"
 
 
 class ScheduleFormScreen(ModalScreen[Schedule | None]):
@@ -103,12 +100,12 @@ class ScheduleFormScreen(ModalScreen[Schedule | None]):
     def update_preview(self) -> None:
         self._preview(self.query_one("#when", Input).value, self.query_one("#tz", Input).value)
 
-    @work(thread=True, exclusive=True, group="preview", exit_on_error=False)
-    def _preview(self, when: str, tz: str) -> None:
-        kept = self.default_zone()
-        actor = getattr(self.app, "actor_id", None)
-        text = preview(self.herald, when, tz.strip() or kept, kept=kept, actor=actor)
-        self.app.call_from_thread(self.query_one("#preview", Static).update, text)
+    @work(exclusive=True, group="preview", exit_on_error=False)
+    async def _preview(self, when: str, tz: str) -> None:
+        who: Principal = self.app.principal  # type: ignore[attr-defined]
+        kept = self.schedule.timezone if self.schedule is not None else ""  # an edit keeps it
+        text = await preview(self.herald, when, tz.strip() or kept, actor=who)
+        self.query_one("#preview", Static).update(text)
 
     @on(Input.Submitted)
     def submitted(self) -> None:
