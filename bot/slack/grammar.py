@@ -347,6 +347,7 @@ _TIME_START_RE = re.compile(
     re.I,
 )
 _FIRST_TO = re.compile(r"to\b", re.I)
+_WHEN_TO = re.compile(r"\s+to\s+", re.I)
 
 
 def _channel_name(typed: str) -> str:
@@ -392,7 +393,8 @@ def _remind(tail: str) -> Create:
     message it is read as the other forms; else WHEN may start at any word of
     :data:`_TIME_START` after the message's first word, or at a number, and every
     such reading is offered, earliest first (the Slack layer keeps the first that
-    reads as a time)."""
+    reads as a time). /remind's other order, ``WHEN to MESSAGE`` ("in 20 minutes to
+    drink water"), is offered first when the text starts as a time does."""
     channel: str | None = None
     name: str | None = None
     rest = tail
@@ -423,7 +425,13 @@ def _remind(tail: str) -> Create:
         found = _create_in(rest, channel)
         return found if name is None else _named(found, name)
     starts = [m.start() for m in re.finditer(r"\S+", rest)]
-    readings = [
+    # /remind's other order, WHEN first: "in 20 minutes to drink water", earliest "to" first
+    first_when = [
+        (plain(rest[: m.start()]).strip(), rest[m.end() :].strip())
+        for m in _WHEN_TO.finditer(rest)
+        if _TIME_START_RE.match(rest) and rest[m.end() :].strip()
+    ]
+    readings = first_when + [
         (plain(rest[at:]).strip(), rest[:at].strip())
         for at in starts[1:]
         if _TIME_START_RE.match(rest, at)

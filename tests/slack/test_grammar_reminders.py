@@ -35,6 +35,17 @@ VALID = [
             person="U0BOB",
         ),
     ),
+    # /remind's order with WHEN first (issue 33): the reading up to the first "to" first
+    (
+        "remind me in 20 minutes to drink water",
+        Create(
+            "in 20 minutes",
+            "drink water",
+            alternatives=(("20 minutes to drink water", "in"),),
+            person=ME,
+        ),
+    ),
+    ("remind me tomorrow to call the bank", Create("tomorrow", "call the bank", person=ME)),
     # a word that only starts with "me" is a time, not a person
     ("meeting time: x", None),
 ]

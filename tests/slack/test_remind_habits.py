@@ -75,6 +75,9 @@ async def test_slack_failing_to_list_names_is_said(env: SlackEnv) -> None:
             "check in on Bob",
         ),
         ("remind to stretch in 10 minutes", "in 10 minutes", "stretch"),
+        # WHEN first, as /remind takes it too (issue 33)
+        ("remind #general in 20 minutes to drink water", "in 20 minutes", "drink water"),
+        ("remind #general at 5pm to go to the gym", "at 5pm", "go to the gym"),
         ('#general "Standup" every monday', "every monday", "Standup"),
         ("#general every monday: Standup", "every monday", "Standup"),
     ],
