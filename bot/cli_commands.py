@@ -11,32 +11,28 @@ import argparse
 import asyncio
 import json
 import logging
-import os
 import sys
 from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import Any, TextIO
 
 from bot import cli_calendars
-from bot.cli_options import open_text, schedule_options, table_lines
+from bot.cli_info import check_old_database, cmd_info
+from bot.cli_options import TABLE_WIDTH, open_text, schedule_options, table_lines
 from bot.cli_parser import EXIT_ERROR
 from bot.logs import configure_logging
-from core import calendars, db, reminders, timeexpr, verbs, views
+from core import calendars, db, reminders, verbs, views
 from core.actors import Principal, Surface
 from core.cases.importer import ImportRejected, ImportTooLarge, import_schedules, more_invalid
 from core.channels import build_channels
 from core.clock import Clock, SystemClock
 from core.errors import HeraldError, InvalidInput
-from core.models import LOCAL_TENANT, ApiToken, Schedule
+from core.models import ApiToken, Schedule
 from core.send_check import send_warnings
 from core.settings import Settings, load_settings
 from core.store import Store
 from core.usecases import Herald
-from core.zones import resolve_zone
-
-if TYPE_CHECKING:
-    from core.preview import Preview
 
 log = logging.getLogger("herald.cli")
 
@@ -70,9 +66,18 @@ class Cli:
     def emit_json(self, data: Any) -> None:
         self.out.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
 
-    def table(self, header: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
-        """Columns as wide as their widest cell; the last (free text) is not padded."""
-        for line in table_lines(header, rows):
+    def table(
+        self,
+        header: Sequence[str],
+        rows: Sequence[Sequence[str]],
+        *,
+        least: Sequence[int] | None = None,
+    ) -> None:
+        """Columns as wide as their widest cell; the last (free text) is not padded. With
+        ``least`` (each column's least width), lines fit 100 columns: cells are cut
+        with "…" (:func:`bot.cli_options.table_lines`)."""
+        width = None if least is None else TABLE_WIDTH
+        for line in table_lines(header, rows, width=width, least=least):
             self.emit(line)
 
     def show_schedule(self, s: Schedule) -> None:
@@ -143,28 +148,47 @@ class Cli:
             tenant=a.tenant,
             limit=a.limit,
         )
+        more = ""
+        if len(rows) >= a.limit:  # cut at the limit: say how many there are
+            total = await herald.count_schedules(
+                self.actor,
+                everyone=a.all,
+                state=a.state,
+                destination=a.to,
+                text=a.search,
+                tenant=a.tenant,
+            )
+            if total > len(rows):
+                more = f"{len(rows):,} of {total:,} shown; use --limit {total} to see them all."
         if a.json:
             self.emit_json([views.schedule_dict(s) for s in rows])
+            if more:
+                print(more, file=sys.stderr)  # noqa: T201 - CLI output
             return
-        if not rows:
-            self.emit("No schedules.")
+        if not rows:  # say which database: another one may hold the schedules sought
+            self.emit(f"No schedules in {db.location(self.settings.database_url)}.")
             return
+        viewer = await herald.actor(self.actor)
         tenants = {s.tenant for s in rows} != {"local"}  # a column once rows come from more
-        header = ["ID", "STATE", "NEXT (in the schedule's zone)", "TO", "TEXT"]
+        header = ["ID", "STATE", "WHEN", "NEXT", "TO", "TEXT"]
+        least = [99, 99, 22, 16, 30, 6]  # a cut keeps ids, states, next dates and times
         table = [
             [
                 str(s.id),
                 s.shown_state,
-                f"{views.local(s.next_run_at, s.timezone)} {s.timezone}" if s.next_run_at else "-",
-                s.destination,
-                _one_line(s.body, 60),
+                views.when_column(s),
+                views.local_short(s.next_run_at, s.timezone),
+                views.destination(s.destination, full=views.sees_destination(viewer, s.owner)),
+                _one_line(s.body, 200),
             ]
             for s in rows
         ]
         if tenants:
-            header = ["TENANT", *header]
+            header, least = ["TENANT", *header], [10, 99, 99, 14, 16, 24, 6]
             table = [[s.tenant, *row] for s, row in zip(rows, table, strict=True)]
-        self.table(header, table)
+        self.table(header, table, least=least)
+        if more:
+            self.emit(more)
 
     async def cmd_show(self, herald: Herald) -> None:
         detail = await herald.show_schedule(self.actor, self.args.id)
@@ -341,23 +365,27 @@ class Cli:
             elif not letters:
                 self.emit("No dead letters.")
             else:
+                viewer = await herald.actor(self.actor)
                 tenants = {d.tenant for d in letters} != {"local"}
                 header = ["JOB", "SCHEDULE", "DIED (UTC)", "TO", "RETRY", "ERROR"]
+                least = [99, 99, 99, 18, 10, 24]  # a cut keeps the ids and the times
                 table = [
                     [
                         str(d.job_id),
                         str(d.schedule_id),
                         _utc_minute(d.finished_at),
-                        d.destination,
+                        views.destination(
+                            d.destination, full=views.sees_destination(viewer, d.owner)
+                        ),
                         _one_line(d.retry_note or "-", 100),
-                        _one_line(views.error_text(d.last_error) or "-", 80),
+                        _one_line(views.error_text(d.last_error) or "-", 200),
                     ]
                     for d in letters
                 ]
                 if tenants:
-                    header = ["TENANT", *header]
+                    header, least = ["TENANT", *header], [10, 99, 99, 99, 14, 8, 16]
                     table = [[d.tenant, *row] for d, row in zip(letters, table, strict=True)]
-                self.table(header, table)
+                self.table(header, table, least=least)
             return
         ids = a.ids
         if a.dead_command == "show":
@@ -398,76 +426,13 @@ class Cli:
                 self.emit(f"Asked an admin to approve retrying {count} dead letter(s).")
                 if count and not await herald.admins_for(self.actor):
                     self.emit(
-                        "No admin exists yet to answer it: become the first with "
-                        "`herald admin init`; an admin's `herald dead retry` retries at once."
+                        "No admin is recorded in this database to answer it (and "
+                        "HERALD_ADMINS is unset here): `herald admin init` makes the first."
                     )
             else:
                 self.emit(chosen.told.format(count=count))
 
     # --- commands that need no use case ------------------------------------------------
-
-    def cmd_when(self) -> None:
-        """Read a time as ``herald schedule`` would store it for this member: in
-        ``--tz``, else the member's zone (``herald timezone``), else Herald's default,
-        with the tenant's default time and the calendars of ``… except … from URL``.
-        The database is opened only to read the member's zone: not with ``--tz``, nor
-        while the SQLite file does not exist yet (no member can have a zone there)."""
-        from core.preview import ZoneSource, build_preview
-
-        a = self.args
-        now = _parse_now(a.now) if a.now else datetime.now(UTC)
-        if a.count < 1:
-            raise InvalidInput("--count must be at least 1.")
-        shown: Preview
-        if a.tz is None and _may_hold_members(self.settings.database_url):
-            shown = asyncio.run(self._preview_as_member(now))
-        else:
-            tz = resolve_zone(a.tz).key if a.tz else timeexpr.zone(self.settings.default_tz).key
-            expression, urls = calendars.split_skip_phrase(a.expression)
-            default = self.settings.default_time_for(LOCAL_TENANT)
-            reading = timeexpr.parse_when(expression, tz=tz, now=now, default_time=default)
-            skips = None
-            if urls:
-                skips = asyncio.run(cli_calendars.preview_skips(urls, now, tz, self.settings))
-            source = ZoneSource.GIVEN if a.tz else ZoneSource.DEFAULT
-            shown = build_preview(reading, source, count=a.count, calendars=urls, skips=skips)
-        reading, tz, urls = shown.reading, shown.zone, shown.calendars
-        if a.json:
-            data: dict[str, Any] = {
-                "expression": reading.expression,
-                "timezone": tz,
-                "zone_source": shown.source.value,
-                "recurring": reading.recurring,
-                "rule": reading.rule,
-                "description": reading.description,
-                "default_time": None if (d := reading.default_time) is None else f"{d:%H:%M}",
-                "occurrences": [views.iso(t) for t in shown.occurrences],
-            }
-            if urls:
-                data["skip_calendars"] = urls
-                data["skipped"] = [{"at": views.iso(t), "event": n} for t, n in shown.skipped]
-            self.emit_json(data)
-            return
-        self.emit(reading.read_back)
-        for t in shown.occurrences:
-            self.emit(f"  {views.local(t, tz)} {tz}   ({views.iso(t)})")
-        if urls:
-            self.emit(f"Skips the dates of {', '.join(urls)}" + (":" if shown.skipped else "."))
-        for t, name in shown.skipped:
-            self.emit(f"  {views.local(t, tz)} {tz}   skipped: {name}")
-        if shown.source is ZoneSource.MEMBER:
-            self.emit(f"Read in {tz}, your zone (herald timezone changes it).")
-        elif shown.source is ZoneSource.DEFAULT:
-            self.emit(f"Read in {tz}, Herald's default zone (set yours with herald timezone).")
-
-    async def _preview_as_member(self, now: datetime) -> Preview:
-        """``herald when`` through the use case, in the member's zone (at ``--now``)."""
-        from core.clock import ManualClock
-
-        a = self.args
-        clock = ManualClock(now) if a.now else None
-        async with open_herald(self.settings, clock) as herald:
-            return await herald.preview_when(self.actor, a.expression, count=a.count)
 
     def cmd_run(self) -> int:
         from bot import service
@@ -586,28 +551,6 @@ def _application_id(settings: Settings) -> int:
         ) from exc
 
 
-def _may_hold_members(url: str) -> bool:
-    """Whether the database at ``url`` may hold a member's zone: not a SQLite file that
-    does not exist yet (read without opening it, which would create it)."""
-    scheme, sep, rest = url.partition("://")
-    if not scheme.startswith("sqlite") or not sep:
-        return True
-    path = rest.partition("?")[0]
-    if not path.startswith("/") or path in ("/", "/:memory:"):
-        return False  # sqlite:// and :memory: start empty
-    return os.path.exists(path[1:])
-
-
-def _parse_now(text: str) -> datetime:
-    try:
-        value = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError as exc:
-        raise InvalidInput(f"--now {text!r} is not an ISO-8601 time.") from exc
-    if value.tzinfo is None:
-        raise InvalidInput("--now needs an offset or Z, e.g. 2026-03-30T07:00:00Z.")
-    return value.astimezone(UTC)
-
-
 Command = Callable[[Cli, Herald], Coroutine[Any, Any, None]]
 
 _STORE_COMMANDS: dict[str, Command] = {
@@ -627,6 +570,10 @@ _STORE_COMMANDS: dict[str, Command] = {
 }
 
 
+#: Commands that open the configured database (``demo`` has a file of its own).
+_DATABASE_COMMANDS = frozenset({*_STORE_COMMANDS, "db", "housekeeping", "run", "console"})
+
+
 async def _run_store_command(cli: Cli, command: Command) -> None:
     async with open_herald(cli.settings) as herald:
         await command(cli, herald)
@@ -638,10 +585,10 @@ def run(args: argparse.Namespace, settings: Settings | None = None) -> int:
         cfg = settings or load_settings()
         configure_logging(cfg, default_level="INFO" if args.command == "run" else "WARNING")
         cli = Cli(args, cfg, sys.stdout)
+        if args.command in _DATABASE_COMMANDS:
+            check_old_database(cfg)
         if args.command in _STORE_COMMANDS:
             asyncio.run(_run_store_command(cli, _STORE_COMMANDS[args.command]))
-        elif args.command == "when":
-            cli.cmd_when()
         elif args.command == "db":
             cli.cmd_db()
         elif args.command == "bench":
@@ -660,6 +607,8 @@ def run(args: argparse.Namespace, settings: Settings | None = None) -> int:
             return cli.cmd_run()
         elif args.command == "console":
             return cli.cmd_console()
+        elif args.command == "info":
+            cmd_info(args, cfg, cli.out)
         elif args.command == "demo":
             from bot.demo import run_demo
 

@@ -51,12 +51,53 @@ def schedule_options(a: argparse.Namespace) -> dict[str, Any]:
     return options
 
 
-def table_lines(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+#: The widest line a table prints with a ``width`` (a terminal of 100 columns).
+TABLE_WIDTH = 100
+
+
+def table_lines(
+    header: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    *,
+    width: int | None = None,
+    least: Sequence[int] | None = None,
+) -> list[str]:
     """A table as lines: columns as wide as their widest cell; the last (free text) is
-    not padded."""
-    widths = [max(len(r[i]) for r in (header, *rows)) for i in range(len(header) - 1)]
+    not padded. With ``width``, lines longer than that are narrowed: the last column
+    first, down to its least width (``least``, one per column; default 8), then the
+    column most over its least, a character at a time; a cell cut ends with "…"."""
+    count = len(header)
+    if width is None:
+        widths = [max(len(r[i]) for r in (header, *rows)) for i in range(count - 1)]
+        lines = []
+        for row in (header, *rows):
+            cells = [f"{cell:<{w}}" for cell, w in zip(row, widths, strict=False)]
+            lines.append("  ".join([*cells, row[-1]]).rstrip())
+        return lines
+    widths = [max(len(r[i]) for r in (header, *rows)) for i in range(count)]
+    floor = [min(f, w) for f, w in zip(least or [8] * count, widths, strict=True)]
+    excess = sum(widths) + 2 * (count - 1) - width
+    if excess > 0:  # the free text gives way first
+        step = min(excess, widths[-1] - floor[-1])
+        widths[-1] -= step
+        excess -= step
+    while excess > 0:
+        over = [w - f for w, f in zip(widths, floor, strict=True)]
+        most = max(range(count), key=lambda i: (over[i], i))  # ties: the later column
+        if over[most] <= 0:
+            break  # every column at its least: the line stays longer
+        second = max((o for i, o in enumerate(over) if i != most), default=0)
+        step = max(1, min(excess, over[most] - max(second, 0)))
+        widths[most] -= step
+        excess -= step
     lines = []
     for row in (header, *rows):
-        cells = [f"{cell:<{w}}" for cell, w in zip(row, widths, strict=False)]
-        lines.append("  ".join([*cells, row[-1]]).rstrip())
+        cells = [_cut(cell, w) for cell, w in zip(row, widths, strict=True)]
+        padded = [f"{cell:<{w}}" for cell, w in zip(cells[:-1], widths, strict=False)]
+        lines.append("  ".join([*padded, cells[-1]]).rstrip())
     return lines
+
+
+def _cut(text: str, width: int) -> str:
+    """``text`` cut to ``width`` characters, the last of them "…" when cut."""
+    return text if len(text) <= width else text[: max(0, width - 1)] + "…"

@@ -27,6 +27,7 @@ from typing import Protocol, runtime_checkable
 from urllib.parse import SplitResult, urlsplit
 
 from core.errors import InvalidInput
+from core.scrub import scrub_credentials
 
 #: What a refused kind is told to use instead.
 EXAMPLES = (
@@ -58,6 +59,15 @@ class Destination:
         """The member id (``slack:U…``, ``discord:<id>``) a direct message goes to."""
         return f"{self.kind}:{self.target[1:]}" if self.is_dm else None
 
+    def for_owner(self) -> str:
+        """The URI as its owner and the admins see it: a webhook's host, port and path,
+        with what looks like a secret in it hidden (its query, a token in its path), as
+        its channel declares; :meth:`redacted` for a kind that declares no such view."""
+        syntax = syntaxes().get(self.kind)
+        if syntax is None or syntax.owner_view is None:
+            return self.redacted()
+        return syntax.owner_view(self)
+
     def redacted(self) -> str:
         """The URI fit for logs and audit rows: what may carry a secret (a webhook's
         path and query, an Apprise URL) is hidden, as its channel declares."""
@@ -81,6 +91,8 @@ class UriSyntax:
     check: Callable[[str, str], None]
     #: The URI fit for logs and audit rows (None: it carries no secret).
     redact: Callable[[Destination], str] | None = None
+    #: The URI its owner and the admins see (None: :attr:`redact`'s, as everyone).
+    owner_view: Callable[[Destination], str] | None = None
     #: ``kind:@<user id>`` is a direct message from the bot to that person.
     direct_messages: bool = False
     #: The settings the channel reads (fields of :class:`core.settings.Settings`).
@@ -112,19 +124,6 @@ def parse_destination(uri: str) -> Destination:
         raise InvalidInput(f"Unknown destination kind {kind!r} in {raw!r}: use {EXAMPLES}.")
     syntax.check(raw, target)
     return Destination(kind, target)
-
-
-# --- what several syntaxes share ---------------------------------------------------
-
-
-def url_parts(raw: str, target: str, example: str) -> SplitResult:
-    """``urlsplit`` that turns malformed URLs (bad IPv6 brackets, ports) into InvalidInput."""
-    try:
-        parts = urlsplit(target)
-        _ = parts.hostname, parts.port
-    except ValueError as exc:
-        raise InvalidInput(f"{raw!r} is not a valid URL ({exc}): use {example}.") from exc
-    return parts
 
 
 # --- channels by name ----------------------------------------------------------------
@@ -226,6 +225,19 @@ def one_channel(found: ChannelName, ids: list[str]) -> str:
     raise InvalidInput(several_channels_named(found.name, shown, "use the id of the one you mean"))
 
 
+# --- what several syntaxes share ---------------------------------------------------
+
+
+def url_parts(raw: str, target: str, example: str) -> SplitResult:
+    """``urlsplit`` that turns malformed URLs (bad IPv6 brackets, ports) into InvalidInput."""
+    try:
+        parts = urlsplit(target)
+        _ = parts.hostname, parts.port
+    except ValueError as exc:
+        raise InvalidInput(f"{raw!r} is not a valid URL ({exc}): use {example}.") from exc
+    return parts
+
+
 def redact_url_path(destination: Destination) -> str:
     """A URL destination with its path and query (which often carry a secret token)
     hidden: ``webhook:https://example.com/…``."""
@@ -235,6 +247,42 @@ def redact_url_path(destination: Destination) -> str:
     except ValueError:
         return f"{destination.kind}:…"
     return f"{destination.kind}:{parts.scheme}://{host}/…"
+
+
+#: A path segment this long with letters and digits, or this long of token characters
+#: alone, is taken for a secret (Slack's and Discord's webhook tokens, UUIDs, keys).
+_MIXED_SECRET, _PLAIN_SECRET = 16, 24
+_TOKEN_SEGMENT = re.compile(r"[A-Za-z0-9_\-.~=+]+")
+
+
+def _secret_segment(segment: str) -> bool:
+    if len(segment) >= _PLAIN_SECRET and _TOKEN_SEGMENT.fullmatch(segment):
+        return True
+    letters = any(c.isalpha() for c in segment)
+    digits = any(c.isdigit() for c in segment)
+    if len(segment) >= _MIXED_SECRET and letters and digits:
+        return True
+    return scrub_credentials(segment) != segment  # xoxb-…, whsec_…, token=…
+
+
+def owner_url_view(destination: Destination) -> str:
+    """A URL destination as its owner and the admins see it: scheme, host, port and
+    path, with each path segment that looks like a secret, the query, the fragment and
+    any user info shown as ``…``: ``webhook:https://hooks.slack.com/services/T0/B0/…``,
+    ``webhook:http://127.0.0.1:8080/deploy?…``."""
+    try:
+        parts = urlsplit(destination.target)
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        return redact_url_path(destination)
+    if not host:
+        return redact_url_path(destination)
+    netloc = f"[{host}]" if ":" in host else host
+    if port is not None:
+        netloc += f":{port}"
+    path = "/".join("…" if _secret_segment(s) else s for s in parts.path.split("/"))
+    hidden = "?…" if parts.query or parts.fragment else ""
+    return f"{destination.kind}:{parts.scheme}://{netloc}{path}{hidden}"
 
 
 def nothing_after(kind: str) -> Callable[[str, str], None]:

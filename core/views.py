@@ -10,24 +10,22 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from core import timeexpr
+from core.actors import Actor
+from core.destinations import parse_destination
+from core.errors import HeraldError
+from core.instants import iso as iso
+from core.instants import local as local
 from core.models import Attempt, Job, Schedule
 from core.scrub import scrub_credentials
 from core.store.dead_letters import DeadLetter
 from core.usecases import ScheduleDetail
 
 
-def iso(value: datetime | None) -> str | None:
-    """ISO-8601 UTC with a ``Z``, or None."""
-    if value is None:
-        return None
-    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
-
-
-def local(value: datetime | None, zone: str) -> str:
-    """``Mon 30 Mar 2026 09:00`` in ``zone``; ``-`` for None."""
+def local_short(value: datetime | None, zone: str) -> str:
+    """``2026-03-30 09:00 Europe/Berlin`` in ``zone``; ``-`` for None."""
     if value is None:
         return "-"
-    return value.astimezone(ZoneInfo(zone)).strftime("%a %d %b %Y %H:%M")
+    return f"{value.astimezone(ZoneInfo(zone)):%Y-%m-%d %H:%M} {zone}"
 
 
 def error_text(text: str | None) -> str | None:
@@ -40,6 +38,38 @@ def describe(schedule: Schedule) -> str:
     if schedule.rrule is not None:
         return timeexpr.describe(schedule.rrule)
     return timeexpr.describe_once(schedule.starts_at, schedule.timezone)
+
+
+def when_words(schedule: Schedule) -> str:
+    """:func:`describe` without the zone it ends with (a list shows the zone once, by
+    the next run): "every weekday at 09:00", "once, Tue 3 Mar 2026 16:00"."""
+    return describe(schedule).removesuffix(f" ({schedule.timezone})")
+
+
+def when_column(schedule: Schedule) -> str:
+    """A list's WHEN beside its NEXT: a rule in words (:func:`when_words`), a one-off
+    still to come just "once" (its time is the next run), one that is done its time."""
+    if schedule.rrule is None and schedule.next_run_at is not None:
+        return "once"
+    return when_words(schedule)
+
+
+def sees_destination(viewer: Actor | None, owner: str) -> bool:
+    """Whether ``viewer`` sees the destinations of ``owner``'s schedules in full (their
+    host, port and path; secrets in them still hidden): the owner and the admins."""
+    return viewer is not None and (viewer.is_admin or viewer.id == owner)
+
+
+def destination(uri: str, *, full: bool = False) -> str:
+    """A destination fit for a screen: for its owner and the admins (``full``, see
+    :func:`sees_destination`) a webhook's host, port and path with its secrets hidden
+    (:meth:`Destination.for_owner`); for anyone else only its scheme and host
+    (:meth:`Destination.redacted`)."""
+    try:
+        parsed = parse_destination(uri)
+    except HeraldError:
+        return scrub_credentials(uri)
+    return parsed.for_owner() if full else parsed.redacted()
 
 
 def read_back(schedule: Schedule) -> str:

@@ -391,6 +391,59 @@ class ScheduleCases(CalendarCases):
         """The actor's schedules in their tenant (or, for operators and admins,
         everyone's there; Herald-wide ones may name any ``tenant``, default all):
         soonest next run first, or ``newest_first`` (by id, pages after ``before_id``)."""
+        query = await self._schedule_query(
+            actor_id,
+            everyone=everyone,
+            state=state,
+            destination=destination,
+            text=text,
+            tenant=tenant,
+            limit=limit,
+            newest_first=newest_first,
+            before_id=before_id,
+        )
+        return await self.store.list_schedules(query)
+
+    async def count_schedules(
+        self,
+        actor_id: ActorRef,
+        *,
+        everyone: bool = False,
+        state: str | None = None,
+        destination: str | None = None,
+        text: str | None = None,
+        tenant: str | None = None,
+    ) -> int:
+        """How many schedules :meth:`list_schedules` with the same filters finds, all
+        of them (what a list cut at its limit says: "200 of 1,013 shown")."""
+        query = await self._schedule_query(
+            actor_id,
+            everyone=everyone,
+            state=state,
+            destination=destination,
+            text=text,
+            tenant=tenant,
+            limit=1,
+            newest_first=False,
+            before_id=None,
+        )
+        return await self.store.count_schedules(query)
+
+    async def _schedule_query(
+        self,
+        actor_id: ActorRef,
+        *,
+        everyone: bool,
+        state: str | None,
+        destination: str | None,
+        text: str | None,
+        tenant: str | None,
+        limit: int,
+        newest_first: bool,
+        before_id: int | None,
+    ) -> ScheduleQuery:
+        """The store's query of a list's filters, checked for the actor (refusals of
+        listing everyone's, an unknown state or destination, a limit under 1)."""
         actor = await self.actor(actor_id)
         if everyone and not actor.sees_everything:
             raise await self.denied(
@@ -410,17 +463,15 @@ class ScheduleCases(CalendarCases):
             destination = str(parse_destination(await self.named_channel(actor, destination)))
         if limit < 1:
             raise InvalidInput("The limit must be at least 1.")
-        return await self.store.list_schedules(
-            ScheduleQuery(
-                owner=None if everyone else actor.id,
-                tenant=self.tenant_scope(actor, tenant),
-                states=states,
-                destination=destination,
-                text=text,
-                limit=limit,
-                newest_first=newest_first,
-                before_id=before_id,
-            )
+        return ScheduleQuery(
+            owner=None if everyone else actor.id,
+            tenant=self.tenant_scope(actor, tenant),
+            states=states,
+            destination=destination,
+            text=text,
+            limit=limit,
+            newest_first=newest_first,
+            before_id=before_id,
         )
 
 

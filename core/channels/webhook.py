@@ -32,7 +32,13 @@ from urllib.parse import urlsplit
 from pydantic import SecretStr
 
 from core.channels.base import Channel, Delivery, DeliveryResult, RateLimit
-from core.destinations import Destination, UriSyntax, redact_url_path, url_parts
+from core.destinations import (
+    Destination,
+    UriSyntax,
+    owner_url_view,
+    redact_url_path,
+    url_parts,
+)
 from core.errors import InvalidInput
 from core.http_client import Answer, HTTPClient, TimedOut, Timeout, Unreachable
 from core.netguard import Guard, Refused
@@ -142,6 +148,7 @@ class WebhookChannel(Channel):
         "webhook:https://example.com/hook",
         _check_url,
         redact=redact_url_path,
+        owner_view=owner_url_view,
         settings=("webhook_secrets", "webhook_allow_private"),
     )
     rate_limit = RateLimit(rate=10.0, burst=10.0)

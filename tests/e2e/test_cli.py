@@ -78,7 +78,7 @@ def test_schedule_list_show_edit_cancel_round_trip(url: str) -> None:
 
     listed = run(url, "list")
     assert "Quarterly review" in listed.stdout
-    assert "Wed 01 Apr 2099 08:00 Europe/Berlin" in listed.stdout  # the row names its zone
+    assert "2099-04-01 08:00 Europe/Berlin" in listed.stdout  # the row names its zone
 
     shown = json.loads(run(url, "show", sid, "--json").stdout)
     assert shown["starts_at"] == "2099-04-01T06:00:00Z"  # CEST is UTC+2
@@ -215,7 +215,7 @@ def test_bad_database_url_is_one_line(tmp_path: Path) -> None:
 
 def test_fresh_sqlite_file_is_created_and_migrated(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path}/new.db"
-    assert run(url, "list").stdout.strip() == "No schedules."
+    assert run(url, "list").stdout.strip() == f"No schedules in {db.location(url)}."
     assert db.current_revision(url) == db.head_revision()
     assert "is at" in run(url, "db", "current").stdout
 
@@ -235,7 +235,7 @@ def test_an_unreadable_skip_calendar_schedules_nothing(tmp_path: Path) -> None:
         str(tmp_path / "missing.ics"),
     )
     assert_error(proc, "Cannot read the calendar")
-    assert run(url, "list").stdout.strip() == "No schedules."
+    assert run(url, "list").stdout.strip() == f"No schedules in {db.location(url)}."
 
 
 async def _slack_schedule(url: str) -> int:
@@ -267,7 +267,7 @@ async def test_a_terminal_member_cannot_reach_a_workspaces_schedule(sqlite_url: 
     url = sqlite_url
     sid = await _slack_schedule(url)
     assert_error(run(url, "cancel", str(sid)), f"There is no schedule {sid} of yours.")
-    assert run(url, "list").stdout.strip() == "No schedules."
+    assert run(url, "list").stdout.strip() == f"No schedules in {db.location(url)}."
     listed = run(url, "list", "--all", user="boss")
     assert listed.returncode == 0, listed.stderr
     assert listed.stdout.splitlines()[0].startswith("TENANT")
@@ -341,7 +341,9 @@ def test_schedule_reads_back_what_it_understood_and_warns(url: str) -> None:
 
 def test_list_accepts_the_states_people_read(url: str) -> None:
     run(url, "schedule", "--to", "log:", "--when", "2099-01-01 08:00", "--text", "x")
-    assert run(url, "list", "--state", "failed").stdout.strip() == "No schedules."
+    assert run(url, "list", "--state", "failed").stdout.strip() == (
+        f"No schedules in {db.location(url)}."
+    )
     [pending] = json.loads(run(url, "list", "--state", "pending", "--json").stdout)
     assert (pending["state"], pending["lifecycle"], pending["last_outcome"]) == (
         "pending",
