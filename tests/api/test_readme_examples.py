@@ -1,0 +1,216 @@
+"""The README's HTTP API examples, run exactly as printed (issue 33): the curl block of
+"## HTTP API" is read from README.md and run by bash with the real ``curl`` and ``jq``
+against a running ``herald run``, whose Slack is a local fake knowing ``#deploys`` and
+``#team``; ``$HERALD``, ``$TOKEN`` and ``$ADMIN_TOKEN`` are filled in (the block's own
+``export`` line holds placeholders), and the files it names (``holidays.ics``,
+``schedules.jsonl``) are in the folder it runs in. Every request must answer 2xx."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import shutil
+import subprocess
+import threading
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from core.clock import ManualClock
+from core.usecases import Herald
+from tests.api.conftest import ROOT, Service, start_service, stop_service, wait_for
+from tests.fakes import FakeSlack
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+SLACK_TOKEN = "xoxb-readme-secret-token"
+MEMBER = "local:ci"
+
+HOLIDAYS = """BEGIN:VCALENDAR
+VERSION:2.0
+PRODID:-//herald tests//EN
+BEGIN:VEVENT
+UID:new-year@example.com
+DTSTAMP:20260101T000000Z
+DTSTART;VALUE=DATE:20270101
+SUMMARY:New Year's Day
+END:VEVENT
+END:VCALENDAR
+"""
+SCHEDULES = "\n".join(
+    json.dumps(line)
+    for line in (
+        {"to": "slack:#team", "when": "every monday at 10am", "text": "Planning", "key": "p-1"},
+        {"to": "log:", "when": "tomorrow at 8am", "text": "Coffee", "key": "c-1"},
+    )
+)
+
+#: Each request's status code and URL go to $WORK/codes; its body is printed, so that
+#: ``ID=$(curl … | jq …)`` works as it does for a person.
+WRAPPER = r"""
+curl() {
+  local n url code
+  n=$(( $(wc -l < "$WORK/codes") + 1 ))
+  for arg in "$@"; do case $arg in http*) url=$arg ;; esac; done
+  code=$(command curl -o "$WORK/body.$n" -w '%{http_code}' "$@")
+  printf '%s %s\n' "$code" "$url" >> "$WORK/codes"
+  cat "$WORK/body.$n"
+}
+"""
+
+
+def api_block(readme: str) -> str:
+    """The code block of "## HTTP API" that calls the API with curl."""
+    section = readme.split("\n## HTTP API\n", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"^```[a-z]*\n(.*?)^```", section, flags=re.S | re.M)
+    [block] = [b for b in blocks if "curl " in b and "$HERALD/v1/schedules" in b]
+    return str(block)
+
+
+class ThreadedSlack:
+    """The fake Slack on an event loop of its own thread: ``herald run`` (another
+    process) asks it while this test waits on curl."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        self.fake = FakeSlack(token=SLACK_TOKEN)
+        self.fake.add_channel("C0DEPLOYS", "deploys")
+        self.fake.add_channel("C0TEAM", "team")
+        self.fake.add_channel("C0RANDOM", "random")
+        asyncio.run_coroutine_threadsafe(self.fake.start(), self.loop).result(30)
+
+    def close(self) -> None:
+        asyncio.run_coroutine_threadsafe(self.fake.stop(), self.loop).result(30)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(30)
+        self.loop.close()
+
+
+@pytest.fixture
+def slack() -> Iterator[FakeSlack]:
+    threaded = ThreadedSlack()
+    try:
+        yield threaded.fake
+    finally:
+        threaded.close()
+
+
+@pytest.fixture
+def herald_run(slack: FakeSlack, tmp_path: Path) -> Iterator[Service]:
+    svc = start_service(
+        f"sqlite:///{tmp_path / 'herald.db'}",
+        SLACK_BOT_TOKEN=SLACK_TOKEN,
+        SLACK_API_URL=slack.api_url,
+        HERALD_QUOTA_SCHEDULES_PER_MEMBER="20",
+    )
+    try:
+        yield svc
+    finally:
+        stop_service(svc)
+
+
+def _a_requested_dead_letter(service: Service, gone_url: str, token: str) -> int:
+    """A delivery of the member's that died (a 410 receiver) and that they asked an
+    admin to retry: what the README's reject example decides on."""
+
+    async def already_due(herald: Herald) -> int:
+        made, _ = await herald.create_schedule(
+            MEMBER, to=gone_url, when="in 2 seconds", text="to a retired hook"
+        )
+        assert made.id is not None
+        return made.id
+
+    schedule_id = service.run(
+        already_due, clock=ManualClock(datetime.now(UTC) - timedelta(minutes=1))
+    )
+    with service.client(token) as c:
+
+        def dead() -> list[dict[str, Any]]:
+            items = c.get("/v1/dead-letters").json()["items"]
+            return [d for d in items if d["schedule_id"] == schedule_id]
+
+        [letter] = wait_for(dead, what="the delivery to a 410 receiver dies")
+        asked = c.post(f"/v1/dead-letters/{letter['job_id']}/retry")
+        assert asked.json()["result"] == "requested", asked.text
+        return int(letter["job_id"])
+
+
+@pytest.mark.skipif(
+    shutil.which("curl") is None or shutil.which("jq") is None or shutil.which("bash") is None,
+    reason="the README's examples need curl, jq and bash",
+)
+def test_the_readme_api_examples_answer_as_printed(
+    herald_run: Service, slack: FakeSlack, gone_url: str, tmp_path: Path
+) -> None:
+    token = herald_run.token(MEMBER)
+    admin = herald_run.token(ROOT, scope="admin")
+    job = _a_requested_dead_letter(herald_run, gone_url, token)
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "codes").write_text("")
+    (work / "holidays.ics").write_text(HOLIDAYS)
+    (work / "schedules.jsonl").write_text(SCHEDULES + "\n")
+    block = api_block(README.read_text())
+    # the placeholders a person replaces with their own (the tokens, the address)
+    lines = block.splitlines()
+    assert lines[0].startswith("export HERALD=")
+    script = WRAPPER + "\n".join(lines[1:]) + "\n"
+    expected = len(re.findall(r"(?:^|\$\()curl ", block, flags=re.M))
+
+    env = {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOME": str(tmp_path),
+        "WORK": str(work),
+        "HERALD": herald_run.base,
+        "TOKEN": token,
+        "ADMIN_TOKEN": admin,
+    }
+    ran = subprocess.run(
+        ["bash", "-c", script], cwd=work, env=env, capture_output=True, text=True, timeout=120
+    )
+
+    assert ran.returncode == 0, ran.stderr
+    codes = (work / "codes").read_text().splitlines()
+    answers = [(work / f"body.{n}").read_text() for n in range(1, len(codes) + 1)]
+    assert len(codes) == expected >= 12, ran.stdout
+    failed = [
+        f"{url} answered {code}: {body}"
+        for (code, url), body in zip((c.split(" ", 1) for c in codes), answers, strict=True)
+        if not code.startswith("2")
+    ]
+    assert not failed, "\n".join(failed)
+    # what a person reads in the answers: the channel named is kept as its id
+    created = json.loads(answers[0])
+    assert created["destination"] == "slack:C0DEPLOYS" and created["timezone"] == "Europe/Berlin"
+    assert json.loads(answers[1])["occurrences"], answers[1]  # /v1/when read the phrase
+    edited = [json.loads(a) for a in answers if '"Stand-up (10 min)"' in a]
+    assert edited and edited[0]["id"] == created["id"]
+    assert any(json.loads(a).get("result") == "rejected" and str(job) in a for a in answers)
+    skipping = [json.loads(a) for a in answers if '"slack:C0TEAM"' in a]
+    assert skipping and skipping[0]["text"] == "Stand-up"
+    assert json.loads(answers[-1])["imported"] == 2
+    assert len(slack.requests_to("conversations.list")) >= 2  # #deploys, #team (and the import)
+    assert SLACK_TOKEN not in ran.stdout + ran.stderr
+
+
+def test_a_repeated_request_naming_a_channel_answers_the_first_result(
+    herald_run: Service, slack: FakeSlack
+) -> None:
+    body = {"to": "slack:#random", "when": "every friday at 4pm", "text": "Weekly notes"}
+    key = {"Idempotency-Key": "notes-1"}
+    with herald_run.client(herald_run.token(MEMBER)) as c:
+        first = c.post("/v1/schedules", json=body, headers=key)
+        again = c.post("/v1/schedules", json=body, headers=key)
+        other = c.post("/v1/schedules", json={**body, "to": "slack:#team"}, headers=key)
+
+    assert first.status_code == 201, first.text
+    assert first.json()["destination"] == "slack:C0RANDOM"
+    assert again.status_code == 200, again.text
+    assert again.headers["Idempotent-Replayed"] == "true"
+    assert again.json()["id"] == first.json()["id"]
+    assert other.status_code == 422 and "different schedule" in other.json()["detail"]
