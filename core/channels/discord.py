@@ -64,11 +64,9 @@ _SNOWFLAKE = re.compile(r"^\d{17,20}$")
 
 
 def _check_target(raw: str, target: str) -> None:
-    """A channel's numeric id, or ``@`` and a user's for a direct message. A name
-    (``#general@<server id>``) is looked up before it gets here
-    (:meth:`DiscordChannel.channels_named`): left as it is, Discord is not connected."""
-    if target.startswith("#"):
-        raise InvalidInput(names_need_connection("discord"))
+    """A channel's numeric id, or ``@`` and a user's for a direct message. (A name,
+    ``#general@<server id>``, is looked up before a schedule is saved:
+    :meth:`DiscordChannel.channels_named`.)"""
     if target.startswith("@"):
         if not _SNOWFLAKE.match(target[1:]):
             raise InvalidInput(

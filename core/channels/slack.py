@@ -122,10 +122,8 @@ _USER_ID = re.compile(r"^[UW][A-Z0-9]{1,30}$")
 
 def _check_target(raw: str, target: str) -> None:
     """A channel id, with a thread's timestamp after ``/`` for a reply, or ``@`` and
-    a member id for a direct message. A name (``#deploys``) is looked up before it gets
-    here (:meth:`SlackChannel.channels_named`): left as it is, Slack is not connected."""
-    if target.startswith("#"):
-        raise InvalidInput(names_need_connection("slack"))
+    a member id for a direct message. (A name, ``#deploys``, is looked up before a
+    schedule is saved: :meth:`SlackChannel.channels_named`.)"""
     if target.startswith("@"):
         if not _USER_ID.match(target[1:]):
             raise InvalidInput(
