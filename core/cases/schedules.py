@@ -427,7 +427,7 @@ class ScheduleCases(CalendarCases):
             newest_first=False,
             before_id=None,
         )
-        return await self.store.count_schedules(query)
+        return await self.store.count_listed(query)
 
     async def _schedule_query(
         self,

@@ -440,7 +440,7 @@ class ScheduleQueries(Gateway):
         async with self._session() as s:
             return list((await s.execute(stmt)).scalars())
 
-    async def count_schedules(self, query: ScheduleQuery) -> int:
+    async def count_listed(self, query: ScheduleQuery) -> int:
         """How many schedules match ``query`` (its limit and order aside): what a list
         cut at its limit says it left out."""
         stmt = sa.select(sa.func.count()).select_from(SCHEDULE).where(*_matching(query))
