@@ -46,7 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument(
         "--to",
         required=True,
-        help="destination, e.g. slack:C0123, log:, or a direct message: slack:@U0123, "
+        help="destination, e.g. slack:C0123 or slack:#deploys (a name is looked up once), "
+        "discord:#general@<server id>, log:, or a direct message: slack:@U0123, "
         "discord:@<user id>",
     )
     c.add_argument("--when", required=True, help='when, e.g. "2026-04-01 08:00"')
