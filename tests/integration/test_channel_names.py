@@ -24,6 +24,7 @@ from core.cases.importer import ImportRejected, import_schedules
 from core.channels import build_channels
 from core.channels.base import Channel
 from core.clock import ManualClock
+from core.destinations import ChannelName, channel_name
 from core.errors import InvalidInput
 from core.settings import Settings, load_settings
 from core.store import Store
@@ -249,3 +250,20 @@ async def test_the_herald_command_takes_a_name(slack: FakeSlack, tmp_path: Path)
     )
     assert code == 2
     assert "There is no public channel named `#nope`" in err and SLACK_TOKEN not in err
+
+
+@pytest.mark.parametrize(
+    ("uri", "read"),
+    [
+        ("slack:#deploys", ChannelName("slack", "deploys")),
+        (" Slack:#Deploys ", ChannelName("slack", "deploys")),
+        (f"discord:#general@{GUILD}", ChannelName("discord", "general", GUILD)),
+        ("discord:#general", ChannelName("discord", "general")),
+        ("slack:C0123ABC", None),  # an id: nothing to look up
+        ("slack:#", None),
+        ("slack:#deploys@T0123", None),  # a server is Discord's; the parser refuses it
+        ("webhook:https://example.com/#frag", None),
+    ],
+)
+def test_what_reads_as_a_channel_name(uri: str, read: ChannelName | None) -> None:
+    assert channel_name(uri) == read
