@@ -99,7 +99,16 @@ class Readiness:
             checks[name] = {"ok": ok, "detail": detail}
         for name, connected in self.adapters.items():
             ok = connected()
-            checks[f"adapter:{name}"] = {"ok": ok, "detail": "connected" if ok else "not connected"}
+            # an adapter that is down says why (its ``problem``: a sentence, no secret)
+            problem = getattr(getattr(connected, "__self__", None), "problem", None)
+            detail = "connected" if ok else (problem or "not connected")
+            checks[f"adapter:{name}"] = {"ok": ok, "detail": detail}
+        for kind, channel in self.dispatcher.channels.items():
+            health = getattr(channel, "api_health", None)
+            if health is not None:  # a provider API the admin configured (Slack, Discord)
+                problem = health.problem
+                detail = problem or "ok"
+                checks[f"channel:{kind}"] = {"ok": problem is None, "detail": detail}
         return all(c["ok"] for c in checks.values()), checks
 
 

@@ -19,13 +19,15 @@ import discord.http
 import discord.webhook.async_
 import yarl
 
+from bot.adapter_start import PlatformDown, Starter, failure, probe
 from bot.discord_bot import actions
 from bot.discord_bot.commands import HeraldTree, ScheduleGroup
 from bot.discord_bot.components import DeadLetterButton, PageButton, ScheduleButton, view_for
 from bot.discord_bot.interact import NO_MENTIONS
 from bot.discord_bot.reminders import ReminderButton
+from core.channels.answers import no_answer, shown_url
 from core.channels.discord import DEFAULT_BASE_URL
-from core.errors import ConfigError, HeraldError
+from core.errors import ConfigError
 from core.settings import Settings
 from core.store.queue import Finished
 from core.usecases import Herald
@@ -104,30 +106,81 @@ class DiscordAdapter:
         self._alert_tenant: str | None = None
         self._gateway: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[object]] = set()
+        #: Starts the adapter, and again while Discord's API is down (``problem``).
+        self._starter = Starter(self.name, self._connect)
+
+    @property
+    def problem(self) -> str | None:
+        """Why the adapter is down (a sentence for ``/readyz``), or None."""
+        return self._starter.problem
+
+    def connected(self) -> bool:
+        """Whether the adapter is logged in with its gateway running (``/readyz``)."""
+        gateway = self._gateway
+        return (
+            self._starter.problem is None
+            and gateway is not None
+            and not gateway.done()
+            and not self.client.is_closed()
+        )
 
     async def start(self) -> None:
-        """Log in, sync the commands, then connect to the gateway in the background."""
+        """Log in, sync the commands, then connect to the gateway in the background.
+        Raises ConfigError when Discord refuses the token. When Discord's API answers
+        something else than itself (a wrong DISCORD_API_URL), nothing in time, or
+        cannot be reached, the adapter is down (one log line, ``/readyz``) and tries
+        again in the background (:mod:`bot.adapter_start`)."""
         token = self.settings.discord_bot_token
         if token is None:
             raise ConfigError("The Discord adapter needs DISCORD_BOT_TOKEN.")
-        elsewhere = use_api_url(self.settings.discord_api_url)
+        await self._starter.start()
+
+    async def _connect(self) -> None:
+        token = self.settings.discord_bot_token
+        assert token is not None
+        secret = token.get_secret_value()
+        api = self.settings.discord_api_url
+        within = self.settings.http_timeout
+        elsewhere = use_api_url(api)
+        async with aiohttp.ClientSession() as session:  # the bot user, as login asks it
+            status, _ = await probe(
+                session,
+                "GET",
+                api.rstrip("/") + "/users/@me",
+                provider="Discord",
+                setting="DISCORD_API_URL",
+                within=within,
+                headers={"Authorization": f"Bot {secret}"},
+            )
+        if status == 401:
+            raise _refused_token()
         try:
-            await self.client.login(token.get_secret_value())
-            if elsewhere:
-                # Another API (a local fake) serves its own gateway: ask it where, as the
-                # protocol allows (discord.py otherwise goes straight to Discord's).
-                _, url, _ = await self.client.http.get_bot_gateway()
-                discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(url)
+            async with asyncio.timeout(within):
+                await self.client.login(secret)
+                if elsewhere:
+                    # Another API (a local fake) serves its own gateway: ask it where, as
+                    # the protocol allows (discord.py otherwise goes straight to Discord's).
+                    _, url, _ = await self.client.http.get_bot_gateway()
+                    discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(url)
         except discord.LoginFailure:
-            raise ConfigError(
-                "Discord refused DISCORD_BOT_TOKEN: copy the bot token again from the "
-                "Developer Portal (Bot → Reset Token)."
-            ) from None
-        except (discord.DiscordException, aiohttp.ClientError, OSError) as exc:
-            log.error("discord login failed", exc_info=exc)
-            raise HeraldError(
-                f"Herald could not log in to Discord at {self.settings.discord_api_url} "
-                f"({type(exc).__name__}); check the network and DISCORD_API_URL."
+            raise _refused_token() from None
+        except TimeoutError:
+            await self.client.http.close()
+            raise PlatformDown(no_answer("Discord", api, within, "DISCORD_API_URL")) from None
+        except (
+            discord.DiscordException,
+            aiohttp.ClientError,
+            OSError,
+            LookupError,
+            TypeError,
+        ) as exc:
+            # TypeError, KeyError: discord.py reading an answer that is not Discord's
+            log.debug("discord login failed", exc_info=exc)
+            await self.client.http.close()
+            why = f"HTTP {exc.status}" if isinstance(exc, discord.HTTPException) else failure(exc)
+            raise PlatformDown(
+                f"Herald could not log in to Discord at {shown_url(api)} ({why}): check "
+                "the network and DISCORD_API_URL."
             ) from None
         await self.sync_commands()
         self._gateway = asyncio.create_task(
@@ -145,11 +198,20 @@ class DiscordAdapter:
             if guild is not None:
                 tree.copy_global_to(guild=guild)
             try:
-                synced = await tree.sync(guild=guild)
+                async with asyncio.timeout(self.settings.http_timeout):
+                    synced = await tree.sync(guild=guild)
             except discord.HTTPException as exc:
                 log.warning(
                     "could not sync discord commands",
                     extra={"guild_id": guild and guild.id, "status": exc.status},
+                )
+                continue
+            except (TimeoutError, aiohttp.ClientError, OSError, TypeError, KeyError) as exc:
+                # no answer in time, or one that is not Discord's (discord.py reads it)
+                log.warning(
+                    "could not sync discord commands: %s",
+                    "no answer in time" if isinstance(exc, TimeoutError) else failure(exc),
+                    extra={"guild_id": guild and guild.id},
                 )
                 continue
             log.info(
@@ -159,6 +221,7 @@ class DiscordAdapter:
 
     async def stop(self) -> None:
         """Close the gateway and HTTP session; pending alert posts are cancelled."""
+        await self._starter.stop()
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -217,6 +280,13 @@ class DiscordAdapter:
         if self._alert_tenant is None:
             return False
         return job_id in await self.herald.dead_of_tenant([job_id], self._alert_tenant)
+
+
+def _refused_token() -> ConfigError:
+    return ConfigError(
+        "Discord refused DISCORD_BOT_TOKEN: copy the bot token again from the "
+        "Developer Portal (Bot → Reset Token)."
+    )
 
 
 def _gateway_ended(task: asyncio.Task[None]) -> None:

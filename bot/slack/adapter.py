@@ -10,6 +10,7 @@ own at ``HERALD_HTTP_HOST:HERALD_HTTP_PORT``. Web API calls go to ``SLACK_API_UR
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import logging
@@ -27,6 +28,7 @@ from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.adapter_start import PlatformDown, Starter, failure, probe
 from bot.http_guard import (
     BodyRefused,
     HttpLimits,
@@ -39,10 +41,10 @@ from bot.slack.actions import Actions
 from bot.slack.base import Tracker
 from bot.slack.blocks import PAGE_NEXT, PAGE_PREVIOUS, SCHEDULE_ACTIONS, Blocks
 from bot.slack.dead import DECISIONS, DeadLetterAlerts
-from bot.slack.directory import error_code
 from bot.slack.modal import CALLBACK
 from bot.slack.reminders import ACTION_PATTERN as REMINDER_ACTIONS
 from core.actors import slack_tenant
+from core.channels.answers import shown_url
 from core.errors import ConfigError
 from core.settings import Settings
 from core.store.queue import Finished
@@ -117,6 +119,13 @@ class SlackAdapter:
         self._attached = False
         #: The tenant of the bot token's workspace (auth.test), once known.
         self.tenant: str | None = None
+        #: Starts the adapter, and again while Slack's API is down (``problem`` says why).
+        self._starter = Starter(self.name, self._connect)
+
+    @property
+    def problem(self) -> str | None:
+        """Why the adapter is down (a sentence for ``/readyz``), or None."""
+        return self._starter.problem
 
     # --- integration with herald run ----------------------------------------------
 
@@ -183,19 +192,29 @@ class SlackAdapter:
     async def start(self) -> None:
         """Check the bot token, build the Bolt app, then connect (Socket Mode) or serve
         (HTTP, unless attached to the service's server). Raises ConfigError when Slack
-        refuses a token."""
+        refuses a token. When Slack's API answers something else than itself (a wrong
+        SLACK_API_URL), or nothing in time, the adapter is down (one log line,
+        ``/readyz``) and tries again in the background (:mod:`bot.adapter_start`)."""
+        try:
+            await self._starter.start()
+        except BaseException:
+            await self.stop()
+            raise
+
+    async def _connect(self) -> None:
         settings = self.settings
         token = _secret(settings.slack_bot_token)
-        self._session = aiohttp.ClientSession()
-        client = AsyncWebClient(
-            token=token,
-            base_url=settings.slack_api_url,
-            session=self._session,
-            timeout=int(settings.http_timeout),
-            logger=logging.getLogger("bot.slack.sdk"),
-        )
+        if self._session is None:
+            self._session = aiohttp.ClientSession()
         try:
-            teams = await self._check_token(client)
+            teams = await self._check_token(token)
+            client = AsyncWebClient(
+                token=token,
+                base_url=settings.slack_api_url,
+                session=self._session,
+                timeout=max(1, round(settings.http_timeout)),
+                logger=logging.getLogger("bot.slack.sdk"),
+            )
             bolt = AsyncApp(
                 client=client,
                 signing_secret=_secret(settings.slack_signing_secret),
@@ -204,28 +223,63 @@ class SlackAdapter:
                 logger=logging.getLogger("bot.slack.bolt"),
             )
             register(bolt, Actions(settings, self.herald, client, self.tracker, teams))
-            self.client, self.bolt = client, bolt
-            if settings.slack_alert_channel:
+            if settings.slack_alert_channel and self._alerts is None:
                 self._alerts = DeadLetterAlerts(
                     self._post_alert, window=self.alert_window, keep=self._alert_keep
                 )
             if self.mode == "socket":
-                self._socket = AsyncSocketModeHandler(
-                    bolt, _secret(settings.slack_app_token), web_client=client
-                )
-                await self._socket.connect_async()
-            elif not self._attached:
+                await self._connect_socket(bolt, client)
+            elif not self._attached and self._runner is None:
                 await self._serve()
-        except BaseException:
-            await self.stop()
+            self.client, self.bolt = client, bolt
+        except PlatformDown:
+            await self._close_session()
             raise
         log.info("slack adapter running", extra={"mode": self.mode})
 
-    async def _check_token(self, client: AsyncWebClient) -> frozenset[str]:
-        """Check the bot token; return the workspaces this deployment serves
-        (HERALD_SLACK_TEAM_IDS, else the token's own team, as auth.test says)."""
+    async def _connect_socket(self, bolt: AsyncApp, client: AsyncWebClient) -> None:
+        """Open Socket Mode (apps.connections.open, then the websocket) within the
+        timeout; PlatformDown with a sentence when that fails."""
+        app_token = _secret(self.settings.slack_app_token)
+        socket = AsyncSocketModeHandler(bolt, app_token, web_client=client)
+        timeout = self.settings.http_timeout
         try:
-            found = await client.auth_test()
+            async with asyncio.timeout(timeout):
+                await socket.connect_async()
+        except (TimeoutError, SlackApiError, aiohttp.ClientError, OSError, AttributeError) as exc:
+            await socket.close_async()
+            where = self.settings.slack_api_url
+            if isinstance(exc, TimeoutError):
+                why = f"no answer within {timeout:g} s"
+            elif isinstance(exc, SlackApiError) and isinstance(exc.response.data, dict):
+                why = str(exc.response.data.get("error") or "unknown_error")
+            elif isinstance(exc, SlackApiError | AttributeError):
+                why = "an answer that is not JSON"  # slack_sdk reads such a body as text
+            else:
+                why = failure(exc)
+            raise PlatformDown(
+                f"Slack's Socket Mode did not connect through {shown_url(where)} ({why}): "
+                "check SLACK_APP_TOKEN and SLACK_API_URL."
+            ) from None
+        self._socket = socket
+
+    async def _check_token(self, token: str) -> frozenset[str]:
+        """Check the bot token with auth.test; return the workspaces this deployment
+        serves (HERALD_SLACK_TEAM_IDS, else the token's own team, as auth.test says).
+        Raises ConfigError for a refused token, PlatformDown when the answer is not
+        Slack's (not JSON, none in time, no connection)."""
+        assert self._session is not None
+        url = self.settings.slack_api_url.rstrip("/") + "/auth.test"
+        _, found = await probe(
+            self._session,
+            "POST",
+            url,
+            provider="Slack",
+            setting="SLACK_API_URL",
+            within=self.settings.http_timeout,
+            headers={"Authorization": f"Bearer {token}"},
+        )
+        if found.get("ok") is True:
             team, enterprise = found.get("team_id"), found.get("enterprise_id")
             if isinstance(team, str) and team:
                 #: the alert channel is this workspace's: it hears of its dead letters only
@@ -234,16 +288,14 @@ class SlackAdapter:
                     # an org-wide install (Enterprise Grid) serves every workspace of the org
                     org = enterprise if found.get("is_enterprise_install") else None
                     return frozenset({team, org} - {None, ""})
-        except SlackApiError as exc:
-            code = error_code(exc)
+        else:
+            code = str(found.get("error") or "unknown_error")
             if code in _BAD_TOKEN:
                 raise ConfigError(
                     f"Slack refused SLACK_BOT_TOKEN ({code}): reinstall the app and copy its "
                     "Bot User OAuth Token."
-                ) from None
+                )
             log.warning("slack auth.test failed: %s", code)
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            log.warning("could not reach slack to check the bot token: %s", error_code(exc))
         if not self.settings.slack_team_ids:
             log.warning(
                 "slack: the bot token's workspace is unknown and HERALD_SLACK_TEAM_IDS is "
@@ -264,6 +316,7 @@ class SlackAdapter:
 
     async def stop(self) -> None:
         """Post pending alerts, let running handlers finish, disconnect, close."""
+        await self._starter.stop()
         if self._alerts is not None:
             await self._alerts.close()
             self._alerts = None
@@ -275,6 +328,9 @@ class SlackAdapter:
             await self._socket.close_async()
             self._socket = None
         self.bolt = None
+        await self._close_session()
+
+    async def _close_session(self) -> None:
         if self._session is not None:
             await self._session.close()
             self._session = None

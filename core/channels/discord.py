@@ -38,6 +38,7 @@ from urllib.parse import urlsplit
 from pydantic import SecretStr
 
 from core import limits, reminders
+from core.channels.answers import ApiHealth, content_kind, not_json, shown_url
 from core.channels.base import Channel, Delivery, DeliveryResult, Outcome, RateLimit
 from core.channels.webhook import parse_retry_after, reveal, truncate
 from core.destinations import (
@@ -275,6 +276,8 @@ class _DiscordHTTP(Channel):
         self._limits = RateLimits(clock, global_rate)
         self._max_wait = max_wait
         self._sleep = sleep
+        #: Whether the API answers as Discord's (``/readyz``); None: not watched.
+        self.api_health: ApiHealth | None = None
 
     async def close(self) -> None:
         """Close the HTTP connection pools."""
@@ -319,9 +322,24 @@ class _DiscordHTTP(Channel):
             self._limits.limited(route, major, pause, _global(response, data))
         return response
 
-    def _classify(self, response: Answer, what: str) -> DeliveryResult:
-        """ok (message id), retry (429, 5xx) or permanent (other 4xx) with advice."""
+    def _not_json(self, url: str, response: Answer) -> str:
+        """The sentence for an answer from ``url`` that is not JSON."""
+        return not_json("Discord", url, response.status, response.headers.get("content-type", ""))
+
+    def _classify(self, response: Answer, what: str, url: str = "") -> DeliveryResult:
+        """ok (message id), retry (429, 5xx, an answer that is not JSON) or permanent
+        (other 4xx, a 4xx that is not JSON) with advice; ``url``: where it was asked."""
         status = response.status
+        if status < 500 and status not in (204, 429) and not _is_json(response):
+            kind = response.headers.get("content-type", "")
+            sentence = self._not_json(url, response)
+            if self.api_health is not None:
+                self.api_health.failed(sentence, url=url, status=status, content_type=kind)
+            if 400 <= status < 500:
+                return DeliveryResult.permanent(sentence, status)
+            return DeliveryResult.retry(sentence, status)
+        if self.api_health is not None and status < 500:
+            self.api_health.answered()
         data = _json(response)
         if 200 <= status < 300:
             message_id = data.get("id")
@@ -406,8 +424,13 @@ class DiscordChannel(_DiscordHTTP):
         )
         self._configured = bool(plain)
         self._base = base_url.rstrip("/")
+        self.api_health = ApiHealth("Discord") if plain else None
         #: user id -> the id of the bot's DM channel with them.
         self._dm_channels: dict[str, str] = {}
+
+    def _not_json(self, url: str, response: Answer) -> str:
+        kind = response.headers.get("content-type", "")
+        return not_json("Discord", url or self._base, response.status, kind, "DISCORD_API_URL")
 
     def payload(self, delivery: Delivery) -> dict[str, Any]:
         """The JSON body of the create-message request for ``delivery``."""
@@ -445,17 +468,13 @@ class DiscordChannel(_DiscordHTTP):
             if isinstance(opened, DeliveryResult):
                 return opened
             channel = opened
+        url = f"{self._base}/channels/{channel}/messages"
         answer = await self._request(
-            "POST",
-            f"{self._base}/channels/{channel}/messages",
-            "POST /channels/{id}/messages",
-            channel,
-            what,
-            json=payload,
+            "POST", url, "POST /channels/{id}/messages", channel, what, json=payload
         )
         if isinstance(answer, DeliveryResult):
             return answer
-        result = self._classify(answer, what)
+        result = self._classify(answer, what, url)
         if delivery.destination.is_dm and result.outcome is not Outcome.OK:
             self._dm_channels.pop(delivery.destination.target[1:], None)
         return result
@@ -467,17 +486,13 @@ class DiscordChannel(_DiscordHTTP):
         if known is not None:
             return known
         what = f"Discord user {user}"
+        url = f"{self._base}/users/@me/channels"
         answer = await self._request(
-            "POST",
-            f"{self._base}/users/@me/channels",
-            "POST /users/@me/channels",
-            "@me",
-            what,
-            json={"recipient_id": user},
+            "POST", url, "POST /users/@me/channels", "@me", what, json={"recipient_id": user}
         )
         if isinstance(answer, DeliveryResult):
             return answer
-        result = self._classify(answer, what)
+        result = self._classify(answer, what, url)
         if result.outcome is not Outcome.OK:
             return result
         channel = _json(answer).get("id")
@@ -501,11 +516,10 @@ class DiscordChannel(_DiscordHTTP):
             return
         channel = destination.target
         what = f"Discord channel {channel}"
-        answer = await self._request(
-            "GET", f"{self._base}/channels/{channel}", "GET /channels/{id}", channel, what
-        )
+        url = f"{self._base}/channels/{channel}"
+        answer = await self._request("GET", url, "GET /channels/{id}", channel, what)
         if isinstance(answer, Answer) and answer.status in self.advice:
-            raise InvalidInput(str(self._classify(answer, what).error))
+            raise InvalidInput(str(self._classify(answer, what, url).error))
 
     async def channels_named(self, name: ChannelName) -> list[str]:
         """The ids of the text and announcement channels named ``name.name`` on the
@@ -605,6 +619,15 @@ class DiscordWebhookChannel(_DiscordHTTP):
     async def _refused(self, url: str) -> str | None:
         return await self._guard.refusal(url)
 
+    def _not_json(self, url: str, response: Answer) -> str:
+        """The sentence for a webhook URL that answers something that is not JSON (its
+        path, which carries the webhook's token, hidden)."""
+        return (
+            f"The Discord webhook at {shown_url(url, hide_path=True)} answered HTTP "
+            f"{response.status} with {content_kind(response.headers.get('content-type', ''))}"
+            ", not JSON: check the webhook's URL (the channel's Integrations settings)."
+        )
+
     def payload(self, delivery: Delivery) -> dict[str, Any]:
         """The JSON body of the execute-webhook request for ``delivery``."""
         body: dict[str, Any] = {
@@ -643,7 +666,7 @@ class DiscordWebhookChannel(_DiscordHTTP):
         )
         if isinstance(answer, DeliveryResult):
             return answer
-        return self._classify(answer, what)
+        return self._classify(answer, what, url)
 
     async def validate(self, destination: Destination) -> None:
         """Check that the webhook exists (``GET`` on its URL). Raises InvalidInput for a
@@ -661,7 +684,7 @@ class DiscordWebhookChannel(_DiscordHTTP):
         what = f"Discord webhook {webhook_id}"
         answer = await self._request("GET", url, "GET /webhooks/{id}/{token}", webhook_id, what)
         if isinstance(answer, Answer) and answer.status in self.advice:
-            raise InvalidInput(str(self._classify(answer, what).error))
+            raise InvalidInput(str(self._classify(answer, what, url).error))
 
 
 def _too_long(body: str, *, credited: bool = False) -> DeliveryResult:
@@ -678,6 +701,14 @@ def _webhook_id(url: str) -> str | None:
         return None
     match = _WEBHOOK_PATH.search(parts.path)
     return match.group(1) if match else None
+
+
+def _is_json(response: Answer) -> bool:
+    """Whether the answer's body is a JSON object."""
+    try:
+        return isinstance(response.json(), dict)
+    except ValueError:
+        return False
 
 
 def _json(response: Answer) -> dict[str, Any]:

@@ -31,8 +31,9 @@ from typing import Any, NamedTuple
 from pydantic import SecretStr
 
 from core import limits, reminders
+from core.channels.answers import ApiHealth, not_json
 from core.channels.base import Channel, Delivery, DeliveryResult, Outcome, RateLimit
-from core.channels.webhook import USER_AGENT, parse_retry_after, reveal, truncate
+from core.channels.webhook import USER_AGENT, parse_retry_after, reveal
 from core.destinations import ChannelName, Destination, UriSyntax, names_need_connection
 from core.errors import InvalidInput
 from core.http_client import HTTPClient, TimedOut, Timeout, Unreachable
@@ -213,6 +214,8 @@ class SlackChannel(Channel):
         self._headers = {"Authorization": f"Bearer {self._token}", "User-Agent": USER_AGENT}
         #: user id -> the id of the bot's direct-message conversation with them.
         self._dm_channels: dict[str, str] = {}
+        #: Whether SLACK_API_URL answers as Slack's API (``/readyz``); None: no token.
+        self.api_health = ApiHealth("Slack") if self._token else None
 
     async def close(self) -> None:
         """Close the HTTP connection pools."""
@@ -411,16 +414,16 @@ class SlackChannel(Channel):
             data = response.json()
         except ValueError:
             data = None
-        if not isinstance(data, dict) and 400 <= status < 500:
-            return DeliveryResult.permanent(
-                f"Slack answered {status} to {method}: check SLACK_API_URL.", status
-            )
-        if not isinstance(data, dict):
-            return DeliveryResult.retry(
-                f"Slack answered {status} with something that is not JSON "
-                f"({truncate(response.text, 200)}).",
-                status,
-            )
+        if not isinstance(data, dict):  # not Slack's API: a wrong SLACK_API_URL, a proxy
+            kind = response.headers.get("content-type", "")
+            sentence = not_json("Slack", url, status, kind, "SLACK_API_URL")
+            if self.api_health is not None:
+                self.api_health.failed(sentence, url=url, status=status, content_type=kind)
+            if 400 <= status < 500:
+                return DeliveryResult.permanent(sentence, status)
+            return DeliveryResult.retry(sentence, status)
+        if self.api_health is not None:
+            self.api_health.answered()
         scopes = response.headers.get("x-oauth-scopes", "")
         return _Answer(status, data, frozenset(s.strip() for s in scopes.split(",") if s.strip()))
 

@@ -17,7 +17,7 @@ from core.channels import build_channels
 from core.channels.base import Channel
 from core.clock import ManualClock, SystemClock
 from core.dispatcher import Dispatcher
-from core.errors import ConfigError, HeraldError
+from core.errors import ConfigError
 from core.settings import Settings
 from core.store import Store
 from core.store.queue import ClaimedJob, Finished
@@ -164,10 +164,14 @@ async def test_a_refused_token_is_a_config_error_without_the_token(
 async def test_an_unreachable_discord_is_said_in_a_sentence(
     settings: Settings, herald: Herald
 ) -> None:
+    """Herald goes on delivering; the adapter is down and says why (issue 33)."""
     adapter = create_adapter(settings, herald)  # DISCORD_API_URL: a closed local port
     try:
-        with pytest.raises(HeraldError, match="Herald could not log in to Discord at http"):
-            await adapter.start()
+        await adapter.start()
+        assert not adapter.connected()
+        assert adapter.problem is not None
+        assert adapter.problem.startswith("Could not reach Discord's API at http://127.0.0.1:")
+        assert "(connection refused): check DISCORD_API_URL" in adapter.problem
     finally:
         await adapter.stop()
 
