@@ -194,12 +194,12 @@ def names_need_connection(kind: str) -> str:
     )
 
 
-def no_channel_named(name: str, hint: str, *, where: str = "") -> str:
+def no_channel_named(name: str, hint: str, *, where: str = "", what: str = "public channel") -> str:
     """No channel has that name: the sentence every surface says (Slack's ``/schedule``
     with its own ``hint``)."""
     return (
-        f"There is no public channel named `#{name}`{where} that Herald can see: check "
-        f"the spelling, or {hint}."
+        f"There is no {what} named `#{name}`{where} that Herald can see: check the "
+        f"spelling, or {hint}."
     )
 
 
@@ -213,14 +213,13 @@ def one_channel(found: ChannelName, ids: list[str]) -> str:
     with the sentences of :func:`no_channel_named` and :func:`several_channels_named`."""
     if len(ids) == 1:
         return f"{found.kind}:{ids[0]}"
-    if found.kind == "discord":
+    if not ids and found.kind == "discord":
+        hint = "use its id, e.g. discord:123456789012345678"
         where = f" on Discord server {found.server}"
-        example = "discord:123456789012345678"
-    else:
-        where, example = "", "slack:C0123ABC"
+        raise InvalidInput(no_channel_named(found.name, hint, where=where, what="text channel"))
     if not ids:
-        hint = f"use its id, e.g. {example} (a private channel is found only by its id)"
-        raise InvalidInput(no_channel_named(found.name, hint, where=where))
+        hint = "use its id, e.g. slack:C0123ABC (a private channel is found only by its id)"
+        raise InvalidInput(no_channel_named(found.name, hint))
     shown = ", ".join(f"{found.kind}:{i}" for i in ids)
     raise InvalidInput(several_channels_named(found.name, shown, "use the id of the one you mean"))
 

@@ -190,7 +190,7 @@ async def test_a_discord_name_on_a_server(connected: Herald, discord: FakeDiscor
             ALICE, to=f"discord:#nope@{GUILD}", when="tomorrow 9am", text="x"
         )
     assert str(nothing.value).startswith(
-        f"There is no public channel named `#nope` on Discord server {GUILD} that Herald can see"
+        f"There is no text channel named `#nope` on Discord server {GUILD} that Herald can see"
     )
     with pytest.raises(InvalidInput, match="Herald is not on Discord server 700000000000000009"):
         await connected.create_schedule(
