@@ -19,7 +19,7 @@ Rows with their own "now" sit next to a DST change.
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
+from datetime import UTC, datetime, time
 
 import pytest
 
@@ -528,3 +528,540 @@ def test_a_rule_that_started_long_ago_answers_the_same_as_from_its_start() -> No
     after = at("2026-03-06T15:00:00Z")
     every = occurrences(rule, count=500)
     assert occurrences(rule, count=3, after=after) == [t for t in every if t > after][:3]
+
+
+# ---- times people write (issue 33): what /remind users type, in five zones, with the
+# read-back each gets. Now is still Friday 2026-03-06 15:00 UTC:
+#
+#     UTC                  Fri 15:00
+#     Europe/Berlin        Fri 16:00 CET (+1)  -> CEST (+2) on Sun 29 Mar
+#     America/Los_Angeles  Fri 07:00 PST (-8)  -> PDT (-7) on Sun 8 Mar 02:00
+#     Asia/Kolkata         Fri 20:30 IST (+5:30)
+#     Australia/Sydney     Sat 02:00 AEDT (+11) -> AEST (+10) on Sun 5 Apr 03:00
+#
+# A one-off without a time takes the default time (09:00, or the caller's) and says so;
+# a zone ending the phrase is the zone it is read in, and the read-back names it.
+
+LA = "America/Los_Angeles"
+DEFAULT = " — add 'at …' to change it"
+PST = " — PST is read as America/Los_Angeles (US Pacific time, with daylight saving)"
+TWICE = " — twice a day is 09:00 and 17:00; add 'at …' to change it"
+QUARTERS = "every 1st of January, April, July and October at 09:00"
+
+
+def _part(name: str, clock: str) -> str:
+    return f" — '{name}' is {clock}; add 'at …' to change it"
+
+
+def _second(day: str, nth: str = "second") -> str:
+    return f" — for the {nth} {day.title()} of each month, say 'every {nth} {day} of the month'"
+
+
+# (zone, phrase, first occurrence in UTC, read-back, stored rule or None, default time)
+Said = tuple[str, str, str, str, str | None, str | None]
+
+
+def said(
+    tz: str, phrase: str, first: str, read_back: str, rule: str | None = None, default: str = ""
+) -> Said:
+    return (tz, phrase, first, read_back, rule, default or None)
+
+
+SAID: list[Said] = [
+    # ---- UTC
+    said(UTC_, "tomorrow", "2026-03-07T09:00:00Z", "once, Sat 7 Mar 2026 09:00 (UTC)" + DEFAULT),
+    said(UTC_, "monday", "2026-03-09T09:00:00Z", "once, Mon 9 Mar 2026 09:00 (UTC)" + DEFAULT),
+    said(UTC_, "jan 4", "2027-01-04T09:00:00Z", "once, Mon 4 Jan 2027 09:00 (UTC)" + DEFAULT),
+    # today is Friday and 09:00 has passed: the coming one
+    said(UTC_, "friday", "2026-03-13T09:00:00Z", "once, Fri 13 Mar 2026 09:00 (UTC)" + DEFAULT),
+    said(
+        UTC_,
+        "tomorrow",
+        "2026-03-07T08:30:00Z",
+        "once, Sat 7 Mar 2026 08:30 (UTC)" + DEFAULT,
+        default="08:30",  # the tenant's default time
+    ),
+    said(UTC_, "in 20 minutes", "2026-03-06T15:20:00Z", "once, Fri 6 Mar 2026 15:20 (UTC)"),
+    said(UTC_, "at 17h", "2026-03-06T17:00:00Z", "once, Fri 6 Mar 2026 17:00 (UTC)"),
+    said(
+        UTC_,
+        "every night at 11pm",
+        "2026-03-06T23:00:00Z",
+        "every day at 23:00 (UTC)",
+        "DTSTART;TZID=UTC:20260306T230000\nRRULE:FREQ=DAILY",
+    ),
+    said(
+        UTC_,
+        "twice a day",
+        "2026-03-06T17:00:00Z",
+        "every day at 09:00 and 17:00 (UTC)" + TWICE,
+        "DTSTART;TZID=UTC:20260306T170000\nRRULE:FREQ=DAILY;BYHOUR=9,17;BYMINUTE=0;BYSECOND=0",
+    ),
+    said(
+        UTC_,
+        "every quarter",
+        "2026-04-01T09:00:00Z",
+        f"{QUARTERS} (UTC){DEFAULT}",
+        "DTSTART;TZID=UTC:20260401T090000\nRRULE:FREQ=MONTHLY;BYMONTH=1,4,7,10;BYMONTHDAY=1",
+    ),
+    said(
+        UTC_,
+        "every sunday at 6pm PST",  # Sunday 8 March is already on PDT (-7)
+        "2026-03-09T01:00:00Z",
+        "every Sunday at 18:00 (America/Los_Angeles)" + PST,
+        "DTSTART;TZID=America/Los_Angeles:20260308T180000\nRRULE:FREQ=WEEKLY;BYDAY=SU",
+    ),
+    said(
+        UTC_,
+        "at 5pm GMT",
+        "2026-03-06T17:00:00Z",
+        "once, Fri 6 Mar 2026 17:00 (UTC) — GMT is read as UTC (no summer time)",
+    ),
+    said(
+        UTC_,
+        "on the 15th of every month",
+        "2026-03-15T09:00:00Z",
+        "every month on the 15th at 09:00 (UTC)" + DEFAULT,
+        "DTSTART;TZID=UTC:20260315T090000\nRRULE:FREQ=MONTHLY;BYMONTHDAY=15",
+    ),
+    said(UTC_, "at 5pm UTC+2", "2026-03-07T15:00:00Z", "once, Sat 7 Mar 2026 17:00 (Etc/GMT-2)"),
+    # ---- Europe/Berlin
+    said(
+        BER,
+        "tomorrow",
+        "2026-03-07T08:00:00Z",
+        "once, Sat 7 Mar 2026 09:00 (Europe/Berlin)" + DEFAULT,
+    ),
+    said(
+        BER,
+        "monday",
+        "2026-03-09T08:00:00Z",
+        "once, Mon 9 Mar 2026 09:00 (Europe/Berlin)" + DEFAULT,
+    ),
+    said(
+        BER, "jan 4", "2027-01-04T08:00:00Z", "once, Mon 4 Jan 2027 09:00 (Europe/Berlin)" + DEFAULT
+    ),
+    said(
+        BER,
+        "monday",
+        "2026-03-09T06:30:00Z",
+        "once, Mon 9 Mar 2026 07:30 (Europe/Berlin)" + DEFAULT,
+        default="07:30",
+    ),
+    said(
+        BER,
+        "tomorrow morning",
+        "2026-03-07T08:00:00Z",
+        "once, Sat 7 Mar 2026 09:00 (Europe/Berlin)" + _part("morning", "09:00"),
+    ),
+    said(
+        BER,
+        "this evening",
+        "2026-03-06T17:00:00Z",
+        "once, Fri 6 Mar 2026 18:00 (Europe/Berlin)" + _part("evening", "18:00"),
+    ),
+    said(
+        BER,
+        "tomorrow night at 11",
+        "2026-03-07T22:00:00Z",
+        "once, Sat 7 Mar 2026 23:00 (Europe/Berlin)",
+    ),
+    said(BER, "at 17h", "2026-03-06T16:00:00Z", "once, Fri 6 Mar 2026 17:00 (Europe/Berlin)"),
+    said(
+        BER, "tomorrow 17h30", "2026-03-07T16:30:00Z", "once, Sat 7 Mar 2026 17:30 (Europe/Berlin)"
+    ),
+    said(
+        BER,
+        "every 2nd tuesday at 3pm",  # every other Tuesday, as /remind reads it
+        "2026-03-10T14:00:00Z",
+        "every other Tuesday at 15:00, starting Tue 10 Mar 2026 (Europe/Berlin)"
+        + _second("tuesday"),
+        "DTSTART;TZID=Europe/Berlin:20260310T150000\nRRULE:FREQ=WEEKLY;INTERVAL=2;BYDAY=TU",
+    ),
+    said(
+        BER,
+        "every second tuesday of the month at 3pm",
+        "2026-03-10T14:00:00Z",
+        "every second Tuesday of the month at 15:00 (Europe/Berlin)",
+        "DTSTART;TZID=Europe/Berlin:20260310T150000\nRRULE:FREQ=MONTHLY;BYDAY=2TU",
+    ),
+    said(
+        BER,
+        "every fortnight on friday",  # today's 09:00 has passed: from the 13th
+        "2026-03-13T08:00:00Z",
+        "every other Friday at 09:00, starting Fri 13 Mar 2026 (Europe/Berlin)" + DEFAULT,
+        "DTSTART;TZID=Europe/Berlin:20260313T090000\nRRULE:FREQ=WEEKLY;INTERVAL=2;BYDAY=FR",
+    ),
+    said(
+        BER,
+        "on the 15th of every month at 3pm",
+        "2026-03-15T14:00:00Z",
+        "every month on the 15th at 15:00 (Europe/Berlin)",
+        "DTSTART;TZID=Europe/Berlin:20260315T150000\nRRULE:FREQ=MONTHLY;BYMONTHDAY=15",
+    ),
+    said(
+        BER,
+        "twice a day at 8am and 8pm",
+        "2026-03-06T19:00:00Z",
+        "every day at 08:00 and 20:00 (Europe/Berlin)",
+    ),
+    said(
+        BER,
+        "every quarter on the 15th",  # 15 April is on CEST
+        "2026-04-15T07:00:00Z",
+        "every 15th of January, April, July and October at 09:00 (Europe/Berlin)" + DEFAULT,
+    ),
+    said(
+        BER,
+        "every day at 9am until friday",  # typed on a Friday after 09:00: the next Friday
+        "2026-03-07T08:00:00Z",
+        "every day at 09:00, until Fri 13 Mar 2026 (Europe/Berlin)",
+        "DTSTART;TZID=Europe/Berlin:20260307T090000\nRRULE:FREQ=DAILY;UNTIL=20260313T225959Z",
+    ),
+    said(
+        BER,
+        "every hour until friday",  # still happens today: this Friday
+        "2026-03-06T16:00:00Z",
+        "every hour at :00, until Fri 6 Mar 2026 (Europe/Berlin)",
+    ),
+    said(
+        BER,
+        "at 5pm CET",
+        "2026-03-06T16:00:00Z",
+        "once, Fri 6 Mar 2026 17:00 (Europe/Berlin) — CET is read as Europe/Berlin "
+        "(Central European time, with summer time)",
+    ),
+    said(
+        BER,
+        "every night",
+        "2026-03-06T19:00:00Z",
+        "every day at 20:00 (Europe/Berlin)" + _part("night", "20:00"),
+    ),
+    said(
+        BER,
+        "every weekday morning",
+        "2026-03-09T08:00:00Z",
+        "every weekday at 09:00 (Europe/Berlin)" + _part("morning", "09:00"),
+        "DTSTART;TZID=Europe/Berlin:20260309T090000\nRRULE:FREQ=WEEKLY;BYDAY=MO,TU,WE,TH,FR",
+    ),
+    # ---- America/Los_Angeles
+    said(
+        LA,
+        "tomorrow",
+        "2026-03-07T17:00:00Z",
+        "once, Sat 7 Mar 2026 09:00 (America/Los_Angeles)" + DEFAULT,
+    ),
+    said(
+        LA,
+        "monday",
+        "2026-03-09T16:00:00Z",
+        "once, Mon 9 Mar 2026 09:00 (America/Los_Angeles)" + DEFAULT,
+    ),
+    # 09:00 is still ahead this Friday: today
+    said(
+        LA,
+        "friday",
+        "2026-03-06T17:00:00Z",
+        "once, Fri 6 Mar 2026 09:00 (America/Los_Angeles)" + DEFAULT,
+    ),
+    said(
+        LA,
+        "jan 4",
+        "2027-01-04T17:00:00Z",
+        "once, Mon 4 Jan 2027 09:00 (America/Los_Angeles)" + DEFAULT,
+    ),
+    said(
+        LA,
+        "tomorrow 9am Europe/Berlin",
+        "2026-03-07T08:00:00Z",
+        "once, Sat 7 Mar 2026 09:00 (Europe/Berlin)",
+    ),
+    said(
+        LA,
+        "every sunday at 6pm PST",
+        "2026-03-09T01:00:00Z",
+        "every Sunday at 18:00 (America/Los_Angeles)" + PST,
+    ),
+    said(
+        LA,
+        "at 5pm EST",
+        "2026-03-06T22:00:00Z",
+        "once, Fri 6 Mar 2026 17:00 (America/New_York) — EST is read as America/New_York "
+        "(Eastern time, with daylight saving)",
+    ),
+    said(
+        LA,
+        "every day at 9 in new york",
+        "2026-03-07T14:00:00Z",
+        "every day at 09:00 (America/New_York)",
+        "DTSTART;TZID=America/New_York:20260307T090000\nRRULE:FREQ=DAILY",
+    ),
+    said(
+        LA,
+        "at noon london time",
+        "2026-03-07T12:00:00Z",
+        "once, Sat 7 Mar 2026 12:00 (Europe/London)",
+    ),
+    said(
+        LA,
+        "in 20 minutes",
+        "2026-03-06T15:20:00Z",
+        "once, Fri 6 Mar 2026 07:20 (America/Los_Angeles)",
+    ),
+    said(
+        LA,
+        "every night at 11pm",
+        "2026-03-07T07:00:00Z",
+        "every day at 23:00 (America/Los_Angeles)",
+        "DTSTART;TZID=America/Los_Angeles:20260306T230000\nRRULE:FREQ=DAILY",
+    ),
+    said(
+        LA,
+        "twice a day",
+        "2026-03-06T17:00:00Z",
+        "every day at 09:00 and 17:00 (America/Los_Angeles)" + TWICE,
+    ),
+    said(LA, "every quarter", "2026-04-01T16:00:00Z", f"{QUARTERS} (America/Los_Angeles){DEFAULT}"),
+    said(LA, "at 17h", "2026-03-07T01:00:00Z", "once, Fri 6 Mar 2026 17:00 (America/Los_Angeles)"),
+    said(
+        LA,
+        "every 3rd wednesday at 10am",
+        "2026-03-11T17:00:00Z",
+        "every 3 weeks on Wednesday at 10:00, starting Wed 11 Mar 2026 (America/Los_Angeles)"
+        + _second("wednesday", "third"),
+        "DTSTART;TZID=America/Los_Angeles:20260311T100000\nRRULE:FREQ=WEEKLY;INTERVAL=3;BYDAY=WE",
+    ),
+    said(
+        LA,
+        "every monday until friday",  # 13 March ends at 23:59:59 PDT
+        "2026-03-09T16:00:00Z",
+        "every Monday at 09:00, until Fri 13 Mar 2026 (America/Los_Angeles)" + DEFAULT,
+        "DTSTART;TZID=America/Los_Angeles:20260309T090000\n"
+        "RRULE:FREQ=WEEKLY;BYDAY=MO;UNTIL=20260314T065959Z",
+    ),
+    # ---- Asia/Kolkata
+    said(
+        KOL,
+        "tomorrow",
+        "2026-03-07T03:30:00Z",
+        "once, Sat 7 Mar 2026 09:00 (Asia/Kolkata)" + DEFAULT,
+    ),
+    said(
+        KOL, "monday", "2026-03-09T03:30:00Z", "once, Mon 9 Mar 2026 09:00 (Asia/Kolkata)" + DEFAULT
+    ),
+    said(
+        KOL, "jan 4", "2027-01-04T03:30:00Z", "once, Mon 4 Jan 2027 09:00 (Asia/Kolkata)" + DEFAULT
+    ),
+    said(
+        KOL,
+        "tomorrow morning",
+        "2026-03-07T03:30:00Z",
+        "once, Sat 7 Mar 2026 09:00 (Asia/Kolkata)" + _part("morning", "09:00"),
+    ),
+    said(
+        KOL,
+        "tomorrow afternoon",
+        "2026-03-07T08:30:00Z",
+        "once, Sat 7 Mar 2026 14:00 (Asia/Kolkata)" + _part("afternoon", "14:00"),
+    ),
+    said(
+        KOL,
+        "friday evening",  # 18:00 has passed this Friday: the next
+        "2026-03-13T12:30:00Z",
+        "once, Fri 13 Mar 2026 18:00 (Asia/Kolkata)" + _part("evening", "18:00"),
+    ),
+    said(
+        KOL,
+        "every night at 11pm",
+        "2026-03-06T17:30:00Z",
+        "every day at 23:00 (Asia/Kolkata)",
+        "DTSTART;TZID=Asia/Kolkata:20260306T230000\nRRULE:FREQ=DAILY",
+    ),
+    said(KOL, "at 21h", "2026-03-06T15:30:00Z", "once, Fri 6 Mar 2026 21:00 (Asia/Kolkata)"),
+    said(
+        KOL,
+        "on the 15th of every month",
+        "2026-03-15T03:30:00Z",
+        "every month on the 15th at 09:00 (Asia/Kolkata)" + DEFAULT,
+    ),
+    said(
+        KOL,
+        "twice a day",  # 17:00 has passed today: tomorrow's 09:00
+        "2026-03-07T03:30:00Z",
+        "every day at 09:00 and 17:00 (Asia/Kolkata)" + TWICE,
+        "DTSTART;TZID=Asia/Kolkata:20260307T090000\n"
+        "RRULE:FREQ=DAILY;BYHOUR=9,17;BYMINUTE=0;BYSECOND=0",
+    ),
+    said(KOL, "every quarter", "2026-04-01T03:30:00Z", f"{QUARTERS} (Asia/Kolkata){DEFAULT}"),
+    said(
+        KOL,
+        "every 2nd tuesday at 3pm",
+        "2026-03-10T09:30:00Z",
+        "every other Tuesday at 15:00, starting Tue 10 Mar 2026 (Asia/Kolkata)"
+        + _second("tuesday"),
+    ),
+    said(
+        KOL,
+        "at 9am IST",
+        "2026-03-07T03:30:00Z",
+        "once, Sat 7 Mar 2026 09:00 (Asia/Kolkata) — IST is read as Asia/Kolkata "
+        "(India Standard Time)",
+    ),
+    said(
+        KOL,
+        "every sunday at 6pm PST",
+        "2026-03-09T01:00:00Z",
+        "every Sunday at 18:00 (America/Los_Angeles)" + PST,
+    ),
+    said(
+        KOL,
+        "every day at 9am until friday",  # Friday 20:30 here: the next Friday
+        "2026-03-07T03:30:00Z",
+        "every day at 09:00, until Fri 13 Mar 2026 (Asia/Kolkata)",
+        "DTSTART;TZID=Asia/Kolkata:20260307T090000\nRRULE:FREQ=DAILY;UNTIL=20260313T182959Z",
+    ),
+    # ---- Australia/Sydney: already Saturday 02:00
+    said(
+        SYD,
+        "tomorrow",
+        "2026-03-07T22:00:00Z",
+        "once, Sun 8 Mar 2026 09:00 (Australia/Sydney)" + DEFAULT,
+    ),
+    said(
+        SYD,
+        "today",
+        "2026-03-06T22:00:00Z",
+        "once, Sat 7 Mar 2026 09:00 (Australia/Sydney)" + DEFAULT,
+    ),
+    said(
+        SYD,
+        "monday",
+        "2026-03-08T22:00:00Z",
+        "once, Mon 9 Mar 2026 09:00 (Australia/Sydney)" + DEFAULT,
+    ),
+    said(
+        SYD,
+        "sunday",
+        "2026-03-07T22:00:00Z",
+        "once, Sun 8 Mar 2026 09:00 (Australia/Sydney)" + DEFAULT,
+    ),
+    said(
+        SYD,
+        "jan 4",
+        "2027-01-03T22:00:00Z",
+        "once, Mon 4 Jan 2027 09:00 (Australia/Sydney)" + DEFAULT,
+    ),
+    said(
+        SYD,
+        "tomorrow morning",
+        "2026-03-07T22:00:00Z",
+        "once, Sun 8 Mar 2026 09:00 (Australia/Sydney)" + _part("morning", "09:00"),
+    ),
+    said(
+        SYD,
+        "every night at 11pm",
+        "2026-03-07T12:00:00Z",
+        "every day at 23:00 (Australia/Sydney)",
+        "DTSTART;TZID=Australia/Sydney:20260307T230000\nRRULE:FREQ=DAILY",
+    ),
+    said(
+        SYD,
+        "every quarter",  # 1 April is still on AEDT (+11)
+        "2026-03-31T22:00:00Z",
+        f"{QUARTERS} (Australia/Sydney){DEFAULT}",
+    ),
+    said(
+        SYD,
+        "on the 15th of every month at 3pm",
+        "2026-03-15T04:00:00Z",
+        "every month on the 15th at 15:00 (Australia/Sydney)",
+    ),
+    said(
+        SYD,
+        "every 2nd tuesday at 3pm",
+        "2026-03-10T04:00:00Z",
+        "every other Tuesday at 15:00, starting Tue 10 Mar 2026 (Australia/Sydney)"
+        + _second("tuesday"),
+    ),
+    said(
+        SYD,
+        "twice a day",
+        "2026-03-06T22:00:00Z",
+        "every day at 09:00 and 17:00 (Australia/Sydney)" + TWICE,
+        "DTSTART;TZID=Australia/Sydney:20260307T090000\n"
+        "RRULE:FREQ=DAILY;BYHOUR=9,17;BYMINUTE=0;BYSECOND=0",
+    ),
+    said(SYD, "at 17h", "2026-03-07T06:00:00Z", "once, Sat 7 Mar 2026 17:00 (Australia/Sydney)"),
+    said(
+        SYD,
+        "tomorrow 9am Europe/Berlin",  # tomorrow in Berlin, where it is still Friday
+        "2026-03-07T08:00:00Z",
+        "once, Sat 7 Mar 2026 09:00 (Europe/Berlin)",
+    ),
+    said(
+        SYD,
+        "at 9am AEST",
+        "2026-03-06T22:00:00Z",
+        "once, Sat 7 Mar 2026 09:00 (Australia/Sydney) — AEST is read as Australia/Sydney "
+        "(Eastern Australia, with daylight saving)",
+    ),
+    said(
+        SYD,
+        "every fortnight on monday at 8",
+        "2026-03-08T21:00:00Z",
+        "every other Monday at 08:00, starting Mon 9 Mar 2026 (Australia/Sydney)",
+        "DTSTART;TZID=Australia/Sydney:20260309T080000\nRRULE:FREQ=WEEKLY;INTERVAL=2;BYDAY=MO",
+    ),
+]
+
+
+def test_the_written_times_table_is_big_and_wide() -> None:
+    assert len(SAID) >= 60
+    assert {r[0] for r in SAID} == {UTC_, BER, LA, KOL, SYD}
+
+
+@pytest.mark.parametrize(("tz", "phrase", "first", "read_back", "rule", "default"), SAID)
+def test_times_people_write(
+    tz: str, phrase: str, first: str, read_back: str, rule: str | None, default: str | None
+) -> None:
+    chosen = {} if default is None else {"default_time": time.fromisoformat(default)}
+    when = parse_when(phrase, tz=tz, now=at(NOW), **chosen)
+    assert when.first == at(first)
+    assert when.read_back == read_back
+    assert f"({when.timezone})" in when.read_back  # the zone it was read in is named
+    if rule is not None:
+        assert when.rule == rule
+    if when.rule is not None:  # the stored text says and does the same
+        assert describe(when.rule) == when.description
+        assert occurrences(when.rule, count=1, after=at(NOW)) == [when.first]
+    assert (when.default_time is not None) == (DEFAULT in read_back)
+
+
+WRITTEN_REFUSALS = [
+    (UTC_, "yesterday at 9", '"yesterday at 9" is Thu 5 Mar 2026 09:00 UTC: that is in the past'),
+    (BER, "yesterday", "that is in the past"),
+    (KOL, "last friday at 5pm", "that is in the past"),
+    (BER, "this morning", "that is in the past"),
+    (BER, "today", "the default time, 09:00, has passed today; say at what time"),
+    (LA, "every fortnight", 'say which day, e.g. "every fortnight on friday"'),
+    (SYD, "twice a day at 8am", 'Could not read "twice a day at 8am": twice a day takes two'),
+    (UTC_, "twice a week", '"every monday and thursday at 9am"'),
+    (BER, "every 1st tuesday", "every first monday of the month"),
+    (LA, "at 5pm AST", "AST is ambiguous: America/Halifax"),
+    (KOL, "febuary 30", 'Could not read "february 30": February has no day 30 (it has 29 days).'),
+]
+
+
+@pytest.mark.parametrize(("tz", "phrase", "message"), WRITTEN_REFUSALS)
+def test_written_times_refused_with_the_right_hint(tz: str, phrase: str, message: str) -> None:
+    with pytest.raises(InvalidInput) as caught:
+        parse_when(phrase, tz=tz, now=at(NOW))
+    assert message in str(caught.value)
+    assert "Did you mean" not in str(caught.value)  # febuary 30: no other impossible date
+
+
+def test_an_english_word_is_not_read_as_a_zone_unless_in_capitals() -> None:
+    """EAT (East Africa) is also a word: "at 5pm eat" is not a zone."""
+    with pytest.raises(InvalidInput):
+        parse_when("at 5pm eat", tz=BER, now=at(NOW))
+    assert parse_when("at 5pm EAT", tz=BER, now=at(NOW)).timezone == "Africa/Nairobi"
