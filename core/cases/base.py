@@ -157,12 +157,24 @@ class CaseBase:
         reason = f"There is no schedule {schedule_id} of yours."
         if schedule is None:
             raise NotFound(reason)
-        if not actor.owns_tenant_of(schedule.tenant) or (
-            schedule.owner != actor.id and not actor.sees_everything
-        ):
-            # someone else's: refused (and audited) without saying that it exists
+        if not actor.owns_tenant_of(schedule.tenant):
+            # another tenant's: refused (and audited) without saying that it exists
             raise await self.denied(
                 actor, f"schedule.{action}", "schedule", str(schedule_id), reason, NotFound
+            )
+        if schedule.owner != actor.id and not actor.sees_everything:
+            # another member's of the same tenant: refused for the role, and said so
+            who = (
+                "only its owner, operators and admins can see it"
+                if action == "show"
+                else "only its owner or an admin can change it"
+            )
+            raise await self.denied(
+                actor,
+                f"schedule.{action}",
+                "schedule",
+                str(schedule_id),
+                f"Schedule {schedule_id} is another member's: {who}.",
             )
         return schedule
 

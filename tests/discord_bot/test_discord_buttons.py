@@ -23,6 +23,10 @@ from tests.discord_bot.doubles import (
     who,
 )
 
+#: Another member's schedule of the same tenant is refused for the role (issue 33).
+CHANGE = "Schedule 1 is another member's: only its owner or an admin can change it."
+SEE = "Schedule 1 is another member's: only its owner, operators and admins can see it."
+
 Make = Callable[..., Interaction]
 
 
@@ -61,7 +65,7 @@ async def test_someone_elses_click_is_refused_to_them_alone(
     await click(adapter.client, inter, "herald:schedule:cancel:1")
 
     assert [(a.kind, a.ephemeral) for a in inter.log] == [("defer", False), ("followup", True)]
-    assert inter.last.content == "There is no schedule 1 of yours."
+    assert inter.last.content == CHANGE
     assert (await herald.show_schedule(who(OWNER), 1)).schedule.state == "active"
 
 
@@ -107,7 +111,7 @@ async def test_someone_elses_resume_is_refused(
 
     await click(adapter.client, inter, "herald:schedule:resume:1")
 
-    assert inter.last.content == "There is no schedule 1 of yours."
+    assert inter.last.content == CHANGE
     assert (await herald.show_schedule(who(OWNER), 1)).schedule.state == "paused"
 
 
@@ -174,4 +178,4 @@ async def test_edit_on_a_schedule_one_cannot_see(
     await click(adapter.client, inter, "herald:schedule:edit:1")
 
     assert [(a.kind, a.ephemeral) for a in inter.log] == [("message", True)]
-    assert inter.last.content == "There is no schedule 1 of yours."
+    assert inter.last.content == SEE

@@ -33,6 +33,10 @@ from tests.discord_bot.doubles import (
     who,
 )
 
+#: Another member's schedule of the same tenant is refused for the role (issue 33).
+CHANGE = "Schedule 1 is another member's: only its owner or an admin can change it."
+SEE = "Schedule 1 is another member's: only its owner, operators and admins can see it."
+
 Make = Callable[..., Interaction]
 
 
@@ -238,9 +242,7 @@ async def test_list_and_show(adapter: DiscordAdapter, interaction: Make, herald:
     assert "**Schedule #1** · active" in shown and "every day at 10:00 (UTC)" in shown
     assert inter.last.custom_ids == ["herald:schedule:edit:1", "herald:schedule:cancel:1"]
 
-    assert await run(adapter, "show", interaction(STRANGER), id=1) == (
-        "There is no schedule 1 of yours."
-    )
+    assert await run(adapter, "show", interaction(STRANGER), id=1) == (SEE)
     assert "list is empty" in await run(adapter, "list", interaction(STRANGER))
     everyone = await run(adapter, "list", interaction(STRANGER), everyone=True)
     assert everyone == "Only operators and admins can list everyone's schedules."
@@ -280,9 +282,7 @@ async def test_pause_resume_skip_cancel(
     text = await run(adapter, "skip", interaction(), id=1)
     assert text.startswith("Skipped") and t(datetime(2026, 3, 4, 10, tzinfo=UTC)) in text
 
-    assert (await run(adapter, "cancel", interaction(STRANGER), id=1)) == (
-        "There is no schedule 1 of yours."
-    )
+    assert (await run(adapter, "cancel", interaction(STRANGER), id=1)) == (CHANGE)
     inter = interaction()
     assert (await run(adapter, "cancel", inter, id=1)).startswith("Cancelled")
     assert inter.last.custom_ids == []  # nothing left to edit or cancel

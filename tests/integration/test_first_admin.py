@@ -164,8 +164,8 @@ def test_herald_dead_retry_says_no_admin_exists_and_herald_admin_init_makes_one(
     assert main(["dead", "retry", str(job)], settings=fresh) == 0
     assert capsys.readouterr().out.splitlines() == [
         "Asked an admin to approve retrying 1 dead letter(s).",
-        "No admin exists yet to answer it: become the first with `herald admin init`; "
-        "an admin's `herald dead retry` retries at once.",
+        "No admin is recorded in this database to answer it (and HERALD_ADMINS is unset "
+        "here): `herald admin init` makes the first.",
     ]
     assert main(["admin", "init"], settings=fresh) == 0
     assert capsys.readouterr().out.startswith("local:alice is now an admin of this database")

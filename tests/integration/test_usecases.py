@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 
 from core.clock import ManualClock
-from core.errors import Conflict, InvalidInput, NotFound, PermissionDenied
+from core.errors import Conflict, InvalidInput, PermissionDenied
 from core.models import JobState
 from core.store import ScheduleQuery
 from core.usecases import Herald
@@ -83,10 +83,13 @@ async def test_members_act_on_their_own_operators_see_all_admins_act_on_all(
     await herald.set_role(ADMIN, OPS, "operator")
     s, _ = await herald.create_schedule(ALICE, to="log:", when=LATER, text="alice's")
     assert s.id is not None
-    # another member: cannot see it, cannot tell it exists
-    with pytest.raises(NotFound, match=f"no schedule {s.id} of yours"):
+    # another member of the tenant: refused for the role, and told so (issue 33)
+    with pytest.raises(PermissionDenied) as shown:
         await herald.show_schedule(BOB, s.id)
-    with pytest.raises(NotFound):
+    assert str(shown.value) == (
+        f"Schedule {s.id} is another member's: only its owner, operators and admins can see it."
+    )
+    with pytest.raises(PermissionDenied, match="only its owner or an admin can change it"):
         await herald.cancel_schedule(BOB, s.id)
     with pytest.raises(PermissionDenied):
         await herald.list_schedules(BOB, everyone=True)
@@ -215,7 +218,7 @@ async def test_platform_admins_are_admins_while_the_platform_says_so(herald: Her
     assert (await herald.sync_member(owner, display_name="Olga", platform_admin=True)).is_admin
     await herald.pause_schedule(owner, s.id)
     assert not (await herald.sync_member(owner, platform_admin=False)).is_admin
-    with pytest.raises(NotFound):
+    with pytest.raises(PermissionDenied, match="another member's"):
         await herald.resume_schedule(owner, s.id)
     trail = await herald.store.audit_trail("member", owner)
     assert [(a.actor, a.details) for a in trail] == [

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from core.errors import NotFound
+from core.errors import PermissionDenied
 from tests.fakes.http import Scripted
 from tests.slack.conftest import SlackEnv
 from tests.slack.support import SECRET, action_ids, text_of, who
@@ -132,7 +132,9 @@ async def test_members_manage_their_own_schedules_and_admins_everyones(env: Slac
     await env.send.command("every monday at 9: weekly", user="U1")
     await env.reply(1)
     await env.send.command("cancel 1", user="U2")
-    assert "There is no schedule 1 of yours" in text_of(await env.reply(2))
+    assert "Schedule 1 is another member's: only its owner or an admin" in text_of(
+        await env.reply(2)
+    )
     await env.send.command("pause 1", user="U1")
     assert "Paused schedule #1" in text_of(await env.reply(3))
     await env.send.command("resume 1", user="U1")
@@ -156,7 +158,7 @@ async def test_members_manage_their_own_schedules_and_admins_everyones(env: Slac
         ("slack:U1", "schedule.skip"),
         ("slack:UADMIN", "schedule.cancel"),
     ]
-    with pytest.raises(NotFound):
+    with pytest.raises(PermissionDenied, match="another member's"):
         await env.herald.show_schedule(who("U2"), 1)
 
 

@@ -123,7 +123,7 @@ async def test_someone_elses_schedule_cannot_be_opened_for_editing(env: SlackEnv
     await env.send.command("in 1 hour: mine", user="U1")
     await env.reply()
     await env.send.command("edit 1", user="U2")
-    assert "no schedule 1 of yours" in text_of(await env.reply(2))
+    assert "Schedule 1 is another member's" in text_of(await env.reply(2))
     assert env.slack.opened == []
 
 
