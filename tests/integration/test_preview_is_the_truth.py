@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from core.actors import Principal
 from core.clock import ManualClock
 from core.errors import InvalidInput
 from core.preview import ZoneSource
@@ -41,6 +42,7 @@ def settings(sqlite_url: str) -> Settings:
         HERALD_DATABASE_URL=sqlite_url,
         HERALD_DEFAULT_TZ="UTC",
         HERALD_DEFAULT_TIME="07:45",  # not 09:00: the preview must take the setting too
+        HERALD_TENANT_DEFAULT_TIMES="slack:T1=08:15",
         _env_file=None,
     )
 
@@ -108,3 +110,10 @@ async def test_a_zone_given_with_the_request_wins_as_it_does_for_a_save(
     assert f"{shown.reading.default_time:%H:%M}" == "07:45"
     nobody = await herald.preview_when("local:newcomer", "tomorrow at 9")
     assert (nobody.zone, nobody.source) == ("UTC", ZoneSource.DEFAULT)
+    # a tenant's own default time (HERALD_TENANT_DEFAULT_TIMES), as its saves take it
+    slack = Principal("slack:U7", "slack:T1")
+    shown = await herald.preview_when(slack, "every weekday")
+    s, _ = await herald.create_schedule(slack, to="log:", when="every weekday", text="x")
+    assert shown.reading.default_time is not None
+    assert f"{shown.reading.default_time:%H:%M}" == "08:15"
+    assert (shown.reading.rule, shown.occurrences[0]) == (s.rrule, s.next_run_at)
