@@ -112,12 +112,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     c = sub.add_parser(
         "when",
-        help="Preview how a time expression is read.",
-        description="Preview how a time expression is read.",
+        help="Preview how a time expression is read, as herald schedule would save it.",
+        description=(
+            "Preview how a time expression is read, exactly as herald schedule would save "
+            "it for you: in --tz, else your zone (herald timezone), else the default."
+        ),
         epilog=WHEN_MEANINGS,
     )
     c.add_argument("expression")
-    c.add_argument("--tz", help="a city (Berlin, new york) or an IANA zone (Europe/Berlin)")
+    c.add_argument(
+        "--tz",
+        help="a city (Berlin, new york) or an IANA zone (Europe/Berlin) (default: yours)",
+    )
     c.add_argument("--now", help="ISO-8601 instant to read from (default: now)")
     c.add_argument("--count", type=int, default=5)
     c.add_argument("--json", action="store_true")
