@@ -34,6 +34,7 @@ from tui.screens.deliveries import DeliveriesScreen
 from tui.screens.overview import OverviewScreen
 from tui.screens.queue import QueueScreen
 from tui.screens.schedules import SchedulesScreen
+from tui.widgets.keys import KeysHelp
 
 T = TypeVar("T")
 
@@ -137,6 +138,12 @@ class HeraldConsole(App[int]):
             self.action_hide_help_panel()
         else:
             self.action_show_help_panel()
+
+    def action_show_help_panel(self) -> None:
+        """The keys panel: the screen's own keys first, then those that work
+        everywhere, then the cursor keys."""
+        if not self.screen.query("HelpPanel"):
+            self.screen.mount(KeysHelp())
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         """Every key binding of the screen is also a command; one the role lacks says

@@ -1,5 +1,11 @@
 """What every console screen shares: live refresh in a worker, paging by keyset, role
-gates with their reasons, and actions that report back as notifications."""
+gates with their reasons, and actions that report back as notifications.
+
+A list screen's table (``#table``) is refreshed live: rows that arrive above the view
+are marked ("45 new ↑" over the table) until they are scrolled into view or ``home`` is
+pressed, and with the cursor on the first row the list follows the newest rows instead
+(:class:`tui.widgets.table.PageTable`). A new filter, view or page is a new list: its
+rows are not marked."""
 
 from __future__ import annotations
 
@@ -7,11 +13,13 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import work
 from textual.binding import Binding
 from textual.message import Message
+from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
@@ -84,6 +92,28 @@ PAGING = [
 ]
 
 
+class NewRows(Static):
+    """Over a list: how many rows arrived above the view ("45 new ↑"); hidden when
+    none. A click shows them, as ``home`` does."""
+
+    count: reactive[int] = reactive(0)
+
+    def render(self) -> str:
+        n = self.count
+        return f"{n:,} new ↑ · home shows {'it' if n == 1 else 'them'}"
+
+    def watch_count(self, count: int) -> None:
+        self.display = count > 0
+
+    def on_mount(self) -> None:
+        self.display = self.count > 0
+
+    def on_click(self) -> None:
+        for table in self.screen.query("#table").results(PageTable):
+            table.action_newest()
+            table.focus()
+
+
 class ConsoleScreen(Screen[None]):
     """A screen whose data comes from :meth:`fetch` (run in a worker, never on the
     event loop's own time) and is drawn by :meth:`show`."""
@@ -94,11 +124,13 @@ class ConsoleScreen(Screen[None]):
     NOTES: ClassVar[tuple[str, ...]] = ()
 
     class Loaded(Message):
-        """A worker finished reading; the screen draws ``data``."""
+        """A worker finished reading; the screen draws ``data``, read for the list
+        numbered ``listing`` (see :attr:`ConsoleScreen.listing`)."""
 
-        def __init__(self, data: Any) -> None:
+        def __init__(self, data: Any, listing: int = 0) -> None:
             super().__init__()
             self.data = data
+            self.listing = listing
 
     def __init__(self) -> None:
         super().__init__()
@@ -109,6 +141,11 @@ class ConsoleScreen(Screen[None]):
         self.loads = 0
         #: How long the last read and the last drawing took (milliseconds).
         self.fetch_ms = self.show_ms = 0.0
+        #: Which list the screen shows: a new filter, view or page counts one up, so a
+        #: read of the same list is a live refresh (its new rows are marked) and a read
+        #: of another is not.
+        self.listing = 0
+        self._drawn_listing: int | None = None
 
     # --- context ------------------------------------------------------------------------
 
@@ -169,6 +206,9 @@ class ConsoleScreen(Screen[None]):
     def on_mount(self) -> None:
         if self.VIEWS:
             self._draw_views()
+        for table in self.query("#table").results(PageTable):
+            if not self.query("#new-rows"):  # (a subclass's on_mount may call this again)
+                self.mount(NewRows(id="new-rows"), before=table)
         self.set_interval(self.console.refresh_interval, self._tick, name="live-refresh")
         self.reload()
         if self.FOCUS is not None:
@@ -199,6 +239,7 @@ class ConsoleScreen(Screen[None]):
     @work(exclusive=True, group="load", exit_on_error=False)
     async def _load(self) -> None:
         started = time.perf_counter()
+        listing = self.listing
         try:
             # a newer request cancels this worker; the read itself runs to its end, so a
             # database connection is never abandoned halfway through a statement
@@ -211,13 +252,24 @@ class ConsoleScreen(Screen[None]):
             self.notify(f"{type(exc).__name__}: {exc}", title="Read failed", severity="error")
             return
         self.fetch_ms = (time.perf_counter() - started) * 1000
-        self.post_message(self.Loaded(data))
+        self.post_message(self.Loaded(data, listing))
 
     def on_console_screen_loaded(self, message: ConsoleScreen.Loaded) -> None:
         started = time.perf_counter()
-        self.show(message.data)
+        if message.listing == self._drawn_listing:
+            with ExitStack() as live:
+                for table in self.query("#table").results(PageTable):
+                    live.enter_context(table.refreshing())
+                self.show(message.data)
+        else:
+            self.show(message.data)
+        self._drawn_listing = message.listing
         self.show_ms = (time.perf_counter() - started) * 1000
         self.loads += 1
+
+    def on_page_table_new_above(self, message: PageTable.NewAbove) -> None:
+        for marker in self.query("#new-rows").results(NewRows):
+            marker.count = message.count
 
     async def fetch(self) -> Any:
         """Read this screen's data (override)."""
@@ -233,15 +285,19 @@ class ConsoleScreen(Screen[None]):
             self.notify("This is the last page.")
             return
         self.pages.append(self.last_keyset)
+        self.listing += 1
         self.reload()
 
     def action_previous_page(self) -> None:
         if len(self.pages) > 1:
             self.pages.pop()
+            self.listing += 1
             self.reload()
 
     def first_page(self) -> None:
+        """Back to the first page of a new list (a filter or a view changed)."""
         self.pages = [None]
+        self.listing += 1
 
     def page_note(self, shown: int, size: int) -> str:
         return f"page {len(self.pages)} · {shown} row{'s' if shown != 1 else ''}" + (

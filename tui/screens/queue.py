@@ -1,4 +1,8 @@
-"""3 · Queue: jobs due now, pending, in flight (lease owner and expiry), retrying."""
+"""3 · Queue: jobs due now, pending, in flight (lease owner and expiry), retrying.
+
+It opens on the first of those views that has jobs (due now, else pending, else in
+flight, else retrying; pending when the queue is empty), never on an empty view while
+jobs wait in another."""
 
 from __future__ import annotations
 
@@ -48,7 +52,14 @@ class QueueScreen(ConsoleScreen):
     def __init__(self) -> None:
         super().__init__()
         self.view = "due"
+        #: The view was chosen (by a key, or by the first read): until then the first
+        #: read looks for a view with jobs.
+        self.chosen = False
         self.rows: dict[str, QueueRow] = {}
+
+    def action_view(self, view: str) -> None:
+        self.chosen = True
+        super().action_view(view)
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -60,12 +71,24 @@ class QueueScreen(ConsoleScreen):
         yield footer()
 
     async def fetch(self) -> Any:
-        return await self.herald.queue_page(
-            self.principal, self.view, after=self.pages[-1], limit=PAGE
-        )
+        if self.chosen:
+            return self.view, await self.herald.queue_page(
+                self.principal, self.view, after=self.pages[-1], limit=PAGE
+            )
+        for view in QUEUE_VIEWS:  # the first view with jobs
+            rows = await self.herald.queue_page(self.principal, view, limit=PAGE)
+            if rows:
+                return view, rows
+        return "pending", []
 
     def show(self, data: Any) -> None:
-        rows: list[QueueRow] = data
+        view, rows = data
+        if view != self.view:
+            if self.chosen:  # read before a key chose another view: its read follows
+                return
+            self.view = view
+            self._draw_views()
+        self.chosen = True
         now = self.herald.clock.now()
         self.rows = {str(r.job_id): r for r in rows}
         self.table.show(

@@ -1,5 +1,10 @@
 """A table that shows one page of keyed rows and survives live refreshes: the cursor
-stays on the same row (by key), the scroll position and the selection are kept.
+stays on the same row (by key) and the selection is kept. Rows that arrive above the
+view do not push what is on screen away: the view stays on the rows it showed and the
+table counts the new ones above it (:class:`PageTable.NewAbove`, which the screen shows
+as "45 new ↑") until they are scrolled into view or ``home`` is pressed. With the
+cursor on the first row the table follows instead: the newest rows come into view and
+the cursor stays on the first row.
 
 Its columns give way in a narrow terminal by priority (:class:`Col`): the message text
 keeps its room, lower-priority columns shrink to their least width and then hide. What a
@@ -7,7 +12,8 @@ column hides or cuts the screen's detail pane shows in full."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -97,7 +103,23 @@ class PageTable(DataTable[Any]):
             tooltip="Marked rows of this page are unmarked, the others marked",
         ),
         Binding("escape", "clear_selection", "Unselect", show=False, id="clear-selection"),
+        Binding(
+            "home",
+            "newest",
+            "First row",
+            show=False,
+            id="first-row",
+            tooltip="Shows the rows that arrived above the view",
+        ),
     ]
+
+    class NewAbove(Message):
+        """How many rows arrived above the view and are not seen yet changed."""
+
+        def __init__(self, table: PageTable, count: int) -> None:
+            super().__init__()
+            self.table = table
+            self.count = count
 
     class SelectionChanged(Message):
         """The set of marked rows changed."""
@@ -117,6 +139,15 @@ class PageTable(DataTable[Any]):
         self.rows_given: list[tuple[str, list[Text]]] = []
         #: The width of each column as drawn (None: hidden).
         self.widths: list[int | None] = []
+        #: Rows that arrived above the view on a live refresh, not scrolled into view yet.
+        self.unseen: set[str] = set()
+        self._index: dict[str, int] = {}
+        #: The next :meth:`show` is a live refresh of the same list (see :meth:`refreshing`).
+        self._live = False
+        #: A drawing's scroll position is still to settle (after the next refresh).
+        self._anchoring = False
+        #: The count of unseen rows last told (:class:`NewAbove`).
+        self._told = 0
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in ("toggle_select", "select_all", "invert_selection", "clear_selection"):
@@ -157,13 +188,32 @@ class PageTable(DataTable[Any]):
         if self.specs and self._layout() != self.widths:
             self._draw()
 
+    @contextmanager
+    def refreshing(self) -> Iterator[None]:
+        """Within it, :meth:`show` draws a live refresh of the list already shown (new
+        rows are counted or followed); outside it, a new list (a filter, a view, a
+        page), whose rows are not "new"."""
+        self._live = True
+        try:
+            yield
+        finally:
+            self._live = False
+
     def show(self, rows: Sequence[tuple[str, Sequence[Any]]]) -> None:
         """Replace the rows, keeping the cursor on the same key (or the same place)."""
         self.rows_given = [(key, [one_line(cell) for cell in cells]) for key, cells in rows]
-        self._draw()
+        self._draw(live=self._live, fresh=not self._live)
 
-    def _draw(self) -> None:
+    def _draw(self, *, live: bool = False, fresh: bool = False) -> None:
         current, index, scroll = self.cursor_key(), self.cursor_row, self.scroll_y
+        old = self._index
+        top = int(scroll)
+        top_key = self.keys[top] if 0 <= top < len(self.keys) else None
+        # the cursor on the first row (and the view at the top): follow the newest rows
+        follow = live and index == 0 and top == 0
+        # the view moves while the rows are replaced: what is unseen is counted once
+        # the scroll position has settled
+        self._anchoring = True
         widths = self._layout()
         if widths != self.widths or not self.columns:
             self.clear(columns=True)
@@ -177,6 +227,7 @@ class PageTable(DataTable[Any]):
             self.clear()
         rows = self.rows_given
         self.keys = [key for key, _ in rows]
+        self._index = {key: i for i, key in enumerate(self.keys)}
         for key, cells in rows:
             mark = (Text(MARK if key in self.selected else ""),) if self.selectable else ()
             shown = [
@@ -185,15 +236,60 @@ class PageTable(DataTable[Any]):
                 if width is not None
             ]
             self.add_row(*mark, *shown, key=key)
+        if fresh:
+            self.unseen = set()
+        if live:
+            self.unseen |= {key for key in self.keys if key not in old}
         if not rows:
+            self._anchoring = False
+            self._count_unseen(0)
             return
-        target = self.keys.index(current) if current in self.keys else min(index, len(rows) - 1)
+        if follow:
+            target, scroll = 0, 0.0
+        else:
+            target = self._index.get(current or "", min(index, len(rows) - 1))
+            if live and top_key in self._index:  # the rows on screen stay where they were
+                scroll = self._index[top_key] + (scroll - top)
         self.move_cursor(row=max(0, target), animate=False, scroll=False)
+        self.scroll_to(y=scroll, animate=False, immediate=True)
+        self._count_unseen(int(scroll))
+        # the table's height for its new rows is known after the next refresh: the
+        # scroll position settles then (and the cursor is kept in view)
+        self.call_after_refresh(self._settle, scroll)
+
+    def _settle(self, scroll: float, tries: int = 20) -> None:
+        if self._require_update_dimensions and tries:  # measured when the loop is idle
+            self.call_after_refresh(self._settle, scroll, tries - 1)
+            return
+        self._anchoring = False
         self.scroll_to(y=scroll, animate=False, immediate=True)
         if self.cursor_row < self.scroll_y or self.cursor_row >= self.scroll_y + max(
             1, self.size.height - 1
         ):
             self.move_cursor(row=self.cursor_row, animate=False, scroll=True)
+        self._count_unseen(int(self.scroll_y))
+
+    # --- new rows above the view ----------------------------------------------------------
+
+    def _count_unseen(self, first_shown: int) -> None:
+        """Forget the new rows at or below ``first_shown`` (they are in view, or were)
+        and say how many are left above it."""
+        self.unseen = {k for k in self.unseen if self._index.get(k, first_shown) < first_shown}
+        if len(self.unseen) != self._told:
+            self._told = len(self.unseen)
+            self.post_message(self.NewAbove(self, self._told))
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        if self.unseen and not self._anchoring:
+            self._count_unseen(int(new_value))
+
+    def action_newest(self) -> None:
+        """The first row, scrolled into view with what arrived above."""
+        if self.keys:
+            self.move_cursor(row=0, animate=False, scroll=False)
+        self.scroll_to(y=0, animate=False, immediate=True)
+        self._count_unseen(0)
 
     # --- selection ----------------------------------------------------------------------
 
