@@ -44,9 +44,10 @@ BULK = tuple(name for name in ACTIONS if name in SCHEDULE_BULK)
 #: Verbs with an action of their own: a form (edit), a question naming the occurrence
 #: (skip); the others act through ``bulk``.
 OWN_ACTION = ("edit", "skip")
-#: The verbs the footer shows at 80 columns; the rest are in the keys panel (?) and the
-#: command palette.
-FOOTER = ("edit", "pause", "resume", "cancel", "shift")
+#: The verbs the footer shows at 80 columns (with space Select, n New, ? Keys and q
+#: Quit); the rest (shift, the capitals) are in the keys panel (?) and the command
+#: palette, and ``/`` is named by the filter bar itself.
+FOOTER = ("edit", "pause", "resume", "skip", "cancel")
 VERBS = {name: v.label for name, v in ACTIONS.items()}
 DONE = {name: v.done or v.label for name, v in ACTIONS.items()}
 
@@ -89,11 +90,11 @@ class SchedulesScreen(ConsoleScreen):
     TITLE = "Schedules"
     FOCUS = "#table"
     NOTES = ("view.everyone", "schedule.others")
-    # the footer (80 columns) shows the filter and the actions on a row or a selection;
-    # the rest are in the keys panel (?) and the command palette
+    # the footer (80 columns) shows new and the actions on a row or a selection; the
+    # rest are in the keys panel (?) and the command palette
     BINDINGS = [
-        Binding("slash", "focus_filter", "Filter", id="filter"),
-        Binding("n", "new", "New", id="schedule-new", show=False),
+        Binding("slash", "focus_filter", "Filter", id="filter", show=False),
+        Binding("n", "new", "New", id="schedule-new"),
         *_bindings(),
         *screen_keys(show=False),
         *PAGING,
