@@ -244,7 +244,8 @@ def _parse_once(text: str, zi: ZoneInfo, now: datetime) -> datetime | None:
     if m:
         return _relative(m, text, zi, now)
     m = _CLOCK_ONLY.match(text)
-    if m and (m["at"] or not text.isdigit()):
+    # a bare "9" or "2h" may be a duration: a clock time only after "at"
+    if m and (m["at"] or not (text.isdigit() or text.endswith("h"))):
         clock_time = clock(m["clock"])
         if clock_time is not None:
             return _today_or_tomorrow(clock_time, zi, now)

@@ -1049,6 +1049,7 @@ WRITTEN_REFUSALS = [
     (BER, "every 1st tuesday", "every first monday of the month"),
     (LA, "at 5pm AST", "AST is ambiguous: America/Halifax"),
     (KOL, "febuary 30", 'Could not read "february 30": February has no day 30 (it has 29 days).'),
+    (UTC_, "2h", 'Could not read "2h": try'),  # a duration, maybe: "at 2h" or "in 2h"
 ]
 
 
