@@ -323,7 +323,9 @@ def zone_at_end(text: str) -> tuple[str, ZoneInfo, str | None] | None:
             found = _abbreviation(token)
             if found is not None:
                 return rest, found[0], found[1]
-            if lowered[0] in _UTC_WORDS or "/" in token or _OFFSET.match(lowered[0]):
+            if _OFFSET.match(_key(token)):
+                return rest, resolve_zone(token), None  # refuses "UTC+99", saying why
+            if lowered[0] in _UTC_WORDS or "/" in token:
                 named = _named(token)
                 if named is not None:
                     return rest, named, None

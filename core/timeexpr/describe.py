@@ -183,7 +183,7 @@ def _line(rule: Rule, parts: dict[str, str]) -> str:
         else:
             text = _every(n, _day_names(codes), "")
     elif freq == "MONTHLY" and months and n == 1 and "BYMONTHDAY" in parts and "BYDAY" not in parts:
-        days = [ordinal_text(d) if d > 0 else _month_day(d) for d in _ints(parts, "BYMONTHDAY", 1)]
+        days = [_month_day(d).removeprefix("the ") for d in _ints(parts, "BYMONTHDAY", 1)]
         text, months = f"every {and_list(days)} of{months.removeprefix(' in')}", ""
     elif freq == "MONTHLY":
         text = _monthly(parts, rule, n)

@@ -625,6 +625,12 @@ SAID: list[Said] = [
         "DTSTART;TZID=UTC:20260315T090000\nRRULE:FREQ=MONTHLY;BYMONTHDAY=15",
     ),
     said(UTC_, "at 5pm UTC+2", "2026-03-07T15:00:00Z", "once, Sat 7 Mar 2026 17:00 (Etc/GMT-2)"),
+    said(
+        UTC_,
+        "every quarter on the last day",
+        "2026-04-30T09:00:00Z",
+        "every last day of January, April, July and October at 09:00 (UTC)" + DEFAULT,
+    ),
     # ---- Europe/Berlin
     said(
         BER,
@@ -1050,6 +1056,7 @@ WRITTEN_REFUSALS = [
     (LA, "at 5pm AST", "AST is ambiguous: America/Halifax"),
     (KOL, "febuary 30", 'Could not read "february 30": February has no day 30 (it has 29 days).'),
     (UTC_, "2h", 'Could not read "2h": try'),  # a duration, maybe: "at 2h" or "in 2h"
+    (UTC_, "at 9 UTC+99", "There is no zone at UTC+99: offsets go from UTC−12 to UTC+14."),
 ]
 
 
