@@ -1,8 +1,10 @@
 """``herald``: the entry point of the command line.
 
 It parses the arguments and only then imports what the command needs (bot/cli_commands.py
-and, through it, the store, the use cases and the channels), so ``herald --help`` and a
-usage error answer at once. Output to a closed pipe (``herald list | head``) ends quietly.
+and, through it, the store, the use cases and the channels), so ``herald --help``,
+``herald --version`` and a usage error answer at once, and ``herald when`` (bot/cli_when.py)
+loads no database code unless it reads the member's zone. Output to a closed pipe
+(``herald list | head``) ends quietly.
 """
 
 from __future__ import annotations
@@ -31,6 +33,10 @@ def main(argv: Sequence[str] | None = None, *, settings: Settings | None = None)
     """Entry point of the ``herald`` console script. Returns the exit status."""
     args = build_parser().parse_args(argv)
     try:
+        if args.command == "when":  # no database code unless the member's zone is needed
+            from bot.cli_when import run as run_when
+
+            return run_when(args, settings)
         if (
             settings is None
             and args.command in _REMOTE

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -21,6 +22,30 @@ WHEN_MEANINGS = (
 )
 
 
+def herald_version() -> str:
+    """The installed Herald's version (read from its package metadata on demand)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("herald")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "(not installed)"
+
+
+class _Version(argparse.Action):
+    """``herald --version``: prints and exits during parsing, before any command's
+    imports (argparse's own "version" action would read the metadata on every start)."""
+
+    def __init__(self, option_strings: list[str], dest: str, help: str | None = None) -> None:
+        super().__init__(
+            option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, nargs=0, help=help
+        )
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        sys.stdout.write(f"herald {herald_version()}\n")
+        parser.exit()
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse that reports usage errors as one line, exit status 2."""
 
@@ -30,6 +55,7 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="herald", description="Scheduled messages for teams.")
+    p.add_argument("--version", action=_Version, help="print Herald's version and exit")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     def add(name: str, help_text: str) -> argparse.ArgumentParser:
@@ -258,6 +284,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --serve: the URL browsers use (needed with another --host; https behind TLS)",
     )
     c.add_argument("--port", type=int, default=8000, help="with --serve (default 8000)")
+
+    c = add("info", "Which database, data folder, settings file and version herald uses.")
+    c.add_argument("--json", action="store_true")
 
     c = add("demo", "Run the local demo on a fresh SQLite file.")
     c.add_argument(

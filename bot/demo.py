@@ -8,6 +8,7 @@ foreground and prints each delivery, retry and dead letter as it happens.
 from __future__ import annotations
 
 import asyncio
+import shutil
 import sys
 from pathlib import Path
 from typing import TextIO
@@ -19,6 +20,40 @@ from core.views import local
 
 DEMO_DB = "herald-demo.db"
 FAILING = "webhook:http://127.0.0.1:9/hook"  # nothing listens there: every try fails
+
+
+def herald_command() -> tuple[str, str | None]:
+    """How to type ``herald`` here: the word itself when it is on PATH; else the
+    installed console script's path (relative when it is under this folder, as
+    ``.venv/bin/herald`` after ``make demo``) and how to put it on PATH."""
+    script = shutil.which("herald", path=str(Path(sys.executable).parent))
+    if script is None:  # not installed as a console script (a source tree): nothing better
+        return "herald", None
+    found = shutil.which("herald")
+    if found is not None and Path(found).resolve() == Path(script).resolve():
+        return "herald", None
+    folder = Path(script).parent.absolute()
+    try:
+        shown = Path(script).absolute().relative_to(Path.cwd()).as_posix()
+    except ValueError:
+        shown = str(Path(script).absolute())
+    hint = f'export PATH="{folder}:$PATH"'
+    if (folder / "activate").is_file():
+        hint += f"   (or: source {Path(shown).parent.as_posix()}/activate)"
+    return shown, hint
+
+
+def _next_steps(out: TextIO) -> None:
+    """The commands to look around with after the demo, typed as they work here."""
+    herald, path_hint = herald_command()
+    out.write(f"  HERALD_DATABASE_URL=sqlite:///{DEMO_DB} {herald} list --state delivered\n")
+    out.write(f"  HERALD_DATABASE_URL=sqlite:///{DEMO_DB} {herald} dead list\n")
+    if path_hint is not None:
+        out.write(f"`herald` is not on your PATH; to type just `herald`:\n  {path_hint}\n")
+    out.write(
+        "Your own schedules go to your own database (`herald info` says where): "
+        'README.md, section "Five minutes to a first message".\n'
+    )
 
 
 async def seed(herald: Herald, actor: str, out: TextIO) -> None:
@@ -40,6 +75,8 @@ async def seed(herald: Herald, actor: str, out: TextIO) -> None:
 
 
 def _observer(out: TextIO) -> object:
+    herald, _ = herald_command()
+
     def observe(item: Finished) -> None:
         job = item.job
         if item.state == "retrying" and item.retry_at is not None and item.attempt is not None:
@@ -51,7 +88,7 @@ def _observer(out: TextIO) -> object:
         elif item.state == "dead":
             out.write(
                 f"[herald] job {job.id} is now a dead letter: {item.error}\n"
-                f"         (see it: HERALD_DATABASE_URL=sqlite:///{DEMO_DB} herald dead list)\n"
+                f"         (see it: HERALD_DATABASE_URL=sqlite:///{DEMO_DB} {herald} dead list)\n"
             )
         elif item.state == "delivered" and item.next_run is not None:
             again = f"{item.next_run:%H:%M:%S}"
@@ -106,8 +143,7 @@ def run_demo(settings: Settings, out: TextIO, *, console: bool = False) -> int:
         demo,
     )
     out.write(f"\nStopped. Everything is still in {DEMO_DB}: try\n")
-    out.write(f"  HERALD_DATABASE_URL=sqlite:///{DEMO_DB} herald list --state delivered\n")
-    out.write(f"  HERALD_DATABASE_URL=sqlite:///{DEMO_DB} herald dead list\n")
+    _next_steps(out)
     return 0
 
 
@@ -155,5 +191,6 @@ def _with_console(demo: Settings) -> int:
             return app.return_code or 0
 
         code = asyncio.run(go())
-    sys.stdout.write(f"Demo stopped. Deliveries are in {DEMO_LOG}; the data in {DEMO_DB}.\n")
+    sys.stdout.write(f"Demo stopped. Deliveries are in {DEMO_LOG}; the data in {DEMO_DB}: try\n")
+    _next_steps(sys.stdout)
     return code

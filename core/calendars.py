@@ -21,7 +21,6 @@ from core.errors import HeraldError, InvalidInput
 from core.ics_read import MAX_INSTANCES
 from core.ics_read import Blackouts as Blackouts  # known from here, too
 from core.ics_read import CalendarError as CalendarError
-from core.models import Schedule, ScheduleState
 from core.netguard import Guard
 
 if TYPE_CHECKING:
@@ -29,6 +28,7 @@ if TYPE_CHECKING:
 
     from core import timeexpr
     from core.calendar_fetch import FetchLimits
+    from core.models import Schedule
 
 
 def parse(text: str | bytes, source: str = "the calendar") -> None:
@@ -291,6 +291,8 @@ def schedule_upcoming(
     ``count`` occurrences its skip calendars skip, with the event's name (nothing unless
     it is active). A stored rule that cannot be read shows its planned next send only
     (a listing must not fail over one schedule)."""
+    from core.models import ScheduleState  # not at the top: `herald when` needs no tables
+
     first = schedule.next_run_at
     if schedule.state != ScheduleState.ACTIVE.value or first is None:
         return [], []

@@ -117,6 +117,37 @@ def redacted(url: str) -> str:
     return _parse(url).render_as_string(hide_password=True)
 
 
+def sqlite_path(url: str) -> Path | None:
+    """The absolute path of a SQLite database's file; None for PostgreSQL and for
+    SQLite in memory."""
+    if backend(url) != "sqlite":
+        return None
+    database = _parse(url).database
+    if database in (None, "", ":memory:") or database.startswith("file:"):
+        return None
+    return Path(database).expanduser().absolute()
+
+
+def location(url: str) -> str:
+    """Which database ``url`` is, said to a person: a SQLite file's absolute path, else
+    the URL with any password hidden."""
+    path = sqlite_path(url)
+    return str(path) if path is not None else redacted(url)
+
+
+def _make_folder(url: str) -> None:
+    """SQLite creates its file but not the folder it is in (the per-user data folder
+    of the default database, on first use): made here, for its owner only."""
+    path = sqlite_path(url)
+    if path is not None and not path.parent.is_dir():
+        try:
+            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        except OSError as exc:
+            raise DatabaseError(
+                f"Cannot make the folder of the database {path}: {exc.strerror or exc}."
+            ) from exc
+
+
 class WriteWaiters:
     """Who waits for a SQLite file's write lock, across processes.
 
@@ -220,6 +251,7 @@ def make_async_engine(
     """The async engine for ``url``. On SQLite a write waits up to ``lock_wait``
     seconds for the write lock."""
     if backend(url) == "sqlite":
+        _make_folder(url)
         # One connection per process: SQLite has one writer anyway, and waiting for
         # the connection in asyncio is far cheaper than SQLite's busy-wait sleeps
         # when two connections of the same process want the write lock.
@@ -262,6 +294,8 @@ def _rollback_if_open(driver: Any) -> None:
 
 def make_sync_engine(url: str, **kwargs: Any) -> sa.Engine:
     """The sync engine for ``url`` (migrations, tooling)."""
+    if backend(url) == "sqlite":
+        _make_folder(url)
     engine = sa.create_engine(sync_url(url), **kwargs)
     if backend(url) == "sqlite":
         _sqlite_setup(engine, SQLITE_LOCK_WAIT_SECONDS)

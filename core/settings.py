@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import pwd
 from datetime import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
@@ -20,6 +21,24 @@ if TYPE_CHECKING:
     from core.calendar_fetch import FetchLimits
     from core.netguard import Guard
 
+#: The SQLite file of the default database, in :func:`data_dir`.
+DATABASE_FILE = "herald.db"
+
+
+def data_dir() -> Path:
+    """Herald's per-user data folder: the platform's user data directory
+    (``~/.local/share/herald`` or ``$XDG_DATA_HOME/herald`` on Linux,
+    ``~/Library/Application Support/herald`` on macOS, ``%LOCALAPPDATA%\\herald`` on
+    Windows), whatever folder a command runs in. Created when the database is."""
+    import platformdirs
+
+    return platformdirs.user_data_path("herald", appauthor=False)
+
+
+def default_database_url() -> str:
+    """``HERALD_DATABASE_URL`` when unset: one SQLite file per user, in :func:`data_dir`."""
+    return f"sqlite:///{(data_dir() / DATABASE_FILE).as_posix()}"
+
 
 class Settings(BaseSettings):
     """Herald's configuration. Secrets are ``SecretStr`` so they never print."""
@@ -28,7 +47,9 @@ class Settings(BaseSettings):
         env_file=".env", env_file_encoding="utf-8", extra="ignore", populate_by_name=True
     )
 
-    database_url: str = Field(default="sqlite:///herald.db", alias="HERALD_DATABASE_URL")
+    #: Unset: one SQLite file per user (:func:`default_database_url`), not the
+    #: current folder's, so every folder a command runs in sees the same schedules.
+    database_url: str = Field(default_factory=default_database_url, alias="HERALD_DATABASE_URL")
     admins: Annotated[frozenset[str], NoDecode] = Field(default=frozenset(), alias="HERALD_ADMINS")
     default_tz: str = Field(default="UTC", alias="HERALD_DEFAULT_TZ")
     #: The time of day of a rule that names none ("every weekday"), in its own zone.
@@ -289,6 +310,8 @@ class Settings(BaseSettings):
     @field_validator("rate_limits")
     @classmethod
     def _check_rate_limits(cls, value: str | None) -> str | None:
+        if value is None:  # the default (validated too): no need to load the channels
+            return value
         from core.ratelimit import RateLimits
 
         try:
@@ -345,6 +368,11 @@ class Settings(BaseSettings):
             for pair in self.webhook_secrets.get_secret_value().split(","):
                 values.append(pair.partition("=")[2].strip())
         return [v for v in values if len(v) >= 6]
+
+    @property
+    def database_is_default(self) -> bool:
+        """Whether the database is the per-user default (HERALD_DATABASE_URL unset)."""
+        return self.database_url == default_database_url()
 
     @property
     def local_actor(self) -> str:

@@ -6,11 +6,15 @@ from core.errors import ConfigError
 from core.settings import load_settings
 
 
-def test_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_defaults(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("HERALD_DATABASE_URL", "HERALD_ADMINS", "SLACK_BOT_TOKEN"):
         monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))  # platformdirs' Linux rule
+    monkeypatch.chdir(tmp_path)
     s = load_settings(_env_file=None)
-    assert s.database_url == "sqlite:///herald.db"
+    # one file per user, in the platform's data folder: not the current folder's
+    assert s.database_url == f"sqlite:///{tmp_path}/data/herald/herald.db"
+    assert s.database_is_default
     assert s.admins == frozenset()
     assert s.slack_bot_token is None
 
