@@ -786,7 +786,9 @@ class Dispatcher:
                 await clock.sleep(pace)  # not holding a sending slot meanwhile
         if result.error is not None:  # failures only: the provider's words, scrubbed
             result = replace(result, error=self.scrub(result.error))
-        return self._outcome(job, result, started, clock.now(), destination_key=key)
+        return self._outcome(
+            job, result, started, clock.now(), destination_key=key, body=delivery.body
+        )
 
     async def _fresh_slot(self, key: str, limit: RateLimit) -> datetime | None:
         """A new send slot from ``key``'s shared bucket for a job that missed its own
@@ -857,7 +859,10 @@ class Dispatcher:
         finished: datetime,
         *,
         destination_key: str,
+        body: str | None = None,
     ) -> Finished:
+        """What to record of a try: its attempt (with ``body``, the text it sent; the
+        delivery log shows it) and the job's next state."""
         attempt = AttemptRecord(
             started_at=started,
             finished_at=finished,
@@ -865,6 +870,7 @@ class Dispatcher:
             status_code=result.status_code,
             error=result.error,
             message_id=result.message_id,
+            body=body,
         )
         if result.outcome is Outcome.OK:
             return Finished(job, _DELIVERED, attempt, next_run=self._next_run(job, finished))

@@ -335,6 +335,9 @@ class Attempt(SQLModel, table=True):
     error: str | None = Field(default=None, sa_type=sa.Text)
     provider_message_id: str | None = Field(default=None, max_length=200)
     worker: str = Field(default="", max_length=200)
+    #: The message text as this attempt sent it (variables filled in for its
+    #: occurrence); None for attempts of an older Herald, and those that sent nothing.
+    body: str | None = Field(default=None, sa_type=sa.Text)
 
 
 class Audit(SQLModel, table=True):

@@ -136,6 +136,7 @@ def attempt_dict(attempt: Attempt) -> dict[str, Any]:
         "error": error_text(attempt.error),
         "provider_message_id": attempt.provider_message_id,
         "worker": attempt.worker,
+        "text": attempt.body,
     }
 
 

@@ -173,6 +173,9 @@ class AttemptOut(_Out):
     error: str | None
     provider_message_id: str | None
     worker: str
+    #: The text this attempt sent, its variables filled in (None: kept by no older
+    #: Herald, or nothing was sent).
+    text: str | None = None
 
 
 class ScheduleJobs(_Out):

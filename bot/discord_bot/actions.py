@@ -172,7 +172,10 @@ async def list_schedules(
         for live in (ScheduleState.ACTIVE, ScheduleState.PAUSED):
             found += await herald.list_schedules(actor, everyone=everyone, state=live.value)
     number = 0 if page is None else page.number
-    text, number, count = render.listing(found, everyone=everyone, state=state, number=number)
+    viewer = await herald.actor(actor)
+    text, number, count = render.listing(
+        found, everyone=everyone, state=state, number=number, viewer=viewer
+    )
     if page is None or count < 2:
         return Reply(text)
     turns: list[tuple[str, ListPage]] = []

@@ -11,6 +11,7 @@ from datetime import datetime
 from zoneinfo import ZoneInfo
 
 from core import calendars, limits, timeexpr, views
+from core.actors import Actor
 from core.cases.calendars import describe_before
 from core.destinations import parse_destination
 from core.errors import HeraldError
@@ -37,9 +38,11 @@ def stamp(at: datetime) -> str:
     return f"<t:{epoch}:F> (<t:{epoch}:R>)"
 
 
-def where(destination: str) -> str:
+def where(destination: str, *, full: bool = False) -> str:
     """A destination as a reader should see it: ``<#id>`` for a Discord channel,
-    the redacted URI (no webhook token) for anything else."""
+    the redacted URI (no webhook token) for anything else; with ``full`` (its owner,
+    an admin: :func:`core.views.sees_destination`) a webhook's host, port and path,
+    its secrets still hidden."""
     try:
         parsed = parse_destination(destination)
     except HeraldError:
@@ -52,7 +55,7 @@ def where(destination: str) -> str:
         )
     if parsed.kind == "discord":
         return f"<#{parsed.target}>"
-    return f"`{parsed.redacted()}`"
+    return f"`{parsed.for_owner() if full else parsed.redacted()}`"
 
 
 def clip(text: str, limit: int) -> str:
@@ -142,11 +145,12 @@ def detail(found: ScheduleDetail) -> str:
     return fit(text)
 
 
-def line(schedule: Schedule) -> str:
-    """One schedule in a list (at most :data:`LINE_MOST` characters)."""
+def line(schedule: Schedule, viewer: Actor | None = None) -> str:
+    """One schedule in a list (at most :data:`LINE_MOST` characters), as ``viewer``
+    sees it (the owner and the admins: a webhook's host, port and path)."""
     times = upcoming(schedule, count=1)
     when = f"<t:{int(times[0].timestamp())}:R>" if times else schedule.shown_state
-    place = where(schedule.destination)
+    place = where(schedule.destination, full=views.sees_destination(viewer, schedule.owner))
     if len(place) > 62:  # a long redacted address: cut inside its backticks
         place = place[:60] + "…`"
     return (
@@ -167,10 +171,11 @@ def listing(
     everyone: bool = False,
     state: str | None = None,
     number: int = 0,
+    viewer: Actor | None = None,
 ) -> tuple[str, int, int]:
     """Page ``number`` (from 0; past the end: the last) of the open schedules (active
     and paused), or with ``state`` of those given, soonest first: its text, the page
-    shown and how many pages there are."""
+    shown and how many pages there are; as ``viewer`` sees it (:func:`line`)."""
     shown = sorted(
         (s for s in schedules if state is not None or s.state in OPEN_STATES),
         key=lambda s: (s.next_run_at is None, s.next_run_at or s.starts_at),
@@ -182,7 +187,7 @@ def listing(
         return f"{whose} list is empty: nothing is scheduled. Start with `/schedule create`.", 0, 1
     pages = -(-len(shown) // PAGE)
     number = max(0, min(number, pages - 1))
-    rows = [line(s) for s in shown[number * PAGE : (number + 1) * PAGE]]
+    rows = [line(s, viewer) for s in shown[number * PAGE : (number + 1) * PAGE]]
     head = f"**{whose} schedules** ({len(shown)}):"
     foot = [f"-# Page {number + 1} of {pages}"] if pages > 1 else []
     return fit("\n".join([head, *rows, *foot])), number, pages

@@ -16,6 +16,7 @@ from zoneinfo import ZoneInfo
 
 from bot.slack.grammar import escape, unescape
 from core import calendars, limits, verbs, views
+from core.actors import Actor
 from core.cases.calendars import describe_before
 from core.destinations import parse_destination
 from core.errors import HeraldError, InvalidInput
@@ -51,8 +52,10 @@ def date_token(at: datetime, zone: str = "UTC") -> str:
     return f"<!date^{int(at.timestamp())}^{{date_short_pretty}} {{time}}|{fallback}>"
 
 
-def where(destination: str) -> str:
-    """A destination as Slack shows it: ``<#C0123>`` for a Slack channel."""
+def where(destination: str, *, full: bool = False) -> str:
+    """A destination as Slack shows it: ``<#C0123>`` for a Slack channel; a webhook's
+    scheme and host, or with ``full`` (its owner, an admin) its host, port and path
+    with its secrets hidden (:func:`core.views.sees_destination`)."""
     try:
         parsed = parse_destination(destination)
     except HeraldError:
@@ -66,7 +69,7 @@ def where(destination: str) -> str:
     if parsed.kind == "slack":
         channel, _, thread = parsed.target.partition("/")
         return f"<#{channel}>" + (" (in a thread)" if thread else "")
-    return f"`{escape(parsed.redacted())}`"
+    return f"`{escape(parsed.for_owner() if full else parsed.redacted())}`"
 
 
 def skipping(schedule: Schedule, skipped: list[tuple[datetime, str]]) -> str | None:
@@ -90,12 +93,20 @@ def quote(body: str, limit: int = QUOTE_LIMIT) -> str:
     return "\n".join(f">{line}" for line in shown.splitlines() or [""])
 
 
-def summary(schedule: Schedule, *, owner: bool = False, read_back: bool = False) -> str:
+def summary(
+    schedule: Schedule,
+    *,
+    owner: bool = False,
+    read_back: bool = False,
+    viewer: Actor | None = None,
+) -> str:
     """Id, destination, the time in words, the next times, the message quoted.
-    ``read_back``: the words tell a time of day Herald chose (a create or an edit)."""
+    ``read_back``: the words tell a time of day Herald chose (a create or an edit);
+    ``viewer``: who reads it (its owner and the admins see a webhook's path)."""
     times, skipped = calendars.schedule_upcoming(schedule, NEXT_COUNT)
     words = views.read_back(schedule) if read_back else describe(schedule)
-    lines = [f"*#{schedule.id}* to {where(schedule.destination)}: {escape(words)}"]
+    full = views.sees_destination(viewer, schedule.owner)
+    lines = [f"*#{schedule.id}* to {where(schedule.destination, full=full)}: {escape(words)}"]
     if schedule.state != ScheduleState.ACTIVE.value:
         lines.append(f"_{schedule.shown_state}_")
     elif times:
@@ -183,8 +194,9 @@ def schedule_blocks(
     owner: bool = False,
     one: bool = False,
     read_back: bool = False,
+    viewer: Actor | None = None,
 ) -> Blocks:
-    blocks = [section(summary(schedule, owner=owner, read_back=read_back))]
+    blocks = [section(summary(schedule, owner=owner, read_back=read_back, viewer=viewer))]
     actions = buttons(schedule, full=full, one=one)
     if actions is not None:
         blocks.append(actions)
@@ -258,9 +270,11 @@ class Page:
         return replace(self, number=self.number + step)
 
 
-def list_reply(schedules: list[Schedule], page: Page) -> Reply:
+def list_reply(schedules: list[Schedule], page: Page, viewer: Actor | None = None) -> Reply:
     """Page ``page.number`` of ``schedules`` (:data:`LIST_PAGE` a page), with Previous
-    and Next buttons when there are other pages. A page past the end shows the last."""
+    and Next buttons when there are other pages. A page past the end shows the last.
+    ``viewer``: who asked (their own and, for an admin, everyone's webhooks are shown
+    with their host, port and path)."""
     whose = "Everyone's" if page.everyone else "Your"
     if page.state is not None:
         whose += f" {page.state}"
@@ -275,7 +289,7 @@ def list_reply(schedules: list[Schedule], page: Page) -> Reply:
     blocks: Blocks = [section(f"*{whose} schedules* ({len(schedules)}{where_in})")]
     for schedule in shown:
         blocks.append({"type": "divider"})
-        blocks.extend(schedule_blocks(schedule, full=True, owner=page.everyone))
+        blocks.extend(schedule_blocks(schedule, full=True, owner=page.everyone, viewer=viewer))
     if pages > 1:
         here = replace(page, number=number)
         turns = []

@@ -128,7 +128,7 @@ class Commands(Reminders):
             schedules = await self.herald.list_schedules(
                 actor, everyone=page.everyone, state=page.state
             )
-        return list_reply(schedules, page)
+        return list_reply(schedules, page, person.actor)
 
     async def change(self, person: Person, verb: str, schedule_id: int) -> Schedule:
         """Cancel, pause, resume or skip (core/verbs.py): one use case each."""

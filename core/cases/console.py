@@ -25,6 +25,7 @@ from core.store import AuditEntry
 from core.store.calendars import CalendarPage
 from core.store.console import (
     RESPONSE_CHARS,
+    TEXT_CHARS,
     AttemptFilter,
     AttemptRow,
     AuditFilter,
@@ -504,10 +505,16 @@ def _upcoming(schedule: Schedule, now: datetime) -> list[datetime]:
 
 
 def _attempt_event(a: Any) -> TimelineEvent:
+    """An attempt (an Attempt or an AttemptRow) on a timeline: where it ran, how it
+    went, and the text it sent (variables filled in), when it kept it."""
     code = f" {a.status_code}" if a.status_code is not None else ""
     text = f"attempt on {a.worker or '?'}: {a.outcome}{code}"
     if a.provider_message_id:
         text += f" (message {a.provider_message_id})"
+    if a.body:
+        sent = " ".join(a.body.split())
+        sent = sent if len(sent) <= TEXT_CHARS else sent[: TEXT_CHARS - 1] + "…"
+        text += f' · sent "{sent}"'
     return TimelineEvent(a.started_at, "attempt", text, a.job_id, (a.error or "")[:RESPONSE_CHARS])
 
 

@@ -46,6 +46,7 @@ from core.destinations import (
     Destination,
     UriSyntax,
     names_need_connection,
+    owner_url_view,
     redact_url_path,
     url_parts,
 )
@@ -593,6 +594,7 @@ class DiscordWebhookChannel(_DiscordHTTP):
         "discord-webhook:https://discord.com/api/webhooks/ID/TOKEN",
         _check_webhook,
         redact=redact_url_path,
+        owner_view=owner_url_view,
         settings=("webhook_allow_private",),
     )
     #: Discord allows 5 webhook requests per 2 seconds and 30 messages a minute.

@@ -109,7 +109,8 @@ class AttemptRow:
     error: str | None
     provider_message_id: str | None
     worker: str
-    #: The message text (its first ``TEXT_CHARS`` characters).
+    #: The message text as the attempt sent it, variables filled in (its first
+    #: ``TEXT_CHARS`` characters; the schedule's text for attempts that kept none).
     body: str = ""
 
 
@@ -491,7 +492,10 @@ class ConsoleQueries(Gateway):
                 sa.func.substr(ATTEMPT.c.error, 1, RESPONSE_CHARS).label("error"),
                 ATTEMPT.c.provider_message_id,
                 ATTEMPT.c.worker,
-                sa.func.substr(SCHEDULE.c.body, 1, TEXT_CHARS).label("body"),
+                # the text as sent (before issue 33 not kept: the schedule's then)
+                sa.func.substr(
+                    sa.func.coalesce(ATTEMPT.c.body, SCHEDULE.c.body), 1, TEXT_CHARS
+                ).label("body"),
             )
             .join(JOB, JOB.c.id == ATTEMPT.c.job_id)
             .join(SCHEDULE, SCHEDULE.c.id == JOB.c.schedule_id)

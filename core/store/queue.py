@@ -80,6 +80,8 @@ class AttemptRecord:
     status_code: int | None = None
     error: str | None = None
     message_id: str | None = None
+    #: The text sent (the schedule's, its variables filled in); None: nothing was sent.
+    body: str | None = None
 
 
 @dataclass(slots=True)
@@ -217,7 +219,7 @@ UPDATE schedule SET last_outcome = %s WHERE id IN {ids}
 """
 _ATTEMPT_INSERT = """
 INSERT INTO attempt (job_id, started_at, finished_at, outcome, status_code, error,
-    provider_message_id, worker) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)
+    provider_message_id, worker, body) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)
 """
 
 
@@ -378,13 +380,13 @@ RETURNING {_claim_returning("postgresql")}
 _PG_RECORD = """
 WITH tried AS (
     INSERT INTO attempt (job_id, started_at, finished_at, outcome, status_code, error,
-        provider_message_id, worker)
+        provider_message_id, worker, body)
     SELECT a.job_id, a.started_at, a.finished_at, a.outcome, a.status_code, a.error,
-        a.message_id, %(worker)b
+        a.message_id, %(worker)b, a.body
     FROM unnest(%(a_job)b::bigint[], %(a_started)b::timestamptz[],
         %(a_finished)b::timestamptz[], %(a_outcome)b::text[], %(a_status)b::int[],
-        %(a_error)b::text[], %(a_message)b::text[])
-        AS a(job_id, started_at, finished_at, outcome, status_code, error, message_id)
+        %(a_error)b::text[], %(a_message)b::text[], %(a_body)b::text[])
+        AS a(job_id, started_at, finished_at, outcome, status_code, error, message_id, body)
 )
 UPDATE job SET state = o.state, due_at = coalesce(o.retry_at, job.due_at),
     attempts = job.attempts - o.refund, last_error = o.error, finished_at = o.finished_at,
@@ -684,6 +686,7 @@ class QueueQueries(Gateway):
                         a.error,
                         a.message_id,
                         worker,
+                        a.body,
                     )
                     for r in results
                     if (a := r.attempt) is not None
@@ -742,6 +745,7 @@ class QueueQueries(Gateway):
             "a_status": [a.status_code for _, a in tried],
             "a_error": [a.error for _, a in tried],
             "a_message": [a.message_id for _, a in tried],
+            "a_body": [a.body for _, a in tried],
             "ids": [r.job.id for r in results],
             "states": [r.state for r in results],
             "retry_at": [None if r.state == done else r.retry_at for r in results],

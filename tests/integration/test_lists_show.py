@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import json
+import random
 from datetime import timedelta
 
 import pytest
@@ -16,9 +17,12 @@ from bot.cli_parser import build_parser
 from core.actors import Principal, Surface
 from core.clock import ManualClock
 from core.destinations import parse_destination
+from core.dispatcher import Dispatcher, DispatcherConfig
 from core.settings import Settings
+from core.store.console import AttemptFilter
 from core.store.queue import AttemptRecord, Finished
 from core.usecases import Herald
+from tests.support.channels import RecordingChannel
 
 ADMIN = "local:root-admin"  # HERALD_ADMINS in the settings fixture
 MEMBER = "local:bob"
@@ -170,3 +174,30 @@ async def test_owner_and_admins_see_a_webhooks_host_port_and_path(
 def test_the_owners_view_hides_secrets_in_the_path_and_query(uri: str, owner_sees: str) -> None:
     parsed = parse_destination(uri)
     assert parsed.for_owner() == owner_sees
+
+
+async def test_the_delivery_log_shows_the_text_as_sent(herald: Herald, clock: ManualClock) -> None:
+    """The delivery log and the timeline showed the schedule's template (``{date:%A}``);
+    they show the text each attempt sent, also after the schedule's text is edited."""
+    s, _ = await herald.create_schedule(
+        MEMBER, to="log:", when="every day at 13:00", text="Happy {date:%A}, #{schedule.id}!"
+    )
+    channel = RecordingChannel()
+    config = DispatcherConfig(max_attempts=4, backoff_base=5, backoff_cap=60, max_lateness=3600)
+    dispatcher = Dispatcher(
+        herald.store, {"log": channel}, clock=clock, config=config, rng=random.Random(7)
+    )
+    clock.advance(timedelta(hours=1))  # Monday 2 March 2026, 13:00 UTC
+    assert (await dispatcher.drain()).outcomes["delivered"] == 1
+    sent = f"Happy Monday, #{s.id}!"
+    assert [d.body for d in channel.deliveries] == [sent]
+    await herald.edit_schedule(MEMBER, s.id, text="Something else on {date:%d}")
+
+    [row] = await herald.delivery_log(ADMIN, AttemptFilter(schedule_id=s.id))
+    assert row.body == sent
+    detail = await herald.show_schedule(MEMBER, s.id)
+    [attempt] = detail.attempts
+    assert attempt.body == sent
+    timeline = await herald.timeline(MEMBER, schedule_id=s.id)
+    [event] = [e for e in timeline.events if e.kind == "attempt"]
+    assert f'sent "{sent}"' in event.text

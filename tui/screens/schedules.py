@@ -9,7 +9,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Header, Input, Static
 
-from core import verbs
+from core import verbs, views
 from core.cases.console import SCHEDULE_BULK, parse_shift
 from core.errors import HeraldError
 from core.models import Schedule
@@ -28,6 +28,7 @@ COLUMNS = (
     Col("id", 10, keep=7),
     Col("state", 12, keep=9),
     Col("next run", 9, keep=8),
+    Col("when", 24, keep=7, least=10),  # the rule in words ("once" beside a next run)
     Col("owner", 24, keep=4, least=8),
     Col("to", 30, keep=6, least=12),
     Col("text", CELL, keep=10, least=30, flex=True),
@@ -136,6 +137,7 @@ class SchedulesScreen(ConsoleScreen):
                         str(s.id),
                         s.shown_state,
                         ago(s.next_run_at, now),
+                        views.when_column(s),
                         s.owner,
                         dest(s.destination),
                         clip(s.body, CELL),

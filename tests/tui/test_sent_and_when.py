@@ -1,0 +1,50 @@
+"""The console's lists show what matters (issue 33): the Schedules screen a WHEN column
+(a weekday standup and a one-off tea looked alike), the delivery log the text each
+attempt sent (it showed the template, ``{date:%A}``)."""
+
+from __future__ import annotations
+
+import random
+from datetime import timedelta
+from typing import Any
+
+from core.clock import ManualClock
+from core.dispatcher import Dispatcher, DispatcherConfig
+from core.usecases import Herald
+from tests.support.channels import RecordingChannel
+from tests.tui.conftest import ADMIN, MEMBER, run, screen_text, settle
+
+
+async def test_schedules_screen_says_when_in_words(
+    console: Any, herald: Herald, seeded: dict[str, Any]
+) -> None:
+    app = console(ADMIN, mode="schedules")
+    async with run(app, size=(120, 40)) as pilot:
+        await settle(pilot)
+        lines = screen_text(app).splitlines()
+    [header] = [line for line in lines if " state " in line and " text" in line]
+    assert " when " in header
+    [standup] = [line for line in lines if "Standup" in line and "slack:C0STANDUP" in line]
+    assert "every weekday at 09:00" in standup
+    [release] = [line for line in lines if "Release" in line and "discord:" in line]
+    assert " once " in release
+
+
+async def test_delivery_log_shows_the_text_as_sent(
+    console: Any, herald: Herald, clock: ManualClock
+) -> None:
+    await herald.create_schedule(
+        MEMBER, to="log:", when="every day at 13:00", text="Happy {date:%A}, team!", tz="UTC"
+    )
+    config = DispatcherConfig(max_attempts=4, backoff_base=5, backoff_cap=60, max_lateness=3600)
+    dispatcher = Dispatcher(
+        herald.store, {"log": RecordingChannel()}, clock=clock, config=config, rng=random.Random(7)
+    )
+    clock.advance(timedelta(hours=1))  # Monday 2 March 2026, 13:00 UTC
+    assert (await dispatcher.drain()).outcomes["delivered"] == 1
+    app = console(ADMIN, mode="deliveries")
+    async with run(app, size=(120, 40)) as pilot:
+        await settle(pilot)
+        text = screen_text(app)
+    assert "Happy Monday, team!" in text
+    assert "{date" not in text
