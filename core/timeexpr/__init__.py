@@ -257,10 +257,10 @@ def _read_in(raw: str, words: str, zi: ZoneInfo, now: datetime, default_time: ti
         return _recurring(raw, draft, now, default_time)
     moment = parse_once(words, zi, now, default_time)
     if moment is None:
-        instant = parse_freeform(words, zi, now)
-        if instant is None:
+        found = parse_freeform(words, zi, now, default_time)
+        if found is None:
             raise refuse(raw)
-        moment = Moment(instant)
+        moment = Moment(*found)
     return _once(raw, zi, moment, now, default_time)
 
 

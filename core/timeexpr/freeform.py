@@ -4,9 +4,10 @@ dateparser reads much more English than our grammar ("April 1st, 2026 8:00 AM",
 "friday afternoon", "12:00 on 1 may") but it guesses where Herald must not: it
 fills a missing time from "now", reads 04/05 month-first, and maps zone
 abbreviations (CST is three different zones) to one offset. So its answer is taken
-only when the text names a time of day; all-numeric day/month dates and zone
-abbreviations other than UTC/GMT are refused. It is imported lazily (slow to load)
-and asked only after every exact reader failed.
+when the text names a time of day, or a day (which then takes the default time of
+day, as Herald's own readers do); a week or a month ("next week") is refused, and so
+are all-numeric day/month dates and zone abbreviations other than UTC/GMT. It is
+imported lazily (slow to load) and asked only after every exact reader failed.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import re
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import UTC, datetime, time
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -49,11 +50,14 @@ def _dateparser() -> tuple[Any, Any]:
     return DateDataParser, pop_tz_offset_from_string
 
 
-def parse_freeform(text: str, zi: ZoneInfo, now: datetime) -> datetime | None:
-    """The instant dateparser reads in ``text`` (aware UTC), or None.
+def parse_freeform(
+    text: str, zi: ZoneInfo, now: datetime, default_time: time = time(9, 0)
+) -> tuple[datetime, bool] | None:
+    """The instant dateparser reads in ``text`` (aware UTC), and whether it took
+    ``default_time`` because the text named a day but no time; or None.
 
-    Raises InvalidInput when the text names a day but no time, a numeric date whose
-    day and month could be swapped, or a zone abbreviation.
+    Raises InvalidInput when the text names a week or a month but no day, a numeric
+    date whose day and month could be swapped, or a zone abbreviation.
     """
     if len(text) > _MAX_LENGTH or not text.isascii():
         return None
@@ -96,7 +100,11 @@ def parse_freeform(text: str, zi: ZoneInfo, now: datetime) -> datetime | None:
     value: datetime | None = data.date_obj
     if value is None:
         return None
-    if data.period != "time":
-        raise refuse(text, 'say at what time, for example "friday at 9am"')
-    wall = value.replace(tzinfo=None)
-    return wall.replace(tzinfo=UTC) if in_utc else localize(wall, zi)
+    if data.period == "day":
+        wall = datetime.combine(value.date(), default_time)
+    elif data.period != "time":
+        raise refuse(text, 'name one day, for example "next monday" or "march 12"')
+    else:
+        wall = value.replace(tzinfo=None)
+    instant = wall.replace(tzinfo=UTC) if in_utc else localize(wall, zi)
+    return instant, data.period == "day"

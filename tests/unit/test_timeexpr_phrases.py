@@ -656,6 +656,12 @@ SAID: list[Said] = [
     ),
     said(
         BER,
+        "april the 1st",  # read by dateparser: a day, at the default time too
+        "2026-04-01T07:00:00Z",
+        "once, Wed 1 Apr 2026 09:00 (Europe/Berlin)" + DEFAULT,
+    ),
+    said(
+        BER,
         "tomorrow morning",
         "2026-03-07T08:00:00Z",
         "once, Sat 7 Mar 2026 09:00 (Europe/Berlin)" + _part("morning", "09:00"),
@@ -1055,6 +1061,8 @@ WRITTEN_REFUSALS = [
     (BER, "every 1st tuesday", "every first monday of the month"),
     (LA, "at 5pm AST", "AST is ambiguous: America/Halifax"),
     (KOL, "febuary 30", 'Could not read "february 30": February has no day 30 (it has 29 days).'),
+    (LA, "2 days ago", '"2 days ago" is Wed 4 Mar 2026 09:00 America/Los_Angeles: that is in'),
+    (BER, "next week", 'name one day, for example "next monday" or "march 12"'),
     (UTC_, "2h", 'Could not read "2h": try'),  # a duration, maybe: "at 2h" or "in 2h"
     (UTC_, "at 9 UTC+99", "There is no zone at UTC+99: offsets go from UTC−12 to UTC+14."),
 ]
