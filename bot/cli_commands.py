@@ -207,7 +207,10 @@ class Cli:
             self.emit("  attempts:")
             for at in detail.attempts:
                 code = f" {at.status_code}" if at.status_code is not None else ""
-                self.emit(f"    {views.iso(at.started_at)}  job {at.job_id}  {at.outcome}{code}")
+                sent = f'  sent "{_one_line(at.body, 60)}"' if at.body else ""
+                self.emit(
+                    f"    {views.iso(at.started_at)}  job {at.job_id}  {at.outcome}{code}{sent}"
+                )
 
     async def cmd_edit(self, herald: Herald) -> None:
         a = self.args

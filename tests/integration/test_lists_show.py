@@ -176,7 +176,9 @@ def test_the_owners_view_hides_secrets_in_the_path_and_query(uri: str, owner_see
     assert parsed.for_owner() == owner_sees
 
 
-async def test_the_delivery_log_shows_the_text_as_sent(herald: Herald, clock: ManualClock) -> None:
+async def test_the_delivery_log_shows_the_text_as_sent(
+    herald: Herald, settings: Settings, clock: ManualClock
+) -> None:
     """The delivery log and the timeline showed the schedule's template (``{date:%A}``);
     they show the text each attempt sent, also after the schedule's text is edited."""
     s, _ = await herald.create_schedule(
@@ -201,3 +203,9 @@ async def test_the_delivery_log_shows_the_text_as_sent(herald: Herald, clock: Ma
     timeline = await herald.timeline(MEMBER, schedule_id=s.id)
     [event] = [e for e in timeline.events if e.kind == "attempt"]
     assert f'sent "{sent}"' in event.text
+    shown = await cli(herald, settings, "show", str(s.id))
+    assert f'sent "{sent}"' in shown
+    assert (
+        json.loads(await cli(herald, settings, "show", str(s.id), "--json"))["attempts"][0]["text"]
+        == sent
+    )
