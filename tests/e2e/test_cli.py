@@ -163,7 +163,10 @@ def test_admin_acts_on_others_and_member_cannot(url: str) -> None:
     sid = run(
         url, "schedule", "--to", "log:", "--when", "2099-01-01 08:00", "--text", "x", "--quiet"
     ).stdout.strip()
-    assert_error(run(url, "cancel", sid, user="bob"), f"no schedule {sid}")
+    assert_error(
+        run(url, "cancel", sid, user="bob"),
+        f"Schedule {sid} is another member's: only its owner or an admin can change it.",
+    )
     assert run(url, "cancel", sid, user="boss").returncode == 0
     assert json.loads(run(url, "show", sid, "--json").stdout)["state"] == "cancelled"
 

@@ -9,7 +9,7 @@ import sqlalchemy as sa
 from bot.cli import main
 from core import db
 from core.actors import Principal, Surface
-from core.errors import NotFound
+from core.errors import PermissionDenied
 from core.settings import Settings
 from core.store.console import AuditFilter, ScheduleFilter
 from core.usecases import Herald
@@ -43,7 +43,7 @@ async def test_a_change_is_audited_with_the_surface_it_came_through(
 async def test_a_refusal_and_a_bulk_change_name_theirs(herald: Herald) -> None:
     s, _ = await herald.create_schedule(ALICE, to="log:", when="in 1 hour", text="x", tz="UTC")
     assert s.id is not None
-    with pytest.raises(NotFound):  # a member does not see it
+    with pytest.raises(PermissionDenied):  # another member's: refused for the role
         await herald.cancel_schedule(via(BOB, Surface.SLACK), s.id)
     paused = await herald.bulk_schedules(
         via(ADMIN, Surface.CONSOLE), "pause", ScheduleFilter(ids=(s.id,))
