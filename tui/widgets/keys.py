@@ -86,7 +86,8 @@ class KeysTable(BindingsTable):
                     text.append(row.binding.tooltip, "dim")
                 if not row.enabled:
                     text.stylize("dim")
-                table.add_row(Text(" ".join(row.keys), style=key_style), text)
+                keys = Text(" ".join(row.keys), style=key_style, justify="right")
+                table.add_row(keys, text)
             table.add_section()
         return table
 
