@@ -102,8 +102,10 @@ class CaseBase:
 
     async def actor(self, ref: ActorRef) -> Actor:
         """Resolve who is acting to their role in their tenant: ``HERALD_ADMINS`` first
-        (admins of every tenant), then the tenant's member table. A bare id acts in the
-        ``local`` tenant (InvalidInput for a malformed id or tenant)."""
+        (admins of every tenant), then the tenant's member table, read now: a role given
+        since (``herald member role``, ``herald admin init``) holds at once in every
+        process. A bare id acts in the ``local`` tenant (InvalidInput for a malformed id
+        or tenant)."""
         principal = principal_of(ref)
         return self._actor_of(
             principal, await self.store.get_member(principal.tenant, principal.id)
