@@ -273,6 +273,8 @@ class Route:
     #: Problem statuses it can answer besides 400/401/403/429/500/503.
     problems: tuple[int, ...] = ()
     tag: str = "schedules"
+    #: What the document says of it beyond its summary (a sentence or two).
+    description: str = ""
 
 
 # --- handlers -----------------------------------------------------------------------
@@ -547,6 +549,8 @@ async def me(call: Call) -> Reply:
 _IF_MATCH = {"If-Match": 'The version you read, as its ETag ("3"); a newer one is refused (412).'}
 _SCHEDULE = "/schedules/{schedule_id}"
 _DEAD = "/dead-letters/{job_id}"
+#: DELETE on a schedule is the CLI's ``herald delete``: an alias of ``cancel`` (core/verbs.py).
+_DELETE = verbs.verb("delete")
 
 ROUTES: tuple[Route, ...] = (
     Route("GET", "/me", "me", "Who this token acts as", "read", me, m.Me, tag="tokens"),
@@ -612,6 +616,20 @@ ROUTES: tuple[Route, ...] = (
             problems=(404, 409, 412, 422),
         )
         for verb in STATE_VERBS
+    ),
+    Route(
+        "DELETE",
+        _SCHEDULE,
+        "deleteSchedule",
+        f"{_DELETE.summary} (as POST {PREFIX}{_SCHEDULE}/{_DELETE.name})",
+        "write",
+        _state_change(_DELETE),
+        m.ScheduleOut,
+        headers=_IF_MATCH,
+        problems=(404, 409, 412, 422),
+        description=f"Cancels the schedule, as `herald delete` does (an alias of `herald "
+        f"{_DELETE.name}`): nothing more is sent; the schedule stays, with its history, and "
+        "GET answers it in state cancelled. It answers the cancelled schedule.",
     ),
     Route(
         "GET",

@@ -2,13 +2,23 @@
 
 The handlers validate what they read and what they answer with these models, and the
 OpenAPI document (:mod:`bot.api.openapi`) is generated from them: what the document
-says is what the code checks. Times are RFC 3339 with an offset (UTC, ``Z``)."""
+says is what the code checks. Its limits and the words that describe them come from the
+tables the use cases check with (``core.limits``, ``core.cases.schedules``), and each
+model carries one example (``json_schema_extra``), which the document and ``/v1/docs``
+show. Times are RFC 3339 with an offset (UTC, ``Z``).
+
+Requests name a schedule's zone ``timezone``, as answers do; ``tz``, the name earlier
+versions took, is still accepted (not both at once)."""
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
+from pydantic_core import PydanticCustomError
+
+from core import limits
+from core.cases.schedules import MAX_KEY, OPTIONS
 
 
 class _In(BaseModel):
@@ -21,11 +31,107 @@ class _Out(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+def _example(example: dict[str, Any], *, zoned: bool = False) -> ConfigDict:
+    """A model's configuration with its one example (and, ``zoned``, ``tz`` accepted
+    for ``timezone``)."""
+    extra: dict[str, Any] = {"examples": [example]}
+    if zoned:
+        return ConfigDict(
+            extra="forbid", json_schema_extra=extra, validate_by_name=True, validate_by_alias=True
+        )
+    return ConfigDict(extra="forbid", json_schema_extra=extra)
+
+
+def _zone() -> Any:
+    """The ``timezone`` field of a request (``tz`` on the model, as the use cases say)."""
+    return Field(
+        default=None,
+        alias="timezone",
+        max_length=64,
+        description="The zone to read the time in: a city (Berlin) or an IANA zone "
+        "(Europe/Berlin); default: the member's own (herald timezone), else Herald's. "
+        "'tz', its name in earlier versions, is accepted too.",
+        examples=["Europe/Berlin"],
+    )
+
+
+class _Zoned(_In):
+    """A request naming a zone (its ``tz`` field is :func:`_zone`): ``timezone``, as
+    answers say it, or ``tz``; both at once only when they agree."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_zone(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "tz" in data and "timezone" in data:
+            if data["tz"] != data["timezone"]:
+                raise PydanticCustomError(
+                    "zone_twice", "send timezone or tz (its older name), not both"
+                )
+            data = {k: v for k, v in data.items() if k != "tz"}
+        return data
+
+
+def _text_description() -> str:
+    """What the ``text`` field says, from core.limits (the table the check reads)."""
+    tighter: dict[int, list[str]] = {}
+    for kind, limit in limits.TEXT.items():
+        if limit.size < limits.HERALD_TEXT.size:
+            tighter.setdefault(limit.size, []).append(f"{kind}:")
+    also = "".join(
+        f"; {' and '.join(kinds)} destinations allow {size:,}"
+        for size, kinds in sorted(tighter.items())
+    )
+    return (
+        f"The message: at most {limits.HERALD_TEXT.size:,} characters (Herald's limit{also}). "
+        "{date:%A} and the like are filled in when it is sent."
+    )
+
+
+def _options_description() -> str:
+    """What ``options`` says, from core.cases.schedules.OPTIONS (what the check takes)."""
+    kinds = ", ".join(
+        f"{name} ({'a list of objects' if kind is list else 'text'})"
+        for name, kind in OPTIONS.items()
+    )
+    return f"Channel options: {kinds}. Any other name is refused."
+
+
+_OPTIONS_SCHEMA: dict[str, Any] = {
+    "anyOf": [
+        {
+            "type": "object",
+            "properties": {
+                name: {"type": "array", "items": {"type": "object"}}
+                if kind is list
+                else {"type": "string"}
+                for name, kind in OPTIONS.items()
+            },
+            "additionalProperties": False,
+        },
+        {"type": "null"},
+    ],
+    "default": None,
+    "description": _options_description(),
+    "examples": [{"username": "Release bot"}],
+}
+
+
 # --- requests -----------------------------------------------------------------------
 
 
-class ScheduleCreate(_In):
+class ScheduleCreate(_Zoned):
     """A new schedule: the same fields as ``herald schedule``."""
+
+    model_config = _example(
+        {
+            "to": "webhook:https://hooks.example.com/standup",
+            "when": "every weekday at 9am",
+            "text": "Stand-up in the usual room",
+            "timezone": "Europe/Berlin",
+            "key": "standup-2026",
+        },
+        zoned=True,
+    )
 
     to: str = Field(
         max_length=2000,
@@ -39,21 +145,17 @@ class ScheduleCreate(_In):
         "an ISO time, or an RFC 5545 rule.",
         examples=["every weekday at 9am"],
     )
-    text: str = Field(max_length=40000, description="The message.")
-    tz: str | None = Field(
-        default=None, max_length=64, description="Time zone (default: the member's)."
-    )
+    tz: str | None = _zone()
+    text: str = Field(max_length=limits.HERALD_TEXT.size, description=_text_description())
     key: str | None = Field(
         default=None,
-        max_length=200,
+        max_length=MAX_KEY,
         description="Your idempotency key (or send the Idempotency-Key header).",
     )
     max_lateness: float | None = Field(
         default=None, ge=0, description="Seconds late after which an occurrence is dropped."
     )
-    options: dict[str, Any] | None = Field(
-        default=None, description="Channel options (as herald schedule --option)."
-    )
+    options: dict[str, Any] | None = Field(default=None, json_schema_extra=_OPTIONS_SCHEMA)
     skip: list[str] = Field(
         default_factory=list,
         max_length=10,
@@ -67,16 +169,24 @@ class ScheduleCreate(_In):
     )
 
 
-class ScheduleEdit(_In):
+class ScheduleEdit(_Zoned):
     """What to change (at least one of when, text, to)."""
 
-    when: str | None = Field(default=None, max_length=500)
-    text: str | None = Field(default=None, max_length=40000)
-    to: str | None = Field(default=None, max_length=2000)
-    tz: str | None = Field(default=None, max_length=64)
+    model_config = _example(
+        {"when": "every weekday at 9:30am", "timezone": "Europe/Berlin"}, zoned=True
+    )
+
+    when: str | None = Field(default=None, max_length=500, description="The new time.")
+    tz: str | None = _zone()
+    text: str | None = Field(
+        default=None, max_length=limits.HERALD_TEXT.size, description=_text_description()
+    )
+    to: str | None = Field(default=None, max_length=2000, description="The new destination.")
 
 
 class RejectRetry(_In):
+    model_config = _example({"reason": "The endpoint is being replaced; schedule it again."})
+
     reason: str | None = Field(default=None, max_length=500, description="Told to whoever asked.")
 
 
@@ -85,6 +195,8 @@ class RejectRetry(_In):
 
 
 class ScheduleListQuery(_In):
+    model_config = _example({"state": "active", "limit": 20})
+
     state: str | None = Field(
         default=None,
         max_length=20,
@@ -99,6 +211,8 @@ class ScheduleListQuery(_In):
 
 
 class DeadListQuery(_In):
+    model_config = _example({"requested": True, "limit": 20})
+
     to: str | None = Field(default=None, max_length=300, description="A destination prefix.")
     requested: bool | None = Field(default=None, description="Only those with a retry request.")
     tenant: str | None = Field(default=None, max_length=100, description="Herald-wide only.")
@@ -106,13 +220,24 @@ class DeadListQuery(_In):
     cursor: str | None = Field(default=None, max_length=100)
 
 
-class WhenQuery(_In):
-    when: str = Field(min_length=1, max_length=500, examples=["every weekday at 9am"])
-    tz: str | None = Field(default=None, max_length=64)
-    count: int = Field(default=5, ge=1, le=50)
+class WhenQuery(_Zoned):
+    model_config = _example(
+        {"when": "every weekday at 9am", "timezone": "Europe/Berlin", "count": 3}, zoned=True
+    )
+
+    when: str = Field(
+        min_length=1,
+        max_length=500,
+        description="When, as POST /v1/schedules takes it.",
+        examples=["every weekday at 9am"],
+    )
+    tz: str | None = _zone()
+    count: int = Field(default=5, ge=1, le=50, description="How many occurrences to list.")
 
 
 class ImportQuery(_In):
+    model_config = _example({"skip_invalid": True})
+
     skip_invalid: bool = Field(
         default=False, description="Import the good lines and report the bad (default: none)."
     )
@@ -120,8 +245,63 @@ class ImportQuery(_In):
 
 # --- responses ----------------------------------------------------------------------
 
+#: The schedule the examples show (what POST /v1/schedules answers to its example).
+SCHEDULE_EXAMPLE: dict[str, Any] = {
+    "id": 42,
+    "tenant": "local",
+    "owner": "local:ada",
+    "destination": "webhook:https://hooks.example.com/standup",
+    "text": "Stand-up in the usual room",
+    "expression": "every weekday at 9am",
+    "timezone": "Europe/Berlin",
+    "recurring": True,
+    "rule": "DTSTART;TZID=Europe/Berlin:20260302T090000\nRRULE:FREQ=WEEKLY;BYDAY=MO,TU,WE,TH,FR",
+    "description": "every weekday at 09:00 (Europe/Berlin)",
+    "starts_at": "2026-03-02T08:00:00Z",
+    "next_run_at": "2026-03-02T08:00:00Z",
+    "state": "active",
+    "lifecycle": "active",
+    "last_outcome": None,
+    "key": "standup-2026",
+    "max_lateness_s": None,
+    "options": {},
+    "version": 1,
+    "created_at": "2026-03-01T10:00:00Z",
+    "updated_at": "2026-03-01T10:00:00Z",
+}
+_JOB_EXAMPLE: dict[str, Any] = {
+    "id": 7,
+    "occurrence_at": "2026-03-02T08:00:00Z",
+    "due_at": "2026-03-02T08:00:00Z",
+    "state": "delivered",
+    "attempts": 1,
+    "lease_owner": None,
+    "lease_expires_at": None,
+    "idempotency_key": "piceJVUAmv0cmNUZofQnOA",
+    "last_error": None,
+    "finished_at": "2026-03-02T08:00:01Z",
+}
+_DEAD_EXAMPLE: dict[str, Any] = {
+    "job_id": 9,
+    "schedule_id": 42,
+    "tenant": "local",
+    "owner": "local:ada",
+    "destination": "webhook:https://hooks.example.com/standup",
+    "text": "Stand-up in the usual room",
+    "attempts": 8,
+    "last_error": "The webhook answered 410 Gone: the receiver says it is gone for good.",
+    "occurrence_at": "2026-03-03T08:00:00Z",
+    "died_at": "2026-03-03T09:12:00Z",
+    "retry_requested_by": "local:ada",
+    "retry_requested_at": "2026-03-03T10:00:00Z",
+    "retry_rejected_by": None,
+    "retry_reject_reason": None,
+}
+
 
 class ScheduleOut(_Out):
+    model_config = _example(SCHEDULE_EXAMPLE)
+
     id: int
     tenant: str
     owner: str
@@ -146,6 +326,8 @@ class ScheduleOut(_Out):
 
 
 class SchedulePage(_Out):
+    model_config = _example({"items": [SCHEDULE_EXAMPLE], "next_cursor": "eyJiZWZvcmUiOjQyfQ"})
+
     items: list[ScheduleOut]
     next_cursor: str | None = Field(description="Pass as cursor for the next page; null: last.")
 
@@ -179,6 +361,26 @@ class AttemptOut(_Out):
 
 
 class ScheduleJobs(_Out):
+    model_config = _example(
+        {
+            "schedule_id": 42,
+            "jobs": [_JOB_EXAMPLE],
+            "attempts": [
+                {
+                    "id": 11,
+                    "job_id": 7,
+                    "started_at": "2026-03-02T08:00:00Z",
+                    "finished_at": "2026-03-02T08:00:01Z",
+                    "outcome": "ok",
+                    "status_code": 200,
+                    "error": None,
+                    "provider_message_id": None,
+                    "worker": "herald-1",
+                }
+            ],
+        }
+    )
+
     schedule_id: int
     jobs: list[JobOut]
     attempts: list[AttemptOut]
@@ -190,6 +392,25 @@ class WhenSkipped(_Out):
 
 
 class WhenOut(_Out):
+    model_config = _example(
+        {
+            "expression": "every weekday at 9am",
+            "timezone": "Europe/Berlin",
+            "zone_source": "given",
+            "recurring": True,
+            "rule": "RRULE:FREQ=WEEKLY;BYDAY=MO,TU,WE,TH,FR",
+            "description": "every weekday at 09:00 (Europe/Berlin)",
+            "default_time": None,
+            "occurrences": [
+                "2026-03-02T08:00:00Z",
+                "2026-03-03T08:00:00Z",
+                "2026-03-04T08:00:00Z",
+            ],
+            "skip_calendars": [],
+            "skipped": [],
+        }
+    )
+
     expression: str
     timezone: str = Field(description="The zone the time was read in (and would be saved in).")
     zone_source: Literal["given", "member", "default"] = Field(
@@ -209,6 +430,8 @@ class WhenOut(_Out):
 
 
 class DeadLetterOut(_Out):
+    model_config = _example(_DEAD_EXAMPLE)
+
     job_id: int
     schedule_id: int
     tenant: str
@@ -226,11 +449,15 @@ class DeadLetterOut(_Out):
 
 
 class DeadLetterPage(_Out):
+    model_config = _example({"items": [_DEAD_EXAMPLE], "next_cursor": None})
+
     items: list[DeadLetterOut]
     next_cursor: str | None
 
 
 class DeadDecisionOut(_Out):
+    model_config = _example({"job_id": 9, "result": "retried", "count": 1})
+
     job_id: int
     result: Literal["retried", "requested", "rejected", "discarded"]
     count: int = Field(description="How many dead letters changed (0: none did).")
@@ -242,6 +469,17 @@ class InvalidLine(_Out):
 
 
 class ImportOut(_Out):
+    model_config = _example(
+        {
+            "imported": 2,
+            "skipped_existing": 0,
+            "skipped_duplicate": 0,
+            "invalid": [{"line": 3, "reason": "line 3: the message is empty: say what to send."}],
+            "invalid_count": 1,
+            "ids": [43, 44],
+        }
+    )
+
     imported: int
     skipped_existing: int
     skipped_duplicate: int
@@ -253,6 +491,17 @@ class ImportOut(_Out):
 
 
 class Me(_Out):
+    model_config = _example(
+        {
+            "member": "local:ada",
+            "tenant": "local",
+            "role": "member",
+            "scope": "write",
+            "token": "3f9a2c1b7d4e",
+            "expires_at": None,
+        }
+    )
+
     member: str
     tenant: str
     role: str = Field(description="The role this token acts with (its scope may cap it).")
@@ -263,6 +512,16 @@ class Me(_Out):
 
 class Problem(_Out):
     """An error, as RFC 9457 says (``application/problem+json``)."""
+
+    model_config = _example(
+        {
+            "type": "/v1/docs#problem-invalid-input",
+            "title": "Unprocessable content",
+            "status": 422,
+            "detail": "Herald allows 4,000 characters in a message; this message has 5,120.",
+            "request_id": "3b1f0c9e2a7d4c1e",
+        }
+    )
 
     type: str = Field(description="A URI naming the kind of problem.")
     title: str

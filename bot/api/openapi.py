@@ -1,17 +1,21 @@
 """The OpenAPI 3.1 document of the HTTP API, generated from the route table
 (:data:`bot.api.app.ROUTES`) and the pydantic models its handlers read and answer with,
-and a page that renders it (no script, nothing fetched from elsewhere)."""
+and a page that renders it (no script, nothing fetched from elsewhere): each route's
+fields, and one example request and answer (the models' own examples)."""
 
 from __future__ import annotations
 
 import html
+import json
 from typing import Any
+from urllib.parse import urlencode
 
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
 from bot.api import models as m
 from bot.api.app import PREFIX, PROBLEM, PROBLEM_SLUGS, ROUTES, STATUS_SLUGS, STATUS_TITLES, Route
+from core.cases.importer import FIELDS as IMPORT_FIELDS
 
 _REF = "#/components/schemas/{model}"
 _COMMON_PROBLEMS = (400, 401, 403, 429, 500, 503)
@@ -35,6 +39,34 @@ _STATUS_TEXT = {
 }
 
 
+#: The ids the examples use in paths (the models' examples name the same ones).
+PATH_EXAMPLES = {"schedule_id": 42, "job_id": 9}
+#: The fields an import line must have; the others (core.cases.importer.FIELDS) may be.
+_IMPORT_REQUIRED = ("to", "when", "text")
+IMPORT_EXAMPLE = "\n".join(
+    json.dumps(line)
+    for line in (
+        {"to": "log:", "when": "tomorrow at 9am", "text": "Water the plants", "key": "plants"},
+        {"to": "webhook:https://hooks.example.com/standup", "when": "in 2 hours", "text": "Hi"},
+    )
+)
+
+
+def example_of(model: type[BaseModel] | None) -> Any:
+    """A model's one example (``json_schema_extra``), or None."""
+    extra = model.model_config.get("json_schema_extra") if model is not None else None
+    found = extra.get("examples") if isinstance(extra, dict) else None
+    return found[0] if isinstance(found, list) and found else None
+
+
+def _import_description() -> str:
+    optional = sorted(IMPORT_FIELDS - set(_IMPORT_REQUIRED))
+    return (
+        f"One JSON object a line: {', '.join(_IMPORT_REQUIRED)}, and optionally "
+        f"{' and '.join(optional)} (as POST {PREFIX}/schedules takes them)."
+    )
+
+
 def _models() -> list[tuple[type[BaseModel], Any]]:
     """Every model the document names: request bodies as they are validated, answers
     (and problems) as they are serialized."""
@@ -56,20 +88,24 @@ def _parameters(route: Route) -> list[dict[str, Any]]:
                 "in": "path",
                 "required": True,
                 "schema": {"type": "integer", "minimum": 1},
+                "example": PATH_EXAMPLES[name],
             }
         )
     if route.query is not None:
         schema = route.query.model_json_schema()
         required = set(schema.get("required", []))
+        example = example_of(route.query) or {}
         for name, prop in schema["properties"].items():
             param: dict[str, Any] = {
                 "name": name,
                 "in": "query",
                 "required": name in required,
-                "schema": {k: v for k, v in prop.items() if k != "description"},
+                "schema": {k: v for k, v in prop.items() if k not in ("description", "examples")},
             }
             if "description" in prop:
                 param["description"] = prop["description"]
+            if name in example:
+                param["example"] = example[name]
             params.append(param)
     for name, description in route.headers.items():
         params.append(
@@ -93,7 +129,10 @@ def _operation(route: Route) -> dict[str, Any]:
         "operationId": route.operation,
         "summary": route.summary,
         "tags": [route.tag],
-        "description": f"Needs a token with the `{route.scope}` scope (or higher).",
+        "description": (
+            f"{route.description + ' ' if route.description else ''}"
+            f"Needs a token with the `{route.scope}` scope (or higher)."
+        ),
         "security": [{"bearer": []}],
         "parameters": _parameters(route),
         "responses": {},
@@ -102,15 +141,20 @@ def _operation(route: Route) -> dict[str, Any]:
         op["requestBody"] = {
             "required": route.body is not m.RejectRetry,
             "content": {
-                "application/json": {"schema": {"$ref": _REF.format(model=route.body.__name__)}}
+                "application/json": {
+                    "schema": {"$ref": _REF.format(model=route.body.__name__)},
+                    "example": example_of(route.body),
+                }
             },
         }
     if route.raw_body is not None:
         op["requestBody"] = {
             "required": True,
-            "description": "One JSON object a line: to, when, text, and optionally tz and key.",
+            "description": _import_description(),
             "content": {
-                kind: {"schema": {"type": "string"}} for kind in (route.raw_body, "text/plain")
+                route.raw_body: {"schema": {"type": "string"}},
+                # the example on text/plain only: a client (Schemathesis) may send it as is
+                "text/plain": {"schema": {"type": "string"}, "example": IMPORT_EXAMPLE},
             },
         }
     if route.response is not None:
@@ -118,7 +162,10 @@ def _operation(route: Route) -> dict[str, Any]:
             "description": _STATUS_TEXT[route.status],
             "headers": {"X-Request-Id": {"schema": {"type": "string"}}},
             "content": {
-                "application/json": {"schema": {"$ref": _REF.format(model=route.response.__name__)}}
+                "application/json": {
+                    "schema": {"$ref": _REF.format(model=route.response.__name__)},
+                    "example": example_of(route.response),
+                }
             },
         }
         if route.operation == "createSchedule":
@@ -176,8 +223,10 @@ def openapi_document() -> dict[str, Any]:
 
 
 def docs_page(doc: dict[str, Any]) -> str:
-    """A plain HTML page listing every route of ``doc`` (:func:`openapi_document`), its
-    parameters and its answers."""
+    """A plain HTML page listing every route of ``doc`` (:func:`openapi_document`): its
+    parameters, the fields of its body and of its answer, one example request and one
+    example answer, and its other answers."""
+    schemas: dict[str, Any] = doc["components"]["schemas"]
     rows: list[str] = []
     for path, methods in doc["paths"].items():
         for method, op in methods.items():
@@ -189,24 +238,126 @@ def docs_page(doc: dict[str, Any]) -> str:
             )
             body = ""
             if "requestBody" in op:
-                kinds = ", ".join(op["requestBody"]["content"])
-                body = f"<p>Body: {html.escape(kinds)}</p>"
-            answers = ", ".join(sorted(op["responses"]))
+                media = op["requestBody"]["content"]
+                kinds = ", ".join(media)
+                first = next(iter(media.values()))
+                described = op["requestBody"].get("description")
+                body = f"<p>Body ({html.escape(kinds)})"
+                body += f": {html.escape(described)}</p>" if described else ":</p>"
+                body += _fields(first["schema"], schemas)
+            status, answer = _success(op)
+            answer_fields = ""
+            if answer is not None:
+                answer_fields = f"<p>Answer ({status}):</p>" + _fields(answer["schema"], schemas)
+            others = ", ".join(sorted(op["responses"]))
             rows.append(
                 f"<section><h2><code>{method.upper()} {html.escape(path)}</code></h2>"
                 f"<p>{html.escape(op['summary'])}. {html.escape(op['description'])}</p>"
-                f"{'<ul>' + params + '</ul>' if params else ''}{body}"
-                f"<p>Answers: {answers}</p></section>"
+                f"{'<ul>' + params + '</ul>' if params else ''}{body}{answer_fields}"
+                f"<h3>Example request</h3><pre>{html.escape(example_request(path, method, op))}"
+                f"</pre><h3>Example answer</h3><pre>{html.escape(example_answer(op))}</pre>"
+                f"<p>Answers: {others}</p></section>"
             )
     return (
         "<!doctype html><html lang=en><head><meta charset=utf-8>"
         "<title>Herald HTTP API</title><style>body{font-family:sans-serif;max-width:60em;"
-        "margin:2em auto;padding:0 1em}code{background:#f3f3f3}section{border-top:1px "
-        "solid #ddd}</style></head><body><h1>Herald HTTP API</h1>"
+        "margin:2em auto;padding:0 1em}code{background:#f3f3f3}pre{background:#f6f6f6;"
+        "padding:.5em;overflow-x:auto}section{border-top:1px solid #ddd}</style></head>"
+        "<body><h1>Herald HTTP API</h1>"
         f"<p>{html.escape(doc['info']['description'])}</p>"
         f'<p>The machine-readable document: <a href="{PREFIX}/openapi.json">'
         f"{PREFIX}/openapi.json</a>.</p>" + "".join(rows) + _problems() + "</body></html>"
     )
+
+
+def _success(op: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
+    """The first 2xx answer of an operation: its status and JSON media object."""
+    for status, answer in op["responses"].items():
+        if status.startswith("2"):
+            return status, answer.get("content", {}).get("application/json")
+    return "", None
+
+
+def example_request(path: str, method: str, op: dict[str, Any]) -> str:
+    """The operation's example request as HTTP: its line (path ids and query from the
+    parameters' examples) and its example body."""
+    query: dict[str, Any] = {}
+    for param in op["parameters"]:
+        if "example" not in param:
+            continue
+        if param["in"] == "path":
+            path = path.replace("{" + param["name"] + "}", str(param["example"]))
+        elif param["in"] == "query":
+            value = param["example"]
+            query[param["name"]] = str(value).lower() if isinstance(value, bool) else value
+    line = f"{method.upper()} {path}" + (f"?{urlencode(query)}" if query else "")
+    if "requestBody" not in op:
+        return line
+    content = op["requestBody"]["content"]
+    kind = next(iter(content))
+    example = next((m["example"] for m in content.values() if "example" in m), None)
+    shown = example if isinstance(example, str) else json.dumps(example, indent=2)
+    return f"{line}\nContent-Type: {kind}\n\n{shown}"
+
+
+def example_answer(op: dict[str, Any]) -> str:
+    """The operation's example answer: its status and example body."""
+    status, media = _success(op)
+    example = None if media is None else media.get("example")
+    return f"{status}\n\n{json.dumps(example, indent=2)}"
+
+
+def _fields(schema: dict[str, Any], schemas: dict[str, Any]) -> str:
+    """A model's fields as a list: name, type, required, limits, description."""
+    if "$ref" not in schema:
+        return ""
+    model = schemas[schema["$ref"].rsplit("/", 1)[-1]]
+    required = set(model.get("required", []))
+    items = []
+    for name, prop in model.get("properties", {}).items():
+        limits = _limits(prop)
+        described = prop.get("description", "")
+        items.append(
+            f"<li><code>{html.escape(name)}</code> ({html.escape(_type(prop))}"
+            f"{', required' if name in required else ''}{limits})"
+            f"{': ' + html.escape(described) if described else ''}</li>"
+        )
+    return "<ul>" + "".join(items) + "</ul>"
+
+
+def _type(prop: dict[str, Any]) -> str:
+    """A JSON Schema type in words: ``string or null``, ``list of ScheduleOut``."""
+    if "$ref" in prop:
+        return str(prop["$ref"].rsplit("/", 1)[-1])
+    if "anyOf" in prop:
+        return " or ".join(_type(p) for p in prop["anyOf"])
+    if "enum" in prop:
+        return "one of " + ", ".join(str(v) for v in prop["enum"])
+    if "const" in prop:
+        return json.dumps(prop["const"])
+    kind = prop.get("type", "any")
+    if kind == "array":
+        return f"list of {_type(prop.get('items', {}))}"
+    if kind == "string" and prop.get("format") == "date-time":
+        return "time (RFC 3339)"
+    return str(kind)
+
+
+def _limits(prop: dict[str, Any]) -> str:
+    """A field's bounds in words (``at most 4,000 characters``)."""
+    found: list[str] = []
+    for part in [prop, *prop.get("anyOf", [])]:
+        if "maxLength" in part:
+            found.append(f"at most {part['maxLength']:,} characters")
+        if "maxItems" in part:
+            found.append(f"at most {part['maxItems']:,} items")
+        if "maxProperties" in part:
+            found.append(f"at most {part['maxProperties']:,} entries")
+        if "minimum" in part:
+            found.append(f"at least {part['minimum']:g}")
+        if "maximum" in part:
+            found.append(f"at most {part['maximum']:g}")
+    return "".join(f", {item}" for item in dict.fromkeys(found))
 
 
 def _problems() -> str:
