@@ -12,7 +12,8 @@ from core.clock import ManualClock
 from core.dispatcher import Dispatcher, DispatcherConfig
 from core.usecases import Herald
 from tests.support.channels import RecordingChannel
-from tests.tui.conftest import ADMIN, MEMBER, run, screen_text, settle
+from tests.tui.conftest import ADMIN, MEMBER, OPERATOR, run, screen_text, settle
+from tui.screens.detail import DetailScreen
 
 
 async def test_schedules_screen_says_when_in_words(
@@ -48,3 +49,26 @@ async def test_delivery_log_shows_the_text_as_sent(
         text = screen_text(app)
     assert "Happy Monday, team!" in text
     assert "{date" not in text
+
+
+async def test_a_schedules_detail_shows_its_webhook_to_its_owner_and_the_admins(
+    console: Any, herald: Herald
+) -> None:
+    """Four hooks looked alike (``webhook:http://127.0.0.1/…``) even to their owner."""
+    await herald.set_role(ADMIN, OPERATOR, "operator")
+    s, _ = await herald.create_schedule(
+        MEMBER, to="webhook:http://127.0.0.1:8080/deploy?token=s3cret", when="in 1 hour", text="x"
+    )
+    assert s.id is not None
+    seen = {}
+    for who in (MEMBER, ADMIN, OPERATOR):
+        app = console(who, mode="schedules")
+        async with run(app, size=(120, 40)) as pilot:
+            await settle(pilot)
+            app.push_screen(DetailScreen(schedule_id=s.id))
+            await settle(pilot)
+            seen[who] = screen_text(app)
+    for who in (MEMBER, ADMIN):
+        assert "To webhook:http://127.0.0.1:8080/deploy?… · zone" in seen[who]
+    assert "To webhook:http://127.0.0.1/… · zone" in seen[OPERATOR]
+    assert not any("s3cret" in text for text in seen.values())
