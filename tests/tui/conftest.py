@@ -25,6 +25,7 @@ from tests.calendars.conftest import data
 from tests.support.calendars import ics  # noqa: F401 - a fixture for the calendar screen
 from tui.app import HeraldConsole, make_app
 from tui.screens.base import ConsoleScreen
+from tui.widgets.table import PageTable
 
 ADMIN = "local:root-admin"
 OPERATOR = "local:olive"
@@ -195,8 +196,13 @@ async def settle(pilot: Pilot[Any]) -> None:
 
 
 def screen_busy(app: HeraldConsole) -> bool:
-    """A worker is running, or a read whose data is still to be drawn."""
-    return any(worker.is_running for worker in app.workers) or bool(app._reads)
+    """A worker is running, a read whose data is still to be drawn, or a table whose
+    scroll position is still to settle after drawing new rows."""
+    return (
+        any(worker.is_running for worker in app.workers)
+        or bool(app._reads)
+        or any(table.settling for table in app.screen.query(PageTable))
+    )
 
 
 _TEXT = re.compile(

@@ -144,8 +144,9 @@ class PageTable(DataTable[Any]):
         self._index: dict[str, int] = {}
         #: The next :meth:`show` is a live refresh of the same list (see :meth:`refreshing`).
         self._live = False
-        #: A drawing's scroll position is still to settle (after the next refresh).
-        self._anchoring = False
+        #: A drawing's scroll position is still to settle (after the next refresh): the
+        #: unseen rows are counted then (tests wait for it).
+        self.settling = False
         #: The count of unseen rows last told (:class:`NewAbove`).
         self._told = 0
 
@@ -213,7 +214,7 @@ class PageTable(DataTable[Any]):
         follow = live and index == 0 and top == 0
         # the view moves while the rows are replaced: what is unseen is counted once
         # the scroll position has settled
-        self._anchoring = True
+        self.settling = True
         widths = self._layout()
         if widths != self.widths or not self.columns:
             self.clear(columns=True)
@@ -241,7 +242,7 @@ class PageTable(DataTable[Any]):
         if live:
             self.unseen |= {key for key in self.keys if key not in old}
         if not rows:
-            self._anchoring = False
+            self.settling = False
             self._count_unseen(0)
             return
         if follow:
@@ -261,7 +262,7 @@ class PageTable(DataTable[Any]):
         if self._require_update_dimensions and tries:  # measured when the loop is idle
             self.call_after_refresh(self._settle, scroll, tries - 1)
             return
-        self._anchoring = False
+        self.settling = False
         self.scroll_to(y=scroll, animate=False, immediate=True)
         if self.cursor_row < self.scroll_y or self.cursor_row >= self.scroll_y + max(
             1, self.size.height - 1
@@ -281,7 +282,7 @@ class PageTable(DataTable[Any]):
 
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
         super().watch_scroll_y(old_value, new_value)
-        if self.unseen and not self._anchoring:
+        if self.unseen and not self.settling:
             self._count_unseen(int(new_value))
 
     def action_newest(self) -> None:
