@@ -340,6 +340,7 @@ _TIME_WORDS = (
     "at", "in", "on", "every", "each", "tomorrow", "today", "tonight", "next", "this",
     "daily", "hourly", "weekly", "monthly", "yearly", "annually", "fortnightly", "noon",
     "midday", "midnight", "eod", "end", "weekdays", "weekends", "rrule", "after",
+    "twice", "once", "quarterly", "nightly", "yesterday",
     *timeexpr.WEEKDAYS, *timeexpr.MONTHS,
 )  # fmt: skip
 _TIME_START_RE = re.compile(

@@ -78,6 +78,7 @@ async def test_slack_failing_to_list_names_is_said(env: SlackEnv) -> None:
         # WHEN first, as /remind takes it too (issue 33)
         ("remind #general in 20 minutes to drink water", "in 20 minutes", "drink water"),
         ("remind #general at 5pm to go to the gym", "at 5pm", "go to the gym"),
+        ("remind #general to drink water twice a day", "twice a day", "drink water"),
         ('#general "Standup" every monday', "every monday", "Standup"),
         ("#general every monday: Standup", "every monday", "Standup"),
     ],
