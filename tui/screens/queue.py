@@ -51,9 +51,9 @@ class QueueScreen(ConsoleScreen):
 
     def __init__(self) -> None:
         super().__init__()
-        self.view = "due"
-        #: The view was chosen (by a key, or by the first read): until then the first
-        #: read looks for a view with jobs.
+        #: The view shown: none is marked until the first read has chosen one (or a
+        #: key has), which looks for a view with jobs.
+        self.view = ""
         self.chosen = False
         self.rows: dict[str, QueueRow] = {}
 
