@@ -96,6 +96,27 @@ async def test_rows_arriving_above_the_view_are_marked_until_seen(
         assert "local:bob" in first_line  # the newest row (bob's) is in view
 
 
+@pytest.mark.parametrize("mode", ["schedules", "queue", "audit"])
+async def test_every_list_marks_what_arrives_above_the_view(
+    console: Any, herald: Herald, long_log: dict[str, Any], mode: str
+) -> None:
+    """Schedules newest first, the queue by due time (sooner ones arrive at the top),
+    the audit log newest first: one live refresh, one marker, the same rows in view."""
+    app = console(ADMIN, mode=mode)
+    async with run(app, size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("down")
+        await settle(pilot)
+        reading, top = table(app).cursor_key(), first_shown(app)
+        for i in range(5):
+            await herald.create_schedule(
+                MEMBER, to="log:", when="in 30 minutes", text=f"soon {i}", tz="UTC"
+            )
+        await refresh(app, pilot)
+        assert marker(app) == "5 new ↑ · home shows them", mode
+        assert table(app).cursor_key() == reading and first_shown(app) == top
+
+
 async def test_scrolling_to_the_top_clears_the_marker(
     console: Any, herald: Herald, long_log: dict[str, Any]
 ) -> None:
