@@ -73,15 +73,15 @@ def destination(uri: str, *, full: bool = False) -> str:
 
 
 def read_back(schedule: Schedule) -> str:
-    """:func:`describe`, telling the person who just wrote the time when its time of
-    day was Herald's choice: "every weekday at 09:00 (UTC) — add 'at …' to change it"
-    (the confirmation of a create or an edit)."""
+    """:func:`describe`, telling the person who just wrote the time how Herald read
+    what it chose: "every weekday at 09:00 (UTC) — add 'at …' to change it", "every
+    Sunday at 18:00 (America/Los_Angeles) — PST is read as America/Los_Angeles (…)"
+    (the confirmation of a create or an edit; :func:`core.timeexpr.read_back_notes`)."""
     words = describe(schedule)
     at = schedule.updated_at - timedelta(microseconds=1)  # when it was read
     at = at if at.utcoffset() is not None else at.replace(tzinfo=UTC)
-    if timeexpr.took_default_time(schedule.expression, tz=schedule.timezone, at=at):
-        return f"{words} — {timeexpr.DEFAULT_TIME_NOTE}"
-    return words
+    notes = timeexpr.read_back_notes(schedule.expression, tz=schedule.timezone, at=at)
+    return " — ".join([words, *notes])
 
 
 def schedule_dict(schedule: Schedule) -> dict[str, Any]:

@@ -58,6 +58,14 @@ async def test_a_zone_at_the_end_of_the_phrase_is_the_rules_zone(berlin: Herald)
     assert saved.rrule is not None
     assert saved.rrule.startswith("DTSTART;TZID=America/Los_Angeles:20260308T180000\n")
     assert saved.next_run_at == datetime(2026, 3, 9, 1, 0, tzinfo=UTC)  # 18:00 PDT
+    assert views.read_back(saved) == (
+        "every Sunday at 18:00 (America/Los_Angeles) — PST is read as America/Los_Angeles "
+        "(US Pacific time, with daylight saving)"
+    )
+    night, _ = await berlin.create_schedule(MEMBER, to="log:", when="every night", text="y")
+    assert views.read_back(night) == (
+        "every day at 20:00 (Europe/Berlin) — 'night' is 20:00; add 'at …' to change it"
+    )
 
 
 async def test_a_time_in_the_past_says_so_and_saves_nothing(berlin: Herald) -> None:
