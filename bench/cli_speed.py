@@ -2,13 +2,22 @@
 person runs it, on a SQLite database of 1,000 schedules (``python -m bench.cli_speed``).
 
 Each command runs ROUNDS times, interleaved; figures are medians of the wall time from
-process start to exit. Targets (issue 20): ``--help`` within 300 ms and ``list`` within
-500 ms on the project's 2-core machine. ``python -X importtime`` names what a command
+process start to exit. Targets (issue 33): ``--version`` and ``when --tz`` (which load no
+database code) within 150 ms; ``list``, ``show`` and ``schedule`` within 350 ms on the
+project's 2-core machine. ``when`` without ``--tz`` reads the member's zone from the
+database, so it costs what ``list`` does. ``python -X importtime`` names what a command
 imports; its five heaviest packages are printed beside the ``list`` figure.
+
+``--compare DIR`` runs the same commands, interleaved round by round, on another
+checkout of Herald (say ``git archive`` of an older commit unpacked in DIR) through the
+same console script and virtualenv, each tree on a database it filled itself, and
+prints both: before and after in the same run, under the same load. A command the
+other tree does not have is left out of its figures.
 """
 
 from __future__ import annotations
 
+import argparse
 import compileall
 import json
 import os
@@ -27,11 +36,15 @@ SCHEDULES = 1_000
 
 COMMANDS: dict[str, list[str]] = {
     "--help": ["--help"],
-    "list": ["list"],
+    "--version": ["--version"],
+    "when --tz": ["when", "every weekday at 9am", "--tz", "Europe/Berlin"],
     "when": ["when", "every weekday at 9am"],
+    "list": ["list"],
     "show": ["show", "1"],
     "schedule": ["schedule", "--to", "log:", "--when", "in 1 hour", "--text", "hi", "-q"],
 }
+TARGETS_MS = {"--version": 150, "when --tz": 150, "list": 350, "show": 350, "schedule": 350}
+HERE = Path(__file__).resolve().parent.parent
 
 
 def _herald() -> str:
@@ -41,12 +54,15 @@ def _herald() -> str:
     return found
 
 
-def _env(db: Path) -> dict[str, str]:
-    return {
+def _env(db: Path, source: Path | None) -> dict[str, str]:
+    env = {
         **{k: v for k, v in os.environ.items() if not k.startswith("HERALD_")},
         "HERALD_DATABASE_URL": f"sqlite:///{db}",
         "USER": "bench",
     }
+    if source is not None:  # that tree's packages before the installed (editable) ones
+        env["PYTHONPATH"] = str(source)
+    return env
 
 
 def _fill(herald: str, env: dict[str, str]) -> None:
@@ -65,13 +81,15 @@ def _fill(herald: str, env: dict[str, str]) -> None:
     )
 
 
-def _wall(cmd: list[str], env: dict[str, str]) -> float:
+def _wall(cmd: list[str], env: dict[str, str]) -> float | None:
+    """Seconds from start to exit; None when the command failed (a tree without it)."""
     start = time.perf_counter()
-    subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, check=True)
-    return time.perf_counter() - start
+    proc = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    took = time.perf_counter() - start
+    return took if proc.returncode == 0 else None
 
 
-def _heaviest_imports(herald: str, env: dict[str, str]) -> dict[str, float]:
+def _heaviest_imports(env: dict[str, str]) -> dict[str, float]:
     """Self import time (ms) of the five heaviest top-level packages of ``herald list``."""
     proc = subprocess.run(
         [sys.executable, "-X", "importtime", "-m", "bot.cli", "list"],
@@ -89,35 +107,69 @@ def _heaviest_imports(herald: str, env: dict[str, str]) -> dict[str, float]:
     return {name: round(us / 1000, 1) for name, us in total.most_common(5)}
 
 
-def _compile() -> None:
+def _compile(root: Path) -> None:
     """Herald's bytecode, as an installed package has it (an editable install where
     PYTHONDONTWRITEBYTECODE is set would compile every module on every run)."""
-    root = Path(__file__).resolve().parent.parent
-    for package in ("core", "bot", "tui"):
-        compileall.compile_dir(root / package, quiet=1)
+    for package in ("core", "bot", "tui", "migrations"):
+        if (root / package).is_dir():
+            compileall.compile_dir(root / package, quiet=1)
 
 
-def run(rounds: int = ROUNDS) -> dict[str, Any]:
-    herald = _herald()
-    _compile()
-    with tempfile.TemporaryDirectory() as tmp:
-        env = _env(Path(tmp) / "bench.db")
-        _fill(herald, env)
-        times: dict[str, list[float]] = {name: [] for name in COMMANDS}
-        for _ in range(rounds):
-            for name, args in COMMANDS.items():
-                times[name].append(_wall([herald, *args], env))
-        imports = _heaviest_imports(herald, env)
+def _medians(times: dict[str, list[float]]) -> dict[str, int | None]:
     return {
-        "schedules": SCHEDULES,
-        "rounds": rounds,
-        "median_ms": {name: round(statistics.median(t) * 1000) for name, t in times.items()},
-        "list_heaviest_imports_ms": imports,
+        name: round(statistics.median(t) * 1000) if t else None for name, t in times.items()
     }
 
 
-def main() -> int:
-    print(json.dumps(run(), indent=2))
+def run(rounds: int = ROUNDS, compare: Path | None = None) -> dict[str, Any]:
+    herald = _herald()
+    trees: dict[str, Path | None] = {"after": None}
+    if compare is not None:
+        trees = {"before": compare.resolve(), "after": None}
+    for source in trees.values():
+        _compile(source or HERE)
+    with tempfile.TemporaryDirectory() as tmp:
+        envs = {name: _env(Path(tmp) / f"{name}.db", source) for name, source in trees.items()}
+        for env in envs.values():
+            _fill(herald, env)
+        times = {name: {cmd: [] for cmd in COMMANDS} for name in trees}
+        missing: dict[str, set[str]] = {name: set() for name in trees}
+        for _ in range(rounds):
+            for cmd, args in COMMANDS.items():
+                for name, env in envs.items():  # before, after: the same moment's load
+                    if cmd in missing[name]:
+                        continue
+                    took = _wall([herald, *args], env)
+                    if took is None:
+                        missing[name].add(cmd)
+                        times[name][cmd] = []
+                    else:
+                        times[name][cmd].append(took)
+        imports = {name: _heaviest_imports(env) for name, env in envs.items()}
+    result: dict[str, Any] = {
+        "schedules": SCHEDULES,
+        "rounds": rounds,
+        "targets_ms": TARGETS_MS,
+        "median_ms": _medians(times["after"]),
+        "list_heaviest_imports_ms": imports["after"],
+    }
+    if compare is not None:
+        result["before"] = {
+            "tree": str(compare),
+            "median_ms": _medians(times["before"]),
+            "list_heaviest_imports_ms": imports["before"],
+        }
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.cli_speed", description=__doc__)
+    parser.add_argument("--rounds", type=int, default=ROUNDS)
+    parser.add_argument(
+        "--compare", type=Path, metavar="DIR", help="another checkout of Herald to run beside"
+    )
+    args = parser.parse_args(argv)
+    print(json.dumps(run(args.rounds, args.compare), indent=2))  # noqa: T201 - the report
     return 0
 
 

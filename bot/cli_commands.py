@@ -28,6 +28,7 @@ from core.cases.importer import ImportRejected, ImportTooLarge, import_schedules
 from core.channels import build_channels
 from core.clock import Clock, SystemClock
 from core.errors import HeraldError, InvalidInput
+from core.http_client import HTTPClient
 from core.models import ApiToken, Schedule
 from core.send_check import send_warnings
 from core.settings import Settings, load_settings
@@ -41,7 +42,8 @@ log = logging.getLogger("herald.cli")
 async def open_herald(settings: Settings, clock: Clock | None = None) -> AsyncIterator[Herald]:
     """The use cases over the configured database (SQLite is upgraded on first use)."""
     store = await Store.open(settings.database_url)
-    channels = build_channels(settings)
+    # the TLS trust is read only if a command sends (most list, show or change things)
+    channels = build_channels(settings, http=HTTPClient.from_settings(settings, lazy_tls=True))
     try:
         yield Herald(store, settings, clock or SystemClock(), channels=channels)
     finally:

@@ -18,10 +18,10 @@ from typing import Any, TextIO
 from bot.cli_parser import herald_version
 from core import db
 from core.errors import ConfigError
-from core.settings import DATABASE_FILE, Settings, data_dir, default_database_url
+from core.settings import DATABASE_FILE, ENV_FILE, Settings, data_dir, default_database_url
 
-#: The settings file every command reads when it is there (pydantic-settings' env_file).
-SETTINGS_FILE = ".env"
+#: The settings file every command reads when it is there.
+SETTINGS_FILE = ENV_FILE
 
 
 def _old_database(settings: Settings) -> Path | None:

@@ -11,7 +11,6 @@ file does not exist yet (no member can have a zone there). A test checks that
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import sys
@@ -58,6 +57,8 @@ def when(args: argparse.Namespace, settings: Settings, out: TextIO) -> None:
         raise InvalidInput("--count must be at least 1.")
     shown: Preview
     if a.tz is None and _may_hold_members(settings.database_url):
+        import asyncio
+
         shown = asyncio.run(_preview_as_member(a, settings, now))
     else:
         from core.calendars import split_skip_phrase
@@ -68,6 +69,8 @@ def when(args: argparse.Namespace, settings: Settings, out: TextIO) -> None:
         reading = timeexpr.parse_when(expression, tz=tz, now=now, default_time=default)
         skips = None
         if urls:
+            import asyncio
+
             from bot.cli_calendars import preview_skips
 
             skips = asyncio.run(preview_skips(urls, now, tz, settings))

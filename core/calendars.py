@@ -9,7 +9,6 @@ calendar's text lives in :mod:`core.ics_read` and runs in a worker process
 
 from __future__ import annotations
 
-import asyncio
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, time, timedelta
@@ -21,7 +20,6 @@ from core.errors import HeraldError, InvalidInput
 from core.ics_read import MAX_INSTANCES
 from core.ics_read import Blackouts as Blackouts  # known from here, too
 from core.ics_read import CalendarError as CalendarError
-from core.netguard import Guard
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -29,6 +27,7 @@ if TYPE_CHECKING:
     from core import timeexpr
     from core.calendar_fetch import FetchLimits
     from core.models import Schedule
+    from core.netguard import Guard
 
 
 def parse(text: str | bytes, source: str = "the calendar") -> None:
@@ -78,7 +77,10 @@ async def fetch(
         headers["If-None-Match"] = etag
     if last_modified:
         headers["If-Modified-Since"] = last_modified
+    import asyncio
+
     from core import calendar_fetch  # imports httpx: only where a calendar is fetched
+    from core.netguard import Guard  # (and asyncio, ssl: not for `herald when`)
 
     try:
         answer = await calendar_fetch.get(

@@ -136,10 +136,15 @@ def location(url: str) -> str:
 
 
 def _make_folder(url: str) -> None:
-    """SQLite creates its file but not the folder it is in (the per-user data folder
-    of the default database, on first use): made here, for its owner only."""
+    """SQLite creates its file but not the folder it is in: the per-user data folder
+    (:func:`core.settings.data_dir`, the default database's) is made here on first use,
+    for its owner only. Any other missing folder stays an error that names the file."""
     path = sqlite_path(url)
     if path is not None and not path.parent.is_dir():
+        from core.settings import data_dir
+
+        if path.parent != data_dir().absolute():
+            return
         try:
             path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         except OSError as exc:

@@ -108,7 +108,9 @@ class HTTPClient:
     ``guard`` checks the member-given URLs (by default the guard that refuses internal
     addresses); ``connections`` is the most connections each pool holds, ``per_host``
     the most to one host (0: as many as ``connections``); ``tls`` replaces the default
-    trust (tests trust their own CA).
+    trust (tests trust their own CA). The default trust is read now (certifi's roots:
+    ~40 ms of CPU), not in the first request, unless ``lazy_tls``: a CLI command, which
+    mostly sends nothing, reads it only when it opens a pool.
     """
 
     def __init__(
@@ -119,12 +121,14 @@ class HTTPClient:
         per_host: int = 0,
         dns_ttl: float = DNS_TTL,
         tls: ssl.SSLContext | None = None,
+        lazy_tls: bool = False,
     ) -> None:
         self.guard = guard or Guard()
         self.connections = connections
         self.per_host = per_host
         self.dns_ttl = dns_ttl
-        self._tls = tls or default_tls()  # built now, not in the first request
+        #: built now, not in the first request (unless lazy_tls: then in :meth:`_open`)
+        self._tls = tls if tls is not None or lazy_tls else default_tls()
         self._sessions: dict[bool, aiohttp.ClientSession] = {}
         self._timeouts: dict[Timeout, aiohttp.ClientTimeout] = {}
         #: parsed URLs by text, per pool (the guarded ones' literal hosts checked)
@@ -135,13 +139,14 @@ class HTTPClient:
         self.opened = 0
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> HTTPClient:
+    def from_settings(cls, settings: Settings, *, lazy_tls: bool = False) -> HTTPClient:
         """The process's client: pools of ``HERALD_CONCURRENCY`` connections, at most
         ``HERALD_HTTP_PER_HOST`` to one host, member URLs through the network guard."""
         return cls(
             guard=settings.network_guard(),
             connections=settings.concurrency,
             per_host=settings.http_per_host,
+            lazy_tls=lazy_tls,
         )
 
     # --- pools ------------------------------------------------------------------------
@@ -168,7 +173,7 @@ class HTTPClient:
             resolver=self.guard.aiohttp_resolver() if guarded else None,
             use_dns_cache=self.dns_ttl > 0,
             ttl_dns_cache=int(self.dns_ttl) if self.dns_ttl > 0 else None,
-            ssl=self._tls,
+            ssl=self._tls or default_tls(),
         )
         return aiohttp.ClientSession(connector=connector, cookie_jar=aiohttp.DummyCookieJar())
 
