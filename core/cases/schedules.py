@@ -184,7 +184,7 @@ class ScheduleCases(CalendarCases):
             "destination": str(destination),
             "body": body,
             "expression": reading.expression,
-            "timezone": zone_name,
+            "timezone": reading.timezone,  # a zone written in the phrase wins
             "rrule": reading.rule,
             "starts_at": reading.first,
             "next_run_at": reading.first,
@@ -591,12 +591,12 @@ class ScheduleCases(CalendarCases):
                 ) from None
             values.update(
                 expression=reading.expression,
-                timezone=zone_name,
+                timezone=reading.timezone,  # a zone written in the phrase wins
                 rrule=reading.rule,
                 starts_at=reading.first,
                 next_run_at=reading.first,
             )
-            changed.update(when=reading.expression, timezone=zone_name)
+            changed.update(when=reading.expression, timezone=reading.timezone)
             if schedule.state == ScheduleState.ACTIVE.value:
                 arm_at = reading.first
         if schedule.state == ScheduleState.ACTIVE.value and (when is not None or to is not None):

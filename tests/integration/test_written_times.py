@@ -62,6 +62,15 @@ async def test_a_zone_at_the_end_of_the_phrase_is_the_rules_zone(berlin: Herald)
         "every Sunday at 18:00 (America/Los_Angeles) — PST is read as America/Los_Angeles "
         "(US Pacific time, with daylight saving)"
     )
+    assert saved.timezone == "America/Los_Angeles"  # the schedule's zone too, not the member's
+    once, _ = await berlin.create_schedule(
+        MEMBER, to="log:", when="tomorrow 9am America/New_York", text="z"
+    )
+    assert (once.timezone, once.starts_at) == (
+        "America/New_York",
+        datetime(2026, 3, 3, 14, 0, tzinfo=UTC),  # 09:00 EST
+    )
+    assert views.read_back(once).startswith("once, Tue 3 Mar 2026 09:00 (America/New_York)")
     night, _ = await berlin.create_schedule(MEMBER, to="log:", when="every night", text="y")
     assert views.read_back(night) == (
         "every day at 20:00 (Europe/Berlin) — 'night' is 20:00; add 'at …' to change it"
