@@ -10,7 +10,6 @@ loads no database code unless it reads the member's zone. Output to a closed pip
 from __future__ import annotations
 
 import gc
-import logging
 import os
 import sys
 from collections.abc import Sequence
@@ -40,7 +39,7 @@ def main(argv: Sequence[str] | None = None, *, settings: Settings | None = None)
         if args.command == "when":  # no database code unless the member's zone is needed
             from bot.cli_when import run as run_when
 
-            _loaded()
+            # short and bounded (a phrase's rule has its budget): the collector stays off
             return run_when(args, settings)
         if (
             settings is None
@@ -99,7 +98,9 @@ def entry() -> NoReturn:
         sys.stderr.flush()
     except BrokenPipeError:
         code = EXIT_BROKEN_PIPE
-    logging.shutdown()
+    logging = sys.modules.get("logging")  # not imported here: --version and when skip it
+    if logging is not None:
+        logging.shutdown()
     os._exit(code)
 
 

@@ -34,12 +34,10 @@ LOCAL_TENANT = "local"
 
 def run(args: argparse.Namespace, settings: Settings | None = None) -> int:
     """``herald when``: print the reading. Returns the exit status."""
-    from bot.logs import configure_logging
     from core.settings import load_settings
 
     try:
         cfg = settings or load_settings()
-        configure_logging(cfg, default_level="WARNING")
         when(args, cfg, sys.stdout)
     except HeraldError as exc:
         print(f"herald: error: {exc}", file=sys.stderr)  # noqa: T201 - CLI output
@@ -59,6 +57,7 @@ def when(args: argparse.Namespace, settings: Settings, out: TextIO) -> None:
     if a.tz is None and _may_hold_members(settings.database_url):
         import asyncio
 
+        _configure_logging(settings)
         shown = asyncio.run(_preview_as_member(a, settings, now))
     else:
         from core.calendars import split_skip_phrase
@@ -73,10 +72,19 @@ def when(args: argparse.Namespace, settings: Settings, out: TextIO) -> None:
 
             from bot.cli_calendars import preview_skips
 
+            _configure_logging(settings)
             skips = asyncio.run(preview_skips(urls, now, tz, settings))
         source = ZoneSource.GIVEN if a.tz else ZoneSource.DEFAULT
         shown = build_preview(reading, source, count=a.count, calendars=urls, skips=skips)
     _print(a, shown, out)
+
+
+def _configure_logging(settings: Settings) -> None:
+    """The service's logging (format, level, secret scrubber), for the paths that open
+    the database or fetch a calendar; reading a phrase in a given zone logs nothing."""
+    from bot.logs import configure_logging
+
+    configure_logging(settings, default_level="WARNING")
 
 
 def _print(a: argparse.Namespace, shown: Preview, out: TextIO) -> None:
