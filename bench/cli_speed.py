@@ -89,11 +89,14 @@ def _wall(cmd: list[str], env: dict[str, str]) -> float | None:
     return took if proc.returncode == 0 else None
 
 
-def _heaviest_imports(env: dict[str, str]) -> dict[str, float]:
-    """Self import time (ms) of the five heaviest top-level packages of ``herald list``."""
+def _heaviest_imports(env: dict[str, str], cwd: str) -> dict[str, float]:
+    """Self import time (ms) of the five heaviest top-level packages of ``herald list``
+    (run from ``cwd``: ``-m`` puts the current folder first on the path, and this
+    checkout's packages must not hide the tree PYTHONPATH names)."""
     proc = subprocess.run(
         [sys.executable, "-X", "importtime", "-m", "bot.cli", "list"],
         env=env,
+        cwd=cwd,
         capture_output=True,
         text=True,
         check=True,
@@ -145,7 +148,7 @@ def run(rounds: int = ROUNDS, compare: Path | None = None) -> dict[str, Any]:
                         times[name][cmd] = []
                     else:
                         times[name][cmd].append(took)
-        imports = {name: _heaviest_imports(env) for name, env in envs.items()}
+        imports = {name: _heaviest_imports(env, tmp) for name, env in envs.items()}
     result: dict[str, Any] = {
         "schedules": SCHEDULES,
         "rounds": rounds,
