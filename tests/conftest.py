@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import secrets
 from collections.abc import AsyncIterator, Iterator
@@ -36,6 +37,28 @@ def _pg_available() -> str | None:
 
 
 _PG_REASON = _pg_available()
+
+
+@pytest.fixture(autouse=True)
+def _logging_as_it_was() -> Iterator[None]:
+    """Every test leaves the root logger as it found it: a test that runs a ``herald``
+    command in process (which configures logging: a handler on that test's captured
+    stderr, with the secret scrubber rewriting records) would otherwise leave it to
+    every later test on the same worker."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    levels = {name: logger.level for name, logger in logging.root.manager.loggerDict.items()
+              if isinstance(logger, logging.Logger)}
+    yield
+    for handler in list(root.handlers):
+        if handler not in handlers:
+            root.removeHandler(handler)
+    for handler in handlers:
+        if handler not in root.handlers:
+            root.addHandler(handler)
+    root.setLevel(level)
+    for name, was in levels.items():
+        logging.getLogger(name).setLevel(was)
 
 
 def require_pg() -> None:
