@@ -42,6 +42,8 @@ class Receiver:
         self.ports.append(request.transport.get_extra_info("peername")[1])
         self.hosts.append(request.host)
         await request.read()
+        if request.path.startswith("/api/webhooks/"):  # Discord's answer to ?wait=true
+            return web.json_response({"id": str(len(self.ports)), "type": 0})
         return web.Response(text="ok")
 
 
