@@ -39,6 +39,7 @@ core.timeexpr.suggest).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, time, timedelta
@@ -73,6 +74,8 @@ from core.timeexpr.rule import (
 from core.timeexpr.suggest import suggestion, vocabulary
 from core.timeexpr.words import (
     MONTHS,
+    ORDINAL_RE,
+    WEEKDAY_RE,
     WEEKDAYS,
     clock,
     format_clock,
@@ -257,11 +260,50 @@ def _read_in(raw: str, words: str, zi: ZoneInfo, now: datetime, default_time: ti
         return _recurring(raw, draft, now, default_time)
     moment = parse_once(words, zi, now, default_time)
     if moment is None:
+        moment = _day_of_month(words, zi, now, default_time)
+    if moment is None:
         found = parse_freeform(words, zi, now, default_time)
         if found is None:
             raise refuse(raw)
         moment = Moment(*found)
     return _once(raw, zi, moment, now, default_time)
+
+
+#: "the last friday of the month at 5pm", "first monday of next month": one day of a month,
+#: once (with "every" in front it is the monthly rule).
+_DAY_OF_MONTH = re.compile(
+    rf"^(?:on\s+)?(?:the\s+)?(?P<nth>{ORDINAL_RE})\s+(?P<day>{WEEKDAY_RE}|day)\s+of\s+"
+    rf"(?P<which>the|this|next)\s+month\b(?P<rest>.*)$"
+)
+
+
+def _day_of_month(words: str, zi: ZoneInfo, now: datetime, default_time: time) -> Moment | None:
+    """The one-off "the last friday of the month" (this month's, or next month's when
+    this month's has passed; "of next month": next month's), read as the first send of
+    the monthly rule "every last friday of the month", on its budget; the read-back
+    says how to make it monthly. None when the words are not of that shape."""
+    found = _DAY_OF_MONTH.match(words)
+    if found is None:
+        return None
+    nth, day, which, rest = found.group("nth", "day", "which", "rest")
+    monthly = f"every {nth} {day} of the month{rest}"
+    draft = parse_every(monthly, zi.key, zi, now, default_time)
+    if draft is None:
+        return None
+    after = now
+    if which == "next":
+        local = wall_clock(now, zi)
+        start = (local.replace(day=28) + timedelta(days=4)).replace(day=1)  # next month's 1st
+        after = localize(datetime.combine(start.date(), time(0)), zi) - timedelta(microseconds=1)
+    meter = Meter()
+    rule = parse_rule(_settle(draft, now, monthly, meter).text())
+    first = take(rule, 1, after, meter)
+    if not first:
+        raise _never(words)
+    if which == "this" and wall_clock(first[0], zi).month != wall_clock(now, zi).month:
+        raise refuse(words, "that day of this month has passed; say 'of next month'")
+    note = f"for every month, say '{monthly.strip()}'"
+    return Moment(first[0], draft.defaulted, "; ".join(n for n in (draft.note, note) if n))
 
 
 def _once(raw: str, zi: ZoneInfo, moment: Moment, now: datetime, default_time: time) -> When:

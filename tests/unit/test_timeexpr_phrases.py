@@ -1024,6 +1024,29 @@ SAID: list[Said] = [
         "every other Monday at 08:00, starting Mon 9 Mar 2026 (Australia/Sydney)",
         "DTSTART;TZID=Australia/Sydney:20260309T080000\nRRULE:FREQ=WEEKLY;INTERVAL=2;BYDAY=MO",
     ),
+    # one day of a month, once (the README's /v1/when example); "every …" is the rule
+    said(
+        UTC_,
+        "last friday of the month at 5pm",
+        "2026-03-27T17:00:00Z",
+        "once, Fri 27 Mar 2026 17:00 (UTC) — for every month, say 'every last friday of the "
+        "month at 5pm'",
+    ),
+    said(
+        BER,
+        "the first monday of next month",
+        "2026-04-06T07:00:00Z",
+        "once, Mon 6 Apr 2026 09:00 (Europe/Berlin)"
+        + DEFAULT
+        + "; for every month, say 'every first monday of the month'",
+    ),
+    said(
+        LA,
+        "on the 2nd tuesday of the month at 3pm",
+        "2026-03-10T22:00:00Z",
+        "once, Tue 10 Mar 2026 15:00 (America/Los_Angeles) — for every month, say 'every 2nd "
+        "tuesday of the month at 3pm'",
+    ),
 ]
 
 
@@ -1051,6 +1074,7 @@ def test_times_people_write(
 
 WRITTEN_REFUSALS = [
     (UTC_, "yesterday at 9", '"yesterday at 9" is Thu 5 Mar 2026 09:00 UTC: that is in the past'),
+    (UTC_, "first monday of this month", "that day of this month has passed; say 'of next month'"),
     (BER, "yesterday", "that is in the past"),
     (KOL, "last friday at 5pm", "that is in the past"),
     (BER, "this morning", "that is in the past"),
