@@ -28,7 +28,9 @@ from core.cases.schedules import audit_summary
 from core.errors import HeraldError, InvalidInput
 from core.tenancy import QuotaExceeded
 
-FIELDS = {"to", "when", "text", "tz", "key"}
+#: A line's fields; its zone is ``timezone``, as the API names it (``tz``, the older
+#: name, is read too; both only when they agree).
+FIELDS = {"to", "when", "text", "timezone", "tz", "key"}
 REQUIRED = ("to", "when", "text")
 #: The longest line Herald reads: a schedule's longest line (4,000 characters of text,
 #: each escaped) fits many times over.
@@ -153,6 +155,11 @@ def _read_line(line: str) -> dict[str, Any]:
     for name, value in obj.items():
         if not isinstance(value, str):
             raise InvalidInput(f"{name} must be a string")
+    if "timezone" in obj:
+        zone = obj.pop("timezone")
+        if obj.get("tz", zone) != zone:
+            raise InvalidInput("give timezone or tz (its older name), not both")
+        obj["tz"] = zone
     return obj
 
 

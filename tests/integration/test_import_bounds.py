@@ -120,3 +120,27 @@ async def test_a_token_of_a_local_member_is_bound_by_the_quota(db_url: str, stor
     assert (await import_schedules(herald, _token("free"), _lines(4, "f"))).imported == 4
     with pytest.raises(QuotaExceeded):
         await herald.create_schedule(_token("t1"), to="log:", when="in 1 hour", text="one")
+
+
+async def test_a_line_names_its_zone_as_the_api_does(db_url: str, store: Store) -> None:
+    """``timezone`` as the API's requests and answers say it; ``tz`` still read; both
+    only when they agree (issue 33: one name for one thing)."""
+    herald = _herald(store, db_url, ManualClock(START))
+    line = {"to": "log:", "when": "tomorrow at 9", "text": "x"}
+    report = await import_schedules(
+        herald,
+        ALICE,
+        [
+            json.dumps({**line, "timezone": "Europe/Berlin"}),
+            json.dumps({**line, "tz": "Asia/Tokyo"}),
+            json.dumps({**line, "tz": "UTC", "timezone": "UTC"}),
+        ],
+    )
+    assert report.imported == 3
+    zones = sorted(s.timezone for s in await herald.list_schedules(ALICE))
+    assert zones == ["Asia/Tokyo", "Europe/Berlin", "UTC"]
+    with pytest.raises(ImportRejected) as refused:
+        await import_schedules(
+            herald, ALICE, [json.dumps({**line, "tz": "UTC", "timezone": "Asia/Tokyo"})]
+        )
+    assert refused.value.invalid == [(1, "give timezone or tz (its older name), not both")]
