@@ -1,12 +1,9 @@
-"""How the console writes times, destinations and long text in narrow cells."""
+"""How the console writes times and long text in narrow cells."""
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
-
-from core.destinations import parse_destination
-from core.errors import HeraldError
 
 #: The most of a long text a table cell holds (the detail pane shows the rest).
 CELL = 500
@@ -45,14 +42,6 @@ def stamp(value: datetime | None, zone: str, *, seconds: bool = True) -> str:
         return "-"
     fmt = "%m-%d %H:%M:%S" if seconds else "%Y-%m-%d %H:%M"
     return value.astimezone(ZoneInfo(zone)).strftime(fmt)
-
-
-def dest(text: str) -> str:
-    """A destination fit for the screen: webhook paths (often secret) hidden."""
-    try:
-        return parse_destination(text).redacted()
-    except HeraldError:
-        return text
 
 
 def clip(text: str | None, width: int) -> str:

@@ -12,7 +12,7 @@ from core.clock import ManualClock
 from core.dispatcher import Dispatcher, DispatcherConfig
 from core.usecases import Herald
 from tests.support.channels import RecordingChannel
-from tests.tui.conftest import ADMIN, MEMBER, OPERATOR, run, screen_text, settle
+from tests.tui.conftest import ADMIN, MEMBER, OPERATOR, deliver, run, screen_text, settle
 from tui.screens.detail import DetailScreen
 
 
@@ -72,3 +72,37 @@ async def test_a_schedules_detail_shows_its_webhook_to_its_owner_and_the_admins(
         assert "To webhook:http://127.0.0.1:8080/deploy?… · zone" in seen[who]
     assert "To webhook:http://127.0.0.1/… · zone" in seen[OPERATOR]
     assert not any("s3cret" in text for text in seen.values())
+
+
+#: A hook whose path ends in a token and whose query holds another.
+HOOK = "webhook:http://127.0.0.1:8080/deploy/a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6?token=s3cret"
+
+
+async def test_the_lists_show_a_webhook_to_its_owner_and_the_admins(
+    console: Any, herald: Herald, clock: ManualClock
+) -> None:
+    """The Schedules, Queue, Delivery log and Dead letters lists showed
+    ``webhook:http://127.0.0.1/…`` to everyone: now the owner and the admins see its
+    port and path, another operator its host only, and nobody a secret in it. At 80
+    columns the TO column is too narrow for a path (``webhook:htt…``): the highlighted
+    row's detail pane shows it."""
+    await herald.set_role(ADMIN, OPERATOR, "operator")
+    await herald.create_schedule(MEMBER, to=HOOK, when="in 1 minute", text="Ship it", tz="UTC")
+    clock.advance(61)
+    assert await deliver(herald, clock, fail=True, error="HTTP 410 Gone") == 1
+    await herald.create_schedule(MEMBER, to=HOOK, when="in 1 hour", text="Ship it", tz="UTC")
+    seen: dict[tuple[str, str], str] = {}
+    for who in (MEMBER, ADMIN, OPERATOR):
+        for mode in ("schedules", "queue", "deliveries", "dead"):
+            app = console(who, mode=mode)
+            async with run(app, size=(80, 24)) as pilot:
+                await settle(pilot)
+                seen[who, mode] = screen_text(app)
+    for (who, mode), text in seen.items():
+        assert "Ship it" in text, (who, mode)
+        assert "a1b2c3" not in text and "s3cret" not in text, (who, mode)
+        if who == OPERATOR:
+            assert "webhook:http://127.0.0.1/…" in text, (who, mode)
+            assert "8080" not in text and "/deploy" not in text, (who, mode)
+        else:
+            assert "webhook:http://127.0.0.1:8080/deploy/…?…" in text, (who, mode)

@@ -23,6 +23,7 @@ from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
+from core import views
 from core.actors import Actor, Principal
 from core.cases.console import unavailable, verb_rule
 from core.errors import HeraldError
@@ -173,6 +174,14 @@ class ConsoleScreen(Screen[None]):
     @property
     def zone(self) -> str:
         return self.actor.timezone or self.console.settings.default_tz
+
+    def destination(self, uri: str, owner: str | None) -> str:
+        """``uri`` as the console's member may see it: for ``owner`` (the schedule's)
+        and the admins a webhook's host, port and path with its secrets hidden, for
+        anyone else its scheme and host (:func:`core.views.destination`). An owner not
+        known (None) is shown as to anyone but an admin."""
+        full = views.sees_destination(self.actor, owner or "")
+        return views.destination(uri, full=full)
 
     # --- views and focus ----------------------------------------------------------------
 

@@ -16,7 +16,7 @@ from core import verbs
 from core.errors import HeraldError
 from core.store.dead_letters import DeadFilter, DeadGroup, DeadLetter
 from tui.filters import FilterError, dead_filter
-from tui.format import CELL, ago, clip, dest, stamp
+from tui.format import CELL, ago, clip, stamp
 from tui.screens.base import PAGE, PAGING, ConsoleScreen, footer, screen_keys, verb_gates
 from tui.screens.detail import DetailScreen
 from tui.screens.prompt import PromptScreen
@@ -143,7 +143,7 @@ class DeadLettersScreen(ConsoleScreen):
                         str(d.job_id),
                         ago(d.finished_at, now),
                         d.owner,
-                        dest(d.destination),
+                        self.destination(d.destination, d.owner),
                         str(d.attempts),
                         clip(d.retry_note, CELL),
                         clip(d.body, CELL),
@@ -171,7 +171,7 @@ class DeadLettersScreen(ConsoleScreen):
             lines.append(f"Retry {d.retry_note}")
         lines.append(
             f"Job {d.job_id} of schedule {d.schedule_id} · died {died} after {tries} · "
-            f"{d.owner} → {dest(d.destination)} · {d.tenant}"
+            f"{d.owner} → {self.destination(d.destination, d.owner)} · {d.tenant}"
         )
         return "\n".join(lines)
 

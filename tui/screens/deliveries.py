@@ -11,7 +11,7 @@ from textual.widgets import DataTable, Header, Input, Static
 
 from core.store.console import AttemptFilter, AttemptRow
 from tui.filters import FilterError, attempt_filter
-from tui.format import CELL, clip, dest, stamp
+from tui.format import CELL, clip, stamp
 from tui.screens.base import PAGE, PAGING, ConsoleScreen, footer
 from tui.screens.detail import DetailScreen
 from tui.widgets.filter_bar import FilterBar
@@ -65,6 +65,11 @@ class DeliveriesScreen(ConsoleScreen):
             self.principal, self.filter, before=self.pages[-1], limit=PAGE
         )
 
+    def owner(self) -> str | None:
+        """Whose schedules every row shown is of, when one member's (an attempt names
+        no owner): a member sees only their own, a filter may name one; else None."""
+        return self.filter.owner if self.actor.sees_everything else self.actor.id
+
     def show(self, data: Any) -> None:
         rows: list[AttemptRow] = data
         self.rows = {str(r.id): r for r in rows}
@@ -78,7 +83,7 @@ class DeliveriesScreen(ConsoleScreen):
                         "" if r.status_code is None else str(r.status_code),
                         str(r.job_id),
                         str(r.schedule_id),
-                        dest(r.destination),
+                        self.destination(r.destination, self.owner()),
                         r.worker,
                         clip(r.body, CELL),
                         clip(r.error, CELL),
@@ -107,9 +112,10 @@ class DeliveriesScreen(ConsoleScreen):
         lines = [r.body]
         if r.error:
             lines.append(f"Error: {r.error}")
+        to = self.destination(r.destination, self.owner())
         lines.append(
             f"Attempt {r.id} · job {r.job_id} of schedule {r.schedule_id} · {r.outcome}{code}"
-            f" · {stamp(r.started_at, self.zone)} on {r.worker or '?'} · to {dest(r.destination)}"
+            f" · {stamp(r.started_at, self.zone)} on {r.worker or '?'} · to {to}"
         )
         return "\n".join(lines)
 

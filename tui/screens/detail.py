@@ -11,7 +11,6 @@ from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import DataTable, Header, Static
 
-from core import views
 from core.cases.console import Timeline
 from tui.format import CELL, clip, stamp
 from tui.screens.base import ConsoleScreen, footer
@@ -82,7 +81,7 @@ class DetailScreen(ConsoleScreen):
         upcoming = ", ".join(stamp(u, zone, seconds=False) for u in t.upcoming) or "none"
         lines = [
             f"[b]{subject}[/] · {s.shown_state} · version {s.version} · owner {escape(s.owner)}",
-            f"To {escape(self._destination(s.destination, s.owner))} · zone {zone}",
+            f"To {escape(self.destination(s.destination, s.owner))} · zone {zone}",
             f"When [i]{escape(s.expression)}[/] → {escape(t.description)}",
             f"Next {upcoming}",
             f"Text {escape(s.body)}",
@@ -102,11 +101,6 @@ class DetailScreen(ConsoleScreen):
             for i, e in enumerate(t.events)
         ]
         self.query_one("#timeline", PageTable).show(rows)
-
-    def _destination(self, uri: str, owner: str) -> str:
-        """Its owner and the admins see a webhook's host, port and path (secrets
-        hidden), anyone else its scheme and host."""
-        return views.destination(uri, full=views.sees_destination(self.actor, owner))
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         e = self.events.get(str(event.row_key.value))

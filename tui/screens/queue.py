@@ -14,7 +14,7 @@ from textual.widgets import DataTable, Header, Static
 
 from core.store.console import QueueRow
 from tui.filters import QUEUE_VIEWS
-from tui.format import CELL, ago, clip, dest, stamp
+from tui.format import CELL, ago, clip, stamp
 from tui.screens.base import PAGE, PAGING, ConsoleScreen, footer
 from tui.screens.detail import DetailScreen
 from tui.widgets.table import Col, PageTable
@@ -103,7 +103,7 @@ class QueueScreen(ConsoleScreen):
                         str(r.attempts),
                         f"{r.lease_owner} {ago(r.lease_expires_at, now)}" if r.lease_owner else "",
                         r.owner,
-                        dest(r.destination),
+                        self.destination(r.destination, r.owner),
                         clip(r.body, CELL),
                         clip(r.last_error, CELL),
                         r.tenant,
@@ -136,10 +136,10 @@ class QueueScreen(ConsoleScreen):
         lines = [r.body]
         if r.last_error:
             lines.append(f"Last error: {r.last_error}")
+        to = self.destination(r.destination, r.owner)
         lines.append(
             f"Job {r.job_id} of schedule {r.schedule_id} · {r.state} · due "
-            f"{stamp(r.due_at, self.zone)} · {tries}{lease} · {r.owner} → {dest(r.destination)}"
-            f" · {r.tenant}"
+            f"{stamp(r.due_at, self.zone)} · {tries}{lease} · {r.owner} → {to} · {r.tenant}"
         )
         return "\n".join(lines)
 

@@ -15,7 +15,7 @@ from core.errors import HeraldError
 from core.models import Schedule
 from core.store.console import ScheduleFilter
 from tui.filters import FilterError, schedule_filter
-from tui.format import CELL, ago, clip, dest, span, stamp
+from tui.format import CELL, ago, clip, span, stamp
 from tui.screens.base import PAGE, PAGING, ConsoleScreen, footer, screen_keys, verb_gates
 from tui.screens.detail import DetailScreen
 from tui.screens.form import ScheduleFormScreen
@@ -139,7 +139,7 @@ class SchedulesScreen(ConsoleScreen):
                         ago(s.next_run_at, now),
                         views.when_column(s),
                         s.owner,
-                        dest(s.destination),
+                        self.destination(s.destination, s.owner),
                         clip(s.body, CELL),
                         s.tenant,
                     ),
@@ -158,7 +158,7 @@ class SchedulesScreen(ConsoleScreen):
             return ""
         when = stamp(s.next_run_at, self.zone, seconds=False)
         about = f"Schedule {s.id} · {s.shown_state} · next {when} · {s.owner} → "
-        return f"{s.body}\n{about}{dest(s.destination)} · {s.tenant}"
+        return f"{s.body}\n{about}{self.destination(s.destination, s.owner)} · {s.tenant}"
 
     def update_status(self) -> None:
         parts = [self.page_note(len(self.rows), PAGE)]
