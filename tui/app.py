@@ -128,10 +128,24 @@ class HeraldConsole(App[int]):
         except HeraldError as exc:
             self.exit(return_code=1, message=f"herald console: {exc}")
             return
-        self.sub_title = f"{self.actor.id} · {self.actor.role.value}"
+        self.sub_title = self._who(self.actor)
         await self.switch_mode(self.initial_mode)
         if self.greeting:
             self.notify(self.greeting, title="Herald demo", timeout=30)
+
+    @staticmethod
+    def _who(actor: Actor) -> str:
+        return f"{actor.id} · {actor.role.value}"
+
+    def take_actor(self, actor: Actor) -> bool:
+        """``actor`` as the console's member read again (a screen's live refresh reads
+        it: a role given since, in any process, holds at once); True when it changed,
+        the subtitle then saying the new role (the screen greys its keys anew)."""
+        if actor == self.actor:
+            return False
+        self.actor = actor
+        self.sub_title = self._who(actor)
+        return True
 
     def action_toggle_keys(self) -> None:
         if self.screen.query("HelpPanel"):

@@ -128,10 +128,12 @@ class ConsoleScreen(Screen[None]):
         """A worker finished reading; the screen draws ``data``, read for the list
         numbered ``listing`` (see :attr:`ConsoleScreen.listing`)."""
 
-        def __init__(self, data: Any, listing: int = 0) -> None:
+        def __init__(self, data: Any, listing: int = 0, actor: Actor | None = None) -> None:
             super().__init__()
             self.data = data
             self.listing = listing
+            #: The console's member as read with the data (their role may have changed).
+            self.actor = actor
 
     def __init__(self) -> None:
         super().__init__()
@@ -252,7 +254,7 @@ class ConsoleScreen(Screen[None]):
         try:
             # a newer request cancels this worker; the read itself runs to its end, so a
             # database connection is never abandoned halfway through a statement
-            data = await asyncio.shield(self.console.finish_later(self.fetch()))
+            actor, data = await asyncio.shield(self.console.finish_later(self._read()))
         except HeraldError as exc:
             self.notify(str(exc), title="Cannot read", severity="error")
             return
@@ -261,10 +263,19 @@ class ConsoleScreen(Screen[None]):
             self.notify(f"{type(exc).__name__}: {exc}", title="Read failed", severity="error")
             return
         self.fetch_ms = (time.perf_counter() - started) * 1000
-        self.post_message(self.Loaded(data, listing))
+        self.post_message(self.Loaded(data, listing, actor))
+
+    async def _read(self) -> tuple[Actor, Any]:
+        """The console's member read again (a role given since holds at once), then
+        this screen's data as they may see it."""
+        actor = await self.herald.actor(self.principal)
+        return actor, await self.fetch()
 
     def on_console_screen_loaded(self, message: ConsoleScreen.Loaded) -> None:
         started = time.perf_counter()
+        if message.actor is not None and self.console.take_actor(message.actor):
+            self.refresh_bindings()  # the keys the new role may use, greyed out anew
+            self.update_role_note()
         if message.listing == self._drawn_listing:
             with ExitStack() as live:
                 for table in self.query("#table").results(PageTable):
