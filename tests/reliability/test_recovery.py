@@ -54,10 +54,19 @@ async def test_a_restart_delivers_a_killed_dispatchers_jobs_within_seconds(
         await fill(store, jobs)
         await store.move_waiting_jobs(datetime.now(UTC), due_before=PLACEHOLDER + timedelta(days=1))
 
-        async def mid_burst() -> bool:
-            return await _delivered(store, 100) and bool(await store.leased_by(worker.id))
+        async def stopped_holding_jobs() -> bool:
+            """Deliveries are in full flow and the victim, frozen (SIGSTOP) where it
+            stands, holds leased jobs: the kill lands with jobs in flight, not in the
+            gap between a batch's records and the next claim (or after the last)."""
+            if not await _delivered(store, 100):
+                return False
+            victim.send_signal(signal.SIGSTOP)
+            if await store.leased_by(worker.id):
+                return True
+            victim.send_signal(signal.SIGCONT)
+            return False
 
-        await wait_until(mid_burst, 120, "deliveries in full flow")
+        await wait_until(stopped_holding_jobs, 120, "deliveries in full flow")
         victim.send_signal(signal.SIGKILL)
         victim.wait(timeout=30)
         held = await store.leased_by(worker.id)
