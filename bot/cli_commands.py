@@ -141,25 +141,13 @@ class Cli:
 
     async def cmd_list(self, herald: Herald) -> None:
         a = self.args
+        filters = dict(everyone=a.all, state=a.state, destination=a.to, text=a.search)
         rows = await herald.list_schedules(
-            self.actor,
-            everyone=a.all,
-            state=a.state,
-            destination=a.to,
-            text=a.search,
-            tenant=a.tenant,
-            limit=a.limit,
+            self.actor, **filters, tenant=a.tenant, limit=a.limit
         )
         more = ""
         if len(rows) >= a.limit:  # cut at the limit: say how many there are
-            total = await herald.count_schedules(
-                self.actor,
-                everyone=a.all,
-                state=a.state,
-                destination=a.to,
-                text=a.search,
-                tenant=a.tenant,
-            )
+            total = await herald.count_schedules(self.actor, **filters, tenant=a.tenant)
             if total > len(rows):
                 more = f"{len(rows):,} of {total:,} shown; use --limit {total} to see them all."
         if a.json:
