@@ -25,6 +25,7 @@ from typing import Any
 from core.actors import Actor, ActorRef
 from core.cases import Herald
 from core.cases.schedules import audit_summary
+from core.destinations import channel_name
 from core.errors import HeraldError, InvalidInput
 from core.tenancy import QuotaExceeded
 
@@ -296,13 +297,18 @@ async def import_schedules(
 
 async def _named(herald: Herald, actor: Actor, to: str, named: dict[str, str | HeraldError]) -> str:
     """``to`` with a channel name looked up (:meth:`Herald.named_channel`), once per
-    distinct ``to`` of an import: the same answer (or refusal) for every line."""
-    if to not in named:
+    distinct channel name of an import (``slack:#Deploys`` and ``slack:#deploys`` are
+    one): the same answer (or refusal) for every line. Other destinations pass as given."""
+    name = channel_name(to)
+    if name is None:
+        return to
+    key = str(name)
+    if key not in named:
         try:
-            named[to] = await herald.named_channel(actor, to)
+            named[key] = await herald.named_channel(actor, to)
         except HeraldError as exc:
-            named[to] = exc
-    found = named[to]
+            named[key] = exc
+    found = named[key]
     if isinstance(found, HeraldError):
         raise found
     return found
