@@ -191,18 +191,10 @@ def cli(argv: list[str], settings: Settings) -> int:
 @pytest.fixture
 def restored_logging() -> Iterator[None]:
     """The CLI's ``main`` configures logging for its process (a stderr handler on the
-    root logger, httpx quietened); put it back for the tests that follow."""
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
+    root logger, httpx quietened); put the quietened loggers back for the tests that
+    follow (the root logger is put back by the conftest's ``_logging_as_it_was``)."""
     quieted = {name: logging.getLogger(name).level for name in QUIETED_LOGGERS}
     yield
-    for handler in list(root.handlers):
-        if handler not in handlers:
-            root.removeHandler(handler)
-    for handler in handlers:
-        if handler not in root.handlers:
-            root.addHandler(handler)
-    root.setLevel(level)
     for name, old in quieted.items():
         logging.getLogger(name).setLevel(old)
 
