@@ -163,6 +163,8 @@ class FakeSlack(FakeHTTPServer):
                     {
                         "id": c.id,
                         "name": c.name,
+                        "is_channel": not c.is_private,
+                        "is_group": c.is_private,
                         "is_private": c.is_private,
                         "is_member": c.is_member,
                         "is_archived": c.is_archived,

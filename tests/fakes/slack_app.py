@@ -33,9 +33,6 @@ class FakeSlackApp(FakeSlack):
         self.members: dict[str, list[str]] = {}
         #: Members per ``conversations.members`` page.
         self.page_size = 1000
-        #: Most channels per ``conversations.list`` page (Slack's own cap is lower than
-        #: ``limit`` at times: a page may be short and still have a next cursor).
-        self.list_page_size = 1000
         self.ephemerals: list[dict[str, Any]] = []
         #: ``chat.update`` calls: the arguments.
         self.edits: list[dict[str, Any]] = []
@@ -154,50 +151,6 @@ class FakeSlackApp(FakeSlack):
         cursor = str(after) if after < len(members) else ""
         return self._answer(
             {"ok": True, "members": page, "response_metadata": {"next_cursor": cursor}}
-        )
-
-    def _conversations_list(self, args: dict[str, Any]) -> web.Response:
-        """Channels of ``types`` (default ``public_channel``; private ones only when
-        the bot is in them), ``exclude_archived``, ``limit`` 1..1000 (default 100),
-        ``cursor`` paging."""
-        types = set(str(args.get("types") or "public_channel").split(","))
-        if not types <= {"public_channel", "private_channel", "mpim", "im"}:
-            return self._error("invalid_types")
-        try:
-            limit = int(args.get("limit") or 100)
-        except ValueError:
-            return self._error("invalid_limit")
-        if not 1 <= limit < 1000:
-            return self._error("invalid_limit")
-        archived = str(args.get("exclude_archived", "false")).lower() in ("true", "1")
-        found = [
-            c
-            for c in self.channels.values()
-            if ("private_channel" if c.is_private else "public_channel") in types
-            and (not c.is_private or c.is_member)
-            and not (archived and c.is_archived)
-        ]
-        start = int(args.get("cursor") or 0)
-        size = min(limit, self.list_page_size)
-        page = found[start : start + size]
-        after = start + size
-        return self._answer(
-            {
-                "ok": True,
-                "channels": [
-                    {
-                        "id": c.id,
-                        "name": c.name,
-                        "is_channel": not c.is_private,
-                        "is_group": c.is_private,
-                        "is_private": c.is_private,
-                        "is_member": c.is_member,
-                        "is_archived": c.is_archived,
-                    }
-                    for c in page
-                ],
-                "response_metadata": {"next_cursor": str(after) if after < len(found) else ""},
-            }
         )
 
     def _view(self, args: dict[str, Any]) -> dict[str, Any] | None:
