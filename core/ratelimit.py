@@ -176,6 +176,16 @@ class ClaimCaps:
         quantum = max(1, round(horizon * 100_000))
         return cls(entries, quantum, json.dumps([list(e) for e in entries]))
 
+    @functools.cached_property
+    def columns(self) -> dict[str, list[str] | list[int] | list[float]]:
+        """The entries as three lists (PostgreSQL's claim reads them as arrays), made
+        on the first claim rather than on every one."""
+        return {
+            "prefixes": [prefix for prefix, _, _ in self.entries],
+            "caps": [cap for _, cap, _ in self.entries],
+            "steps": [step for _, _, step in self.entries],
+        }
+
     def __bool__(self) -> bool:
         return bool(self.entries)
 

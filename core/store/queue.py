@@ -575,10 +575,8 @@ class QueueQueries(Gateway):
         statement, setup = _PG_CLAIM, "SET LOCAL enable_sort = off"
         if caps:
             statement, setup = _PG_CAPPED_CLAIM, _PG_CAPPED_SETUP
+            params.update(caps.columns)
             params.update(
-                prefixes=[prefix for prefix, _, _ in caps.entries],
-                caps=[cap for _, cap, _ in caps.entries],
-                steps=[step for _, _, step in caps.entries],
                 quantum_us=caps.quantum_us,
                 error=CAPPED_ERROR,
             )
