@@ -147,8 +147,7 @@ class MemberCases(CaseBase):
         """Who can answer the actor's requests (a dead letter's retry): ``HERALD_ADMINS``
         as this process reads it, and the admins stored for the actor's tenant and for
         ``local`` (Herald-wide). Empty: nobody yet (``herald admin init`` makes one)."""
-        actor = await self.actor(actor_id)
         found = set(self.settings.admins)
-        for tenant in dict.fromkeys((actor.tenant, LOCAL_TENANT)):
+        for tenant in dict.fromkeys((principal_of(actor_id).tenant, LOCAL_TENANT)):
             found.update(await self.store.admins_of(tenant))
         return sorted(found)
