@@ -14,6 +14,8 @@ from __future__ import annotations
 import logging
 from urllib.parse import urlsplit
 
+from core.channels.base import DeliveryResult
+
 log = logging.getLogger(__name__)
 
 
@@ -68,6 +70,18 @@ def is_json_type(content_type: str) -> bool:
     """Whether a content type says JSON (``application/json``, ``…+json``)."""
     kind = content_kind(content_type)
     return kind == "application/json" or kind.endswith("+json")
+
+
+def not_the_api(
+    health: ApiHealth | None, sentence: str, *, url: str, status: int, content_type: str
+) -> DeliveryResult:
+    """The result of an answer that is not the API's (``sentence``: :func:`not_json`):
+    recorded in ``health`` (None: not watched); permanent for a 4xx, else retried."""
+    if health is not None:
+        health.failed(sentence, url=url, status=status, content_type=content_type)
+    if 400 <= status < 500:
+        return DeliveryResult.permanent(sentence, status)
+    return DeliveryResult.retry(sentence, status)
 
 
 class ApiHealth:

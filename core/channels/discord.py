@@ -38,7 +38,7 @@ from urllib.parse import urlsplit
 from pydantic import SecretStr
 
 from core import limits, reminders
-from core.channels.answers import ApiHealth, content_kind, not_json, shown_url
+from core.channels.answers import ApiHealth, content_kind, not_json, not_the_api, shown_url
 from core.channels.base import Channel, Delivery, DeliveryResult, Outcome, RateLimit
 from core.channels.webhook import parse_retry_after, reveal, truncate
 from core.destinations import (
@@ -331,17 +331,17 @@ class _DiscordHTTP(Channel):
         """ok (message id), retry (429, 5xx, an answer that is not JSON) or permanent
         (other 4xx, a 4xx that is not JSON) with advice; ``url``: where it was asked."""
         status = response.status
-        if status < 500 and status not in (204, 429) and not _is_json(response):
+        try:
+            parsed = response.json()
+        except ValueError:
+            parsed = None
+        if status < 500 and status not in (204, 429) and not isinstance(parsed, dict):
             kind = response.headers.get("content-type", "")
             sentence = self._not_json(url, response)
-            if self.api_health is not None:
-                self.api_health.failed(sentence, url=url, status=status, content_type=kind)
-            if 400 <= status < 500:
-                return DeliveryResult.permanent(sentence, status)
-            return DeliveryResult.retry(sentence, status)
+            return not_the_api(self.api_health, sentence, url=url, status=status, content_type=kind)
         if self.api_health is not None and status < 500:
             self.api_health.answered()
-        data = _json(response)
+        data: dict[str, Any] = parsed if isinstance(parsed, dict) else {}
         if 200 <= status < 300:
             message_id = data.get("id")
             return DeliveryResult.ok(status, str(message_id) if message_id else None)
@@ -703,14 +703,6 @@ def _webhook_id(url: str) -> str | None:
         return None
     match = _WEBHOOK_PATH.search(parts.path)
     return match.group(1) if match else None
-
-
-def _is_json(response: Answer) -> bool:
-    """Whether the answer's body is a JSON object."""
-    try:
-        return isinstance(response.json(), dict)
-    except ValueError:
-        return False
 
 
 def _json(response: Answer) -> dict[str, Any]:

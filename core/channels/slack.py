@@ -31,7 +31,7 @@ from typing import Any, NamedTuple
 from pydantic import SecretStr
 
 from core import limits, reminders
-from core.channels.answers import ApiHealth, not_json
+from core.channels.answers import ApiHealth, not_json, not_the_api
 from core.channels.base import Channel, Delivery, DeliveryResult, Outcome, RateLimit
 from core.channels.webhook import USER_AGENT, parse_retry_after, reveal
 from core.destinations import ChannelName, Destination, UriSyntax, names_need_connection
@@ -417,11 +417,7 @@ class SlackChannel(Channel):
         if not isinstance(data, dict):  # not Slack's API: a wrong SLACK_API_URL, a proxy
             kind = response.headers.get("content-type", "")
             sentence = not_json("Slack", url, status, kind, "SLACK_API_URL")
-            if self.api_health is not None:
-                self.api_health.failed(sentence, url=url, status=status, content_type=kind)
-            if 400 <= status < 500:
-                return DeliveryResult.permanent(sentence, status)
-            return DeliveryResult.retry(sentence, status)
+            return not_the_api(self.api_health, sentence, url=url, status=status, content_type=kind)
         if self.api_health is not None:
             self.api_health.answered()
         scopes = response.headers.get("x-oauth-scopes", "")
