@@ -31,7 +31,7 @@ import heapq
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from datetime import UTC, date, datetime, time, timedelta
-from itertools import islice
+from itertools import chain, islice
 
 from dateutil.relativedelta import relativedelta
 from dateutil.rrule import weekday
@@ -285,6 +285,10 @@ def _end(until: datetime | None, offset: timedelta) -> datetime:
     return _LAST if until is None else min(_LAST, until.replace(tzinfo=None) + offset)
 
 
+#: Above every instant: the floor that releases all held-back instants.
+_RELEASE_ALL = datetime.max.replace(tzinfo=UTC)
+
+
 def _wall_pairs(
     rule: Rule, parts: dict[str, str], after: datetime | None, until: datetime | None, meter: Meter
 ) -> Iterator[Pair]:
@@ -297,9 +301,12 @@ def _wall_pairs(
     pending: list[Pair] = []
     last: datetime | None = None
     walls = _expand(parts, rule.dtstart, start, _end(until, _MAX_UTC_OFFSET), meter)
-    for wall in walls:
-        heapq.heappush(pending, (localize(wall, zi), wall))
-        floor = wall.replace(tzinfo=UTC) - _MAX_UTC_OFFSET
+    for wall in chain(walls, [None]):
+        if wall is None:  # the walk is over: release everything held back
+            floor = _RELEASE_ALL
+        else:
+            heapq.heappush(pending, (localize(wall, zi), wall))
+            floor = wall.replace(tzinfo=UTC) - _MAX_UTC_OFFSET
         while pending and pending[0][0] < floor:
             pair = heapq.heappop(pending)
             if until is not None and pair[0] > until:
@@ -307,13 +314,6 @@ def _wall_pairs(
             if pair[0] != last:
                 last = pair[0]
                 yield pair
-    while pending:
-        pair = heapq.heappop(pending)
-        if until is not None and pair[0] > until:
-            return
-        if pair[0] != last:
-            last = pair[0]
-            yield pair
 
 
 def _elapsed_pairs(
