@@ -62,7 +62,7 @@ _CLOCK_H = re.compile(r"^(?P<h>\d{1,2})h(?P<m>\d{2})?$")
 PARTS_OF_DAY = {
     "morning": time(9, 0), "afternoon": time(14, 0), "evening": time(18, 0), "night": time(20, 0),
 }  # fmt: skip
-PART_OF_DAY_RE = "morning|afternoon|evening|night"
+PART_OF_DAY_RE = "|".join(PARTS_OF_DAY)
 _ISO_DAY = re.compile(r"^(\d{4})-(\d{1,2})-(\d{1,2})$")
 _MONTH_FIRST = re.compile(
     rf"^(?P<mon>{MONTH_RE})\.? (?P<d>\d{{1,2}})(?:st|nd|rd|th)?(?:,? (?P<y>\d{{4}}))?$"
