@@ -199,9 +199,11 @@ async def test_a_discord_name_on_a_server(connected: Herald, discord: FakeDiscor
 
 
 async def test_an_import_looks_each_name_up_once(connected: Herald, slack: FakeSlack) -> None:
+    # the same name however it is written: one lookup
+    spellings = ("slack:#deploys", "slack:#Deploys", " slack:#DEPLOYS")
     lines = [
-        json.dumps({"to": "slack:#deploys", "when": "every monday at 9am", "text": f"L{i}"})
-        for i in range(3)
+        json.dumps({"to": to, "when": "every monday at 9am", "text": f"L{i}"})
+        for i, to in enumerate(spellings)
     ]
     report = await import_schedules(connected, ALICE, lines)
 
