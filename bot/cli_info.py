@@ -18,7 +18,7 @@ from typing import Any, TextIO
 from bot.cli_parser import herald_version
 from core import db
 from core.errors import ConfigError
-from core.settings import DATABASE_FILE, ENV_FILE, Settings, data_dir, default_database_url
+from core.settings import DATABASE_FILE, ENV_FILE, Settings, data_dir
 
 #: The settings file every command reads when it is there.
 SETTINGS_FILE = ENV_FILE
@@ -30,7 +30,7 @@ def _old_database(settings: Settings) -> Path | None:
     if not settings.database_is_default:
         return None
     old = Path(DATABASE_FILE).absolute()
-    new = db.sqlite_path(default_database_url())
+    new = db.sqlite_path(settings.database_url)  # the default's file
     if not old.is_file() or new is None or new.exists() or old == new:
         return None
     return old
@@ -43,7 +43,7 @@ def check_old_database(settings: Settings) -> None:
     old = _old_database(settings)
     if old is None:
         return
-    new = db.sqlite_path(default_database_url())
+    new = db.sqlite_path(settings.database_url)  # the default's (_old_database)
     assert new is not None
     raise ConfigError(
         f"This folder has {DATABASE_FILE}, where an older Herald kept its data; Herald's "
