@@ -203,9 +203,11 @@ class PageTable(DataTable[Any]):
     def show(self, rows: Sequence[tuple[str, Sequence[Any]]]) -> None:
         """Replace the rows, keeping the cursor on the same key (or the same place)."""
         self.rows_given = [(key, [one_line(cell) for cell in cells]) for key, cells in rows]
-        self._draw(live=self._live, fresh=not self._live)
+        if not self._live:  # a new list: none of its rows is "new"
+            self.unseen = set()
+        self._draw(live=self._live)
 
-    def _draw(self, *, live: bool = False, fresh: bool = False) -> None:
+    def _draw(self, *, live: bool = False) -> None:
         current, index, scroll = self.cursor_key(), self.cursor_row, self.scroll_y
         old = self._index
         top = int(scroll)
@@ -237,8 +239,6 @@ class PageTable(DataTable[Any]):
                 if width is not None
             ]
             self.add_row(*mark, *shown, key=key)
-        if fresh:
-            self.unseen = set()
         if live:
             self.unseen |= {key for key in self.keys if key not in old}
         if not rows:
