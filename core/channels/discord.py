@@ -551,13 +551,14 @@ class DiscordChannel(_DiscordHTTP):
                 f"Herald could not look up `#{name.name}` with Discord just now "
                 f"({answer.error}); try again in a minute, or use the channel id."
             )
-        if answer.status in (403, 404):
+        if answer.status in (403, 404) and _json(answer):  # Discord's own refusal, not a page
             raise InvalidInput(
                 f"Herald is not on Discord server {server} (or cannot see its channels): "
                 "invite the bot there, or use the channel id, e.g. discord:123456789012345678."
             )
         if not 200 <= answer.status < 300:
-            raise InvalidInput(str(self._classify(answer, what).error))
+            url = f"{self._base}/guilds/{server}/channels"
+            raise InvalidInput(str(self._classify(answer, what, url).error))
         try:
             channels = answer.json()
         except ValueError:

@@ -14,12 +14,15 @@ from bot.http import Readiness
 from core.channels.base import Outcome
 from core.channels.discord import DiscordChannel, DiscordWebhookChannel
 from core.channels.slack import SlackChannel
+from core.destinations import ChannelName
+from core.errors import InvalidInput
 from tests.fakes import FakeDiscord, FakeSlack, Scripted
 from tests.fakes.deliveries import make_delivery
 
 SLACK_TOKEN = "xoxb-1234-secret-token"
 DISCORD_TOKEN = "MTIz.bot-secret-token"
 CHAN = "123456789012345678"
+GUILD = "700000000000000001"
 
 HTML = Scripted(
     status=200,
@@ -78,6 +81,22 @@ async def test_discord_never_takes_a_page_for_a_delivered_message() -> None:
     )
     assert discord.channels[CHAN].messages == []
     assert channel.api_health is not None and channel.api_health.problem == result.error
+
+
+async def test_a_discord_404_page_is_not_taken_for_an_unknown_server() -> None:
+    async with FakeDiscord(DISCORD_TOKEN, guild_id=GUILD) as discord:
+        discord.script(TEXT_404, on="/guilds/")
+        channel = DiscordChannel(DISCORD_TOKEN, base_url=discord.api_url, timeout=2.0)
+        try:
+            with pytest.raises(InvalidInput) as refused:
+                await channel.channels_named(ChannelName("discord", "general", GUILD))
+        finally:
+            await channel.close()
+
+    assert str(refused.value) == (
+        f"Discord's API at {discord.api_url}/guilds/{GUILD}/channels answered HTTP 404 "
+        "with text/plain, not JSON: check DISCORD_API_URL."
+    )
 
 
 async def test_a_discord_webhook_page_is_a_sentence_without_its_token() -> None:
