@@ -67,16 +67,9 @@ def table_lines(
     first, down to its least width (``least``, one per column; default 8), then the
     column most over its least, a character at a time; a cell cut ends with "…"."""
     count = len(header)
-    if width is None:
-        widths = [max(len(r[i]) for r in (header, *rows)) for i in range(count - 1)]
-        lines = []
-        for row in (header, *rows):
-            cells = [f"{cell:<{w}}" for cell, w in zip(row, widths, strict=False)]
-            lines.append("  ".join([*cells, row[-1]]).rstrip())
-        return lines
     widths = [max(len(r[i]) for r in (header, *rows)) for i in range(count)]
     floor = [min(f, w) for f, w in zip(least or [8] * count, widths, strict=True)]
-    excess = sum(widths) + 2 * (count - 1) - width
+    excess = 0 if width is None else sum(widths) + 2 * (count - 1) - width
     if excess > 0:  # the free text gives way first
         step = min(excess, widths[-1] - floor[-1])
         widths[-1] -= step
