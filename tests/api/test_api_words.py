@@ -140,38 +140,19 @@ def test_the_docs_page_shows_fields_and_examples(document: dict[str, Any]) -> No
 
 def test_timezone_and_tz_are_one_field(service: Service) -> None:
     with service.client(service.token("local:words-a")) as c:
-        made = c.post(
-            "/v1/schedules",
-            json={"to": "log:", "when": "every day at 9am", "text": "x", "timezone": "Asia/Tokyo"},
-        )
+
+        def create(**zones: str) -> Any:
+            body = {"to": "log:", "when": "every day at 9am", "text": "x", **zones}
+            return c.post("/v1/schedules", json=body)
+
+        made = create(timezone="Asia/Tokyo")
         assert made.status_code == 201, made.text
         assert made.json()["timezone"] == "Asia/Tokyo"  # the name it was sent by
-        old = c.post(
-            "/v1/schedules",
-            json={"to": "log:", "when": "every day at 9am", "text": "x", "tz": "Europe/Paris"},
-        )
+        old = create(tz="Europe/Paris")
         assert old.status_code == 201 and old.json()["timezone"] == "Europe/Paris"
-        same = c.post(
-            "/v1/schedules",
-            json={
-                "to": "log:",
-                "when": "every day at 9am",
-                "text": "x",
-                "tz": "UTC",
-                "timezone": "UTC",
-            },
-        )
+        same = create(tz="UTC", timezone="UTC")
         assert same.status_code == 201 and same.json()["timezone"] == "UTC"
-        both = c.post(
-            "/v1/schedules",
-            json={
-                "to": "log:",
-                "when": "every day at 9am",
-                "text": "x",
-                "tz": "UTC",
-                "timezone": "Asia/Tokyo",
-            },
-        )
+        both = create(tz="UTC", timezone="Asia/Tokyo")
         assert "send timezone or tz (its older name), not both" in problem(both, 422)["detail"]
 
         sid = made.json()["id"]
