@@ -212,16 +212,23 @@ class CaseBase:
         found = channel_name(to)
         if found is None:
             return to
-        if found.kind == "discord" and found.server is None:
-            tenant = principal_of(actor_id).tenant
-            kind, _, server = tenant.partition(":")
-            if kind != "discord" or not server:
+        if found.kind == "discord":
+            kind, _, server = principal_of(actor_id).tenant.partition(":")
+            own = server if kind == "discord" and server else None
+            if found.server is None:
+                if own is None:
+                    raise InvalidInput(
+                        f"Say which Discord server `#{found.name}` is on: "
+                        f"discord:#{found.name}@<server id> (Developer Mode, right-click "
+                        "the server, Copy Server ID)."
+                    )
+                found = dataclasses.replace(found, server=own)
+            elif own is not None and found.server != own:
+                # another server is another tenant: its channel names are not looked up
                 raise InvalidInput(
-                    f"Say which Discord server `#{found.name}` is on: "
-                    f"discord:#{found.name}@<server id> (Developer Mode, right-click the "
-                    "server, Copy Server ID)."
+                    f"Only the channels of your own Discord server can be named: "
+                    f"discord:#{found.name}."
                 )
-            found = dataclasses.replace(found, server=server)
         directory = self.channels.get(found.kind)
         if not isinstance(directory, ChannelDirectory):
             raise InvalidInput(names_need_connection(found.kind))

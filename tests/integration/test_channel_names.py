@@ -182,6 +182,11 @@ async def test_a_discord_name_on_a_server(connected: Herald, discord: FakeDiscor
         member, to="discord:#random", when="tomorrow 9am", text="Hi"
     )
     assert mine.destination == "discord:223456789012345678"
+    # and only theirs: another server is another tenant, its names are not looked up
+    with pytest.raises(InvalidInput, match="Only the channels of your own Discord server"):
+        await connected.create_schedule(
+            member, to="discord:#general@700000000000000009", when="tomorrow 9am", text="x"
+        )
 
     with pytest.raises(InvalidInput, match=r"Say which Discord server `#general` is on"):
         await connected.create_schedule(ALICE, to="discord:#general", when="tomorrow", text="x")
