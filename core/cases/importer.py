@@ -135,7 +135,9 @@ def read_lines(lines: Iterable[str] | str, *, max_lines: int, max_bytes: int) ->
 
 
 def _read_line(line: str) -> dict[str, Any]:
-    if len(line) > MAX_LINE_BYTES or len(line.encode("utf-8", "replace")) > MAX_LINE_BYTES:
+    if len(line) > MAX_LINE_BYTES or (
+        not line.isascii() and len(line.encode("utf-8", "replace")) > MAX_LINE_BYTES
+    ):
         raise InvalidInput(f"longer than {MAX_LINE_BYTES:,} bytes, which no schedule needs")
     try:
         obj = json.loads(line)
