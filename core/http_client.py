@@ -59,6 +59,10 @@ log = logging.getLogger(__name__)
 
 #: Seconds a checked DNS answer is reused by a pool (aiohttp's default).
 DNS_TTL = 10.0
+#: The most bytes of an answer read (after decompression): a member's webhook URL, or
+#: a wrong API URL, could otherwise stream into memory until the timeout. Slack's
+#: largest answer Herald asks for (a conversations.list page of 999) is far below it.
+MAX_ANSWER_BYTES = 16 * 1024 * 1024
 
 
 class TimedOut(HeraldError):
@@ -266,7 +270,7 @@ class HTTPClient:
                 timeout=self._timeout(timeouts),
                 allow_redirects=False,
             ) as response:
-                body = await response.read()
+                body = await _read(response, target)
                 answer = Answer(
                     response.status,
                     response.reason or "",
@@ -291,6 +295,18 @@ class HTTPClient:
                 "HTTP Request: %s %s://%s/… %s", method, parts.scheme, parts.hostname, answer.status
             )
         return answer
+
+
+async def _read(response: aiohttp.ClientResponse, target: yarl.URL) -> bytes:
+    """The answer's body; Unreachable past :data:`MAX_ANSWER_BYTES`."""
+    body = bytearray()
+    async for chunk in response.content.iter_chunked(64 * 1024):
+        body += chunk
+        if len(body) > MAX_ANSWER_BYTES:
+            raise Unreachable(
+                f"the answer from {_where(target)} was over {MAX_ANSWER_BYTES:,} bytes"
+            )
+    return bytes(body)
 
 
 def _where(target: yarl.URL) -> str:

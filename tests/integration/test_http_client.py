@@ -11,12 +11,13 @@ from collections.abc import AsyncIterator
 import pytest
 from aiohttp import web
 
+from core import http_client
 from core.channels import build_channels
 from core.channels.base import Outcome
 from core.channels.discord import DiscordWebhookChannel
 from core.channels.slack import SlackChannel
 from core.channels.webhook import WebhookChannel
-from core.http_client import HTTPClient
+from core.http_client import HTTPClient, Timeout, Unreachable
 from core.netguard import Guard
 from core.settings import load_settings
 from tests.fakes import unused_port
@@ -42,6 +43,8 @@ class Receiver:
         self.ports.append(request.transport.get_extra_info("peername")[1])
         self.hosts.append(request.host)
         await request.read()
+        if request.path == "/big":  # an answer past the client's cap
+            return web.Response(body=b"x" * 2000)
         if request.path.startswith("/api/webhooks/"):  # Discord's answer to ?wait=true
             return web.json_response({"id": str(len(self.ports)), "type": 0})
         return web.Response(text="ok")
@@ -108,6 +111,26 @@ async def test_a_channel_without_a_shared_client_has_its_own(receiver: Receiver)
         await one.close()
         await two.close()
     assert len(set(receiver.ports)) == 2  # one kept-alive connection each
+
+
+async def test_an_answer_is_read_only_up_to_its_cap(
+    receiver: Receiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(http_client, "MAX_ANSWER_BYTES", 1000)
+    client = HTTPClient(guard=Guard(allow_private=True))
+    try:
+        small = await client.request(
+            "POST", f"{receiver.url}/h", guarded=True, timeouts=Timeout(2.0, 2.0)
+        )
+        with pytest.raises(
+            Unreachable, match=r"the answer from 127\.0\.0\.1:\d+ was over 1,000 bytes"
+        ):
+            await client.request(
+                "POST", f"{receiver.url}/big", guarded=True, timeouts=Timeout(2.0, 2.0)
+            )
+    finally:
+        await client.close()
+    assert small.content == b"ok"
 
 
 @pytest.mark.parametrize(
