@@ -64,16 +64,17 @@ def build_preview(
     """The preview of ``reading``: its next ``count`` sends, skipping the blackouts of
     ``skips`` (the calendars' events, read in the reading's zone) as a schedule created
     from it would. InvalidInput for a rule too costly to expand."""
-    upcoming = reading.occurrences(count=count)
     skipped: list[tuple[datetime, str]] = []
-    if skips is not None:
-        if reading.rule is not None:
-            from core.calendars import skip_preview
+    zone = ZoneInfo(reading.timezone)
+    if skips is not None and reading.rule is not None:
+        from core.calendars import skip_preview
 
-            before_first = reading.first - _TICK
-            upcoming, skipped = skip_preview(reading.rule, before_first, skips, count=count)
-        elif (name := skips.hit(reading.first, ZoneInfo(reading.timezone))) is not None:
-            upcoming, skipped = [], [(reading.first, name)]
+        before_first = reading.first - _TICK
+        upcoming, skipped = skip_preview(reading.rule, before_first, skips, count=count)
+    elif skips is not None and (name := skips.hit(reading.first, zone)) is not None:
+        upcoming, skipped = [], [(reading.first, name)]
+    else:  # expanded once: a calendar's preview finds the sends itself
+        upcoming = reading.occurrences(count=count)
     return Preview(
         reading,
         source,
