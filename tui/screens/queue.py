@@ -51,15 +51,10 @@ class QueueScreen(ConsoleScreen):
 
     def __init__(self) -> None:
         super().__init__()
-        #: The view shown: none is marked until the first read has chosen one (or a
-        #: key has), which looks for a view with jobs.
+        #: The view shown: none ("") until the first read has chosen one (or a key
+        #: has), which looks for a view with jobs.
         self.view = ""
-        self.chosen = False
         self.rows: dict[str, QueueRow] = {}
-
-    def action_view(self, view: str) -> None:
-        self.chosen = True
-        super().action_view(view)
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -71,7 +66,7 @@ class QueueScreen(ConsoleScreen):
         yield footer()
 
     async def fetch(self) -> Any:
-        if self.chosen:
+        if self.view:
             return self.view, await self.herald.queue_page(
                 self.principal, self.view, after=self.pages[-1], limit=PAGE
             )
@@ -84,11 +79,10 @@ class QueueScreen(ConsoleScreen):
     def show(self, data: Any) -> None:
         view, rows = data
         if view != self.view:
-            if self.chosen:  # read before a key chose another view: its read follows
+            if self.view:  # read before a key chose another view: its read follows
                 return
             self.view = view
             self._draw_views()
-        self.chosen = True
         now = self.herald.clock.now()
         self.rows = {str(r.job_id): r for r in rows}
         self.table.show(
