@@ -69,6 +69,7 @@ from core.timeexpr.words import (
     month_day,
     number,
     ordinal,
+    part_of_day_note,
     refuse,
     weekday_list,
 )
@@ -558,7 +559,7 @@ def _part_of_day(core: str, text: str) -> tuple[str, list[time], str | None] | N
     what, part = m["what"] or "day", m["part"]
     if m["at"] is None:
         at = in_part_of_day(part, None)
-        return what, [at], f"'{part}' is {at:%H:%M}; add 'at …' to change it"
+        return what, [at], part_of_day_note(part, at)
     clocks = [w for w in re.split(r",\s*|\s+and\s+|\s*&\s*", m["at"]) if w]
     return what, sorted({in_part_of_day(part, c) for c in clocks}), None
 

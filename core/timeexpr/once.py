@@ -43,6 +43,7 @@ from core.timeexpr.words import (
     in_part_of_day,
     make_date,
     month_day,
+    part_of_day_note,
     refuse,
 )
 
@@ -232,7 +233,7 @@ def _part_of_day(text: str, zi: ZoneInfo, now: datetime) -> Moment | None:
         return None
     part = m["part"]
     at = in_part_of_day(part, m["clock"])
-    note = None if m["clock"] else f"'{part}' is {at:%H:%M}; add 'at …' to change it"
+    note = None if m["clock"] else part_of_day_note(part, at)
     return Moment(_on_day(day, at, zi, now), note=note)
 
 

@@ -162,6 +162,11 @@ def in_part_of_day(part: str, text: str | None) -> time:
     return found
 
 
+def part_of_day_note(part: str, at: time) -> str:
+    """What the read-back says of the time a part of the day stood for."""
+    return f"'{part}' is {at:%H:%M}; add 'at …' to change it"
+
+
 def make_date(year: int | None, month: int, day: int, text: str) -> date:
     """``date(year, month, day)`` or a refusal naming the impossible date.
 
