@@ -121,6 +121,19 @@ async def test_a_body_nested_within_the_limit_is_read(herald: Herald) -> None:
         assert "nests" not in await answer.text()  # read (whatever log: makes of option a)
 
 
+async def test_a_body_one_level_past_the_limit_is_a_400(herald: Herald) -> None:
+    """The depth walk itself (a thousand deep stops in the JSON parser already)."""
+    nested: Any = 1
+    for _ in range(MAX_JSON_DEPTH - 1):  # one list more than the test above
+        nested = [nested]
+    async with served(herald) as client:
+        body = {"to": "log:", "when": "in 1 hour", "text": "x", "options": {"a": nested}}
+        answer = await client.post("/v1/schedules", json=body, headers=await token(herald, ADMIN))
+        detail = (await problem(answer, 400))["detail"]
+        assert detail == f"The body nests objects and arrays deeper than {MAX_JSON_DEPTH} levels."
+        assert await herald.list_schedules(ADMIN, everyone=True) == []
+
+
 @pytest.mark.parametrize(
     "when",
     [
