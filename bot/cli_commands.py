@@ -142,9 +142,7 @@ class Cli:
     async def cmd_list(self, herald: Herald) -> None:
         a = self.args
         filters = dict(everyone=a.all, state=a.state, destination=a.to, text=a.search)
-        rows = await herald.list_schedules(
-            self.actor, **filters, tenant=a.tenant, limit=a.limit
-        )
+        rows = await herald.list_schedules(self.actor, **filters, tenant=a.tenant, limit=a.limit)
         more = ""
         if len(rows) >= a.limit:  # cut at the limit: say how many there are
             total = await herald.count_schedules(self.actor, **filters, tenant=a.tenant)
