@@ -71,14 +71,14 @@ def rule_sends(
 ) -> list[datetime]:
     """The occurrences of existing recurring ``rules`` in the ``within`` stretches (in
     order), after each one's next run (whose own job is counted already). A rule that
-    cannot be read counts nothing."""
+    cannot be read, or is too costly to expand there, counts nothing (the request is
+    not refused for another schedule's rule)."""
     found: list[datetime] = []
     for text, next_run in rules:
         try:
-            parsed = timeexpr.parse_rule(text)
+            found.extend(_walk(timeexpr.parse_rule(text), within, next_run))
         except InvalidInput:
             continue
-        found.extend(_walk(parsed, within, next_run))
     return found
 
 

@@ -10,6 +10,7 @@ import pytest
 
 from core import timeexpr
 from core.cases.recipient_cap import Crowded, crowded_hour, rule_sends, sends_of, stretches
+from core.errors import InvalidInput
 
 T = datetime(2026, 3, 2, 14, 0, tzinfo=UTC)
 MIN = timedelta(minutes=1)
@@ -41,3 +42,12 @@ def test_the_occurrences_near_the_sends_are_every_one_there(when: str) -> None:
     everything = timeexpr.occurrences(rule, count=5000, after=next_run)
     expected = [t for t in everything if any(lo < t < hi for lo, hi in within)]
     assert rule_sends([(rule, next_run)], within) == expected
+
+
+def test_an_existing_rule_too_costly_to_expand_counts_nothing() -> None:
+    """Another schedule's rule that the meter stops (weekly on Mondays, BYDAY=TU) does
+    not refuse the request with that rule's "too costly" sentence."""
+    costly = "DTSTART;TZID=UTC:20260302T000000\nRRULE:FREQ=HOURLY;INTERVAL=168;BYDAY=TU"
+    with pytest.raises(InvalidInput, match="too costly to expand"):
+        timeexpr.occurrences(costly, count=1, after=T)
+    assert rule_sends([(costly, None)], stretches([T + 60 * MIN])) == []
