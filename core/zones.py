@@ -157,6 +157,14 @@ _ABBREVIATIONS: dict[str, tuple[_Meaning, ...]] = {
 MINUS = "\u2212"
 _UTC_NAMES = frozenset({"utc", "z", "zulu", "utc0", "universal"})
 _OFFSET = re.compile(r"^(?:utc|gmt)\s?([+-])\s?(\d{1,2})(?::?00)?$")
+
+
+def _offset_hours(typed: str) -> int | None:
+    """The signed hours of an offset such as ``utc+2`` or ``gmt-05:00``; None if not one."""
+    m = _OFFSET.match(typed)
+    return None if m is None else int(m.group(2)) * (-1 if m.group(1) == "-" else 1)
+
+
 _HINT = "name a city (Berlin, New York) or an IANA zone such as Europe/Berlin"
 
 
@@ -237,8 +245,7 @@ def resolve_zone(text: str) -> ZoneInfo:
         raise InvalidInput(f"The time zone is empty: {_HINT}.")
     if typed in _UTC_NAMES:
         return ZoneInfo("UTC")
-    if m := _OFFSET.match(typed):
-        hours = int(m.group(2)) * (-1 if m.group(1) == "-" else 1)
+    if (hours := _offset_hours(typed)) is not None:
         if hours > 14 or hours < -12:
             raise InvalidInput(
                 f"There is no zone at {raw[:20]}: offsets go from UTC{MINUS}12 to UTC+14."
@@ -289,8 +296,7 @@ def _named(typed: str) -> ZoneInfo | None:
     key = _key(typed)
     if key in _UTC_NAMES or key == "gmt":
         return ZoneInfo("UTC")
-    if m := _OFFSET.match(key):
-        hours = int(m.group(2)) * (-1 if m.group(1) == "-" else 1)
+    if (hours := _offset_hours(key)) is not None:
         return ZoneInfo(_fixed(hours)) if -12 <= hours <= 14 else None
     if "/" in key:
         try:
