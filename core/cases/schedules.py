@@ -9,6 +9,7 @@ person can read, and changes nothing.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -333,7 +334,9 @@ class ScheduleCases(CalendarCases):
                 end=within[-1][1],
                 exclude=exclude,
             )
-            existing = found.due + recipient_cap.rule_sends(found.rules, within)
+            # many rules over many stretches (a large import) is CPU work: off the loop
+            ruled = await asyncio.to_thread(recipient_cap.rule_sends, found.rules, within)
+            existing = found.due + ruled
             crowded = recipient_cap.crowded_hour(existing, adding, cap)
             if crowded is None:
                 continue
