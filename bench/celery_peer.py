@@ -71,7 +71,7 @@ def run(n: int, spread: float, target: str | None) -> dict[str, Any]:
             "HERALD_BENCH_CELERY_RECORD": str(record),
         }
         from bench.celery_app import app
-        from bot.bench import WEBHOOK_URLS, _child_hwm_mb
+        from bot.cli.bench import WEBHOOK_URLS, _child_hwm_mb
 
         with log.open("w") as err:
             worker = subprocess.Popen(

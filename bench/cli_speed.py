@@ -119,9 +119,7 @@ def _compile(root: Path) -> None:
 
 
 def _medians(times: dict[str, list[float]]) -> dict[str, int | None]:
-    return {
-        name: round(statistics.median(t) * 1000) if t else None for name, t in times.items()
-    }
+    return {name: round(statistics.median(t) * 1000) if t else None for name, t in times.items()}
 
 
 def run(rounds: int = ROUNDS, compare: Path | None = None) -> dict[str, Any]:

@@ -313,10 +313,10 @@ class _Run:
 
 
 async def _measure(url: str, repeat: int) -> dict[str, Any]:
+    from core.cases import Herald
     from core.clock import SystemClock
     from core.settings import load_settings
     from core.store import Store
-    from core.usecases import Herald
     from tui.app import make_app
 
     settings = load_settings(HERALD_DATABASE_URL=url, HERALD_ADMINS=ADMIN, _env_file=None)

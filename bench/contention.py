@@ -79,7 +79,7 @@ def _env(db: Path, receiver: str | None) -> dict[str, str]:
 
 
 async def _fill(db: Path, jobs: int, destination: str) -> None:
-    from bot.bench import schedule_rows
+    from bot.cli.bench import schedule_rows
     from core.store import Store
 
     store = await Store.open(f"sqlite:///{db}")

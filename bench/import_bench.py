@@ -15,11 +15,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from core.cases import Herald
 from core.cases.importer import import_schedules
 from core.clock import SystemClock
 from core.settings import load_settings
 from core.store import Store
-from core.usecases import Herald
 
 ROWS = 20_000
 PEER_ROWS = 2_000

@@ -171,7 +171,7 @@ async def bare_client(kind: str, n: int) -> dict[str, Any]:
     """``n`` POSTs due at one instant over the same URLs as Herald's, 64 in flight, with
     nothing but the client (aiohttp or httpx): no queue, no database, no signing."""
     assert TARGET is not None
-    from bot.bench import WEBHOOK_URLS
+    from bot.cli.bench import WEBHOOK_URLS
 
     late: list[float] = []
     todo = iter(range(n))
@@ -231,7 +231,7 @@ async def herald_dispatch(
 ) -> dict[str, Any]:
     """Herald's dispatcher with the service's logging: in this process, or (``service``)
     as a ``herald run`` process."""
-    from bot.bench import bench_dispatch
+    from bot.cli.bench import bench_dispatch
     from core.settings import load_settings
 
     settings = load_settings(

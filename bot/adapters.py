@@ -1,6 +1,6 @@
 """Chat adapters that run inside `herald run`, beside the dispatcher, in one event loop.
 
-An adapter only translates: platform payloads in, calls to :class:`core.usecases.Herald`
+An adapter only translates: platform payloads in, calls to :class:`core.cases.Herald`
 out. Each lives in its own package (``bot.slack``, ``bot.discord_bot``) and exposes
 ``create_adapter(settings, herald) -> Adapter``; it is started when its token is set
 and ``HERALD_ADAPTERS`` allows it (one process should connect them; more dispatchers
@@ -12,10 +12,10 @@ from __future__ import annotations
 import logging
 from typing import Protocol
 
+from core.cases import Herald
 from core.errors import ConfigError
 from core.settings import Settings
 from core.store.queue import Finished
-from core.usecases import Herald
 
 log = logging.getLogger(__name__)
 

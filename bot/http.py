@@ -19,10 +19,10 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from bot.http_guard import HttpLimits, guarded_app, start_guarded
 from core import db
+from core.cases import Herald
 from core.dispatcher import Dispatcher
 from core.errors import ConfigError, DatabaseError, HeraldError, NotFound
 from core.store import Store
-from core.usecases import Herald
 
 log = logging.getLogger(__name__)
 

@@ -11,6 +11,7 @@ from typing import Any, TextIO, TypeVar
 from bot.adapters import Adapter, build_adapters
 from bot.http import Readiness, make_http_app, start_http
 from bot.http_guard import HttpLimits
+from core.cases import Herald
 from core.channels import build_channels
 from core.clock import Clock, SystemClock
 from core.dispatcher import Dispatcher, DispatcherConfig, DrainSummary
@@ -19,7 +20,6 @@ from core.scrub import Scrubber
 from core.settings import Settings
 from core.store import Store
 from core.store.queue import Finished
-from core.usecases import Herald
 
 log = logging.getLogger(__name__)
 

@@ -47,7 +47,7 @@ DONE_LABEL = "Done"
 #: Every choice a reminder's button may carry, in the order the buttons show.
 CHOICES = (*SNOOZES, DONE)
 #: Slack ``action_id`` prefix of the buttons (``herald_reminder_15m``...). User-given
-#: blocks may not use ``herald…`` ids (core.usecases.check_options).
+#: blocks may not use ``herald…`` ids (core.cases.schedules.check_options).
 SLACK_ACTION_PREFIX = "herald_reminder_"
 #: Discord ``custom_id`` prefix (``herald:reminder:15m:42``).
 DISCORD_CUSTOM_PREFIX = "herald:reminder:"

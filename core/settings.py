@@ -134,7 +134,7 @@ class Settings(BaseModel):
     )
     #: The CLI as a client: with both set, `herald schedule`, `list`, `show`, `edit`,
     #: `pause`, `resume`, `skip` and `cancel` ask the service at this URL (its HTTP API)
-    #: as the token's member instead of opening the database (bot/cli_remote.py).
+    #: as the token's member instead of opening the database (bot/cli/remote.py).
     api_url: str | None = Field(default=None, alias="HERALD_API_URL")
     api_token: SecretStr | None = Field(default=None, alias="HERALD_API_TOKEN")
 
@@ -219,14 +219,10 @@ class Settings(BaseModel):
 
     # tenants, mentions and quotas (core.tenancy)
     #: Slack workspaces (team ids) this deployment serves; empty: the bot token's own.
-    slack_team_ids: frozenset[str] = Field(
-        default=frozenset(), alias="HERALD_SLACK_TEAM_IDS"
-    )
+    slack_team_ids: frozenset[str] = Field(default=frozenset(), alias="HERALD_SLACK_TEAM_IDS")
     #: Tenants whose members (not only admins) may use Slack's <!channel>, <!here>,
     #: <!everyone> and user-group mentions.
-    broadcast_tenants: frozenset[str] = Field(
-        default=frozenset(), alias="HERALD_BROADCAST_TENANTS"
-    )
+    broadcast_tenants: frozenset[str] = Field(default=frozenset(), alias="HERALD_BROADCAST_TENANTS")
     #: Tenants whose members (not only admins) may post into Slack under another name or
     #: icon (``username``, ``icon_url``, ``icon_emoji``): by default the terminal's.
     custom_sender_tenants: frozenset[str] = Field(

@@ -3,7 +3,7 @@
 Each :class:`Verb` names the :class:`core.cases.Herald` method it calls, the words
 people may type for it, who may do it (for help texts and greying out actions; the use
 case still enforces it), the wording surfaces print once it is done and which surfaces
-offer it. The CLI (``bot/cli_parser.py``, ``bot/cli_commands.py``), Slack
+offer it. The CLI (``bot/cli/parser.py``, ``bot/cli/commands.py``), Slack
 (``bot/slack/grammar.py``, ``commands.py``), Discord (``bot/discord_bot/commands.py``,
 ``actions.py``, ``components.py``) and the console (``tui/screens/schedules.py``,
 ``dead_letters.py``) read their verbs on schedules and on dead letters from here: the

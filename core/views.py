@@ -11,6 +11,7 @@ from zoneinfo import ZoneInfo
 
 from core import timeexpr
 from core.actors import Actor
+from core.cases import ScheduleDetail
 from core.destinations import parse_destination
 from core.errors import HeraldError
 from core.instants import iso as iso
@@ -18,7 +19,6 @@ from core.instants import local as local
 from core.models import Attempt, Job, Schedule
 from core.scrub import scrub_credentials
 from core.store.dead_letters import DeadLetter
-from core.usecases import ScheduleDetail
 
 
 def local_short(value: datetime | None, zone: str) -> str:

@@ -13,10 +13,10 @@ import psycopg
 import pytest
 from sqlalchemy.engine import make_url
 
+from core.cases import Herald
 from core.clock import ManualClock
 from core.settings import Settings, load_settings
 from core.store import Store
-from core.usecases import Herald
 
 PG_URL = os.environ.get("HERALD_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
@@ -47,8 +47,11 @@ def _logging_as_it_was() -> Iterator[None]:
     every later test on the same worker."""
     root = logging.getLogger()
     handlers, level = list(root.handlers), root.level
-    levels = {name: logger.level for name, logger in logging.root.manager.loggerDict.items()
-              if isinstance(logger, logging.Logger)}
+    levels = {
+        name: logger.level
+        for name, logger in logging.root.manager.loggerDict.items()
+        if isinstance(logger, logging.Logger)
+    }
     yield
     for handler in list(root.handlers):
         if handler not in handlers:

@@ -20,12 +20,12 @@ from textual.binding import Binding
 from textual.screen import Screen
 
 from core.actors import Actor, Principal, Surface
+from core.cases import Herald
 from core.channels.base import Channel
 from core.clock import SystemClock
 from core.errors import HeraldError
 from core.settings import Settings
 from core.store import Store
-from core.usecases import Herald
 from tui.screens.audit import AuditScreen
 from tui.screens.base import screen_keys
 from tui.screens.calendars import CalendarsScreen

@@ -15,11 +15,11 @@ from bot.discord_bot import render
 from bot.discord_bot.choices import EXAMPLES
 from core import verbs
 from core.actors import ActorRef, Principal, discord_tenant
+from core.cases import Herald
 from core.errors import InvalidInput, PermissionDenied
 from core.models import Schedule, ScheduleState
 from core.settings import Settings
 from core.store.queue import Finished
-from core.usecases import Herald
 
 
 @dataclass(frozen=True)

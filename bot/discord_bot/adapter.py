@@ -25,12 +25,12 @@ from bot.discord_bot.commands import HeraldTree, ScheduleGroup
 from bot.discord_bot.components import DeadLetterButton, PageButton, ScheduleButton, view_for
 from bot.discord_bot.interact import NO_MENTIONS
 from bot.discord_bot.reminders import ReminderButton
+from core.cases import Herald
 from core.channels.answers import no_answer, shown_url
 from core.channels.discord import DEFAULT_BASE_URL
 from core.errors import ConfigError
 from core.settings import Settings
 from core.store.queue import Finished
-from core.usecases import Herald
 
 log = logging.getLogger(__name__)
 

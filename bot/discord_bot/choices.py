@@ -11,9 +11,9 @@ import re
 from bot.discord_bot import render
 from core import calendars, limits
 from core.actors import ActorRef
+from core.cases import Herald
 from core.errors import HeraldError, InvalidInput
 from core.models import Schedule, ScheduleState
-from core.usecases import Herald
 from core.zones import meanings, resolve_zone, zone_names
 
 MAX_CHOICES = limits.DISCORD_CHOICES.size

@@ -12,9 +12,9 @@ from discord import app_commands
 from bot.discord_bot import actions
 from core import limits
 from core.actors import Mentions, Principal, Surface, discord_tenant
+from core.cases import Herald
 from core.errors import HeraldError
 from core.settings import Settings
-from core.usecases import Herald
 
 log = logging.getLogger(__name__)
 

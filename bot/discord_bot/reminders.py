@@ -28,8 +28,8 @@ from bot.discord_bot.components import update
 from bot.discord_bot.interact import NO_MENTIONS, herald_of
 from core import reminders
 from core.actors import Principal
+from core.cases import Herald
 from core.errors import InvalidInput, PermissionDenied
-from core.usecases import Herald
 
 log = logging.getLogger(__name__)
 

@@ -12,12 +12,12 @@ from zoneinfo import ZoneInfo
 
 from core import calendars, limits, timeexpr, views
 from core.actors import Actor
+from core.cases import ScheduleDetail
 from core.cases.calendars import describe_before
 from core.destinations import parse_destination
 from core.errors import HeraldError
 from core.models import Feed, Schedule, ScheduleState
 from core.store.queue import Finished
-from core.usecases import ScheduleDetail
 from core.views import describe
 
 #: Discord's limits (core.limits): a message's content, an autocomplete choice's name.

@@ -44,11 +44,11 @@ from bot.slack.dead import DECISIONS, DeadLetterAlerts
 from bot.slack.modal import CALLBACK
 from bot.slack.reminders import ACTION_PATTERN as REMINDER_ACTIONS
 from core.actors import slack_tenant
+from core.cases import Herald
 from core.channels.answers import shown_url
 from core.errors import ConfigError
 from core.settings import Settings
 from core.store.queue import Finished
-from core.usecases import Herald
 
 log = logging.getLogger(__name__)
 

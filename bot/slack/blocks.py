@@ -17,11 +17,11 @@ from zoneinfo import ZoneInfo
 from bot.slack.grammar import escape, unescape
 from core import calendars, limits, verbs, views
 from core.actors import Actor
+from core.cases import ScheduleDetail
 from core.cases.calendars import describe_before
 from core.destinations import parse_destination
 from core.errors import HeraldError, InvalidInput
 from core.models import Feed, Schedule, ScheduleState
-from core.usecases import ScheduleDetail
 from core.views import describe
 
 Blocks = list[dict[str, Any]]

@@ -1,4 +1,4 @@
-"""``/schedule`` and the schedule modal: Slack payloads in, :class:`core.usecases.Herald`
+"""``/schedule`` and the schedule modal: Slack payloads in, :class:`core.cases.Herald`
 calls out."""
 
 from __future__ import annotations
@@ -38,9 +38,9 @@ from bot.slack.modal import (
 )
 from bot.slack.reminders import Reminders
 from core import calendars, limits, verbs
+from core.cases import check_text
 from core.errors import HeraldError, InvalidInput
 from core.models import Schedule
-from core.usecases import check_text
 
 log = logging.getLogger(__name__)
 

@@ -22,9 +22,10 @@ implementation runs (``tests/unit/test_architecture.py`` checks both).
 from core.cases.console import ConsoleCases
 from core.cases.members import MemberCases
 from core.cases.reminders import ReminderCases
+from core.cases.schedules import ScheduleDetail, check_text
 from core.cases.tokens import TokenCases
 
-__all__ = ["Herald"]
+__all__ = ["Herald", "ScheduleDetail", "check_text"]
 
 
 class Herald(ReminderCases, MemberCases, ConsoleCases, TokenCases):

@@ -143,7 +143,6 @@ def check_key(key: str | None) -> str | None:
 class ScheduleCases(CalendarCases):
     """Schedules (and the calendars they skip, :class:`CalendarCases`)."""
 
-
     def read_when(self, when: str, tz: str, *, actor: ActorRef | None = None) -> timeexpr.When:
         """Read a time expression now, in ``tz`` (InvalidInput if it cannot be read); a
         rule without a time of day takes the default of the ``actor``'s tenant
@@ -476,7 +475,6 @@ class ScheduleCases(CalendarCases):
             newest_first=newest_first,
             before_id=before_id,
         )
-
 
     async def preview_when(
         self,

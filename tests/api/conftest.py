@@ -24,10 +24,10 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from core import db
+from core.cases import Herald
 from core.clock import ManualClock, SystemClock
 from core.settings import load_settings
 from core.store import Store
-from core.usecases import Herald
 from tests.conftest import PG_URL, _pg_conninfo, require_pg
 from tests.fakes.http import unused_port
 

@@ -9,9 +9,9 @@ from typing import Any
 
 import httpx
 
+from core.cases import Herald
 from core.clock import ManualClock
 from core.store.console import AuditFilter
-from core.usecases import Herald
 from tests.api.conftest import ROOT, Service, start_service, stop_service, wait_for
 
 

@@ -18,10 +18,10 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from bot.api.app import MAX_JSON_DEPTH, _Buckets, add_api
 from bot.http_guard import HttpLimits, guarded_app
+from core.cases import Herald
 from core.clock import ManualClock, SystemClock
 from core.settings import load_settings
 from core.store import Store
-from core.usecases import Herald
 from tests.fakes.http import unused_port
 
 ADMIN = "local:root-admin"  # HERALD_ADMINS of the conftest's settings

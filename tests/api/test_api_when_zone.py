@@ -4,7 +4,7 @@ which zone and where it came from; in process, on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
-from core.usecases import Herald
+from core.cases import Herald
 from tests.api.test_api_hostile import served, token
 from tests.fakes.ics import ICSServer
 from tests.support.calendars import data

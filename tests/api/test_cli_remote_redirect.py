@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from bot.cli_remote import Remote, RemoteError
+from bot.cli.remote import Remote, RemoteError
 
 TOKEN = "hk_0123456789ab_" + "S" * 43
 

@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
+from core.cases import Herald
 from core.clock import ManualClock
-from core.usecases import Herald
 from tests.api.conftest import ROOT, Service, start_service, stop_service, wait_for
 from tests.fakes import FakeSlack
 

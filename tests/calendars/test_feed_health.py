@@ -11,13 +11,13 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 from bot.service import serve
+from core.cases import Herald
 from core.clock import ManualClock
 from core.dispatcher import Dispatcher
 from core.metrics import Metrics
 from core.models import JobState
 from core.settings import Settings
 from core.store import Store
-from core.usecases import Herald
 from tests.calendars.conftest import data
 from tests.fakes import unused_port
 from tests.fakes.http import Scripted

@@ -10,10 +10,10 @@ from datetime import UTC, datetime
 
 import pytest
 
+from core.cases import Herald
 from core.clock import ManualClock
 from core.dispatcher import Dispatcher, DispatcherConfig
 from core.models import Feed
-from core.usecases import Herald
 from tests.fakes.ics import ICSServer
 from tests.support.channels import RecordingChannel
 

@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 import pytest
 
 from core.calendars import CalendarError
+from core.cases import Herald
 from core.errors import InvalidInput, PermissionDenied
-from core.usecases import Herald
 from tests.calendars.conftest import data
 from tests.fakes.http import Scripted
 from tests.fakes.ics import ICSServer

@@ -11,11 +11,11 @@ import pytest
 from core import calendars
 from core.calendar_fetch import FetchLimits
 from core.calendars import CalendarError
+from core.cases import Herald
 from core.clock import ManualClock
 from core.netguard import Guard
 from core.settings import load_settings
 from core.store import Store
-from core.usecases import Herald
 from tests.conftest import START
 from tests.fakes.hostile import SECRET_BODY, SECRET_REASON, HostileServer
 from tests.support.guard import INSIDE, OUTSIDE, Pair, Rebinding, pair

@@ -15,6 +15,7 @@ import pytest
 
 from bot.service import serve
 from core.calendar_worker import CalendarReader
+from core.cases import Herald
 from core.cases.importer import import_schedules
 from core.clock import ManualClock, SystemClock
 from core.dispatcher import Dispatcher
@@ -22,7 +23,6 @@ from core.ics_read import CalendarError
 from core.settings import load_settings
 from core.store import Store
 from core.store.queue import Finished
-from core.usecases import Herald
 from tests.calendars.conftest import data
 from tests.fakes import unused_port
 from tests.fakes.ics import ICSServer

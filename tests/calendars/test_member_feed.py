@@ -9,9 +9,9 @@ from icalendar import Calendar
 
 from bot.http import Readiness, make_http_app, start_http
 from bot.http_guard import HttpLimits
+from core.cases import Herald
 from core.clock import SystemClock
 from core.dispatcher import Dispatcher
-from core.usecases import Herald
 from tests.fakes import unused_port
 
 

@@ -9,9 +9,9 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from core.cases import Herald
 from core.clock import ManualClock
 from core.models import JobState
-from core.usecases import Herald
 from tests.calendars.conftest import data
 
 ALICE = "local:alice"

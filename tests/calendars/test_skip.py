@@ -16,6 +16,7 @@ import sqlalchemy as sa
 from bot.logs import QUIETED_LOGGERS
 from core import timeexpr
 from core.calendars import Blackouts, CalendarError, next_allowed, skipped_between
+from core.cases import Herald
 from core.clock import ManualClock
 from core.dispatcher import Dispatcher, DispatcherConfig
 from core.errors import InvalidInput
@@ -23,7 +24,6 @@ from core.models import JobState
 from core.settings import Settings, load_settings
 from core.timeexpr import expand
 from core.timeexpr.metered import BUDGET, PER_OCCURRENCE
-from core.usecases import Herald
 from tests.calendars.conftest import data
 from tests.fakes.ics import ICSServer
 from tests.support.channels import RecordingChannel

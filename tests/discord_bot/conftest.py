@@ -15,8 +15,8 @@ from bot.discord_bot import DiscordAdapter, create_adapter  # first: it imports 
 import discord.gateway  # isort: skip
 import discord.http  # isort: skip
 import discord.webhook.async_  # isort: skip
+from core.cases import Herald
 from core.settings import Settings, load_settings
-from core.usecases import Herald
 from tests.discord_bot.doubles import ADMIN, Interaction
 from tests.fakes import unused_port
 from tests.support.calendars import ics

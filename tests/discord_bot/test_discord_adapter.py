@@ -13,6 +13,7 @@ import pytest
 
 from bot.discord_bot import DiscordAdapter, create_adapter, invite_url
 from bot.service import serve
+from core.cases import Herald
 from core.channels import build_channels
 from core.channels.base import Channel
 from core.clock import ManualClock, SystemClock
@@ -21,7 +22,6 @@ from core.errors import ConfigError
 from core.settings import Settings
 from core.store import Store
 from core.store.queue import ClaimedJob, Finished
-from core.usecases import Herald
 from tests.discord_bot.conftest import ALERTS, TOKEN, discord_settings
 from tests.discord_bot.doubles import (
     ADMIN,

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from bot.discord_bot import DiscordAdapter, choices
-from core.usecases import Herald
+from core.cases import Herald
 from tests.discord_bot.doubles import CHANNEL, OWNER, STRANGER, Interaction, command, who
 
 Make = Callable[..., Interaction]

@@ -10,7 +10,7 @@ import discord
 
 from bot.discord_bot import DiscordAdapter
 from bot.discord_bot.components import EditForm
-from core.usecases import Herald
+from core.cases import Herald
 from tests.discord_bot.doubles import (
     ADMIN,
     OWNER,

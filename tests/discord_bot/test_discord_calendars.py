@@ -11,9 +11,9 @@ from typing import Any
 import discord
 
 from bot.discord_bot import DiscordAdapter
+from core.cases import Herald
 from core.models import JobState
 from core.store import Store
-from core.usecases import Herald
 from tests.discord_bot.doubles import ADMIN, CHANNEL, OWNER, Interaction, command, who
 from tests.fakes.ics import ICSServer
 from tests.support.calendars import data

@@ -11,9 +11,9 @@ import pytest
 from discord import app_commands
 
 from bot.discord_bot import DiscordAdapter, create_adapter
+from core.cases import Herald
 from core.clock import ManualClock
 from core.store import Store
-from core.usecases import Herald
 from tests.discord_bot.conftest import discord_settings
 from tests.discord_bot.doubles import (
     ADMIN,

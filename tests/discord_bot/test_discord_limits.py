@@ -9,8 +9,8 @@ import discord
 
 from bot.discord_bot import DiscordAdapter
 from bot.discord_bot.components import EditForm
+from core.cases import Herald
 from core.store import AuditEntry
-from core.usecases import Herald
 from tests.discord_bot.doubles import OWNER, Interaction, submit, who
 from tests.discord_bot.test_discord_commands import run
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from bot.discord_bot import DiscordAdapter
-from core.usecases import Herald
+from core.cases import Herald
 from tests.discord_bot.doubles import ADMIN, OWNER, Interaction, command, who
 
 Make = Callable[..., Interaction]

@@ -13,11 +13,11 @@ import pytest
 
 from bot.discord_bot import DiscordAdapter
 from bot.discord_bot.reminders import read_to
+from core.cases import Herald
 from core.channels.discord import reminder_row
 from core.clock import ManualClock
 from core.errors import InvalidInput
 from core.reminders import ASKED_BY
-from core.usecases import Herald
 from tests.discord_bot.doubles import (
     BOT,
     GUILD,

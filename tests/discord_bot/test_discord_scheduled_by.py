@@ -12,12 +12,12 @@ import pytest
 
 from core import limits
 from core.actors import Principal, discord_tenant
+from core.cases import Herald
 from core.channels import build_channels
 from core.clock import ManualClock, SystemClock
 from core.dispatcher import Dispatcher, DispatcherConfig
 from core.settings import Settings
 from core.store import Store
-from core.usecases import Herald
 from tests.discord_bot.conftest import TOKEN, discord_settings
 from tests.discord_bot.doubles import CHANNEL, GUILD, OWNER, who
 from tests.fakes.discord_app import FakeDiscordApp

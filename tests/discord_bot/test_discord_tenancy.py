@@ -12,8 +12,8 @@ import discord
 import pytest
 
 from bot.discord_bot import DiscordAdapter, create_adapter
+from core.cases import Herald
 from core.store import Store
-from core.usecases import Herald
 from tests.discord_bot.conftest import discord_settings
 from tests.discord_bot.doubles import (
     CHANNEL,

@@ -23,8 +23,8 @@ from bot.discord_bot.components import (
     view_for,
 )
 from core import limits
+from core.cases import Herald
 from core.models import Schedule
-from core.usecases import Herald
 from tests.support import extremes as x
 
 ACTOR = "discord:200000000000000001"

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from core.cases import Herald
 from core.channels import build_channels
 from core.clock import ManualClock
 from core.errors import InvalidInput
 from core.settings import Settings, load_settings
 from core.store import Store
-from core.usecases import Herald
 from tests.fakes import FakeDiscord, FakeSlack, FakeSMTP, WebhookReceiver
 
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"

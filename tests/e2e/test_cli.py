@@ -244,10 +244,10 @@ def test_an_unreadable_skip_calendar_schedules_nothing(tmp_path: Path) -> None:
 async def _slack_schedule(url: str) -> int:
     """A schedule made in a Slack workspace's tenant (as the Slack adapter would)."""
     from core.actors import Principal
+    from core.cases import Herald
     from core.clock import SystemClock
     from core.settings import load_settings
     from core.store import Store
-    from core.usecases import Herald
 
     store = await Store.open(url)
     try:

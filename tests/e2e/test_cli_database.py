@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from bot import demo
+from bot.cli import demo
 
 
 def herald(cwd: Path, *args: str, data: Path, **env: str) -> subprocess.CompletedProcess[str]:

@@ -26,10 +26,10 @@ import sqlalchemy as sa
 from bot.logs import QUIETED_LOGGERS, configure_logging
 from bot.service import drain
 from core import db
+from core.cases import Herald
 from core.clock import ManualClock
 from core.settings import load_settings
 from core.store import Store
-from core.usecases import Herald
 from tests.fakes import FakeSlack, FakeSMTP
 from tests.fakes.http import Scripted
 
@@ -192,9 +192,7 @@ async def test_echoed_password_and_token_leave_no_trace(
     letters = {letter["schedule_id"]: letter for letter in json.loads(as_json)}
     assert "AUTH PLAIN ***" in letters[ids[0]]["last_error"]
     # the two Slack messages are sent at once: either may get the scripted refusal
-    [refused] = [
-        letters[i] for i in ids[1:] if "invalid_auth" in (letters[i]["last_error"] or "")
-    ]
+    [refused] = [letters[i] for i in ids[1:] if "invalid_auth" in (letters[i]["last_error"] or "")]
     shown = cli(db_url, "dead", "show", str(refused["job_id"]))
     assert "Slack refused the message (invalid_auth: *** (user xoxp-***))" in shown
     assert "None" not in shown, shown  # a missing value reads "-"

@@ -15,12 +15,12 @@ from prometheus_client.parser import text_string_to_metric_families
 from bot.http import Readiness, make_http_app, start_http
 from bot.http_guard import HttpLimits
 from core import db
+from core.cases import Herald
 from core.channels import build_channels
 from core.clock import ManualClock, SystemClock
 from core.dispatcher import Dispatcher
 from core.settings import load_settings
 from core.store import Store
-from core.usecases import Herald
 from tests.fakes import FakeSlack, WebhookReceiver, unused_port
 from tests.support.channels import RecordingChannel
 

@@ -16,11 +16,11 @@ import aiohttp
 import pytest
 
 from bot.service import serve
+from core.cases import Herald
 from core.clock import ManualClock
 from core.settings import Settings, load_settings
 from core.store import Store
 from core.store.queue import Finished
-from core.usecases import Herald
 from tests.fakes.discord_app import FakeDiscordApp
 from tests.fakes.http import FakeHTTPServer, Scripted, unused_port
 from tests.fakes.slack_app import FakeSlackApp

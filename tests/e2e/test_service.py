@@ -15,12 +15,12 @@ from typing import Any
 import pytest
 
 from core import db
+from core.cases import Herald
 from core.clock import ManualClock, SystemClock
 from core.dispatcher import Dispatcher, DispatcherConfig
 from core.ratelimit import RateLimits
 from core.settings import load_settings
 from core.store import Store
-from core.usecases import Herald
 from tests.support.channels import RecordingChannel
 
 IDLE = DispatcherConfig(sweep_seconds=3600)  # no safety-net sweep during the test

@@ -9,10 +9,10 @@ import sqlalchemy as sa
 from bot.cli import main
 from core import db
 from core.actors import Principal, Surface
+from core.cases import Herald
 from core.errors import PermissionDenied
 from core.settings import Settings
 from core.store.console import AuditFilter, ScheduleFilter
-from core.usecases import Herald
 
 ALICE, BOB, ADMIN = "local:alice", "local:bob", "local:root-admin"
 

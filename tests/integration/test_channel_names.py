@@ -20,6 +20,7 @@ import pytest
 from bot.slack.directory import ChannelNames
 from bot.slack.grammar import Refusal
 from core.actors import Principal
+from core.cases import Herald
 from core.cases.importer import ImportRejected, import_schedules
 from core.channels import build_channels
 from core.channels.base import Channel
@@ -28,7 +29,6 @@ from core.destinations import ChannelName, channel_name
 from core.errors import InvalidInput
 from core.settings import Settings, load_settings
 from core.store import Store
-from core.usecases import Herald
 from tests.fakes import FakeDiscord, FakeSlack
 
 SLACK_TOKEN = "xoxb-names-secret-token"

@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from bot.bench import schedule_rows
+from bot.cli.bench import schedule_rows
+from core.cases import Herald
 from core.channels.base import RateLimit
 from core.clock import ManualClock
 from core.dispatcher import Dispatcher, DispatcherConfig
@@ -25,7 +26,6 @@ from core.ratelimit import ClaimCaps, RateLimits, claim_cap
 from core.store import Store
 from core.store.base import JOB, SCHEDULE
 from core.store.queue import CAPPED_ERROR, AttemptRecord, ClaimedJob, Finished
-from core.usecases import Herald
 from tests.conftest import START
 from tests.support.channels import RecordingChannel
 from tests.support.plans import explained_store, work

@@ -8,12 +8,12 @@ from datetime import timedelta
 
 import pytest
 
+from core.cases import Herald
 from core.channels.base import DeliveryResult
 from core.clock import ManualClock
 from core.dispatcher import Dispatcher, DispatcherConfig, backoff_delay
 from core.errors import NotFound, PermissionDenied
 from core.models import JobState
-from core.usecases import Herald
 from tests.conftest import START
 from tests.support.channels import RecordingChannel
 

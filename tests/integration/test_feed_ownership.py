@@ -14,12 +14,12 @@ import sqlalchemy as sa
 
 from core import db, ics_read
 from core.actors import Principal
+from core.cases import Herald
 from core.cases.importer import ImportRejected, import_schedules
 from core.errors import InvalidInput
 from core.models import Schedule
 from core.settings import Settings, load_settings
 from core.store import AuditEntry, ScheduleQuery
-from core.usecases import Herald
 from tests.fakes.ics import ICSServer
 from tests.support.calendars import ics  # noqa: F401 - the fixture
 

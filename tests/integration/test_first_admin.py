@@ -12,12 +12,12 @@ import pytest
 from bot.cli import main
 from core import db
 from core.actors import Principal, Surface
+from core.cases import Herald
 from core.clock import ManualClock
 from core.errors import NotFound, PermissionDenied
 from core.settings import Settings, load_settings
 from core.store import Store
 from core.store.console import AuditFilter
-from core.usecases import Herald
 from tests.conftest import START
 from tests.tui.conftest import deliver
 

@@ -9,12 +9,12 @@ from datetime import UTC, datetime
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from core.cases import Herald
 from core.clock import ManualClock
 from core.errors import HeraldError
 from core.settings import load_settings
 from core.store import ScheduleQuery, Store
 from core.store.console import AuditFilter
-from core.usecases import Herald
 
 CASES = int(os.environ.get("HERALD_FUZZ_WRITES", "150"))
 

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from core.actors import Principal, Surface
+from core.cases import Herald
 from core.cases.importer import (
     ImportRateExceeded,
     ImportRejected,
@@ -21,7 +22,6 @@ from core.clock import ManualClock
 from core.settings import load_settings
 from core.store import Store
 from core.tenancy import QuotaExceeded
-from core.usecases import Herald
 from tests.conftest import START
 
 ALICE = "local:alice"

@@ -11,11 +11,11 @@ import sys
 from collections import Counter
 from datetime import timedelta
 
+from core.cases import Herald
 from core.clock import ManualClock
 from core.dispatcher import Dispatcher, DispatcherConfig
 from core.leases import machine_id
 from core.models import JobState
-from core.usecases import Herald
 from tests.support.channels import RecordingChannel
 
 ALICE = "local:alice"

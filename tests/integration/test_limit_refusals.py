@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from core import limits
+from core.cases import Herald
 from core.cases.importer import ImportRejected, import_schedules
 from core.errors import InvalidInput
 from core.store import ScheduleQuery
-from core.usecases import Herald
 
 ALICE = "local:alice"
 DISCORD = "discord:123456789012345678"

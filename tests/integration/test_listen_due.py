@@ -8,11 +8,11 @@ import asyncio
 import time
 from datetime import UTC, datetime
 
+from core.cases import Herald
 from core.clock import ManualClock
 from core.settings import Settings
 from core.store import Store
 from core.store.base import SQLITE_WATCH_SECONDS
-from core.usecases import Herald
 
 
 async def test_another_process_scheduling_wakes_the_dispatcher(

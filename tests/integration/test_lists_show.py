@@ -12,16 +12,16 @@ from datetime import timedelta
 
 import pytest
 
-from bot.cli_commands import _STORE_COMMANDS, Cli
-from bot.cli_parser import build_parser
+from bot.cli.commands import _STORE_COMMANDS, Cli
+from bot.cli.parser import build_parser
 from core.actors import Principal, Surface
+from core.cases import Herald
 from core.clock import ManualClock
 from core.destinations import parse_destination
 from core.dispatcher import Dispatcher, DispatcherConfig
 from core.settings import Settings
 from core.store.console import AttemptFilter
 from core.store.queue import AttemptRecord, Finished
-from core.usecases import Herald
 from tests.support.channels import RecordingChannel
 
 ADMIN = "local:root-admin"  # HERALD_ADMINS in the settings fixture

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from bot.bench import schedule_rows
+from bot.cli.bench import schedule_rows
 from core import db
 from core.channels.local import NullChannel
 from core.clock import ManualClock

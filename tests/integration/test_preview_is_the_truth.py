@@ -16,12 +16,12 @@ from datetime import UTC, datetime
 import pytest
 
 from core.actors import Principal
+from core.cases import Herald
 from core.clock import ManualClock
 from core.errors import InvalidInput
 from core.preview import ZoneSource
 from core.settings import Settings, load_settings
 from core.store import Store
-from core.usecases import Herald
 from tests.unit.test_timeexpr_phrases import NOW, SAID, TABLE
 
 #: Five zones: west and east of UTC, a southern DST, a half-hour offset without DST

@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
+from core.cases import Herald
 from core.channels.base import Delivery, DeliveryResult, RateLimit
 from core.clock import ManualClock
 from core.dispatcher import PART_WINDOW, Dispatcher, DispatcherConfig
 from core.ratelimit import RateLimits, spacing
-from core.usecases import Herald
 from tests.support.channels import RecordingChannel
 
 ALICE = "local:alice"

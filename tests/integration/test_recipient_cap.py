@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from core.actors import Principal
+from core.cases import Herald
 from core.cases.importer import import_schedules
 from core.clock import ManualClock
 from core.dispatcher import Dispatcher
@@ -19,7 +20,6 @@ from core.settings import Settings, load_settings
 from core.store import ScheduleQuery
 from core.store.console import AuditFilter
 from core.tenancy import QuotaExceeded
-from core.usecases import Herald
 from tests.conftest import START
 from tests.support.channels import RecordingChannel
 

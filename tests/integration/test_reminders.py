@@ -10,6 +10,7 @@ import pytest
 
 from core import limits
 from core.actors import Principal
+from core.cases import Herald
 from core.cases.importer import ImportRejected, import_schedules
 from core.clock import ManualClock
 from core.errors import InvalidInput, NotFound, PermissionDenied
@@ -17,7 +18,6 @@ from core.reminders import ASKED_BY, ASKED_BY_NAME
 from core.settings import Settings, load_settings
 from core.store import ScheduleQuery
 from core.tenancy import QuotaExceeded
-from core.usecases import Herald
 from tests.conftest import START
 
 A, B, GUILD = "slack:TA", "slack:TB", "discord:700000000000000001"

@@ -5,11 +5,11 @@ first; the message is a courtesy, and a failure to send it changes nothing."""
 from __future__ import annotations
 
 from core.actors import Principal
+from core.cases import Herald
 from core.channels.base import DeliveryResult
 from core.clock import ManualClock
 from core.reminders import NOTICE
 from core.settings import Settings
-from core.usecases import Herald
 from tests.support.channels import RecordingChannel
 from tests.tui.conftest import deliver
 

@@ -13,13 +13,13 @@ import pytest
 from bot.cli import main
 from bot.slack.dead import Letter, letter_blocks
 from core.actors import Principal, Surface
+from core.cases import Herald
 from core.clock import ManualClock
 from core.errors import InvalidInput, PermissionDenied
 from core.models import REJECT_REASON_CHARS
 from core.settings import load_settings
 from core.store.console import AuditFilter
 from core.store.dead_letters import DeadFilter
-from core.usecases import Herald
 from tests.tui.conftest import ADMIN, MEMBER, OPERATOR, seed
 
 WHY = "the hook is gone for good;   schedule it to #ops instead"

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import random
 
+from core.cases import Herald
 from core.clock import ManualClock
 from core.dispatcher import Dispatcher, DispatcherConfig
-from core.usecases import Herald
 from tests.support.channels import RecordingChannel
 
 ALICE = "local:alice"

@@ -9,12 +9,12 @@ from datetime import timedelta
 import pytest
 
 from core.actors import Principal
+from core.cases import Herald
 from core.clock import ManualClock
 from core.destinations import parse_destination
 from core.dispatcher import DispatcherConfig, shared_channel
 from core.settings import load_settings
 from core.store.queue import ClaimedJob
-from core.usecases import Herald
 from tests.conftest import START
 
 ADA = Principal("slack:U1", "slack:T1")

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from core.actors import Principal
+from core.cases import Herald
 from core.clock import ManualClock
 from core.destinations import parse_destination
 from core.dispatcher import DispatcherConfig
@@ -20,7 +21,6 @@ from core.store import ScheduleQuery, Store
 from core.store.console import AuditFilter
 from core.store.queue import ClaimedJob
 from core.tenancy import MentionRefused, SenderRefused
-from core.usecases import Herald
 from tests.conftest import START
 from tests.unit.test_slack_blocks_table import BAD
 

@@ -13,14 +13,14 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from bot.bench import schedule_rows
+from bot.cli.bench import schedule_rows
 from core import db
+from core.cases import Herald
 from core.clock import ManualClock
 from core.errors import DatabaseError
 from core.settings import load_settings
 from core.store import ScheduleQuery, Store
 from core.store.base import SQLITE_WRITE_GAP_SECONDS
-from core.usecases import Herald
 
 START = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
 

@@ -9,11 +9,11 @@ from datetime import timedelta
 
 import pytest
 
+from core.cases import Herald
 from core.channels.base import DeliveryResult
 from core.clock import ManualClock
 from core.dispatcher import Dispatcher, DispatcherConfig
 from core.errors import InvalidInput
-from core.usecases import Herald
 from tests.support.channels import RecordingChannel
 
 ALICE, ADMIN = "local:alice", "local:root-admin"

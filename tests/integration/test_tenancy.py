@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from core.actors import Mentions, Principal
+from core.cases import Herald
 from core.cases.importer import import_schedules
 from core.channels.base import DeliveryResult
 from core.clock import ManualClock
@@ -22,7 +23,6 @@ from core.store import ScheduleQuery, Store
 from core.store.console import AttemptFilter, AuditFilter, ScheduleFilter
 from core.store.dead_letters import DeadFilter
 from core.tenancy import MentionRefused, QuotaExceeded, neutralize_mentions
-from core.usecases import Herald
 from tests.conftest import START
 from tests.support.channels import RecordingChannel
 

@@ -6,11 +6,11 @@ from datetime import timedelta
 
 import pytest
 
+from core.cases import Herald
 from core.clock import ManualClock
 from core.errors import Conflict, InvalidInput, PermissionDenied
 from core.models import JobState
 from core.store import ScheduleQuery
-from core.usecases import Herald
 from tests.conftest import START
 
 ALICE, BOB, OPS, ADMIN = "local:alice", "local:bob", "local:olga", "local:root-admin"

@@ -13,11 +13,11 @@ from datetime import UTC, datetime
 import pytest
 
 from core import views
+from core.cases import Herald
 from core.clock import ManualClock
 from core.errors import InvalidInput
 from core.settings import Settings, load_settings
 from core.store import Store
-from core.usecases import Herald
 from tests.conftest import START
 
 MEMBER = "local:berliner"

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.bench import schedule_rows
+from bot.cli.bench import schedule_rows
 from core.store import Store
 from tests.fakes import WebhookReceiver
 from tests.reliability.conftest import report, size

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from bot.bench import schedule_rows
+from bot.cli.bench import schedule_rows
 from core.store import Store
 from tests.fakes import WebhookReceiver
 from tests.fakes.http import unused_port

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from bot.bench import schedule_rows
+from bot.cli.bench import schedule_rows
 from core.channels import build_channels
 from core.clock import SystemClock
 from core.dispatcher import Dispatcher, DispatcherConfig

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.bench import PLACEHOLDER, _fill
+from bot.cli.bench import PLACEHOLDER, _fill
 from core import db
 from core.store import Store
 from tests.reliability.conftest import report, size

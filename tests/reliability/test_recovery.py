@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.bench import PLACEHOLDER
+from bot.cli.bench import PLACEHOLDER
 from core import db
 from core.leases import machine_id
 from core.store import Store

@@ -15,7 +15,7 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
-from bot.bench import schedule_rows
+from bot.cli.bench import schedule_rows
 from core import db
 from core.store import Store
 from core.store.base import ATTEMPT

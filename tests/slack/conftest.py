@@ -10,13 +10,13 @@ from typing import Any
 import pytest
 
 from bot.slack import SlackAdapter, create_adapter
+from core.cases import Herald
 from core.channels import build_channels
 from core.channels.base import Channel
 from core.clock import ManualClock
 from core.models import Schedule
 from core.settings import Settings, load_settings
 from core.store import Store
-from core.usecases import Herald
 from tests.fakes.slack_app import FakeSlackApp
 from tests.slack.support import SECRET, SlackSender
 from tests.support.calendars import ics

@@ -10,11 +10,11 @@ import aiohttp
 import pytest
 
 from bot.service import serve
+from core.cases import Herald
 from core.channels import build_channels
 from core.clock import ManualClock, SystemClock
 from core.dispatcher import Dispatcher, DispatcherConfig
 from core.store import Store
-from core.usecases import Herald
 from tests.fakes.http import unused_port
 from tests.fakes.slack_app import FakeSlackApp
 from tests.slack.conftest import SlackEnv, slack_settings

@@ -23,11 +23,11 @@ from bot.slack.dead import Letter, decided, digest_blocks, digest_chunks, letter
 from bot.slack.home import home_view
 from bot.slack.modal import ModalMeta, fingerprint, fits_input, schedule_modal
 from core import limits
+from core.cases import Herald
 from core.cases.console import Overview
 from core.errors import InvalidInput
 from core.models import Schedule
 from core.store.console import Figures
-from core.usecases import Herald
 from tests.support import extremes as x
 
 

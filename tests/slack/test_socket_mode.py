@@ -10,11 +10,11 @@ from urllib.parse import parse_qsl
 import pytest
 
 from bot.slack import create_adapter
+from core.cases import Herald
 from core.clock import ManualClock
 from core.errors import ConfigError
 from core.settings import load_settings
 from core.store import Store
-from core.usecases import Herald
 from tests.fakes.slack_socket import FakeSlackSocket
 from tests.slack.conftest import slack_settings, workspace
 from tests.slack.support import SlackSender, text_of, who

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from core.cases import Herald, ScheduleDetail
 from core.models import Feed, Job, Schedule
 from core.store.dead_letters import DeadLetter
 from core.store.queue import AttemptRecord, ClaimedJob, Finished
-from core.usecases import Herald, ScheduleDetail
 
 BIG = 2**63 - 1  # the largest id a BIGINT holds
 _T = datetime(2026, 3, 2, 12, tzinfo=UTC)

@@ -14,13 +14,13 @@ import pytest
 from textual.pilot import Pilot
 from textual.worker import WorkerCancelled
 
+from core.cases import Herald
 from core.clock import ManualClock
 from core.models import Feed
 from core.settings import Settings
 from core.store import AuditEntry
 from core.store.calendars import FetchRecord
 from core.store.queue import AttemptRecord, Finished
-from core.usecases import Herald
 from tests.calendars.conftest import data
 from tests.support.calendars import ics  # noqa: F401 - a fixture for the calendar screen
 from tui.app import HeraldConsole, make_app

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from core.cases import Herald
 from core.clock import ManualClock
-from core.usecases import Herald
 from tests.fakes.http import Scripted
 from tests.fakes.ics import ICSServer
 from tests.support.calendars import data

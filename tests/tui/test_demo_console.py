@@ -3,9 +3,9 @@ where the demo's deliveries go and which keys show them."""
 
 from __future__ import annotations
 
-from bot.demo import CONSOLE_GREETING, DEMO_LOG
+from bot.cli.demo import CONSOLE_GREETING, DEMO_LOG
+from core.cases import Herald
 from core.settings import Settings
-from core.usecases import Herald
 from tests.tui.conftest import ADMIN, notes, run, settle
 from tui.app import make_app
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from textual.widgets import Input, TextArea
 
-from core.usecases import Herald
+from core.cases import Herald
 from tests.tui.conftest import MEMBER, run, screen_text, settle
 from tests.tui.test_schedules_screen import flat, schedules
 

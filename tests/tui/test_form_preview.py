@@ -7,7 +7,7 @@ from typing import Any
 
 from textual.widgets import Input, Static, TextArea
 
-from core.usecases import Herald
+from core.cases import Herald
 from tests.tui.conftest import MEMBER, run, settle
 from tests.tui.test_schedules_screen import flat, schedules
 from tui.screens.form import preview

@@ -12,10 +12,10 @@ import pytest
 import sqlalchemy as sa
 
 from bench.console_bench import ADMIN, build
+from core.cases import Herald
 from core.clock import SystemClock
 from core.settings import load_settings
 from core.store import Store
-from core.usecases import Herald
 from tests.tui.conftest import run, settle
 from tui.app import make_app
 from tui.widgets.table import PageTable

@@ -9,8 +9,8 @@ from typing import Any
 
 from textual.widgets._footer import FooterKey
 
+from core.cases import Herald
 from core.clock import ManualClock
-from core.usecases import Herald
 from tests.tui.conftest import ADMIN, MEMBER, deliver, run, screen_text, settle
 
 APPROVE = "act('approve')"

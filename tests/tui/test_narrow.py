@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from textual.widgets import Footer
 
+from core.cases import Herald
 from core.clock import ManualClock
-from core.usecases import Herald
 from tests.tui.conftest import ADMIN, FAILING, OPERATOR, deliver, run, screen_text, settle
 from tui.widgets.table import Col, PageTable, fit
 

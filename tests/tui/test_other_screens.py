@@ -8,10 +8,10 @@ from datetime import timedelta
 from typing import Any
 
 from core.actors import Principal, Surface
+from core.cases import Herald
 from core.clock import ManualClock
 from core.store.console import AuditFilter
 from core.store.dead_letters import DeadFilter
-from core.usecases import Herald
 from tests.tui.conftest import (
     ADMIN,
     MEMBER,

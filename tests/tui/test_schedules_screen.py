@@ -8,9 +8,9 @@ from typing import Any
 
 from rich.console import Console
 
+from core.cases import Herald
 from core.clock import ManualClock
 from core.store.console import AuditFilter, ScheduleFilter
-from core.usecases import Herald
 from tests.tui.conftest import ADMIN, MEMBER, OPERATOR, notes, run, screen_text, settle
 from tui.screens.schedules import SchedulesScreen
 from tui.widgets.table import PageTable

@@ -8,9 +8,9 @@ import random
 from datetime import timedelta
 from typing import Any
 
+from core.cases import Herald
 from core.clock import ManualClock
 from core.dispatcher import Dispatcher, DispatcherConfig
-from core.usecases import Herald
 from tests.support.channels import RecordingChannel
 from tests.tui.conftest import ADMIN, MEMBER, OPERATOR, deliver, run, screen_text, settle
 from tui.screens.detail import DetailScreen

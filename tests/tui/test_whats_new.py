@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from textual.binding import Binding
 
+from core.cases import Herald
 from core.clock import ManualClock
-from core.usecases import Herald
 from tests.tui.conftest import ADMIN, MEMBER, OPERATOR, run, screen_text, settle
 from tests.tui.test_schedules_screen import help_text
 from tests.tui.test_snapshots import SNAPSHOTS, compare

@@ -34,10 +34,10 @@ def test_every_use_case_of_the_facade_has_one_real_implementation() -> None:
     from datetime import UTC, datetime
     from typing import Any, cast
 
+    from core.cases import Herald
     from core.cases.base import CaseBase
     from core.clock import ManualClock
     from core.settings import load_settings
-    from core.usecases import Herald
 
     names = [n for n in dir(Herald) if not n.startswith("__")]
     assert "retry_dead_letters" in names and "create_schedule" in names

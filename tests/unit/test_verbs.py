@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from core import verbs
+from core.cases import Herald
 from core.errors import InvalidInput
-from core.usecases import Herald
 from core.verbs import VERBS, Verb
 
 
@@ -73,7 +73,7 @@ async def test_perform_calls_the_verbs_use_case() -> None:
 
 
 def test_the_cli_offers_what_the_table_says() -> None:
-    from bot.cli_parser import build_parser
+    from bot.cli.parser import build_parser
 
     parser = build_parser()
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
@@ -220,7 +220,7 @@ _ADDED = textwrap.dedent(
     verbs.DECISIONS = (*verbs.DECISIONS, park)
     verbs._BY_WORD.update({w: v for v in (archive, park) for w in v.words})
 
-    from bot.cli_parser import build_parser
+    from bot.cli.parser import build_parser
     from bot.slack import blocks, commands, dead, grammar
     from bot.discord_bot import actions, components
     from bot.discord_bot.commands import ScheduleGroup

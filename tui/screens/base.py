@@ -25,10 +25,10 @@ from textual.widgets import DataTable, Footer, Static
 
 from core import views
 from core.actors import Actor, Principal
+from core.cases import Herald
 from core.cases.console import unavailable, verb_rule
 from core.errors import HeraldError
 from core.models import Role
-from core.usecases import Herald
 from core.verbs import Verb
 from tui.screens.confirm import ConfirmScreen
 from tui.widgets.table import PageTable

@@ -10,9 +10,9 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static, TextArea
 
 from core.actors import ActorRef, Principal
+from core.cases import Herald
 from core.errors import HeraldError
 from core.models import Schedule
-from core.usecases import Herald
 from tui.format import stamp
 
 PREVIEW_COUNT = 3
@@ -21,7 +21,7 @@ PREVIEW_COUNT = 3
 async def preview(herald: Herald, when: str, tz: str, *, actor: ActorRef) -> str:
     """How ``when`` reads for ``actor`` in ``tz`` (the form's zone, sent as the save
     sends it) and its next occurrences, or why it cannot be read: the use case every
-    surface's preview is (:meth:`core.usecases.Herald.preview_when`)."""
+    surface's preview is (:meth:`core.cases.Herald.preview_when`)."""
     if not when.strip():
         return "Say when: e.g. tomorrow at 9am, every weekday at 9:30, in 20 minutes."
     try:

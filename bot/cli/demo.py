@@ -13,9 +13,9 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
+from core.cases import Herald
 from core.settings import Settings
 from core.store.queue import Finished
-from core.usecases import Herald
 from core.views import local
 
 DEMO_DB = "herald-demo.db"

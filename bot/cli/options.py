@@ -1,6 +1,6 @@
 """What ``herald schedule``'s options mean, and how a table prints, without importing
 the store: the local commands and the ones that talk to a running service
-(bot/cli_remote.py) share them."""
+(bot/cli/remote.py) share them."""
 
 from __future__ import annotations
 

@@ -24,7 +24,7 @@ from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from bot.cli_parser import EXIT_ERROR
+from bot.cli.parser import EXIT_ERROR
 from core.verbs import verb
 
 TIMEOUT = 30.0
@@ -137,13 +137,13 @@ class Remote:
     # --- commands ---------------------------------------------------------------------
 
     def schedule(self, a: argparse.Namespace) -> None:
-        from bot.cli_options import schedule_options
+        from bot.cli.options import schedule_options
 
         sources = list(a.skip_calendar or [])
         urls = [s for s in sources if s.startswith(("http://", "https://"))]
         files = {}
         for path in (s for s in sources if s not in urls):
-            from bot.cli_options import open_text
+            from bot.cli.options import open_text
 
             with open_text(path) as f:
                 files[os.path.basename(path)] = f.read()
@@ -216,7 +216,7 @@ class Remote:
         if {s["tenant"] for s in rows} != {"local"}:
             header = ["TENANT", *header]
             table = [[s["tenant"], *row] for s, row in zip(rows, table, strict=True)]
-        from bot.cli_options import table_lines
+        from bot.cli.options import table_lines
 
         for line in table_lines(header, table):
             self.emit(line)

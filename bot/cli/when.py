@@ -1,7 +1,7 @@
 """``herald when``: how a time expression reads, as ``herald schedule`` would store it.
 
-It answers at once: bot/cli.py sends ``when`` here without importing
-bot/cli_commands.py, and nothing at the top of this module loads the tables, the store,
+It answers at once: bot/cli/main.py sends ``when`` here without importing
+bot/cli/commands.py, and nothing at the top of this module loads the tables, the store,
 SQLAlchemy or the channels. The database is opened (through the composition root,
 lazily) only to read the member's own zone: not with ``--tz``, nor while the SQLite
 file does not exist yet (no member can have a zone there). A test checks that
@@ -17,7 +17,7 @@ import sys
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TextIO
 
-from bot.cli_parser import EXIT_ERROR
+from bot.cli.parser import EXIT_ERROR
 from core import timeexpr
 from core.errors import HeraldError, InvalidInput
 from core.instants import iso, local
@@ -70,7 +70,7 @@ def when(args: argparse.Namespace, settings: Settings, out: TextIO) -> None:
         if urls:
             import asyncio
 
-            from bot.cli_calendars import preview_skips
+            from bot.cli.calendars import preview_skips
 
             _configure_logging(settings)
             skips = asyncio.run(preview_skips(urls, now, tz, settings))
@@ -119,7 +119,7 @@ def _print(a: argparse.Namespace, shown: Preview, out: TextIO) -> None:
 
 async def _preview_as_member(a: argparse.Namespace, settings: Settings, now: datetime) -> Preview:
     """``herald when`` through the use case, in the member's zone (at ``--now``)."""
-    from bot.cli_commands import open_herald
+    from bot.cli.commands import open_herald
     from core.actors import Principal, Surface
     from core.clock import ManualClock
 

@@ -2,7 +2,7 @@
 
 It builds the settings, the store and the use cases once, acts as ``local:$USER``,
 prints results (``--json`` for scripts) and turns every HeraldError into one line on
-stderr with exit status 2. bot/cli.py imports it only once the arguments are parsed.
+stderr with exit status 2. bot/cli/main.py imports it only once the arguments are parsed.
 """
 
 from __future__ import annotations
@@ -17,13 +17,14 @@ from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
-from bot import cli_calendars
-from bot.cli_info import check_old_database, cmd_info
-from bot.cli_options import TABLE_WIDTH, open_text, schedule_options, table_lines
-from bot.cli_parser import EXIT_ERROR
+from bot.cli import calendars as cli_calendars
+from bot.cli.info import check_old_database, cmd_info
+from bot.cli.options import TABLE_WIDTH, open_text, schedule_options, table_lines
+from bot.cli.parser import EXIT_ERROR
 from bot.logs import configure_logging
 from core import calendars, db, reminders, verbs, views
 from core.actors import Principal, Surface
+from core.cases import Herald
 from core.cases.importer import ImportRejected, import_schedules, more_invalid
 from core.channels import build_channels
 from core.clock import Clock, SystemClock
@@ -33,7 +34,6 @@ from core.models import ApiToken, Schedule
 from core.send_check import send_warnings
 from core.settings import Settings, load_settings
 from core.store import Store
-from core.usecases import Herald
 
 log = logging.getLogger("herald.cli")
 
@@ -77,7 +77,7 @@ class Cli:
     ) -> None:
         """Columns as wide as their widest cell; the last (free text) is not padded. With
         ``least`` (each column's least width), lines fit 100 columns: cells are cut
-        with "…" (:func:`bot.cli_options.table_lines`)."""
+        with "…" (:func:`bot.cli.options.table_lines`)."""
         width = None if least is None else TABLE_WIDTH
         for line in table_lines(header, rows, width=width, least=least):
             self.emit(line)
@@ -594,7 +594,7 @@ def run(args: argparse.Namespace, settings: Settings | None = None) -> int:
         elif args.command == "db":
             cli.cmd_db()
         elif args.command == "bench":
-            from bot.bench import run_bench_dispatch
+            from bot.cli.bench import run_bench_dispatch
 
             if args.jobs < 1 or args.dispatchers < 1 or args.spread < 0 or args.pending < 0:
                 raise InvalidInput("--jobs and --dispatchers must be at least 1.")
@@ -612,7 +612,7 @@ def run(args: argparse.Namespace, settings: Settings | None = None) -> int:
         elif args.command == "info":
             cmd_info(args, cfg, cli.out)
         elif args.command == "demo":
-            from bot.demo import run_demo
+            from bot.cli.demo import run_demo
 
             console = not args.no_console and sys.stdin.isatty() and sys.stdout.isatty()
             return run_demo(cfg, sys.stdout, console=console)

@@ -1,6 +1,6 @@
 """``herald feeds``, ``herald export ics`` and ``herald schedule --skip-calendar``.
 
-Their grammar is in bot/cli_parser.py; bot/cli_commands.py runs them (``"feeds":
+Their grammar is in bot/cli/parser.py; bot/cli/commands.py runs them (``"feeds":
 cmd_feeds``, ``"export": cmd_export``; ``cmd_schedule`` passes :func:`skip_sources` to
 core, ``cmd_when`` previews with :func:`preview_skips`).
 """

@@ -1,8 +1,8 @@
 """``herald``: the entry point of the command line.
 
-It parses the arguments and only then imports what the command needs (bot/cli_commands.py
+It parses the arguments and only then imports what the command needs (bot/cli/commands.py
 and, through it, the store, the use cases and the channels), so ``herald --help``,
-``herald --version`` and a usage error answer at once, and ``herald when`` (bot/cli_when.py)
+``herald --version`` and a usage error answer at once, and ``herald when`` (bot/cli/when.py)
 loads no database code unless it reads the member's zone. Output to a closed pipe
 (``herald list | head``) ends quietly.
 """
@@ -15,7 +15,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, NoReturn
 
-from bot.cli_parser import build_parser
+from bot.cli.parser import build_parser
 from core.verbs import CLI, STATE_VERBS, offered
 
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what `yes | head` reports
 #: garbage collector is off while the command's modules load (see :func:`_loaded`).
 _COLLECTOR_HELD = False
 #: Commands that go through a running service's HTTP API when HERALD_API_URL and
-#: HERALD_API_TOKEN are set (bot/cli_remote.py), as the token's member.
+#: HERALD_API_TOKEN are set (bot/cli/remote.py), as the token's member.
 _REMOTE = frozenset(
     {"schedule", "list", "show", "edit", *(v.name for v in offered(CLI, STATE_VERBS))}
 )
@@ -37,7 +37,7 @@ def main(argv: Sequence[str] | None = None, *, settings: Settings | None = None)
     args = build_parser().parse_args(argv)
     try:
         if args.command == "when":  # no database code unless the member's zone is needed
-            from bot.cli_when import run as run_when
+            from bot.cli.when import run as run_when
 
             # short and bounded (a phrase's rule has its budget): the collector stays off
             return run_when(args, settings)
@@ -46,13 +46,13 @@ def main(argv: Sequence[str] | None = None, *, settings: Settings | None = None)
             and args.command in _REMOTE
             and (os.environ.get("HERALD_API_URL") or os.path.exists(".env"))
         ):
-            from bot.cli_remote import endpoint, run_remote
+            from bot.cli.remote import endpoint, run_remote
 
             found = endpoint()
             if found is not None:  # a running service answers: no database here
                 _loaded()
                 return run_remote(args, *found)
-        from bot.cli_commands import run
+        from bot.cli.commands import run
 
         _loaded()
         return run(args, settings)
@@ -102,7 +102,3 @@ def entry() -> NoReturn:
     if logging is not None:
         logging.shutdown()
     os._exit(code)
-
-
-if __name__ == "__main__":
-    entry()

@@ -15,7 +15,7 @@ import argparse
 from pathlib import Path
 from typing import Any, TextIO
 
-from bot.cli_parser import herald_version
+from bot.cli.parser import herald_version
 from core import db
 from core.errors import ConfigError
 from core.settings import DATABASE_FILE, ENV_FILE, Settings, data_dir
