@@ -3,15 +3,43 @@
 The use cases, the dispatcher, the chat adapters and the console call named methods of
 :class:`Store`; none of them builds a query or holds a session. The same API runs on
 SQLite and PostgreSQL.
+
+This module is the package's face: the read models, filters and records the dispatcher
+and the surfaces use are imported from here, never from a sub-module (an import-linter
+contract in ``pyproject.toml`` keeps the sub-modules private).
 """
 
 from core.store.base import AuditEntry, new_idempotency_key
-from core.store.calendars import CalendarQueries
-from core.store.console import ConsoleQueries
-from core.store.dead_letters import DeadLetterQueries
+from core.store.calendars import (
+    CalendarHealth,
+    CalendarPage,
+    CalendarQueries,
+    CalendarRow,
+    FetchRecord,
+)
+from core.store.console import (
+    RESPONSE_CHARS,
+    TEXT_CHARS,
+    AttemptFilter,
+    AttemptRow,
+    AuditFilter,
+    ConsoleQueries,
+    Figures,
+    QueueRow,
+    ScheduleFilter,
+)
+from core.store.dead_letters import DeadFilter, DeadGroup, DeadLetter, DeadLetterQueries
 from core.store.dispatch_store import DispatchStore
-from core.store.leases import LeaseQueries
-from core.store.queue import QueueQueries
+from core.store.leases import Backlog, KeptAlive, LeaseQueries, Slots
+from core.store.queue import (
+    CAPPED_ERROR,
+    CLAIM_COLUMNS,
+    AttemptRecord,
+    ClaimedJob,
+    Finished,
+    QueueQueries,
+    QueueStats,
+)
 from core.store.schedules import ScheduleQueries, ScheduleQuery
 from core.store.tokens import TokenQueries
 
@@ -33,4 +61,35 @@ def _dispatches(store: Store) -> DispatchStore:
     return store
 
 
-__all__ = ["AuditEntry", "DispatchStore", "ScheduleQuery", "Store", "new_idempotency_key"]
+__all__ = [
+    "CAPPED_ERROR",
+    "CLAIM_COLUMNS",
+    "RESPONSE_CHARS",
+    "TEXT_CHARS",
+    "AttemptFilter",
+    "AttemptRecord",
+    "AttemptRow",
+    "AuditEntry",
+    "AuditFilter",
+    "Backlog",
+    "CalendarHealth",
+    "CalendarPage",
+    "CalendarQueries",
+    "CalendarRow",
+    "ClaimedJob",
+    "DeadFilter",
+    "DeadGroup",
+    "DeadLetter",
+    "DispatchStore",
+    "FetchRecord",
+    "Figures",
+    "Finished",
+    "KeptAlive",
+    "QueueRow",
+    "QueueStats",
+    "ScheduleFilter",
+    "ScheduleQuery",
+    "Slots",
+    "Store",
+    "new_idempotency_key",
+]
