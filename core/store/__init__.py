@@ -30,7 +30,6 @@ from core.store.console import (
 )
 from core.store.dead_letters import DeadFilter, DeadGroup, DeadLetter, DeadLetterQueries
 from core.store.dispatch_store import DispatchStore
-from core.store.leases import Backlog, KeptAlive, LeaseQueries, Slots
 from core.store.queue import (
     CAPPED_ERROR,
     CLAIM_COLUMNS,
@@ -40,15 +39,18 @@ from core.store.queue import (
     QueueQueries,
     QueueStats,
 )
+from core.store.rate_buckets import RateBucketQueries, Slots
 from core.store.schedules import ScheduleQueries, ScheduleQuery
 from core.store.tokens import TokenQueries
+from core.store.workers import Backlog, KeptAlive, WorkerQueries
 
 
 class Store(
     ScheduleQueries,
     QueueQueries,
     DeadLetterQueries,
-    LeaseQueries,
+    WorkerQueries,
+    RateBucketQueries,
     ConsoleQueries,
     CalendarQueries,
     TokenQueries,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import secrets
 import sqlite3
@@ -13,16 +14,18 @@ import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Self, TypeVar
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
+from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession
 
 from core import db
 from core.actors import Actor
 from core.errors import DatabaseError, HeraldError
-from core.models import LOCAL_TENANT, Attempt, Audit, Job, Member, Schedule
+from core.models import LOCAL_TENANT, Attempt, Audit, Job, JobState, Member, Schedule
 
 log = logging.getLogger(__name__)
 
@@ -98,6 +101,33 @@ def new_idempotency_key() -> str:
     return secrets.token_urlsafe(16)
 
 
+@functools.lru_cache(maxsize=4096)
+def sqlite_datetime(text: str) -> datetime:
+    """A timestamp read below SQLAlchemy from SQLite (see :func:`core.models.sqlite_utc_text`).
+    Remembered for the last few thousand: a claimed batch's jobs share a few due times
+    (a datetime cannot change)."""
+    return datetime.fromisoformat(text).replace(tzinfo=UTC)
+
+
+def aware(value: Any) -> datetime | None:
+    """An aggregate's timestamp: SQLite returns the stored text, not a datetime."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return sqlite_datetime(value)
+    moment: datetime = value
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def held_by(worker: str, job_ids: Sequence[int]) -> sa.ColumnElement[bool]:
+    """Jobs among ``job_ids`` that ``worker`` still holds a lease on."""
+    return sa.and_(
+        JOB.c.id.in_(list(job_ids)),
+        JOB.c.lease_owner == worker,
+        JOB.c.state == JobState.CLAIMED.value,
+    )
+
+
 def _transaction(
     driver: Any, work: Callable[[sqlite3.Connection], Any], abandoned: threading.Event, begun: bool
 ) -> Any:
@@ -168,6 +198,10 @@ class Gateway:
     async def close(self) -> None:
         await self._engine.dispose()
         self._waiters.close()
+
+    def _insert(self) -> Any:
+        """This backend's INSERT (its ON CONFLICT clauses are the dialect's own)."""
+        return postgresql.insert if self.backend == "postgresql" else sqlite_dialect.insert
 
     def _failed(self, exc: BaseException) -> DatabaseError:
         """A driver error, said once for every way the gateway reaches the database."""

@@ -5,8 +5,8 @@ whole :class:`~core.store.Store`, so the queue's contract is one page: claim, fi
 and release jobs; keep this worker's heartbeat and leases; reclaim what dead or
 stalled workers held; share rate limits; and the housekeeping of a sweep. Each
 method's docstring is its contract; the implementations (``core/store/queue.py``,
-``leases.py``, ``dead_letters.py``, ``base.py``) say how. APScheduler 4's
-``abc.DataStore`` is the model.
+``workers.py``, ``rate_buckets.py``, ``dead_letters.py``, ``base.py``) say how.
+APScheduler 4's ``abc.DataStore`` is the model.
 
 ``Store`` satisfies it structurally: mypy checks that in ``core/store/__init__.py``.
 """
@@ -21,8 +21,9 @@ from core.channels.base import RateLimit
 from core.models import Worker
 from core.ratelimit import ClaimCaps
 from core.store.base import AuditEntry
-from core.store.leases import Backlog, KeptAlive, Slots
 from core.store.queue import ClaimedJob, Finished, QueueStats
+from core.store.rate_buckets import Slots
+from core.store.workers import Backlog, KeptAlive
 
 
 class DispatchStore(Protocol):

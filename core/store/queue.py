@@ -1,5 +1,5 @@
-"""Queries of the dispatcher: claim, finish, dead letters, housekeeping (leases and
-workers: core.store.leases).
+"""Queries of the dispatcher: claim, finish, dead letters, housekeeping (heartbeats and
+leases: core.store.workers; shared rate limits: core.store.rate_buckets).
 
 The hot path is set-based plain SQL on the driver, one statement per database: one
 claim statement per batch (``UPDATE … RETURNING``, with ``FOR UPDATE SKIP LOCKED`` on
@@ -31,8 +31,15 @@ from core.models import (
     sqlite_utc_text,
 )
 from core.ratelimit import ClaimCaps
-from core.store.base import ATTEMPT, JOB, SCHEDULE, Gateway, new_idempotency_key
-from core.store.leases import held_by, sqlite_datetime
+from core.store.base import (
+    ATTEMPT,
+    JOB,
+    SCHEDULE,
+    Gateway,
+    held_by,
+    new_idempotency_key,
+    sqlite_datetime,
+)
 
 CLAIMABLE = OPEN_STATE_VALUES
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

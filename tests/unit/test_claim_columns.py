@@ -5,7 +5,7 @@ import dataclasses
 from datetime import UTC, datetime
 
 from core.store import queue
-from core.store.leases import sqlite_datetime
+from core.store.base import sqlite_datetime
 from core.store.queue import CLAIM_COLUMNS, ClaimedJob
 
 
