@@ -21,8 +21,9 @@ def _members() -> set[str]:
 
 
 def test_the_protocol_is_what_the_dispatcher_calls() -> None:
-    source = Path(inspect.getfile(core.dispatcher)).read_text(encoding="utf-8")
-    called = set(re.findall(r"self\.store\.(\w+)", source))
+    package = Path(inspect.getfile(core.dispatcher)).parent
+    source = "".join(p.read_text(encoding="utf-8") for p in sorted(package.glob("*.py")))
+    called = set(re.findall(r"(?:self\._?|(?<![\w.]))store\.(\w+)", source))
     assert called == _members()
 
 

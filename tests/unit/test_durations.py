@@ -20,7 +20,7 @@ from bot.slack import grammar
 from core import timeexpr
 from core.cases.calendars import describe_before, parse_before
 from core.cases.console import parse_shift
-from core.dispatcher import _duration
+from core.dispatcher.loop import _duration
 from core.errors import InvalidInput
 
 # --- the feeds' lead time, as it was -------------------------------------------------

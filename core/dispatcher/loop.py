@@ -34,22 +34,22 @@ from zoneinfo import ZoneInfoNotFoundError
 from core import calendars, limits, templates, timeexpr
 from core.actors import Surface
 from core.calendars import Blackouts
-from core.channels.base import Channel, Delivery, DeliveryResult, Outcome, RateLimit
+from core.channels import parse_destination
+from core.channels.base import Channel, Delivery, DeliveryResult, Outcome
 from core.clock import Clock
-from core.destinations import Destination, parse_destination
+from core.destinations import Destination
 from core.errors import HeraldError
 from core.leases import Leases, machine_id, process_gone
 from core.metrics import Metrics
 from core.models import JobState
-from core.ratelimit import LATENESS, ClaimCaps, Pacer, Pauses, RateLimits
+from core.ratelimit import LATENESS, ClaimCaps, Pacer, Pauses, RateLimit, RateLimits
 from core.scrub import Scrubber
 from core.settings import Settings
-from core.store import AuditEntry
-from core.store.dispatch_store import DispatchStore
-from core.store.leases import Backlog
-from core.store.queue import AttemptRecord, ClaimedJob, Finished
+from core.store import AttemptRecord, AuditEntry, Backlog, ClaimedJob, DispatchStore
+from core.store.queue import Finished
 
-log = logging.getLogger(__name__)
+#: One logger for the whole package: operators' logging configuration names it.
+log = logging.getLogger("core.dispatcher")
 
 Observer = Callable[[Finished], None]
 
