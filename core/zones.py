@@ -17,15 +17,18 @@ typed with; Herald stores the IANA name it returns. It accepts
 
 A zone may also end a time phrase (``every sunday at 6pm PST``, ``tomorrow 9am
 Europe/Berlin``, ``at 5pm berlin time``, ``at 9 in new york``): :func:`zone_at_end`
-finds it for :func:`core.timeexpr.parse_when`. There an abbreviation with several
+finds it for :func:`core.timeexpr.parse_when` (which gives it the words of its own
+grammar, which no zone's name starts with). There an abbreviation with several
 meanings takes its common one (``PST`` is ``America/Los_Angeles``, ``EST``
 ``America/New_York``, ``CET`` ``Europe/Berlin``, ``BST`` ``Europe/London``, ``IST``
 ``Asia/Kolkata``, ``GMT`` UTC), and the read-back says so; ``AST`` (Atlantic or
 Arabia) has none and is refused.
 
-Stored names (a member's zone, a schedule's) are not read here but by
-:func:`core.timeexpr.zone`, which takes any name the database has, so zones stored
-before this module keep working.
+Stored names (a member's zone, a schedule's, a rule's ``TZID``) are read by
+:func:`zone` (``core.timeexpr.zone`` on timeexpr's face), which takes any name the
+database has, so zones stored before :func:`resolve_zone` existed keep working.
+
+This module imports nothing of core.timeexpr: the time grammar reads zones with it.
 
 Every refusal is :class:`core.errors.InvalidInput`, with the nearest known name when
 there is one.
@@ -35,10 +38,10 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Collection
 from functools import lru_cache
-from zoneinfo import ZoneInfo
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
-from core import timeexpr
 from core.errors import InvalidInput
 
 #: The areas of the IANA database whose names end in a city (not ``US/``, ``Etc/``...).
@@ -60,6 +63,31 @@ _CITIES = {
     "geneva": "Europe/Zurich", "barcelona": "Europe/Madrid", "milan": "Europe/Rome",
     "manchester": "Europe/London", "edinburgh": "Europe/London", "istanbul": "Europe/Istanbul",
 }  # fmt: skip
+
+
+@lru_cache(maxsize=1)
+def _zone_names() -> dict[str, str]:
+    return {name.lower(): name for name in available_timezones() if name != "localtime"}
+
+
+def zone(name: str) -> ZoneInfo:
+    """The IANA zone called ``name`` (any letter case); InvalidInput if there is none.
+
+    "localtime" is refused: it means whatever the server is set to.
+    """
+    key = name.strip() if isinstance(name, str) else ""
+    if key and key != "localtime":
+        try:
+            return ZoneInfo(key)
+        except (ZoneInfoNotFoundError, ValueError, OSError):
+            # ValueError for keys like "../x", OSError for over-long names.
+            canonical = _zone_names().get(key.lower())
+            if canonical is not None:
+                return ZoneInfo(canonical)
+    shown = name[:60] if isinstance(name, str) else name
+    raise InvalidInput(
+        f"Unknown time zone {shown!r}: use an IANA name such as Europe/Berlin or America/New_York."
+    )
 
 
 def _fixed(hours: int) -> str:
@@ -260,7 +288,7 @@ def resolve_zone(text: str) -> ZoneInfo:
         raise InvalidInput(f"{raw.upper()} is ambiguous: {listed}?")
     name = _names().get(typed) if typed != "localtime" else None  # the server's: refused
     if name is not None:
-        return timeexpr.zone(name)
+        return zone(name)
     raise InvalidInput(f"Unknown time zone {raw[:60]!r}: {_suggestion(typed)}{_HINT}.")
 
 
@@ -290,9 +318,10 @@ def _abbreviation(token: str) -> tuple[ZoneInfo, str] | None:
     return ZoneInfo(key), f"{upper} is read as {shown}"
 
 
-def _named(typed: str) -> ZoneInfo | None:
+def _named(typed: str, phrase_words: Collection[str]) -> ZoneInfo | None:
     """A zone by its IANA name, a city or an offset, without refusing (and without a
-    suggestion, which a refusal would look for)."""
+    suggestion, which a refusal would look for); not a name whose first word is one of
+    ``phrase_words``."""
     key = _key(typed)
     if key in _UTC_NAMES or key == "gmt":
         return ZoneInfo("UTC")
@@ -300,18 +329,22 @@ def _named(typed: str) -> ZoneInfo | None:
         return ZoneInfo(_fixed(hours)) if -12 <= hours <= 14 else None
     if "/" in key:
         try:
-            return timeexpr.zone(typed)
+            return zone(typed)
         except InvalidInput:
             return None
-    if not re.fullmatch(r"[a-z' .-]+", key) or key.split()[0] in timeexpr.vocabulary():
+    if not re.fullmatch(r"[a-z' .-]+", key) or key.split()[0] in phrase_words:
         return None  # "in 5 minutes", "in the morning": no zone, and no names loaded
     name = _names().get(key)
-    return None if name is None or name in _ABBREVIATIONS else timeexpr.zone(name)
+    return None if name is None or name in _ABBREVIATIONS else zone(name)
 
 
-def zone_at_end(text: str) -> tuple[str, ZoneInfo, str | None] | None:
+def zone_at_end(
+    text: str, phrase_words: Collection[str]
+) -> tuple[str, ZoneInfo, str | None] | None:
     """The zone that ends a time phrase, as (the phrase before it, the zone, what the
     read-back says of how it was read, or None), or None when the phrase ends in none.
+    ``phrase_words`` are the words of the time grammar (``core.timeexpr.vocabulary``):
+    ``in <word> …`` starting with one of them is the phrase, not a city.
 
     Read at the end: an IANA name (``Europe/Berlin``), ``UTC``, an offset (``UTC+2``),
     an abbreviation (``PST``; one that is an English word, such as ``EAT``, only in
@@ -332,7 +365,7 @@ def zone_at_end(text: str) -> tuple[str, ZoneInfo, str | None] | None:
             if _OFFSET.match(_key(token)):
                 return rest, resolve_zone(token), None  # refuses "UTC+99", saying why
             if lowered[0] in _UTC_WORDS or "/" in token:
-                named = _named(token)
+                named = _named(token, phrase_words)
                 if named is not None:
                     return rest, named, None
             continue
@@ -344,7 +377,7 @@ def zone_at_end(text: str) -> tuple[str, ZoneInfo, str | None] | None:
             continue
         if size == 2 and (found := _abbreviation(name)) is not None:
             return rest, found[0], found[1]  # "in PST", "PST time"
-        named = _named(name)
+        named = _named(name, phrase_words)
         if named is not None:
             return rest, named, None
     return None

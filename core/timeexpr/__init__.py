@@ -64,13 +64,11 @@ from core.timeexpr.rule import (
     elapsed_offset,
     exact_start,
     localize,
-    parse_rule,
-    read_lines,
     step_of,
     wall_clock,
     with_start,
-    zone,
 )
+from core.timeexpr.rule_text import parse_rule, read_lines
 from core.timeexpr.suggest import suggestion, vocabulary
 from core.timeexpr.words import (
     MONTHS,
@@ -84,6 +82,7 @@ from core.timeexpr.words import (
     ordinal_text,
     refuse,
 )
+from core.zones import zone, zone_at_end
 
 # The package's one public face: modules outside core/timeexpr/ import
 # ``from core import timeexpr`` and use these names (an import contract in
@@ -238,9 +237,7 @@ def _read(raw: str, words: str, zi: ZoneInfo, now: datetime, default_time: time)
     text answers. A zone at the end of the text is read first: the rest is read in it."""
     if words.startswith(("rrule:", "dtstart", "exdate", "rdate")):
         return _recurring(raw, _rule_input(raw, zi, now), now, default_time)
-    from core.zones import zone_at_end  # core.zones reads names with this package
-
-    found = zone_at_end(raw)
+    found = zone_at_end(raw, vocabulary())
     if found is None:
         return _read_in(raw, words, zi, now, default_time)
     rest, named, said = found

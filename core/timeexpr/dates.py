@@ -13,7 +13,8 @@ rule's zone) and kept as UTC instants on the :class:`core.timeexpr.rule.Rule`; a
 on those local days. RDATE takes date-times only (no DATE or PERIOD values). At most
 :data:`MAX_DATES` of each, so a stored rule stays small.
 
-This module sits on core.timeexpr.rule (which imports it when it reads a rule).
+This module sits on core.timeexpr.rule; core.timeexpr.rule_text reads a rule's lines
+with it.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
-from core.timeexpr.rule import Rule, bad_rule, localize, parse_stamp, zone
+from core.timeexpr.rule import Rule, bad_rule, localize, parse_stamp
+from core.zones import zone
 
 #: At most this many EXDATE values (instants and days) and this many RDATE values.
 MAX_DATES = 100

@@ -8,11 +8,13 @@ They are stored as UTC instants (``EXDATE:19970902T130000Z``), and an ``EXDATE``
 dates (``EXDATE;VALUE=DATE:20261225``) excludes every occurrence on those local days
 (read by core.timeexpr.dates).
 
-This module reads and checks that text (:func:`parse_rule`, :func:`check_parts`: what
-dateutil would choke on or guess about is refused), writes it back
-(:meth:`Rule.text`) and holds the clock helpers the readers share (:func:`localize`,
-:func:`wall_clock`, the elapsed clock of a sub-daily rule). Turning a rule into
-instants is core.timeexpr.expand, which says on which clock each kind of rule runs.
+This module holds the :class:`Rule`, checks its parts (:func:`split_parts`,
+:func:`check_parts`: what dateutil would choke on or guess about is refused), writes it
+back (:meth:`Rule.text`) and holds the clock helpers the readers share
+(:func:`localize`, :func:`wall_clock`, the elapsed clock of a sub-daily rule). Reading
+a rule's whole text (:func:`core.timeexpr.rule_text.parse_rule`) sits above it and
+core.timeexpr.dates; turning a rule into instants is core.timeexpr.expand, which says
+on which clock each kind of rule runs.
 """
 
 from __future__ import annotations
@@ -21,16 +23,12 @@ import calendar
 import re
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, timedelta
-from functools import lru_cache
-from typing import TYPE_CHECKING, Literal
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
+from typing import Literal
+from zoneinfo import ZoneInfo
 
 from dateutil.rrule import DAILY, HOURLY, MINUTELY, MONTHLY, WEEKLY, YEARLY
 
 from core.errors import InvalidInput
-
-if TYPE_CHECKING:
-    from core.timeexpr.dates import DateLine
 
 _Frequency = Literal[0, 1, 2, 3, 4, 5, 6]
 FREQUENCIES: dict[str, _Frequency] = {
@@ -63,32 +61,6 @@ _INT_LIST_RANGES = {
 }
 BYDAY_RE = re.compile(r"^([+-]?\d{1,2})?(MO|TU|WE|TH|FR|SA|SU)$")
 _STAMP_RE = re.compile(r"^(\d{8})(?:T(\d{6})(Z?))?$")
-_DTSTART_RE = re.compile(r"^DTSTART(?:;TZID=([^:;]+))?(?:;VALUE=DATE(?:-TIME)?)?:(\S+)$", re.I)
-
-
-@lru_cache(maxsize=1)
-def _zone_names() -> dict[str, str]:
-    return {name.lower(): name for name in available_timezones() if name != "localtime"}
-
-
-def zone(name: str) -> ZoneInfo:
-    """The IANA zone called ``name`` (any letter case); InvalidInput if there is none.
-
-    "localtime" is refused: it means whatever the server is set to.
-    """
-    key = name.strip() if isinstance(name, str) else ""
-    if key and key != "localtime":
-        try:
-            return ZoneInfo(key)
-        except (ZoneInfoNotFoundError, ValueError, OSError):
-            # ValueError for keys like "../x", OSError for over-long names.
-            canonical = _zone_names().get(key.lower())
-            if canonical is not None:
-                return ZoneInfo(canonical)
-    shown = name[:60] if isinstance(name, str) else name
-    raise InvalidInput(
-        f"Unknown time zone {shown!r}: use an IANA name such as Europe/Berlin or America/New_York."
-    )
 
 
 def bad_rule(what: str) -> InvalidInput:
@@ -270,53 +242,6 @@ def check_parts(parts: dict[str, str]) -> None:
         longest = max(calendar.monthrange(2024, m)[1] for m in months)  # 2024: leap year
         if all(abs(int(v)) > longest for v in parts["BYMONTHDAY"].split(",")):
             raise bad_rule("no month in the rule has such a day, so it never happens")
-
-
-def read_lines(
-    text: str,
-) -> tuple[str | None, datetime | None, list[dict[str, str]], list[DateLine]]:
-    """DTSTART zone (None: floating), DTSTART (None: absent), RRULE lines and EXDATE /
-    RDATE lines of ``text``.
-
-    Lines may be separated by any whitespace. ``DTSTART:...Z`` is in UTC.
-    """
-    tzid: str | None = None
-    dtstart: datetime | None = None
-    lines: list[dict[str, str]] = []
-    date_lines: list[DateLine] = []
-    text = re.sub(r"\s*([;=,])\s*", r"\1", text)  # "FREQ=DAILY; BYHOUR = 9" as typed
-    for line in text.split():
-        upper = line.upper()
-        if upper.startswith("RRULE:"):
-            lines.append(split_parts(line[6:]))
-        elif upper.startswith("DTSTART"):
-            m = _DTSTART_RE.match(line)
-            if not m or dtstart is not None:
-                raise bad_rule(f"the start {line!r} is not understood")
-            dtstart, is_utc, _ = parse_stamp(m.group(2), "DTSTART")
-            tzid = "UTC" if is_utc else m.group(1)
-        elif upper.startswith(("EXDATE", "RDATE")):
-            from core.timeexpr.dates import read_date_line  # it imports this module
-
-            date_lines.append(read_date_line(line))
-        else:
-            raise bad_rule(f"the line {line[:40]!r} is none of DTSTART, RRULE, EXDATE, RDATE")
-    if not lines:
-        raise bad_rule("there is no RRULE: line")
-    if tzid is not None:
-        tzid = zone(tzid).key
-    return tzid, dtstart, lines, date_lines
-
-
-def parse_rule(text: str) -> Rule:
-    """Read a stored rule text (a DTSTART;TZID=... line, RRULE: lines, and any
-    EXDATE / RDATE lines)."""
-    from core.timeexpr.dates import with_dates  # it imports this module
-
-    tzid, dtstart, lines, date_lines = read_lines(text)
-    if dtstart is None or tzid is None:
-        raise bad_rule("a stored rule needs a DTSTART;TZID=... line")
-    return with_dates(Rule(tzid, dtstart, tuple(lines)), date_lines)
 
 
 def explicit_defaults(parts: dict[str, str], dtstart: datetime) -> dict[str, str]:

@@ -11,7 +11,7 @@ import pytest
 from core import timeexpr
 from core.errors import InvalidInput
 from core.timeexpr.dates import MAX_DATES
-from core.timeexpr.rule import parse_rule
+from core.timeexpr.rule_text import parse_rule
 
 NEW_YORK = ZoneInfo("America/New_York")
 
