@@ -2,8 +2,10 @@
 
 Each channel declares its kind's syntax (a :class:`UriSyntax`: the check of a target,
 an example, the redaction of secrets, its direct messages and settings) as its
-class's ``uri``, in its module in ``core/channels/``; :func:`parse_destination`
-dispatches to the declarations (``core.channels.URI_SYNTAXES``). Today's kinds:
+class's ``uri``, in its module in ``core/channels/``; the channel registry
+(:func:`core.channels.parse_destination`) reads a URI by those declarations, and the
+:class:`Destination` it returns carries its kind's syntax. This module knows no
+channel: the channels build on it. Today's kinds:
 ``slack:C0123`` (optionally ``slack:C0123/1700000000.000100`` for a thread reply),
 ``slack:@U0123ABC`` (a direct message from the bot to that Slack user),
 ``discord:123456789012345678``, ``discord:@123456789012345678`` (a direct message to
@@ -21,27 +23,24 @@ keeps the id.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 from urllib.parse import SplitResult, urlsplit
 
 from core.errors import InvalidInput
 from core.scrub import scrub_credentials
 
-#: What a refused kind is told to use instead.
-EXAMPLES = (
-    "slack:C0123ABC, discord:123456789012345678, webhook:https://example.com/hook, "
-    "email:ops@example.com, apprise:tgram://TOKEN/CHAT or log:"
-)
-
 
 @dataclass(frozen=True)
 class Destination:
-    """A parsed destination: its kind (the URI scheme) and the rest."""
+    """A parsed destination: its kind (the URI scheme), the rest, and the syntax its
+    channel declares for that kind (not part of its value: two destinations are equal
+    when their URIs are)."""
 
     kind: str
     target: str
+    syntax: UriSyntax = field(compare=False, repr=False)
 
     def __str__(self) -> str:
         return f"{self.kind}:{self.target}"
@@ -49,10 +48,7 @@ class Destination:
     @property
     def is_dm(self) -> bool:
         """Whether this is a direct message from the bot to one person."""
-        if not self.target.startswith("@"):
-            return False
-        syntax = syntaxes().get(self.kind)
-        return syntax is not None and syntax.direct_messages
+        return self.syntax.direct_messages and self.target.startswith("@")
 
     @property
     def recipient(self) -> str | None:
@@ -63,24 +59,21 @@ class Destination:
         """The URI as its owner and the admins see it: a webhook's host, port and path,
         with what looks like a secret in it hidden (its query, a token in its path), as
         its channel declares; :meth:`redacted` for a kind that declares no such view."""
-        syntax = syntaxes().get(self.kind)
-        if syntax is None or syntax.owner_view is None:
-            return self.redacted()
-        return syntax.owner_view(self)
+        view = self.syntax.owner_view
+        return self.redacted() if view is None else view(self)
 
     def redacted(self) -> str:
         """The URI fit for logs and audit rows: what may carry a secret (a webhook's
         path and query, an Apprise URL) is hidden, as its channel declares."""
-        syntax = syntaxes().get(self.kind)
-        if syntax is None or syntax.redact is None:
-            return str(self)
-        return syntax.redact(self)
+        redact = self.syntax.redact
+        return str(self) if redact is None else redact(self)
 
 
 @dataclass(frozen=True)
 class UriSyntax:
     """How one kind of destination is written: declared by its channel (the class's
-    ``uri``), read by :func:`parse_destination` and :meth:`Destination.redacted`."""
+    ``uri``), read by :func:`core.channels.parse_destination` and
+    :meth:`Destination.redacted`."""
 
     #: The URI scheme, the channel's ``kind``.
     kind: str
@@ -97,33 +90,6 @@ class UriSyntax:
     direct_messages: bool = False
     #: The settings the channel reads (fields of :class:`core.settings.Settings`).
     settings: tuple[str, ...] = ()
-
-
-_SYNTAXES: dict[str, UriSyntax] = {}
-
-
-def syntaxes() -> Mapping[str, UriSyntax]:
-    """Every kind's syntax, by kind, as the channels declare them. Read on first use:
-    the channel modules import this one."""
-    if not _SYNTAXES:
-        from core.channels import URI_SYNTAXES
-
-        _SYNTAXES.update(URI_SYNTAXES)
-    return _SYNTAXES
-
-
-def parse_destination(uri: str) -> Destination:
-    """Parse and check a destination URI; InvalidInput says what is wrong."""
-    raw = uri.strip()
-    kind, sep, target = raw.partition(":")
-    kind = kind.lower()
-    if not sep or not kind:
-        raise InvalidInput(f"Destination {raw!r} has no kind: use {EXAMPLES}.")
-    syntax = (_SYNTAXES or syntaxes()).get(kind)
-    if syntax is None:
-        raise InvalidInput(f"Unknown destination kind {kind!r} in {raw!r}: use {EXAMPLES}.")
-    syntax.check(raw, target)
-    return Destination(kind, target)
 
 
 # --- channels by name ----------------------------------------------------------------

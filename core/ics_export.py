@@ -18,7 +18,7 @@ from zoneinfo import ZoneInfo
 
 from core import timeexpr
 from core.calendars import Blackouts
-from core.destinations import parse_destination
+from core.channels import parse_destination
 from core.errors import HeraldError
 from core.models import Schedule, ScheduleState
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core import reminders, templates
-from core.destinations import Destination, parse_destination
+from core.destinations import Destination
 from core.errors import InvalidInput
 
 _SLACK_BLOCKS = "https://docs.slack.dev/reference/block-kit/blocks"
@@ -260,16 +260,16 @@ def clip(text: str, limit: Limit | int) -> str:
 
 
 def check_message(
-    destination: str | Destination, body: str, options: Mapping[str, Any] | None = None
+    destination: Destination, body: str, options: Mapping[str, Any] | None = None
 ) -> None:
     """Refuse (:class:`TooLarge`, or InvalidInput for a malformed part) a message its
     destination would refuse: the text (a template by the longest text it can expand
     to), Slack blocks, Discord embeds and webhook username, an email subject; with
     what Herald adds to it (:func:`slack_added_block`, :data:`DISCORD_CREDIT_ROOM`),
-    so that a message that is saved is sent whole, its "scheduled by" line included."""
-    parsed = destination if isinstance(destination, Destination) else parse_destination(destination)
+    so that a message that is saved is sent whole, its "scheduled by" line included.
+    ``destination`` is as parsed (``core.channels.parse_destination``)."""
     options = options or {}
-    limit = text_limit(parsed)
+    limit = text_limit(destination)
     if len(body) > limit.size:
         raise limit.refuse(len(body))
     longest = len(body)
@@ -277,11 +277,11 @@ def check_message(
         longest = templates.longest_schedule_text(body)
         if longest > limit.size:
             raise limit.refuse(longest, "this message, its variables filled in, can have")
-    kind = parsed.kind
-    if kind == "discord" and shared_channel(parsed):
+    kind = destination.kind
+    if kind == "discord" and shared_channel(destination):
         _discord_credit_fits(longest, bool(options.get("template")))
     if kind == "slack" and options.get("blocks"):
-        check_slack_blocks(options["blocks"], adds=slack_added_block(parsed, options))
+        check_slack_blocks(options["blocks"], adds=slack_added_block(destination, options))
     if kind in ("discord", "discord-webhook") and options.get("embeds"):
         check_discord_embeds(options["embeds"])
     if kind == "discord-webhook" and isinstance(options.get("username"), str):

@@ -18,7 +18,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from core.channels.base import RateLimit
 from core.errors import ConfigError
 
 #: How late after its slot a send may start (the dispatcher takes a fresh slot for a
@@ -29,6 +28,22 @@ LATENESS = 0.05
 #: provider's own scheduling): the provider counts arrivals, not the moments sends
 #: start, so slots leave room for this too (:func:`spacing`).
 TRANSIT = 0.02
+
+
+@dataclass(frozen=True)
+class RateLimit:
+    """A token bucket: ``rate`` sends per second on average, bursts up to ``burst``."""
+
+    rate: float
+    burst: float
+
+    @property
+    def unlimited(self) -> bool:
+        return self.rate <= 0
+
+
+#: No limit: a channel's default when its provider documents none.
+UNLIMITED = RateLimit(0, 0)
 
 _SPEC = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*/\s*(s|sec|second|m|min|minute)\s*(?::\s*(\d+))?\s*$")
 

@@ -12,7 +12,7 @@ from zoneinfo import ZoneInfo
 from core import timeexpr
 from core.actors import Actor
 from core.cases import ScheduleDetail
-from core.destinations import parse_destination
+from core.channels import parse_destination
 from core.errors import HeraldError
 from core.instants import iso as iso
 from core.instants import local as local

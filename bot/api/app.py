@@ -36,7 +36,7 @@ from core.cases.importer import (
     import_schedules,
 )
 from core.cases.tokens import Unauthorized, scope_allows
-from core.destinations import parse_destination
+from core.channels import parse_destination
 from core.errors import (
     Conflict,
     DatabaseError,

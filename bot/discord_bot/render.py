@@ -14,7 +14,7 @@ from core import calendars, limits, timeexpr, views
 from core.actors import Actor
 from core.cases import ScheduleDetail
 from core.cases.calendars import describe_before
-from core.destinations import parse_destination
+from core.channels import parse_destination
 from core.errors import HeraldError
 from core.models import Feed, Schedule, ScheduleState
 from core.store.queue import Finished

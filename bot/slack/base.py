@@ -23,7 +23,7 @@ from bot.slack.home import home_view
 from bot.slack.modal import ModalMeta, fingerprint, fits_input, schedule_modal
 from core.actors import Actor, ActorRef, Principal, Surface, slack_tenant
 from core.cases import Herald
-from core.destinations import parse_destination
+from core.channels import parse_destination
 from core.errors import HeraldError
 from core.models import Schedule, ScheduleState
 from core.settings import Settings

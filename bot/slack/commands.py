@@ -39,6 +39,7 @@ from bot.slack.modal import (
 from bot.slack.reminders import Reminders
 from core import calendars, limits, verbs
 from core.cases import check_text
+from core.channels import parse_destination
 from core.errors import HeraldError, InvalidInput
 from core.models import Schedule
 
@@ -233,7 +234,7 @@ class Commands(Reminders):
             try:
                 check_text(sub.text)
                 if sub.channel is not None:
-                    limits.check_message(f"slack:{sub.channel}", sub.text)
+                    limits.check_message(parse_destination(f"slack:{sub.channel}"), sub.text)
             except HeraldError as exc:
                 errors["text"] = plain(exc)
         changed_when = meta.when_changed(sub.when)

@@ -38,7 +38,7 @@ from core import calendars, limits, templates, timeexpr
 from core.actors import Actor, ActorRef, Principal, Surface
 from core.calendar_worker import CalendarReader
 from core.cases.base import CaseBase
-from core.destinations import parse_destination
+from core.channels import parse_destination
 from core.errors import HeraldError, InvalidInput, NotFound
 from core.ics_export import export
 from core.ics_read import HORIZON, Blackouts, CalendarError, EventInstance

@@ -17,7 +17,7 @@ from core import timeexpr, verbs
 from core.actors import Actor, ActorRef
 from core.cases.dead_letters import DeadLetterCases
 from core.cases.schedules import ScheduleCases
-from core.destinations import parse_destination
+from core.channels import parse_destination
 from core.errors import Conflict, HeraldError, InvalidInput, NotFound
 from core.models import Audit, Job, Schedule, ScheduleState
 from core.scrub import calendar_source, scrub, scrub_credentials

@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from core import verbs
 from core.actors import Actor, ActorRef
 from core.cases.base import CaseBase
+from core.channels import parse_destination
 from core.channels.base import Delivery, Outcome
-from core.destinations import parse_destination
 from core.errors import Conflict, InvalidInput, NotFound
 from core.models import REJECT_REASON_CHARS
 from core.reminders import NOTICE

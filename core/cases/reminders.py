@@ -9,7 +9,7 @@ from datetime import timedelta
 
 from core.actors import ActorRef, Principal
 from core.cases.schedules import ScheduleCases
-from core.destinations import parse_destination
+from core.channels import parse_destination
 from core.errors import InvalidInput, NotFound
 from core.models import LOCAL_TENANT, Schedule
 from core.reminders import SNOOZES

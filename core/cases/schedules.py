@@ -22,7 +22,8 @@ from core.actors import Actor, ActorRef
 from core.cases import recipient_cap
 from core.cases.base import principal_of
 from core.cases.calendars import RESERVED_KEY_PREFIX, CalendarCases
-from core.destinations import Destination, parse_destination
+from core.channels import parse_destination
+from core.destinations import Destination
 from core.errors import Conflict, InvalidInput
 from core.models import (
     LOCAL_TENANT,

@@ -1,9 +1,11 @@
-"""Delivery channels, one module each, all behind :class:`core.channels.base.Channel`.
+"""Delivery channels, one module each, all behind :class:`core.channels.base.Channel`:
+the registry of every channel, which reads destinations by their declarations.
 
-:func:`build_channels` makes the set a dispatcher (and schedule-time validation) uses
-from the settings. A channel whose credentials are missing still exists and answers
-every delivery with a permanent "not configured: set ..." result, so the dead letter
-says what to fix.
+:func:`parse_destination` reads a destination URI by the syntax its kind's channel
+declares (:data:`URI_SYNTAXES`). :func:`build_channels` makes the set a dispatcher (and
+schedule-time validation) uses from the settings. A channel whose credentials are
+missing still exists and answers every delivery with a permanent "not configured: set
+..." result, so the dead letter says what to fix.
 
 Adding a channel is one small module: subclass ``Channel``, give it a ``kind`` (the
 destination URI scheme) and a ``uri`` (its :class:`~core.destinations.UriSyntax`: the
@@ -21,7 +23,8 @@ from core.channels.email import EmailChannel
 from core.channels.local import LogChannel, NullChannel
 from core.channels.slack import SlackChannel
 from core.channels.webhook import WebhookChannel
-from core.destinations import UriSyntax
+from core.destinations import Destination, UriSyntax
+from core.errors import InvalidInput
 from core.http_client import HTTPClient
 from core.settings import Settings
 
@@ -36,8 +39,28 @@ CHANNEL_TYPES: tuple[type[Channel], ...] = (
     EmailChannel,
     AppriseChannel,
 )
-#: Each kind's URI syntax, as its channel declares it (read by core.destinations).
+#: Each kind's URI syntax, as its channel declares it (read by :func:`parse_destination`).
 URI_SYNTAXES: dict[str, UriSyntax] = {c.uri.kind: c.uri for c in CHANNEL_TYPES}
+#: What a refused kind is told to use instead.
+EXAMPLES = (
+    "slack:C0123ABC, discord:123456789012345678, webhook:https://example.com/hook, "
+    "email:ops@example.com, apprise:tgram://TOKEN/CHAT or log:"
+)
+
+
+def parse_destination(uri: str) -> Destination:
+    """Parse and check a destination URI by its kind's declared syntax, which the
+    :class:`~core.destinations.Destination` carries; InvalidInput says what is wrong."""
+    raw = uri.strip()
+    kind, sep, target = raw.partition(":")
+    kind = kind.lower()
+    if not sep or not kind:
+        raise InvalidInput(f"Destination {raw!r} has no kind: use {EXAMPLES}.")
+    syntax = URI_SYNTAXES.get(kind)
+    if syntax is None:
+        raise InvalidInput(f"Unknown destination kind {kind!r} in {raw!r}: use {EXAMPLES}.")
+    syntax.check(raw, target)
+    return Destination(kind, target, syntax)
 
 
 def build_channels(

@@ -21,10 +21,11 @@ import asyncio
 import warnings
 from typing import Any, ClassVar
 
-from core.channels.base import Channel, Delivery, DeliveryResult, RateLimit
+from core.channels.base import Channel, Delivery, DeliveryResult
 from core.destinations import Destination, UriSyntax
 from core.errors import InvalidInput
 from core.netguard import Guard
+from core.ratelimit import RateLimit
 
 #: Apprise schemes that POST to any host the URL names (so: the SSRF check applies).
 GENERIC_HTTP = ("json", "jsons", "xml", "xmls", "form", "forms")

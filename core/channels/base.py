@@ -17,27 +17,13 @@ from enum import StrEnum
 from typing import Any, ClassVar
 
 from core.destinations import Destination, UriSyntax
+from core.ratelimit import UNLIMITED, RateLimit
 
 
 class Outcome(StrEnum):
     OK = "ok"
     RETRY = "retry"
     PERMANENT = "permanent"
-
-
-@dataclass(frozen=True)
-class RateLimit:
-    """A token bucket: ``rate`` sends per second on average, bursts up to ``burst``."""
-
-    rate: float
-    burst: float
-
-    @property
-    def unlimited(self) -> bool:
-        return self.rate <= 0
-
-
-UNLIMITED = RateLimit(0, 0)
 
 
 @dataclass(slots=True)
@@ -98,7 +84,7 @@ class Channel(ABC):
 
     kind: ClassVar[str]
     #: How its destinations are written (``kind`` is its scheme), read by
-    #: :func:`core.destinations.parse_destination`.
+    #: :func:`core.channels.parse_destination`.
     uri: ClassVar[UriSyntax]
     rate_limit: ClassVar[RateLimit] = UNLIMITED
 

@@ -39,7 +39,7 @@ from pydantic import SecretStr
 
 from core import limits, reminders
 from core.channels.answers import ApiHealth, content_kind, not_json, not_the_api, shown_url
-from core.channels.base import Channel, Delivery, DeliveryResult, Outcome, RateLimit
+from core.channels.base import Channel, Delivery, DeliveryResult, Outcome
 from core.channels.webhook import parse_retry_after, reveal, truncate
 from core.destinations import (
     ChannelName,
@@ -53,6 +53,7 @@ from core.destinations import (
 from core.errors import InvalidInput
 from core.http_client import Answer, HTTPClient, TimedOut, Timeout, Unreachable
 from core.netguard import Guard, Refused
+from core.ratelimit import RateLimit
 
 DEFAULT_BASE_URL = "https://discord.com/api/v10"
 MAX_CONTENT = limits.DISCORD_CONTENT.size

@@ -21,10 +21,11 @@ from typing import Literal
 from pydantic import SecretStr
 
 from core import limits
-from core.channels.base import Channel, Delivery, DeliveryResult, RateLimit
+from core.channels.base import Channel, Delivery, DeliveryResult
 from core.channels.webhook import reveal, truncate
 from core.destinations import UriSyntax
 from core.errors import InvalidInput
+from core.ratelimit import RateLimit
 
 TlsMode = Literal["starttls", "tls", "none"]
 DEFAULT_PORTS: dict[str, int] = {"starttls": 587, "tls": 465, "none": 25}

@@ -32,11 +32,12 @@ from pydantic import SecretStr
 
 from core import limits, reminders
 from core.channels.answers import ApiHealth, not_json, not_the_api
-from core.channels.base import Channel, Delivery, DeliveryResult, Outcome, RateLimit
+from core.channels.base import Channel, Delivery, DeliveryResult, Outcome
 from core.channels.webhook import USER_AGENT, parse_retry_after, reveal
 from core.destinations import ChannelName, Destination, UriSyntax, names_need_connection
 from core.errors import InvalidInput
 from core.http_client import HTTPClient, TimedOut, Timeout, Unreachable
+from core.ratelimit import RateLimit
 
 log = logging.getLogger(__name__)
 

@@ -31,7 +31,7 @@ from urllib.parse import urlsplit
 
 from pydantic import SecretStr
 
-from core.channels.base import Channel, Delivery, DeliveryResult, RateLimit
+from core.channels.base import Channel, Delivery, DeliveryResult
 from core.destinations import (
     Destination,
     UriSyntax,
@@ -42,6 +42,7 @@ from core.destinations import (
 from core.errors import InvalidInput
 from core.http_client import Answer, HTTPClient, TimedOut, Timeout, Unreachable
 from core.netguard import Guard, Refused
+from core.ratelimit import RateLimit
 
 #: Longest response body kept in a result's error text, in bytes.
 MAX_BODY = 2048

@@ -17,9 +17,8 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Protocol
 
-from core.channels.base import RateLimit
 from core.models import Worker
-from core.ratelimit import ClaimCaps
+from core.ratelimit import ClaimCaps, RateLimit
 from core.store.base import AuditEntry
 from core.store.queue import ClaimedJob, Finished, QueueStats
 from core.store.rate_buckets import Slots

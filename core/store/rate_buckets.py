@@ -12,9 +12,8 @@ from datetime import UTC, datetime
 
 import sqlalchemy as sa
 
-from core.channels.base import RateLimit
 from core.models import RateBucket, sqlite_utc_text
-from core.ratelimit import allocate, next_slot, pause
+from core.ratelimit import RateLimit, allocate, next_slot, pause
 from core.store.base import Gateway, aware, sqlite_datetime
 
 BUCKET = RateBucket.__table__  # type: ignore[attr-defined]

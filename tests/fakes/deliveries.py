@@ -6,8 +6,9 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from core.channels import URI_SYNTAXES, parse_destination
 from core.channels.base import Delivery
-from core.destinations import Destination, parse_destination
+from core.destinations import Destination
 
 OCCURRENCE = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 KEY = "k3y-0f-the-j0b_abcdefg"  # 22 url-safe characters, like the store's keys
@@ -23,10 +24,13 @@ def make_delivery(
     job_id: int = 7,
     schedule_id: int = 3,
 ) -> Delivery:
-    """A delivery of job 7 of schedule 3 to ``uri`` (``discord-webhook:`` is accepted
-    even before the destination parser knows it)."""
+    """A delivery of job 7 of schedule 3 to ``uri`` (a ``discord-webhook:`` one is not
+    checked, so that the channel's own refusals can be tried)."""
     kind, _, target = uri.partition(":")
-    destination = Destination(kind, target) if kind == "discord-webhook" else parse_destination(uri)
+    if kind == "discord-webhook":
+        destination = Destination(kind, target, URI_SYNTAXES[kind])
+    else:
+        destination = parse_destination(uri)
     return Delivery(
         job_id=job_id,
         schedule_id=schedule_id,

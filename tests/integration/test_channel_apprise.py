@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from core.channels import parse_destination
 from core.channels.apprise_channel import AppriseChannel, _apprise
 from core.channels.base import Outcome
-from core.destinations import parse_destination
 from core.errors import InvalidInput
 from tests.fakes import Scripted, WebhookReceiver
 from tests.fakes.deliveries import make_delivery

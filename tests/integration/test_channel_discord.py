@@ -7,9 +7,10 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from core.channels import parse_destination
 from core.channels.base import Outcome
 from core.channels.discord import DiscordChannel, DiscordWebhookChannel, discord_nonce
-from core.destinations import Destination, parse_destination
+from core.destinations import Destination
 from core.errors import InvalidInput
 from tests.fakes import FakeDiscord, Scripted, unused_port
 from tests.fakes.deliveries import KEY, make_delivery
@@ -356,7 +357,7 @@ async def test_webhook_errors_are_permanent_without_the_token(
     assert result.outcome is Outcome.PERMANENT and advice in (result.error or "")
     assert token not in repr(result)
     with pytest.raises(InvalidInput, match=advice):
-        await hook_channel.validate(Destination("discord-webhook", url))
+        await hook_channel.validate(Destination("discord-webhook", url, DiscordWebhookChannel.uri))
 
 
 async def test_webhook_rate_limit_and_retry(
@@ -382,12 +383,14 @@ async def test_webhook_url_must_look_like_one(hook_channel: DiscordWebhookChanne
         result.error or ""
     )
     with pytest.raises(InvalidInput, match="not a Discord webhook URL"):
-        await hook_channel.validate(Destination("discord-webhook", "ftp://x/webhooks/1/t"))
+        await hook_channel.validate(
+            Destination("discord-webhook", "ftp://x/webhooks/1/t", DiscordWebhookChannel.uri)
+        )
 
 
 async def test_webhook_validate_accepts_a_live_webhook(
     discord: FakeDiscord, hook_channel: DiscordWebhookChannel
 ) -> None:
     url = discord.add_webhook("555", WEBHOOK_TOKEN, CHAN)
-    await hook_channel.validate(Destination("discord-webhook", url))
+    await hook_channel.validate(Destination("discord-webhook", url, DiscordWebhookChannel.uri))
     assert discord.requests[0].method == "GET"

@@ -21,10 +21,10 @@ from pydantic import SecretStr
 from slack_sdk.models.blocks import ActionsBlock, Block, ButtonElement, SectionBlock
 
 from core import limits, reminders
+from core.channels import parse_destination
 from core.channels.base import Outcome
 from core.channels.discord import DiscordChannel, reminder_row
 from core.channels.slack import SlackChannel
-from core.destinations import parse_destination
 from core.errors import InvalidInput
 from tests.fakes import FakeDiscord, FakeSlack
 from tests.fakes.deliveries import make_delivery

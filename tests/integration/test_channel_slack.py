@@ -8,9 +8,9 @@ from collections.abc import AsyncIterator
 import pytest
 from pydantic import SecretStr
 
+from core.channels import parse_destination
 from core.channels.base import Outcome
 from core.channels.slack import SlackChannel
-from core.destinations import parse_destination
 from core.errors import InvalidInput
 from tests.fakes import FakeSlack, Scripted, slack_error, unused_port
 from tests.fakes.deliveries import KEY, make_delivery

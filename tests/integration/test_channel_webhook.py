@@ -249,7 +249,9 @@ async def test_secret_never_leaks_into_results_or_logs(
 async def test_only_http_and_https() -> None:
     ch = WebhookChannel(allow_private=True)
     delivery = make_delivery("webhook:https://example.com/h")
-    ftp = replace(delivery, destination=Destination("webhook", "ftp://example.com/h"))
+    ftp = replace(
+        delivery, destination=Destination("webhook", "ftp://example.com/h", WebhookChannel.uri)
+    )
     try:
         result = await ch.send(ftp)
     finally:
@@ -289,7 +291,7 @@ def test_parse_retry_after() -> None:
     ],
 )
 async def test_internal_addresses_are_refused_unless_allowed(url: str) -> None:
-    from core.destinations import parse_destination
+    from core.channels import parse_destination
     from core.errors import InvalidInput
 
     ch = WebhookChannel()

@@ -19,10 +19,9 @@ import sqlalchemy as sa
 
 from bot.cli.bench import schedule_rows
 from core.cases import Herald
-from core.channels.base import RateLimit
 from core.clock import ManualClock
 from core.dispatcher import Dispatcher, DispatcherConfig
-from core.ratelimit import ClaimCaps, RateLimits, claim_cap
+from core.ratelimit import ClaimCaps, RateLimit, RateLimits, claim_cap
 from core.store import Store
 from core.store.base import JOB, SCHEDULE
 from core.store.queue import CAPPED_ERROR, AttemptRecord, ClaimedJob, Finished

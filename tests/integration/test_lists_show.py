@@ -16,8 +16,8 @@ from bot.cli.commands import _STORE_COMMANDS, Cli
 from bot.cli.parser import build_parser
 from core.actors import Principal, Surface
 from core.cases import Herald
+from core.channels import parse_destination
 from core.clock import ManualClock
-from core.destinations import parse_destination
 from core.dispatcher import Dispatcher, DispatcherConfig
 from core.settings import Settings
 from core.store.console import AttemptFilter

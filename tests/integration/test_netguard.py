@@ -14,11 +14,11 @@ import aiohttp
 import pytest
 import trustme
 
+from core.channels import parse_destination
 from core.channels.apprise_channel import AppriseChannel, _apprise
 from core.channels.base import Outcome
 from core.channels.discord import DiscordWebhookChannel
 from core.channels.webhook import WebhookChannel
-from core.destinations import parse_destination
 from core.errors import InvalidInput
 from core.http_client import HTTPClient, Timeout
 from core.netguard import Guard, Refused, is_internal

@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 
 from core.cases import Herald
-from core.channels.base import Delivery, DeliveryResult, RateLimit
+from core.channels.base import Delivery, DeliveryResult
 from core.clock import ManualClock
 from core.dispatcher import PART_WINDOW, Dispatcher, DispatcherConfig
-from core.ratelimit import RateLimits, spacing
+from core.ratelimit import RateLimit, RateLimits, spacing
 from tests.support.channels import RecordingChannel
 
 ALICE = "local:alice"

@@ -10,8 +10,8 @@ import pytest
 
 from core.actors import Principal
 from core.cases import Herald
+from core.channels import parse_destination
 from core.clock import ManualClock
-from core.destinations import parse_destination
 from core.dispatcher import DispatcherConfig, shared_channel
 from core.settings import load_settings
 from core.store.queue import ClaimedJob

@@ -12,8 +12,8 @@ import pytest
 
 from core.actors import Principal
 from core.cases import Herald
+from core.channels import parse_destination
 from core.clock import ManualClock
-from core.destinations import parse_destination
 from core.dispatcher import DispatcherConfig
 from core.errors import InvalidInput
 from core.settings import Settings, load_settings

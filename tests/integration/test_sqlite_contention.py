@@ -126,7 +126,7 @@ async def test_a_dispatcher_transaction_waits_for_the_lock_another_connection_ho
     """The hot path's one-round-trip transactions (``Gateway._sqlite_run``): held off by
     another connection's write lock past SQLite's short busy wait, a slot reservation
     waits its turn and then takes its slots; one that cannot get it in time fails."""
-    from core.channels.base import RateLimit
+    from core.ratelimit import RateLimit
 
     store = await Store.open(sqlite_url, lock_wait=5.0)
     path = db.sync_url(sqlite_url).database

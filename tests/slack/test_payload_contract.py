@@ -25,6 +25,7 @@ from bot.slack.modal import ModalMeta, fingerprint, fits_input, schedule_modal
 from core import limits
 from core.cases import Herald
 from core.cases.console import Overview
+from core.channels import parse_destination
 from core.errors import InvalidInput
 from core.models import Schedule
 from core.store.console import Figures
@@ -208,7 +209,7 @@ async def test_the_most_blocks_a_save_allows_go_out_whole_with_what_herald_adds(
     slack = SlackChannel("xoxb-test", base_url="http://127.0.0.1:9/api/")
     try:
         for uri, name in (("slack:C0123", "Ada"), ("slack:@U0123ABC", None)):
-            limits.check_message(uri, "fallback", {"blocks": own})  # saved
+            limits.check_message(parse_destination(uri), "fallback", {"blocks": own})  # saved
             delivery = replace(
                 make_delivery(uri, "fallback", options={"blocks": own}), scheduled_by=name
             )

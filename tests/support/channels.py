@@ -9,7 +9,8 @@ from collections import Counter
 from collections.abc import Callable
 from typing import ClassVar
 
-from core.channels.base import UNLIMITED, Channel, Delivery, DeliveryResult, RateLimit
+from core.channels.base import Channel, Delivery, DeliveryResult
+from core.ratelimit import UNLIMITED, RateLimit
 
 Script = Callable[[Delivery], DeliveryResult]
 

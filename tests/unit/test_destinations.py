@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from core.destinations import parse_destination
+from core.channels import parse_destination
 from core.errors import InvalidInput
 
 

@@ -7,7 +7,7 @@ import os
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from core.destinations import parse_destination
+from core.channels import parse_destination
 from core.errors import InvalidInput
 
 CASES = int(os.environ.get("HERALD_FUZZ_CASES", "2000"))  # make reliability: 10,000

@@ -11,6 +11,7 @@ from slack_sdk.errors import SlackObjectFormationError
 from slack_sdk.models.blocks import Block
 
 from core import limits, templates
+from core.channels import parse_destination
 from core.errors import InvalidInput
 
 
@@ -117,7 +118,7 @@ def sdk_accepts(blocks: list[dict[str, Any]]) -> bool:
 
 def core_accepts(blocks: list[dict[str, Any]]) -> bool:
     try:  # a conversation Herald adds no block to (no credit line, no Snooze/Done buttons)
-        limits.check_message("slack:D0123", "fallback", {"blocks": blocks})
+        limits.check_message(parse_destination("slack:D0123"), "fallback", {"blocks": blocks})
     except InvalidInput:
         return False
     return True
@@ -159,7 +160,7 @@ def test_a_block_refusal_names_the_limit_and_the_size(
     blocks: list[dict[str, Any]], sentence: str
 ) -> None:
     with pytest.raises(limits.TooLarge) as refused:
-        limits.check_message("slack:C0123", "x", {"blocks": blocks})
+        limits.check_message(parse_destination("slack:C0123"), "x", {"blocks": blocks})
     assert str(refused.value) == sentence
 
 
@@ -167,18 +168,22 @@ def test_an_unknown_block_type_is_named() -> None:
     with pytest.raises(
         InvalidInput, match="Slack has no block type 'carousel_of_doom' \\(block 1\\)"
     ):
-        limits.check_message("slack:C0123", "x", {"blocks": [{"type": "carousel_of_doom"}]})
+        limits.check_message(
+            parse_destination("slack:C0123"), "x", {"blocks": [{"type": "carousel_of_doom"}]}
+        )
 
 
 def test_discord_text_over_2000_is_refused_in_one_sentence() -> None:
     with pytest.raises(limits.TooLarge) as refused:
-        limits.check_message("discord:123456789012345678", "x" * 3508)
+        limits.check_message(parse_destination("discord:123456789012345678"), "x" * 3508)
     assert (
         str(refused.value)
         == "Discord allows 2,000 characters in a message; this message has 3,508."
     )
-    limits.check_message("webhook:https://example.com/hook", "x" * 3508)  # Herald's 4,000
-    limits.check_message("email:ops@example.com", "x" * 3508)
+    limits.check_message(
+        parse_destination("webhook:https://example.com/hook"), "x" * 3508
+    )  # Herald's 4,000
+    limits.check_message(parse_destination("email:ops@example.com"), "x" * 3508)
 
 
 def embed(**parts: Any) -> dict[str, Any]:
@@ -215,7 +220,9 @@ def embed(**parts: Any) -> dict[str, Any]:
 def test_discord_embeds_are_held_to_their_limits(embeds: list[Any], sentence: str) -> None:
     with pytest.raises(limits.TooLarge) as refused:
         limits.check_message(
-            "discord-webhook:https://discord.com/api/webhooks/1/t", "x", {"embeds": embeds}
+            parse_destination("discord-webhook:https://discord.com/api/webhooks/1/t"),
+            "x",
+            {"embeds": embeds},
         )
     assert str(refused.value) == sentence
 
@@ -223,7 +230,9 @@ def test_discord_embeds_are_held_to_their_limits(embeds: list[Any], sentence: st
 def test_embeds_within_every_limit_pass() -> None:
     ten = [embed(title="t" * 256, description="d" * 344)] * 10  # 6,000 together
     room = 2000 - limits.DISCORD_CREDIT_ROOM  # what the "scheduled by" line leaves
-    limits.check_message("discord:123456789012345678", "x" * room, {"embeds": ten})
+    limits.check_message(
+        parse_destination("discord:123456789012345678"), "x" * room, {"embeds": ten}
+    )
 
 
 def test_a_template_is_held_to_its_longest_expansion() -> None:
@@ -232,12 +241,16 @@ def test_a_template_is_held_to_its_longest_expansion() -> None:
         "Wednesday September"
     )
     with pytest.raises(limits.TooLarge) as refused:
-        limits.check_message("discord:123456789012345678", body, {"template": True})
+        limits.check_message(
+            parse_destination("discord:123456789012345678"), body, {"template": True}
+        )
     assert str(refused.value) == (
         "Discord allows 2,000 characters in a message; this message, its variables filled "
         "in, can have 2,004."
     )
-    limits.check_message("webhook:https://example.com/h", body, {"template": True})
+    limits.check_message(
+        parse_destination("webhook:https://example.com/h"), body, {"template": True}
+    )
 
 
 def test_longest_expansion_bounds_every_real_rendering() -> None:
@@ -257,10 +270,12 @@ def test_longest_expansion_bounds_every_real_rendering() -> None:
 
 def test_email_subject_and_webhook_username() -> None:
     with pytest.raises(limits.TooLarge, match="RFC 5322"):
-        limits.check_message("email:ops@example.com", "x", {"subject": "s" * 79})
+        limits.check_message(parse_destination("email:ops@example.com"), "x", {"subject": "s" * 79})
     with pytest.raises(limits.TooLarge, match="80 characters in a webhook's username"):
         limits.check_message(
-            "discord-webhook:https://discord.com/api/webhooks/1/t", "x", {"username": "u" * 81}
+            parse_destination("discord-webhook:https://discord.com/api/webhooks/1/t"),
+            "x",
+            {"username": "u" * 81},
         )
 
 

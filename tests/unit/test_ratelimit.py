@@ -5,7 +5,6 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from core.channels.base import RateLimit
 from core.clock import ManualClock
 from core.errors import ConfigError
 from core.ratelimit import (
@@ -13,6 +12,7 @@ from core.ratelimit import (
     TRANSIT,
     Pacer,
     Pauses,
+    RateLimit,
     RateLimits,
     allocate,
     next_slot,

@@ -16,6 +16,7 @@ from slack_sdk.errors import SlackObjectFormationError
 from slack_sdk.models.blocks import Block
 
 from core import limits
+from core.channels import parse_destination
 from core.errors import InvalidInput
 
 
@@ -165,7 +166,7 @@ def test_each_bad_input_is_refused_at_save_time_in_one_sentence(
     name: str, destination: str, blocks: list[dict[str, Any]], sentence: str, sdk: str | None
 ) -> None:
     with pytest.raises(InvalidInput) as refused:
-        limits.check_message(destination, "fallback text", {"blocks": blocks})
+        limits.check_message(parse_destination(destination), "fallback text", {"blocks": blocks})
     assert str(refused.value) == sentence
     if sdk is not None:
         assert sdk_refuses(blocks) is (sdk == "refuses")
@@ -179,7 +180,7 @@ def test_each_bad_input_is_refused_at_save_time_in_one_sentence(
 def test_one_step_inside_each_limit_is_accepted(
     name: str, blocks: list[dict[str, Any]], destination: str
 ) -> None:
-    limits.check_message(destination, "fallback text", {"blocks": blocks})
+    limits.check_message(parse_destination(destination), "fallback text", {"blocks": blocks})
     assert not sdk_refuses(blocks)
 
 
@@ -197,38 +198,48 @@ def test_a_confirm_dialog_is_held_to_every_documented_limit(
 ) -> None:
     blocks = [actions(button("go", confirm=dialog))]
     with pytest.raises(InvalidInput) as refused:
-        limits.check_message(CHANNEL, "x", {"blocks": blocks})
+        limits.check_message(parse_destination(CHANNEL), "x", {"blocks": blocks})
     assert str(refused.value).startswith(sentence)
-    limits.check_message(CHANNEL, "x", {"blocks": [actions(button("go", confirm=confirm()))]})
+    limits.check_message(
+        parse_destination(CHANNEL), "x", {"blocks": [actions(button("go", confirm=confirm()))]}
+    )
 
 
 def test_a_channel_keeps_one_block_for_the_credit_and_other_conversations_none() -> None:
     fifty = [section(str(i)) for i in range(50)]
     with pytest.raises(limits.TooLarge) as refused:
-        limits.check_message("slack:C0123/1700000000.000100", "x", {"blocks": fifty})
+        limits.check_message(
+            parse_destination("slack:C0123/1700000000.000100"), "x", {"blocks": fifty}
+        )
     assert str(refused.value) == (
         'Slack allows 50 blocks in a message; with the "scheduled by" line Herald adds, '
         "this message has 51."
     )
-    limits.check_message("slack:C0123", "x", {"blocks": fifty[:49]})
-    limits.check_message("slack:D0123", "x", {"blocks": fifty})  # nothing is added there
+    limits.check_message(parse_destination("slack:C0123"), "x", {"blocks": fifty[:49]})
+    limits.check_message(
+        parse_destination("slack:D0123"), "x", {"blocks": fifty}
+    )  # nothing is added there
 
 
 def test_a_markdown_blocks_ignored_block_id_clashes_with_nothing() -> None:
     """Slack ignores a markdown block's block_id (docs.slack.dev markdown-block)."""
     blocks = [markdown(10) | {"block_id": "a"}, section("x", block_id="a")]
-    limits.check_message(CHANNEL, "x", {"blocks": blocks})
+    limits.check_message(parse_destination(CHANNEL), "x", {"blocks": blocks})
 
 
 def test_a_discord_channel_message_keeps_room_for_its_credit() -> None:
     room = 2000 - limits.DISCORD_CREDIT_ROOM
-    limits.check_message("discord:123456789012345678", "x" * room)
+    limits.check_message(parse_destination("discord:123456789012345678"), "x" * room)
     with pytest.raises(limits.TooLarge) as refused:
-        limits.check_message("discord:123456789012345678", "x" * 1990)
+        limits.check_message(parse_destination("discord:123456789012345678"), "x" * 1990)
     assert str(refused.value) == (
         'Discord allows 2,000 characters in a message; with the "scheduled by" line '
         f"Herald adds (up to {limits.DISCORD_CREDIT_ROOM} characters), this message has "
         f"{1990 + limits.DISCORD_CREDIT_ROOM:,}."
     )
-    limits.check_message("discord:@123456789012345678", "x" * 2000)  # a DM: no credit
-    limits.check_message("discord-webhook:https://discord.com/api/webhooks/1/t", "x" * 2000)
+    limits.check_message(
+        parse_destination("discord:@123456789012345678"), "x" * 2000
+    )  # a DM: no credit
+    limits.check_message(
+        parse_destination("discord-webhook:https://discord.com/api/webhooks/1/t"), "x" * 2000
+    )
