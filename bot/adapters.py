@@ -15,7 +15,7 @@ from typing import Protocol
 from core.cases import Herald
 from core.errors import ConfigError
 from core.settings import Settings
-from core.store.queue import Finished
+from core.store import Settled
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +31,7 @@ class Adapter(Protocol):
     async def stop(self) -> None:
         """Disconnect and release everything; called once at shutdown."""
 
-    def on_finished(self, item: Finished) -> None:
+    def on_finished(self, item: Settled) -> None:
         """Called for every recorded delivery outcome (e.g. to post dead-letter alerts).
         Must not block: schedule work on the loop instead."""
 

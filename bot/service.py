@@ -18,8 +18,7 @@ from core.dispatcher import Dispatcher, DispatcherConfig, DrainSummary
 from core.errors import ConfigError
 from core.scrub import Scrubber
 from core.settings import Settings
-from core.store import Store
-from core.store.queue import Finished
+from core.store import Settled, Store
 
 log = logging.getLogger(__name__)
 
@@ -107,7 +106,7 @@ async def serve(
     settings: Settings,
     *,
     out: TextIO | None = None,
-    observer: Callable[[Finished], None] | None = None,
+    observer: Callable[[Settled], None] | None = None,
     stop: asyncio.Event | None = None,
     ready: Callable[[Herald, Dispatcher], None] | None = None,
     serve_http: bool = True,
@@ -127,7 +126,7 @@ async def serve(
     channels = build_channels(settings, log_stream=out)
     adapters: list[Adapter] = []
 
-    def fan_out(item: Finished) -> None:
+    def fan_out(item: Settled) -> None:
         if observer is not None:
             observer(item)
         for adapter in adapters:

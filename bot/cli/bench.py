@@ -38,8 +38,7 @@ from core.dispatcher import Dispatcher, DispatcherConfig
 from core.http_client import HTTPClient
 from core.scrub import Scrubber
 from core.settings import Settings
-from core.store import Store
-from core.store.queue import Finished
+from core.store import Settled, Store
 
 CHUNK = 20_000
 #: A webhook burst is spread over this many URLs of the receiver (issue 19's workload:
@@ -155,7 +154,7 @@ async def bench_dispatch(
 
     warming = warm_up > 0
 
-    def observe(item: Finished) -> None:
+    def observe(item: Settled) -> None:
         nonlocal delivered
         if item.state == "delivered" and not warming:
             delivered += 1

@@ -15,7 +15,7 @@ from typing import TextIO
 
 from core.cases import Herald
 from core.settings import Settings
-from core.store.queue import Finished
+from core.store import Settled
 from core.views import local
 
 DEMO_DB = "herald-demo.db"
@@ -77,7 +77,7 @@ async def seed(herald: Herald, actor: str, out: TextIO) -> None:
 def _observer(out: TextIO) -> object:
     herald, _ = herald_command()
 
-    def observe(item: Finished) -> None:
+    def observe(item: Settled) -> None:
         job = item.job
         if item.state == "retrying" and item.retry_at is not None and item.attempt is not None:
             wait = (item.retry_at - item.attempt.finished_at).total_seconds()

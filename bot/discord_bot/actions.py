@@ -19,7 +19,7 @@ from core.cases import Herald
 from core.errors import InvalidInput, PermissionDenied
 from core.models import Schedule, ScheduleState
 from core.settings import Settings
-from core.store.queue import Finished
+from core.store import Settled
 
 
 @dataclass(frozen=True)
@@ -361,7 +361,7 @@ async def feed_remove(herald: Herald, actor: ActorRef, feed_id: int) -> Reply:
 DECISIONS = {v.name: v for v in verbs.offered(verbs.DISCORD, verbs.DEAD_VERBS)}
 
 
-def alert(item: Finished) -> Reply:
+def alert(item: Settled) -> Reply:
     """The post for a new dead letter, with a button for each decision (Retry, Discard)."""
     return Reply(render.dead_letter(item), tuple(Button(name, item.job.id) for name in DECISIONS))
 

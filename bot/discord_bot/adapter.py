@@ -30,7 +30,7 @@ from core.channels.answers import no_answer, shown_url
 from core.channels.discord import DEFAULT_BASE_URL
 from core.errors import ConfigError
 from core.settings import Settings
-from core.store.queue import Finished
+from core.store import Settled
 
 log = logging.getLogger(__name__)
 
@@ -231,7 +231,7 @@ class DiscordAdapter:
             await asyncio.gather(self._gateway, return_exceptions=True)
             self._gateway = None
 
-    def on_finished(self, item: Finished) -> None:
+    def on_finished(self, item: Settled) -> None:
         """Post each new dead letter to the alert channel, in the background."""
         if item.state != "dead" or self.alert_channel is None:
             return
@@ -241,7 +241,7 @@ class DiscordAdapter:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def post_alert(self, item: Finished) -> discord.Message | None:
+    async def post_alert(self, item: Settled) -> discord.Message | None:
         """Post the alert for one dead letter; None (logged) when Discord refuses."""
         if self.alert_channel is None:
             return None

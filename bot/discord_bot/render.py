@@ -17,7 +17,7 @@ from core.cases.calendars import describe_before
 from core.channels import parse_destination
 from core.errors import HeraldError
 from core.models import Feed, Schedule, ScheduleState
-from core.store.queue import Finished
+from core.store import Settled
 from core.views import describe
 
 #: Discord's limits (core.limits): a message's content, an autocomplete choice's name.
@@ -211,7 +211,7 @@ def when_label(reading: timeexpr.When) -> str:
     return clip(words, MAX_CHOICE)
 
 
-def dead_letter(item: Finished) -> str:
+def dead_letter(item: Settled) -> str:
     """The alert posted to the alert channel when a job dies."""
     job = item.job
     error = item.error or (item.attempt.error if item.attempt else None) or "no error recorded"

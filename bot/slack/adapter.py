@@ -48,7 +48,7 @@ from core.cases import Herald
 from core.channels.answers import shown_url
 from core.errors import ConfigError
 from core.settings import Settings
-from core.store.queue import Finished
+from core.store import Settled
 
 log = logging.getLogger(__name__)
 
@@ -337,7 +337,7 @@ class SlackAdapter:
 
     # --- dead letters -------------------------------------------------------------
 
-    def on_finished(self, item: Finished) -> None:
+    def on_finished(self, item: Settled) -> None:
         """Queue a dead letter for the alert channel (never blocks)."""
         if item.state == "dead" and self._alerts is not None:
             self._alerts.add(item)

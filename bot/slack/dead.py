@@ -13,8 +13,8 @@ from typing import Any
 from bot.slack.blocks import Blocks, button, context, quote, section, where
 from bot.slack.grammar import escape
 from core import limits, verbs
+from core.store import Settled
 from core.store.dead_letters import DeadLetter
-from core.store.queue import Finished
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +57,7 @@ class Letter:
     retry: str = ""
 
     @classmethod
-    def from_finished(cls, item: Finished) -> Letter:
+    def from_finished(cls, item: Settled) -> Letter:
         error = item.error or (item.attempt.error if item.attempt else None) or "unknown error"
         job = item.job
         attempts = job.attempts - (1 if item.refund_attempt else 0)
@@ -174,7 +174,7 @@ class DeadLetterAlerts:
         self._pending: list[Letter] = []
         self._task: asyncio.Task[None] | None = None
 
-    def add(self, item: Finished) -> None:
+    def add(self, item: Settled) -> None:
         self._pending.append(Letter.from_finished(item))
         if self._task is None or self._task.done():
             self._task = asyncio.get_running_loop().create_task(

@@ -45,13 +45,21 @@ from core.models import JobState
 from core.ratelimit import LATENESS, ClaimCaps, Pacer, Pauses, RateLimit, RateLimits
 from core.scrub import Scrubber
 from core.settings import Settings
-from core.store import AttemptRecord, AuditEntry, Backlog, ClaimedJob, DispatchStore
-from core.store.queue import Finished
+from core.store import (
+    AttemptRecord,
+    AuditEntry,
+    Backlog,
+    ClaimedJob,
+    DispatchStore,
+    HandBack,
+    Settled,
+    Verdict,
+)
 
 #: One logger for the whole package: operators' logging configuration names it.
 log = logging.getLogger("core.dispatcher")
 
-Observer = Callable[[Finished], None]
+Observer = Callable[[Settled], None]
 
 # Job states as plain strings: ``JobState.X.value`` is an enum attribute lookup, and
 # the hot path would do it several times per delivery.
@@ -271,7 +279,7 @@ class Dispatcher:
         #: Parsed destinations (and their canonical text) by URI: the hot path parses
         #: each distinct one once.
         self._destinations: dict[str, tuple[Destination, str]] = {}
-        self._done: list[Finished] = []
+        self._done: list[Settled] = []
         self._sem: asyncio.Semaphore | None = None
         self._kick: asyncio.Event | None = None
         self._flushed: asyncio.Event | None = None
@@ -391,7 +399,7 @@ class Dispatcher:
 
     async def _slots(
         self, jobs: list[ClaimedJob], now: datetime
-    ) -> tuple[dict[int, datetime], dict[int, Finished]]:
+    ) -> tuple[dict[int, datetime], dict[int, HandBack]]:
         """Send slots for the rate-limited jobs just claimed, from their destinations'
         buckets shared by every dispatcher: when each may be sent, and the jobs that
         would wait longer than ``max_rate_wait``, handed back due when their bucket
@@ -414,7 +422,7 @@ class Dispatcher:
         if not by_key:
             return {}, {}
         slots: dict[int, datetime] = {}
-        later: dict[int, Finished] = {}
+        later: dict[int, HandBack] = {}
         wanted = {key: (len(group), limits[key]) for key, group in by_key.items()}
         # claimed ahead of their time (prefetch), jobs are sent when due: a slot before
         # then would be past its grace by the time they go
@@ -550,17 +558,16 @@ class Dispatcher:
 
     def _wait_for_limit(
         self, job: ClaimedJob, until: datetime, now: datetime, kind: str
-    ) -> Finished:
+    ) -> HandBack:
         wait = (until - now).total_seconds()
-        return Finished(
+        return HandBack(
             job,
             _RETRYING if job.attempts > 1 else _PENDING,
             error=f"Waiting {_duration(wait)} for {kind or 'its'} rate limits.",
             retry_at=until,
-            refund_attempt=True,
         )
 
-    def _hand_back(self, items: list[Finished]) -> None:
+    def _hand_back(self, items: list[HandBack]) -> None:
         """Record these (claimed, not tried) with the next flush."""
         self._done.extend(items)
         if self._flusher is None or self._flusher.done():
@@ -632,7 +639,7 @@ class Dispatcher:
                 )
             flushed.set()
 
-    def _lost_lease(self, item: Finished) -> None:
+    def _lost_lease(self, item: Settled) -> None:
         """The job's lease expired while it was being sent and another try took over;
         this outcome is kept in the delivery log only."""
         log.warning(
@@ -647,7 +654,7 @@ class Dispatcher:
             },
         )
 
-    def _record(self, item: Finished) -> None:
+    def _record(self, item: Settled) -> None:
         """Metrics and one structured log event per recorded outcome (never the text):
         a failure (retrying, dead, expired, handed back) at WARNING with every field,
         a delivery at DEBUG. At INFO, :meth:`_flush` logs one line per recorded batch
@@ -687,7 +694,7 @@ class Dispatcher:
                 },
             )
 
-    async def _attempt(self, job: ClaimedJob, slot: datetime | None) -> Finished:
+    async def _attempt(self, job: ClaimedJob, slot: datetime | None) -> Settled:
         """Send one claimed job, no earlier than its due time and its rate-limit
         ``slot``, and say what happened."""
         clock = self.clock
@@ -698,7 +705,7 @@ class Dispatcher:
         limit = job.max_lateness_s if job.max_lateness_s is not None else self.config.max_lateness
         late = (now - job.due_at).total_seconds()
         if late > limit:
-            return Finished(
+            return Verdict(
                 job,
                 _EXPIRED,
                 error=(
@@ -860,7 +867,7 @@ class Dispatcher:
         *,
         destination_key: str,
         body: str | None = None,
-    ) -> Finished:
+    ) -> Verdict:
         """What to record of a try: its attempt (with ``body``, the text it sent; the
         delivery log shows it) and the job's next state."""
         attempt = AttemptRecord(
@@ -873,7 +880,7 @@ class Dispatcher:
             body=body,
         )
         if result.outcome is Outcome.OK:
-            return Finished(job, _DELIVERED, attempt, next_run=self._next_run(job, finished))
+            return Verdict(job, _DELIVERED, attempt, next_run=self._next_run(job, finished))
         if result.outcome is Outcome.PERMANENT:
             return self._dead(job, attempt, result.error or "The provider refused it.", finished)
         if result.retry_after is not None:
@@ -890,7 +897,7 @@ class Dispatcher:
                 job.attempts, self.config.backoff_base, self.config.backoff_cap, self.rng
             )
         )
-        return Finished(
+        return Verdict(
             job,
             _RETRYING,
             attempt,
@@ -932,21 +939,20 @@ class Dispatcher:
             return False
         return self._leases.sendable(job.id, self.clock.now())
 
-    def _lapsed(self, job: ClaimedJob) -> Finished:
+    def _lapsed(self, job: ClaimedJob) -> HandBack:
         """Not sent: the lease lapsed (this dispatcher stalled, or could not reach the
         database) and another may hold the job now; handed back if it is still ours."""
         self.metrics.leases_lapsed.inc()
-        return Finished(
+        return HandBack(
             job,
             _RETRYING if job.attempts > 1 else _PENDING,
-            error="Not sent: this dispatcher's lease lapsed before sending; handed back.",
-            refund_attempt=True,
+            "Not sent: this dispatcher's lease lapsed before sending; handed back.",
         )
 
     def _dead(
         self, job: ClaimedJob, attempt: AttemptRecord | None, error: str, now: datetime
-    ) -> Finished:
-        return Finished(job, _DEAD, attempt, error=error, next_run=self._next_run(job, now))
+    ) -> Verdict:
+        return Verdict(job, _DEAD, attempt, error=error, next_run=self._next_run(job, now))
 
     def _next_run(self, job: ClaimedJob, now: datetime) -> datetime | None:
         """A recurring schedule's next occurrence after this one and after now (no

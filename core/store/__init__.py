@@ -35,9 +35,11 @@ from core.store.queue import (
     CLAIM_COLUMNS,
     AttemptRecord,
     ClaimedJob,
-    Finished,
+    HandBack,
     QueueQueries,
     QueueStats,
+    Settled,
+    Verdict,
 )
 from core.store.rate_buckets import RateBucketQueries, Slots
 from core.store.schedules import ScheduleQueries, ScheduleQuery
@@ -85,13 +87,15 @@ __all__ = [
     "DispatchStore",
     "FetchRecord",
     "Figures",
-    "Finished",
+    "HandBack",
     "KeptAlive",
     "QueueRow",
     "QueueStats",
     "ScheduleFilter",
     "ScheduleQuery",
+    "Settled",
     "Slots",
     "Store",
+    "Verdict",
     "new_idempotency_key",
 ]

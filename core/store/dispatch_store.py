@@ -20,7 +20,7 @@ from typing import Protocol
 from core.models import Worker
 from core.ratelimit import ClaimCaps, RateLimit
 from core.store.base import AuditEntry
-from core.store.queue import ClaimedJob, Finished, QueueStats
+from core.store.queue import ClaimedJob, QueueStats, Settled
 from core.store.rate_buckets import Slots
 from core.store.workers import Backlog, KeptAlive
 
@@ -44,7 +44,7 @@ class DispatchStore(Protocol):
         worker's claimed jobs; those are due again later instead."""
         ...
 
-    async def finish(self, results: Sequence[Finished], *, worker: str, now: datetime) -> set[int]:
+    async def finish(self, results: Sequence[Settled], *, worker: str, now: datetime) -> set[int]:
         """Record a batch of outcomes in one transaction; the ids ``worker`` still held."""
         ...
 

@@ -18,7 +18,7 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, ClassVar, TypeAlias
 
 import sqlalchemy as sa
 
@@ -52,7 +52,7 @@ TERMINAL_FOR_SCHEDULE = ("delivered", "dead", "expired")
 class ClaimedJob:
     """A job this worker now holds a lease on, with what it needs to send it.
 
-    This and :class:`AttemptRecord` and :class:`Finished` are built once per delivery:
+    This, :class:`AttemptRecord` and :class:`Verdict` are built once per delivery:
     they are slotted and read-only by convention, not frozen (a frozen dataclass takes
     five times as long to build)."""
 
@@ -92,13 +92,15 @@ class AttemptRecord:
 
 
 @dataclass(slots=True)
-class Finished:
-    """The outcome of one claimed job, to record.
+class Verdict:
+    """What the dispatcher decided for one claimed job it judged, to record.
 
-    ``state`` is delivered, retrying, dead or expired (or pending, for a job handed
-    back untried). ``next_run`` is a recurring schedule's next occurrence, computed by
+    ``state`` is delivered, retrying, dead or expired. ``attempt`` is the try's row of
+    the delivery log (None when the job was judged without a try: too late, or
+    unsendable). ``next_run`` is a recurring schedule's next occurrence, computed by
     the dispatcher from ``rrule``; it is inserted only if the schedule is still active
-    with that same rule.
+    with that same rule. ``refund_attempt``: the try does not count towards the job's
+    attempts (the provider asked to wait, with a 429).
     """
 
     job: ClaimedJob
@@ -108,6 +110,27 @@ class Finished:
     retry_at: datetime | None = None
     next_run: datetime | None = None
     refund_attempt: bool = False
+
+
+@dataclass(slots=True)
+class HandBack:
+    """A claimed job the dispatcher hands back to the queue without trying it (its
+    rate limit is too far off, or its lease lapsed before sending), to record: due
+    again at ``retry_at`` (None: as it was), in ``state`` pending or retrying, its
+    attempt refunded. ``error`` says why, for the console."""
+
+    job: ClaimedJob
+    state: str
+    error: str
+    retry_at: datetime | None = None
+    #: What the store reads of every record, the same for every hand-back.
+    attempt: ClassVar[None] = None
+    next_run: ClassVar[None] = None
+    refund_attempt: ClassVar[bool] = True
+
+
+#: What the dispatcher records for one claimed job: a verdict or a hand-back.
+Settled: TypeAlias = Verdict | HandBack
 
 
 @dataclass(frozen=True)
@@ -491,16 +514,16 @@ class _Plan:
     jobs delivered: jobs in other states, recurring schedules' next occurrences, and
     schedules that may have ended (completed unless something still waits)."""
 
-    others: list[Finished]
-    with_next: list[Finished]
+    others: list[Settled]
+    with_next: list[Settled]
     ended: list[int]
     #: Schedules by what their occurrence did (the latest occurrence wins).
     outcomes: dict[str, list[int]]
 
     @classmethod
-    def of(cls, mine: Sequence[Finished]) -> _Plan:
+    def of(cls, mine: Sequence[Settled]) -> _Plan:
         done = [r for r in mine if r.state in TERMINAL_FOR_SCHEDULE]
-        latest: dict[int, Finished] = {}
+        latest: dict[int, Settled] = {}
         for r in mine:
             if r.state in OUTCOME_OF_JOB:
                 seen = latest.get(r.job.schedule_id)
@@ -651,7 +674,7 @@ class QueueQueries(Gateway):
 
     # --- finish ---------------------------------------------------------------------
 
-    async def finish(self, results: Sequence[Finished], *, worker: str, now: datetime) -> set[int]:
+    async def finish(self, results: Sequence[Settled], *, worker: str, now: datetime) -> set[int]:
         """Record a batch of outcomes in one transaction: attempts, job states, the next
         occurrence of recurring schedules, and completed one-offs. Outcomes for jobs
         whose lease this worker lost are recorded as attempts only. Returns the ids of
@@ -732,7 +755,7 @@ class QueueQueries(Gateway):
         return await self._sqlite_run(record)
 
     async def _finish_postgres(
-        self, results: Sequence[Finished], worker: str, now: datetime
+        self, results: Sequence[Settled], worker: str, now: datetime
     ) -> set[int]:
         """:meth:`finish` on PostgreSQL: the batch as arrays, in two statements (attempts
         and jobs; then what the jobs still this worker's change in their schedules), three

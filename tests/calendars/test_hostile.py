@@ -12,17 +12,16 @@ from datetime import UTC, datetime, timedelta
 
 import httpx
 import pytest
+from core.calendar_worker import CalendarReader
+from core.ics_read import CalendarError
 
 from bot.service import serve
-from core.calendar_worker import CalendarReader
 from core.cases import Herald
 from core.cases.importer import import_schedules
 from core.clock import ManualClock, SystemClock
 from core.dispatcher import Dispatcher
-from core.ics_read import CalendarError
 from core.settings import load_settings
-from core.store import Store
-from core.store.queue import Finished
+from core.store import Settled, Store
 from tests.calendars.conftest import data
 from tests.fakes import unused_port
 from tests.fakes.ics import ICSServer
@@ -151,7 +150,7 @@ async def test_deliveries_keep_their_lateness_while_hostile_calendars_are_read(
     assert (await import_schedules(herald, "local:alice", lines)).imported == burst
 
     channel = RecordingChannel()
-    finished: list[Finished] = []
+    finished: list[Settled] = []
     dispatcher = Dispatcher(
         sqlite_store, {"log": channel}, clock=SystemClock(), observer=finished.append
     )

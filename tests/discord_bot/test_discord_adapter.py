@@ -20,8 +20,7 @@ from core.clock import ManualClock, SystemClock
 from core.dispatcher import Dispatcher
 from core.errors import ConfigError
 from core.settings import Settings
-from core.store import Store
-from core.store.queue import ClaimedJob, Finished
+from core.store import ClaimedJob, Settled, Store, Verdict
 from tests.discord_bot.conftest import ALERTS, TOKEN, discord_settings
 from tests.discord_bot.doubles import (
     ADMIN,
@@ -282,10 +281,10 @@ async def _job_seven(herald: Herald) -> None:
         )
 
 
-def _finished(state: str) -> Finished:
+def _finished(state: str) -> Verdict:
     now = datetime(2026, 3, 2, 12, tzinfo=UTC)
     job = ClaimedJob(7, 3, now, now, 8, "key", f"discord:{CHANNEL}", "body", None, None, {})
-    return Finished(job, state, error="Discord answered 500.")
+    return Verdict(job, state, error="Discord answered 500.")
 
 
 async def test_only_dead_letters_are_posted_and_only_with_an_alert_channel(
@@ -358,10 +357,10 @@ async def test_alerts_are_only_about_the_alert_channels_own_server(
     assert "job 3" in alert["content"]
 
 
-def _finished_job(job_id: int) -> Finished:
+def _finished_job(job_id: int) -> Verdict:
     now = datetime(2026, 3, 2, 12, tzinfo=UTC)
     job = ClaimedJob(job_id, job_id, now, now, 8, "k", f"discord:{CHANNEL}", "b", None, None, {})
-    return Finished(job, "dead", error="Discord answered 500.")
+    return Verdict(job, "dead", error="Discord answered 500.")
 
 
 async def test_herald_run_starts_the_adapter_and_alerts_dead_letters(
@@ -375,7 +374,7 @@ async def test_herald_run_starts_the_adapter_and_alerts_dead_letters(
     stop = asyncio.Event()
     died = asyncio.Event()
 
-    def observe(item: Finished) -> None:
+    def observe(item: Settled) -> None:
         if item.state == "dead":
             died.set()
 

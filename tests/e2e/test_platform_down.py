@@ -19,8 +19,7 @@ from bot.service import serve
 from core.cases import Herald
 from core.clock import ManualClock
 from core.settings import Settings, load_settings
-from core.store import Store
-from core.store.queue import Finished
+from core.store import Settled, Store
 from tests.fakes.discord_app import FakeDiscordApp
 from tests.fakes.http import FakeHTTPServer, Scripted, unused_port
 from tests.fakes.slack_app import FakeSlackApp
@@ -109,7 +108,7 @@ async def test_a_wrong_platform_url_leaves_herald_running_and_says_so(
         finally:
             await store.close()
 
-        finished: list[Finished] = []
+        finished: list[Settled] = []
         stop = asyncio.Event()
         caplog.set_level(logging.INFO)
         running = asyncio.create_task(serve(settings, stop=stop, observer=finished.append))

@@ -22,9 +22,8 @@ from core.cases import Herald
 from core.clock import ManualClock
 from core.dispatcher import Dispatcher, DispatcherConfig
 from core.ratelimit import ClaimCaps, RateLimit, RateLimits, claim_cap
-from core.store import Store
+from core.store import CAPPED_ERROR, AttemptRecord, ClaimedJob, Store, Verdict
 from core.store.base import JOB, SCHEDULE
-from core.store.queue import CAPPED_ERROR, AttemptRecord, ClaimedJob, Finished
 from tests.conftest import START
 from tests.support.channels import RecordingChannel
 from tests.support.plans import explained_store, work
@@ -59,8 +58,8 @@ async def _claimed_to(store: Store, destination: str) -> int:
         return int((await conn.execute(q)).scalar_one())
 
 
-def _delivered(job: ClaimedJob, at: datetime) -> Finished:
-    return Finished(job, "delivered", AttemptRecord(at, at, "ok"))
+def _delivered(job: ClaimedJob, at: datetime) -> Verdict:
+    return Verdict(job, "delivered", AttemptRecord(at, at, "ok"))
 
 
 def test_the_cap_is_what_a_destination_sends_at_its_pace_within_the_horizon() -> None:

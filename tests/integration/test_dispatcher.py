@@ -233,11 +233,11 @@ async def test_a_paused_schedule_gets_no_next_job(herald: Herald, clock: ManualC
     )
     assert len(claimed) == 1
     await herald.pause_schedule(ALICE, s.id)  # while the job is in flight
-    from core.store.queue import Finished
+    from core.store import Verdict
 
     nxt = now + timedelta(hours=1)
     await herald.store.finish(
-        [Finished(claimed[0], "delivered", next_run=nxt)], worker="w1", now=now
+        [Verdict(claimed[0], "delivered", next_run=nxt)], worker="w1", now=now
     )
     states = [j.state for j in await jobs_of(herald, s.id)]
     assert states == [JobState.DELIVERED]
@@ -259,11 +259,11 @@ async def test_a_dead_workers_jobs_are_reclaimed_with_the_same_key(
     assert (await d.drain()).outcomes["delivered"] == 1
     assert channel.deliveries[0].idempotency_key == held.idempotency_key
     # the crashed worker's late answer changes nothing
-    from core.store.queue import Finished
+    from core.store import Verdict
 
     assert (
         await herald.store.finish(
-            [Finished(held, "dead", error="late")], worker="crashed", now=clock.now()
+            [Verdict(held, "dead", error="late")], worker="crashed", now=clock.now()
         )
         == set()
     )

@@ -20,8 +20,8 @@ from core.channels import parse_destination
 from core.clock import ManualClock
 from core.dispatcher import Dispatcher, DispatcherConfig
 from core.settings import Settings
+from core.store import AttemptRecord, Verdict
 from core.store.console import AttemptFilter
-from core.store.queue import AttemptRecord, Finished
 from tests.support.channels import RecordingChannel
 
 ADMIN = "local:root-admin"  # HERALD_ADMINS in the settings fixture
@@ -122,7 +122,7 @@ async def test_dead_list_fits_100_columns(
     )
     attempt = AttemptRecord(now, now, "permanent", None, error)
     await herald.store.finish(
-        [Finished(job, "dead", attempt=attempt, error=error) for job in jobs], worker="w1", now=now
+        [Verdict(job, "dead", attempt=attempt, error=error) for job in jobs], worker="w1", now=now
     )
     lines = (await cli(herald, settings, "dead", "list")).splitlines()
     assert len(lines) == 2

@@ -15,8 +15,7 @@ from core import db
 from core.channels.local import NullChannel
 from core.clock import ManualClock
 from core.dispatcher import Dispatcher, DispatcherConfig
-from core.store import Store
-from core.store.queue import AttemptRecord, Finished
+from core.store import AttemptRecord, Store, Verdict
 from tests.conftest import START
 from tests.support.plans import explained_store, work
 
@@ -57,10 +56,10 @@ async def test_claim_and_finish_stay_linear_without_planner_statistics(
     assert len(jobs) == BATCH
     done = START + timedelta(seconds=1)
     results = [
-        Finished(job, "delivered", AttemptRecord(START, done, "ok")) for job in jobs[:-2]
+        Verdict(job, "delivered", AttemptRecord(START, done, "ok")) for job in jobs[:-2]
     ] + [
-        Finished(jobs[-2], "retrying", AttemptRecord(START, done, "retry"), "down", done),
-        Finished(jobs[-1], "dead", AttemptRecord(START, done, "permanent"), "gone"),
+        Verdict(jobs[-2], "retrying", AttemptRecord(START, done, "retry"), "down", done),
+        Verdict(jobs[-1], "dead", AttemptRecord(START, done, "permanent"), "gone"),
     ]
     owned = await store.finish(results, worker="w", now=done)
     assert owned == {job.id for job in jobs}

@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 
 from core.cases import Herald, ScheduleDetail
 from core.models import Feed, Job, Schedule
+from core.store import AttemptRecord, ClaimedJob, Verdict
 from core.store.dead_letters import DeadLetter
-from core.store.queue import AttemptRecord, ClaimedJob, Finished
 
 BIG = 2**63 - 1  # the largest id a BIGINT holds
 _T = datetime(2026, 3, 2, 12, tzinfo=UTC)
@@ -118,7 +118,7 @@ def dead_letters(count: int = 40) -> list[DeadLetter]:
     ]
 
 
-def finished(n: int = 0) -> Finished:
+def finished(n: int = 0) -> Verdict:
     job = ClaimedJob(
         id=BIG - n,
         schedule_id=BIG - n,
@@ -133,7 +133,7 @@ def finished(n: int = 0) -> Finished:
         options={},
     )
     attempt = AttemptRecord(_T, _T, "dead", 500, ERROR)
-    return Finished(job, "dead", attempt=attempt, error=ERROR)
+    return Verdict(job, "dead", attempt=attempt, error=ERROR)
 
 
 def feeds(count: int = 30) -> list[Feed]:

@@ -18,9 +18,8 @@ from core.cases import Herald
 from core.clock import ManualClock
 from core.models import Feed
 from core.settings import Settings
-from core.store import AuditEntry
+from core.store import AttemptRecord, AuditEntry, Verdict
 from core.store.calendars import FetchRecord
-from core.store.queue import AttemptRecord, Finished
 from tests.calendars.conftest import data
 from tests.support.calendars import ics  # noqa: F401 - a fixture for the calendar screen
 from tui.app import HeraldConsole, make_app
@@ -55,7 +54,7 @@ async def deliver(herald: Herald, clock: ManualClock, *, fail: bool, error: str 
             message_id=None if fail else f"m-{job.id}",
         )
         state = "dead" if fail else "delivered"
-        results.append(Finished(job, state, attempt=attempt, error=error or None))
+        results.append(Verdict(job, state, attempt=attempt, error=error or None))
     await herald.store.finish(results, worker="w1", now=now)
     return len(jobs)
 
@@ -82,7 +81,7 @@ async def seed(herald: Herald, clock: ManualClock) -> dict[str, Any]:
         now=now, worker="w1", lease_until=now + timedelta(seconds=60), limit=100
     )
     results = [
-        Finished(
+        Verdict(
             job,
             "dead",
             attempt=AttemptRecord(
