@@ -22,9 +22,8 @@ from datetime import UTC, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from core import ics_read
-from core.calendar_worker import CalendarReader
-from core.ics_read import CalendarError
+from core import calendars
+from core.calendars import CalendarError, CalendarReader
 
 EVENTS = 5
 DEADLINE = 2.0
@@ -41,9 +40,9 @@ def hostile(events: int = EVENTS) -> str:
     return f"BEGIN:VCALENDAR\nVERSION:2.0\nPRODID:bench\n{body}END:VCALENDAR\n"
 
 
-def _read(text: str, ended: list[float], done: threading.Event) -> ics_read.Blackouts:
+def _read(text: str, ended: list[float], done: threading.Event) -> calendars.Blackouts:
     try:
-        return ics_read.blackouts([ics_read.parse(text)], START, zone=ZoneInfo("UTC"))
+        return calendars.blackouts([calendars.parse(text)], START, zone=ZoneInfo("UTC"))
     finally:
         ended.append(time.perf_counter())
         done.set()

@@ -19,7 +19,7 @@ from zoneinfo import ZoneInfo
 
 if TYPE_CHECKING:
     from core import timeexpr
-    from core.ics_read import Blackouts
+    from core.calendars import Blackouts
 
 
 class ZoneSource(StrEnum):

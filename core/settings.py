@@ -30,7 +30,7 @@ from pydantic import (
 from core.errors import ConfigError
 
 if TYPE_CHECKING:
-    from core.calendar_fetch import FetchLimits
+    from core.calendars import FetchLimits
     from core.netguard import Guard
 
 #: The SQLite file of the default database, in :func:`data_dir`.
@@ -183,7 +183,7 @@ class Settings(BaseModel):
     #: a claimed job whose send slot is further off is handed back.
     claim_horizon: float = Field(default=10.0, gt=0, le=3600, alias="HERALD_CLAIM_HORIZON")
 
-    # calendars (read in worker processes: core.calendar_worker)
+    # calendars (read in worker processes: core.calendars.CalendarReader)
     #: Seconds one calendar may take to parse and expand; its worker is killed then.
     calendar_read_timeout: float = Field(default=20.0, gt=0, alias="HERALD_CALENDAR_READ_TIMEOUT")
     #: The most event occurrences one calendar may have in the window Herald reads.
@@ -357,7 +357,7 @@ class Settings(BaseModel):
 
     def calendar_limits(self) -> FetchLimits:
         """The limits of one calendar fetch (deadline, bytes)."""
-        from core.calendar_fetch import FetchLimits
+        from core.calendars import FetchLimits
 
         return FetchLimits(deadline=self.calendar_fetch_timeout, max_bytes=self.calendar_max_bytes)
 

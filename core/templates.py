@@ -140,11 +140,6 @@ def longest_schedule_text(text: str) -> int:
     return size
 
 
-def fields_used(template: str) -> set[str]:
-    """The field names a (checked) template uses."""
-    return {field for _, field, _, _ in _formatter.parse(template) if field}
-
-
 @lru_cache(maxsize=1024)
 def _checked(template: str) -> tuple[tuple[str, str | None, str | None], ...]:
     """A template's parts, checked once per distinct template (a schedule's text is

@@ -28,6 +28,7 @@ from bot.api import models as m
 from bot.http_guard import BodyRefused, HttpLimits, body_limit, read_body, refusal_format
 from core import verbs, views
 from core.actors import Actor, Principal
+from core.calendars import CalendarError
 from core.cases import Herald
 from core.cases.importer import (
     ImportRateExceeded,
@@ -45,7 +46,6 @@ from core.errors import (
     NotFound,
     PermissionDenied,
 )
-from core.ics_read import CalendarError
 from core.models import ApiToken, Schedule
 from core.store.dead_letters import DeadFilter
 from core.tenancy import MentionRefused, QuotaExceeded

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from core import calendars
-from core.calendar_worker import CalendarReader
+from core.calendars import CalendarReader
 from core.errors import InvalidInput
 from core.settings import Settings
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from core import tenancy, timeexpr
 from core.actors import Actor, ActorRef, Principal
-from core.calendar_worker import CalendarReader
+from core.calendars import CalendarReader
 from core.channels.base import Channel
 from core.clock import Clock
 from core.destinations import ChannelDirectory, channel_name, names_need_connection, one_channel

@@ -4,11 +4,11 @@ Use cases of :class:`core.cases.Herald` (through :class:`CalendarCases`).
 
 - A **skip calendar** is an iCalendar source whose events are times to skip (an all-day
   event its dates, a timed one the occurrences inside it; read in the schedule's zone,
-  :mod:`core.ics_read`). Attaching one stores its blackout data in the schedule's
+  :mod:`core.calendars`). Attaching one stores its blackout data in the schedule's
   ``options["skip"]`` (read by the dispatcher when it plans the next occurrence) and
-  records each skipped occurrence in the coming :data:`core.ics_read.HORIZON` as a
+  records each skipped occurrence in the coming :data:`core.calendars.HORIZON` as a
   ``skipped`` job naming the event. Calendars are read in worker processes
-  (:class:`core.calendar_worker.CalendarReader`), never on the event loop.
+  (:class:`core.calendars.CalendarReader`), never on the event loop.
 - A **feed** posts a reminder ``before`` each event of a calendar to a destination:
   each event instance is a one-off schedule of the feed's owner in the feed's tenant,
   linked to the feed (``schedule.feed_id``, which only Herald sets) and keyed
@@ -36,12 +36,10 @@ from zoneinfo import ZoneInfo
 
 from core import calendars, limits, templates, timeexpr
 from core.actors import Actor, ActorRef, Principal, Surface
-from core.calendar_worker import CalendarReader
+from core.calendars import HORIZON, Blackouts, CalendarError, CalendarReader, EventInstance, export
 from core.cases.base import CaseBase
 from core.channels import parse_destination
 from core.errors import HeraldError, InvalidInput, NotFound
-from core.ics_export import export
-from core.ics_read import HORIZON, Blackouts, CalendarError, EventInstance
 from core.models import CalendarSource, Feed, Schedule, ScheduleState
 from core.scrub import scrub_credentials
 from core.store import AuditEntry, ScheduleQuery

@@ -9,7 +9,7 @@ import pytest
 import recurring_ical_events
 
 from core import timeexpr
-from core.ics_export import export
+from core.calendars import export
 from core.models import Schedule, ScheduleState
 
 NOW = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)

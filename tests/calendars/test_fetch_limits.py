@@ -9,8 +9,7 @@ import time
 import pytest
 
 from core import calendars
-from core.calendar_fetch import FetchLimits
-from core.calendars import CalendarError
+from core.calendars import CalendarError, FetchLimits
 from core.cases import Herald
 from core.clock import ManualClock
 from core.netguard import Guard

@@ -12,10 +12,9 @@ from datetime import UTC, datetime, timedelta
 
 import httpx
 import pytest
-from core.calendar_worker import CalendarReader
-from core.ics_read import CalendarError
 
 from bot.service import serve
+from core.calendars import CalendarError, CalendarReader
 from core.cases import Herald
 from core.cases.importer import import_schedules
 from core.clock import ManualClock, SystemClock

@@ -52,4 +52,4 @@ def test_unknown_or_unsafe_templates_are_refused_at_creation(text: str, reason: 
 def test_allowed_subset() -> None:
     with pytest.raises(InvalidInput, match="does not know"):
         templates.check("{event.summary}", allowed={"date", "schedule.id"})
-    assert templates.fields_used("{date} {schedule.id}") == {"date", "schedule.id"}
+    assert templates.check("{date} {schedule.id}", allowed={"date", "schedule.id"})

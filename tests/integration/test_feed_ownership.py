@@ -12,7 +12,7 @@ from zoneinfo import ZoneInfo
 import pytest
 import sqlalchemy as sa
 
-from core import db, ics_read
+from core import calendars, db
 from core.actors import Principal
 from core.cases import Herald
 from core.cases.importer import ImportRejected, import_schedules
@@ -52,8 +52,8 @@ def feed_key(feed_id: int, calendar: str) -> str:
     """The key Herald gives the reminder of ``calendar``'s one event, as anyone who
     was sent the invitation can work it out."""
     start = datetime(2026, 3, 1, tzinfo=UTC)
-    [event] = ics_read.instances(
-        ics_read.parse(calendar), start, start + timedelta(days=60), ZoneInfo("UTC")
+    [event] = calendars.instances(
+        calendars.parse(calendar), start, start + timedelta(days=60), ZoneInfo("UTC")
     )
     return f"feed:{feed_id}:{hashlib.sha256(event.key.encode()).hexdigest()[:32]}"
 

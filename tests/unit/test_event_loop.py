@@ -11,10 +11,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from bot import service
-from core.calendar_worker import CalendarReader
+from core.calendars import CalendarError, CalendarReader
 from core.clock import SystemClock
 from core.errors import ConfigError
-from core.ics_read import CalendarError
 from core.settings import load_settings
 from tests.calendars.conftest import data
 from tests.calendars.test_hostile import NEVER, TIMEOUT, calendar

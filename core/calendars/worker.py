@@ -5,14 +5,15 @@ A calendar comes from a member (any URL or file), and reading one is CPU-bound a
 unbounded: one ``RRULE:FREQ=SECONDLY;BYMONTH=2;BYMONTHDAY=30`` keeps the expansion
 searching for 6 s without yielding an occurrence, and a thread cannot be stopped (it
 keeps the CPU and the GIL long after its caller gave up). A process can: the
-:class:`CalendarReader` starts ``python -m core.calendar_worker`` for each read (about
-0.1 s: the worker imports only :mod:`core.ics_read`), hands it the texts on stdin, and
+:class:`CalendarReader` starts ``python -m core.calendars.worker`` for each read (about
+0.1 s: the worker imports only :mod:`core.calendars.read`, through the package's lazy
+face), hands it the texts on stdin, and
 kills it when the deadline passes. The worker limits its own memory, gets no secret in
 its environment, and answers one JSON object on stdout.
 
 The occurrence cap is enforced inside the worker while it iterates
-(:func:`core.ics_read.instances`); the deadline and the number of workers running at
-once here. Every refusal is a :class:`~core.ics_read.CalendarError` naming the limit.
+(:func:`core.calendars.read.instances`); the deadline and the number of workers running at
+once here. Every refusal is a :class:`~core.calendars.CalendarError` naming the limit.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
-from core.ics_read import (
+from core.calendars.read import (
     MAX_INSTANCES,
     Blackouts,
     CalendarError,
@@ -86,7 +87,7 @@ class CalendarReader:
 
     async def check(self, source: str, text: str, now: datetime) -> str:
         """Check that ``text`` is a calendar whose events in the coming
-        :data:`~core.ics_read.HORIZON` can be read within the limits; its name."""
+        :data:`~core.calendars.HORIZON` can be read within the limits; its name."""
         answer = await self._run("check", [(source, text)], start=now, zone="UTC")
         return str(answer["name"])
 
@@ -94,7 +95,7 @@ class CalendarReader:
         self, sources: Sequence[Source], start: datetime, zone: str, end: datetime | None = None
     ) -> Blackouts:
         """The blackout dates of calendars, read in the schedule's ``zone``
-        (:func:`core.ics_read.blackouts`)."""
+        (:func:`core.calendars.read.blackouts`)."""
         if not sources:
             return Blackouts()
         answer = await self._run("blackouts", sources, start=start, end=end, zone=zone)
@@ -104,7 +105,7 @@ class CalendarReader:
         self, source: Source, start: datetime, end: datetime, zone: str
     ) -> list[EventInstance]:
         """The events of one calendar between ``start`` and ``end``, read in ``zone``
-        (:func:`core.ics_read.instances`)."""
+        (:func:`core.calendars.read.instances`)."""
         answer = await self._run("instances", [source], start=start, end=end, zone=zone)
         return [EventInstance.from_json(item) for item in answer["instances"]]
 
@@ -155,7 +156,7 @@ class CalendarReader:
         proc = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
-            "core.calendar_worker",
+            "core.calendars.worker",
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
@@ -205,7 +206,7 @@ def answer(request: dict[str, Any]) -> dict[str, Any]:
 
 
 def main() -> None:
-    """``python -m core.calendar_worker``: one request on stdin, one answer on stdout.
+    """``python -m core.calendars.worker``: one request on stdin, one answer on stdout.
     The worker limits its own address space to the request's ``memory`` first."""
     request = json.loads(sys.stdin.buffer.read())
     try:

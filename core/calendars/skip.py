@@ -1,100 +1,28 @@
-"""iCalendar sources: fetch them, and plan schedules that skip their events.
+"""Schedules that skip a calendar's events: the ``except … from <url>`` phrase, and
+the occurrences a schedule sends or skips given its :class:`Blackouts`.
 
-Pure except :func:`fetch` (ETag / Last-Modified revalidation, through the network guard
-and within :class:`core.calendar_fetch.FetchLimits`). Parsing and expanding a
-calendar's text lives in :mod:`core.ics_read` and runs in a worker process
-(:class:`core.calendar_worker.CalendarReader`). Every error a person can cause is a
-:class:`CalendarError` whose message says what is wrong with which source.
+Pure: reading a calendar's text into blackouts happens in a worker process
+(:class:`core.calendars.CalendarReader`), fetching one in :func:`core.calendars.fetch`.
+Every error a person can cause is an :class:`~core.errors.InvalidInput` whose message
+says what is wrong.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from datetime import UTC, datetime, time, timedelta
 from itertools import islice
 from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
+from core.calendars.read import MAX_INSTANCES, Blackouts
 from core.errors import HeraldError, InvalidInput
-from core.ics_read import MAX_INSTANCES
-from core.ics_read import Blackouts as Blackouts  # known from here, too
-from core.ics_read import CalendarError as CalendarError
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
     from core import timeexpr
-    from core.calendar_fetch import FetchLimits
     from core.models import Schedule
-    from core.netguard import Guard
-
-
-def parse(text: str | bytes, source: str = "the calendar") -> None:
-    """The check :func:`fetch` gives a body: it must begin as iCalendar text does
-    (``BEGIN:VCALENDAR``); CalendarError if not. Reading it in full is
-    :func:`core.ics_read.parse`, in a calendar worker only, under its deadline: parsing
-    5 MB of events takes 13-16 s, which neither the event loop nor a thread beside it
-    (holding the GIL, impossible to stop) may spend."""
-    head = text[:64].decode(errors="replace") if isinstance(text, bytes) else text[:64]
-    if not head.lstrip("\ufeff \t\r\n").upper().startswith("BEGIN:VCALENDAR"):
-        raise CalendarError(f"{source} is not an iCalendar file (no BEGIN:VCALENDAR).")
-
-
-# --- fetching ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Fetched:
-    """A fetch's answer: ``body`` None when the server said 304 Not Modified."""
-
-    body: str | None
-    etag: str | None
-    last_modified: str | None
-
-
-def is_url(source: str) -> bool:
-    return source.startswith(("http://", "https://", "webcal://"))
-
-
-async def fetch(
-    url: str,
-    *,
-    etag: str | None = None,
-    last_modified: str | None = None,
-    guard: Guard | None = None,
-    limits: FetchLimits | None = None,
-) -> Fetched:
-    """GET ``url`` revalidating with If-None-Match / If-Modified-Since, through the
-    network ``guard`` (default: internal addresses refused) and within ``limits``
-    (:class:`core.calendar_fetch.FetchLimits`: deadline, size, redirects). The body is
-    checked to be iCalendar, off the event loop. Raises CalendarError (one sentence,
-    never quoting the server) on any failure."""
-    if url.startswith("webcal://"):
-        url = "https://" + url.removeprefix("webcal://")
-    headers = {"Accept": "text/calendar, */*;q=0.5", "User-Agent": "Herald calendar reader"}
-    if etag:
-        headers["If-None-Match"] = etag
-    if last_modified:
-        headers["If-Modified-Since"] = last_modified
-    import asyncio
-
-    from core import calendar_fetch  # imports httpx: only where a calendar is fetched
-    from core.netguard import Guard  # (and asyncio, ssl: not for `herald when`)
-
-    try:
-        answer = await calendar_fetch.get(
-            url, headers, guard=guard or Guard(), limits=limits or calendar_fetch.FetchLimits()
-        )
-    except calendar_fetch.FetchRefused as exc:
-        raise CalendarError(str(exc)) from None
-    if answer.status == 304:
-        return Fetched(None, etag, last_modified)
-    if answer.status != 200:
-        raise CalendarError(f"Fetching {url} answered HTTP {answer.status}.")
-    text = answer.text()
-    await asyncio.to_thread(parse, text, url)
-    return Fetched(text, answer.headers.get("etag"), answer.headers.get("last-modified"))
 
 
 # --- schedules that skip ------------------------------------------------------------------
@@ -141,7 +69,7 @@ def skipped_between(
     meter: timeexpr.Meter | None = None,
 ) -> list[tuple[datetime, str]]:
     """Occurrences in ``(after, until)`` a blackout hits, with the event's name, in
-    order (the first :data:`~core.ics_read.MAX_INSTANCES` of them). A one-off (``rule``
+    order (the first :data:`~core.calendars.MAX_INSTANCES` of them). A one-off (``rule``
     None) has the single occurrence ``first``, read in ``tz``.
 
     Only the rule's occurrences inside blackouts are visited, window by window: a
@@ -205,6 +133,11 @@ def _windows(
 
 
 # --- "except holidays from <url>" ---------------------------------------------------------
+
+
+def is_url(source: str) -> bool:
+    return source.startswith(("http://", "https://", "webcal://"))
+
 
 SKIP_EXAMPLE = "every weekday at 9am except holidays from https://example.org/holidays.ics"
 _EXCEPT = re.compile(r"\bexcept\b", re.IGNORECASE)

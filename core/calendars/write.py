@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
 from core import timeexpr
-from core.calendars import Blackouts
+from core.calendars.read import Blackouts
 from core.channels import parse_destination
 from core.errors import HeraldError
 from core.models import Schedule, ScheduleState

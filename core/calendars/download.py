@@ -1,7 +1,6 @@
-"""Reading a calendar URL within limits: the network half of
-:func:`core.calendars.fetch`.
-
-One GET, through the network guard (:mod:`core.netguard`), bounded three ways:
+"""Fetching a calendar URL: one GET revalidating with If-None-Match /
+If-Modified-Since (ETag, Last-Modified), through the network guard
+(:mod:`core.netguard`), bounded three ways:
 
 - a wall-clock deadline for the whole fetch, redirects and body included, however
   slowly the server trickles (default 20 s);
@@ -10,8 +9,10 @@ One GET, through the network guard (:mod:`core.netguard`), bounded three ways:
   compressed body is inflated only up to the cap (no decompression bomb);
 - at most 3 redirects, each to an http(s) URL whose host passes the guard.
 
-Every refusal is a :class:`FetchRefused` whose message is one sentence naming the limit
-or the reason; it never quotes what the server said (body, status text or error text).
+Every refusal is a :class:`CalendarError` whose message is one sentence naming the
+limit or the reason; it never quotes what the server said (body, status text or error
+text). The body is only checked to begin as iCalendar text does: reading it is a
+worker's job (:class:`core.calendars.CalendarReader`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from core.calendars.read import CalendarError
 from core.errors import HeraldError
 from core.netguard import Guard, Refused
 
@@ -32,7 +34,8 @@ _CHUNK = 64 * 1024
 
 
 class FetchRefused(HeraldError):
-    """The calendar URL could not be read within the limits, or may not be read."""
+    """The calendar URL could not be read within the limits, or may not be read
+    (:func:`fetch` says so as a CalendarError)."""
 
 
 @dataclass(frozen=True)
@@ -50,6 +53,59 @@ class FetchLimits:
             if self.max_bytes >= unit:
                 return f"{self.max_bytes / unit:g} {name}"
         return f"{self.max_bytes} bytes"
+
+
+@dataclass(frozen=True)
+class Fetched:
+    """A fetch's answer: ``body`` None when the server said 304 Not Modified."""
+
+    body: str | None
+    etag: str | None
+    last_modified: str | None
+
+
+async def fetch(
+    url: str,
+    *,
+    etag: str | None = None,
+    last_modified: str | None = None,
+    guard: Guard | None = None,
+    limits: FetchLimits | None = None,
+) -> Fetched:
+    """GET ``url`` revalidating with If-None-Match / If-Modified-Since, through the
+    network ``guard`` (default: internal addresses refused) and within ``limits``
+    (:class:`FetchLimits`: deadline, size, redirects). The body is checked to be
+    iCalendar, off the event loop. Raises CalendarError (one sentence, never quoting the
+    server) on any failure."""
+    if url.startswith("webcal://"):
+        url = "https://" + url.removeprefix("webcal://")
+    headers = {"Accept": "text/calendar, */*;q=0.5", "User-Agent": "Herald calendar reader"}
+    if etag:
+        headers["If-None-Match"] = etag
+    if last_modified:
+        headers["If-Modified-Since"] = last_modified
+    try:
+        answer = await get(url, headers, guard=guard or Guard(), limits=limits or FetchLimits())
+    except FetchRefused as exc:
+        raise CalendarError(str(exc)) from None
+    if answer.status == 304:
+        return Fetched(None, etag, last_modified)
+    if answer.status != 200:
+        raise CalendarError(f"Fetching {url} answered HTTP {answer.status}.")
+    text = answer.text()
+    await asyncio.to_thread(_check_head, text, url)
+    return Fetched(text, answer.headers.get("etag"), answer.headers.get("last-modified"))
+
+
+def _check_head(text: str | bytes, source: str = "the calendar") -> None:
+    """The check :func:`fetch` gives a body: it must begin as iCalendar text does
+    (``BEGIN:VCALENDAR``); CalendarError if not. Reading it in full is
+    :func:`core.calendars.read.parse`, in a calendar worker only, under its deadline:
+    parsing 5 MB of events takes 13-16 s, which neither the event loop nor a thread
+    beside it (holding the GIL, impossible to stop) may spend."""
+    head = text[:64].decode(errors="replace") if isinstance(text, bytes) else text[:64]
+    if not head.lstrip("\ufeff \t\r\n").upper().startswith("BEGIN:VCALENDAR"):
+        raise CalendarError(f"{source} is not an iCalendar file (no BEGIN:VCALENDAR).")
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,9 @@
 """Reading iCalendar text: parse it, expand its events, read them as blackout dates.
 
 Pure and CPU-bound, and the input comes from members (any URL or file): Herald runs
-these functions only inside a calendar worker process (:mod:`core.calendar_worker`),
-never on an event loop. This module imports nothing of Herald but :mod:`core.errors`,
-so a worker starts in a tenth of a second.
+these functions only inside a calendar worker process (:mod:`core.calendars.worker`),
+never on an event loop. This module imports nothing of Herald but :mod:`core.errors`
+(and the package's lazy face), so a worker starts in a tenth of a second.
 
 Recurring events are expanded lazily by recurring-ical-events (which applies EXDATE,
 RDATE and moved or cancelled instances, RECURRENCE-ID) and the count of occurrences is
@@ -83,10 +83,6 @@ class EventInstance:
     @property
     def key(self) -> str:
         return f"{self.uid}/{self.occurrence}"
-
-    @property
-    def all_day(self) -> bool:
-        return self.day is not None
 
     def to_json(self) -> dict[str, Any]:
         return {
