@@ -558,20 +558,17 @@ class ScheduleCases(CalendarCases):
             options = _with_template_flag(dict(schedule.options or {}), body)
             if to is not None:  # who asked is said again for the new destination
                 options = {k: v for k, v in options.items() if k not in ASKER_KEYS} | asker
+            where = parse_destination(values.get("destination", schedule.destination))
             try:
                 values["options"] = tenancy.check_mentions(
-                    actor,
-                    parse_destination(values.get("destination", schedule.destination)),
-                    body,
-                    options,
-                    self.settings,
+                    actor, where, body, options, self.settings
                 )
             except tenancy.MentionRefused as exc:
                 raise await self.denied(
                     actor, "schedule.edit", "schedule", str(schedule_id), str(exc), type(exc)
                 ) from None
             limits.check_message(  # the message must fit where it goes
-                values.get("destination", schedule.destination),
+                where,
                 values.get("body", schedule.body),
                 values.get("options", schedule.options),
             )
