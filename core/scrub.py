@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import base64
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import quote, quote_plus, urlsplit
 
@@ -73,6 +74,16 @@ def calendar_source(source: str) -> str:
 
 #: Where a secret was.
 HIDDEN = "***"
+
+
+@dataclass(frozen=True)
+class SecretParts:
+    """Marks a ``SecretStr`` setting whose value holds several secrets (``Annotated[
+    SecretStr | None, SecretParts(split)]``): ``split(value)`` gives the secrets to hunt,
+    instead of the value as a whole (e.g. the secrets of ``PREFIX=SECRET`` pairs)."""
+
+    split: Callable[[str], Iterable[str]]
+
 
 _TOKEN_CHARS = r"[A-Za-z0-9\-._~+/]"
 #: Credential-shaped strings, one alternation (one pass over the text); each named group
@@ -182,7 +193,3 @@ class Scrubber:
         if self._secrets is not None:
             text = self._secrets.sub(HIDDEN, text)
         return scrub_credentials(text)
-
-    def optional(self, text: str | None) -> str | None:
-        """:meth:`__call__`, passing None through."""
-        return None if text is None else self(text)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import pwd
+from collections.abc import Iterator, Mapping
 from datetime import time
 from functools import lru_cache
 from pathlib import Path
@@ -27,7 +28,9 @@ from pydantic import (
     field_validator,
 )
 
+from core.channel_settings import ChannelSettings
 from core.errors import ConfigError
+from core.scrub import MIN_SECRET, SecretParts
 
 if TYPE_CHECKING:
     from core.calendars import FetchLimits
@@ -56,9 +59,11 @@ def default_database_url() -> str:
 ENV_FILE = ".env"
 
 
-class Settings(BaseModel):
+class Settings(ChannelSettings):
     """Herald's configuration (:func:`load_settings` reads it). Secrets are ``SecretStr``
-    so they never print."""
+    so they never print, and so the log scrubber hunts them (:meth:`secret_values`).
+    Each platform's settings are declared in ``core/channel_settings/``, bases of this
+    model through :class:`~core.channel_settings.ChannelSettings`."""
 
     model_config = ConfigDict(extra="ignore", populate_by_name=True, validate_default=True)
 
@@ -82,21 +87,6 @@ class Settings(BaseModel):
     )
     user: str = Field(default="", alias="USER")
 
-    slack_bot_token: SecretStr | None = Field(default=None, alias="SLACK_BOT_TOKEN")
-    slack_app_token: SecretStr | None = Field(default=None, alias="SLACK_APP_TOKEN")
-    slack_signing_secret: SecretStr | None = Field(default=None, alias="SLACK_SIGNING_SECRET")
-    slack_api_url: str = Field(default="https://slack.com/api/", alias="SLACK_API_URL")
-    discord_bot_token: SecretStr | None = Field(default=None, alias="DISCORD_BOT_TOKEN")
-    discord_api_url: str = Field(default="https://discord.com/api/v10", alias="DISCORD_API_URL")
-    slack_alert_channel: str | None = Field(default=None, alias="HERALD_SLACK_ALERT_CHANNEL")
-    slack_admins_from_workspace: bool = Field(
-        default=False, alias="HERALD_SLACK_ADMINS_FROM_WORKSPACE"
-    )
-    discord_guild_ids: str = Field(default="", alias="DISCORD_GUILD_IDS")
-    discord_alert_channel: str | None = Field(default=None, alias="HERALD_DISCORD_ALERT_CHANNEL")
-    discord_admins_from_permission: bool = Field(
-        default=False, alias="HERALD_DISCORD_ADMINS_FROM_PERMISSION"
-    )
     #: Which chat adapters this process connects: "auto" (every one with a token),
     #: "none", or a comma-separated list ("slack", "discord").
     adapters: str = Field(default="auto", alias="HERALD_ADAPTERS")
@@ -146,18 +136,7 @@ class Settings(BaseModel):
     #: unset, the server makes one secret at start, prints it once, acting as local:$USER.
     console_logins_file: str | None = Field(default=None, alias="HERALD_CONSOLE_LOGINS_FILE")
 
-    # email and webhooks
-    smtp_host: str | None = Field(default=None, alias="HERALD_SMTP_HOST")
-    smtp_port: int | None = Field(default=None, alias="HERALD_SMTP_PORT")
-    smtp_user: str | None = Field(default=None, alias="HERALD_SMTP_USER")
-    smtp_password: SecretStr | None = Field(default=None, alias="HERALD_SMTP_PASSWORD")
-    smtp_from: str = Field(default="Herald <herald@localhost>", alias="HERALD_SMTP_FROM")
-    smtp_tls: Literal["starttls", "tls", "none"] = Field(
-        default="starttls", alias="HERALD_SMTP_TLS"
-    )
-    #: Signing secrets for webhooks: ``URL_PREFIX=SECRET`` pairs, comma-separated; the
-    #: longest matching prefix wins (Standard Webhooks ``whsec_...`` secrets).
-    webhook_secrets: SecretStr | None = Field(default=None, alias="HERALD_WEBHOOK_SECRETS")
+    # the HTTP channels and calendars
     http_timeout: float = Field(default=30.0, gt=0, alias="HERALD_HTTP_TIMEOUT")
     #: The most connections the HTTP channels keep open to one host (0: as many as
     #: HERALD_CONCURRENCY, the size of the shared pool).
@@ -309,11 +288,6 @@ class Settings(BaseModel):
             switches[tenant.strip()] = _SWITCH[word]
         return switches
 
-    def scheduled_by_for(self, tenant: str) -> bool:
-        """Whether messages of ``tenant``'s members into shared channels say who
-        scheduled them."""
-        return self.tenant_scheduled_by.get(tenant, self.scheduled_by)
-
     def default_time_for(self, tenant: str) -> time:
         """The time of day a rule without one takes in ``tenant``."""
         return self.tenant_default_times.get(tenant, self.default_time)
@@ -338,17 +312,6 @@ class Settings(BaseModel):
             return frozenset(part.strip() for part in value.split(",") if part.strip())
         return value
 
-    def webhook_secret_for(self, url: str) -> str | None:
-        """The signing secret of the longest ``HERALD_WEBHOOK_SECRETS`` prefix of ``url``."""
-        if self.webhook_secrets is None:
-            return None
-        best: tuple[int, str] | None = None
-        for pair in self.webhook_secrets.get_secret_value().split(","):
-            prefix, sep, secret = pair.strip().partition("=")
-            if sep and url.startswith(prefix) and (best is None or len(prefix) > best[0]):
-                best = (len(prefix), secret)
-        return best[1] if best else None
-
     def network_guard(self) -> Guard:
         """The network guard for every URL a member gives (webhooks, calendars, ...)."""
         from core.netguard import Guard
@@ -362,23 +325,10 @@ class Settings(BaseModel):
         return FetchLimits(deadline=self.calendar_fetch_timeout, max_bytes=self.calendar_max_bytes)
 
     def secret_values(self) -> list[str]:
-        """Every configured secret's plain text (for the log scrubber)."""
-        values = [
-            secret.get_secret_value()
-            for secret in (
-                self.slack_bot_token,
-                self.slack_app_token,
-                self.slack_signing_secret,
-                self.discord_bot_token,
-                self.smtp_password,
-                self.api_token,
-            )
-            if secret is not None
-        ]
-        if self.webhook_secrets is not None:
-            for pair in self.webhook_secrets.get_secret_value().split(","):
-                values.append(pair.partition("=")[2].strip())
-        return [v for v in values if len(v) >= 6]
+        """Every configured secret's plain text (for the log scrubber): the value of
+        every ``SecretStr`` field, found by its type (:func:`_secrets`), so a setting
+        declared a secret is scrubbed without being listed anywhere."""
+        return [v for v in _secrets(self) if len(v) >= MIN_SECRET]
 
     @property
     def database_is_default(self) -> bool:
@@ -394,6 +344,25 @@ class Settings(BaseModel):
             return f"local:{pwd.getpwuid(os.getuid()).pw_name}"
         except (KeyError, OSError):
             return "local:unknown"
+
+
+def _secrets(value: object, parts: SecretParts | None = None) -> Iterator[str]:
+    """The plain text of every ``SecretStr`` in ``value``: a model's fields (split as
+    a field's :class:`~core.scrub.SecretParts` says), mappings' values and sequences'
+    items, however deep."""
+    if isinstance(value, SecretStr):
+        text = value.get_secret_value()
+        yield from (parts.split(text) if parts is not None else (text,))
+    elif isinstance(value, BaseModel):
+        for name, field in type(value).model_fields.items():
+            split = next((m for m in field.metadata if isinstance(m, SecretParts)), None)
+            yield from _secrets(getattr(value, name), split)
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            yield from _secrets(item, parts)
+    elif isinstance(value, list | tuple | set | frozenset):
+        for item in value:
+            yield from _secrets(item, parts)
 
 
 _SWITCH = {"on": True, "true": True, "yes": True, "1": True}

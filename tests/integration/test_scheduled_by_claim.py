@@ -67,9 +67,7 @@ def test_the_setting_is_on_by_default_and_per_tenant() -> None:
         _env_file=None, HERALD_TENANT_SCHEDULED_BY="slack:T2=off, discord:42 = ON"
     )
     assert settings.scheduled_by is True
-    assert settings.scheduled_by_for("slack:T1") is True
-    assert settings.scheduled_by_for("slack:T2") is False
-    assert settings.scheduled_by_for("discord:42") is True
+    assert settings.tenant_scheduled_by == {"slack:T2": False, "discord:42": True}
     config = DispatcherConfig.from_settings(settings)
     job = ClaimedJob(1, 1, START, START, 1, "k", "slack:C0123", "x", None, None, {})
     job.tenant, job.owner_name = "slack:T1", "Ada"

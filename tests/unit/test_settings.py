@@ -88,3 +88,22 @@ def test_a_bad_default_time_names_the_variable_not_the_value(name: str, value: s
     with pytest.raises(ConfigError, match=name) as info:
         load_settings(_env_file=None, **{name: value})
     assert value not in str(info.value)
+
+
+def test_reading_the_settings_loads_no_channel_code() -> None:
+    """Each platform's settings are declared in ``core/channel_settings/``, light modules:
+    every command reads the settings (``herald when`` too), none should load a channel,
+    its HTTP or SMTP client or a chat SDK for it."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from core.settings import load_settings; load_settings(_env_file=None);"
+        "print('\\n'.join(sys.modules))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.split()
+    heavy = ("core.channels", "aiohttp", "httpx", "aiosmtplib", "slack_sdk", "discord", "apprise")
+    assert [m for m in loaded if m.startswith(heavy)] == []
+    assert "core.channel_settings.slack" in loaded
