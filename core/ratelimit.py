@@ -5,7 +5,7 @@ A destination's limit is a token bucket (``rate`` per second, bursts of ``burst`
 kept as a GCRA "theoretical arrival time" (``tat``): the moment the bucket is full
 again. The store keeps one ``tat`` per destination in the database, so every
 dispatcher sharing it takes its slots from the same bucket (:func:`allocate` is the
-arithmetic; ``LeaseQueries.reserve_slots`` the transaction).
+arithmetic; ``RateBucketQueries.reserve_slots`` the transaction).
 """
 
 from __future__ import annotations
@@ -258,7 +258,7 @@ class Pacer:
 class Pauses:
     """Destinations a provider asked to leave alone until a time, as this process
     heard it (the store also pushes the shared bucket past that time, so every
-    dispatcher waits: ``LeaseQueries.pause_bucket``)."""
+    dispatcher waits: ``RateBucketQueries.pause_bucket``)."""
 
     def __init__(self) -> None:
         self._until: dict[str, datetime] = {}
