@@ -19,14 +19,15 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import aiohttp
+import yarl
 
 from core.channels.answers import no_answer, not_json, unreachable
 from core.errors import ConfigError
+from core.http_client import failure
 
 log = logging.getLogger(__name__)
 
@@ -38,20 +39,6 @@ RETRY_MAX = 300.0
 
 class PlatformDown(Exception):
     """The platform's API cannot be used now; ``str()`` is the sentence to show."""
-
-
-def failure(exc: BaseException) -> str:
-    """A network failure in words ("connection refused"), not a class name."""
-    if isinstance(exc, aiohttp.ClientConnectorError):
-        number = exc.os_error.errno if exc.os_error is not None else None
-        return os.strerror(number).lower() if number else "the connection failed"
-    if isinstance(exc, aiohttp.ServerDisconnectedError):
-        return "the server closed the connection"
-    if isinstance(exc, aiohttp.InvalidURL):
-        return "the URL is not valid"
-    if isinstance(exc, OSError) and exc.errno:
-        return os.strerror(exc.errno).lower()
-    return "the request failed"
 
 
 async def probe(
@@ -77,7 +64,9 @@ async def probe(
     except TimeoutError:
         raise PlatformDown(no_answer(provider, url, within, setting)) from None
     except (aiohttp.ClientError, OSError, ValueError) as exc:
-        raise PlatformDown(unreachable(provider, url, failure(exc), setting)) from None
+        raise PlatformDown(
+            unreachable(provider, url, failure(exc, yarl.URL(url)), setting)
+        ) from None
     try:
         data = json.loads(body)
     except ValueError:

@@ -10,20 +10,36 @@ set ``HERALD_ADAPTERS=none`` and keep the tokens to deliver).
 from __future__ import annotations
 
 import logging
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from core.cases import Herald
 from core.errors import ConfigError
 from core.settings import Settings
 from core.store import Settled
 
+if TYPE_CHECKING:
+    from aiohttp import web
+
 log = logging.getLogger(__name__)
 
 
+@runtime_checkable
 class Adapter(Protocol):
-    """A running chat surface."""
+    """A running chat surface: everything ``herald run`` (bot/service.py) and ``/readyz``
+    ask of one. tests/unit/test_adapter_protocol.py checks that each adapter has it."""
 
     name: str
+
+    @property
+    def problem(self) -> str | None:
+        """Why the adapter is down (a sentence for ``/readyz``, no secret), or None."""
+
+    def connected(self) -> bool:
+        """Whether the platform can reach Herald through the adapter (``/readyz``)."""
+
+    def attach_http(self, app: web.Application) -> None:
+        """Add the adapter's routes, if it has any, to the service's HTTP server; called
+        before the server and the adapter start."""
 
     async def start(self) -> None:
         """Connect (Socket Mode, gateway) or start serving (HTTP); returns once running."""

@@ -12,7 +12,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -23,6 +23,9 @@ from core.cases import Herald
 from core.dispatcher import Dispatcher
 from core.errors import ConfigError, DatabaseError, HeraldError, NotFound
 from core.store import Store
+
+if TYPE_CHECKING:
+    from bot.adapters import Adapter
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +47,7 @@ class Readiness:
     ) -> None:
         self.store = store
         self.dispatcher = dispatcher
-        self.adapters: dict[str, Callable[[], bool]] = {}
+        self.adapters: dict[str, Adapter] = {}
         self.clock = clock
         self._probe_lock = asyncio.Lock()
         self._probed: tuple[float, tuple[bool, str]] | None = None
@@ -97,11 +100,10 @@ class Readiness:
         ):
             ok, detail = await check()
             checks[name] = {"ok": ok, "detail": detail}
-        for name, connected in self.adapters.items():
-            ok = connected()
+        for name, adapter in self.adapters.items():
+            ok = adapter.connected()
             # an adapter that is down says why (its ``problem``: a sentence, no secret)
-            problem = getattr(getattr(connected, "__self__", None), "problem", None)
-            detail = "connected" if ok else (problem or "not connected")
+            detail = "connected" if ok else (adapter.problem or "not connected")
             checks[f"adapter:{name}"] = {"ok": ok, "detail": detail}
         for kind, channel in self.dispatcher.channels.items():
             health = getattr(channel, "api_health", None)

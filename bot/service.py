@@ -160,12 +160,8 @@ async def serve(
     try:
         adapters.extend(build_adapters(settings, herald))
         for adapter in adapters:
-            attach = getattr(adapter, "attach_http", None)
-            if attach is not None:  # e.g. Slack's HTTP mode: routes on the same server
-                attach(http_app)
-            connected = getattr(adapter, "connected", None)
-            if callable(connected):
-                readiness.adapters[adapter.name] = connected
+            adapter.attach_http(http_app)  # e.g. Slack's HTTP mode: routes on the same server
+            readiness.adapters[adapter.name] = adapter
         await herald.publish_calendar_metrics()  # before the first scrape, not the first refresh
         if serve_http:
             runner = await start_http(

@@ -19,7 +19,7 @@ import discord.http
 import discord.webhook.async_
 import yarl
 
-from bot.adapter_start import PlatformDown, Starter, failure, probe
+from bot.adapter_start import PlatformDown, Starter, probe
 from bot.discord_bot import actions
 from bot.discord_bot.commands import HeraldTree, ScheduleGroup
 from bot.discord_bot.components import DeadLetterButton, PageButton, ScheduleButton, view_for
@@ -29,6 +29,7 @@ from core.cases import Herald
 from core.channels.answers import no_answer, shown_url
 from core.channels.discord import DEFAULT_BASE_URL
 from core.errors import ConfigError
+from core.http_client import failure
 from core.settings import Settings
 from core.store import Settled
 
@@ -114,6 +115,9 @@ class DiscordAdapter:
         """Why the adapter is down (a sentence for ``/readyz``), or None."""
         return self._starter.problem
 
+    def attach_http(self, app: aiohttp.web.Application) -> None:
+        """Discord reaches Herald through the gateway: no route on the service's server."""
+
     def connected(self) -> bool:
         """Whether the adapter is logged in with its gateway running (``/readyz``)."""
         gateway = self._gateway
@@ -177,7 +181,11 @@ class DiscordAdapter:
             # TypeError, KeyError: discord.py reading an answer that is not Discord's
             log.debug("discord login failed", exc_info=exc)
             await self.client.http.close()
-            why = f"HTTP {exc.status}" if isinstance(exc, discord.HTTPException) else failure(exc)
+            why = (
+                f"HTTP {exc.status}"
+                if isinstance(exc, discord.HTTPException)
+                else failure(exc, yarl.URL(api))
+            )
             raise PlatformDown(
                 f"Herald could not log in to Discord at {shown_url(api)} ({why}): check "
                 "the network and DISCORD_API_URL."
@@ -210,7 +218,9 @@ class DiscordAdapter:
                 # no answer in time, or one that is not Discord's (discord.py reads it)
                 log.warning(
                     "could not sync discord commands: %s",
-                    "no answer in time" if isinstance(exc, TimeoutError) else failure(exc),
+                    "no answer in time"
+                    if isinstance(exc, TimeoutError)
+                    else failure(exc, yarl.URL(self.settings.discord_api_url)),
                     extra={"guild_id": guild and guild.id},
                 )
                 continue

@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from typing import Any
 
 import aiohttp
+import yarl
 from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
@@ -28,7 +29,7 @@ from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.adapter_start import PlatformDown, Starter, failure, probe
+from bot.adapter_start import PlatformDown, Starter, probe
 from bot.http_guard import (
     BodyRefused,
     HttpLimits,
@@ -47,6 +48,7 @@ from core.actors import slack_tenant
 from core.cases import Herald
 from core.channels.answers import shown_url
 from core.errors import ConfigError
+from core.http_client import failure
 from core.settings import Settings
 from core.store import Settled
 
@@ -256,7 +258,7 @@ class SlackAdapter:
             elif isinstance(exc, SlackApiError | AttributeError):
                 why = "an answer that is not JSON"  # slack_sdk reads such a body as text
             else:
-                why = failure(exc)
+                why = failure(exc, yarl.URL(where))
             raise PlatformDown(
                 f"Slack's Socket Mode did not connect through {shown_url(where)} ({why}): "
                 "check SLACK_APP_TOKEN and SLACK_API_URL."

@@ -170,7 +170,9 @@ async def test_an_unreachable_discord_is_said_in_a_sentence(
         assert not adapter.connected()
         assert adapter.problem is not None
         assert adapter.problem.startswith("Could not reach Discord's API at http://127.0.0.1:")
-        assert "(connection refused): check DISCORD_API_URL" in adapter.problem
+        # core.http_client.failure's words, as the channels say them
+        assert "(connection refused by 127.0.0.1:" in adapter.problem
+        assert adapter.problem.endswith("): check DISCORD_API_URL and the network.")
     finally:
         await adapter.stop()
 
