@@ -128,7 +128,7 @@ def make_http_app(
     (:func:`bot.http_guard.body_limit`)."""
     app = guarded_app()
     if herald is not None:
-        from bot.api.app import add_api
+        from bot.api import add_api
 
         add_api(app, herald, limits or HttpLimits.from_settings(herald.settings))
 

@@ -1,5 +1,5 @@
 """The OpenAPI 3.1 document of the HTTP API, generated from the route table
-(:data:`bot.api.app.ROUTES`) and the pydantic models its handlers read and answer with,
+(:data:`bot.api.routes.ROUTES`) and the pydantic models its handlers read and answer with,
 and a page that renders it (no script, nothing fetched from elsewhere): each route's
 fields, and one example request and answer (the models' own examples)."""
 
@@ -14,7 +14,9 @@ from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
 from bot.api import models as m
-from bot.api.app import PREFIX, PROBLEM, PROBLEM_SLUGS, ROUTES, STATUS_SLUGS, STATUS_TITLES, Route
+from bot.api.problems import PROBLEM, PROBLEM_SLUGS, STATUS_SLUGS, STATUS_TITLES
+from bot.api.requests import PREFIX, Route
+from bot.api.routes import ROUTES
 from core.cases.importer import FIELDS as IMPORT_FIELDS
 
 _REF = "#/components/schemas/{model}"

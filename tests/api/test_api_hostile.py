@@ -16,7 +16,8 @@ import pytest
 from aiohttp import ClientResponse
 from aiohttp.test_utils import TestClient, TestServer
 
-from bot.api.app import MAX_JSON_DEPTH, _Buckets, add_api
+from bot.api import add_api
+from bot.api.requests import MAX_JSON_DEPTH, _Buckets
 from bot.http_guard import HttpLimits, guarded_app
 from core.cases import Herald
 from core.clock import ManualClock, SystemClock

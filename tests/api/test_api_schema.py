@@ -14,8 +14,8 @@ import httpx
 from openapi_spec_validator import validate
 
 from bot.api import models
-from bot.api.app import ROUTES
 from bot.api.openapi import openapi_document
+from bot.api.routes import ROUTES
 from tests.api.conftest import ROOT, Service
 
 FULL = os.environ.get("HERALD_RELIABILITY") == "full"

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from bot.api.app import ROUTES
 from bot.api.openapi import docs_page, openapi_document
+from bot.api.routes import ROUTES
 from core import limits, verbs
 from core.cases.importer import FIELDS as IMPORT_FIELDS
 from core.cases.schedules import MAX_KEY, OPTIONS

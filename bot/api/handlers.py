@@ -1,0 +1,284 @@
+"""The API's handlers: each reads a :class:`~bot.api.requests.Call` (the member a token
+acts for, the query and body as the route's models read them), calls the ``core`` use
+case the CLI calls, and answers a :class:`~bot.api.requests.Reply` of the route's
+answer model. A use case's refusal is left to rise: :func:`bot.api.problems.from_error`
+makes it a problem."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Awaitable, Callable
+from datetime import datetime
+from typing import Any
+
+from bot.api import models as m
+from bot.api.problems import ApiProblem
+from bot.api.requests import PREFIX, Call, Handler, Reply
+from core import verbs, views
+from core.actors import Actor
+from core.cases.importer import import_schedules
+from core.channels import parse_destination
+from core.errors import Conflict
+from core.models import Schedule
+from core.store import DeadFilter
+from core.verbs import Verb, perform
+
+
+def _schedule(s: Schedule) -> m.ScheduleOut:
+    return m.ScheduleOut.model_validate(views.schedule_dict(s))
+
+
+def _etag(s: Schedule) -> dict[str, str]:
+    return {"ETag": f'"{s.version}"'}
+
+
+_BAD_CURSOR = "That cursor is not one this API gave: pass next_cursor as it came."
+
+
+def _cursor(value: dict[str, Any]) -> str:
+    raw = json.dumps(value, separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _read_cursor(cursor: str | None) -> dict[str, Any] | None:
+    if cursor is None:
+        return None
+    try:
+        data = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+    except (ValueError, binascii.Error):
+        data = None
+    if not isinstance(data, dict):
+        raise ApiProblem(400, _BAD_CURSOR)
+    return data
+
+
+async def create_schedule(call: Call) -> Reply:
+    body: m.ScheduleCreate = call.body
+    header_key = call.request.headers.get("Idempotency-Key")
+    if header_key is not None and body.key is not None and header_key != body.key:
+        raise ApiProblem(422, "The Idempotency-Key header and the key field differ: send one.")
+    key = header_key if header_key is not None else body.key
+    schedule, created = await call.herald.create_schedule(
+        call.principal,
+        to=body.to,
+        when=body.when,
+        text=body.text,
+        tz=body.tz,
+        key=key,
+        max_lateness=body.max_lateness,
+        options=body.options,
+        skip=body.skip,
+        skip_files=body.skip_files or None,
+    )
+    headers = {**_etag(schedule), "Location": f"{PREFIX}/schedules/{schedule.id}"}
+    if created:
+        return Reply(_schedule(schedule), 201, headers)
+    asked_to = await call.herald.named_channel(call.principal, body.to)  # slack:#name
+    if schedule.body != body.text or schedule.destination != str(parse_destination(asked_to)):
+        raise ApiProblem(
+            422,
+            f"The idempotency key {key!r} was used for a different schedule ({schedule.id}); "
+            "use a new key for a new request.",
+            slug="idempotency-key-reused",
+        )
+    return Reply(_schedule(schedule), 200, {**headers, "Idempotent-Replayed": "true"})
+
+
+async def list_schedules(call: Call) -> Reply:
+    q: m.ScheduleListQuery = call.query
+    cursor = _read_cursor(q.cursor)
+    before = cursor.get("before") if cursor else None
+    if cursor is not None and not (type(before) is int and 0 < before < 2**31):  # not True
+        raise ApiProblem(400, _BAD_CURSOR)
+    rows = await call.herald.list_schedules(
+        call.principal,
+        everyone=q.all,
+        state=q.state,
+        destination=q.to,
+        text=q.search,
+        tenant=q.tenant,
+        limit=q.limit + 1,
+        newest_first=True,
+        before_id=before,
+    )
+    page, more = rows[: q.limit], len(rows) > q.limit
+    after = _cursor({"before": page[-1].id}) if more and page else None
+    return Reply(m.SchedulePage(items=[_schedule(s) for s in page], next_cursor=after))
+
+
+async def get_schedule(call: Call) -> Reply:
+    detail = await call.herald.show_schedule(call.principal, call.path_int("schedule_id"))
+    return Reply(_schedule(detail.schedule), headers=_etag(detail.schedule))
+
+
+async def schedule_jobs(call: Call) -> Reply:
+    detail = await call.herald.show_schedule(call.principal, call.path_int("schedule_id"))
+    data = views.detail_dict(detail)
+    out = m.ScheduleJobs(
+        schedule_id=data["id"],
+        jobs=[m.JobOut.model_validate(j) for j in data["jobs"]],
+        attempts=[m.AttemptOut.model_validate(a) for a in data["attempts"]],
+    )
+    return Reply(out)
+
+
+async def edit_schedule(call: Call) -> Reply:
+    body: m.ScheduleEdit = call.body
+    schedule = await _versioned(
+        call,
+        lambda version: call.herald.edit_schedule(
+            call.principal,
+            call.path_int("schedule_id"),
+            when=body.when,
+            text=body.text,
+            to=body.to,
+            tz=body.tz,
+            expected_version=version,
+        ),
+    )
+    return Reply(_schedule(schedule), headers=_etag(schedule))
+
+
+async def _versioned(call: Call, change: Callable[[int | None], Awaitable[Schedule]]) -> Schedule:
+    """Run ``change`` at the version If-Match names: a stale one is 412, not 409."""
+    version = call.if_match()
+    try:
+        return await change(version)
+    except Conflict as exc:
+        if version is not None and "version" in str(exc):
+            raise ApiProblem(412, str(exc)) from None
+        raise
+
+
+def state_change(verb: Verb) -> Handler:
+    """The route of a verb of :data:`core.verbs.STATE_VERBS` (pause, resume, skip,
+    cancel): the same table the CLI, Slack, Discord and the console read."""
+
+    async def change(call: Call) -> Reply:
+        schedule_id = call.path_int("schedule_id")
+        schedule = await _versioned(
+            call,
+            lambda version: perform(
+                call.herald, verb, call.principal, schedule_id, expected_version=version
+            ),
+        )
+        return Reply(_schedule(schedule), headers=_etag(schedule))
+
+    change.__name__ = f"{verb.name}_schedule"
+    return change
+
+
+async def preview_when(call: Call) -> Reply:
+    """The use case every surface's preview is (the zone, default time and skip
+    calendars ``POST /schedules`` would use for this member)."""
+    q: m.WhenQuery = call.query
+    shown = await call.herald.preview_when(call.principal, q.when, tz=q.tz, count=q.count)
+    reading, default = shown.reading, shown.reading.default_time
+    out = m.WhenOut(
+        expression=reading.expression,
+        timezone=shown.zone,
+        zone_source=shown.source.value,
+        recurring=reading.recurring,
+        rule=reading.rule,
+        description=reading.description,
+        default_time=None if default is None else f"{default:%H:%M}",
+        occurrences=shown.occurrences,
+        skip_calendars=shown.calendars,
+        skipped=[m.WhenSkipped(at=at, event=name) for at, name in shown.skipped],
+    )
+    return Reply(out)
+
+
+def _dead(letter: Any) -> m.DeadLetterOut:
+    return m.DeadLetterOut.model_validate(views.dead_letter_dict(letter))
+
+
+async def list_dead(call: Call) -> Reply:
+    q: m.DeadListQuery = call.query
+    cursor = _read_cursor(q.cursor)
+    before: tuple[datetime, int] | None = None
+    if cursor is not None:
+        try:
+            before = datetime.fromisoformat(cursor["at"]), int(cursor["job"])
+            if before[0].utcoffset() is None or not 0 < before[1] < 2**63:
+                raise ValueError(cursor)
+        except (KeyError, TypeError, ValueError):
+            raise ApiProblem(400, _BAD_CURSOR) from None
+    f = DeadFilter(tenant=q.tenant, destination=q.to, requested=q.requested)
+    rows = await call.herald.dead_page(call.principal, f, before=before, limit=q.limit + 1)
+    page, more = rows[: q.limit], len(rows) > q.limit
+    after = None
+    if more and page and page[-1].finished_at is not None:
+        after = _cursor({"at": page[-1].finished_at.isoformat(), "job": page[-1].job_id})
+    return Reply(m.DeadLetterPage(items=[_dead(d) for d in page], next_cursor=after))
+
+
+async def get_dead(call: Call) -> Reply:
+    letters = await call.herald.dead_letter(call.principal, call.path_int("job_id"))
+    return Reply(_dead(letters[0]))
+
+
+async def retry_dead(call: Call) -> Reply:
+    """Retry (an admin) or ask for one: core/verbs.py's retry."""
+    job_id = call.path_int("job_id")
+    result, count = await perform(call.herald, "retry", call.principal, [job_id])
+    return Reply(m.DeadDecisionOut(job_id=job_id, result=result, count=count))
+
+
+async def _decide(call: Call, decision: str) -> Reply:
+    """An admin's decision (core/verbs.py's DECISIONS: retry, discard), as an alert's
+    button takes it: anyone else is refused for their role (403, which says nothing of
+    the letter), an admin is answered 404 for a letter they cannot see."""
+    job_id = call.path_int("job_id")
+    count = await call.herald.decide_dead_letters(call.principal, [job_id], decision)
+    return Reply(m.DeadDecisionOut(job_id=job_id, result=verbs.verb(decision).past, count=count))
+
+
+async def approve_dead(call: Call) -> Reply:
+    return await _decide(call, "retry")
+
+
+async def reject_dead(call: Call) -> Reply:
+    """Turn a retry request down, with a reason: core/verbs.py's reject."""
+    job_id = call.path_int("job_id")
+    body: m.RejectRetry | None = call.body
+    reason = None if body is None else body.reason
+    count = await perform(call.herald, "reject", call.principal, [job_id], reason=reason)
+    return Reply(m.DeadDecisionOut(job_id=job_id, result=verbs.verb("reject").past, count=count))
+
+
+async def discard_dead(call: Call) -> Reply:
+    return await _decide(call, "discard")
+
+
+async def import_lines(call: Call) -> Reply:
+    """A bulk import: core/cases/importer.py bounds it (lines, bytes, the token's lines a
+    minute) and checks it in slices, so the loop keeps serving meanwhile."""
+    q: m.ImportQuery = call.query
+    text: str = call.body
+    report = await import_schedules(call.herald, call.principal, text, skip_invalid=q.skip_invalid)
+    out = m.ImportOut(
+        imported=report.imported,
+        skipped_existing=report.skipped_existing,
+        skipped_duplicate=report.skipped_duplicate,
+        invalid=[m.InvalidLine(line=n, reason=why) for n, why in report.invalid],
+        invalid_count=report.invalid_count,
+        ids=report.ids,
+    )
+    return Reply(out, 201 if report.imported else 200)
+
+
+async def me(call: Call) -> Reply:
+    actor: Actor = await call.herald.actor(call.principal)
+    return Reply(
+        m.Me(
+            member=actor.id,
+            tenant=actor.tenant,
+            role=actor.role.value,
+            scope=call.token.scope,
+            token=call.token.id,
+            expires_at=call.token.expires_at,
+        )
+    )
