@@ -399,8 +399,8 @@ class Worker(SQLModel, table=True):
     id: str = Field(primary_key=True, max_length=200)
     host: str = Field(max_length=200)
     pid: int
-    #: The kernel boot and PID namespace it ran in (core.leases.machine_id): another
-    #: dispatcher with the same one may judge it dead when ``pid`` no longer runs.
+    #: The kernel boot and PID namespace it ran in (core.dispatcher.liveness.machine_id):
+    #: another dispatcher with the same one may judge it dead when ``pid`` no longer runs.
     machine: str | None = Field(default=None, max_length=100)
     started_at: datetime = _utc()
     heartbeat_at: datetime = _utc()

@@ -74,7 +74,7 @@ class CaseBase:
         settings: Settings,
         clock: Clock,
         *,
-        on_due: Callable[[datetime], None] | None = None,
+        on_due: Callable[[], None] | None = None,
         channels: Mapping[str, Channel] | None = None,
         calendar_reader: CalendarReader | None = None,
         metrics: Metrics | None = None,
@@ -241,7 +241,7 @@ class CaseBase:
     def _due(self, at: datetime | None) -> None:
         """A job was created or moved: wake the in-process dispatcher."""
         if at is not None and self.on_due is not None:
-            self.on_due(at)
+            self.on_due()
 
     def _zone_for(self, actor: Actor, tz: str | None, kept: str | None = None) -> str:
         """The time zone a request is read in: given, else ``kept`` (the zone of the

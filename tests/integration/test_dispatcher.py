@@ -16,6 +16,7 @@ from core.errors import NotFound, PermissionDenied
 from core.models import JobState
 from tests.conftest import START
 from tests.support.channels import RecordingChannel
+from tests.support.dispatching import settle
 
 ALICE, ADMIN = "local:alice", "local:root-admin"
 CONFIG = DispatcherConfig(max_attempts=4, backoff_base=5, backoff_cap=60, max_lateness=3600)
@@ -421,6 +422,6 @@ async def test_an_idle_service_claims_the_start_of_a_burst_small_first(
 
     herald.store.claim_due = spy  # type: ignore[method-assign]
     assert await d.pump(lookahead=0.05) == 30
-    await d.settle()
+    await settle(d)
     assert limits[0] == 8 and limits[1] > 8
     assert len(channel.deliveries) == 30

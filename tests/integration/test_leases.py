@@ -14,9 +14,10 @@ from datetime import timedelta
 from core.cases import Herald
 from core.clock import ManualClock
 from core.dispatcher import Dispatcher, DispatcherConfig
-from core.leases import machine_id
+from core.dispatcher.liveness import machine_id
 from core.models import JobState
 from tests.support.channels import RecordingChannel
+from tests.support.dispatching import settle
 
 ALICE = "local:alice"
 CONFIG = DispatcherConfig(lease_seconds=60, sweep_seconds=5, dead_after_sweeps=3)
@@ -85,7 +86,7 @@ async def test_a_stall_past_the_lease_sends_nothing_twice(
     b_channel = RecordingChannel()
     assert (await dispatcher(herald, b_channel).drain()).outcomes["delivered"] == JOBS
     frozen.resumed.set()  # A wakes up, still holding its jobs in memory
-    await a.settle()
+    await settle(a)
     a_channel = a.channels["log"]
     assert a_channel.deliveries == []  # type: ignore[attr-defined]
     keys = sent(a_channel, b_channel)  # type: ignore[arg-type]
@@ -102,7 +103,7 @@ async def test_a_lease_inside_the_margin_is_renewed_not_dropped(
     # a 60 s lease with a 3.75 s margin: 2 s left when A wakes; nobody declared it dead
     clock.advance(CONFIG.lease_seconds - 2)
     frozen.resumed.set()
-    await a.settle()
+    await settle(a)
     assert len(a.channels["log"].deliveries) == JOBS  # type: ignore[attr-defined]
     assert a.metrics.leases_lapsed._value.get() == 0
     assert await every_job_state(herald) == {JobState.DELIVERED.value: JOBS}
@@ -121,7 +122,7 @@ async def test_a_silent_dispatcher_is_dead_before_its_leases_end(
     [a_row] = [w for w in await herald.store.workers() if w.id == a.worker_id]
     assert a_row.stopped_at is not None  # declared dead
     frozen.resumed.set()
-    await a.settle()  # A comes back: its leases look valid, its life had lapsed
+    await settle(a)  # A comes back: its leases look valid, its life had lapsed
     assert a.channels["log"].deliveries == []  # type: ignore[attr-defined]
     keys = sent(b_channel)
     assert len(keys) == JOBS and set(keys.values()) == {1}
@@ -134,7 +135,7 @@ async def test_a_fresh_heartbeat_keeps_the_jobs(herald: Herald, clock: ManualClo
     b = dispatcher(herald, RecordingChannel())
     assert (await b.drain()).outcomes["delivered"] == 0
     frozen.resumed.set()
-    await a.settle()  # 1 s of life left, inside the margin: renewed, then sent
+    await settle(a)  # 1 s of life left, inside the margin: renewed, then sent
     assert a.metrics.leases_lapsed._value.get() == 0
     assert len(a.channels["log"].deliveries) == JOBS  # type: ignore[attr-defined]
 

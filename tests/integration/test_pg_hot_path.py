@@ -17,6 +17,7 @@ from core.clock import ManualClock
 from core.dispatcher import Dispatcher, DispatcherConfig
 from core.store import AttemptRecord, Store, Verdict
 from tests.conftest import START
+from tests.support.dispatching import settle
 from tests.support.plans import explained_store, work
 
 BATCH = 600
@@ -55,9 +56,7 @@ async def test_claim_and_finish_stay_linear_without_planner_statistics(
     )
     assert len(jobs) == BATCH
     done = START + timedelta(seconds=1)
-    results = [
-        Verdict(job, "delivered", AttemptRecord(START, done, "ok")) for job in jobs[:-2]
-    ] + [
+    results = [Verdict(job, "delivered", AttemptRecord(START, done, "ok")) for job in jobs[:-2]] + [
         Verdict(jobs[-2], "retrying", AttemptRecord(START, done, "retry"), "down", done),
         Verdict(jobs[-1], "dead", AttemptRecord(START, done, "permanent"), "gone"),
     ]
@@ -106,6 +105,6 @@ async def test_an_idle_dispatcher_claims_a_little_first_and_claims_ahead_as_long
         assert claims == 2
         # the time a claim really took, per job, times one and a half batches
         assert 0.0 < dispatcher.prefetch() <= 1.0
-        await dispatcher.settle()
+        await settle(dispatcher)
     finally:
         await store.close()

@@ -18,6 +18,7 @@ from core.clock import ManualClock
 from core.dispatcher import PART_WINDOW, Dispatcher, DispatcherConfig
 from core.ratelimit import RateLimit, RateLimits, spacing
 from tests.support.channels import RecordingChannel
+from tests.support.dispatching import settle
 
 ALICE = "local:alice"
 FIVE = RateLimit(rate=5.0, burst=5.0)
@@ -57,7 +58,7 @@ async def test_a_claim_keeps_only_what_its_destination_takes_in_time(
     a, b = RecordingChannel(), RecordingChannel()
     first = dispatcher(herald, a)
     assert await first.pump() == 30
-    await first.settle()
+    await settle(first)
     # 14 fit within 2 s at 5/s (a burst of 5, then one every 0.21 s); 16 were handed
     # back at once, due when the bucket has room, so no one holds them meanwhile
     assert len(a.deliveries) == 14
@@ -112,7 +113,7 @@ async def test_late_slots_are_not_sent_together(herald: Herald, clock: ManualClo
     step = spacing(RateLimit(rate=2.0, burst=1.0)).total_seconds()  # 0.5 s and room
     assert await d.pump() == 10  # slots one every step; the sends have not started
     clock.advance(3)  # the loop stalls for 3 s: six slots are in the past
-    await d.settle()
+    await settle(d)
     # the others went at the limit's pace, none in a rush after the stall; the six too
     # late took fresh slots from the shared bucket, after them, in this dispatcher (not
     # handed back to the queue to be claimed again)
@@ -144,7 +145,7 @@ async def test_a_limit_the_dispatcher_cannot_reach_does_not_slow_it(
     channel = RecordingChannel(slow)
     d = Dispatcher(herald.store, {"log": channel}, clock=clock, config=config)
     assert await d.pump() == 40
-    await d.settle()
+    await settle(d)
     counts = await herald.store.job_counts()
     assert (counts.get("delivered"), counts.get("pending")) == (40, None)
     assert sorted(d.body for d in channel.deliveries) == sorted(f"m{i}" for i in range(40))
@@ -161,15 +162,15 @@ async def test_jobs_waiting_for_fresh_slots_are_answered_when_the_first_is_cance
     d = Dispatcher(herald.store, {"log": RecordingChannel()}, clock=clock, config=config)
     limit = RateLimit(rate=2.0, burst=1.0)
     reserved = _count_calls(herald.store, "reserve_slots")
-    asker = asyncio.create_task(d._fresh_slot("log:", limit))
-    joined = [asyncio.create_task(d._fresh_slot("log:", limit)) for _ in range(3)]
+    asker = asyncio.create_task(d._rates.fresh_slot("log:", limit))
+    joined = [asyncio.create_task(d._rates.fresh_slot("log:", limit)) for _ in range(3)]
     await asyncio.sleep(0)  # all four have asked
     asker.cancel()
     slots = await asyncio.wait_for(asyncio.gather(*joined), timeout=30)
     assert None not in slots and slots == sorted(slots) and len(set(slots)) == 3
     assert reserved == [3]  # one reservation, for the three still waiting (none wasted)
     # the next to miss a slot asks anew and gets one after theirs
-    later = await d._fresh_slot("log:", limit)
+    later = await d._rates.fresh_slot("log:", limit)
     assert later is not None and later > slots[-1]
     assert reserved == [3, 1]
 
@@ -183,10 +184,10 @@ async def test_jobs_missing_their_slots_meanwhile_share_the_next_reservation(
     d = Dispatcher(herald.store, {"log": RecordingChannel()}, clock=clock, config=config)
     limit = RateLimit(rate=100.0, burst=1.0)
     reserved = _count_calls(herald.store, "reserve_slots")
-    first = asyncio.create_task(d._fresh_slot("log:", limit))
+    first = asyncio.create_task(d._rates.fresh_slot("log:", limit))
     for _ in range(3):
         await asyncio.sleep(0)  # the first reservation is under way
-    rest = [asyncio.create_task(d._fresh_slot("log:", limit)) for _ in range(5)]
+    rest = [asyncio.create_task(d._rates.fresh_slot("log:", limit)) for _ in range(5)]
     slots = await asyncio.wait_for(asyncio.gather(first, *rest), timeout=30)
     assert None not in slots and len(set(slots)) == 6
     assert reserved == [1, 5]
@@ -221,9 +222,9 @@ async def test_one_feeder_starts_what_several_claims_took(
     )
     d = Dispatcher(herald.store, {"log": channel}, clock=clock, config=config)
     assert await d.pump() == 20  # two claims of ten
-    assert d._feeding == 1
-    await d.settle()
-    assert d._feeding == 0
+    assert d._feeder.running
+    await settle(d)
+    assert not d._feeder.running
     await d.drain()
     assert [x.body for x in channel.deliveries] == [f"m{i}" for i in range(40)]
 
@@ -238,15 +239,16 @@ async def test_the_feeders_part_shrinks_while_sends_come_late_after_their_slots(
     grace, sizes = d.config.slot_grace, []
     for _ in range(8):
         for _ in range(PART_WINDOW):
-            d._kept(0.8 * grace)
-        sizes.append(d._part)
+            d._feeder.record_lateness(0.8 * grace)
+        sizes.append(d._feeder.part)
     assert sizes == sorted(sizes, reverse=True) and sizes[0] < 64 and sizes[-1] == 8
     for _ in range(PART_WINDOW):
-        d._kept(0.45 * grace)  # neither near the grace nor well within it: as it was
-    assert d._part == 8
+        # neither near the grace nor well within it: as it was
+        d._feeder.record_lateness(0.45 * grace)
+    assert d._feeder.part == 8
     for _ in range(10 * PART_WINDOW):
-        d._kept(0.1 * grace)
-    assert d._part == d.config.concurrency == 64
+        d._feeder.record_lateness(0.1 * grace)
+    assert d._feeder.part == d.config.concurrency == 64
 
 
 async def test_a_job_waiting_for_a_fresh_slot_holds_no_sending_slot(
@@ -272,9 +274,9 @@ async def test_a_job_waiting_for_a_fresh_slot_holds_no_sending_slot(
 
     herald.store.reserve_slots = slow  # type: ignore[method-assign]
     await asyncio.wait_for(asked.wait(), timeout=30)
-    reserving = d._reslotting
+    reserving = d._rates.reserving_fresh
     assert reserving is not None and not reserving.done()  # it asked, and waits
-    assert d._sending == 0 and not d._events()[0].locked()  # its sending slot is free
+    assert d._feeder.sending == 0 and not d._events()[0].locked()  # its sending slot is free
     gate.set()
-    await d.settle()
+    await settle(d)
     assert [x.body for x in channel.deliveries] == ["late"]

@@ -71,8 +71,8 @@ def test_the_setting_is_on_by_default_and_per_tenant() -> None:
     config = DispatcherConfig.from_settings(settings)
     job = ClaimedJob(1, 1, START, START, 1, "k", "slack:C0123", "x", None, None, {})
     job.tenant, job.owner_name = "slack:T1", "Ada"
-    assert config.credits(job, parse_destination("slack:C0123")) == "Ada"
+    assert config.scheduled_by_name(job, parse_destination("slack:C0123")) == "Ada"
     job.tenant = "slack:T2"
-    assert config.credits(job, parse_destination("slack:C0123")) is None
+    assert config.scheduled_by_name(job, parse_destination("slack:C0123")) is None
     with pytest.raises(Exception, match="TENANT=on or TENANT=off"):
         load_settings(_env_file=None, HERALD_TENANT_SCHEDULED_BY="slack:T1=sometimes")

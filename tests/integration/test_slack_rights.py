@@ -229,7 +229,7 @@ def test_an_owner_without_a_name_is_credited_by_id() -> None:
     config = DispatcherConfig(scheduled_by=True)
     job = ClaimedJob(1, 1, START, START, 1, "k", "slack:C0123", "x", None, None, {})
     job.tenant, job.owner = A, "slack:UNEW"
-    assert config.credits(job, parse_destination("slack:C0123")) == "UNEW"
+    assert config.scheduled_by_name(job, parse_destination("slack:C0123")) == "UNEW"
     job.owner_name = "  Ada "
-    assert config.credits(job, parse_destination("slack:C0123")) == "Ada"
-    assert config.credits(job, parse_destination("slack:@UNEW")) is None  # a DM: none
+    assert config.scheduled_by_name(job, parse_destination("slack:C0123")) == "Ada"
+    assert config.scheduled_by_name(job, parse_destination("slack:@UNEW")) is None  # a DM: none

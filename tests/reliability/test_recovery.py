@@ -17,7 +17,7 @@ import pytest
 
 from bot.cli.bench import PLACEHOLDER
 from core import db
-from core.leases import machine_id
+from core.dispatcher.liveness import machine_id
 from core.store import Store
 from tests.reliability.conftest import report, size
 from tests.reliability.test_processes import (

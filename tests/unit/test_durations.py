@@ -20,7 +20,7 @@ from bot.slack import grammar
 from core import timeexpr
 from core.cases.calendars import describe_before, parse_before
 from core.cases.console import parse_shift
-from core.dispatcher.loop import _duration
+from core.dispatcher.verdicts import duration as dispatcher_duration
 from core.errors import InvalidInput
 
 # --- the feeds' lead time, as it was -------------------------------------------------
@@ -119,7 +119,7 @@ def test_the_dispatcher_words_a_wait_as_before() -> None:
     samples = [x / 4 for x in range(-400, 400)] + [float(x) for x in range(0, 30_000, 7)]
     samples += [89.4, 89.5, 89.6, 5399.0, 5400.0, 5401.0, 1e6, -0.4, 0.0]
     for seconds in samples:
-        assert _duration(seconds) == _old_dispatcher_duration(seconds), seconds
+        assert dispatcher_duration(seconds) == _old_dispatcher_duration(seconds), seconds
 
 
 # --- "in <duration>" (one-off phrases) and the console's shift ------------------------

@@ -1,0 +1,50 @@
+"""The hourly housekeeping: old attempts and finished jobs pruned, dead letters capped."""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+from core.actors import Surface
+from core.clock import Clock
+from core.dispatcher.config import DispatcherConfig
+from core.store import AuditEntry, DispatchStore
+
+log = logging.getLogger("core.dispatcher")
+
+
+async def housekeeping(
+    store: DispatchStore, clock: Clock, config: DispatcherConfig
+) -> dict[str, int]:
+    """Prune old attempts and finished jobs; cap the dead letters by age and count,
+    with a warning (never silently). Returns how many of each went."""
+    now = clock.now()
+    await store.optimize()
+    retention = timedelta(days=config.retention_days)
+    pruned = await store.prune_finished(before=now - retention)
+    capped = await store.cap_dead_letters(
+        older_than=now - timedelta(days=config.dead_letter_days),
+        keep=config.dead_letter_max,
+        now=now,
+        audit=AuditEntry(
+            "system:housekeeping",
+            "dead.discard",
+            "job",
+            details={
+                "reason": "dead-letter cap",
+                "max": config.dead_letter_max,
+                "max_age_days": config.dead_letter_days,
+            },
+            surface=Surface.SYSTEM.value,
+        ),
+    )
+    if capped:
+        log.warning(
+            "discarded dead letters over the cap",
+            extra={
+                "jobs": capped,
+                "max": config.dead_letter_max,
+                "max_age_days": config.dead_letter_days,
+            },
+        )
+    return {**pruned, "dead_discarded": capped}

@@ -1,0 +1,79 @@
+"""What the dispatcher says of the outcomes it records: metrics, and one structured log
+event per outcome that is not a plain delivery (never the message's text)."""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+
+from core.dispatcher.verdicts import DELIVERED, RETRYING
+from core.metrics import Metrics
+from core.store import Settled
+
+log = logging.getLogger("core.dispatcher")
+
+
+def record(item: Settled, metrics: Metrics, worker: str) -> None:
+    """Metrics and the log event of one recorded outcome: a failure (retrying, dead,
+    expired, handed back) at WARNING with every field, a delivery at DEBUG. At INFO,
+    :func:`recorded_batch` says one line per batch (a line per delivery doubled the
+    CPU a burst takes)."""
+    job, attempt = item.job, item.attempt
+    kind = job.destination.partition(":")[0]
+    m = metrics.channel(kind)
+    duration_ms = None
+    if attempt is not None:
+        m.outcome(attempt.outcome).inc()
+        took = (attempt.finished_at - attempt.started_at).total_seconds()
+        duration_ms = round(took * 1000, 1)
+        m.duration.observe(took)
+        if job.attempts == 1:
+            late = (attempt.started_at - job.due_at).total_seconds()
+            m.lateness.observe(max(0.0, late))
+        if attempt.status_code == 429:
+            m.provider_429.inc()
+        if item.state == RETRYING:
+            m.retries.inc()
+    level = logging.DEBUG if item.state == DELIVERED else logging.WARNING
+    if log.isEnabledFor(level):
+        log.log(
+            level,
+            f"job {item.state}",
+            extra={
+                "event": f"job.{item.state}",
+                "job_id": job.id,
+                "schedule_id": job.schedule_id,
+                "destination": kind,
+                "attempt": job.attempts,
+                "outcome": attempt.outcome if attempt else None,
+                "status_code": attempt.status_code if attempt else None,
+                "duration_ms": duration_ms,
+                "worker": worker,
+                "error": item.error,
+            },
+        )
+
+
+def recorded_batch(counted: Counter[str], worker: str) -> None:
+    """One INFO line for a recorded batch, with its counts by state."""
+    if counted and log.isEnabledFor(logging.INFO):
+        log.info(
+            "jobs recorded",
+            extra={"event": "jobs.recorded", "jobs": counted.total(), **counted, "worker": worker},
+        )
+
+
+def lost_lease(item: Settled, worker: str) -> None:
+    """The job's lease expired while it was being sent and another try took over; this
+    outcome is kept in the delivery log only."""
+    log.warning(
+        "outcome of a job whose lease was lost",
+        extra={
+            "event": "job.lease_lost",
+            "job_id": item.job.id,
+            "schedule_id": item.job.schedule_id,
+            "attempt": item.job.attempts,
+            "outcome": item.attempt.outcome if item.attempt else None,
+            "worker": worker,
+        },
+    )
