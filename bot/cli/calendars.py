@@ -1,8 +1,8 @@
 """``herald feeds``, ``herald export ics`` and ``herald schedule --skip-calendar``.
 
-Their grammar is in bot/cli/parser.py; bot/cli/commands.py runs them (``"feeds":
-cmd_feeds``, ``"export": cmd_export``; ``cmd_schedule`` passes :func:`skip_sources` to
-core, ``cmd_when`` previews with :func:`preview_skips`).
+Their grammar is in bot/cli/parser.py; bot/cli/commands.py runs them (its handlers
+``feeds`` and ``export`` over :func:`cmd_feeds` and :func:`cmd_export`; ``Cli.cmd_schedule``
+passes :func:`skip_sources` to core; bot/cli/when.py previews with :func:`preview_skips`).
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 
 It builds the settings, the store and the use cases once, acts as ``local:$USER``,
 prints results (``--json`` for scripts) and turns every HeraldError into one line on
-stderr with exit status 2. bot/cli/main.py imports it only once the arguments are parsed.
+stderr with exit status 2. The handlers at the end are those bot/cli/main.py's
+``COMMANDS`` names; it imports this module only once the arguments are parsed.
 """
 
 from __future__ import annotations
@@ -14,18 +15,18 @@ import logging
 import sys
 from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from bot.cli import calendars as cli_calendars
-from bot.cli.info import check_old_database, cmd_info
+from bot.cli import info as cli_info
 from bot.cli.options import TABLE_WIDTH, open_text, schedule_options, table_lines
 from bot.cli.parser import EXIT_ERROR
 from bot.logs import configure_logging
 from core import calendars, db, reminders, verbs, views
 from core.actors import Principal, Surface
-from core.cases import Herald
-from core.cases.importer import ImportRejected, import_schedules, more_invalid
+from core.cases import Herald, ImportRejected, import_schedules, more_invalid
 from core.channels import build_channels
 from core.clock import Clock, SystemClock
 from core.errors import HeraldError, InvalidInput
@@ -449,6 +450,28 @@ class Cli:
         service.run(service.serve(self.settings, out=self.out), self.settings)
         return 0
 
+    def cmd_housekeeping(self) -> None:
+        from bot import service
+
+        self.emit_json(asyncio.run(service.housekeeping(self.settings)))
+
+    def cmd_bench(self) -> None:
+        from bot.cli.bench import run_bench_dispatch
+
+        a = self.args
+        if a.jobs < 1 or a.dispatchers < 1 or a.spread < 0 or a.pending < 0:
+            raise InvalidInput("--jobs and --dispatchers must be at least 1.")
+        self.emit_json(run_bench_dispatch(self.settings, a))
+
+    def cmd_info(self) -> None:
+        cli_info.cmd_info(self.args, self.settings, self.out)
+
+    def cmd_demo(self) -> int:
+        from bot.cli.demo import run_demo
+
+        console = not self.args.no_console and sys.stdin.isatty() and sys.stdout.isatty()
+        return run_demo(self.settings, sys.stdout, console=console)
+
     def cmd_discord_invite(self) -> None:
         from bot.discord_bot import invite_url
 
@@ -540,29 +563,6 @@ def _application_id(settings: Settings) -> int:
         ) from exc
 
 
-Command = Callable[[Cli, Herald], Coroutine[Any, Any, None]]
-
-_STORE_COMMANDS: dict[str, Command] = {
-    "schedule": Cli.cmd_schedule,
-    "list": Cli.cmd_list,
-    "show": Cli.cmd_show,
-    "edit": Cli.cmd_edit,
-    **{v.name: Cli.cmd_change for v in verbs.offered(verbs.CLI, verbs.STATE_VERBS)},
-    "import": Cli.cmd_import,
-    "timezone": Cli.cmd_timezone,
-    "member": Cli.cmd_member_role,
-    "admin": Cli.cmd_admin_init,
-    "dead": Cli.cmd_dead,
-    "token": Cli.cmd_token,
-    "feeds": cli_calendars.cmd_feeds,
-    "export": cli_calendars.cmd_export,
-}
-
-
-#: Commands that open the configured database (``demo`` has a file of its own).
-_DATABASE_COMMANDS = frozenset({*_STORE_COMMANDS, "db", "housekeeping", "run", "console"})
-
-
 def _when_column(schedule: Schedule, words: dict[tuple[str, str], str]) -> str:
     """:func:`core.views.when_column`, a rule's words (a pure function of the rule and
     its zone) read once for every row that repeats them: a list of a thousand schedules
@@ -576,55 +576,83 @@ def _when_column(schedule: Schedule, words: dict[tuple[str, str], str]) -> str:
     return found
 
 
-async def _run_store_command(cli: Cli, command: Command) -> None:
-    async with open_herald(cli.settings) as herald:
-        await command(cli, herald)
+# --- the handlers bot/cli/main.py's COMMANDS names -------------------------------------
+
+Action = Callable[[Cli], int | None]
+HeraldAction = Callable[[Cli, Herald], Coroutine[Any, Any, None]]
 
 
-def run(args: argparse.Namespace, settings: Settings | None = None) -> int:
-    """Carry out one parsed command. Returns the exit status."""
-    try:
-        cfg = settings or load_settings()
-        configure_logging(cfg, default_level="INFO" if args.command == "run" else "WARNING")
-        cli = Cli(args, cfg, sys.stdout)
-        if args.command in _DATABASE_COMMANDS:
-            check_old_database(cfg)
-        if args.command in _STORE_COMMANDS:
-            asyncio.run(_run_store_command(cli, _STORE_COMMANDS[args.command]))
-        elif args.command == "db":
-            cli.cmd_db()
-        elif args.command == "bench":
-            from bot.cli.bench import run_bench_dispatch
+@dataclass(frozen=True, slots=True)
+class Handler:
+    """A command's handler (:data:`bot.cli.main.Handler`): it reads the settings, sets
+    up logging at ``log_level`` (HERALD_LOG_LEVEL overrides it), checks first that no
+    older Herald's database is left behind when the command opens the ``database``,
+    carries out ``action`` and turns every HeraldError into one line on stderr with exit
+    status 2."""
 
-            if args.jobs < 1 or args.dispatchers < 1 or args.spread < 0 or args.pending < 0:
-                raise InvalidInput("--jobs and --dispatchers must be at least 1.")
-            cli.emit_json(run_bench_dispatch(cfg, args))
-        elif args.command == "discord":
-            cli.cmd_discord_invite()
-        elif args.command == "housekeeping":
-            from bot import service
+    action: Action
+    database: bool = False
+    log_level: str = "WARNING"
 
-            cli.emit_json(asyncio.run(service.housekeeping(cfg)))
-        elif args.command == "run":
-            return cli.cmd_run()
-        elif args.command == "console":
-            return cli.cmd_console()
-        elif args.command == "info":
-            cmd_info(args, cfg, cli.out)
-        elif args.command == "demo":
-            from bot.cli.demo import run_demo
+    def __call__(self, args: argparse.Namespace, settings: Settings | None = None) -> int:
+        try:
+            cfg = settings or load_settings()
+            configure_logging(cfg, default_level=self.log_level)
+            cli = Cli(args, cfg, sys.stdout)
+            if self.database:
+                cli_info.check_old_database(cfg)
+            return self.action(cli) or 0
+        except ImportRejected as exc:
+            print(f"herald: error: {exc}", file=sys.stderr)  # noqa: T201
+            for number, why in exc.invalid:
+                print(f"line {number}: {why}", file=sys.stderr)  # noqa: T201
+            if more := more_invalid(exc.count, len(exc.invalid)):
+                print(f"… {more} bad lines", file=sys.stderr)  # noqa: T201
+            return EXIT_ERROR
+        except HeraldError as exc:
+            log.debug("command failed", exc_info=True)
+            print(f"herald: error: {exc}", file=sys.stderr)  # noqa: T201
+            return EXIT_ERROR
 
-            console = not args.no_console and sys.stdin.isatty() and sys.stdout.isatty()
-            return run_demo(cfg, sys.stdout, console=console)
-    except ImportRejected as exc:
-        print(f"herald: error: {exc}", file=sys.stderr)  # noqa: T201
-        for number, why in exc.invalid:
-            print(f"line {number}: {why}", file=sys.stderr)  # noqa: T201
-        if more := more_invalid(exc.count, len(exc.invalid)):
-            print(f"… {more} bad lines", file=sys.stderr)  # noqa: T201
-        return EXIT_ERROR
-    except HeraldError as exc:
-        log.debug("command failed", exc_info=True)
-        print(f"herald: error: {exc}", file=sys.stderr)  # noqa: T201
-        return EXIT_ERROR
-    return 0
+
+@dataclass(frozen=True, slots=True)
+class OverHerald:
+    """An action of the use cases: ``with_herald`` run with Herald opened over the
+    configured database (tests call ``with_herald`` with their own Herald)."""
+
+    with_herald: HeraldAction
+
+    def __call__(self, cli: Cli) -> None:
+        asyncio.run(self._run(cli))
+
+    async def _run(self, cli: Cli) -> None:
+        async with open_herald(cli.settings) as herald:
+            await self.with_herald(cli, herald)
+
+
+def over_herald(action: HeraldAction) -> Handler:
+    """The handler of a command of the use cases (:class:`OverHerald`)."""
+    return Handler(OverHerald(action), database=True)
+
+
+schedule = over_herald(Cli.cmd_schedule)
+list_schedules = over_herald(Cli.cmd_list)
+show = over_herald(Cli.cmd_show)
+edit = over_herald(Cli.cmd_edit)
+change = over_herald(Cli.cmd_change)  # pause, resume, skip, cancel
+import_file = over_herald(Cli.cmd_import)
+timezone = over_herald(Cli.cmd_timezone)
+member = over_herald(Cli.cmd_member_role)
+admin = over_herald(Cli.cmd_admin_init)
+dead = over_herald(Cli.cmd_dead)
+token = over_herald(Cli.cmd_token)
+feeds = over_herald(cli_calendars.cmd_feeds)
+export = over_herald(cli_calendars.cmd_export)
+database = Handler(Cli.cmd_db, database=True)
+housekeeping = Handler(Cli.cmd_housekeeping, database=True)
+run_service = Handler(Cli.cmd_run, database=True, log_level="INFO")
+console = Handler(Cli.cmd_console, database=True)
+discord_invite = Handler(Cli.cmd_discord_invite)
+bench = Handler(Cli.cmd_bench)
+info = Handler(Cli.cmd_info)
+demo = Handler(Cli.cmd_demo)

@@ -20,12 +20,13 @@ import sys
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
 from bot.cli.parser import EXIT_ERROR
-from core.verbs import verb
+from core.verbs import CLI, STATE_VERBS, offered, verb
 
 TIMEOUT = 30.0
 
@@ -267,18 +268,21 @@ class Remote:
             self.emit(f"Schedule {s['id']} {what}; next: {nxt} {s['timezone']}.")
 
 
+#: What each command the API serves does here (bot/cli/main.py's ``remote`` commands).
+SERVED: dict[str, Callable[[Remote, argparse.Namespace], None]] = {
+    "schedule": Remote.schedule,
+    "list": Remote.list,
+    "show": Remote.show,
+    "edit": Remote.change,
+    **{v.name: Remote.change for v in offered(CLI, STATE_VERBS)},
+}
+
+
 def run_remote(args: argparse.Namespace, url: str, token: str) -> int:
     """Carry out a command the API serves. Returns the exit status."""
     remote = Remote(url, token)
     try:
-        if args.command == "schedule":
-            remote.schedule(args)
-        elif args.command == "list":
-            remote.list(args)
-        elif args.command == "show":
-            remote.show(args)
-        else:
-            remote.change(args)
+        SERVED[args.command](remote, args)
     except RemoteError as exc:
         print(f"herald: error: {exc}", file=sys.stderr)  # noqa: T201 - CLI output
         return EXIT_ERROR

@@ -12,7 +12,8 @@ from datetime import timedelta
 
 import pytest
 
-from bot.cli.commands import _STORE_COMMANDS, Cli
+from bot.cli.commands import Cli
+from bot.cli.main import COMMANDS, handler
 from bot.cli.parser import build_parser
 from core.actors import Principal, Surface
 from core.cases import Herald
@@ -37,7 +38,7 @@ async def cli(herald: Herald, settings: Settings, *argv: str, actor: str = MEMBE
     out = io.StringIO()
     command = Cli(args, settings, out)
     command.actor = Principal(actor, surface=Surface.CLI)
-    await _STORE_COMMANDS[args.command](command, herald)
+    await handler(COMMANDS[args.command]).action.with_herald(command, herald)  # type: ignore[attr-defined]
     return out.getvalue()
 
 
