@@ -3,8 +3,10 @@
 Every import counts, one inside a function too (a lazy import still ties two modules
 together: neither can be read, changed or tested without the other), relative ones
 resolved; only ``if TYPE_CHECKING:`` blocks are left aside (annotations, never run).
-``from pkg import name`` counts as importing ``pkg.name`` when that is a module.
-Importing ``pkg.mod`` also runs ``pkg/__init__.py``; that edge is not counted, or every
+``from pkg import name`` imports ``pkg`` (it names it), and ``pkg.name`` too when that
+is a module: a package's module that takes a sibling so closes a circle with a face
+importing it (take ``from pkg.name import …`` instead). ``import pkg.mod`` and ``from
+pkg.mod import …`` also run ``pkg/__init__.py``; that edge is not counted, or every
 package whose face re-exports its modules would be a circle.
 """
 
