@@ -183,44 +183,59 @@ class Api:
             await self.herald.store.touch_token(token.id, now=self.herald.clock.now())
         return principal, token
 
+    async def _admit(self, request: web.Request, route: Route) -> tuple[Principal, ApiToken]:
+        """Who ``request`` acts for: its token, within the request rates (the address's
+        without a valid token, else the member's) and the route's scope. Raises
+        :class:`Unauthorized` or an :class:`ApiProblem` (429, 403) when not."""
+        settings = self.herald.settings
+        try:
+            principal, token = await self.authenticate(request)
+        except Unauthorized:
+            wait = self.strangers.take(request.remote or "?")
+            if wait > 0:
+                raise ApiProblem(
+                    429,
+                    f"More than {settings.api_burst} requests at once or "
+                    f"{settings.api_rate:g} a second came from this address without "
+                    "a valid API token; wait and try again.",
+                    headers={"Retry-After": _retry_after(wait)},
+                ) from None
+            raise
+        wait = self.buckets.take((token.tenant, token.member_id))
+        if wait > 0:
+            raise ApiProblem(
+                429,
+                f"{token.member_id} sent more than {settings.api_burst} requests at "
+                f"once or {settings.api_rate:g} a second (all their tokens together); "
+                "wait and try again.",
+                headers={"Retry-After": _retry_after(wait)},
+            )
+        if not scope_allows(token.scope, route.scope):
+            raise ApiProblem(
+                403,
+                f"Token {token.id} has the {token.scope} scope; this needs "
+                f"{route.scope}. Make a token with --scope {route.scope}.",
+                slug="insufficient-scope",
+            )
+        return principal, token
+
+    async def _run(self, request: web.Request, route: Route, request_id: str) -> Reply:
+        """The route's handler on ``request``, once admitted and read through the
+        route's models (its query, then its body)."""
+        principal, token = await self._admit(request, route)
+        call = Call(request, self.herald, principal, token, request_id=request_id)
+        call.query = _model(route.query, dict(request.query), "query")
+        call.body = await self._body(request, route)
+        return await route.handler(call)
+
     def handler(self, route: Route) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+        """The aiohttp handler of ``route``: every refusal and failure is a problem, and
+        every answer carries ``X-Request-Id``."""
+
         async def handle(request: web.Request) -> web.StreamResponse:
             request_id = request_id_for(request)
-            settings = self.herald.settings
             try:
-                try:
-                    principal, token = await self.authenticate(request)
-                except Unauthorized:
-                    wait = self.strangers.take(request.remote or "?")
-                    if wait > 0:
-                        raise ApiProblem(
-                            429,
-                            f"More than {settings.api_burst} requests at once or "
-                            f"{settings.api_rate:g} a second came from this address without "
-                            "a valid API token; wait and try again.",
-                            headers={"Retry-After": _retry_after(wait)},
-                        ) from None
-                    raise
-                wait = self.buckets.take((token.tenant, token.member_id))
-                if wait > 0:
-                    raise ApiProblem(
-                        429,
-                        f"{token.member_id} sent more than {settings.api_burst} requests at "
-                        f"once or {settings.api_rate:g} a second (all their tokens together); "
-                        "wait and try again.",
-                        headers={"Retry-After": _retry_after(wait)},
-                    )
-                if not scope_allows(token.scope, route.scope):
-                    raise ApiProblem(
-                        403,
-                        f"Token {token.id} has the {token.scope} scope; this needs "
-                        f"{route.scope}. Make a token with --scope {route.scope}.",
-                        slug="insufficient-scope",
-                    )
-                call = Call(request, self.herald, principal, token, request_id=request_id)
-                call.query = _model(route.query, dict(request.query), "query")
-                call.body = await self._body(request, route)
-                reply = await route.handler(call)
+                reply = await self._run(request, route, request_id)
             except (ApiProblem, HeraldError) as exc:
                 if isinstance(exc, DatabaseError):
                     log.warning(
