@@ -23,9 +23,11 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
+import core.dispatcher.message as message
+import core.dispatcher.reporting as reporting
+import core.dispatcher.verdicts as verdicts
 from core.channels.base import Channel, Delivery, DeliveryResult
 from core.clock import Clock
-from core.dispatcher import message, reporting, verdicts
 from core.dispatcher.alarms import Periodic, alarm_clock, wake_time
 from core.dispatcher.config import (
     DispatcherConfig,
@@ -304,7 +306,8 @@ class Dispatcher:
                         self._leases.sendable(job.id, clock.now())
                         or await self._liveness.renewed_holds(job.id)  # a round trip
                     ):
-                        return self._lapsed(job)
+                        self.metrics.leases_lapsed.inc()
+                        return verdicts.lapsed(job)
                     started = clock.now()
                     pace = 0.0 if slot is None else self._pace(key, slot, started, pacing)
                     if pace is not None and pace <= 0:
@@ -357,10 +360,6 @@ class Dispatcher:
         if pause is not None:
             self._rates.pause(job.id, key, pause)
         return verdicts.judge(job, result, started, finished, self.config, self.rng, body)
-
-    def _lapsed(self, job: ClaimedJob) -> HandBack:
-        self.metrics.leases_lapsed.inc()
-        return verdicts.lapsed(job)
 
     # --- recording --------------------------------------------------------------------
 
