@@ -56,16 +56,16 @@ def test_no_room_imports_the_loop() -> None:
 
 
 def test_no_room_imports_the_face() -> None:
-    """A room importing ``core.dispatcher`` itself would import the loop through it."""
+    """A room importing ``core.dispatcher`` itself (``from core.dispatcher import x``
+    too) would close a circle through the face, which imports the loop."""
     for path in MODULES:
         if path.name == "__init__.py":
             continue
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Import):
                 assert "core.dispatcher" not in {a.name for a in node.names}, path.name
-            if isinstance(node, ast.ImportFrom) and node.module == "core.dispatcher":
-                rooms = {p.stem for p in MODULES}
-                assert {a.name for a in node.names} <= rooms, path.name
+            if isinstance(node, ast.ImportFrom):
+                assert node.module != "core.dispatcher", path.name
 
 
 def test_the_rooms_import_each_other_without_a_circle() -> None:
