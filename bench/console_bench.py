@@ -29,7 +29,12 @@ from typing import Any
 import sqlalchemy as sa
 
 from core import db
-from core.store.base import ATTEMPT, AUDIT, JOB, SCHEDULE
+from core.models import Attempt, Audit, Job, Schedule
+
+SCHEDULE = Schedule.__table__
+JOB = Job.__table__
+ATTEMPT = Attempt.__table__
+AUDIT = Audit.__table__
 
 CHUNK = 20_000
 ADMIN = "local:bench-admin"

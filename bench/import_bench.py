@@ -15,8 +15,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from core.cases import Herald
-from core.cases.importer import import_schedules
+from core.cases import Herald, import_schedules
 from core.clock import SystemClock
 from core.settings import load_settings
 from core.store import Store

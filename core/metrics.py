@@ -19,7 +19,7 @@ from prometheus_client.utils import floatToGoString
 from core.models import JobState
 
 if TYPE_CHECKING:
-    from core.store.calendars import CalendarHealth
+    from core.store import CalendarHealth
 
 LATENESS_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30, 60, 300, 3600)
 DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)

@@ -5,20 +5,20 @@ credential-shaped (rows written before that, by an older Herald)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
 from core import timeexpr
 from core.actors import Actor
-from core.cases import ScheduleDetail
 from core.channels import parse_destination
 from core.errors import HeraldError
 from core.instants import iso as iso
 from core.instants import local as local
 from core.models import Attempt, Job, Schedule
 from core.scrub import scrub_credentials
-from core.store.dead_letters import DeadLetter
+from core.store import DeadLetter
 
 
 def local_short(value: datetime | None, zone: str) -> str:
@@ -34,7 +34,8 @@ def error_text(text: str | None) -> str | None:
 
 
 def describe(schedule: Schedule) -> str:
-    """How the schedule's time reads in words."""
+    """How the schedule's time reads in words: "every weekday at 09:00 (Europe/Berlin)",
+    "once, Tue 3 Mar 2026 16:00 (UTC)"."""
     if schedule.rrule is not None:
         return timeexpr.describe(schedule.rrule)
     return timeexpr.describe_once(schedule.starts_at, schedule.timezone)
@@ -138,6 +139,15 @@ def attempt_dict(attempt: Attempt) -> dict[str, Any]:
         "worker": attempt.worker,
         "text": attempt.body,
     }
+
+
+@dataclass(frozen=True)
+class ScheduleDetail:
+    """A schedule with its jobs (latest first) and their attempts (newest first)."""
+
+    schedule: Schedule
+    jobs: list[Job]
+    attempts: list[Attempt]
 
 
 def detail_dict(detail: ScheduleDetail) -> dict[str, Any]:

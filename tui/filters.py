@@ -10,11 +10,10 @@ from __future__ import annotations
 import shlex
 from datetime import UTC, datetime
 
-from core.cases.console import parse_shift
+from core.cases import parse_shift
 from core.errors import HeraldError
 from core.models import STATE_FILTERS
-from core.store.console import AttemptFilter, AuditFilter, ScheduleFilter
-from core.store.dead_letters import DeadFilter
+from core.store import AttemptFilter, AuditFilter, DeadFilter, ScheduleFilter
 
 OUTCOMES = ("ok", "retry", "permanent")
 

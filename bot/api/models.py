@@ -18,7 +18,7 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validato
 from pydantic_core import PydanticCustomError
 
 from core import limits
-from core.cases.schedules import MAX_KEY, OPTIONS
+from core.cases import MAX_KEY, OPTIONS
 
 
 class _In(BaseModel):

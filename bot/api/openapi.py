@@ -17,7 +17,7 @@ from bot.api import models as m
 from bot.api.problems import PROBLEM, PROBLEM_SLUGS, STATUS_SLUGS, STATUS_TITLES
 from bot.api.requests import PREFIX, Route
 from bot.api.routes import ROUTES
-from core.cases.importer import FIELDS as IMPORT_FIELDS
+from core.cases import FIELDS as IMPORT_FIELDS
 
 _REF = "#/components/schemas/{model}"
 _COMMON_PROBLEMS = (400, 401, 403, 429, 500, 503)

@@ -12,8 +12,7 @@ from zoneinfo import ZoneInfo
 
 from core import calendars, limits, timeexpr, views
 from core.actors import Actor
-from core.cases import ScheduleDetail
-from core.cases.calendars import describe_before
+from core.cases import ScheduleDetail, describe_before
 from core.channels import parse_destination
 from core.errors import HeraldError
 from core.models import Feed, Schedule, ScheduleState

@@ -17,8 +17,7 @@ from zoneinfo import ZoneInfo
 from bot.slack.grammar import escape, unescape
 from core import calendars, limits, verbs, views
 from core.actors import Actor
-from core.cases import ScheduleDetail
-from core.cases.calendars import describe_before
+from core.cases import ScheduleDetail, describe_before
 from core.channels import parse_destination
 from core.errors import HeraldError, InvalidInput
 from core.models import Feed, Schedule, ScheduleState

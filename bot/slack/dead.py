@@ -13,8 +13,7 @@ from typing import Any
 from bot.slack.blocks import Blocks, button, context, quote, section, where
 from bot.slack.grammar import escape
 from core import limits, verbs
-from core.store import Settled
-from core.store.dead_letters import DeadLetter
+from core.store import DeadLetter, Settled
 
 log = logging.getLogger(__name__)
 

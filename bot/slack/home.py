@@ -8,9 +8,9 @@ from typing import Any
 from bot.slack.blocks import Blocks, button, context, schedule_blocks, section
 from bot.slack.dead import Letter, letter_blocks
 from core import limits
-from core.cases.console import Overview
+from core.cases import Overview
 from core.models import Schedule
-from core.store.dead_letters import DeadLetter
+from core.store import DeadLetter
 
 #: Schedules and dead letters shown: 3 blocks a schedule, 2 a letter, with the header,
 #: buttons and notes, stay well inside Slack's 100 blocks of a Home tab.

@@ -12,23 +12,54 @@ settings, channels and the helpers the concerns share, all given to its construc
 - :mod:`core.cases.dead_letters`: dead letters, retries and their answers;
 - :mod:`core.cases.console`: the operator console, on schedules and dead letters;
 - :mod:`core.cases.tokens`: the HTTP API's tokens (made, listed, revoked, read);
+- :mod:`core.cases.herald`: :class:`Herald`, the classes above composed;
 - :mod:`core.cases.importer`: bulk import (a function over :class:`Herald`).
 
-A class calls only what it or a class it derives from implements, and no method is
-implemented twice, so the order of :class:`Herald`'s bases cannot change which
-implementation runs (``tests/unit/test_architecture.py`` checks both).
+This module is the package's face: the surfaces import what they use from here, never
+from a sub-module (an import-linter contract in ``pyproject.toml`` keeps them private).
 """
 
-from core.cases.console import ConsoleCases
-from core.cases.members import MemberCases
-from core.cases.reminders import ReminderCases
-from core.cases.schedules import ScheduleDetail, check_text
-from core.cases.tokens import TokenCases
+from core.cases.calendars import describe_before
+from core.cases.console import (
+    SCHEDULE_BULK,
+    Overview,
+    Timeline,
+    parse_shift,
+    unavailable,
+    verb_rule,
+)
+from core.cases.herald import Herald
+from core.cases.importer import (
+    FIELDS,
+    ImportRateExceeded,
+    ImportRejected,
+    ImportTooLarge,
+    import_schedules,
+    more_invalid,
+)
+from core.cases.schedules import MAX_KEY, OPTIONS, check_text
+from core.cases.tokens import Unauthorized, scope_allows
+from core.views import ScheduleDetail
 
-__all__ = ["Herald", "ScheduleDetail", "check_text"]
-
-
-class Herald(ReminderCases, MemberCases, ConsoleCases, TokenCases):
-    """The use cases over one store, one clock and the settings: build it with
-    ``Herald(store, settings, clock, on_due=…, channels=…, calendar_reader=…,
-    metrics=…)`` (see :class:`~core.cases.base.CaseBase`)."""
+__all__ = [
+    "FIELDS",
+    "MAX_KEY",
+    "OPTIONS",
+    "SCHEDULE_BULK",
+    "Herald",
+    "ImportRateExceeded",
+    "ImportRejected",
+    "ImportTooLarge",
+    "Overview",
+    "ScheduleDetail",
+    "Timeline",
+    "Unauthorized",
+    "check_text",
+    "describe_before",
+    "import_schedules",
+    "more_invalid",
+    "parse_shift",
+    "scope_allows",
+    "unavailable",
+    "verb_rule",
+]

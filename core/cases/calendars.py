@@ -42,8 +42,7 @@ from core.channels import parse_destination
 from core.errors import HeraldError, InvalidInput, NotFound
 from core.models import CalendarSource, Feed, Schedule, ScheduleState
 from core.scrub import scrub_credentials
-from core.store import AuditEntry, ScheduleQuery
-from core.store.calendars import CalendarQueries, FetchRecord
+from core.store import AuditEntry, CalendarQueries, FetchRecord, ScheduleQuery
 from core.tenancy import neutralize_mentions
 
 log = logging.getLogger(__name__)
@@ -98,7 +97,7 @@ class RefreshReport:
 
 class CalendarCases(CaseBase):
     """Calendars and feeds (the ``store`` includes
-    :class:`~core.store.calendars.CalendarQueries`; the reader and the metrics are
+    :class:`~core.store.CalendarQueries`; the reader and the metrics are
     :class:`~core.cases.base.CaseBase`'s constructor arguments)."""
 
     @property

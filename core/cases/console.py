@@ -21,21 +21,22 @@ from core.channels import parse_destination
 from core.errors import Conflict, HeraldError, InvalidInput, NotFound
 from core.models import Audit, Job, Schedule, ScheduleState
 from core.scrub import calendar_source, scrub, scrub_credentials
-from core.store import AuditEntry
-from core.store.calendars import CalendarPage
-from core.store.console import (
+from core.store import (
     RESPONSE_CHARS,
     TEXT_CHARS,
     AttemptFilter,
     AttemptRow,
+    AuditEntry,
     AuditFilter,
+    CalendarPage,
     DeadFilter,
     DeadGroup,
+    DeadLetter,
     Figures,
     QueueRow,
     ScheduleFilter,
 )
-from core.store.dead_letters import DeadLetter
+from core.views import describe
 
 CHUNK = 500
 
@@ -471,7 +472,7 @@ class ConsoleCases(ScheduleCases, DeadLetterCases):
         events.sort(key=lambda e: (e.at, _RANK.get(e.kind, 5)))
         return Timeline(
             schedule,
-            _describe(schedule),
+            describe(schedule),
             _upcoming(schedule, self.clock.now()),
             jobs,
             events,
@@ -488,12 +489,6 @@ def _redacted(destination: str) -> str:
 
 #: Order of events at the same instant: creation, planning, the try, its end, decisions.
 _RANK = {"created": 0, "planned": 1, "claimed": 2, "attempt": 3, "retrying": 4, "audit": 6}
-
-
-def _describe(schedule: Schedule) -> str:
-    if schedule.rrule is not None:
-        return timeexpr.describe(schedule.rrule)
-    return timeexpr.describe_once(schedule.starts_at, schedule.timezone)
 
 
 def _upcoming(schedule: Schedule, now: datetime) -> list[datetime]:

@@ -16,8 +16,7 @@ from core.channels.base import Delivery, Outcome
 from core.errors import Conflict, InvalidInput, NotFound
 from core.models import REJECT_REASON_CHARS
 from core.reminders import NOTICE
-from core.store import AuditEntry
-from core.store.dead_letters import DeadLetter
+from core.store import AuditEntry, DeadLetter
 from core.tenancy import neutralize_mentions
 
 log = logging.getLogger(__name__)

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.actors import Actor, ActorRef
-from core.cases import Herald
+from core.cases.herald import Herald
 from core.cases.schedules import audit_summary
 from core.destinations import channel_name
 from core.errors import HeraldError, InvalidInput

@@ -13,13 +13,12 @@ import asyncio
 import json
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+import core.cases.recipient_cap as recipient_cap
 from core import calendars, limits, templates, tenancy, timeexpr
 from core.actors import Actor, ActorRef
-from core.cases import recipient_cap
 from core.cases.base import principal_of
 from core.cases.calendars import RESERVED_KEY_PREFIX, CalendarCases
 from core.channels import parse_destination
@@ -28,9 +27,7 @@ from core.errors import Conflict, InvalidInput
 from core.models import (
     LOCAL_TENANT,
     STATE_FILTERS,
-    Attempt,
     CalendarSource,
-    Job,
     Schedule,
     ScheduleState,
 )
@@ -38,6 +35,7 @@ from core.preview import Preview, ZoneSource, build_preview
 from core.reminders import ASKED_BY, ASKED_BY_NAME, ASKER_KEYS, asked_prefix
 from core.scrub import Scrubber
 from core.store import AuditEntry, ScheduleQuery
+from core.views import ScheduleDetail
 
 #: Destinations the hourly cap per recipient leaves alone: a webhook is a program's
 #: endpoint, not a person or a room, and is bounded by its rate limit
@@ -48,15 +46,6 @@ MAX_TEXT = limits.HERALD_TEXT.size
 MAX_KEY = 200
 #: Herald's own action and block ids: user-supplied blocks may not carry them.
 _HERALD_IDS = re.compile(r'"(action_id|block_id)"\s*:\s*"(herald|schedule:|dead:)')
-
-
-@dataclass(frozen=True)
-class ScheduleDetail:
-    """A schedule with its jobs (latest first) and their attempts (newest first)."""
-
-    schedule: Schedule
-    jobs: list[Job]
-    attempts: list[Attempt]
 
 
 def check_text(text: str) -> str:

@@ -10,7 +10,7 @@ from textual.binding import Binding
 from textual.widgets import DataTable, Header, Input, Static
 
 from core.models import Audit
-from core.store.console import AuditFilter
+from core.store import AuditFilter
 from tui.filters import FilterError, audit_filter
 from tui.format import CELL, clip, stamp
 from tui.screens.base import PAGE, PAGING, ConsoleScreen, footer

@@ -25,8 +25,7 @@ from textual.widgets import DataTable, Footer, Static
 
 from core import views
 from core.actors import Actor, Principal
-from core.cases import Herald
-from core.cases.console import unavailable, verb_rule
+from core.cases import Herald, unavailable, verb_rule
 from core.errors import HeraldError
 from core.models import Role
 from core.verbs import Verb

@@ -12,7 +12,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Header, Static
 
-from core.store.calendars import CalendarPage, CalendarRow
+from core.store import CalendarPage, CalendarRow
 from tui.format import CELL, ago, clip, span, stamp
 from tui.screens.base import PAGE, PAGING, ConsoleScreen, footer
 from tui.widgets.table import Col, PageTable

@@ -14,7 +14,7 @@ from textual.widgets.option_list import Option
 
 from core import verbs
 from core.errors import HeraldError
-from core.store.dead_letters import DeadFilter, DeadGroup, DeadLetter
+from core.store import DeadFilter, DeadGroup, DeadLetter
 from tui.filters import FilterError, dead_filter
 from tui.format import CELL, ago, clip, stamp
 from tui.screens.base import PAGE, PAGING, ConsoleScreen, footer, screen_keys, verb_gates

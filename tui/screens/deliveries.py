@@ -9,7 +9,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Header, Input, Static
 
-from core.store.console import AttemptFilter, AttemptRow
+from core.store import AttemptFilter, AttemptRow
 from tui.filters import FilterError, attempt_filter
 from tui.format import CELL, clip, stamp
 from tui.screens.base import PAGE, PAGING, ConsoleScreen, footer

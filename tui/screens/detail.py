@@ -11,7 +11,7 @@ from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import DataTable, Header, Static
 
-from core.cases.console import Timeline
+from core.cases import Timeline
 from tui.format import CELL, clip, stamp
 from tui.screens.base import ConsoleScreen, footer
 from tui.widgets.table import Col, PageTable

@@ -8,7 +8,7 @@ from textual.app import ComposeResult
 from textual.containers import Grid, Horizontal, Vertical
 from textual.widgets import DataTable, Header, Static
 
-from core.cases.console import Overview
+from core.cases import Overview
 from core.models import JobState
 from tui.format import ago, stamp
 from tui.screens.base import ConsoleScreen, footer

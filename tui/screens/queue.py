@@ -12,7 +12,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Header, Static
 
-from core.store.console import QueueRow
+from core.store import QueueRow
 from tui.filters import QUEUE_VIEWS
 from tui.format import CELL, ago, clip, stamp
 from tui.screens.base import PAGE, PAGING, ConsoleScreen, footer

@@ -10,10 +10,10 @@ from textual.binding import Binding
 from textual.widgets import DataTable, Header, Input, Static
 
 from core import verbs, views
-from core.cases.console import SCHEDULE_BULK, parse_shift
+from core.cases import SCHEDULE_BULK, parse_shift
 from core.errors import HeraldError
 from core.models import Schedule
-from core.store.console import ScheduleFilter
+from core.store import ScheduleFilter
 from tui.filters import FilterError, schedule_filter
 from tui.format import CELL, ago, clip, span, stamp
 from tui.screens.base import PAGE, PAGING, ConsoleScreen, footer, screen_keys, verb_gates
