@@ -18,7 +18,7 @@ from bot.api.problems import ApiProblem
 from bot.api.requests import PREFIX, Call, Handler, Reply
 from core import verbs, views
 from core.actors import Actor
-from core.cases.importer import import_schedules
+from core.cases import import_schedules
 from core.channels import parse_destination
 from core.errors import Conflict
 from core.models import Schedule

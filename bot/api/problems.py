@@ -9,8 +9,7 @@ from pydantic import ValidationError
 
 from bot.api import models as m
 from core.calendars import CalendarError
-from core.cases.importer import ImportRateExceeded, ImportRejected, ImportTooLarge
-from core.cases.tokens import Unauthorized
+from core.cases import ImportRateExceeded, ImportRejected, ImportTooLarge, Unauthorized
 from core.errors import (
     Conflict,
     DatabaseError,

@@ -28,8 +28,7 @@ from bot.api.problems import (
 )
 from bot.http_guard import BodyRefused, HttpLimits, read_body
 from core.actors import Principal
-from core.cases import Herald
-from core.cases.tokens import Unauthorized, scope_allows
+from core.cases import Herald, Unauthorized, scope_allows
 from core.errors import DatabaseError, HeraldError
 from core.models import ApiToken
 
