@@ -39,6 +39,7 @@ from core.http_client import HTTPClient
 from core.scrub import Scrubber
 from core.settings import Settings
 from core.store import Settled, Store
+from core.store.benchmarks import lateness_samples, move_waiting_jobs
 
 CHUNK = 20_000
 #: A webhook burst is spread over this many URLs of the receiver (issue 19's workload:
@@ -225,7 +226,7 @@ async def bench_dispatch(
         if spread == 0:
             await _fill(store, jobs, PLACEHOLDER, 0.0, destination)
             t0 = datetime.now(UTC) + timedelta(seconds=lead)
-            await store.move_waiting_jobs(t0, due_before=FAR)
+            await move_waiting_jobs(store, t0, due_before=FAR)
         else:
             t0 = datetime.now(UTC) + timedelta(seconds=lead + jobs / 20_000)
             await _fill(store, jobs, t0, spread / jobs, destination)
@@ -254,7 +255,7 @@ async def bench_dispatch(
                 child.send_signal(signal.SIGTERM)
         for child in children:
             await asyncio.wait_for(child.wait(), timeout=60)
-        pairs = await store.lateness_samples()
+        pairs = await lateness_samples(store)
     finally:
         stack.close()
         await store.close()

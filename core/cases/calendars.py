@@ -152,25 +152,6 @@ class CalendarCases(CaseBase):
 
     # --- skip calendars -------------------------------------------------------------------
 
-    async def attach_skip_calendars(
-        self,
-        actor_id: ActorRef,
-        schedule_id: int,
-        sources: Sequence[str] = (),
-        files: Mapping[str, str] | None = None,
-        *,
-        loaded: Sequence[CalendarSource] = (),
-    ) -> Schedule:
-        """Make a schedule skip the events of these calendars (URLs, uploaded files by
-        name → text, or calendars already ``loaded`` by :meth:`load_calendars`),
-        replacing any it had. InvalidInput for a source that cannot be read; NotFound
-        if the schedule is not the actor's (refusals are audited)."""
-        actor = await self.actor(actor_id)
-        schedule = await self._changeable(actor, schedule_id, None)
-        found = list(loaded) + await self.load_calendars(actor_id, sources, files)
-        ids = [c.id for c in found if c.id is not None]
-        return await self._apply_skips(schedule, found, ids, actor)
-
     async def _blackouts(self, sources: Sequence[CalendarSource], zone: str) -> Blackouts:
         """The blackout dates of stored calendars from now on, read in the schedule's
         ``zone`` (floating times and all-day dates are that zone's)."""

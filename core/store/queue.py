@@ -830,35 +830,6 @@ class QueueQueries(Gateway):
             )
             return int(result.rowcount)
 
-    # --- workers --------------------------------------------------------------------
-
-    # --- benchmarks ---------------------------------------------------------------------
-
-    async def move_waiting_jobs(self, due_at: datetime, *, due_before: datetime) -> int:
-        """Make every waiting job due before ``due_before`` due at ``due_at`` instead
-        (benchmarks: a burst at one instant)."""
-        async with self._tx() as conn:
-            result = await conn.execute(
-                sa.update(JOB)
-                .where(JOB.c.state.in_(CLAIMABLE), JOB.c.due_at < due_before)
-                .values(due_at=due_at)
-            )
-            await self._notify_due(conn)
-            return int(result.rowcount)
-
-    async def lateness_samples(self) -> list[tuple[datetime, datetime]]:
-        """(due, first try started) of every job tried at least once."""
-        first_try = (
-            sa.select(ATTEMPT.c.job_id, sa.func.min(ATTEMPT.c.started_at).label("started"))
-            .group_by(ATTEMPT.c.job_id)
-            .subquery()
-        )
-        q = sa.select(JOB.c.due_at, first_try.c.started).join(
-            first_try, first_try.c.job_id == JOB.c.id
-        )
-        async with self._read() as conn:
-            return [(row[0], row[1]) for row in await conn.execute(q)]
-
     # --- housekeeping ---------------------------------------------------------------
 
     async def prune_finished(self, *, before: datetime, batch: int = 5000) -> dict[str, int]:

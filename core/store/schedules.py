@@ -17,7 +17,6 @@ from core.models import (
     LOCAL_TENANT,
     OPEN_STATE_VALUES,
     Attempt,
-    Audit,
     Job,
     JobState,
     Member,
@@ -466,16 +465,6 @@ class ScheduleQueries(Gateway):
             select(Attempt)
             .where(col(Attempt.job_id).in_(list(job_ids)))
             .order_by(col(Attempt.started_at).desc())
-        )
-        async with self._session() as s:
-            return list((await s.execute(stmt)).scalars())
-
-    async def audit_trail(self, object_type: str, object_id: str) -> list[Audit]:
-        """The audit rows of one object, oldest first."""
-        stmt = (
-            select(Audit)
-            .where(col(Audit.object_type) == object_type, col(Audit.object_id) == object_id)
-            .order_by(col(Audit.id))
         )
         async with self._session() as s:
             return list((await s.execute(stmt)).scalars())

@@ -177,16 +177,6 @@ class WorkerQueries(Gateway):
         async with self._tx() as conn:
             await conn.execute(insert.on_conflict_do_update(index_elements=["id"], set_=values))
 
-    async def leased_by(self, worker: str) -> set[str]:
-        """Idempotency keys of the jobs ``worker`` holds a lease on."""
-        async with self._read() as conn:
-            rows = await conn.execute(
-                sa.select(JOB.c.idempotency_key).where(
-                    JOB.c.lease_owner == worker, JOB.c.state == JobState.CLAIMED.value
-                )
-            )
-            return {row[0] for row in rows}
-
     async def running_workers(self) -> list[Worker]:
         """Dispatchers that have not stopped (nor been declared dead)."""
         async with self._read() as conn:

@@ -22,6 +22,7 @@ from tests.calendars.conftest import data
 from tests.fakes import unused_port
 from tests.fakes.http import Scripted
 from tests.fakes.ics import ICSServer
+from tests.support.calendars import attach_skip_calendars
 
 ADMIN, ALICE = "local:root-admin", "local:alice"
 SECRET = "s3cret-calendar-token"
@@ -60,7 +61,7 @@ async def test_a_failing_calendar_keeps_its_last_good_state(
     s, _ = await herald.create_schedule(
         ALICE, to="log:", when="every weekday at 9am", text="stand-up", tz="Europe/Berlin"
     )
-    s = await herald.attach_skip_calendars(ALICE, s.id, [holidays])
+    s = await attach_skip_calendars(herald, ALICE, s.id, [holidays])
     [skip_calendar] = s.skip_calendars
     report = await herald.refresh_calendars()
     assert sorted(report.unchanged) == sorted([feed.calendar_id, skip_calendar])

@@ -13,6 +13,7 @@ from core.cases import Herald
 from core.clock import SystemClock
 from core.dispatcher import Dispatcher
 from tests.fakes import unused_port
+from tests.support.store import audit_trail
 
 
 async def test_the_calendar_feed_url(herald: Herald) -> None:
@@ -45,5 +46,5 @@ async def test_the_calendar_feed_url(herald: Herald) -> None:
             assert (await client.get(f"/calendar/{rotated}.ics")).status_code == 200
     finally:
         await runner.cleanup()
-    trail = await herald.store.audit_trail("member", "local:alice")
+    trail = await audit_trail(herald.store, "member", "local:alice")
     assert [a.action for a in trail] == ["member.calendar_token", "member.calendar_token"]

@@ -26,6 +26,7 @@ from core.timeexpr import expand
 from core.timeexpr.metered import BUDGET, PER_OCCURRENCE
 from tests.calendars.conftest import data
 from tests.fakes.ics import ICSServer
+from tests.support.calendars import attach_skip_calendars
 from tests.support.channels import RecordingChannel
 from tests.support.meters import examined
 
@@ -49,7 +50,7 @@ async def test_holidays_are_skipped_and_shown(
     s, _ = await herald.create_schedule(
         ALICE, to="log:", when="every weekday at 9am", text="stand-up", tz="Europe/Berlin"
     )
-    s = await herald.attach_skip_calendars(ALICE, s.id, [url])
+    s = await attach_skip_calendars(herald, ALICE, s.id, [url])
     assert s.skip_calendars and s.options["skip"]["days"]["2026-04-03"] == "Good Friday"
     rows = await timeline(herald, s.id)
     assert rows[:3] == [
@@ -83,8 +84,8 @@ async def test_a_waiting_job_on_a_holiday_is_skipped_from_an_uploaded_file(
         ALICE, to="log:", when="every weekday at 9am", text="x", tz="Europe/Berlin"
     )
     assert s.next_run_at == utc(2026, 4, 3, 7)
-    s = await herald.attach_skip_calendars(
-        ALICE, s.id, files={"holidays.ics": data("holidays.ics")}
+    s = await attach_skip_calendars(
+        herald, ALICE, s.id, files={"holidays.ics": data("holidays.ics")}
     )
     assert s.next_run_at == utc(2026, 4, 7, 7)
     rows = await timeline(herald, s.id)
@@ -102,7 +103,7 @@ async def test_export_leaves_out_skipped_days(herald: Herald, clock: ManualClock
     s, _ = await herald.create_schedule(
         ALICE, to="log:", when="every weekday at 9am", text="x", tz="Europe/Berlin"
     )
-    await herald.attach_skip_calendars(ALICE, s.id, files={"h.ics": data("holidays.ics")})
+    await attach_skip_calendars(herald, ALICE, s.id, files={"h.ics": data("holidays.ics")})
     cal = icalendar.Calendar.from_ical(await herald.export_ics(ALICE))
     days = {
         e["DTSTART"].dt.date()
@@ -369,7 +370,7 @@ async def test_a_schedule_whose_rule_is_too_costly_does_not_stop_the_refresh(
         s, _ = await herald.create_schedule(
             ALICE, to="log:", when="every weekday at 9am", text=text, tz="Europe/Berlin"
         )
-        await herald.attach_skip_calendars(ALICE, s.id, [url])
+        await attach_skip_calendars(herald, ALICE, s.id, [url])
         ids.append(s.id)
     costly = "DTSTART;TZID=Europe/Berlin:20260402T090000\nRRULE:FREQ=HOURLY;INTERVAL=168;BYDAY=TU"
     async with herald.store._engine.begin() as conn:

@@ -34,6 +34,7 @@ from tests.discord_bot.doubles import (
 )
 from tests.discord_bot.doubles import message_from as message_of
 from tests.fakes.discord_app import FakeDiscordApp
+from tests.support.store import audit_trail
 
 BLOCKED = "700000000000000030"
 
@@ -244,7 +245,7 @@ async def test_dead_letter_alert_buttons_work_after_a_restart(
     assert f"**Retried** by <@{ADMIN}>" in str(edit.content)
     assert "Only Herald admins can decide" not in str(edit.content)
     assert await due_herald.dead_letters(who(ADMIN)) == []
-    trail = [(a.actor, a.action) for a in await store.audit_trail("job", "1")]
+    trail = [(a.actor, a.action) for a in await audit_trail(store, "job", "1")]
     assert (f"discord:{ADMIN}", "dead.retry") in trail
 
     fake.channels[BLOCKED].can_send = True  # someone fixed the permission

@@ -17,6 +17,7 @@ from core.store import Store
 from tests.discord_bot.doubles import ADMIN, CHANNEL, OWNER, Interaction, command, who
 from tests.fakes.ics import ICSServer
 from tests.support.calendars import data
+from tests.support.store import audit_trail
 
 Make = Callable[..., Interaction]
 
@@ -172,7 +173,7 @@ async def test_only_admins_may_add_or_remove_feeds(
     refused = [
         (a.actor, a.action)
         for key in ("", "1")
-        for a in await store.audit_trail("feed", key)
+        for a in await audit_trail(store, "feed", key)
         if a.action.endswith(".denied")
     ]
     assert refused == [

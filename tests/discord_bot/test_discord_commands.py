@@ -32,6 +32,7 @@ from tests.discord_bot.doubles import (
     in_dm,
     who,
 )
+from tests.support.store import audit_trail
 
 #: Another member's schedule of the same tenant is refused for the role (issue 33).
 CHANGE = "Schedule 1 is another member's: only its owner or an admin can change it."
@@ -80,7 +81,7 @@ async def test_the_audit_log_says_it_came_through_discord(
     adapter: DiscordAdapter, interaction: Make, herald: Herald
 ) -> None:
     await run(adapter, "create", interaction(), when="tomorrow at 9am", message="Standup")
-    [row] = await herald.store.audit_trail("schedule", "1")
+    [row] = await audit_trail(herald.store, "schedule", "1")
     assert (row.actor, row.surface) == (f"discord:{OWNER}", "discord")
 
 
@@ -288,7 +289,7 @@ async def test_pause_resume_skip_cancel(
     assert inter.last.custom_ids == []  # nothing left to edit or cancel
     assert await run(adapter, "cancel", interaction(), id=1) == "Schedule 1 is already cancelled."
     # every action is audited with the Discord user id
-    trail = [(a.actor, a.action) for a in await store.audit_trail("schedule", "1")]
+    trail = [(a.actor, a.action) for a in await audit_trail(store, "schedule", "1")]
     verbs = ("pause", "resume", "skip", "cancel")
     assert [a for a in trail if a[0] == f"discord:{OWNER}" and a[1] != "schedule.create"] == [
         (f"discord:{OWNER}", f"schedule.{verb}") for verb in verbs

@@ -30,6 +30,7 @@ from tests.discord_bot.doubles import (
     message_from,
     who,
 )
+from tests.support.store import audit_trail
 
 Make = Callable[..., Interaction]
 OUTSIDER = 800000000000000099
@@ -157,7 +158,7 @@ async def test_done_removes_the_buttons(
     await click(adapter.client, inter, f"herald:reminder:done:{sid}")
     assert inter.last.kind == "edit" and "✅ Done." in str(inter.last.content)
     assert inter.last.view is None
-    trail = await herald.store.audit_trail("schedule", str(sid))
+    trail = await audit_trail(herald.store, "schedule", str(sid))
     assert trail[-1].action == "reminder.done"
 
 

@@ -13,6 +13,7 @@ from core.cases import Herald
 from core.errors import PermissionDenied
 from core.settings import Settings
 from core.store.console import AuditFilter, ScheduleFilter
+from tests.support.store import audit_trail
 
 ALICE, BOB, ADMIN = "local:alice", "local:bob", "local:root-admin"
 
@@ -35,7 +36,7 @@ async def test_a_change_is_audited_with_the_surface_it_came_through(
     )
     assert s.id is not None
     await herald.pause_schedule(via(ALICE, surface), s.id)
-    [created, paused] = await herald.store.audit_trail("schedule", str(s.id))
+    [created, paused] = await audit_trail(herald.store, "schedule", str(s.id))
     assert (created.surface, paused.surface) == (surface.value, surface.value)
     assert "via" not in paused.details
 

@@ -17,6 +17,7 @@ from core.models import JobState
 from tests.conftest import START
 from tests.support.channels import RecordingChannel
 from tests.support.dispatching import settle
+from tests.support.store import audit_trail
 
 ALICE, ADMIN = "local:alice", "local:root-admin"
 CONFIG = DispatcherConfig(max_attempts=4, backoff_base=5, backoff_cap=60, max_lateness=3600)
@@ -169,7 +170,7 @@ async def test_dead_letter_retry_needs_an_admin(herald: Herald, clock: ManualClo
     assert channel.deliveries[-1].idempotency_key == key
     assert channel.deliveries[-1].attempt == 1
     assert await herald.dead_letters(ADMIN) == []
-    trail = await herald.store.audit_trail("job", str(letter.job_id))
+    trail = await audit_trail(herald.store, "job", str(letter.job_id))
     assert [(a.actor, a.action) for a in trail] == [
         (ALICE, "dead.retry_request"),
         (ALICE, "dead.retry_reject.denied"),  # every refusal is audited
@@ -312,7 +313,7 @@ async def test_housekeeping_prunes_old_history_and_caps_dead_letters(
     letters = await herald.dead_letters(ADMIN)
     assert [x.body for x in letters] == ["d2", "d1"]  # the newest two stay
     assert (await herald.store.job_counts()) == {"dead": 2, "discarded": 1}
-    trail = await herald.store.audit_trail("job", str(letters[-1].job_id - 1))  # d0
+    trail = await audit_trail(herald.store, "job", str(letters[-1].job_id - 1))  # d0
     assert [(a.actor, a.action) for a in trail] == [("system:housekeeping", "dead.discard")]
 
 

@@ -13,6 +13,7 @@ from core.cases import Herald
 from core.cases.importer import ImportRejected, import_schedules
 from core.errors import InvalidInput
 from core.store import ScheduleQuery
+from tests.support.store import audit_trail
 
 ALICE = "local:alice"
 DISCORD = "discord:123456789012345678"
@@ -26,7 +27,7 @@ async def stored(herald: Herald) -> tuple[list[Any], int]:
     rows = await herald.store.list_schedules(ScheduleQuery())
     trails = 0
     for s in rows:
-        trails += len(await herald.store.audit_trail("schedule", str(s.id)))
+        trails += len(await audit_trail(herald.store, "schedule", str(s.id)))
     return [s.model_dump() for s in rows], trails
 
 

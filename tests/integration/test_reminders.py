@@ -19,6 +19,7 @@ from core.settings import Settings, load_settings
 from core.store import ScheduleQuery
 from core.tenancy import QuotaExceeded
 from tests.conftest import START
+from tests.support.store import audit_trail
 
 A, B, GUILD = "slack:TA", "slack:TB", "discord:700000000000000001"
 ALICE = Principal("slack:UALICE", A)
@@ -97,7 +98,7 @@ async def test_reminding_someone_outside_the_tenant_is_refused_and_audited(
     with pytest.raises(PermissionDenied, match="only if they are a member"):
         await herald.create_schedule(who, to=to, when="in 10 minutes", text="hi")
     assert await _count(herald) == before
-    trail = await herald.store.audit_trail("schedule", "")
+    trail = await audit_trail(herald.store, "schedule", "")
     assert trail[-1].action == "schedule.create.denied"
 
 
@@ -149,7 +150,7 @@ async def test_snooze_makes_a_one_off_for_the_same_person(
     assert new.destination == "slack:@UBOB" and new.body == "send the deck"
     assert new.rrule is None and new.next_run_at == due
     assert ASKED_BY not in new.options  # Bob's own now
-    trail = await herald.store.audit_trail("schedule", str(new.id))
+    trail = await audit_trail(herald.store, "schedule", str(new.id))
     assert [a.action for a in trail] == ["schedule.create"]
 
 
@@ -189,7 +190,7 @@ async def test_buttons_of_someone_elses_reminder_are_refused(
     with pytest.raises(NotFound, match="no reminder"):
         await herald.finish_reminder(clicker, for_bob)
     assert await _count(herald) == before
-    trail = await herald.store.audit_trail("schedule", str(for_bob))
+    trail = await audit_trail(herald.store, "schedule", str(for_bob))
     assert {a.action for a in trail} >= {"reminder.snooze.denied", "reminder.done.denied"}
 
 
@@ -213,7 +214,7 @@ async def test_discord_buttons_in_a_dm_act_in_the_reminders_server(
     assert snoozed.schedule.owner == DORA.id and snoozed.schedule.tenant == GUILD
     done = await herald.finish_reminder(in_dm, schedule.id)
     assert done.id == schedule.id
-    trail = await herald.store.audit_trail("schedule", str(schedule.id))
+    trail = await audit_trail(herald.store, "schedule", str(schedule.id))
     assert trail[-1].action == "reminder.done" and trail[-1].actor == DORA.id
 
 

@@ -11,6 +11,7 @@ from core.errors import Conflict
 from core.models import JobState, Schedule, ScheduleState
 from core.store import AuditEntry, ScheduleQuery, Store
 from tests.conftest import START
+from tests.support.store import audit_trail
 
 
 def make(
@@ -48,7 +49,7 @@ async def test_create_writes_schedule_job_and_audit_together(store: Store) -> No
     jobs = await store.schedule_jobs(schedule.id)
     assert [(j.state, j.due_at) for j in jobs] == [(JobState.PENDING, START + timedelta(hours=1))]
     assert len(jobs[0].idempotency_key) <= 25
-    trail = await store.audit_trail("schedule", str(schedule.id))
+    trail = await audit_trail(store, "schedule", str(schedule.id))
     assert [(a.actor, a.action) for a in trail] == [("local:alice", "schedule.create")]
 
 
@@ -127,7 +128,7 @@ async def test_change_is_refused_at_a_stale_version(store: Store) -> None:
     stored = await store.get_schedule(s.id)
     assert stored is not None and (stored.body, stored.version) == ("v2", 2)
     # the refused change wrote no audit row
-    actions = [a.action for a in await store.audit_trail("schedule", str(s.id))]
+    actions = [a.action for a in await audit_trail(store, "schedule", str(s.id))]
     assert actions == ["schedule.create", "schedule.edit"]
 
 

@@ -24,7 +24,9 @@ from core.store.console import AttemptFilter, AuditFilter, ScheduleFilter
 from core.store.dead_letters import DeadFilter
 from core.tenancy import MentionRefused, QuotaExceeded, neutralize_mentions
 from tests.conftest import START
+from tests.support.calendars import attach_skip_calendars
 from tests.support.channels import RecordingChannel
+from tests.support.store import audit_trail
 
 A, B = "slack:TA", "slack:TB"
 ANNA = Principal("slack:UANNA", A)  # a member of A
@@ -100,7 +102,7 @@ async def snapshot(herald: Herald) -> list[tuple[Any, ...]]:
     for s in await herald.store.list_schedules(ScheduleQuery()):
         assert s.id is not None
         jobs = await herald.store.schedule_jobs(s.id)
-        trail = await herald.store.audit_trail("schedule", str(s.id))
+        trail = await audit_trail(herald.store, "schedule", str(s.id))
         kept = [row.action for row in trail if not row.action.endswith(".denied")]
         out.append((s.model_dump(), [j.model_dump() for j in jobs], kept))
     return out
@@ -127,8 +129,8 @@ NAMED: dict[str, Verb] = {
     "console retry": lambda h, a, w: h.dead_letter_action(a, "retry", ids=[w["dead"]]),
     "console approve": lambda h, a, w: h.dead_letter_action(a, "approve", ids=[w["dead"]]),
     "remove feed": lambda h, a, w: h.remove_feed(a, w["feed"]),
-    "skip calendars": lambda h, a, w: h.attach_skip_calendars(
-        a, w["weekly"], files={"h.ics": _ICS}
+    "skip calendars": lambda h, a, w: attach_skip_calendars(
+        h, a, w["weekly"], files={"h.ics": _ICS}
     ),
 }
 
@@ -261,7 +263,7 @@ async def test_rows_made_in_a_tenant_carry_it(herald: Herald, world: dict[str, i
     assert letter.tenant == B
     schedule = (await herald.show_schedule(BEN, world["weekly"])).schedule
     assert schedule.tenant == B
-    trail = await herald.store.audit_trail("schedule", str(world["weekly"]))
+    trail = await audit_trail(herald.store, "schedule", str(world["weekly"]))
     assert {row.tenant for row in trail} == {B}
     [feed] = await herald.list_feeds(BEA)
     assert feed.tenant == B

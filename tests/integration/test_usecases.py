@@ -12,6 +12,7 @@ from core.errors import Conflict, InvalidInput, PermissionDenied
 from core.models import JobState
 from core.store import ScheduleQuery
 from tests.conftest import START
+from tests.support.store import audit_trail
 
 ALICE, BOB, OPS, ADMIN = "local:alice", "local:bob", "local:olga", "local:root-admin"
 LATER = "2026-03-02 15:00"  # START is 12:00 UTC
@@ -24,7 +25,7 @@ async def snapshot(herald: Herald) -> list[tuple]:
     for s in rows:
         assert s.id is not None
         jobs = await herald.store.schedule_jobs(s.id)
-        trail = await herald.store.audit_trail("schedule", str(s.id))
+        trail = await audit_trail(herald.store, "schedule", str(s.id))
         out.append((s.model_dump(), [j.model_dump() for j in jobs], len(trail)))
     return out
 
@@ -37,7 +38,7 @@ async def test_create_reads_the_time_in_the_given_zone_and_audits(herald: Herald
     assert s.timezone == "Europe/Berlin"
     detail = await herald.show_schedule(ALICE, s.id)
     assert [j.due_at for j in detail.jobs] == [s.starts_at]
-    [row] = await herald.store.audit_trail("schedule", str(s.id))
+    [row] = await audit_trail(herald.store, "schedule", str(s.id))
     assert (row.actor, row.action) == (ALICE, "schedule.create")
     assert "Standup" not in str(row.details)  # no message text in the audit log
 
@@ -101,7 +102,7 @@ async def test_members_act_on_their_own_operators_see_all_admins_act_on_all(
         await herald.pause_schedule(OPS, s.id)
     # admin: may act on anything, and the audit says who did it
     await herald.pause_schedule(ADMIN, s.id)
-    trail = await herald.store.audit_trail("schedule", str(s.id))
+    trail = await audit_trail(herald.store, "schedule", str(s.id))
     assert [(a.actor, a.action) for a in trail] == [
         (ALICE, "schedule.create"),
         (BOB, "schedule.show.denied"),  # every refusal is audited
@@ -220,7 +221,7 @@ async def test_platform_admins_are_admins_while_the_platform_says_so(herald: Her
     assert not (await herald.sync_member(owner, platform_admin=False)).is_admin
     with pytest.raises(PermissionDenied, match="another member's"):
         await herald.resume_schedule(owner, s.id)
-    trail = await herald.store.audit_trail("member", owner)
+    trail = await audit_trail(herald.store, "member", owner)
     assert [(a.actor, a.details) for a in trail] == [
         ("system:slack", {"platform_admin": True}),
         ("system:slack", {"platform_admin": False}),

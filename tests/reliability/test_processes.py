@@ -24,7 +24,9 @@ import pytest
 from bot.cli.bench import PLACEHOLDER, _fill
 from core import db
 from core.store import Store
+from core.store.benchmarks import move_waiting_jobs
 from tests.reliability.conftest import report, size
+from tests.support.store import leased_by
 
 KEY = re.compile(r"key ([A-Za-z0-9_-]+)\)")
 pytestmark = pytest.mark.parametrize("db_url", ["postgres"], indirect=True)
@@ -84,11 +86,13 @@ async def test_four_dispatchers_deliver_each_job_exactly_once(db_url: str, tmp_p
         victim_pid = procs[0].pid
         victim = next(w for w in await store.workers() if w.pid == victim_pid)
         await fill(store, jobs)
-        await store.move_waiting_jobs(datetime.now(UTC), due_before=PLACEHOLDER + timedelta(days=1))
+        await move_waiting_jobs(
+            store, datetime.now(UTC), due_before=PLACEHOLDER + timedelta(days=1)
+        )
         await wait_until(lambda: _delivered(store, jobs // 2), 240, "half of the deliveries")
         procs[0].send_signal(signal.SIGKILL)
         procs[0].wait(timeout=30)
-        held = await store.leased_by(victim.id)
+        held = await leased_by(store, victim.id)
         await wait_until(lambda: _delivered(store, jobs), 240, f"{jobs} deliveries")
     finally:
         for p in procs[1:]:

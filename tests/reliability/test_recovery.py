@@ -19,6 +19,7 @@ from bot.cli.bench import PLACEHOLDER
 from core import db
 from core.dispatcher.liveness import machine_id
 from core.store import Store
+from core.store.benchmarks import move_waiting_jobs
 from tests.reliability.conftest import report, size
 from tests.reliability.test_processes import (
     _delivered,
@@ -28,6 +29,7 @@ from tests.reliability.test_processes import (
     start,
     wait_until,
 )
+from tests.support.store import leased_by
 
 #: The target: every job the dead one held is delivered within this many seconds of
 #: the restarted dispatcher being up.
@@ -52,7 +54,9 @@ async def test_a_restart_delivers_a_killed_dispatchers_jobs_within_seconds(
         await wait_until(lambda: _workers(store, 1), 60, "the victim dispatcher")
         [worker] = await store.workers()
         await fill(store, jobs)
-        await store.move_waiting_jobs(datetime.now(UTC), due_before=PLACEHOLDER + timedelta(days=1))
+        await move_waiting_jobs(
+            store, datetime.now(UTC), due_before=PLACEHOLDER + timedelta(days=1)
+        )
 
         async def stopped_holding_jobs() -> bool:
             """Deliveries are in full flow and the victim, frozen (SIGSTOP) where it
@@ -61,7 +65,7 @@ async def test_a_restart_delivers_a_killed_dispatchers_jobs_within_seconds(
             if not await _delivered(store, 100):
                 return False
             victim.send_signal(signal.SIGSTOP)
-            if await store.leased_by(worker.id):
+            if await leased_by(store, worker.id):
                 return True
             victim.send_signal(signal.SIGCONT)
             return False
@@ -69,7 +73,7 @@ async def test_a_restart_delivers_a_killed_dispatchers_jobs_within_seconds(
         await wait_until(stopped_holding_jobs, 120, "deliveries in full flow")
         victim.send_signal(signal.SIGKILL)
         victim.wait(timeout=30)
-        held = await store.leased_by(worker.id)
+        held = await leased_by(store, worker.id)
         assert held, "the kill should have landed with jobs in flight"
         spawned = time.monotonic()
         restarted = start(db_url, restart_out, **env)

@@ -13,6 +13,7 @@ from tests.slack.conftest import SlackEnv
 from tests.slack.support import filled, text_of
 from tests.slack.test_modal import block, open_modal
 from tests.support.calendars import data
+from tests.support.store import audit_trail
 
 
 def utc(*args: int) -> datetime:
@@ -180,7 +181,7 @@ async def test_only_admins_may_add_or_remove_feeds(env: SlackEnv, ics: ICSServer
     refused = [
         (a.actor, a.action)
         for kind, key in (("feed", ""), ("feed", "1"))
-        for a in await env.herald.store.audit_trail(kind, key)
+        for a in await audit_trail(env.herald.store, kind, key)
         if a.action.endswith(".denied")
     ]
     assert refused == [("slack:U1", "feed.add.denied"), ("slack:U1", "feed.remove.denied")]

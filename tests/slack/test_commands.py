@@ -11,6 +11,7 @@ from core.errors import PermissionDenied
 from tests.fakes.http import Scripted
 from tests.slack.conftest import SlackEnv
 from tests.slack.support import SECRET, action_ids, text_of, who
+from tests.support.store import audit_trail
 
 
 async def test_a_schedule_goes_to_the_channel_it_was_typed_in_in_the_profile_zone(
@@ -36,7 +37,7 @@ async def test_the_audit_log_says_it_came_through_slack(env: SlackEnv) -> None:
     await env.send.command("tomorrow at 9am: Coffee", user="U1", channel="C0123")
     await env.reply()
     [schedule] = await env.schedules()
-    [row] = await env.herald.store.audit_trail("schedule", str(schedule.id))
+    [row] = await audit_trail(env.herald.store, "schedule", str(schedule.id))
     assert (row.actor, row.surface) == ("slack:U1", "slack")
 
 
@@ -151,7 +152,7 @@ async def test_members_manage_their_own_schedules_and_admins_everyones(env: Slac
     assert "Everyone's schedules* (1)" in text_of(await env.reply(7))
     await env.send.command("cancel 1", user="UADMIN")
     assert "Cancelled schedule #1" in text_of(await env.reply(8))
-    trail = await env.herald.store.audit_trail("schedule", "1")
+    trail = await audit_trail(env.herald.store, "schedule", "1")
     assert [(a.actor, a.action) for a in trail][-4:] == [
         ("slack:U1", "schedule.pause"),
         ("slack:U1", "schedule.resume"),

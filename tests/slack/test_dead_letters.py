@@ -12,6 +12,7 @@ from core.dispatcher import Dispatcher, DispatcherConfig
 from tests.slack.conftest import ALERTS, SlackEnv
 from tests.slack.support import action_ids, text_of, who
 from tests.support.channels import RecordingChannel
+from tests.support.store import audit_trail
 
 
 async def kill(env: SlackEnv, count: int) -> list[int]:
@@ -93,7 +94,7 @@ async def test_only_an_admins_retry_takes_effect(env: SlackEnv) -> None:
     assert env.slack.responses == []
     assert await env.herald.dead_letters("slack:UADMIN") == []
     assert (await env.herald.store.job_counts()).get("pending") == 1
-    trail = await env.herald.store.audit_trail("job", str(job))
+    trail = await audit_trail(env.herald.store, "job", str(job))
     actions = [(a.actor, a.action) for a in trail]
     assert ("slack:UADMIN", "dead.retry") in actions
     assert [a for a in actions if a[0] == "slack:U2"] == [("slack:U2", "dead.retry.denied")]

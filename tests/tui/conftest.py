@@ -21,7 +21,10 @@ from core.settings import Settings
 from core.store import AttemptRecord, AuditEntry, Verdict
 from core.store.calendars import FetchRecord
 from tests.calendars.conftest import data
-from tests.support.calendars import ics  # noqa: F401 - a fixture for the calendar screen
+from tests.support.calendars import (
+    attach_skip_calendars,
+    ics,  # noqa: F401 - a fixture for the calendar screen
+)
 from tui.app import HeraldConsole, make_app
 from tui.screens.base import ConsoleScreen
 from tui.widgets.table import PageTable
@@ -153,7 +156,7 @@ async def seed_calendars(herald: Herald, clock: ManualClock) -> dict[str, Any]:
     s, _ = await herald.create_schedule(
         MEMBER, to="log:", when="every weekday at 9am", text="Stand-up", tz="UTC"
     )
-    await herald.attach_skip_calendars(MEMBER, s.id, loaded=[holidays])
+    await attach_skip_calendars(herald, MEMBER, s.id, loaded=[holidays])
     upload = await herald.load_calendar(
         await herald.actor(OPERATOR), "holidays.ics", data("holidays.ics")
     )
