@@ -11,7 +11,7 @@ import httpx
 
 from core.cases import Herald
 from core.clock import ManualClock
-from core.store.console import AuditFilter
+from core.store import AuditFilter
 from tests.api.conftest import ROOT, Service, start_service, stop_service, wait_for
 
 

@@ -22,8 +22,7 @@ from core.actors import Principal
 from core.cases import Herald
 from core.clock import ManualClock, SystemClock
 from core.settings import load_settings
-from core.store import Store
-from core.store.console import AuditFilter
+from core.store import AuditFilter, Store
 from tests.api.conftest import Service, start_service, stop_service, wait_for
 from tests.api.test_api import problem
 from tests.conftest import PG_URL, _pg_conninfo, require_pg

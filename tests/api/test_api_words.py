@@ -16,8 +16,8 @@ import pytest
 from bot.api.openapi import docs_page, openapi_document
 from bot.api.routes import ROUTES
 from core import limits, verbs
-from core.cases.importer import FIELDS as IMPORT_FIELDS
-from core.cases.schedules import MAX_KEY, OPTIONS
+from core.cases import FIELDS as IMPORT_FIELDS
+from core.cases import MAX_KEY, OPTIONS
 from tests.api.conftest import Service
 from tests.api.test_api import problem
 

@@ -15,8 +15,7 @@ import pytest
 
 from bot.service import serve
 from core.calendars import CalendarError, CalendarReader
-from core.cases import Herald
-from core.cases.importer import import_schedules
+from core.cases import Herald, import_schedules
 from core.clock import ManualClock, SystemClock
 from core.dispatcher import Dispatcher
 from core.settings import load_settings

@@ -249,7 +249,7 @@ async def test_the_cli_previews_and_schedules_the_phrase(
 async def test_the_phrase_is_refused_plainly_where_calendars_cannot_be_named(
     herald: Herald,
 ) -> None:
-    from core.cases.importer import ImportRejected, import_schedules
+    from core.cases import ImportRejected, import_schedules
 
     phrase = "every weekday at 9am except holidays from https://example.org/h.ics"
     s, _ = await herald.create_schedule(ALICE, to="log:", when="every day at 9am", text="x")

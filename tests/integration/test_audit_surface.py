@@ -12,7 +12,7 @@ from core.actors import Principal, Surface
 from core.cases import Herald
 from core.errors import PermissionDenied
 from core.settings import Settings
-from core.store.console import AuditFilter, ScheduleFilter
+from core.store import AuditFilter, ScheduleFilter
 from tests.support.store import audit_trail
 
 ALICE, BOB, ADMIN = "local:alice", "local:bob", "local:root-admin"

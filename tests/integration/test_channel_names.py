@@ -20,8 +20,7 @@ import pytest
 from bot.slack.directory import ChannelNames
 from bot.slack.grammar import Refusal
 from core.actors import Principal
-from core.cases import Herald
-from core.cases.importer import ImportRejected, import_schedules
+from core.cases import Herald, ImportRejected, import_schedules
 from core.channels import build_channels
 from core.channels.base import Channel
 from core.clock import ManualClock

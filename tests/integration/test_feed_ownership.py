@@ -14,8 +14,7 @@ import sqlalchemy as sa
 
 from core import calendars, db
 from core.actors import Principal
-from core.cases import Herald
-from core.cases.importer import ImportRejected, import_schedules
+from core.cases import Herald, ImportRejected, import_schedules
 from core.errors import InvalidInput
 from core.models import Schedule
 from core.settings import Settings, load_settings

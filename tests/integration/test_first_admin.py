@@ -16,8 +16,7 @@ from core.cases import Herald
 from core.clock import ManualClock
 from core.errors import NotFound, PermissionDenied
 from core.settings import Settings, load_settings
-from core.store import Store
-from core.store.console import AuditFilter
+from core.store import AuditFilter, Store
 from tests.conftest import START
 from tests.tui.conftest import deliver
 

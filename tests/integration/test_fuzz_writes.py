@@ -13,8 +13,7 @@ from core.cases import Herald
 from core.clock import ManualClock
 from core.errors import HeraldError
 from core.settings import load_settings
-from core.store import ScheduleQuery, Store
-from core.store.console import AuditFilter
+from core.store import AuditFilter, ScheduleQuery, Store
 
 CASES = int(os.environ.get("HERALD_FUZZ_WRITES", "150"))
 

@@ -11,13 +11,7 @@ from typing import Any
 import pytest
 
 from core.actors import Principal, Surface
-from core.cases import Herald
-from core.cases.importer import (
-    ImportRateExceeded,
-    ImportRejected,
-    ImportTooLarge,
-    import_schedules,
-)
+from core.cases import Herald, ImportRateExceeded, ImportRejected, ImportTooLarge, import_schedules
 from core.clock import ManualClock
 from core.settings import load_settings
 from core.store import Store

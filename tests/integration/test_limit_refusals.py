@@ -9,8 +9,7 @@ from typing import Any
 import pytest
 
 from core import limits
-from core.cases import Herald
-from core.cases.importer import ImportRejected, import_schedules
+from core.cases import Herald, ImportRejected, import_schedules
 from core.errors import InvalidInput
 from core.store import ScheduleQuery
 from tests.support.store import audit_trail

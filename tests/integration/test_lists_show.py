@@ -21,8 +21,7 @@ from core.channels import parse_destination
 from core.clock import ManualClock
 from core.dispatcher import Dispatcher, DispatcherConfig
 from core.settings import Settings
-from core.store import AttemptRecord, Verdict
-from core.store.console import AttemptFilter
+from core.store import AttemptFilter, AttemptRecord, Verdict
 from tests.support.channels import RecordingChannel
 
 ADMIN = "local:root-admin"  # HERALD_ADMINS in the settings fixture

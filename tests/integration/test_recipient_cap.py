@@ -12,13 +12,11 @@ from typing import Any
 import pytest
 
 from core.actors import Principal
-from core.cases import Herald
-from core.cases.importer import import_schedules
+from core.cases import Herald, import_schedules
 from core.clock import ManualClock
 from core.dispatcher import Dispatcher
 from core.settings import Settings, load_settings
-from core.store import ScheduleQuery
-from core.store.console import AuditFilter
+from core.store import AuditFilter, ScheduleQuery
 from core.tenancy import QuotaExceeded
 from tests.conftest import START
 from tests.support.channels import RecordingChannel

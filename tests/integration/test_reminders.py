@@ -10,8 +10,7 @@ import pytest
 
 from core import limits
 from core.actors import Principal
-from core.cases import Herald
-from core.cases.importer import ImportRejected, import_schedules
+from core.cases import Herald, ImportRejected, import_schedules
 from core.clock import ManualClock
 from core.errors import InvalidInput, NotFound, PermissionDenied
 from core.reminders import ASKED_BY, ASKED_BY_NAME

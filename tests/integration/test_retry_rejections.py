@@ -18,8 +18,7 @@ from core.clock import ManualClock
 from core.errors import InvalidInput, PermissionDenied
 from core.models import REJECT_REASON_CHARS
 from core.settings import load_settings
-from core.store.console import AuditFilter
-from core.store.dead_letters import DeadFilter
+from core.store import AuditFilter, DeadFilter
 from tests.tui.conftest import ADMIN, MEMBER, OPERATOR, seed
 
 WHY = "the hook is gone for good;   schedule it to #ops instead"

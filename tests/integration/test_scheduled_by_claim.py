@@ -14,7 +14,7 @@ from core.channels import parse_destination
 from core.clock import ManualClock
 from core.dispatcher import DispatcherConfig, shared_channel
 from core.settings import load_settings
-from core.store.queue import ClaimedJob
+from core.store import ClaimedJob
 from tests.conftest import START
 
 ADA = Principal("slack:U1", "slack:T1")

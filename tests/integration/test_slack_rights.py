@@ -17,9 +17,7 @@ from core.clock import ManualClock
 from core.dispatcher import DispatcherConfig
 from core.errors import InvalidInput
 from core.settings import Settings, load_settings
-from core.store import ScheduleQuery, Store
-from core.store.console import AuditFilter
-from core.store.queue import ClaimedJob
+from core.store import AuditFilter, ClaimedJob, ScheduleQuery, Store
 from core.tenancy import MentionRefused, SenderRefused
 from tests.conftest import START
 from tests.unit.test_slack_blocks_table import BAD

@@ -12,16 +12,13 @@ from typing import Any
 import pytest
 
 from core.actors import Mentions, Principal
-from core.cases import Herald
-from core.cases.importer import import_schedules
+from core.cases import Herald, import_schedules
 from core.channels.base import DeliveryResult
 from core.clock import ManualClock
 from core.dispatcher import Dispatcher, DispatcherConfig
 from core.errors import HeraldError, NotFound, PermissionDenied
 from core.settings import Settings, load_settings
-from core.store import ScheduleQuery, Store
-from core.store.console import AttemptFilter, AuditFilter, ScheduleFilter
-from core.store.dead_letters import DeadFilter
+from core.store import AttemptFilter, AuditFilter, DeadFilter, ScheduleFilter, ScheduleQuery, Store
 from core.tenancy import MentionRefused, QuotaExceeded, neutralize_mentions
 from tests.conftest import START
 from tests.support.calendars import attach_skip_calendars

@@ -23,12 +23,11 @@ from bot.slack.dead import Letter, decided, digest_blocks, digest_chunks, letter
 from bot.slack.home import home_view
 from bot.slack.modal import ModalMeta, fingerprint, fits_input, schedule_modal
 from core import limits
-from core.cases import Herald
-from core.cases.console import Overview
+from core.cases import Herald, Overview
 from core.channels import parse_destination
 from core.errors import InvalidInput
 from core.models import Schedule
-from core.store.console import Figures
+from core.store import Figures
 from tests.support import extremes as x
 
 

@@ -7,8 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 from core.cases import Herald, ScheduleDetail
 from core.models import Feed, Job, Schedule
-from core.store import AttemptRecord, ClaimedJob, Verdict
-from core.store.dead_letters import DeadLetter
+from core.store import AttemptRecord, ClaimedJob, DeadLetter, Verdict
 
 BIG = 2**63 - 1  # the largest id a BIGINT holds
 _T = datetime(2026, 3, 2, 12, tzinfo=UTC)

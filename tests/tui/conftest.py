@@ -18,8 +18,7 @@ from core.cases import Herald
 from core.clock import ManualClock
 from core.models import Feed
 from core.settings import Settings
-from core.store import AttemptRecord, AuditEntry, Verdict
-from core.store.calendars import FetchRecord
+from core.store import AttemptRecord, AuditEntry, FetchRecord, Verdict
 from tests.calendars.conftest import data
 from tests.support.calendars import (
     attach_skip_calendars,

@@ -9,12 +9,10 @@ from datetime import timedelta
 import pytest
 
 from core.actors import Principal, Surface
-from core.cases import Herald
-from core.cases.console import parse_shift, unavailable
+from core.cases import Herald, parse_shift, unavailable
 from core.clock import ManualClock
 from core.errors import InvalidInput, PermissionDenied
-from core.store.console import AttemptFilter, AuditFilter, ScheduleFilter
-from core.store.dead_letters import DeadFilter
+from core.store import AttemptFilter, AuditFilter, DeadFilter, ScheduleFilter
 from tests.conftest import START
 from tests.tui.conftest import ADMIN, FAILING, MEMBER, OPERATOR, seed, seed_calendars
 

@@ -10,8 +10,7 @@ from typing import Any
 from core.actors import Principal, Surface
 from core.cases import Herald
 from core.clock import ManualClock
-from core.store.console import AuditFilter
-from core.store.dead_letters import DeadFilter
+from core.store import AuditFilter, DeadFilter
 from tests.tui.conftest import (
     ADMIN,
     MEMBER,

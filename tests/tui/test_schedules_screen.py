@@ -10,7 +10,7 @@ from rich.console import Console
 
 from core.cases import Herald
 from core.clock import ManualClock
-from core.store.console import AuditFilter, ScheduleFilter
+from core.store import AuditFilter, ScheduleFilter
 from tests.tui.conftest import ADMIN, MEMBER, OPERATOR, notes, run, screen_text, settle
 from tui.screens.schedules import SchedulesScreen
 from tui.widgets.table import PageTable

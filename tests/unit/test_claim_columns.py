@@ -4,9 +4,8 @@ every field of ClaimedJob is one of its labels."""
 import dataclasses
 from datetime import UTC, datetime
 
-from core.store import queue
+from core.store import CLAIM_COLUMNS, ClaimedJob, queue
 from core.store.base import sqlite_datetime
-from core.store.queue import CLAIM_COLUMNS, ClaimedJob
 
 
 def test_every_claimed_job_field_is_a_claim_column_and_back() -> None:

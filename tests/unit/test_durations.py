@@ -18,8 +18,8 @@ from dateutil.relativedelta import relativedelta
 
 from bot.slack import grammar
 from core import timeexpr
+from core.cases import parse_shift
 from core.cases.calendars import describe_before, parse_before
-from core.cases.console import parse_shift
 from core.dispatcher.verdicts import duration as dispatcher_duration
 from core.errors import InvalidInput
 

@@ -181,7 +181,7 @@ def test_who_decides_what_the_console_greys_out(
     who: str, member: bool, operator: bool, admin: bool
 ) -> None:
     from core.actors import Actor
-    from core.cases.console import unavailable, verb_rule
+    from core.cases import unavailable, verb_rule
     from core.models import Role
 
     for v in VERBS:
