@@ -6,10 +6,8 @@ valid token are limited per client address, and a member's tokens share one allo
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import logging
-import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -26,6 +24,7 @@ from core.clock import ManualClock, SystemClock
 from core.settings import load_settings
 from core.store import Store
 from tests.fakes.http import unused_port
+from tests.support.store import aiosqlite_threads_done
 
 ADMIN = "local:root-admin"  # HERALD_ADMINS of the conftest's settings
 
@@ -198,17 +197,7 @@ async def test_a_database_failure_does_not_say_where_the_database_is(
         no_error_logged(caplog)
     finally:
         await store.close()
-        await _aiosqlite_threads_done()
-
-
-async def _aiosqlite_threads_done() -> None:
-    """Wait for aiosqlite's worker threads to end while this test's loop still runs: a
-    failed connect makes aiosqlite stop its thread with a future on the running loop that
-    nobody awaits, and on a busy machine the thread could answer it after the loop closed
-    (an exception in that thread, reported at the next test's setup)."""
-    for thread in threading.enumerate():
-        if thread.name.endswith("(_connection_worker_thread)"):
-            await asyncio.to_thread(thread.join, 10)
+        await aiosqlite_threads_done()
 
 
 # --- rates: per client address without a token, per member with one ---------------

@@ -24,6 +24,7 @@ from core.clock import SystemClock
 from core.dispatcher import Dispatcher
 from core.store import Store
 from tests.fakes.http import unused_port
+from tests.support.store import aiosqlite_threads_done
 
 
 class Ticks:
@@ -158,6 +159,7 @@ async def test_readyz_says_unavailable_not_where(
     async with readyz(url, Ticks()) as (client, _):
         answer = await client.get("/readyz")
         text = await answer.text()
+    await aiosqlite_threads_done()
     assert answer.status == 503
     checks = json.loads(text)["checks"]
     assert checks["database"] == {"ok": False, "detail": UNAVAILABLE}

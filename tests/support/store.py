@@ -1,6 +1,10 @@
-"""Store reads only the tests make: no part of :class:`core.store.Store`."""
+"""Store reads only the tests make (no part of :class:`core.store.Store`), and waiting
+for aiosqlite's threads."""
 
 from __future__ import annotations
+
+import asyncio
+import threading
 
 import sqlalchemy as sa
 from sqlmodel import col, select
@@ -31,3 +35,16 @@ async def leased_by(store: Store, worker: str) -> set[str]:
             )
         )
         return {row[0] for row in rows}
+
+
+async def aiosqlite_threads_done() -> None:
+    """Wait for aiosqlite's worker threads to end while the test's loop still runs.
+
+    A failed connect (a database file that cannot be opened) makes aiosqlite stop its
+    thread with a future on the running loop that nobody awaits; on a busy machine the
+    thread could answer it after the test's loop closed, an exception in that thread that
+    pytest reports at a later test. Call it after the store is closed, in a test whose
+    SQLite database cannot be opened."""
+    for thread in threading.enumerate():
+        if thread.name.endswith("(_connection_worker_thread)"):
+            await asyncio.to_thread(thread.join, 10)
