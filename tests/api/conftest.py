@@ -13,6 +13,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -174,14 +175,16 @@ def stop_service(service: Service) -> None:
         service.log.close()
 
 
-@pytest.fixture(scope="module", params=["sqlite", "postgres"])
-def service(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+@contextmanager
+def serving(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, name: str, **env: str
 ) -> Iterator[Service]:
-    """``herald run`` on SQLite, then on PostgreSQL (a schema of its own)."""
+    """``herald run`` (:func:`start_service` with ``env``) on the fixture's database:
+    SQLite in a temporary directory ``name``, or PostgreSQL in a schema of its own,
+    stopped and the schema dropped afterwards."""
     schema = None
     if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path_factory.mktemp('api') / 'herald.db'}"
+        url = f"sqlite:///{tmp_path_factory.mktemp(name) / 'herald.db'}"
     else:
         require_pg()
         schema = f"t_{secrets.token_hex(6)}"
@@ -189,7 +192,7 @@ def service(
             conn.execute(f'CREATE SCHEMA "{schema}"')
         pg = make_url(PG_URL).update_query_dict({"options": f"-csearch_path={schema}"})
         url = pg.render_as_string(hide_password=False)
-    svc = start_service(url)
+    svc = start_service(url, **env)
     try:
         yield svc
     finally:
@@ -197,6 +200,15 @@ def service(
         if schema is not None:
             with psycopg.connect(_pg_conninfo(PG_URL), autocommit=True) as conn:
                 conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def service(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Service]:
+    """``herald run`` on SQLite, then on PostgreSQL (a schema of its own)."""
+    with serving(request, tmp_path_factory, "api") as svc:
+        yield svc
 
 
 def wait_for(check: Any, *, within: float = 30.0, what: str = "") -> Any:

@@ -7,25 +7,21 @@ from __future__ import annotations
 
 import asyncio
 import os
-import secrets
 import subprocess
 import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import psycopg
 import pytest
-from sqlalchemy.engine import make_url
 
 from core.actors import Principal
 from core.cases import Herald
 from core.clock import ManualClock, SystemClock
 from core.settings import load_settings
 from core.store import AuditFilter, Store
-from tests.api.conftest import Service, start_service, stop_service, wait_for
+from tests.api.conftest import Service, serving, wait_for
 from tests.api.test_api import problem
-from tests.conftest import PG_URL, _pg_conninfo, require_pg
 
 #: A fresh install: nobody is an admin, in no process's environment.
 FRESH = {"HERALD_ADMINS": ""}
@@ -59,24 +55,8 @@ def fresh_service(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Service]:
     """``herald run`` on a fresh database, with no HERALD_ADMINS."""
-    schema = None
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path_factory.mktemp('first-admin') / 'herald.db'}"
-    else:
-        require_pg()
-        schema = f"t_{secrets.token_hex(6)}"
-        with psycopg.connect(_pg_conninfo(PG_URL), autocommit=True) as conn:
-            conn.execute(f'CREATE SCHEMA "{schema}"')
-        pg = make_url(PG_URL).update_query_dict({"options": f"-csearch_path={schema}"})
-        url = pg.render_as_string(hide_password=False)
-    svc = start_service(url, **FRESH)
-    try:
+    with serving(request, tmp_path_factory, "first-admin", **FRESH) as svc:
         yield svc
-    finally:
-        stop_service(svc)
-        if schema is not None:
-            with psycopg.connect(_pg_conninfo(PG_URL), autocommit=True) as conn:
-                conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
 
 
 def test_a_first_admin_made_at_the_terminal_acts_at_the_running_services_next_request(
