@@ -66,12 +66,6 @@ def unreachable(provider: str, url: str, why: str, setting: str | None = None) -
     return f"Could not reach {provider}'s API at {shown_url(url)} ({why}){fix}."
 
 
-def is_json_type(content_type: str) -> bool:
-    """Whether a content type says JSON (``application/json``, ``…+json``)."""
-    kind = content_kind(content_type)
-    return kind == "application/json" or kind.endswith("+json")
-
-
 def not_the_api(
     health: ApiHealth | None, sentence: str, *, url: str, status: int, content_type: str
 ) -> DeliveryResult:
