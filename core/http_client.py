@@ -171,13 +171,15 @@ class HTTPClient:
     def _open(self, guarded: bool) -> aiohttp.ClientSession:
         import aiohttp
 
+        if self._tls is None:  # lazy_tls: read once, for every pool after this one too
+            self._tls = default_tls()
         connector = aiohttp.TCPConnector(
             limit=self.connections,
             limit_per_host=self.per_host,
             resolver=self.guard.aiohttp_resolver() if guarded else None,
             use_dns_cache=self.dns_ttl > 0,
             ttl_dns_cache=int(self.dns_ttl) if self.dns_ttl > 0 else None,
-            ssl=self._tls or default_tls(),
+            ssl=self._tls,
         )
         return aiohttp.ClientSession(connector=connector, cookie_jar=aiohttp.DummyCookieJar())
 
