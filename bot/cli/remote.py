@@ -141,13 +141,16 @@ class Remote:
         from bot.cli.options import schedule_options
 
         sources = list(a.skip_calendar or [])
-        urls = [s for s in sources if s.startswith(("http://", "https://"))]
+        urls: list[str] = []
         files = {}
-        for path in (s for s in sources if s not in urls):
+        if sources:  # what a URL is, as the local command reads it (webcal:// too)
             from bot.cli.options import open_text
+            from core.calendars import is_url
 
-            with open_text(path) as f:
-                files[os.path.basename(path)] = f.read()
+            urls = [s for s in sources if is_url(s)]
+            for path in (s for s in sources if not is_url(s)):
+                with open_text(path) as f:
+                    files[os.path.basename(path)] = f.read()
         body: dict[str, Any] = {"to": a.to, "when": a.when, "text": a.text}
         for name, value in (("tz", a.tz), ("key", a.key), ("max_lateness", a.max_lateness)):
             if value is not None:
