@@ -7,7 +7,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 
 import httpx
@@ -24,6 +24,7 @@ from tests.calendars.conftest import data
 from tests.fakes import unused_port
 from tests.fakes.ics import ICSServer
 from tests.support.channels import RecordingChannel
+from tests.support.waiting import until
 
 ADMIN = "local:root-admin"
 CAP = "HERALD_CALENDAR_MAX_OCCURRENCES"
@@ -53,13 +54,6 @@ async def _ticker(lags: list[float], stop: asyncio.Event) -> None:
         before = time.perf_counter()
         await asyncio.sleep(0.01)
         lags.append(time.perf_counter() - before - 0.01)
-
-
-async def _until(condition: Callable[[], bool]) -> None:
-    """Wait for ``condition`` (set by another process's progress), checking every 5 ms."""
-    async with asyncio.timeout(15):
-        while not condition():  # noqa: ASYNC110 - nothing to wait on but the condition
-            await asyncio.sleep(0.005)
 
 
 @pytest.mark.parametrize(
@@ -161,7 +155,7 @@ async def test_deliveries_keep_their_lateness_while_hostile_calendars_are_read(
         herald.add_feed(ADMIN, calendar=never, to="log:"),
         return_exceptions=True,
     )
-    await _until(lambda: reader.running >= 1)  # a calendar is being read
+    await until(lambda: reader.running >= 1, every=0.005)  # a calendar is being read
     drain_started = datetime.now(UTC)
     summary = await dispatcher.drain()
     delivered_after = time.perf_counter() - started

@@ -24,6 +24,7 @@ from tests.fakes.discord_app import FakeDiscordApp
 from tests.fakes.http import FakeHTTPServer, Scripted, unused_port
 from tests.fakes.slack_app import FakeSlackApp
 from tests.fakes.webhook import WebhookReceiver
+from tests.support.waiting import until
 
 SLACK_TOKEN = "xoxb-secret-token-for-the-test"
 DISCORD_TOKEN = "discord-secret-token-for-the-test"
@@ -75,13 +76,6 @@ def _settings(platform: str, fake: FakeHTTPServer, database_url: str, port: int)
     return load_settings(**values)
 
 
-async def _until(condition: Callable[[], object], within: float = 15.0) -> None:
-    """Wait for something the service does (not for a time): checked every 20 ms."""
-    async with asyncio.timeout(within):
-        while not condition():  # noqa: ASYNC110 (the fakes and the observer set no event)
-            await asyncio.sleep(0.02)
-
-
 @pytest.mark.parametrize("answer", list(ANSWERS))
 @pytest.mark.parametrize("platform", ["slack", "discord"])
 async def test_a_wrong_platform_url_leaves_herald_running_and_says_so(
@@ -113,8 +107,8 @@ async def test_a_wrong_platform_url_leaves_herald_running_and_says_so(
         caplog.set_level(logging.INFO)
         running = asyncio.create_task(serve(settings, stop=stop, observer=finished.append))
         try:
-            await _until(lambda: hook.received)  # the webhook, due meanwhile, is delivered
-            await _until(lambda: any(f.job.destination == target for f in finished))
+            await until(lambda: hook.received)  # the webhook, due meanwhile, is delivered
+            await until(lambda: any(f.job.destination == target for f in finished))
             assert not running.done(), "herald run stopped"
             async with (
                 aiohttp.ClientSession() as client,
