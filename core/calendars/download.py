@@ -26,16 +26,10 @@ from urllib.parse import urlsplit
 import httpx
 
 from core.calendars.read import CalendarError
-from core.errors import HeraldError
 from core.netguard import Guard, Refused
 
 REDIRECTS = frozenset({301, 302, 303, 307, 308})
 _CHUNK = 64 * 1024
-
-
-class FetchRefused(HeraldError):
-    """The calendar URL could not be read within the limits, or may not be read
-    (:func:`fetch` says so as a CalendarError)."""
 
 
 @dataclass(frozen=True)
@@ -84,10 +78,7 @@ async def fetch(
         headers["If-None-Match"] = etag
     if last_modified:
         headers["If-Modified-Since"] = last_modified
-    try:
-        answer = await get(url, headers, guard=guard or Guard(), limits=limits or FetchLimits())
-    except FetchRefused as exc:
-        raise CalendarError(str(exc)) from None
+    answer = await get(url, headers, guard=guard or Guard(), limits=limits or FetchLimits())
     if answer.status == 304:
         return Fetched(None, etag, last_modified)
     if answer.status != 200:
@@ -132,14 +123,14 @@ async def get(
     guard: Guard,
     limits: FetchLimits,
 ) -> Answer:
-    """GET ``url`` within ``limits`` through ``guard``. Raises FetchRefused (one
+    """GET ``url`` within ``limits`` through ``guard``. Raises CalendarError (one
     sentence) for a refused address, a limit passed or a network failure; any other
     status than a redirect is returned for the caller to judge."""
     try:
         async with asyncio.timeout(limits.deadline):
             return await _follow(url, dict(headers), guard, limits)
     except (TimeoutError, httpx.TimeoutException):
-        raise FetchRefused(
+        raise CalendarError(
             f"{url} did not finish within {limits.deadline:g} s, the most Herald waits for "
             "a calendar (HERALD_CALENDAR_FETCH_TIMEOUT)."
         ) from None
@@ -169,27 +160,27 @@ async def _follow(
                     target = str(response.url.join(location)) if location else ""
             except Refused as exc:
                 if hop == 0:
-                    raise FetchRefused(str(exc)) from None
-                raise FetchRefused(f"{url} redirects to an internal address: {exc}") from None
+                    raise CalendarError(str(exc)) from None
+                raise CalendarError(f"{url} redirects to an internal address: {exc}") from None
             except httpx.TimeoutException:
                 raise
             except httpx.HTTPError as exc:
-                raise FetchRefused(f"Could not fetch {url}: {type(exc).__name__}.") from None
+                raise CalendarError(f"Could not fetch {url}: {type(exc).__name__}.") from None
             scheme = urlsplit(target).scheme.lower() if target else ""
             if scheme not in ("http", "https"):
-                raise FetchRefused(
+                raise CalendarError(
                     f"{url} redirects to a URL Herald does not follow (only http and https); "
                     "use the calendar's final URL."
                 )
             current = target
-    raise FetchRefused(
+    raise CalendarError(
         f"{url} redirects more than {limits.max_redirects} times; use the calendar's final URL."
     )
 
 
 async def _read(response: httpx.Response, url: str, limits: FetchLimits) -> bytes:
     """The body, refused as soon as it is known to pass ``limits.max_bytes``."""
-    too_big = FetchRefused(
+    too_big = CalendarError(
         f"{url} is larger than {limits.size()}, the most Herald reads from a calendar "
         "(HERALD_CALENDAR_MAX_BYTES)."
     )
@@ -214,7 +205,7 @@ async def _read(response: httpx.Response, url: str, limits: FetchLimits) -> byte
 
 
 def _inflater(coding: str, url: str) -> zlib._Decompress | None:
-    """A decompressor for the ``Content-Encoding`` (None for identity); FetchRefused
+    """A decompressor for the ``Content-Encoding`` (None for identity); CalendarError
     for one Herald did not ask for."""
     coding = coding.strip().lower()
     if coding in ("", "identity"):
@@ -223,7 +214,7 @@ def _inflater(coding: str, url: str) -> zlib._Decompress | None:
         return zlib.decompressobj(16 + zlib.MAX_WBITS)
     if coding == "deflate":
         return zlib.decompressobj()
-    raise FetchRefused(
+    raise CalendarError(
         f"{url} is sent in a content encoding Herald does not read; "
         "serve it plain or gzip-compressed."
     )
