@@ -21,7 +21,13 @@ from typing import Any, TextIO
 
 from bot.cli import calendars as cli_calendars
 from bot.cli import info as cli_info
-from bot.cli.options import TABLE_WIDTH, open_text, schedule_options, table_lines
+from bot.cli.options import (
+    TABLE_WIDTH,
+    open_text,
+    say_not_created,
+    schedule_options,
+    table_lines,
+)
 from bot.cli.parser import EXIT_ERROR
 from bot.logs import configure_logging
 from core import calendars, db, reminders, verbs, views
@@ -117,10 +123,7 @@ class Cli:
             self.emit_json({**views.schedule_dict(schedule), "created": created})
             return
         if not created:
-            print(  # noqa: T201 - CLI output
-                f"Schedule {schedule.id} already exists with key {a.key!r}; nothing new created.",
-                file=sys.stderr,
-            )
+            say_not_created(schedule.id, a.key)
         if a.quiet:
             self.emit(str(schedule.id))
             return

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections.abc import Sequence
 from typing import Any, TextIO
 
@@ -17,6 +18,15 @@ def open_text(path: str) -> TextIO:
         return open(path, encoding="utf-8")  # noqa: SIM115 - closed by the caller's with
     except OSError as exc:
         raise InvalidInput(f"Cannot read {path}: {exc.strerror}.") from exc
+
+
+def say_not_created(schedule_id: int | None, key: str | None) -> None:
+    """On stderr: ``herald schedule --key`` found its schedule already made (the local
+    command and the remote one say the same)."""
+    print(  # noqa: T201 - CLI output
+        f"Schedule {schedule_id} already exists with key {key!r}; nothing new created.",
+        file=sys.stderr,
+    )
 
 
 def json_arg(name: str, value: str) -> Any:

@@ -138,7 +138,7 @@ class Remote:
     # --- commands ---------------------------------------------------------------------
 
     def schedule(self, a: argparse.Namespace) -> None:
-        from bot.cli.options import schedule_options
+        from bot.cli.options import say_not_created, schedule_options
 
         sources = list(a.skip_calendar or [])
         urls: list[str] = []
@@ -168,10 +168,7 @@ class Remote:
             self.emit_json({**s, "created": created})
             return
         if not created:
-            print(  # noqa: T201 - CLI output
-                f"Schedule {s['id']} already exists with key {a.key!r}; nothing new created.",
-                file=sys.stderr,
-            )
+            say_not_created(s["id"], a.key)
         if a.quiet:
             self.emit(str(s["id"]))
             return
