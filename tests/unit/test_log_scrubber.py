@@ -6,32 +6,15 @@ from __future__ import annotations
 import io
 import json
 import logging
-from collections.abc import Iterator
 
 import pytest
 
-from bot.logs import QUIETED_LOGGERS, configure_logging
+from bot.logs import configure_logging
 from core.settings import load_settings
 
 TOKEN = "xoxb-1234567890-0987654321-AbCdEfGhIjKlMnOpQrStUvWx"
 PASSWORD = "hunter2-Sm7p-pass"
 FOREIGN = "xoxp-5555555555-6666666666-0123456789abcdef"
-
-
-@pytest.fixture
-def root_restored() -> Iterator[None]:
-    # configure_logging sets the root logger and the quieted libraries' loggers
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
-    quieted = {name: logging.getLogger(name).level for name in QUIETED_LOGGERS}
-    yield
-    for handler in list(root.handlers):
-        root.removeHandler(handler)
-    for handler in handlers:
-        root.addHandler(handler)
-    root.setLevel(level)
-    for logger, was in quieted.items():
-        logging.getLogger(logger).setLevel(was)
 
 
 def provider_failure() -> None:
@@ -40,7 +23,9 @@ def provider_failure() -> None:
 
 
 @pytest.mark.parametrize("fmt", ["human", "json"])
-def test_tracebacks_messages_fields_and_stacks_are_scrubbed(fmt: str, root_restored: None) -> None:
+def test_tracebacks_messages_fields_and_stacks_are_scrubbed(
+    fmt: str, quieted_restored: None
+) -> None:
     settings = load_settings(
         _env_file=None,
         SLACK_BOT_TOKEN=TOKEN,

@@ -11,12 +11,10 @@ import logging
 import re
 import types
 import typing
-from collections.abc import Iterator
 
-import pytest
 from pydantic import BaseModel, SecretStr
 
-from bot.logs import QUIETED_LOGGERS, configure_logging
+from bot.logs import configure_logging
 from core.scrub import Scrubber, SecretParts
 from core.settings import Settings, load_settings
 
@@ -55,21 +53,6 @@ def sample(index: int) -> str:
     return f"Quillwort{index}Marsh{index * 7}Fen"
 
 
-@pytest.fixture
-def root_restored() -> Iterator[None]:
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
-    quieted = {name: logging.getLogger(name).level for name in QUIETED_LOGGERS}
-    yield
-    for handler in list(root.handlers):
-        root.removeHandler(handler)
-    for handler in handlers:
-        root.addHandler(handler)
-    root.setLevel(level)
-    for logger, was in quieted.items():
-        logging.getLogger(logger).setLevel(was)
-
-
 def test_the_secret_settings_are_found_by_their_type() -> None:
     found = set(secret_fields())
     # today's, so that the search itself cannot quietly find nothing
@@ -90,7 +73,7 @@ def test_a_setting_holding_several_secrets_says_how_one_is_written() -> None:
             assert name in SEVERAL, f"say in SEVERAL how a value of {name} carries a secret"
 
 
-def test_every_secret_setting_is_scrubbed_from_the_logs(root_restored: None) -> None:
+def test_every_secret_setting_is_scrubbed_from_the_logs(quieted_restored: None) -> None:
     names = secret_fields()
     secrets = {name: sample(i) for i, name in enumerate(names)}
     variables = {Settings.model_fields[n].alias or n: written(n, s) for n, s in secrets.items()}
