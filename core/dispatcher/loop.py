@@ -18,7 +18,7 @@ import gc
 import random
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -46,7 +46,7 @@ from core.errors import HeraldError
 from core.metrics import Metrics
 from core.ratelimit import ClaimCaps, RateLimit
 from core.scrub import Scrubber
-from core.store import ClaimedJob, DispatchStore, HandBack, Settled
+from core.store import ClaimedJob, DispatchStore, Settled
 
 log = reporting.log
 
@@ -227,11 +227,11 @@ class Dispatcher:
             # unnamed (a name costs a microsecond); ``_run`` removes it from the set
             self._tasks.add(asyncio.create_task(self._run(job, slots.get(job.id))))
         if later:
-            self._hand_back(list(later.values()))
+            self._to_record(later.values())
         return bool(slots or later)
 
-    def _hand_back(self, items: list[HandBack]) -> None:
-        """Record these (claimed, not tried) with the next flush."""
+    def _to_record(self, items: Iterable[Settled]) -> None:
+        """Record these with the next flush (starting one when none runs)."""
         self._done.extend(items)
         if self._flusher is None or self._flusher.done():
             self._flusher = asyncio.create_task(self._flush(), name="herald-flush")
@@ -244,11 +244,9 @@ class Dispatcher:
         finally:
             self._tasks.discard(asyncio.current_task())
             self._feeder.notify()
-        # append only after the await: the flusher swaps ``_done`` for a new list while
+        # recorded only after the await: the flusher swaps ``_done`` for a new list while
         # deliveries run, and ``self._done.append(await ...)`` would bind the old one
-        self._done.append(settled)
-        if self._flusher is None or self._flusher.done():
-            self._flusher = asyncio.create_task(self._flush(), name="herald-flush")
+        self._to_record((settled,))
 
     async def _attempt(self, job: ClaimedJob, slot: datetime | None) -> Settled:
         """Send one claimed job, no earlier than its due time and its rate-limit
