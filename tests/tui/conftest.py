@@ -202,7 +202,7 @@ def screen_busy(app: HeraldConsole) -> bool:
     return (
         any(worker.is_running for worker in app.workers)
         or bool(app._reads)
-        or any(table.settling for table in app.screen.query(PageTable))
+        or any(t.settling for t in app.screen.query(PageTable))
     )
 
 
@@ -224,6 +224,16 @@ def svg_lines(svg: str, width: int) -> list[str]:
                 row[column + offset] = char
     last = max(rows, default=-1)
     return ["".join(rows.get(n, [])).rstrip() for n in range(last + 1)]
+
+
+def table(app: Any, selector: str = "#table") -> PageTable:
+    """The screen's list (or the table ``selector`` names)."""
+    return app.screen.query_one(selector, PageTable)
+
+
+def flat(text: str) -> str:
+    """``text`` with every run of whitespace (line ends too) one space."""
+    return " ".join(text.split())
 
 
 def screen_text(app: HeraldConsole) -> str:

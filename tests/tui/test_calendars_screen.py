@@ -19,21 +19,14 @@ from tests.tui.conftest import (
     CALENDAR_SECRET,
     MEMBER,
     OPERATOR,
+    flat,
     run,
     screen_text,
     seed_calendars,
     settle,
+    table,
 )
 from tests.tui.test_snapshots import SNAPSHOTS, compare
-from tui.widgets.table import PageTable
-
-
-def flat(text: str) -> str:
-    return " ".join(text.split())
-
-
-def table(app: Any) -> PageTable:
-    return app.screen.query_one("#table", PageTable)
 
 
 async def test_a_failing_calendar_stands_out_without_its_secrets(

@@ -16,22 +16,15 @@ from tests.tui.conftest import (
     MEMBER,
     OPERATOR,
     deliver,
+    flat,
     notes,
     run,
     screen_text,
     settle,
+    table,
 )
 from tui.screens.detail import DetailScreen
 from tui.screens.prompt import PromptScreen
-from tui.widgets.table import PageTable
-
-
-def table(app: Any, selector: str = "#table") -> PageTable:
-    return app.screen.query_one(selector, PageTable)
-
-
-def flat(text: str) -> str:
-    return " ".join(text.split())
 
 
 async def test_queue_views(

@@ -11,9 +11,8 @@ from rich.console import Console
 from core.cases import Herald
 from core.clock import ManualClock
 from core.store import AuditFilter, ScheduleFilter
-from tests.tui.conftest import ADMIN, MEMBER, OPERATOR, notes, run, screen_text, settle
+from tests.tui.conftest import ADMIN, MEMBER, OPERATOR, flat, notes, run, screen_text, settle, table
 from tui.screens.schedules import SchedulesScreen
-from tui.widgets.table import PageTable
 
 
 async def test_overview_shows_the_figures(console: Any, seeded: dict[str, Any]) -> None:
@@ -59,20 +58,12 @@ async def schedules(console: Any, actor: str = ADMIN) -> Any:
     return console(actor, mode="schedules")
 
 
-def flat(text: str) -> str:
-    return " ".join(text.split())
-
-
 def help_text(app: Any) -> str:
     """What the keys panel (``?``) lists, whole (at 80 columns it scrolls)."""
     panel = app.screen.query_one("BindingsTable")
     console = Console(width=100, record=True, file=io.StringIO())
     console.print(panel.render_bindings_table())
     return " ".join(console.export_text().split())
-
-
-def table(app: Any) -> PageTable:
-    return app.screen.query_one("#table", PageTable)
 
 
 async def goto(pilot: Any, schedule_id: int) -> None:

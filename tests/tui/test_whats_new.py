@@ -15,19 +15,14 @@ from textual.binding import Binding
 
 from core.cases import Herald
 from core.clock import ManualClock
-from tests.tui.conftest import ADMIN, MEMBER, OPERATOR, run, screen_text, settle
+from tests.tui.conftest import ADMIN, MEMBER, OPERATOR, run, screen_text, settle, table
 from tests.tui.test_schedules_screen import help_text
 from tests.tui.test_snapshots import SNAPSHOTS, compare
 from tui.app import SCREEN_CLASSES
 from tui.screens.detail import DetailScreen
 from tui.widgets.keys import EVERYWHERE, MOVING, key_sections
-from tui.widgets.table import PageTable
 
 SIZE = (80, 24)
-
-
-def table(app: Any) -> PageTable:
-    return app.screen.query_one("#table", PageTable)
 
 
 def marker(app: Any) -> str:
