@@ -141,7 +141,7 @@ def _operation(route: Route) -> dict[str, Any]:
     }
     if route.body is not None:
         op["requestBody"] = {
-            "required": route.body is not m.RejectRetry,
+            "required": not route.body_optional,
             "content": {
                 "application/json": {
                     "schema": {"$ref": _REF.format(model=route.body.__name__)},

@@ -18,7 +18,6 @@ from typing import Any
 from aiohttp import web
 from pydantic import BaseModel, ValidationError
 
-from bot.api import models as m
 from bot.api.problems import (
     ApiProblem,
     from_error,
@@ -101,6 +100,9 @@ class Route:
     status: int = 200
     query: type[BaseModel] | None = None
     body: type[BaseModel] | None = None
+    #: An empty body is taken (the handler is given None): every field of ``body`` is
+    #: optional (a rejection's reason).
+    body_optional: bool = False
     #: A body that is not JSON: its media type (a bulk import's JSON Lines).
     raw_body: str | None = None
     #: Request headers the route reads: name -> description.
@@ -299,8 +301,8 @@ class Api:
             return None
         raw = await read_body(request, replace(self.limits, max_body=JSON_BODY))
         if not raw.strip():
-            if route.method == "POST" and route.body is m.RejectRetry:
-                return None  # a reason is optional
+            if route.body_optional:
+                return None
             raise ApiProblem(400, "Send a JSON object as the request body.")
         if request.content_type != "application/json":
             raise ApiProblem(415, "Send JSON (Content-Type: application/json).")

@@ -188,6 +188,7 @@ ROUTES: tuple[Route, ...] = (
         reject_dead,
         m.DeadDecisionOut,
         body=m.RejectRetry,
+        body_optional=True,
         problems=(404, 409, 422),
         tag="dead letters",
     ),
