@@ -82,7 +82,8 @@ def _fill(herald: str, env: dict[str, str]) -> None:
 
 
 def _wall(cmd: list[str], env: dict[str, str]) -> float | None:
-    """Seconds from start to exit; None when the command failed (a tree without it)."""
+    """Seconds from start to exit; None when the command failed (an older tree without
+    it: on this checkout a failure is raised, never left out of the figures)."""
     start = time.perf_counter()
     proc = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     took = time.perf_counter() - start
@@ -133,7 +134,9 @@ def run(rounds: int = ROUNDS, compare: Path | None = None) -> dict[str, Any]:
         envs = {name: _env(Path(tmp) / f"{name}.db", source) for name, source in trees.items()}
         for env in envs.values():
             _fill(herald, env)
-        times = {name: {cmd: [] for cmd in COMMANDS} for name in trees}
+        times: dict[str, dict[str, list[float]]] = {
+            name: {cmd: [] for cmd in COMMANDS} for name in trees
+        }
         missing: dict[str, set[str]] = {name: set() for name in trees}
         for _ in range(rounds):
             for cmd, args in COMMANDS.items():
@@ -141,6 +144,8 @@ def run(rounds: int = ROUNDS, compare: Path | None = None) -> dict[str, Any]:
                     if cmd in missing[name]:
                         continue
                     took = _wall([herald, *args], env)
+                    if took is None and trees[name] is None:  # this checkout has them all
+                        raise RuntimeError(f"herald {' '.join(args)} failed on this checkout")
                     if took is None:
                         missing[name].add(cmd)
                         times[name][cmd] = []
