@@ -260,6 +260,11 @@ class Schedule(SQLModel, table=True):
     feed_id: int | None = Field(
         default=None, foreign_key="feed.id", ondelete="SET NULL", index=True
     )
+    #: Its recipients (core.routing): each a destination or a chain tried in order, and
+    #: the zone its hour is read in. ``destination`` is the first one's first step.
+    recipients: list[dict[str, Any]] = Field(
+        default_factory=list, sa_type=JSON, sa_column_kwargs={"server_default": "[]"}
+    )
     #: Ids of the calendars (core.calendars) whose events are dates to skip.
     skip_calendars: list[int] = Field(
         default_factory=list, sa_type=JSON, sa_column_kwargs={"server_default": "[]"}
@@ -272,6 +277,13 @@ class Schedule(SQLModel, table=True):
         """Its state as people read it (see :func:`describe_state`)."""
         return describe_state(self.state, self.rrule is not None, self.last_outcome)
 
+    @property
+    def destinations(self) -> list[str]:
+        """Every destination it may send to, in order (each recipient's chain)."""
+        from core.routing import from_json
+
+        return [d for r in from_json(self.recipients, self.destination) for d in r.to]
+
 
 #: How long the reason for turning down a retry request may be.
 REJECT_REASON_CHARS = 500
@@ -283,7 +295,9 @@ class Job(SQLModel, table=True):
     model_config = {"defer_build": True}  # validators built on first use
 
     __table_args__ = (
-        sa.UniqueConstraint("schedule_id", "occurrence_at", name="uq_job_schedule_occurrence"),
+        sa.UniqueConstraint(
+            "schedule_id", "recipient", "occurrence_at", name="uq_job_schedule_recipient"
+        ),
         # On PostgreSQL the indexes on state hold only the rows their queries read:
         # claiming a job or recording its outcome then adds no entry to two of them
         # (SQLite uses a partial index only for queries that repeat its condition).
@@ -308,8 +322,22 @@ class Job(SQLModel, table=True):
 
     id: int | None = Field(default=None, primary_key=True, sa_type=BigId)
     schedule_id: int = Field(foreign_key="schedule.id", ondelete="CASCADE")
+    #: Which of the schedule's recipients it is for (core.routing: its ``id``).
+    recipient: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
+    #: The schedule's occurrence (UTC), the same for every recipient.
     occurrence_at: datetime = _utc()
+    #: When it is sent: the occurrence, or the same wall time in the recipient's zone.
     due_at: datetime = _utc()
+    #: The destination of its current step; None: the schedule's own (``destination``,
+    #: recipient 0's first step).
+    destination: str | None = Field(default=None, max_length=2000)
+    #: Which step of its recipient's chain it is at (0: the first).
+    step: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
+    #: Its recipient as JSON (core.routing.Recipient.route) when it is more than one
+    #: destination in the schedule's zone; None otherwise.
+    route: str | None = Field(default=None, sa_type=sa.Text)
+    #: When its current step began (for a step's time limit); None: when it fell due.
+    step_since: datetime | None = _utc(default=None)
     state: str = Field(default=JobState.PENDING.value, max_length=16)
     attempts: int = Field(default=0)
     lease_owner: str | None = Field(default=None, max_length=200)
@@ -348,6 +376,8 @@ class Attempt(SQLModel, table=True):
     error: str | None = Field(default=None, sa_type=sa.Text)
     provider_message_id: str | None = Field(default=None, max_length=200)
     worker: str = Field(default="", max_length=200)
+    #: Where this try went (a recipient's step); None for attempts of an older Herald.
+    destination: str | None = Field(default=None, max_length=2000)
     #: The message text as this attempt sent it (variables filled in for its
     #: occurrence); None for attempts of an older Herald, and those that sent nothing.
     body: str | None = Field(default=None, sa_type=sa.Text)

@@ -10,13 +10,14 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from core import timeexpr
+from core import routing, timeexpr
 from core.actors import Actor
 from core.channels import parse_destination
 from core.errors import HeraldError
 from core.instants import iso as iso
 from core.instants import local as local
 from core.models import Attempt, Job, Schedule
+from core.routing import Recipient
 from core.scrub import scrub_credentials
 from core.store import DeadLetter
 
@@ -73,6 +74,71 @@ def destination(uri: str, *, full: bool = False) -> str:
     return parsed.for_owner() if full else parsed.redacted()
 
 
+def recipients_of(schedule: Schedule) -> list[Recipient]:
+    """A schedule's recipients, in order (one for a row older than routing)."""
+    return routing.from_json(schedule.recipients, schedule.destination)
+
+
+def recipients_text(schedule: Schedule, *, full: bool = False) -> str:
+    """Every recipient in words, in order: "#ops, #dev, <@U1> or alice@example.com"
+    (each destination as :func:`destination` shows it; a recipient reading the time
+    in its own zone says which)."""
+    return ", ".join(
+        routing.describe(r, lambda d: destination(d, full=full)) for r in recipients_of(schedule)
+    )
+
+
+def recipient_times(schedule: Schedule, occurrence: datetime | None = None) -> str | None:
+    """When each recipient reading the time in its own zone gets ``occurrence`` (default
+    the next run): "<@U1> 09:00 Europe/Berlin = 08:00Z, bob@example.com 09:00
+    America/New_York = 14:00Z"; None when none does (every one gets the schedule's)."""
+    at = occurrence or schedule.next_run_at
+    zoned = [r for r in recipients_of(schedule) if r.zone is not None]
+    if at is None or not zoned:
+        return None
+    parts = []
+    for r in zoned:
+        assert r.zone is not None
+        due = routing.due_for(at, schedule.timezone, r.zone)
+        wall = due.astimezone(ZoneInfo(r.zone))
+        parts.append(f"{destination(r.first)} {wall:%H:%M} {r.zone} = {due:%H:%MZ}")
+    return ", ".join(parts)
+
+
+#: Job states a recipient's occurrence ended in, as :func:`fared` counts them.
+_FAILED = frozenset({"dead", "expired", "discarded"})
+
+
+def fared(schedule: Schedule, jobs: list[Job]) -> str | None:
+    """How the recipients fared at the latest occurrence any of them was tried (from
+    the schedule's ``jobs``): "delivered to 2 of 3; #old failed", "delivered to 3 of
+    3", "delivered to 1 of 3; 2 waiting". None for a one-recipient schedule (its state
+    says it) or before anything was tried."""
+    recipients = recipients_of(schedule)
+    if len(recipients) < 2:
+        return None
+    tried = [j for j in jobs if j.state in _FAILED or j.state in ("delivered", "retrying")]
+    if not tried:
+        return None
+    latest = max(j.occurrence_at for j in tried)
+    names = {r.id: r for r in recipients}
+    of = [j for j in jobs if j.occurrence_at == latest and j.recipient in names]
+    delivered = sum(1 for j in of if j.state == "delivered")
+    parts = [f"delivered to {delivered} of {len(recipients)}"]
+    failed = [
+        destination(j.destination or names[j.recipient].first) for j in of if j.state in _FAILED
+    ]
+    if failed:
+        parts.append(f"{', '.join(failed)} failed")
+    retrying = sum(1 for j in of if j.state == "retrying")
+    waiting = len(recipients) - delivered - len(failed) - retrying
+    if retrying:
+        parts.append(f"{retrying} retrying")
+    if waiting > 0:
+        parts.append(f"{waiting} waiting")
+    return "; ".join(parts)
+
+
 def read_back(schedule: Schedule) -> str:
     """:func:`describe`, telling the person who just wrote the time how Herald read
     what it chose: "every weekday at 09:00 (UTC) — add 'at …' to change it", "every
@@ -91,6 +157,7 @@ def schedule_dict(schedule: Schedule) -> dict[str, Any]:
         "tenant": schedule.tenant,
         "owner": schedule.owner,
         "destination": schedule.destination,
+        "recipients": [r.as_json() for r in recipients_of(schedule)],
         "text": schedule.body,
         "expression": schedule.expression,
         "timezone": schedule.timezone,
@@ -114,6 +181,9 @@ def schedule_dict(schedule: Schedule) -> dict[str, Any]:
 def job_dict(job: Job) -> dict[str, Any]:
     return {
         "id": job.id,
+        "recipient": job.recipient,
+        "destination": job.destination,
+        "step": job.step,
         "occurrence_at": iso(job.occurrence_at),
         "due_at": iso(job.due_at),
         "state": job.state,
@@ -137,6 +207,7 @@ def attempt_dict(attempt: Attempt) -> dict[str, Any]:
         "error": error_text(attempt.error),
         "provider_message_id": attempt.provider_message_id,
         "worker": attempt.worker,
+        "destination": attempt.destination,
         "text": attempt.body,
     }
 

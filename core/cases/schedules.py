@@ -13,14 +13,17 @@ import asyncio
 import json
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
 import core.cases.recipient_cap as recipient_cap
-from core import calendars, limits, templates, tenancy, timeexpr
+from core import calendars, limits, routing, templates, tenancy, timeexpr
 from core.actors import Actor, ActorRef
+from core.cases import recipients
 from core.cases.base import principal_of
-from core.cases.calendars import RESERVED_KEY_PREFIX, CalendarCases
+from core.cases.calendars import RESERVED_KEY_PREFIX
+from core.cases.recipients import RecipientCases, To
 from core.channels import parse_destination
 from core.destinations import Destination
 from core.errors import Conflict, InvalidInput
@@ -33,6 +36,7 @@ from core.models import (
 )
 from core.preview import Preview, ZoneSource, build_preview
 from core.reminders import ASKED_BY, ASKED_BY_NAME, ASKER_KEYS, asked_prefix
+from core.routing import Wanted
 from core.scrub import Scrubber
 from core.store import AuditEntry, ScheduleQuery
 from core.views import ScheduleDetail
@@ -130,7 +134,7 @@ def check_key(key: str | None) -> str | None:
     return key
 
 
-class ScheduleCases(CalendarCases):
+class ScheduleCases(RecipientCases):
     """Schedules (and the calendars they skip, :class:`CalendarCases`)."""
 
     def read_when(self, when: str, tz: str, *, actor: ActorRef | None = None) -> timeexpr.When:
@@ -145,17 +149,22 @@ class ScheduleCases(CalendarCases):
         self,
         actor: Actor,
         *,
-        to: str,
+        to: To,
         when: str,
         text: str,
         tz: str | None,
         key: str | None,
         max_lateness: float | None = None,
         options: Mapping[str, Any] | None = None,
+        step_timeout: float | None = None,
     ) -> dict[str, Any]:
         """Validate one request and return its schedule row's values, unstored (create
-        and import share it)."""
-        destination = parse_destination(to)
+        and import share it). ``to`` is one destination or several recipients
+        (:func:`~core.cases.recipients.wanted_of`); each destination is checked as a
+        schedule to it alone would be. Recipients reading the time in their own zone get
+        it from :meth:`with_zones` afterwards."""
+        wanted = recipients.canonical(recipients.wanted_of(to, step_timeout=step_timeout))
+        recipients.check_count(actor, wanted)
         body = check_text(text)
         if max_lateness is not None and not 0 < max_lateness <= 366 * 86400:
             raise InvalidInput("The maximum lateness must be between 1 second and a year.")
@@ -163,15 +172,20 @@ class ScheduleCases(CalendarCases):
         zone_name = self._zone_for(actor, tz)
         reading = self.read_when(when, zone_name, actor=actor)
         checked = check_options(options)
-        tenancy.check_mentions(actor, destination, body, checked, self.settings)
-        tenancy.check_interval(actor, destination, reading.rule, self.settings)
+        for step in (d for w in wanted for d in w.to):
+            destination = parse_destination(step)
+            tenancy.check_mentions(actor, destination, body, checked, self.settings)
+            tenancy.check_interval(actor, destination, reading.rule, self.settings)
         now = self.clock.now()
         options_checked = _with_template_flag(checked, body)
-        limits.check_message(destination, body, options_checked)
+        for step in (d for w in wanted for d in w.to):
+            limits.check_message(parse_destination(step), body, options_checked)
+        numbered = routing.numbered(list(wanted))
         return {
             "owner": actor.id,
             "tenant": actor.tenant,
-            "destination": str(destination),
+            "destination": numbered[0].first,
+            "recipients": routing.to_json(numbered),
             "body": body,
             "expression": reading.expression,
             "timezone": reading.timezone,  # a zone written in the phrase wins
@@ -201,9 +215,14 @@ class ScheduleCases(CalendarCases):
         skip: Sequence[str] = (),
         skip_files: Mapping[str, str] | None = None,
         skip_loaded: Sequence[CalendarSource] = (),
+        their_time: bool = False,
+        step_timeout: float | None = None,
     ) -> tuple[Schedule, bool]:
-        """Schedule ``text`` to ``to`` at ``when``. Returns ``(schedule, created)``;
-        with a ``key`` the owner already used, the existing schedule and ``False``.
+        """Schedule ``text`` to ``to`` (one destination, or several recipients and
+        chains: :func:`~core.cases.recipients.wanted_of`) at ``when``; with
+        ``their_time``, each person's occurrence at that wall time in their own zone.
+        Returns ``(schedule, created)``; with a ``key`` the owner already used, the
+        existing schedule and ``False``.
 
         Occurrences the events of skip calendars hold are skipped: URLs in ``when``
         (``… except holidays from URL``, :func:`core.calendars.split_skip_phrase`) or in
@@ -212,12 +231,15 @@ class ScheduleCases(CalendarCases):
         that cannot be read (CalendarError) creates nothing."""
         actor = await self.actor(actor_id)
         when, urls = calendars.split_skip_phrase(when)
-        to = await self.named_channel(actor, to)  # slack:#deploys is kept as slack:C…
+        wanted = recipients.wanted_of(to, their_time=their_time, step_timeout=step_timeout)
+        recipients.check_count(actor, wanted)
+        # slack:#deploys is kept as slack:C…
+        named = await self.named_recipients(actor, wanted)
         values = await self._audited_refusals(
             actor,
             lambda: self.build_schedule(
                 actor,
-                to=to,
+                to=named,
                 when=when,
                 text=text,
                 tz=tz,
@@ -226,10 +248,13 @@ class ScheduleCases(CalendarCases):
                 options=options,
             ),
         )
+        if their_time:
+            values = await self.zoned(actor, values, named)
         values = await self.with_asker(actor, values)
         await self.check_quota(actor, adding=1)
         await self.check_recipient_cap(actor, [values])
-        await self.check_reachable(values["destination"])
+        for destination in recipients.destinations_of(values):
+            await self.check_reachable(destination)
         sources = [*urls, *skip]
         if sources or skip_files:
             skip_loaded = [*skip_loaded, *await self.load_calendars(actor, sources, skip_files)]
@@ -306,13 +331,16 @@ class ScheduleCases(CalendarCases):
         for row in rows:
             if tick is not None:
                 await tick()
-            destination = parse_destination(row["destination"])
-            if destination.recipient == actor.id or destination.kind in UNCAPPED_KINDS:
-                continue
-            sends = recipient_cap.sends_of(
-                row["starts_at"], row["rrule"], after=row.get("resumes_at")
-            )
-            by_destination.setdefault(str(destination), []).extend(sends)
+            sends: list[datetime] | None = None
+            for step in recipients.destinations_of(row):
+                destination = parse_destination(step)
+                if destination.recipient == actor.id or destination.kind in UNCAPPED_KINDS:
+                    continue
+                if sends is None:
+                    sends = recipient_cap.sends_of(
+                        row["starts_at"], row["rrule"], after=row.get("resumes_at")
+                    )
+                by_destination.setdefault(str(destination), []).extend(sends)
         for where, adding in sorted(by_destination.items()):
             within = recipient_cap.stretches(adding)
             found = await self.store.sends_to(
@@ -517,14 +545,20 @@ class ScheduleCases(CalendarCases):
         *,
         when: str | None = None,
         text: str | None = None,
-        to: str | None = None,
+        to: To | None = None,
         tz: str | None = None,
         expected_version: int | None = None,
+        add: To = (),
+        remove: Sequence[str] = (),
     ) -> Schedule:
-        """Change a schedule's time, text or destination. A stale ``expected_version``
-        (or a concurrent edit) is refused with Conflict."""
+        """Change a schedule's time, text or recipients: ``to`` replaces them all,
+        ``add`` and ``remove`` (destinations, a chain by its first) change some; the
+        recipients it keeps keep their jobs. A stale ``expected_version`` (or a
+        concurrent edit) is refused with Conflict."""
         actor = await self.actor(actor_id)
         schedule = await self._changeable(actor, schedule_id, expected_version)
+        if add or remove:
+            to = await self._edited_recipients(actor, schedule, to, add, remove)
         if when is None and text is None and to is None:
             raise InvalidInput("Nothing to change: give a new time, text or destination.")
         if tz is not None and when is None:
@@ -535,44 +569,47 @@ class ScheduleCases(CalendarCases):
         if text is not None:
             values["body"] = check_text(text)
             changed["text_chars"] = len(text)
+        asker: dict[str, Any] = {}
         if to is not None:
-            destination = parse_destination(await self.named_channel(actor, to))
-            asker = await self.check_recipient(actor, destination, "schedule.edit")
-            await self.check_reachable(str(destination))
-            values["destination"] = str(destination)
-            changed["destination"] = destination.redacted()
+            new = await self._new_recipients(actor, schedule, to)
+            for step in (d for r in new for d in r.to):
+                asker |= await self.check_recipient(actor, parse_destination(step), "schedule.edit")
+                await self.check_reachable(step)
+            values["recipients"] = routing.to_json(new)
+            if new[0].first != schedule.destination:
+                values["destination"] = new[0].first
+            changed["recipients"] = [
+                routing.describe(r, lambda d: parse_destination(d).redacted()) for r in new
+            ]
         if text is not None or to is not None:
             # whom the message may notify is the editor's to say, as of this edit
             body = values.get("body", schedule.body)
             options = _with_template_flag(dict(schedule.options or {}), body)
-            if to is not None:  # who asked is said again for the new destination
+            if to is not None:  # who asked is said again for the new recipients
                 options = {k: v for k, v in options.items() if k not in ASKER_KEYS} | asker
-            where = parse_destination(values.get("destination", schedule.destination))
+            every = recipients.destinations_of({**_values_of(schedule), **values})
             try:
-                values["options"] = tenancy.check_mentions(
-                    actor, where, body, options, self.settings
-                )
+                for step in every:
+                    options = tenancy.check_mentions(
+                        actor, parse_destination(step), body, options, self.settings
+                    )
             except tenancy.MentionRefused as exc:
                 raise await self.denied(
                     actor, "schedule.edit", "schedule", str(schedule_id), str(exc), type(exc)
                 ) from None
-            limits.check_message(  # the message must fit where it goes
-                where,
-                values.get("body", schedule.body),
-                values.get("options", schedule.options),
-            )
+            values["options"] = options
+            for step in every:  # the message must fit where it goes
+                limits.check_message(parse_destination(step), body, options)
         arm_at: datetime | None = None
         if when is not None:
             _refuse_skip_phrase(when)
             zone_name = self._zone_for(actor, tz, kept=schedule.timezone)
             reading = self.read_when(when, zone_name, actor=actor)
             try:
-                tenancy.check_interval(
-                    actor,
-                    parse_destination(values.get("destination", schedule.destination)),
-                    reading.rule,
-                    self.settings,
-                )
+                for step in recipients.destinations_of({**_values_of(schedule), **values}):
+                    tenancy.check_interval(
+                        actor, parse_destination(step), reading.rule, self.settings
+                    )
             except tenancy.QuotaExceeded as exc:
                 raise await self.denied(
                     actor, "schedule.edit", "schedule", str(schedule_id), str(exc), type(exc)
@@ -587,9 +624,12 @@ class ScheduleCases(CalendarCases):
             changed.update(when=reading.expression, timezone=reading.timezone)
             if schedule.state == ScheduleState.ACTIVE.value:
                 arm_at = reading.first
+        if schedule.state == ScheduleState.ACTIVE.value and to is not None and arm_at is None:
+            arm_at = schedule.next_run_at  # the recipients added get this occurrence too
         if schedule.state == ScheduleState.ACTIVE.value and (when is not None or to is not None):
             sends: dict[str, Any] = {  # a paused one is counted when it resumes
                 "destination": values.get("destination", schedule.destination),
+                "recipients": values.get("recipients", schedule.recipients),
                 "starts_at": values.get("starts_at", schedule.starts_at),
                 "rrule": values.get("rrule", schedule.rrule),
                 "resumes_at": None if when is not None else schedule.next_run_at,
@@ -599,8 +639,54 @@ class ScheduleCases(CalendarCases):
                     actor, [sends], action="schedule.edit", exclude=schedule.id
                 )
         return await self._change(
-            actor, schedule, "edit", values, changed, cancel=when is not None, arm_at=arm_at
+            actor,
+            schedule,
+            "edit",
+            values,
+            changed,
+            cancel=when is not None or to is not None,
+            arm_at=arm_at,
         )
+
+    async def _new_recipients(
+        self, actor: Actor, schedule: Schedule, to: To
+    ) -> list[routing.Recipient]:
+        """An edit's recipients, numbered so those kept keep their numbers (and jobs);
+        new people read the time in their own zone when the schedule's recipients do."""
+        current = routing.from_json(schedule.recipients, schedule.destination)
+        wanted = recipients.wanted_of(to, their_time=any(r.zone for r in current))
+        recipients.check_count(actor, wanted)
+        named = recipients.canonical(await self.named_recipients(actor, wanted))
+        kept = {r.to: r for r in current}
+        named = [
+            replace(w, zone=kept[w.to].zone, their_time=False) if w.to in kept else w for w in named
+        ]
+        zoned = await self.with_zones(actor, named, schedule.timezone)
+        return routing.numbered(list(zoned), kept=current)
+
+    async def _edited_recipients(
+        self, actor: Actor, schedule: Schedule, to: To | None, add: To, remove: Sequence[str]
+    ) -> list[Wanted]:
+        """The recipients after adding ``add`` and removing ``remove`` (by a
+        destination of theirs) from ``to`` (None: the schedule's own)."""
+        current = routing.from_json(schedule.recipients, schedule.destination)
+        base = (
+            recipients.wanted_of(to)
+            if to is not None
+            else [Wanted(r.to, r.zone, r.timeout) for r in current]
+        )
+        gone = {str(parse_destination(await self.named_channel(actor, d))) for d in remove}
+        there = {d for w in base for d in w.to}
+        missing = sorted(gone - there)
+        if missing:
+            raise InvalidInput(f"{missing[0]} is not a recipient of schedule {schedule.id}.")
+        kept = [w for w in base if not gone & set(w.to)]
+        added = recipients.wanted_of(add) if add else []
+        if not kept and not added:
+            raise InvalidInput(
+                "That would leave no recipient: cancel the schedule instead, or add one."
+            )
+        return [*kept, *added]
 
     async def pause_schedule(
         self, actor_id: ActorRef, schedule_id: int, *, expected_version: int | None = None
@@ -635,6 +721,7 @@ class ScheduleCases(CalendarCases):
                 )
         sends = {
             "destination": schedule.destination,
+            "recipients": schedule.recipients,
             "starts_at": schedule.starts_at,
             "rrule": schedule.rrule,
             "resumes_at": upcoming,
@@ -754,17 +841,27 @@ class ScheduleCases(CalendarCases):
         return {ASKED_BY: actor.id, ASKED_BY_NAME: name}
 
     async def with_asker(self, actor: Actor, values: dict[str, Any]) -> dict[str, Any]:
-        """A new schedule's values (:meth:`Herald.build_schedule`) once its recipient is
-        checked: a reminder for someone else records who asked, and must still fit with
-        the "… asked me to remind you:" its channel puts before the text."""
-        destination = parse_destination(values["destination"])
-        asked = await self.check_recipient(actor, destination)
-        if not asked:
-            return values
-        options = {**values["options"], **asked}
-        prefixed = asked_prefix(destination, asked) + values["body"]
-        limits.check_message(destination, prefixed, options)
+        """A new schedule's values (:meth:`Herald.build_schedule`) once its recipients
+        are checked: a reminder for someone else records who asked, and must still fit
+        with the "… asked me to remind you:" its channel puts before the text."""
+        options = values["options"]
+        for step in recipients.destinations_of(values):
+            destination = parse_destination(step)
+            asked = await self.check_recipient(actor, destination)
+            if not asked:
+                continue
+            options = {**options, **asked}
+            prefixed = asked_prefix(destination, asked) + values["body"]
+            limits.check_message(destination, prefixed, options)
         return {**values, "options": options}
+
+    async def zoned(
+        self, actor: Actor, values: dict[str, Any], wanted: Sequence[Wanted]
+    ) -> dict[str, Any]:
+        """A new schedule's values with each person's own zone (the time read in each
+        recipient's zone, :meth:`with_zones`)."""
+        found = await self.with_zones(actor, recipients.canonical(wanted), values["timezone"])
+        return {**values, "recipients": routing.to_json(routing.numbered(found))}
 
 
 _VERBS = {
@@ -781,10 +878,21 @@ def _require_state(schedule: Schedule, *allowed: ScheduleState, verb: str) -> No
         raise Conflict(f"Schedule {schedule.id} is {schedule.state}, so it cannot be {verb}.")
 
 
+def _values_of(schedule: Schedule) -> dict[str, Any]:
+    """What :func:`recipients.destinations_of` reads of a stored schedule."""
+    return {"destination": schedule.destination, "recipients": schedule.recipients}
+
+
 def audit_summary(values: dict[str, Any]) -> dict[str, Any]:
     """Audit details for a new schedule's values: no message text, no secret."""
+    every = recipients.destinations_of(values)
     return {
         "destination": parse_destination(values["destination"]).redacted(),
+        **(
+            {"recipients": [parse_destination(d).redacted() for d in every]}
+            if len(every) > 1
+            else {}
+        ),
         "when": values["expression"],
         "timezone": values["timezone"],
         "recurring": values["rrule"] is not None,

@@ -11,6 +11,7 @@ from core.channels.base import Delivery
 from core.destinations import Destination
 from core.dispatcher.config import DispatcherConfig
 from core.errors import HeraldError
+from core.routing import step_key
 from core.store import ClaimedJob
 
 log = logging.getLogger("core.dispatcher")
@@ -23,7 +24,7 @@ def delivery(job: ClaimedJob, destination: Destination, config: DispatcherConfig
         schedule_id=job.schedule_id,
         destination=destination,
         body=body(job),
-        idempotency_key=job.idempotency_key,
+        idempotency_key=step_key(job.idempotency_key, job.step),
         attempt=job.attempts,
         occurrence_at=job.occurrence_at,
         due_at=job.due_at,

@@ -17,6 +17,7 @@ from core import calendars, timeexpr
 from core.calendars import Blackouts
 from core.channels.base import DeliveryResult, Outcome
 from core.dispatcher.config import DispatcherConfig, backoff_delay
+from core.dispatcher.fallback import fall_back, step_timed_out
 from core.errors import HeraldError
 from core.models import JobState
 from core.store import AttemptRecord, ClaimedJob, HandBack, Verdict
@@ -75,6 +76,7 @@ def judge(
         error=result.error,
         message_id=result.message_id,
         body=body,
+        destination=job.destination,
     )
     if result.outcome is Outcome.OK:
         return Verdict(job, DELIVERED, attempt, next_run=next_run(job, finished))
@@ -83,6 +85,12 @@ def judge(
     rate_limited = result.retry_after is not None and result.status_code == 429
     if job.attempts >= config.max_attempts and not rate_limited:
         return dead(job, attempt, f"Gave up after {job.attempts} tries: {result.error}", finished)
+    if step_timed_out(job, finished):
+        timed_out = fall_back(
+            job, attempt, f"Not delivered within its step's time limit: {result.error}", finished
+        )
+        if timed_out is not None:
+            return timed_out
     delay = (
         result.retry_after
         if result.retry_after is not None
@@ -107,7 +115,11 @@ def asked_pause(result: DeliveryResult, finished: datetime) -> datetime | None:
 
 
 def dead(job: ClaimedJob, attempt: AttemptRecord | None, error: str, now: datetime) -> Verdict:
-    """A dead letter (a recurring schedule goes on with its next occurrence)."""
+    """A dead letter (a recurring schedule goes on with its next occurrence), unless the
+    job's recipient has a next step to fall back to."""
+    fallen = fall_back(job, attempt, error, now)
+    if fallen is not None:
+        return fallen
     return Verdict(job, DEAD, attempt, error=error, next_run=next_run(job, now))
 
 

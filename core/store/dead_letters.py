@@ -15,7 +15,9 @@ from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
 
+from core import routing
 from core.models import LOCAL_TENANT, JobState, Outcome
 from core.store.base import JOB, SCHEDULE, AuditEntry, Gateway
 from core.store.paging import has_prefix, keyset_after, reason_key
@@ -50,13 +52,16 @@ class DeadLetter:
         return None
 
 
+#: Where a job goes: its step's destination, else its schedule's (core.routing).
+JOB_DESTINATION = sa.func.coalesce(JOB.c.destination, SCHEDULE.c.destination)
+
 #: A dead letter's columns, as :class:`DeadLetter` names them.
 DEAD_COLUMNS = (
     JOB.c.id.label("job_id"),
     JOB.c.schedule_id,
     SCHEDULE.c.tenant,
     SCHEDULE.c.owner,
-    SCHEDULE.c.destination,
+    JOB_DESTINATION.label("destination"),
     SCHEDULE.c.body,
     JOB.c.attempts,
     JOB.c.last_error,
@@ -130,7 +135,7 @@ class DeadLetterQueries(Gateway):
         if f.reason is not None:
             where.append(reason_key(JOB.c.last_error) == f.reason)
         if f.destination:
-            where.append(has_prefix(SCHEDULE.c.destination, f.destination))
+            where.append(has_prefix(JOB_DESTINATION, f.destination))
         if f.requested is not None:
             requested = JOB.c.retry_requested_by.is_not(None)
             where.append(requested if f.requested else sa.not_(requested))
@@ -229,7 +234,7 @@ class DeadLetterQueries(Gateway):
 
     async def retry_dead(self, job_ids: Sequence[int], *, now: datetime, audit: AuditEntry) -> int:
         """Put dead letters back in the queue, due now, with a fresh attempt budget and
-        the same idempotency key."""
+        the same idempotency key, at the first step of their recipient's chain."""
         values = {
             "state": JobState.PENDING.value,
             "attempts": 0,
@@ -272,6 +277,7 @@ class DeadLetterQueries(Gateway):
             )
             changed = sorted(row[0] for row in result)
             if notify and changed:
+                await self._first_steps(conn, changed)
                 await self._notify_due(conn)
             if outcome is not None and changed:
                 await conn.execute(
@@ -285,6 +291,20 @@ class DeadLetterQueries(Gateway):
                 entry = dataclasses.replace(audit, object_type="job")
                 await self._audit_each(conn, entry, now, [(str(i), {}) for i in changed])
             return len(changed)
+
+    async def _first_steps(self, conn: AsyncConnection, job_ids: list[int]) -> None:
+        """Jobs past the first step of their chain back at it (an admin's retry starts the
+        chain again)."""
+        stepped = await conn.execute(
+            sa.select(JOB.c.id, JOB.c.route).where(JOB.c.id.in_(job_ids), JOB.c.step > 0)
+        )
+        for job_id, route in stepped:
+            first = routing.parse_route(route).first if route else None
+            await conn.execute(
+                sa.update(JOB)
+                .where(JOB.c.id == job_id)
+                .values(destination=first, step=0, step_since=None)
+            )
 
     # --- housekeeping ---------------------------------------------------------------
 

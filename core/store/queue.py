@@ -22,6 +22,7 @@ from typing import Any, ClassVar, TypeAlias
 
 import sqlalchemy as sa
 
+from core import routing
 from core.models import (
     LEASED_SQL,
     OPEN_STATE_VALUES,
@@ -75,6 +76,13 @@ class ClaimedJob:
     owner_name: str = ""
     #: The owner's member id (``slack:U0123``): what a message says when there is no name.
     owner: str = ""
+    #: Which recipient of the schedule it is for, the step of its chain it is at, its
+    #: recipient as JSON when more than a destination in the schedule's zone
+    #: (core.routing), and when its step began (None: when it fell due).
+    recipient: int = 0
+    step: int = 0
+    route: str | None = None
+    step_since: datetime | None = None
 
 
 @dataclass(slots=True)
@@ -89,6 +97,8 @@ class AttemptRecord:
     message_id: str | None = None
     #: The text sent (the schedule's, its variables filled in); None: nothing was sent.
     body: str | None = None
+    #: Where the try went (the job's step's destination).
+    destination: str | None = None
 
 
 @dataclass(slots=True)
@@ -110,6 +120,9 @@ class Verdict:
     retry_at: datetime | None = None
     next_run: datetime | None = None
     refund_attempt: bool = False
+    #: Its recipient's next step (a destination): the job falls back to it, due at
+    #: ``retry_at`` with its tries counted afresh (core.routing).
+    next_step: str | None = None
 
 
 @dataclass(slots=True)
@@ -127,6 +140,7 @@ class HandBack:
     attempt: ClassVar[None] = None
     next_run: ClassVar[None] = None
     refund_attempt: ClassVar[bool] = True
+    next_step: ClassVar[None] = None
 
 
 #: What the dispatcher records for one claimed job: a verdict or a hand-back.
@@ -155,7 +169,7 @@ CLAIM_COLUMNS: tuple[tuple[str, str], ...] = (
     ("due_at", "job.due_at"),
     ("attempts", "job.attempts"),
     ("idempotency_key", "job.idempotency_key"),
-    ("destination", "schedule.destination"),
+    ("destination", "job.destination"),
     ("body", "schedule.body"),
     ("rrule", "schedule.rrule"),
     ("max_lateness_s", "schedule.max_lateness_s"),
@@ -164,6 +178,10 @@ CLAIM_COLUMNS: tuple[tuple[str, str], ...] = (
     ("tenant", "schedule.tenant"),
     ("owner_name", "member.display_name"),
     ("owner", "schedule.owner"),
+    ("recipient", "job.recipient"),
+    ("step", "job.step"),
+    ("route", "job.route"),
+    ("step_since", "job.step_since"),
 )
 #: Where each label of :data:`CLAIM_COLUMNS` sits in a claim row.
 CLAIM_INDEX = {label: i for i, (label, _) in enumerate(CLAIM_COLUMNS)}
@@ -190,6 +208,11 @@ def _claim_returning(backend: str) -> str:
             expr = f"(SELECT member.{name} FROM member WHERE {owner})"
         elif table == "schedule" and sqlite:
             expr = f"(SELECT {name} {schedule})"
+        elif column == "job.destination" and sqlite:
+            # a job's own destination, else its schedule's (recipient 0's first step)
+            expr = f"coalesce(job.destination, (SELECT destination {schedule}))"
+        elif column == "job.destination":
+            expr = "coalesce(job.destination, schedule.destination)"
         elif column == "schedule.options":
             expr = f"{column}::text"
         else:
@@ -229,11 +252,18 @@ UPDATE job SET state = %s, due_at = coalesce(%s, due_at), attempts = attempts - 
 WHERE id = %s
 """
 _NEXT_JOB = """
-INSERT INTO job (schedule_id, occurrence_at, due_at, state, attempts, idempotency_key,
-    created_at, updated_at)
-SELECT %s, %s, %s, 'pending', 0, %s, %s, %s
-WHERE EXISTS (SELECT 1 FROM schedule WHERE id = %s AND state = 'active' AND rrule = %s)
-ON CONFLICT (schedule_id, occurrence_at) DO NOTHING
+INSERT INTO job (schedule_id, recipient, occurrence_at, due_at, destination, route,
+    state, attempts, idempotency_key, created_at, updated_at)
+SELECT %s, %s, %s, %s, %s, %s, 'pending', 0, %s, %s, %s
+WHERE EXISTS (SELECT 1 FROM schedule WHERE id = %s AND state = 'active' AND rrule = %s
+    AND EXISTS (SELECT 1 FROM json_each(schedule.recipients) WHERE value ->> 'id' = %s
+        UNION ALL SELECT 1 WHERE json_array_length(schedule.recipients) = 0))
+ON CONFLICT (schedule_id, recipient, occurrence_at) DO NOTHING
+"""
+# A job falling back to its recipient's next step: its tries counted afresh.
+_NEXT_STEP = """
+UPDATE job SET destination = %s, step = step + 1, attempts = 0, step_since = %s
+WHERE id = %s
 """
 _NEXT_RUN = """
 UPDATE schedule SET next_run_at = %s, updated_at = %s
@@ -249,7 +279,8 @@ UPDATE schedule SET last_outcome = %s WHERE id IN {ids}
 """
 _ATTEMPT_INSERT = """
 INSERT INTO attempt (job_id, started_at, finished_at, outcome, status_code, error,
-    provider_message_id, worker, body) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)
+    provider_message_id, worker, body, destination)
+    VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
 """
 
 
@@ -316,12 +347,13 @@ past AS MATERIALIZED (
 #: already): each by its schedule's primary key, the claimed or looked-at jobs first (a
 #: plan starting from the destination would read every schedule that ever had it).
 #: SQLite keeps a CROSS JOIN's order; PostgreSQL keeps a LATERAL subquery with OFFSET.
-_SQLITE_HELD = f"""SELECT schedule.destination AS d
+_SQLITE_HELD = f"""SELECT coalesce(job.destination, schedule.destination) AS d
         FROM job CROSS JOIN schedule ON schedule.id = job.schedule_id
         WHERE job.{LEASED_SQL} AND EXISTS (SELECT 1 FROM capped)"""
-_SQLITE_RANKED = """SELECT cand.id, cand.due_at, schedule.destination AS d
+_SQLITE_RANKED = """SELECT cand.id, cand.due_at,
+                coalesce(cand.destination, schedule.destination) AS d
             FROM cand CROSS JOIN schedule ON schedule.id = cand.schedule_id"""
-_PG_HELD = f"""SELECT s.d FROM job CROSS JOIN LATERAL (
+_PG_HELD = f"""SELECT coalesce(job.destination, s.d) AS d FROM job CROSS JOIN LATERAL (
             SELECT destination AS d FROM schedule WHERE schedule.id = job.schedule_id OFFSET 0
         ) AS s
         WHERE job.{LEASED_SQL} AND EXISTS (SELECT 1 FROM capped)"""
@@ -330,19 +362,22 @@ _PG_RANKED = "SELECT id, due_at, d FROM dest"
 CAPPED_ERROR = "Waiting for its destination's rate limit."
 _SQLITE_PUT_OFF = f"""
 WITH cand AS MATERIALIZED (
-    SELECT id, due_at, schedule_id FROM job INDEXED BY ix_job_waiting_due
+    SELECT id, due_at, schedule_id, destination FROM job INDEXED BY ix_job_waiting_due
     WHERE {WAITING_SQL} AND due_at <= :now ORDER BY due_at, id LIMIT :limit
 ),
 capped AS MATERIALIZED (
     SELECT d, n, json_extract(:caps, '$[' || k || '][1]') AS cap,
         json_extract(:caps, '$[' || k || '][2]') AS step
     FROM (
-        SELECT schedule.destination AS d, count(*) AS n, (
+        SELECT dest.d, count(*) AS n, (
             SELECT min(key) FROM json_each(:caps)
-            WHERE substr(schedule.destination, 1, length(value ->> 0)) = value ->> 0
+            WHERE substr(dest.d, 1, length(value ->> 0)) = value ->> 0
         ) AS k
-        FROM cand CROSS JOIN schedule ON schedule.id = cand.schedule_id
-        GROUP BY schedule.destination
+        FROM (
+            SELECT coalesce(cand.destination, schedule.destination) AS d
+            FROM cand CROSS JOIN schedule ON schedule.id = cand.schedule_id
+        ) AS dest
+        GROUP BY dest.d
     )
     WHERE k IS NOT NULL
 ),{_CAPPED.format(held=_SQLITE_HELD, ranked=_SQLITE_RANKED)}
@@ -370,12 +405,13 @@ _PG_CAPPED_SETUP = (
 )
 _PG_CAPPED_CLAIM = f"""
 WITH cand AS MATERIALIZED (
-    SELECT id, due_at, schedule_id FROM job WHERE {WAITING_SQL} AND due_at <= %(now)b
+    SELECT id, due_at, schedule_id, destination FROM job
+    WHERE {WAITING_SQL} AND due_at <= %(now)b
     ORDER BY due_at, id LIMIT %(limit)b FOR UPDATE SKIP LOCKED
 ),
 dest AS MATERIALIZED (
-    SELECT cand.id, cand.due_at,
-        (SELECT destination FROM schedule WHERE schedule.id = cand.schedule_id) AS d
+    SELECT cand.id, cand.due_at, coalesce(cand.destination,
+        (SELECT destination FROM schedule WHERE schedule.id = cand.schedule_id)) AS d
     FROM cand
 ),
 capped AS MATERIALIZED (
@@ -410,13 +446,15 @@ RETURNING {_claim_returning("postgresql")}
 _PG_RECORD = """
 WITH tried AS (
     INSERT INTO attempt (job_id, started_at, finished_at, outcome, status_code, error,
-        provider_message_id, worker, body)
+        provider_message_id, worker, body, destination)
     SELECT a.job_id, a.started_at, a.finished_at, a.outcome, a.status_code, a.error,
-        a.message_id, %(worker)b, a.body
+        a.message_id, %(worker)b, a.body, a.destination
     FROM unnest(%(a_job)b::bigint[], %(a_started)b::timestamptz[],
         %(a_finished)b::timestamptz[], %(a_outcome)b::text[], %(a_status)b::int[],
-        %(a_error)b::text[], %(a_message)b::text[], %(a_body)b::text[])
-        AS a(job_id, started_at, finished_at, outcome, status_code, error, message_id, body)
+        %(a_error)b::text[], %(a_message)b::text[], %(a_body)b::text[],
+        %(a_dest)b::text[])
+        AS a(job_id, started_at, finished_at, outcome, status_code, error, message_id, body,
+            destination)
 )
 UPDATE job SET state = o.state, due_at = coalesce(o.retry_at, job.due_at),
     attempts = job.attempts - o.refund, last_error = o.error, finished_at = o.finished_at,
@@ -429,19 +467,31 @@ RETURNING job.id
 """
 # Recurring schedules' next occurrences (see _NEXT_JOB and _NEXT_RUN).
 _PG_NEXT_JOBS = """
-INSERT INTO job (schedule_id, occurrence_at, due_at, state, attempts, idempotency_key,
-    created_at, updated_at)
-SELECT n.schedule_id, n.due, n.due, 'pending', 0, n.key, %(now)b, %(now)b
-FROM unnest(%(ids)b::int[], %(due)b::timestamptz[], %(rule)b::text[], %(key)b::text[])
-    AS n(schedule_id, due, rule, key)
+INSERT INTO job (schedule_id, recipient, occurrence_at, due_at, destination, route, state,
+    attempts, idempotency_key, created_at, updated_at)
+SELECT n.schedule_id, n.recipient, n.occurrence, n.due, n.destination, n.route, 'pending',
+    0, n.key, %(now)b, %(now)b
+FROM unnest(%(ids)b::int[], %(recipient)b::int[], %(occurrence)b::timestamptz[],
+    %(due)b::timestamptz[], %(destination)b::text[], %(route)b::text[], %(rule)b::text[],
+    %(key)b::text[])
+    AS n(schedule_id, recipient, occurrence, due, destination, route, rule, key)
 WHERE EXISTS (
     SELECT 1 FROM schedule WHERE id = n.schedule_id AND state = 'active' AND rrule = n.rule
+        AND (schedule.recipients::jsonb @> jsonb_build_array(jsonb_build_object('id', n.recipient))
+            OR json_array_length(schedule.recipients) = 0)
 )
-ON CONFLICT (schedule_id, occurrence_at) DO NOTHING
+ON CONFLICT (schedule_id, recipient, occurrence_at) DO NOTHING
+"""
+_PG_NEXT_STEPS = """
+UPDATE job SET destination = n.destination, step = job.step + 1, attempts = 0,
+    step_since = %(now)b
+FROM unnest(%(ids)b::bigint[], %(destination)b::text[]) AS n(id, destination)
+WHERE job.id = n.id
 """
 _PG_NEXT_RUNS = """
-UPDATE schedule SET next_run_at = n.due, updated_at = %(now)b
-FROM unnest(%(ids)b::int[], %(due)b::timestamptz[], %(rule)b::text[]) AS n(schedule_id, due, rule)
+UPDATE schedule SET next_run_at = n.occurrence, updated_at = %(now)b
+FROM unnest(%(ids)b::int[], %(occurrence)b::timestamptz[], %(rule)b::text[])
+    AS n(schedule_id, occurrence, rule)
 WHERE schedule.id = n.schedule_id AND schedule.state = 'active' AND schedule.rrule = n.rule
 """
 # Each schedule of the batch once: its last outcome, and completed if it ended and
@@ -517,6 +567,8 @@ class _Plan:
     others: list[Settled]
     with_next: list[Settled]
     ended: list[int]
+    #: Jobs falling back to their recipient's next step.
+    stepping: list[Settled]
     #: Schedules by what their occurrence did (the latest occurrence wins).
     outcomes: dict[str, list[int]]
 
@@ -535,10 +587,40 @@ class _Plan:
         return cls(
             outcomes=outcomes,
             others=[r for r in mine if r.state != JobState.DELIVERED.value],
+            stepping=[r for r in mine if r.next_step is not None],
             with_next=[r for r in done if r.job.rrule is not None and r.next_run is not None],
             ended=sorted(
                 {r.job.schedule_id for r in done if r.job.rrule is None or r.next_run is None}
             ),
+        )
+
+
+@dataclass(slots=True)
+class _NextJob:
+    """A recurring schedule's next job for one recipient: the schedule's next occurrence,
+    due at that wall time in the recipient's zone, at the first step of its chain."""
+
+    schedule_id: int
+    recipient: int
+    occurrence: datetime
+    due: datetime
+    destination: str | None
+    route: str | None
+    rule: str | None
+
+    @classmethod
+    def of(cls, r: Settled) -> _NextJob:
+        job = r.job
+        assert r.next_run is not None
+        if job.route is None:  # one destination in the schedule's zone
+            destination = None if job.recipient == 0 else job.destination
+            return cls(
+                job.schedule_id, job.recipient, r.next_run, r.next_run, destination, None, job.rrule
+            )
+        route = routing.parse_route(job.route)
+        due = routing.due_for(r.next_run, job.timezone, route.zone)
+        return cls(
+            job.schedule_id, job.recipient, r.next_run, due, route.first, job.route, job.rrule
         )
 
 
@@ -557,6 +639,8 @@ def _claimed(row: Sequence[Any], at: Callable[[Any], datetime] | None = None) ->
     if at is not None:
         job.occurrence_at = at(job.occurrence_at)
         job.due_at = at(job.due_at)
+        if job.step_since is not None:
+            job.step_since = at(job.step_since)
     job.options = _options(job.options)  # type: ignore[arg-type]
     if job.tenant is None:
         job.tenant = ""
@@ -715,6 +799,7 @@ class QueueQueries(Gateway):
                         a.message_id,
                         worker,
                         a.body,
+                        a.destination,
                     )
                     for r in results
                     if (a := r.attempt) is not None
@@ -737,15 +822,29 @@ class QueueQueries(Gateway):
                     for r in plan.others
                 ],
             )
-            nexts = [(r.job.schedule_id, db.at(r.next_run), r.job.rrule) for r in plan.with_next]
+            nexts = [_NextJob.of(r) for r in plan.with_next]
             db.many(
                 _NEXT_JOB,
                 [
-                    (sid, due, due, new_idempotency_key(), at, at, sid, rule)
-                    for sid, due, rule in nexts
+                    (
+                        n.schedule_id,
+                        n.recipient,
+                        db.at(n.occurrence),
+                        db.at(n.due),
+                        n.destination,
+                        n.route,
+                        new_idempotency_key(),
+                        at,
+                        at,
+                        n.schedule_id,
+                        n.rule,
+                        n.recipient,
+                    )
+                    for n in nexts
                 ],
             )
-            db.many(_NEXT_RUN, [(due, at, sid, rule) for sid, due, rule in nexts])
+            db.many(_NEXT_RUN, [(db.at(n.occurrence), at, n.schedule_id, n.rule) for n in nexts])
+            db.many(_NEXT_STEP, [(r.next_step, at, r.job.id) for r in plan.stepping])
             for outcome, schedule_ids in plan.outcomes.items():
                 db.run(_OUTCOME, (outcome, db.ids(schedule_ids)))
             if plan.ended:
@@ -774,6 +873,7 @@ class QueueQueries(Gateway):
             "a_error": [a.error for _, a in tried],
             "a_message": [a.message_id for _, a in tried],
             "a_body": [a.body for _, a in tried],
+            "a_dest": [a.destination for _, a in tried],
             "ids": [r.job.id for r in results],
             "states": [r.state for r in results],
             "retry_at": [None if r.state == done else r.retry_at for r in results],
@@ -785,15 +885,34 @@ class QueueQueries(Gateway):
             owned = {row[0] for row in await conn.exec_driver_sql(_PG_RECORD, record)}
             plan = _Plan.of([r for r in results if r.job.id in owned])
             if plan.with_next:
+                planned = [_NextJob.of(r) for r in plan.with_next]
                 nexts = {
                     "now": now,
-                    "ids": [r.job.schedule_id for r in plan.with_next],
-                    "due": [r.next_run for r in plan.with_next],
-                    "rule": [r.job.rrule for r in plan.with_next],
+                    "ids": [n.schedule_id for n in planned],
+                    "occurrence": [n.occurrence for n in planned],
+                    "rule": [n.rule for n in planned],
                 }
-                keys = [new_idempotency_key() for _ in plan.with_next]
-                await conn.exec_driver_sql(_PG_NEXT_JOBS, {**nexts, "key": keys})
+                await conn.exec_driver_sql(
+                    _PG_NEXT_JOBS,
+                    {
+                        **nexts,
+                        "recipient": [n.recipient for n in planned],
+                        "due": [n.due for n in planned],
+                        "destination": [n.destination for n in planned],
+                        "route": [n.route for n in planned],
+                        "key": [new_idempotency_key() for _ in planned],
+                    },
+                )
                 await conn.exec_driver_sql(_PG_NEXT_RUNS, nexts)
+            if plan.stepping:
+                await conn.exec_driver_sql(
+                    _PG_NEXT_STEPS,
+                    {
+                        "now": now,
+                        "ids": [r.job.id for r in plan.stepping],
+                        "destination": [r.next_step for r in plan.stepping],
+                    },
+                )
             outcome_of = {sid: o for o, sids in plan.outcomes.items() for sid in sids}
             ended = set(plan.ended)
             schedule_ids = sorted(outcome_of.keys() | ended)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -12,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 from sqlmodel import col, select
 from sqlmodel.sql.expression import SelectOfScalar
 
+from core import routing
 from core.errors import Conflict, DatabaseError
 from core.models import (
     LOCAL_TENANT,
@@ -82,6 +84,16 @@ def _like(text: str) -> str:
     return f"%{escaped}%"
 
 
+def sends_to_destination(destination: str) -> Any:
+    """Schedules any of whose recipients (a step of its chain included) is ``destination``."""
+    quoted = json.dumps(destination)
+    escaped = quoted.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return sa.or_(
+        SCHEDULE.c.destination == destination,
+        sa.cast(SCHEDULE.c.recipients, sa.Text).like(f"%{escaped}%", escape="\\"),
+    )
+
+
 def _matching(query: ScheduleQuery) -> list[Any]:
     """The conditions of ``query``'s filters (its keyset ``before_id`` too)."""
     where: list[Any] = []
@@ -92,12 +104,36 @@ def _matching(query: ScheduleQuery) -> list[Any]:
     if query.states:
         where.append(state_condition(query.states))
     if query.destination is not None:
-        where.append(col(Schedule.destination) == query.destination)
+        where.append(sends_to_destination(query.destination))
     if query.text:
         where.append(sa.func.lower(col(Schedule.body)).like(_like(query.text), escape="\\"))
     if query.before_id is not None:
         where.append(col(Schedule.id) < query.before_id)
     return where
+
+
+def _first_job(
+    schedule_id: int,
+    schedule: Mapping[str, Any],
+    recipient: routing.Recipient,
+    occurrence: datetime,
+    now: datetime,
+) -> dict[str, Any]:
+    """A new pending job of ``recipient`` for ``occurrence`` of a schedule (its values:
+    ``destination``, ``timezone``), at the first step of its chain."""
+    return {
+        "schedule_id": schedule_id,
+        "recipient": recipient.id,
+        "occurrence_at": occurrence,
+        "due_at": routing.due_for(occurrence, schedule["timezone"], recipient.zone),
+        "destination": routing.first_step(schedule["destination"], recipient),
+        "route": recipient.route(),
+        "state": JobState.PENDING.value,
+        "attempts": 0,
+        "idempotency_key": new_idempotency_key(),
+        "created_at": now,
+        "updated_at": now,
+    }
 
 
 class ScheduleQueries(Gateway):
@@ -206,6 +242,8 @@ class ScheduleQueries(Gateway):
             if existing is not None:
                 return existing, False
         try:
+            if not schedule.recipients:
+                schedule.recipients = routing.to_json(routing.from_json([], schedule.destination))
             async with self._session() as s:
                 s.add(schedule)
                 await s.flush()
@@ -249,6 +287,19 @@ class ScheduleQueries(Gateway):
                 found.update(row[0] for row in result)
         return found
 
+    async def _insert_jobs(
+        self, conn: AsyncConnection, made: Sequence[tuple[int, dict[str, Any]]], now: datetime
+    ) -> None:
+        """The first job of each new schedule's every recipient (``made``: the new id and
+        the row's values, with ``starts_at`` and ``recipients``)."""
+        jobs = [
+            _first_job(sid, row, recipient, row["starts_at"], now)
+            for sid, row in made
+            for recipient in routing.from_json(row.get("recipients"), row["destination"])
+        ]
+        if jobs:
+            await conn.execute(sa.insert(JOB), jobs)
+
     async def create_schedules_bulk(
         self,
         rows: Sequence[dict[str, Any]],
@@ -278,22 +329,7 @@ class ScheduleQueries(Gateway):
                 for start in range(0, len(rows), part):
                     chunk = rows[start : start + part]
                     new_ids = await self._insert_schedules(conn, chunk)
-                    await conn.execute(
-                        sa.insert(JOB),
-                        [
-                            {
-                                "schedule_id": sid,
-                                "occurrence_at": row["starts_at"],
-                                "due_at": row["starts_at"],
-                                "state": JobState.PENDING.value,
-                                "attempts": 0,
-                                "idempotency_key": new_idempotency_key(),
-                                "created_at": now,
-                                "updated_at": now,
-                            }
-                            for sid, row in zip(new_ids, chunk, strict=True)
-                        ],
-                    )
+                    await self._insert_jobs(conn, list(zip(new_ids, chunk, strict=True)), now)
                     await self._audit_each(
                         conn,
                         AuditEntry(actor, action, "schedule", tenant=tenant, surface=surface),
@@ -321,6 +357,12 @@ class ScheduleQueries(Gateway):
     ) -> list[int]:
         """Insert rows and return their ids in input order, in as few statements as the
         database allows."""
+        rows = [
+            row
+            if row.get("recipients")
+            else {**row, "recipients": routing.to_json(routing.from_json([], row["destination"]))}
+            for row in rows
+        ]
         if self.backend == "postgresql":
             result = await conn.execute(
                 sa.insert(SCHEDULE).returning(SCHEDULE.c.id, sort_by_parameter_order=True),
@@ -388,23 +430,31 @@ class ScheduleQueries(Gateway):
             JobState.DEAD.value,
             JobState.DISCARDED.value,
         )
-        theirs = [
-            SCHEDULE.c.tenant == tenant,
-            SCHEDULE.c.owner == owner,
-            SCHEDULE.c.destination == destination,
-        ]
+        theirs = [SCHEDULE.c.tenant == tenant, SCHEDULE.c.owner == owner]
         if exclude is not None:
             theirs.append(SCHEDULE.c.id != exclude)
+        there = sa.func.coalesce(JOB.c.destination, SCHEDULE.c.destination) == destination
         due = (
             sa.select(JOB.c.due_at)
             .select_from(JOB.join(SCHEDULE, SCHEDULE.c.id == JOB.c.schedule_id))
-            .where(*theirs, JOB.c.due_at >= start, JOB.c.due_at < end, JOB.c.state.in_(sent))
+            .where(
+                *theirs,
+                there,
+                JOB.c.due_at >= start,
+                JOB.c.due_at < end,
+                JOB.c.state.in_(sent),
+            )
             .order_by(JOB.c.due_at)
             .limit(SENDS_READ)
         )
         rules = (
             sa.select(SCHEDULE.c.rrule, SCHEDULE.c.next_run_at)
-            .where(*theirs, SCHEDULE.c.state == "active", SCHEDULE.c.rrule.is_not(None))
+            .where(
+                *theirs,
+                sends_to_destination(destination),
+                SCHEDULE.c.state == "active",
+                SCHEDULE.c.rrule.is_not(None),
+            )
             .order_by(SCHEDULE.c.id)
             .limit(SENDS_READ)
         )
@@ -489,6 +539,17 @@ class ScheduleQueries(Gateway):
         Raises Conflict when the schedule changed since it was read.
         """
         async with self._session() as s:
+            if "destination" in values:
+                # jobs that left their destination to the schedule's keep the one it was
+                await s.execute(
+                    sa.update(JOB)
+                    .where(JOB.c.schedule_id == schedule_id, JOB.c.destination.is_(None))
+                    .values(
+                        destination=sa.select(SCHEDULE.c.destination)
+                        .where(SCHEDULE.c.id == schedule_id)
+                        .scalar_subquery()
+                    )
+                )
             result = await s.execute(
                 sa.update(SCHEDULE)
                 .where(SCHEDULE.c.id == schedule_id, SCHEDULE.c.version == expected_version)
@@ -519,37 +580,47 @@ class ScheduleQueries(Gateway):
     async def _arm(
         self, s: AsyncSession, schedule_id: int, occurrence: datetime, now: datetime
     ) -> None:
-        """Make sure a pending job exists for this occurrence: revive a cancelled one
-        (pause then resume, or an edit back to an earlier time) or insert a new one."""
-        revived = await s.execute(
-            sa.update(JOB)
-            .where(
-                JOB.c.schedule_id == schedule_id,
-                JOB.c.occurrence_at == occurrence,
-                JOB.c.state == JobState.CANCELLED.value,
-            )
-            .values(
-                state=JobState.PENDING.value,
-                due_at=occurrence,
-                attempts=0,
-                last_error=None,
-                finished_at=None,
-                updated_at=now,
-            )
-        )
-        if revived.rowcount == 0:  # type: ignore[attr-defined]
+        """Make sure each recipient has a pending job for this occurrence: revive a
+        cancelled one (pause then resume, or an edit back to an earlier time) or insert
+        a new one; a recipient that has a waiting job for it already keeps that one."""
+        row = (
             await s.execute(
-                sa.insert(JOB).values(
-                    schedule_id=schedule_id,
-                    occurrence_at=occurrence,
-                    due_at=occurrence,
+                sa.select(SCHEDULE.c.destination, SCHEDULE.c.recipients, SCHEDULE.c.timezone).where(
+                    SCHEDULE.c.id == schedule_id
+                )
+            )
+        ).one()
+        values = {"destination": row[0], "recipients": row[1], "timezone": row[2]}
+        for recipient in routing.from_json(row[1], row[0]):
+            job = _first_job(schedule_id, values, recipient, occurrence, now)
+            revived = await s.execute(
+                sa.update(JOB)
+                .where(
+                    JOB.c.schedule_id == schedule_id,
+                    JOB.c.recipient == recipient.id,
+                    JOB.c.occurrence_at == occurrence,
+                    JOB.c.state == JobState.CANCELLED.value,
+                )
+                .values(
                     state=JobState.PENDING.value,
+                    due_at=job["due_at"],
+                    destination=job["destination"],
+                    step=0,
+                    step_since=None,
                     attempts=0,
-                    idempotency_key=new_idempotency_key(),
-                    created_at=now,
+                    last_error=None,
+                    finished_at=None,
                     updated_at=now,
                 )
             )
+            if revived.rowcount == 0:  # type: ignore[attr-defined]
+                await s.execute(
+                    self._insert()(JOB)
+                    .values(**job)
+                    .on_conflict_do_nothing(
+                        index_elements=["schedule_id", "recipient", "occurrence_at"]
+                    )
+                )
         await s.execute(
             sa.update(SCHEDULE).where(SCHEDULE.c.id == schedule_id).values(next_run_at=occurrence)
         )

@@ -38,6 +38,10 @@ def test_a_row_is_read_by_its_labels() -> None:
         "tenant": None,
         "owner_name": None,
         "owner": "slack:U1",
+        "recipient": 2,
+        "step": 1,
+        "route": '{"id":2,"to":["slack:@U1","email:a@example.com"]}',
+        "step_since": "2026-01-02 10:00:07.000000",
     }
     row = tuple(values[label] for label, _ in CLAIM_COLUMNS)
     job = queue._claimed(row, sqlite_datetime)
@@ -57,10 +61,14 @@ def test_a_row_is_read_by_its_labels() -> None:
         "",
         "",
         "slack:U1",
+        2,
+        1,
+        '{"id":2,"to":["slack:@U1","email:a@example.com"]}',
+        datetime(2026, 1, 2, 10, 0, 7, tzinfo=UTC),
     )
     at = datetime(2026, 1, 2, tzinfo=UTC)
     pg_row = tuple(
-        {**values, "occurrence_at": at, "due_at": at, "options": "{}"}[label]
+        {**values, "occurrence_at": at, "due_at": at, "options": "{}", "step_since": at}[label]
         for label, _ in CLAIM_COLUMNS
     )
     pg_job = queue._claimed(pg_row)

@@ -1,0 +1,174 @@
+"""Whom a schedule goes to: a request's recipients read (one destination, several, or
+chains tried in order), named channels looked up, each destination checked as a single
+one is (limits, mentions, rights, reachability), and each recipient's own zone found
+when the time is read in the recipient's zone (core.routing)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any, TypeAlias
+
+from core import routing
+from core.actors import Actor
+from core.cases.calendars import CalendarCases
+from core.channels import parse_destination
+from core.errors import InvalidInput
+from core.routing import Wanted
+
+#: What a request may give as its recipients: one destination, or a list of
+#: destinations and chains (``{"first_of": [...]}``, or :class:`~core.routing.Wanted`).
+To: TypeAlias = str | Sequence[str | Mapping[str, Any] | Wanted]
+
+#: Destination kinds that are a person (their own zone applies with "their time").
+PERSON_KINDS = frozenset({"email", "sms"})
+
+
+def wanted_of(
+    to: To, *, their_time: bool = False, step_timeout: float | None = None
+) -> list[Wanted]:
+    """A request's recipients, in order, refused (InvalidInput) when there are none, a
+    chain is empty or too long, a destination is named twice, or a step's time limit is
+    out of range."""
+    items: Sequence[Any] = [to] if isinstance(to, str) else to
+    timeout = _step_timeout(step_timeout)
+    wanted: list[Wanted] = []
+    for item in items:
+        if isinstance(item, Wanted):
+            wanted.append(item)
+            continue
+        if isinstance(item, str):
+            steps: Any = [item]
+        elif isinstance(item, Mapping) and set(item) <= {"first_of", "to"}:
+            steps = item.get("first_of", item.get("to"))
+        else:
+            raise InvalidInput(
+                'A recipient is a destination ("slack:C0123") or a chain '
+                '({"first_of": ["slack:@U123", "email:alice@example.com"]}).'
+            )
+        if not isinstance(steps, list | tuple) or not all(isinstance(s, str) for s in steps):
+            raise InvalidInput("A chain (first_of) is a list of destinations.")
+        wanted.append(Wanted(tuple(s.strip() for s in steps), timeout=timeout))
+    if their_time:
+        wanted = [replace(w, their_time=True) for w in wanted]
+    _check_shape(wanted)
+    return wanted
+
+
+def _step_timeout(value: float | None) -> int | None:
+    if value is None:
+        return None
+    if not routing.MIN_STEP_TIMEOUT <= value <= routing.MAX_STEP_TIMEOUT:
+        raise InvalidInput(
+            f"A step's time limit must be between {routing.MIN_STEP_TIMEOUT // 60} minute "
+            f"and {routing.MAX_STEP_TIMEOUT // 86400} days."
+        )
+    return round(value)
+
+
+def _check_shape(wanted: list[Wanted]) -> None:
+    if not wanted:
+        raise InvalidInput("Say where to send it: at least one destination.")
+    seen: set[str] = set()
+    for w in wanted:
+        if not w.to or not all(w.to):
+            raise InvalidInput("A chain (first_of) needs at least one destination.")
+        if len(w.to) > routing.MAX_STEPS:
+            raise InvalidInput(
+                f"A chain may have at most {routing.MAX_STEPS} destinations; "
+                f"this one has {len(w.to)}."
+            )
+        for step in w.to:
+            if step in seen:
+                raise InvalidInput(f"{step} is named twice: name each destination once.")
+            seen.add(step)
+
+
+def recipient_cap(actor: Actor) -> int:
+    """How many recipients one of ``actor``'s schedules may have."""
+    return routing.ADMIN_CAP if actor.sees_everything else routing.MEMBER_CAP
+
+
+def check_count(actor: Actor, wanted: Sequence[Wanted]) -> None:
+    cap = recipient_cap(actor)
+    if len(wanted) > cap:
+        raise InvalidInput(
+            f"A schedule may go to at most {cap} recipients; this one names {len(wanted)}. "
+            "Split it, or ask an admin."
+        )
+
+
+def canonical(wanted: Sequence[Wanted]) -> list[Wanted]:
+    """Every step's destination written as Herald stores it (``parse_destination``;
+    InvalidInput for one it cannot read)."""
+    return [replace(w, to=tuple(str(parse_destination(d)) for d in w.to)) for w in wanted]
+
+
+def destinations_of(values: Mapping[str, Any]) -> list[str]:
+    """Every destination of a schedule's values (``recipients``, else ``destination``)."""
+    recipients = routing.from_json(values.get("recipients"), values.get("destination"))
+    return [d for r in recipients for d in r.to]
+
+
+def is_person(destination: str) -> bool:
+    parsed = parse_destination(destination)
+    return parsed.recipient is not None or parsed.kind in PERSON_KINDS
+
+
+def member_of(destination: str) -> str | None:
+    """The member id a person's destination names (``slack:@U1`` → ``slack:U1``,
+    ``email:a@example.com`` as itself): where an admin or the member set their zone."""
+    parsed = parse_destination(destination)
+    if parsed.recipient is not None:
+        return parsed.recipient
+    if parsed.kind in PERSON_KINDS:
+        return str(parsed)
+    return None
+
+
+class RecipientCases(CalendarCases):
+    """A request's recipients, looked up and checked (schedules use it)."""
+
+    async def named_recipients(self, actor: Actor, wanted: Sequence[Wanted]) -> list[Wanted]:
+        """``wanted`` with channels written by name looked up (:meth:`named_channel`)."""
+        out = []
+        for w in wanted:
+            steps = tuple([await self.named_channel(actor, d) for d in w.to])
+            out.append(replace(w, to=steps))
+        return out
+
+    async def zone_of(self, actor: Actor, destination: str) -> str | None:
+        """A person's own zone: the one their channel's profile says (a Slack member's),
+        else the one they or an admin set in Herald; None when Herald knows none (or
+        ``destination`` is a room, not a person)."""
+        if not is_person(destination):
+            return None
+        parsed = parse_destination(destination)
+        channel = self.channels.get(parsed.kind)
+        profile = getattr(channel, "member_zone", None)
+        if profile is not None:
+            found = await profile(parsed)
+            if found:
+                return str(found)
+        member_id = member_of(destination)
+        if member_id is None:
+            return None
+        member = await self.store.get_member(actor.tenant, member_id)
+        return member.timezone if member is not None and member.timezone else None
+
+    async def with_zones(
+        self, actor: Actor, wanted: Sequence[Wanted], schedule_zone: str
+    ) -> list[Wanted]:
+        """Recipients whose time is read in their own zone given that zone: a person's
+        (:meth:`zone_of`, else the author's, ``schedule_zone``); a room keeps the
+        schedule's (None)."""
+        out = []
+        for w in wanted:
+            if not w.their_time or w.zone is not None:
+                out.append(w)
+                continue
+            zone = None
+            if is_person(w.to[0]):
+                zone = await self.zone_of(actor, w.to[0]) or schedule_zone
+            out.append(replace(w, zone=zone))
+        return out

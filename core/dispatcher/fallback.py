@@ -1,0 +1,55 @@
+"""A recipient's chain (core.routing) as the dispatcher walks it: when a step failed for
+good, or was tried past its time limit, the job falls back to the next step instead of
+becoming a dead letter; only the last step's failure is one. Pure functions."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from core import routing
+from core.channels import parse_destination
+from core.errors import HeraldError
+from core.models import JobState
+from core.store import AttemptRecord, ClaimedJob, Verdict
+
+RETRYING = JobState.RETRYING.value
+
+
+def shown(destination: str) -> str:
+    """A destination as the console and a dead letter say it (no secret in it)."""
+    try:
+        return parse_destination(destination).redacted()
+    except HeraldError:
+        return "an unreadable destination"
+
+
+def fall_back(
+    job: ClaimedJob, attempt: AttemptRecord | None, error: str, now: datetime
+) -> Verdict | None:
+    """The job moved on to its recipient's next step, due now, when it has one (None:
+    this was the last step, or the only one)."""
+    if job.route is None:
+        return None
+    following = routing.next_step(routing.parse_route(job.route), job.step)
+    if following is None:
+        return None
+    return Verdict(
+        job,
+        RETRYING,
+        attempt,
+        error=f"{error} Falling back to {shown(following)} (step {job.step + 2}).",
+        retry_at=now,
+        next_step=following,
+    )
+
+
+def step_timed_out(job: ClaimedJob, now: datetime) -> bool:
+    """Whether the job's current step has been tried longer than its recipient allows
+    (and there is a next step to go to)."""
+    if job.route is None:
+        return False
+    route = routing.parse_route(job.route)
+    if route.timeout is None or routing.next_step(route, job.step) is None:
+        return False
+    since = job.step_since or job.due_at
+    return (now - since).total_seconds() >= route.timeout
