@@ -19,6 +19,11 @@ Grammar (the first word decides; keywords are not case-sensitive)::
     /schedule me WHEN: MESSAGE             a reminder to yourself, by direct message
     /schedule @someone WHEN: MESSAGE       a reminder to another member, by direct message
                                            (Slack sends the mention as <@U0123|name>)
+    /schedule #ops #dev @alice WHEN: MESSAGE
+                                           several recipients (spaces or commas between);
+                                           ``@alice or alice@example.com``: a chain, the
+                                           next tried when one fails (bot/slack/targets.py)
+    … WHEN their time: MESSAGE             the time read in each person's own zone
     /schedule list [all] [STATE]
     /schedule show|edit|cancel|pause|resume|skip ID    (delete and remove: cancel)
     /schedule timezone [ZONE]
@@ -44,10 +49,16 @@ says what was not understood and shows an example that works.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from bot.slack import targets
+from bot.slack.targets import ME as ME
+from bot.slack.targets import Chain
+from bot.slack.words import Refusal as Refusal
+from bot.slack.words import escape as escape
+from bot.slack.words import plain as plain
+from bot.slack.words import unescape as unescape
 from core import timeexpr, verbs
-from core.errors import InvalidInput
 from core.models import STATE_FILTERS
 
 EXAMPLE = "/schedule #general every weekday at 9am: Standup in 5 minutes!"
@@ -61,6 +72,8 @@ SKIP_EXAMPLE = (
 )
 REMIND_EXAMPLE = "/schedule remind #general to Standup every weekday at 9am"
 ME_EXAMPLE = "/schedule me in 10 minutes: stretch"
+SEVERAL_EXAMPLE = "/schedule #ops #dev @alice every weekday at 9am: Stand-up"
+THEIR_EXAMPLE = "/schedule @alice @bob every weekday at 9am their time: Stand-up"
 #: The verbs on one schedule that /schedule offers (core/verbs.py): show, edit, pause, …
 _ACTS = tuple(
     v for v in verbs.offered(verbs.SLACK) if v.takes in ("schedule_id", "schedule_id+version")
@@ -84,6 +97,9 @@ text (`#general`): Herald finds it by name.
 • `/schedule me in 10 minutes: stretch` reminds you by direct message; \
 `/schedule @someone tomorrow at 9: send the deck` reminds a member of this workspace \
 (they see that you asked). A reminder has Snooze and Done buttons.
+• Several places at once: `{SEVERAL_EXAMPLE}`. `@alice or alice@example.com` tries \
+the email when the direct message fails. `at 9am their time` sends at 9am in each \
+person's own zone (their Slack profile's).
 • WHEN is anything the `herald` CLI reads: `in 10 minutes`, `in an hour and a half`, \
 `tomorrow at 14:00`, `2026-04-01 08:00`, `every weekday at 9am` (or `at 9am on weekdays`), \
 `every other friday at 17:00 until june 30`, `every month on the last day at 18:00`, \
@@ -106,13 +122,6 @@ Replies are only visible to you. You can schedule into channels you are a member
 where Herald was invited (`/invite @Herald`)."""
 
 
-class Refusal(InvalidInput):
-    """Bad input, said in Slack mrkdwn: any user text in it is already escaped, so it is
-    shown as is (other errors are escaped before they are shown)."""
-
-    mrkdwn = True
-
-
 @dataclass(frozen=True)
 class Create:
     """Schedule ``text`` at ``when``; ``channel`` is a channel id, or None for the
@@ -130,6 +139,11 @@ class Create:
     alternatives: tuple[tuple[str, str], ...] = ()
     #: A reminder by direct message instead: :data:`ME` or a Slack user id.
     person: str | None = None
+    #: Several recipients, or one that is a chain (:func:`bot.slack.targets.scan`), in
+    #: place of ``channel``/``channel_name``/``person`` (then None); empty for one.
+    targets: tuple[Chain, ...] = ()
+    #: "at 9am their time": each person's occurrence read in their own zone.
+    their_time: bool = False
 
 
 @dataclass(frozen=True)
@@ -194,8 +208,6 @@ _PERSON = re.compile(r"<[@!][^>]*>")
 _USER = re.compile(r"<@([UW][A-Z0-9]+)(?:\|[^>]*)?>")
 _ME = re.compile(r"me\b", re.I)
 _RAW_PERSON = re.compile(r"@[\w.-]+")
-#: :attr:`Create.person` for a reminder to the person typing.
-ME = "me"
 _RAW_CHANNEL = re.compile(r"#[\w.-]+")
 #: A channel typed as plain text: "#" and what follows up to a space.
 _TYPED_CHANNEL = re.compile(r"#\S+")
@@ -208,23 +220,6 @@ _RFC_5545 = re.compile(r"^\s*(?:rrule|dtstart|exdate|rdate)\b", re.I)
 #: The most words a zone takes: "port of spain", "ho chi minh".
 _ZONE_WORDS = 4
 _QUOTES = '"“”'
-_LINK = re.compile(r"<((?:https?|webcal)://[^\s|>]+)(?:\|[^>]*)?>")
-
-
-def unescape(text: str) -> str:
-    """Slack's command-text escaping undone (``&lt;`` to ``<``...)."""
-    return text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
-
-
-def plain(text: str) -> str:
-    """Command text as typed: Slack's links (``<https://…|label>``) turned back into
-    their URL, then unescaped."""
-    return unescape(_LINK.sub(r"\1", text))
-
-
-def escape(text: str) -> str:
-    """Text made safe to show in a Slack message (no accidental mention or link)."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def parse(text: str) -> Command:
@@ -240,9 +235,20 @@ def parse(text: str) -> Command:
     if keyword in KEYWORDS:
         return _keyword(keyword, tail.split())
     if keyword == "remind":
-        return _remind(tail.strip())
+        return _their_time(_remind(tail.strip()))
     _refuse_unknown(head, tail)
-    return _create(raw)
+    return _their_time(_create(raw))
+
+
+def _their_time(create: Create) -> Create:
+    """``create`` with "their time" taken out of WHEN (``their_time`` set)."""
+    when, said = targets.their_time(create.when)
+    if not said:
+        return create
+    if not when:
+        raise Refusal(f"Say the time before “their time”, e.g. `{THEIR_EXAMPLE}`.")
+    others = tuple((targets.their_time(w)[0], t) for w, t in create.alternatives)
+    return replace(create, when=when, alternatives=others, their_time=True)
 
 
 def _keyword(keyword: str, args: list[str]) -> Command:
@@ -279,6 +285,12 @@ def _keyword(keyword: str, args: list[str]) -> Command:
 
 
 def _create(raw: str) -> Create:
+    chains, after = targets.scan(raw, EXAMPLE)
+    if len(chains) > 1 or any(len(c) > 1 or c[0].startswith("email:") for c in chains):
+        if not after:
+            raise Refusal(f"Say when and what to send after them, e.g. `{SEVERAL_EXAMPLE}`.")
+        found = _create_in(after, None)
+        return Create(found.when, found.text, targets=chains)
     person, rest = _person(raw)
     if person is not None:
         if not rest:
@@ -300,7 +312,7 @@ def _create(raw: str) -> Create:
             f"a group: name a channel or one person, e.g. `{EXAMPLE}`."
         )
     elif match := _TYPED_CHANNEL.match(rest):
-        name = _channel_name(match.group(0))
+        name = targets.channel_name(match.group(0))
         rest = rest[match.end() :].strip()
     if name is not None:
         return _named(_create_in(rest, channel), name)
@@ -328,9 +340,6 @@ def _create_in(rest: str, channel: str | None) -> Create:
     return Create(when, message, channel)
 
 
-#: A Slack channel name: at most 80 letters (any script), digits, hyphens, underscores
-#: and periods, no spaces (https://api.slack.com/methods/conversations.create, ``name``).
-_NAME = re.compile(r"[\w.\-]{1,80}")
 #: A first word that may be a command: letters only.
 _WORD = re.compile(r"[a-z]+")
 #: Where WHEN may start in /remind's order ("… at 5pm", "… every monday", "… in 5
@@ -349,17 +358,6 @@ _TIME_START_RE = re.compile(
 )
 _FIRST_TO = re.compile(r"to\b", re.I)
 _WHEN_TO = re.compile(r"\s+to\s+", re.I)
-
-
-def _channel_name(typed: str) -> str:
-    """The channel name in a plain ``#name``; Refusal when Slack allows no such name."""
-    name = typed.removeprefix("#").lower()
-    if not _NAME.fullmatch(name):
-        raise Refusal(
-            f"`{escape(typed)}` is not a Slack channel name: pick the channel from Slack's "
-            "suggestions as you type, or use `/schedule` alone to open the form."
-        )
-    return name
 
 
 def _named(create: Create, name: str) -> Create:
@@ -402,7 +400,7 @@ def _remind(tail: str) -> Create:
     if match := _CHANNEL.match(rest):
         channel, rest = match.group(1), rest[match.end() :].strip()
     elif match := _TYPED_CHANNEL.match(rest):
-        name, rest = _channel_name(match.group(0)), rest[match.end() :].strip()
+        name, rest = targets.channel_name(match.group(0)), rest[match.end() :].strip()
     else:
         person, after = _person(rest)
         if person is not None:  # "remind me to stretch in 10 minutes": a direct message
@@ -454,10 +452,7 @@ def _person(raw: str) -> tuple[str | None, str]:
     if match := _USER.match(raw):
         return match.group(1), raw[match.end() :].strip()
     if match := _RAW_PERSON.match(raw):
-        raise Refusal(
-            f"Slack did not turn `{escape(match.group(0))}` into a mention: pick the person "
-            "from Slack's suggestions as you type, or use `me` for yourself."
-        )
+        raise targets.not_a_mention(match.group(0))
     return None, raw
 
 

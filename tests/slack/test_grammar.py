@@ -225,6 +225,88 @@ INVALID = [
 ]
 
 
+#: Several recipients, chains and "their time" (issue 35); one target reads as before.
+ROUTES = [
+    (
+        "<#C1|ops> <#C2|dev> <@U1|alice> every weekday at 9am: Stand-up",
+        Create(
+            "every weekday at 9am",
+            "Stand-up",
+            targets=(("slack:C1",), ("slack:C2",), ("slack:@U1",)),
+        ),
+    ),
+    (
+        "#ops #dev every weekday at 9am: Stand-up",
+        Create("every weekday at 9am", "Stand-up", targets=(("#ops",), ("#dev",))),
+    ),
+    (
+        "#ops, <#C2>,<@U1> tomorrow: hi",
+        Create("tomorrow", "hi", targets=(("#ops",), ("slack:C2",), ("slack:@U1",))),
+    ),
+    (
+        "<@U1|alice> or alice@example.com tomorrow at 9: Deck",
+        Create("tomorrow at 9", "Deck", targets=(("slack:@U1", "email:alice@example.com"),)),
+    ),
+    (
+        "<@U1> or email:alice@example.com <#C1> in 5 minutes: x",
+        Create(
+            "in 5 minutes", "x", targets=(("slack:@U1", "email:alice@example.com"), ("slack:C1",))
+        ),
+    ),
+    (
+        "<@U1> OR <mailto:a@example.org|a@example.org> or me tomorrow: x",
+        Create("tomorrow", "x", targets=(("slack:@U1", "email:a@example.org", "me"),)),
+    ),
+    (
+        "alice@example.com tomorrow: x",
+        Create("tomorrow", "x", targets=(("email:alice@example.com",),)),
+    ),
+    (
+        '<#C1> <#C2> "Lunch!" tomorrow at noon',
+        Create("tomorrow at noon", "Lunch!", targets=(("slack:C1",), ("slack:C2",))),
+    ),
+    (
+        "<@U1> <@U2> every weekday at 9am their time: Stand-up",
+        Create(
+            "every weekday at 9am",
+            "Stand-up",
+            targets=(("slack:@U1",), ("slack:@U2",)),
+            their_time=True,
+        ),
+    ),
+    (
+        "<@U1> at 9am Their  Time except holidays from <https://x.org/h.ics>: Hi",
+        Create(
+            "at 9am except holidays from https://x.org/h.ics", "Hi", person="U1", their_time=True
+        ),
+    ),
+    # one target: exactly as before; "their time" only in WHEN, not in the message
+    ("<#C1> tomorrow: their time", Create("tomorrow", "their time", "C1")),
+    ("<#C1> or tomorrow: x", Create("or tomorrow", "x", "C1")),
+]
+
+ROUTE_REFUSALS = [
+    ("<#C1> <#C2>", "Say when and what to send after them"),
+    ("<#C1> <!channel> tomorrow: hi", "not a group"),
+    ("<#C1> @bob tomorrow: hi", "did not turn `@bob` into a mention"),
+    ("<#C1> #gen/eral tomorrow: hi", "is not a Slack channel name"),
+    ("<#C1> <#C2> tomorrow at 9", 'put ": "'),
+    ("<@U1> their time: hi", "Say the time before"),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), ROUTES, ids=[repr(t) for t, _ in ROUTES])
+def test_several_targets_and_chains_are_read(text: str, expected: object) -> None:
+    assert parse(text) == expected
+
+
+@pytest.mark.parametrize(("text", "problem"), ROUTE_REFUSALS, ids=[t for t, _ in ROUTE_REFUSALS])
+def test_bad_targets_say_what_is_wrong(text: str, problem: str) -> None:
+    with pytest.raises(InvalidInput) as caught:
+        parse(text)
+    assert problem in str(caught.value)
+
+
 @pytest.mark.parametrize(("text", "expected"), VALID, ids=[repr(t) for t, _ in VALID])
 def test_valid_commands_are_read(text: str, expected: object) -> None:
     assert parse(text) == expected

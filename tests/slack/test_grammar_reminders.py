@@ -48,6 +48,15 @@ VALID = [
     ("remind me tomorrow to call the bank", Create("tomorrow", "call the bank", person=ME)),
     # a word that only starts with "me" is a time, not a person
     ("meeting time: x", None),
+    # yourself and a channel: two recipients (issue 35), no longer a refusal
+    (
+        "me <#C0123> tomorrow: hi",
+        Create("tomorrow", "hi", targets=(("me",), ("slack:C0123",))),
+    ),
+    (
+        "<@U0BOB|bob> at 9am their time: hi",
+        Create("at 9am", "hi", person="U0BOB", their_time=True),
+    ),
 ]
 
 
@@ -66,7 +75,6 @@ def test_reminders_are_read(text: str, expected: Create | None) -> None:
         ("me", "Say when and what to remind"),
         ("<@U0BOB|bob>", "Say when and what to remind"),
         ("me tomorrow at 9", 'put ": "'),
-        ("me <#C0123> tomorrow: hi", "not both"),
         ("@bob tomorrow: hi", "did not turn `@bob` into a mention"),
         ("<!here> in 5 minutes: hi", "not a group"),
     ],
