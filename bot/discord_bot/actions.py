@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import cast
 
 from bot.discord_bot import render
 from bot.discord_bot.choices import EXAMPLES
 from core import verbs
 from core.actors import ActorRef, Principal, discord_tenant
 from core.cases import Herald
+from core.cases.recipients import To
 from core.errors import InvalidInput, PermissionDenied
 from core.models import Schedule, ScheduleState
 from core.settings import Settings
@@ -126,19 +128,33 @@ async def create(
     herald: Herald,
     actor: ActorRef,
     *,
-    channel_id: int,
+    channel_id: int | None = None,
+    to: To | None = None,
     when: str,
     text: str,
     tz: str | None = None,
     skip: Sequence[str] = (),
+    their_time: bool = False,
 ) -> Reply:
-    """``/schedule create``: schedule ``text`` into the channel, skipping the event
+    """``/schedule create``: schedule ``text`` into the channel, or to every recipient of
+    ``to`` (destinations and chains, :func:`core.cases.recipients.wanted_of`; with
+    ``their_time``, each person at that hour in their own zone), skipping the event
     dates of the ``skip`` calendars (URLs; or ``when`` ends ``except … from URL``).
     Without a zone of the command or of the member, the server default is used, and
     the reply says so."""
+    if to is None:
+        if channel_id is None:
+            raise ValueError("create needs a channel or recipients")
+        to = destination(channel_id)
     member = await herald.actor(actor)
     schedule, created = await herald.create_schedule(
-        actor, to=destination(channel_id), when=when, text=text, tz=tz, skip=skip
+        actor,
+        to=cast(str, to),  # create_schedule reads recipients (core.cases.recipients.To)
+        when=when,
+        text=text,
+        tz=tz,
+        skip=skip,
+        their_time=their_time,
     )
     text_out = render.card(
         schedule, "Scheduled." if created else "Already scheduled.", read_back=created
@@ -211,16 +227,19 @@ async def edit(
     when: str | None = None,
     text: str | None = None,
     channel_id: int | None = None,
+    to: To | None = None,
     expected_version: int | None = None,
 ) -> Reply:
-    """``/schedule edit`` (and the Edit form): a new time, text or channel. A new time
-    is read in the schedule's own zone."""
+    """``/schedule edit`` (and the Edit form): a new time, text, channel or recipients
+    (``to`` replaces them all). A new time is read in the schedule's own zone."""
+    if to is None and channel_id is not None:
+        to = destination(channel_id)
     schedule = await herald.edit_schedule(
         actor,
         schedule_id,
         when=when,
         text=text,
-        to=None if channel_id is None else destination(channel_id),
+        to=to,
         expected_version=expected_version,
     )
     return _answer(schedule, "Changed.", read_back=when is not None)
@@ -298,8 +317,12 @@ def help_reply(default_tz: str) -> Reply:
                 "`/schedule create when: message: to:me` (or `to:@member`) — a reminder "
                 "by direct message, with Snooze and Done buttons; a member of this server "
                 "sees that you asked.",
+                "`to:#ops #dev @alice` — one schedule to several places (channels, members, "
+                "email addresses); `to:@alice or alice@example.com` tries the email when the "
+                "direct message fails; `their_time:True` sends at that hour in each "
+                "person's own zone.",
                 "`/schedule list` — your active and paused schedules.",
-                "`/schedule show id:` · `edit id: [when:] [message:] [channel:]` · "
+                "`/schedule show id:` · `edit id: [when:] [message:] [channel: or to:]` · "
                 "`cancel id:` (or `delete`, `remove`) · `pause id:` · `resume id:` · "
                 "`skip id:` (a recurring schedule's next send only).",
                 f"`/schedule timezone [zone:]` — your time zone (until set: {default_tz}): "

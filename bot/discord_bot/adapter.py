@@ -286,7 +286,7 @@ class DiscordAdapter:
             if guild is None:
                 log.warning("the alert channel is not in a server: no alerts are posted")
                 return False
-            self._alert_tenant = f"discord:{int(guild)}"
+            self._alert_tenant = f"discord:{int(str(guild))}"
         if self._alert_tenant is None:
             return False
         return job_id in await self.herald.dead_of_tenant([job_id], self._alert_tenant)

@@ -11,25 +11,26 @@ from __future__ import annotations
 
 import logging
 from dataclasses import replace
-from typing import Any, cast
+from typing import Any
 
 import discord
 from discord import app_commands
 from discord.app_commands import Choice, Range, Transform
 
-from bot.discord_bot import actions, choices, reminders
+from bot.discord_bot import actions, choices, reminders, targets
 from bot.discord_bot.components import respond
 from bot.discord_bot.interact import (
     herald_of,
     member_of,
     mentions_in,
+    postable,
     principal_of,
     report,
     settings_of,
 )
 from core import verbs
 from core.actors import Principal
-from core.errors import HeraldError
+from core.errors import HeraldError, InvalidInput
 from core.models import STATE_FILTERS
 from core.zones import resolve_zone
 
@@ -99,60 +100,15 @@ async def when_autocomplete(
     return [Choice(name=name, value=value) for name, value in pairs]
 
 
-_THREADS = (
-    discord.ChannelType.public_thread,
-    discord.ChannelType.private_thread,
-    discord.ChannelType.news_thread,
-)
-
-
-def _is_thread(channel: object) -> bool:
-    """A thread, cached (``discord.Thread``) or not (a partial channel of a thread type)."""
-    return isinstance(channel, discord.Thread) or getattr(channel, "type", None) in _THREADS
-
-
-def _can_send(perms: discord.Permissions, *, thread: bool) -> bool:
-    sends = perms.send_messages_in_threads if thread else perms.send_messages
-    return bool(perms.view_channel and sends)
-
-
-def postable(
-    interaction: discord.Interaction[Any], channel: discord.abc.GuildChannel | None
-) -> tuple[int, discord.Permissions]:
-    """The id of the channel to schedule into (the option, else the current one), once
-    both the member and the bot can send messages there (else PermissionDenied), with
-    the member's permissions there.
-
-    The current channel uses the permissions Discord computed for this interaction
-    (``permissions`` for the member, ``app_permissions`` for the bot); another channel
-    is checked with ``channel.permissions_for`` the member and the bot's member."""
-    if channel is None or channel.id == interaction.channel_id:
-        if interaction.channel_id is None:
-            raise app_commands.NoPrivateMessage("Use /schedule in a server channel.")
-        thread = _is_thread(interaction.channel)
-        member_perms, bot_perms = interaction.permissions, interaction.app_permissions
-        target = interaction.channel_id
-    else:
-        # In a server (the group is guild-only) the user is a Member.
-        member = cast(discord.Member, interaction.user)
-        me = channel.guild.me
-        thread = _is_thread(channel)
-        member_perms = channel.permissions_for(member)
-        bot_perms = channel.permissions_for(me) if me is not None else discord.Permissions.none()
-        target = channel.id
-    actions.check_can_post(
-        target,
-        member_can=_can_send(member_perms, thread=thread),
-        bot_can=_can_send(bot_perms, thread=thread),
-    )
-    return target, member_perms
-
-
 _ID = Transform[int, ScheduleId]
 _ZONE = Transform[str, Zone]
 _WHEN = Range[str, 1, 500]
 _TEXT = Range[str, 1, 2000]
 _URL = Range[str, 8, 1000]
+#: ``to``: up to 50 targets (a member's most recipients) of about 20 characters each.
+#: Discord takes a string option of at most 6,000 characters (max_length, 1 to 6000:
+#: https://discord.com/developers/docs/interactions/application-commands#application-command-object-application-command-option-structure).
+_TO = Range[str, 1, 1200]
 _ID_HELP = "The schedule (type to search yours)"
 
 
@@ -196,6 +152,7 @@ class ScheduleGroup(
         skip_calendar="An iCalendar (.ics) URL, e.g. public holidays: nothing is sent on "
         "the dates of its events",
         to=reminders.TO_HELP,
+        their_time="Send at that hour in each person's own zone (channels keep yours)",
     )
     @app_commands.autocomplete(when=when_autocomplete)
     async def create(
@@ -206,12 +163,21 @@ class ScheduleGroup(
         channel: discord.TextChannel | None = None,
         timezone: _ZONE | None = None,
         skip_calendar: _URL | None = None,
-        to: Range[str, 1, 100] | None = None,
+        to: _TO | None = None,
+        their_time: bool = False,
     ) -> None:
         async def work(actor: Principal) -> actions.Reply:
-            if to is not None:  # a reminder by direct message
-                return await reminders.create(
-                    interaction, actor, to, channel, when, message, timezone, skip_calendar
+            if to is not None:  # several places, or one person (a reminder by DM)
+                return await targets.create(
+                    interaction,
+                    actor,
+                    to,
+                    channel,
+                    when=when,
+                    text=message,
+                    tz=timezone,
+                    skip_calendar=skip_calendar,
+                    their_time=their_time,
                 )
             target, perms = postable(interaction, channel)
             # whom the message may notify: whom the member could, in that channel
@@ -224,6 +190,7 @@ class ScheduleGroup(
                 text=message,
                 tz=timezone,
                 skip=[skip_calendar.strip()] if skip_calendar else [],
+                their_time=their_time,
             )
 
         await respond(interaction, work)
@@ -256,12 +223,13 @@ class ScheduleGroup(
     async def show(self, interaction: discord.Interaction[Any], id: _ID) -> None:
         await respond(interaction, lambda actor: actions.show(herald_of(interaction), actor, id))
 
-    @app_commands.command(description="Change a schedule's time, message or channel")
+    @app_commands.command(description="Change a schedule's time, message or places")
     @app_commands.describe(
         id="The schedule (type to search yours)",
         when="A new time, read in the schedule's zone",
         message="A new message",
         channel="A new channel",
+        to="New places instead of all of them: #channels, @members, emails; `or` for fallbacks",
     )
     @app_commands.autocomplete(when=when_autocomplete)
     async def edit(
@@ -271,8 +239,21 @@ class ScheduleGroup(
         when: _WHEN | None = None,
         message: _TEXT | None = None,
         channel: discord.TextChannel | None = None,
+        to: _TO | None = None,
     ) -> None:
         async def work(actor: Principal) -> actions.Reply:
+            if to is not None and channel is not None:
+                raise InvalidInput(reminders.NOT_BOTH)
+            if to is not None:
+                found = await targets.places(interaction, actor, to)
+                return await actions.edit(
+                    herald_of(interaction),
+                    targets.author(interaction, actor, found),
+                    id,
+                    when=when,
+                    text=message,
+                    to=found.to,
+                )
             target, perms = (None, interaction.permissions)
             if channel is not None:
                 target, perms = postable(interaction, channel)
@@ -357,7 +338,7 @@ class ScheduleGroup(
     async def help_(self, interaction: discord.Interaction[Any]) -> None:
         default_tz = settings_of(interaction).default_tz
 
-        async def work(_: str) -> actions.Reply:
+        async def work(_: Principal) -> actions.Reply:
             return actions.help_reply(default_tz)
 
         await respond(interaction, work)

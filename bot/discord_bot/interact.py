@@ -71,6 +71,55 @@ def mentions_in(interaction: discord.Interaction[Any], perms: discord.Permission
     return Mentions(roles=roles)
 
 
+_THREADS = (
+    discord.ChannelType.public_thread,
+    discord.ChannelType.private_thread,
+    discord.ChannelType.news_thread,
+)
+
+
+def _is_thread(channel: object) -> bool:
+    """A thread, cached (``discord.Thread``) or not (a partial channel of a thread type)."""
+    return isinstance(channel, discord.Thread) or getattr(channel, "type", None) in _THREADS
+
+
+def _can_send(perms: discord.Permissions, *, thread: bool) -> bool:
+    sends = perms.send_messages_in_threads if thread else perms.send_messages
+    return bool(perms.view_channel and sends)
+
+
+def postable(
+    interaction: discord.Interaction[Any], channel: discord.abc.GuildChannel | None
+) -> tuple[int, discord.Permissions]:
+    """The id of the channel to schedule into (the option, else the current one), once
+    both the member and the bot can send messages there (else PermissionDenied), with
+    the member's permissions there.
+
+    The current channel uses the permissions Discord computed for this interaction
+    (``permissions`` for the member, ``app_permissions`` for the bot); another channel
+    is checked with ``channel.permissions_for`` the member and the bot's member."""
+    if channel is None or channel.id == interaction.channel_id:
+        if interaction.channel_id is None:
+            raise app_commands.NoPrivateMessage("Use /schedule in a server channel.")
+        thread = _is_thread(interaction.channel)
+        member_perms, bot_perms = interaction.permissions, interaction.app_permissions
+        target = interaction.channel_id
+    else:
+        # In a server (the group is guild-only) the user is a Member.
+        member = cast(discord.Member, interaction.user)
+        me = channel.guild.me
+        thread = _is_thread(channel)
+        member_perms = channel.permissions_for(member)
+        bot_perms = channel.permissions_for(me) if me is not None else discord.Permissions.none()
+        target = channel.id
+    actions.check_can_post(
+        target,
+        member_can=_can_send(member_perms, thread=thread),
+        bot_can=_can_send(bot_perms, thread=thread),
+    )
+    return target, member_perms
+
+
 async def member_of(interaction: discord.Interaction[Any]) -> Principal:
     """Sync the acting member (name; Manage Server when the settings say so), count
     the command against their commands per minute, and return who they are."""

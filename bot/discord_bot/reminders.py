@@ -35,7 +35,8 @@ log = logging.getLogger(__name__)
 
 _MENTION = re.compile(r"<@!?(\d{17,20})>")
 _ID = re.compile(r"\d{17,20}")
-TO_HELP = "me, or a member of this server (@mention or user id): a reminder by direct message"
+TO_HELP = "#channels, @members, me, emails; `or` between fallbacks (one member: a reminder by DM)"
+NOT_BOTH = "Give the places in `to` (e.g. `to:#ops #dev @alice`) or one `channel`, not both."
 
 
 def read_to(text: str, me: int) -> int:
@@ -60,23 +61,29 @@ async def recipient(interaction: discord.Interaction[Any], to: str) -> tuple[int
     user = read_to(to, interaction.user.id)
     if user == interaction.user.id:
         return user, None
+    return user, await member(interaction, user)
+
+
+async def member(interaction: discord.Interaction[Any], user: int) -> Any:
+    """The server member ``user`` (not a bot), recorded in this server's tenant so core
+    lets the member typing remind them. PermissionDenied for anyone else."""
     guild = interaction.guild
     if guild is None or interaction.guild_id is None:
         raise PermissionDenied("Herald reminds other people only from a server they are in.")
     try:
-        member = await guild.fetch_member(user)
+        found = await guild.fetch_member(user)
     except discord.NotFound:
         raise PermissionDenied(
             f"<@{user}> is not a member of this server: Herald reminds members of the "
             "server you type in."
         ) from None
-    if member.bot:
+    if found.bot:
         raise PermissionDenied(f"<@{user}> is a bot: Herald reminds people.")
     await herald_of(interaction).sync_member(
         Principal(actions.actor_id(user), f"discord:{interaction.guild_id}"),
-        display_name=member.display_name,
+        display_name=found.display_name,
     )
-    return user, member
+    return found
 
 
 async def create(
@@ -88,19 +95,28 @@ async def create(
     text: str,
     tz: str | None,
     skip_calendar: str | None,
+    their_time: bool = False,
 ) -> actions.Reply:
-    """``/schedule create`` with ``to``: refuse a channel alongside it, find the person,
-    schedule the reminder."""
+    """``/schedule create`` with ``to`` naming one person: refuse a channel alongside
+    it, find the person, schedule the reminder (with ``their_time``, at that hour in
+    the person's zone)."""
     if channel is not None:
-        raise InvalidInput("A reminder goes by direct message: give `to` or `channel`, not both.")
-    user_id, member = await recipient(interaction, to)
+        raise InvalidInput(NOT_BOTH)
+    user_id, found = await recipient(interaction, to)
     skip = [skip_calendar.strip()] if skip_calendar else []
     reply = await remind(
-        herald_of(interaction), actor, user_id=user_id, when=when, text=text, tz=tz, skip=skip
+        herald_of(interaction),
+        actor,
+        user_id=user_id,
+        when=when,
+        text=text,
+        tz=tz,
+        skip=skip,
+        their_time=their_time,
     )
-    if member is None:
+    if found is None:
         return reply
-    return replace(reply, text=render.fit(reply.text + await tell(member, interaction.user.id)))
+    return replace(reply, text=render.fit(reply.text + await tell(found, interaction.user.id)))
 
 
 async def tell(member: Any, asker: int) -> str:
@@ -132,10 +148,17 @@ async def remind(
     text: str,
     tz: str | None = None,
     skip: list[str] | None = None,
+    their_time: bool = False,
 ) -> actions.Reply:
     """Schedule a reminder by direct message to ``user_id`` (the actor or a member)."""
     schedule, created = await herald.create_schedule(
-        actor, to=f"discord:@{user_id}", when=when, text=text, tz=tz, skip=skip or ()
+        actor,
+        to=f"discord:@{user_id}",
+        when=when,
+        text=text,
+        tz=tz,
+        skip=skip or (),
+        their_time=their_time,
     )
     mine = actor.id == actions.actor_id(user_id)
     whom = "you" if mine else f"<@{user_id}>"

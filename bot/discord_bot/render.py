@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
-from core import calendars, limits, timeexpr, views
+from core import calendars, limits, routing, timeexpr, views
 from core.actors import Actor
 from core.cases import ScheduleDetail, describe_before
 from core.channels import parse_destination
@@ -57,6 +57,47 @@ def where(destination: str, *, full: bool = False) -> str:
     return f"`{parsed.for_owner() if full else parsed.redacted()}`"
 
 
+def recipients(schedule: Schedule, *, full: bool = False) -> str:
+    """Every recipient in order, as :func:`core.views.recipients_text` says them, each
+    destination as :func:`where` shows it: "<#1>, <#2>, <@3> (direct message) or
+    `email:alice@example.com`"."""
+    return ", ".join(
+        routing.describe(r, lambda d: where(d, full=full)) for r in views.recipients_of(schedule)
+    )
+
+
+def places(schedule: Schedule, *, full: bool = False, room: int = 62) -> str:
+    """The recipients within ``room`` characters for a list row: as many whole ones as
+    fit, then "+N more" (a mention is never cut)."""
+    shown = [
+        routing.describe(r, lambda d: where(d, full=full)) for r in views.recipients_of(schedule)
+    ]
+    kept: list[str] = []
+    for item in shown:
+        rest = len(shown) - len(kept) - 1
+        tail = f" +{rest} more" if rest else ""
+        if len(", ".join([*kept, item])) + len(tail) > room:
+            break
+        kept.append(item)
+    left = len(shown) - len(kept)
+    if not kept:  # a long address first: cut inside its backticks
+        first = shown[0][: room - (2 if left == 1 else 12)] + "…`"
+        return first + (f" +{left - 1} more" if left > 1 else "")
+    return ", ".join(kept) + (f" +{left} more" if left else "")
+
+
+def their_times(schedule: Schedule) -> str | None:
+    """:func:`core.views.recipient_times` (each person's hour, when the schedule reads
+    it in their zone), a direct message said as its mention."""
+    text = views.recipient_times(schedule)
+    if text is None:
+        return None
+    for r in views.recipients_of(schedule):
+        if r.zone is not None and r.first.startswith("discord:@"):
+            text = text.replace(f"{views.destination(r.first)} ", f"<@{r.first[9:]}> ", 1)
+    return text
+
+
 def clip(text: str, limit: int) -> str:
     """``text`` on one line, cut to ``limit`` characters with an ellipsis."""
     flat = " ".join(text.split())
@@ -96,9 +137,11 @@ def card(schedule: Schedule, heading: str | None = None, *, read_back: bool = Fa
     lines = [heading] if heading else []
     words = views.read_back(schedule) if read_back else describe(schedule)
     lines += [
-        f"**Schedule #{schedule.id}** · {schedule.shown_state} · to {where(schedule.destination)}",
+        f"**Schedule #{schedule.id}** · {schedule.shown_state} · to {recipients(schedule)}",
         f"**When:** {words}",
     ]
+    if (times_theirs := their_times(schedule)) is not None:
+        lines.append(f"**Their time:** {times_theirs}")
     times, skipped = calendars.schedule_upcoming(schedule, 3)
     if times:
         lines.append(f"**Next:** {stamp(times[0])}")
@@ -124,22 +167,28 @@ _JOB_MARK = {
 
 
 def detail(found: ScheduleDetail) -> str:
-    """A card plus the latest sends and how they went."""
-    text = card(found.schedule)
-    nxt = found.schedule.next_run_at
+    """A card, how the recipients fared (several of them), and the latest sends and how
+    they went (each one's place, with several)."""
+    schedule = found.schedule
+    text = card(schedule)
+    if (fare := views.fared(schedule, found.jobs)) is not None:
+        text += f"\n**Latest:** {fare}"
+    many = len(views.recipients_of(schedule)) > 1
+    nxt = schedule.next_run_at
     done = [  # occurrences skipped ahead are in the card's "Skips" line
         job
         for job in found.jobs
         if job.state != "pending"
         and not (job.state == "skipped" and nxt is not None and job.occurrence_at > nxt)
-    ][:3]
+    ][: 6 if many else 3]
     if done:
         rows = []
         for job in done:
             mark = _JOB_MARK.get(job.state, "•")
             at = job.finished_at or job.due_at
             error = f": {clip(job.last_error, 120)}" if job.last_error else ""
-            rows.append(f"{mark} {job.state} <t:{int(at.timestamp())}:R>{error}")
+            place = f" to {where(job.destination or schedule.destination)}" if many else ""
+            rows.append(f"{mark} {job.state}{place} <t:{int(at.timestamp())}:R>{error}")
         text += "\n**Latest sends:**\n" + "\n".join(rows)
     return fit(text)
 
@@ -149,9 +198,7 @@ def line(schedule: Schedule, viewer: Actor | None = None) -> str:
     sees it (the owner and the admins: a webhook's host, port and path)."""
     times = upcoming(schedule, count=1)
     when = f"<t:{int(times[0].timestamp())}:R>" if times else schedule.shown_state
-    place = where(schedule.destination, full=views.sees_destination(viewer, schedule.owner))
-    if len(place) > 62:  # a long redacted address: cut inside its backticks
-        place = place[:60] + "…`"
+    place = places(schedule, full=views.sees_destination(viewer, schedule.owner))
     return (
         f"**#{schedule.id}** · {when} · {clip(describe(schedule), 60)} · "
         f"{place} · {clip(schedule.body, 50)}"

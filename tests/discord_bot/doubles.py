@@ -84,11 +84,18 @@ def who(user_id: int, guild_id: int = GUILD) -> Principal:
 class Channel:
     """A guild channel whose ``permissions_for`` answers from a table (user id -> perms)."""
 
-    def __init__(self, channel_id: int, guild: Guild, perms: dict[int, discord.Permissions]):
+    def __init__(
+        self,
+        channel_id: int,
+        guild: Guild,
+        perms: dict[int, discord.Permissions],
+        name: str | None = None,
+    ):
         self.id = channel_id
         self.guild = guild
         self.perms = perms
         self.mention = f"<#{channel_id}>"
+        self.name = name or f"chan-{channel_id}"
 
     def permissions_for(self, obj: Any) -> discord.Permissions:
         return self.perms.get(obj.id, discord.Permissions.none())
@@ -111,6 +118,26 @@ class Guild:
             u.id: u
             for u in (self.me, User(OWNER, "Ada"), User(ADMIN, "Root"), User(STRANGER, "Sam"))
         }
+        #: The channels in discord.py's cache (a server's channels come with the guilds
+        #: intent): none unless a test adds them (:meth:`add_channel`).
+        self.channels: dict[int, Channel] = {}
+
+    def add_channel(
+        self, channel_id: int, perms: dict[int, discord.Permissions], name: str | None = None
+    ) -> Channel:
+        self.channels[channel_id] = Channel(channel_id, self, perms, name)
+        return self.channels[channel_id]
+
+    def get_channel_or_thread(self, channel_id: int, /) -> Channel | None:
+        return self.channels.get(channel_id)
+
+    @property
+    def text_channels(self) -> list[Channel]:
+        return list(self.channels.values())
+
+    def get_member_named(self, name: str, /) -> User | None:
+        """A cached member by name (without the members intent, few are cached)."""
+        return next((u for u in self.members.values() if u.display_name == name), None)
 
     async def fetch_member(self, user_id: int, /) -> User:
         """The member, or discord.NotFound (10007 Unknown Member) as discord.py raises."""

@@ -106,7 +106,7 @@ async def test_a_member_whose_messages_are_closed_is_scheduled_and_the_asker_tol
     [
         (str(OUTSIDER), {}, "not a member of this server"),
         (f"<@{BOT}>", {}, "is a bot"),
-        ("bob", {}, "cannot tell who"),
+        ("bob", {}, "cannot tell what 'bob' is"),
         ("me", {"channel": object()}, "not both"),
     ],
 )
