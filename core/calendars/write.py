@@ -4,8 +4,9 @@ A recurring schedule becomes one VEVENT with its stored DTSTART (in the schedule
 zone), RRULE lines and the rule's own RDATE values, plus EXDATE for the rule's own
 exclusions and for occurrences a skip calendar removes; a one-off
 becomes a single VEVENT at its time. Events are instants (no DTEND). The summary is the
-message's first line; the description names the schedule and its destination (secrets
-redacted). Pure: the caller passes the schedules.
+message's first line; the description names the schedule and every recipient (secrets
+redacted), and when a recipient reads the time in its own zone, its hour there: the
+event keeps the schedule's time. Pure: the caller passes the schedules.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
-from core import timeexpr
+from core import routing, timeexpr
 from core.calendars.read import Blackouts
 from core.channels import parse_destination
 from core.errors import HeraldError
@@ -47,6 +48,35 @@ def _destination(raw: str) -> str:
         return "(unreadable destination)"
 
 
+def _description(schedule: Schedule) -> str:
+    """The message, then "Herald schedule 7 to #ops, <@U1> or alice@example.com
+    (every weekday at 9am)." and, for recipients in their own zone, their hour."""
+    recipients = routing.from_json(schedule.recipients, schedule.destination)
+    to = ", ".join(routing.describe(r, _destination) for r in recipients)
+    text = f"{schedule.body}\n\nHerald schedule {schedule.id} to {to} ({schedule.expression})."
+    zoned = [r for r in recipients if r.zone is not None and r.zone != schedule.timezone]
+    if zoned:
+        hour = _wall_time(schedule)
+        each = ", ".join(f"{_destination(r.first)} {hour} {r.zone}" for r in zoned)
+        text += (
+            f"\nIn their own zone: {each}. The event shows the schedule's time"
+            f" ({hour} {schedule.timezone})."
+        )
+    return text
+
+
+def _wall_time(schedule: Schedule) -> str:
+    """The schedule's hour in its zone ("09:00"; "the same hours" for a rule whose
+    occurrences fall at several)."""
+    zone = ZoneInfo(schedule.timezone)
+    if schedule.rrule is None:
+        instants = [schedule.starts_at]
+    else:
+        instants = timeexpr.occurrences(schedule.rrule, count=8) or [schedule.starts_at]
+    hours = {f"{i.astimezone(zone):%H:%M}" for i in instants}
+    return hours.pop() if len(hours) == 1 else "the same hours"
+
+
 def schedule_event(schedule: Schedule, *, stamp: datetime) -> icalendar.Event:
     """One schedule as a VEVENT (see the module's description)."""
     import icalendar
@@ -55,11 +85,7 @@ def schedule_event(schedule: Schedule, *, stamp: datetime) -> icalendar.Event:
     event.add("uid", schedule_uid(schedule))
     event.add("dtstamp", stamp.astimezone(UTC))
     event.add("summary", _summary(schedule.body))
-    event.add(
-        "description",
-        f"{schedule.body}\n\nHerald schedule {schedule.id} to "
-        f"{_destination(schedule.destination)} ({schedule.expression}).",
-    )
+    event.add("description", _description(schedule))
     if schedule.state == ScheduleState.PAUSED.value:
         event.add("status", "TENTATIVE")
     if schedule.rrule is None:
