@@ -319,7 +319,7 @@ def queue_peer(system: str, n: int, spread: float) -> dict[str, Any]:
     summary = _summary(n, report["samples"], spread)
     summary["dropped"] += report.get("failed", 0)  # a failed POST was not delivered
     summary["peak_rss_mb"] = report.get("peak_rss_mb")  # the peer's process, not this one
-    for key in ("last_finish_ms", "added_late_ms", "pool"):
+    for key in ("last_finish_ms", "added_late_ms", "pool", "add_ms"):
         if key in report:
             summary[key] = report[key]
     return summary
@@ -348,6 +348,12 @@ async def _one(system: str, workload: str) -> dict[str, Any]:
         workload = workload.removeprefix("webhook-")
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "bench.db"
+        if workload == "fanout":  # bench/fanout.py
+            from bench import fanout
+
+            if system == "bullmq":
+                return fanout.bullmq_fanout()
+            return await fanout.herald_fanout(db, service=system == "herald run")
         if workload == "ingest":
             if system == "herald":
                 rate = await herald_ingest(INGEST)
@@ -455,6 +461,9 @@ def main() -> int:
     from bench.rounds import rounds_table
 
     table += "\n\n" + rounds_table()
+    from bench.fanout import fanout_table
+
+    table += "\n\n" + fanout_table()
     note = (
         (
             f"\n\nScaled by {scale():g} (`HERALD_BENCH_SCALE`): not the figures."

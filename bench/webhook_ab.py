@@ -1,13 +1,15 @@
 """Only the webhook burst, Herald against the bare aiohttp client, interleaved rounds.
 
-``python -m bench.webhook_ab [--run] [ROUNDS] [TREE ...]``: starts one receiver
+``python -m bench.webhook_ab [--run] [--null] [ROUNDS] [TREE ...]``: starts one receiver
 (``bench/receiver.py``) and runs, in each round, the bare aiohttp client (on asyncio's
 loop, then on uvloop), then Herald from
 each source tree given (default: this one; another checkout of Herald, e.g. a baseline
 exported with ``git archive``, is run with its own code by running it from that
 directory), each in a fresh process on the same workload as ``make bench``'s webhook
-burst; with ``--run``, each tree's ``herald run`` process too. Prints one JSON line
-per run and the medians per system."""
+burst; with ``--run``, each tree's ``herald run`` process too; with ``--null``, the
+null-channel burst instead (``python -m bench.peers herald burst``: 10,000 no-op messages
+due at one instant), without the bare clients. Prints one JSON line per run and the
+medians per system."""
 
 from __future__ import annotations
 
@@ -24,9 +26,9 @@ from bench.peers import HERE, _receiver
 KEYS = ("drain_per_s", "first_ms", "p50_ms", "last_ms", "cpu_ms_per_msg", "dropped")
 
 
-def _run(system: str, tree: Path, target: str) -> dict[str, Any]:
+def _run(system: str, tree: Path, target: str, workload: str) -> dict[str, Any]:
     out = subprocess.run(
-        [sys.executable, "-m", "bench.peers", system, "webhook-burst"],
+        [sys.executable, "-m", "bench.peers", system, workload],
         capture_output=True,
         text=True,
         check=True,
@@ -45,18 +47,19 @@ def _median(values: list[Any]) -> Any:
 
 def main(argv: list[str]) -> int:
     service = "--run" in argv
-    argv = [a for a in argv if a != "--run"]
+    null = "--null" in argv
+    argv = [a for a in argv if a not in ("--run", "--null")]
     rounds = int(argv[0]) if argv else 3
     trees = [Path(t).resolve() for t in argv[1:]] or [HERE.parent]
     heralds = ("herald", "herald run") if service else ("herald",)
-    systems = [("bare aiohttp", HERE.parent), ("bare aiohttp uvloop", HERE.parent)]
+    systems = [] if null else [("bare aiohttp", HERE.parent), ("bare aiohttp uvloop", HERE.parent)]
     systems += [(herald, t) for t in trees for herald in heralds]
     got: dict[str, list[dict[str, Any]]] = {}
     with _receiver() as target:
         for r in range(rounds):
             for system, tree in systems:
                 label = f"{system} {tree.name}" if system.startswith("herald") else system
-                row = _run(system, tree, target)
+                row = _run(system, tree, target, "burst" if null else "webhook-burst")
                 got.setdefault(label, []).append(row)
                 print(json.dumps({"round": r, "system": label, **row}), flush=True)
     for label, rows in got.items():
