@@ -61,12 +61,13 @@ async def recipient(interaction: discord.Interaction[Any], to: str) -> tuple[int
     user = read_to(to, interaction.user.id)
     if user == interaction.user.id:
         return user, None
-    return user, await member(interaction, user)
+    found = await member(interaction, user)
+    await record(interaction, found)
+    return user, found
 
 
 async def member(interaction: discord.Interaction[Any], user: int) -> Any:
-    """The server member ``user`` (not a bot), recorded in this server's tenant so core
-    lets the member typing remind them. PermissionDenied for anyone else."""
+    """The server member ``user``, not a bot (PermissionDenied for anyone else)."""
     guild = interaction.guild
     if guild is None or interaction.guild_id is None:
         raise PermissionDenied("Herald reminds other people only from a server they are in.")
@@ -79,11 +80,16 @@ async def member(interaction: discord.Interaction[Any], user: int) -> Any:
         ) from None
     if found.bot:
         raise PermissionDenied(f"<@{user}> is a bot: Herald reminds people.")
+    return found
+
+
+async def record(interaction: discord.Interaction[Any], found: Any) -> None:
+    """Record a member (of :func:`member`) in this server's tenant, so core lets the
+    member typing remind them."""
     await herald_of(interaction).sync_member(
-        Principal(actions.actor_id(user), f"discord:{interaction.guild_id}"),
+        Principal(actions.actor_id(found.id), f"discord:{interaction.guild_id}"),
         display_name=found.display_name,
     )
-    return found
 
 
 async def create(

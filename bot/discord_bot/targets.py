@@ -105,6 +105,8 @@ class Places:
 
     to: list[str | dict[str, list[str]]] = field(default_factory=list)
     perms: list[discord.Permissions] = field(default_factory=list)
+    #: The other members it goes to (recorded once every target is checked).
+    people: dict[int, Any] = field(default_factory=dict)
 
 
 async def places(interaction: discord.Interaction[Any], actor: Principal, text: str) -> Places:
@@ -118,7 +120,19 @@ async def places(interaction: discord.Interaction[Any], actor: Principal, text: 
     for chain in words:
         steps = [await _destination(interaction, read(word), found) for word in chain]
         found.to.append(steps[0] if len(steps) == 1 else {"first_of": steps})
+    _once(found.to)
+    for person in found.people.values():  # every target is fine: nothing was changed before
+        await reminders.record(interaction, person)
     return found
+
+
+def _once(to: list[str | dict[str, list[str]]]) -> None:
+    """Refuse a place named twice (``<#1>`` and ``#general`` may be the same channel)."""
+    seen: set[str] = set()
+    for step in (d for item in to for d in ([item] if isinstance(item, str) else item["first_of"])):
+        if step in seen:
+            raise InvalidInput(f"{render.where(step)} is named twice: name each place once.")
+        seen.add(step)
 
 
 def author(interaction: discord.Interaction[Any], actor: Principal, found: Places) -> Principal:
@@ -137,18 +151,18 @@ async def _destination(interaction: discord.Interaction[Any], target: Target, fo
     if target.kind == "email":
         return f"email:{target.value}"
     if target.kind == "user":
-        return await _person(interaction, int(target.value))
+        return await _person(interaction, int(target.value), found)
     guild = interaction.guild
     if guild is None:
         raise PermissionDenied("Herald sends to channels and members from a server channel.")
     if target.kind == "channel_name":
         channel: Any = _named(guild, target.value)
     elif target.kind == "member_name":
-        return await _person(interaction, _member_named(guild, target.value))
+        return await _person(interaction, _member_named(guild, target.value), found)
     else:
         channel = guild.get_channel_or_thread(int(target.value))
         if channel is None and target.kind == "id":
-            return await _person(interaction, int(target.value))
+            return await _person(interaction, int(target.value), found)
         if channel is None:
             raise InvalidInput(
                 f"Herald cannot find <#{target.value}> in this server: pick a channel of "
@@ -159,9 +173,9 @@ async def _destination(interaction: discord.Interaction[Any], target: Target, fo
     return actions.destination(channel_id)
 
 
-async def _person(interaction: discord.Interaction[Any], user: int) -> str:
-    if user != interaction.user.id:
-        await reminders.member(interaction, user)
+async def _person(interaction: discord.Interaction[Any], user: int, found: Places) -> str:
+    if user != interaction.user.id and user not in found.people:
+        found.people[user] = await reminders.member(interaction, user)
     return f"discord:@{user}"
 
 

@@ -172,7 +172,9 @@ class Response:
     async def send_modal(self, modal: discord.ui.Modal) -> None:
         self._answer(Answer("modal", modal=modal))
 
-    async def edit_message(self, *, content: str | None = None, view: Any = None, **kw: Any):
+    async def edit_message(
+        self, *, content: str | None = None, view: Any = None, **kw: Any
+    ) -> None:
         self._answer(Answer("edit", content, view=view, options=kw))
 
     async def autocomplete(self, choices: list[discord.app_commands.Choice[Any]]) -> None:
