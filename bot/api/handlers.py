@@ -19,15 +19,37 @@ from bot.api.requests import PREFIX, Call, Handler, Reply
 from core import verbs, views
 from core.actors import Actor
 from core.cases import import_schedules
-from core.channels import parse_destination
-from core.errors import Conflict
-from core.models import Schedule
+from core.cases.recipients import To, canonical, wanted_of
+from core.errors import Conflict, InvalidInput
+from core.models import Job, Schedule
 from core.store import DeadFilter
 from core.verbs import Verb, perform
 
 
-def _schedule(s: Schedule) -> m.ScheduleOut:
-    return m.ScheduleOut.model_validate(views.schedule_dict(s))
+def _schedule(s: Schedule, jobs: list[Job] | None = None) -> m.ScheduleOut:
+    """A schedule as answers carry it; with its ``jobs`` at hand, how several
+    recipients fared (views.fared)."""
+    fared = None if jobs is None else views.fared(s, jobs)
+    return m.ScheduleOut.model_validate({**views.schedule_dict(s), "fared": fared})
+
+
+def _to(value: str | list[str | m.FirstOf]) -> To:
+    """A request's recipients as the use cases take them (a chain as ``{"first_of"}``)."""
+    if isinstance(value, str):
+        return value
+    return [item if isinstance(item, str) else {"first_of": item.first_of} for item in value]
+
+
+async def _same_recipients(call: Call, schedule: Schedule, to: To) -> bool:
+    """Whether ``to`` names ``schedule``'s recipients (an idempotent create repeated):
+    channels written by name looked up, each destination as Herald stores it."""
+    actor = await call.herald.actor(call.principal)
+    try:
+        named = await call.herald.named_recipients(actor, wanted_of(to))
+        asked = [w.to for w in canonical(named)]
+    except InvalidInput:
+        return False
+    return asked == [r.to for r in views.recipients_of(schedule)]
 
 
 def _etag(s: Schedule) -> dict[str, str]:
@@ -60,9 +82,11 @@ async def create_schedule(call: Call) -> Reply:
     if header_key is not None and body.key is not None and header_key != body.key:
         raise ApiProblem(422, "The Idempotency-Key header and the key field differ: send one.")
     key = header_key if header_key is not None else body.key
+    # create_schedule takes any recipients (core.cases.recipients.To); its hint says str
+    to: Any = _to(body.to)
     schedule, created = await call.herald.create_schedule(
         call.principal,
-        to=body.to,
+        to=to,
         when=body.when,
         text=body.text,
         tz=body.tz,
@@ -71,12 +95,13 @@ async def create_schedule(call: Call) -> Reply:
         options=body.options,
         skip=body.skip,
         skip_files=body.skip_files or None,
+        their_time=body.time_of == "recipient",
+        step_timeout=body.step_timeout,
     )
     headers = {**_etag(schedule), "Location": f"{PREFIX}/schedules/{schedule.id}"}
     if created:
         return Reply(_schedule(schedule), 201, headers)
-    asked_to = await call.herald.named_channel(call.principal, body.to)  # slack:#name
-    if schedule.body != body.text or schedule.destination != str(parse_destination(asked_to)):
+    if schedule.body != body.text or not await _same_recipients(call, schedule, _to(body.to)):
         raise ApiProblem(
             422,
             f"The idempotency key {key!r} was used for a different schedule ({schedule.id}); "
@@ -110,7 +135,7 @@ async def list_schedules(call: Call) -> Reply:
 
 async def get_schedule(call: Call) -> Reply:
     detail = await call.herald.show_schedule(call.principal, call.path_int("schedule_id"))
-    return Reply(_schedule(detail.schedule), headers=_etag(detail.schedule))
+    return Reply(_schedule(detail.schedule, detail.jobs), headers=_etag(detail.schedule))
 
 
 async def schedule_jobs(call: Call) -> Reply:
@@ -118,6 +143,7 @@ async def schedule_jobs(call: Call) -> Reply:
     data = views.detail_dict(detail)
     out = m.ScheduleJobs(
         schedule_id=data["id"],
+        fared=views.fared(detail.schedule, detail.jobs),
         jobs=[m.JobOut.model_validate(j) for j in data["jobs"]],
         attempts=[m.AttemptOut.model_validate(a) for a in data["attempts"]],
     )
@@ -133,9 +159,11 @@ async def edit_schedule(call: Call) -> Reply:
             call.path_int("schedule_id"),
             when=body.when,
             text=body.text,
-            to=body.to,
+            to=None if body.to is None else _to(body.to),
             tz=body.tz,
             expected_version=version,
+            add=() if body.add is None else _to(body.add),
+            remove=body.remove or (),
         ),
     )
     return Reply(_schedule(schedule), headers=_etag(schedule))

@@ -14,32 +14,26 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AwareDatetime, Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from core import limits
+from bot.api.model_base import In as _In
+from bot.api.model_base import Out as _Out
+from bot.api.model_base import example as _example
+from bot.api.recipients import (
+    Destination,
+    FirstOf,
+    RecipientOut,
+    Recipients,
+    recipients_field,
+    step_timeout_field,
+    time_of_field,
+    to_field,
+)
+from core import limits, routing
 from core.cases import MAX_KEY, OPTIONS
 
-
-class _In(BaseModel):
-    """A request body or query: unknown fields are refused, not ignored."""
-
-    model_config = ConfigDict(extra="forbid")
-
-
-class _Out(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-def _example(example: dict[str, Any], *, zoned: bool = False) -> ConfigDict:
-    """A model's configuration with its one example (and, ``zoned``, ``tz`` accepted
-    for ``timezone``)."""
-    extra: dict[str, Any] = {"examples": [example]}
-    if zoned:
-        return ConfigDict(
-            extra="forbid", json_schema_extra=extra, validate_by_name=True, validate_by_alias=True
-        )
-    return ConfigDict(extra="forbid", json_schema_extra=extra)
+__all__ = ["FirstOf", "RecipientOut"]
 
 
 def _zone() -> Any:
@@ -133,11 +127,13 @@ class ScheduleCreate(_Zoned):
         zoned=True,
     )
 
-    to: str = Field(
-        max_length=2000,
-        description="Destination URI: slack:#channel, discord:<channel id>, "
-        "webhook:https://…, email:someone@example.com, slack:@U… (a reminder by DM).",
-        examples=["webhook:https://hooks.example.com/standup"],
+    to: Destination | Recipients = to_field(
+        required=True,
+        description="Where it goes: one destination (slack:#channel, discord:<channel id>, "
+        "webhook:https://…, email:someone@example.com, slack:@U… for a reminder by DM), "
+        'or a list of recipients, each a destination or a chain {"first_of": [...]} '
+        "whose next destination is tried only when the one before fails. One schedule; "
+        "each recipient gets its own job, retries and dead letter.",
     )
     when: str = Field(
         max_length=500,
@@ -145,6 +141,8 @@ class ScheduleCreate(_Zoned):
         "an ISO time, or an RFC 5545 rule.",
         examples=["every weekday at 9am"],
     )
+    time_of: Literal["author", "recipient"] = time_of_field()
+    step_timeout: int | None = step_timeout_field()
     tz: str | None = _zone()
     text: str = Field(max_length=limits.HERALD_TEXT.size, description=_text_description())
     key: str | None = Field(
@@ -168,9 +166,11 @@ class ScheduleCreate(_Zoned):
         "(as herald schedule --skip-calendar FILE; within the 64 KiB body).",
     )
 
+    _to = field_validator("to", mode="wrap")(staticmethod(recipients_field))
+
 
 class ScheduleEdit(_Zoned):
-    """What to change (at least one of when, text, to)."""
+    """What to change (at least one of when, text, to, add, remove)."""
 
     model_config = _example(
         {"when": "every weekday at 9:30am", "timezone": "Europe/Berlin"}, zoned=True
@@ -181,7 +181,22 @@ class ScheduleEdit(_Zoned):
     text: str | None = Field(
         default=None, max_length=limits.HERALD_TEXT.size, description=_text_description()
     )
-    to: str | None = Field(default=None, max_length=2000, description="The new destination.")
+    to: Destination | Recipients | None = to_field(
+        required=False,
+        description="Every recipient anew (as POST /v1/schedules takes them); recipients "
+        "kept keep their jobs.",
+    )
+    add: Recipients | None = Field(
+        default=None, description="Recipients to add (destinations or chains)."
+    )
+    remove: list[Destination] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=routing.ADMIN_CAP,
+        description="Recipients to remove, each named by a destination of its chain.",
+    )
+
+    _to = field_validator("to", "add", mode="wrap")(staticmethod(recipients_field))
 
 
 class RejectRetry(_In):
@@ -251,6 +266,7 @@ SCHEDULE_EXAMPLE: dict[str, Any] = {
     "tenant": "local",
     "owner": "local:ada",
     "destination": "webhook:https://hooks.example.com/standup",
+    "recipients": [{"id": 0, "to": ["webhook:https://hooks.example.com/standup"]}],
     "text": "Stand-up in the usual room",
     "expression": "every weekday at 9am",
     "timezone": "Europe/Berlin",
@@ -271,6 +287,9 @@ SCHEDULE_EXAMPLE: dict[str, Any] = {
 }
 _JOB_EXAMPLE: dict[str, Any] = {
     "id": 7,
+    "recipient": 0,
+    "destination": None,
+    "step": 0,
     "occurrence_at": "2026-03-02T08:00:00Z",
     "due_at": "2026-03-02T08:00:00Z",
     "state": "delivered",
@@ -305,7 +324,13 @@ class ScheduleOut(_Out):
     id: int
     tenant: str
     owner: str
-    destination: str
+    destination: str = Field(description="The first recipient's first destination.")
+    recipients: list[RecipientOut] = Field(description="Every recipient, in order.")
+    fared: str | None = Field(
+        default=None,
+        description="How several recipients fared at the latest occurrence tried "
+        "('delivered to 2 of 3; #old failed'); only where the jobs are read (GET one).",
+    )
     text: str
     expression: str
     timezone: str
@@ -334,6 +359,11 @@ class SchedulePage(_Out):
 
 class JobOut(_Out):
     id: int | None
+    recipient: int = Field(description="The recipient's id (ScheduleOut.recipients).")
+    destination: str | None = Field(
+        description="Where its current step goes (null: the schedule's destination)."
+    )
+    step: int = Field(description="Its step in the recipient's chain (0: the first).")
     occurrence_at: AwareDatetime | None
     due_at: AwareDatetime | None
     state: str
@@ -355,6 +385,9 @@ class AttemptOut(_Out):
     error: str | None
     provider_message_id: str | None
     worker: str
+    destination: str | None = Field(
+        default=None, description="Where this try went (null: the schedule's destination)."
+    )
     #: The text this attempt sent, its variables filled in (None: kept by no older
     #: Herald, or nothing was sent).
     text: str | None = None
@@ -376,12 +409,16 @@ class ScheduleJobs(_Out):
                     "error": None,
                     "provider_message_id": None,
                     "worker": "herald-1",
+                    "destination": None,
                 }
             ],
         }
     )
 
     schedule_id: int
+    fared: str | None = Field(
+        default=None, description="How several recipients fared (as GET the schedule says)."
+    )
     jobs: list[JobOut]
     attempts: list[AttemptOut]
 

@@ -178,7 +178,9 @@ def _operation(route: Route) -> dict[str, Any]:
         if route.status == 201 and route.operation == "importSchedules":
             op["responses"]["200"] = {**ok, "description": "Nothing new imported"}
     problem = {PROBLEM: {"schema": {"$ref": _REF.format(model="Problem")}}}
-    for status in sorted({*_COMMON_PROBLEMS, *route.problems, 404, 405}):
+    # a JSON body past requests.JSON_BODY is refused (a long list of recipients can be)
+    large = (413,) if route.body is not None or route.raw_body is not None else ()
+    for status in sorted({*_COMMON_PROBLEMS, *route.problems, *large, 404, 405}):
         op["responses"][str(status)] = {"description": _STATUS_TEXT[status], "content": problem}
     return op
 

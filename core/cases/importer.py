@@ -19,20 +19,25 @@ import io
 import json
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from core.actors import Actor, ActorRef
 from core.cases.herald import Herald
+from core.cases.recipients import destinations_of, wanted_of
 from core.cases.schedules import audit_summary
 from core.destinations import channel_name
 from core.errors import HeraldError, InvalidInput
 from core.tenancy import QuotaExceeded
 
 #: A line's fields; its zone is ``timezone``, as the API names it (``tz``, the older
-#: name, is read too; both only when they agree).
-FIELDS = {"to", "when", "text", "timezone", "tz", "key"}
+#: name, is read too; both only when they agree). ``to`` is one destination or a list
+#: of destinations and chains (``{"first_of": [...]}``), as the API takes it, and so
+#: are ``time_of`` ("author" or "recipient") and ``step_timeout`` (seconds).
+FIELDS = {"to", "when", "text", "timezone", "tz", "key", "time_of", "step_timeout"}
 REQUIRED = ("to", "when", "text")
+#: Whose clock a line's ``when`` is read on.
+TIME_OF = ("author", "recipient")
 #: The longest line Herald reads: a schedule's longest line (4,000 characters of text,
 #: each escaped) fits many times over.
 MAX_LINE_BYTES = 64 * 1024
@@ -156,14 +161,31 @@ def _read_line(line: str) -> dict[str, Any]:
     if missing:
         raise InvalidInput(f"missing {', '.join(missing)}")
     for name, value in obj.items():
-        if not isinstance(value, str):
-            raise InvalidInput(f"{name} must be a string")
+        _check_type(name, value)
     if "timezone" in obj:
         zone = obj.pop("timezone")
         if obj.get("tz", zone) != zone:
             raise InvalidInput("give timezone or tz (its older name), not both")
         obj["tz"] = zone
     return obj
+
+
+def _check_type(name: str, value: Any) -> None:
+    """A line's field of the type it must have (InvalidInput saying which, if not)."""
+    if name == "to":
+        if not isinstance(value, str | list):
+            raise InvalidInput(
+                "to must be a destination or a list of destinations and chains "
+                '({"first_of": [...]})'
+            )
+    elif name == "time_of":
+        if value not in TIME_OF:
+            raise InvalidInput('time_of must be "author" or "recipient"')
+    elif name == "step_timeout":
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise InvalidInput("step_timeout must be a number of seconds")
+    elif not isinstance(value, str):
+        raise InvalidInput(f"{name} must be a string")
 
 
 def _meter(herald: Herald, actor: Actor, lines: int) -> None:
@@ -225,16 +247,7 @@ async def import_schedules(
         if not raw.strip():
             continue
         try:
-            obj = _read_line(raw)
-            values = herald.build_schedule(
-                actor,
-                to=await _named(herald, actor, obj["to"], named),
-                when=obj["when"],
-                text=obj["text"],
-                tz=obj.get("tz"),
-                key=obj.get("key"),
-            )
-            values = await herald.with_asker(actor, values)  # a reminder: whom it may remind
+            values = await _line_values(herald, actor, raw, named)
         except HeraldError as exc:
             invalid.append((number, _reason(exc)))
             continue
@@ -248,18 +261,11 @@ async def import_schedules(
         details.append({**audit_summary(values), **token})
         line_numbers.append(number)
     del taken
-    unreachable: dict[str, str] = {}
-    for destination in sorted({row["destination"] for row in rows}):
-        try:
-            await herald.check_reachable(destination)
-        except HeraldError as exc:
-            unreachable[destination] = _reason(exc)
+    unreachable = await _unreachable(herald, rows, slices)
     if unreachable:
-        for number, row in zip(line_numbers, rows, strict=True):
-            if row["destination"] in unreachable:
-                invalid.append((number, unreachable[row["destination"]]))
+        invalid += [(line_numbers[i], why) for i, why in unreachable.items()]
         invalid.sort()
-        keep = [i for i, row in enumerate(rows) if row["destination"] not in unreachable]
+        keep = [i for i in range(len(rows)) if i not in unreachable]
         rows = [rows[i] for i in keep]
         details = [details[i] for i in keep]
     if invalid and not skip_invalid:
@@ -295,6 +301,55 @@ async def import_schedules(
     report.ids = ids
     report.imported = len(ids)
     return report
+
+
+async def _line_values(
+    herald: Herald, actor: Actor, raw: str, named: dict[str, str | HeraldError]
+) -> dict[str, Any]:
+    """One line read and checked as a create checks its request: its schedule row's
+    values (:meth:`Herald.build_schedule`), each person's zone found when its time is
+    read in the recipient's (``"time_of": "recipient"``), who asked recorded for a
+    reminder of someone else. Raises HeraldError (InvalidInput, a refusal) saying why not."""
+    obj = _read_line(raw)
+    their_time = obj.get("time_of") == "recipient"
+    wanted = [
+        replace(w, to=tuple([await _named(herald, actor, d, named) for d in w.to]))
+        for w in wanted_of(obj["to"], their_time=their_time, step_timeout=obj.get("step_timeout"))
+    ]
+    values = herald.build_schedule(
+        actor,
+        to=wanted,
+        when=obj["when"],
+        text=obj["text"],
+        tz=obj.get("tz"),
+        key=obj.get("key"),
+    )
+    if their_time:
+        values = await herald.zoned(actor, values, wanted)
+    return await herald.with_asker(actor, values)  # a reminder: whom it may remind
+
+
+async def _unreachable(
+    herald: Herald, rows: list[dict[str, Any]], slices: _Slices
+) -> dict[int, str]:
+    """The rows (by index) with a destination its channel says it cannot deliver to,
+    and why (the first such destination's reason); each destination asked once."""
+    every: list[list[str]] = []
+    for row in rows:
+        await slices.tick()
+        every.append(destinations_of(row))
+    reasons: dict[str, str] = {}
+    for destination in sorted({d for steps in every for d in steps}):
+        try:
+            await herald.check_reachable(destination)
+        except HeraldError as exc:
+            reasons[destination] = _reason(exc)
+    found: dict[int, str] = {}
+    for i, steps in enumerate(every if reasons else []):
+        why = next((reasons[d] for d in steps if d in reasons), None)
+        if why is not None:
+            found[i] = why
+    return found
 
 
 async def _named(herald: Herald, actor: Actor, to: str, named: dict[str, str | HeraldError]) -> str:
