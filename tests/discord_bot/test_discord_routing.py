@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import discord
 import pytest
 
 from bot.discord_bot import DiscordAdapter, create_adapter
@@ -408,3 +409,33 @@ async def test_a_bad_edit_changes_nothing(
     assert problem in text
     schedule = await only_schedule(herald)
     assert schedule.destinations == [f"discord:{CHANNEL}"] and schedule.version == 1
+
+
+# --- whom it may notify ------------------------------------------------------------------
+
+
+async def test_a_message_to_several_channels_notifies_whom_the_author_could_in_each(
+    adapter: DiscordAdapter, interaction: Make, herald: Herald
+) -> None:
+    """Mention Everyone here (#general), not in #dev: @everyone pings no one anywhere."""
+    loud = discord.Permissions(view_channel=True, send_messages=True, mention_everyone=True)
+    message = "@everyone ship it"
+    await run(
+        adapter,
+        "create",
+        interaction(permissions=loud),
+        when="in 1 hour",
+        message=message,
+        to=f"<#{CHANNEL}> #dev",
+    )
+    await run(
+        adapter,
+        "create",
+        interaction(permissions=loud),
+        when="in 1 hour",
+        message=message,
+        to=f"<#{CHANNEL}> <@{STRANGER}>",
+    )
+    both, here = sorted(await herald.list_schedules(who(OWNER)), key=lambda s: s.id or 0)
+    assert both.options["allowed_mentions"] == {"parse": ["users"]}
+    assert here.options["allowed_mentions"] == {"parse": ["users", "roles", "everyone"]}
