@@ -152,6 +152,8 @@ class ScheduleGroup(
         skip_calendar="An iCalendar (.ics) URL, e.g. public holidays: nothing is sent on "
         "the dates of its events",
         to=reminders.TO_HELP,
+        # a boolean option; a command may have 25 options, each description at most 100
+        # characters (https://discord.com/developers/docs/interactions/application-commands#application-command-object-application-command-option-structure)
         their_time="Send at that hour in each person's own zone (channels keep yours)",
     )
     @app_commands.autocomplete(when=when_autocomplete)

@@ -1,5 +1,5 @@
-"""Small helpers every discord.py callback shares: who is acting, answering ephemerally,
-turning errors into sentences."""
+"""Small helpers every discord.py callback shares: who is acting, where they may post,
+answering ephemerally, turning errors into sentences."""
 
 from __future__ import annotations
 
