@@ -15,7 +15,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from bot.slack.grammar import escape, unescape
-from core import calendars, limits, verbs, views
+from core import calendars, limits, routing, verbs, views
 from core.actors import Actor
 from core.cases import ScheduleDetail, describe_before
 from core.channels import parse_destination
@@ -28,6 +28,9 @@ Blocks = list[dict[str, Any]]
 Reply = tuple[str, Blocks]
 
 NEXT_COUNT = 3
+#: Recipients a schedule's summary names before "and N more" (a reply after a create
+#: names them all).
+SHOWN_RECIPIENTS = 10
 #: Schedules on a list page: each takes a divider, a section and its buttons (3 blocks),
 #: the page a heading, a context and the page buttons; 15 * 3 + 3 = 48, within the 50
 #: blocks of a message (limits.SLACK_MESSAGE_BLOCKS).
@@ -71,6 +74,33 @@ def where(destination: str, *, full: bool = False) -> str:
     return f"`{escape(parsed.for_owner() if full else parsed.redacted())}`"
 
 
+def recipients_line(schedule: Schedule, *, full: bool = False, most: int | None = None) -> str:
+    """Every recipient of ``schedule``, in order, as Slack shows them: "<#C1>, <#C2>,
+    <@U1> (direct message) or `email:alice@example.com`" (:func:`core.routing.describe`
+    with :func:`where`); with ``most``, the first ``most`` and "and N more"."""
+    recipients = views.recipients_of(schedule)
+    shown = recipients if most is None else recipients[:most]
+    text = ", ".join(routing.describe(r, lambda d: where(d, full=full)) for r in shown)
+    if len(shown) < len(recipients):
+        text += f" and {len(recipients) - len(shown)} more"
+    return text
+
+
+_SLACK_USER = re.compile(r"\bslack:@([UW][A-Z0-9]+)")
+_SLACK_CHANNEL = re.compile(r"\bslack:([CG][A-Z0-9]+)")
+
+
+def their_times(schedule: Schedule) -> str | None:
+    """When each recipient reading the time in their own zone gets the next occurrence
+    (:func:`core.views.recipient_times`), Slack's members and channels as mentions and
+    links; None when no recipient reads it in their own zone."""
+    times = views.recipient_times(schedule)
+    if times is None:
+        return None
+    text = _SLACK_USER.sub(r"<@\1>", escape(times))
+    return "Their times: " + _SLACK_CHANNEL.sub(r"<#\1>", text)
+
+
 def skipping(schedule: Schedule, skipped: list[tuple[datetime, str]]) -> str | None:
     """A line about the schedule's skip calendars: the next occurrences they skip
     (``skipped``, from :func:`core.calendars.schedule_upcoming`), each with the event's
@@ -105,7 +135,8 @@ def summary(
     times, skipped = calendars.schedule_upcoming(schedule, NEXT_COUNT)
     words = views.read_back(schedule) if read_back else describe(schedule)
     full = views.sees_destination(viewer, schedule.owner)
-    lines = [f"*#{schedule.id}* to {where(schedule.destination, full=full)}: {escape(words)}"]
+    to = recipients_line(schedule, full=full, most=SHOWN_RECIPIENTS)
+    lines = [f"*#{schedule.id}* to {to}: {escape(words)}"]
     if schedule.state != ScheduleState.ACTIVE.value:
         lines.append(f"_{schedule.shown_state}_")
     elif times:
@@ -113,6 +144,8 @@ def summary(
         lines.append(f"{label}: " + ", ".join(date_token(t, schedule.timezone) for t in times))
     if (skips := skipping(schedule, skipped)) is not None:
         lines.append(skips)
+    if read_back and (theirs := their_times(schedule)) is not None:
+        lines.append(theirs)
     if owner:
         lines.append(f"Owner: <@{schedule.owner.partition(':')[2]}>")
     lines.append(quote(schedule.body))
@@ -310,6 +343,9 @@ def detail_reply(detail: ScheduleDetail) -> Reply:
         f"State *{schedule.shown_state}*, version {schedule.version}, "
         f"expression `{escape(schedule.expression)}`"
     ]
+    if (fared := views.fared(schedule, detail.jobs)) is not None:
+        lines[0] += f"; {escape(fared)}"
+    several = len(views.recipients_of(schedule)) > 1
     nxt = schedule.next_run_at
     # occurrences skipped ahead are in the summary's "next skipped"; here what happened
     jobs = [
@@ -319,6 +355,8 @@ def detail_reply(detail: ScheduleDetail) -> Reply:
     ]
     for job in jobs[:5]:
         line = f"• {date_token(job.occurrence_at, zone)}: {job.state}"
+        if several:
+            line += f" to {where(job.destination or schedule.destination)}"
         if job.attempts:
             line += f" after {job.attempts} attempt{'s' if job.attempts != 1 else ''}"
         if job.last_error:

@@ -36,7 +36,7 @@ from bot.slack.modal import (
     read_submission,
     schedule_modal,
 )
-from bot.slack.reminders import Reminders
+from bot.slack.recipients import Recipients
 from core import calendars, limits, verbs
 from core.cases import check_text
 from core.channels import parse_destination
@@ -64,7 +64,7 @@ def responder(respond: AsyncRespond, *, replace: bool = False) -> Send:
     return send
 
 
-class Commands(Reminders):
+class Commands(Recipients):
     """The slash command, the modal's submission and its preview."""
 
     # --- /schedule ----------------------------------------------------------------
@@ -141,10 +141,12 @@ class Commands(Reminders):
     async def _create(
         self, person: Person, command: grammar.Create, here: str, body: dict[str, Any]
     ) -> Reply:
-        if command.person is not None:  # /schedule me … or /schedule @someone …
+        if command.person is not None or command.targets:
             when, text = self._reading(person, command)
             read = dataclasses.replace(command, when=when, text=text, alternatives=())
-            return await self.remind(person, read, body)
+            if command.targets:  # /schedule #ops #dev @alice …, @alice or alice@…
+                return await self.several(person, read, body)
+            return await self.remind(person, read, body)  # /schedule me …, @someone …
         channel = command.channel or here
         if command.channel_name is not None:
             channel = await self.channel_names.find(person.principal.tenant, command.channel_name)
@@ -157,6 +159,7 @@ class Commands(Reminders):
             text=text,
             tz=person.zone,
             key=f"slack-trigger:{body['trigger_id']}" if body.get("trigger_id") else None,
+            their_time=command.their_time,
         )
         headline = ":white_check_mark: Scheduled" if created else "Already scheduled"
         return schedule_reply(

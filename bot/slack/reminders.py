@@ -47,6 +47,7 @@ class Reminders(Base):
             text=command.text,
             tz=person.zone,
             key=f"slack-trigger:{body['trigger_id']}" if body.get("trigger_id") else None,
+            their_time=command.their_time,
         )
         whom = "you" if user == person.user_id else f"<@{user}>"
         headline = (

@@ -26,7 +26,9 @@ from __future__ import annotations
 import json
 import logging
 import re
+import time
 from typing import Any, NamedTuple
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import SecretStr
 
@@ -120,6 +122,8 @@ MAX_LIST_PAGES = 50
 _CHANNEL_ID = re.compile(r"^[CGD][A-Z0-9]{2,}(/\d{10}\.\d{6})?$")
 #: A Slack user id (``U…``, or ``W…`` for an Enterprise Grid org user).
 _USER_ID = re.compile(r"^[UW][A-Z0-9]{1,30}$")
+#: Seconds a member's profile zone (``users.info``) is kept.
+ZONE_TTL = 300.0
 
 
 def _check_target(raw: str, target: str) -> None:
@@ -215,6 +219,8 @@ class SlackChannel(Channel):
         self._headers = {"Authorization": f"Bearer {self._token}", "User-Agent": USER_AGENT}
         #: user id -> the id of the bot's direct-message conversation with them.
         self._dm_channels: dict[str, str] = {}
+        #: user id -> (when asked, monotonic; their profile's zone or None).
+        self._zones: dict[str, tuple[float, str | None]] = {}
         #: Whether SLACK_API_URL answers as Slack's API (``/readyz``); None: no token.
         self.api_health = ApiHealth("Slack") if self._token else None
 
@@ -384,6 +390,35 @@ class SlackChannel(Channel):
         self._dm_channels[user] = channel
         return channel
 
+    async def member_zone(self, destination: Destination | str) -> str | None:
+        """The zone of the member a direct message (``slack:@U0123``) goes to, as their
+        Slack profile says (``users.info``, the user's ``tz``;
+        https://api.slack.com/methods/users.info, scope ``users:read``), kept
+        :data:`ZONE_TTL` seconds. None for anything else, no token, a zone that is no
+        IANA name, or whatever goes wrong asking (logged): the caller falls back to the
+        zone set in Herald. Never raises; bounded by the channel's timeouts."""
+        target = destination.target if isinstance(destination, Destination) else ""
+        if isinstance(destination, str):
+            kind, _, target = destination.partition(":")
+            target = target if kind == "slack" else ""
+        user = target[1:] if target.startswith("@") else ""
+        if not self._token or not _USER_ID.match(user):
+            return None
+        cached = self._zones.get(user)
+        now = time.monotonic()
+        if cached is not None and now - cached[0] < ZONE_TTL:
+            return cached[1]
+        answer = await self._call("users.info", {"user": user}, form=True)
+        if isinstance(answer, DeliveryResult) or answer.data.get("ok") is not True:
+            why = answer.error if isinstance(answer, DeliveryResult) else answer.data.get("error")
+            log.warning("slack users.info failed: %s", why, extra={"user": user})
+            return None
+        zone = _iana((answer.data.get("user") or {}).get("tz"))
+        if len(self._zones) > 10_000:  # a bound, not a policy: asking again is cheap
+            self._zones.clear()
+        self._zones[user] = (now, zone)
+        return zone
+
     async def _call(
         self, method: str, args: dict[str, Any], *, form: bool = False
     ) -> _Answer | DeliveryResult:
@@ -453,6 +488,16 @@ def _not_looked_up(name: ChannelName, why: str) -> str:
         f"Herald could not look up `#{name.name}` with Slack just now ({why}); try again "
         "in a minute, or use the channel id, e.g. slack:C0123ABC."
     )
+
+
+def _iana(name: object) -> str | None:
+    """``name`` when it is an IANA zone Herald knows, else None."""
+    if not isinstance(name, str) or not name or name.startswith(("/", ".")):
+        return None
+    try:
+        return ZoneInfo(name).key
+    except (ZoneInfoNotFoundError, ValueError):
+        return None
 
 
 def _sections(text: str) -> list[dict[str, Any]]:

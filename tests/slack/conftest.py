@@ -4,6 +4,7 @@ Web API, over a real SQLite store and a Herald on a ManualClock."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -97,8 +98,21 @@ def slack_extra(request: pytest.FixtureRequest) -> dict[str, Any]:
 async def env(
     slack: FakeSlackApp, sqlite_url: str, clock: ManualClock, slack_extra: dict[str, Any]
 ) -> AsyncIterator[SlackEnv]:
-    settings = slack_settings(slack, sqlite_url, **slack_extra)
-    store = await Store.open(sqlite_url)
+    async with slack_env(slack, sqlite_url, clock, slack_extra) as built:
+        yield built
+
+
+@asynccontextmanager
+async def slack_env(
+    slack: FakeSlackApp, database_url: str, clock: ManualClock, extra: dict[str, Any]
+) -> AsyncIterator[SlackEnv]:
+    """The adapter running over a store at ``database_url`` (see :func:`env`)."""
+    from core import db
+
+    if db.backend(database_url) == "postgresql":  # SQLite's store makes its own schema
+        db.upgrade(database_url)
+    settings = slack_settings(slack, database_url, **extra)
+    store = await Store.open(database_url)
     channels: dict[str, Channel] = build_channels(settings)
     herald = Herald(store, settings, clock, channels=channels)
     adapter = create_adapter(settings, herald)

@@ -77,9 +77,16 @@ async def test_what_cannot_be_read_is_named_and_nothing_is_scheduled(
 
 
 async def test_a_refusal_escapes_what_the_person_typed(env: SlackEnv) -> None:
-    await env.send.command("<#C0123> <!channel> o'clock: x")
+    await env.send.command("<#C0123> o'clock <!channel>: x")
     shown = text_of(await env.reply())
     assert "<!channel>" not in shown and "&lt;!channel&gt;" in shown
+
+
+async def test_a_group_mention_among_targets_is_refused(env: SlackEnv) -> None:
+    await env.send.command("<#C0123> <!channel> tomorrow: x")
+    shown = text_of(await env.reply())
+    assert "not a group" in shown and "<!channel>" not in shown
+    assert await env.schedules() == []
 
 
 async def test_only_members_of_a_channel_may_schedule_into_it(env: SlackEnv) -> None:
