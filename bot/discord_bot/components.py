@@ -213,9 +213,10 @@ async def open_edit_form(interaction: discord.Interaction[Any], schedule_id: int
 
 
 def message_field_size(schedule: Schedule) -> int:
-    """How long a message the form's field takes: what the destination allows, at most
-    what a Discord text input holds (4,000)."""
-    return min(limits.DISCORD_TEXT_INPUT.size, limits.text_limit(schedule.destination).size)
+    """How long a message the form's field takes: what every destination allows, at
+    most what a Discord text input holds (4,000)."""
+    most = min(limits.text_limit(d).size for d in schedule.destinations)
+    return min(limits.DISCORD_TEXT_INPUT.size, most)
 
 
 def kept_message_note(schedule: Schedule, holds: int) -> str:

@@ -83,3 +83,14 @@ async def test_a_message_the_form_cannot_hold_is_shown_and_kept(
 
     after = (await herald.show_schedule(actor, schedule.id)).schedule
     assert after.expression == "every day at 12:00" and after.body == "y" * 2500
+
+
+async def test_the_edit_form_holds_what_every_recipient_allows(herald: Herald) -> None:
+    """A webhook takes 4,000 characters, a Discord channel 2,000: the field takes 2,000."""
+    schedule, _ = await herald.create_schedule(
+        who(OWNER),
+        to=[WEBHOOK, "discord:123456789012345678"],  # type: ignore[arg-type]
+        when="every day at 10:00",
+        text="short",
+    )
+    assert fields(EditForm(schedule))["text"].max_length == 2000
