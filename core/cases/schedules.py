@@ -18,9 +18,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import core.cases.recipient_cap as recipient_cap
+import core.cases.recipients as recipients
 from core import calendars, limits, routing, templates, tenancy, timeexpr
 from core.actors import Actor, ActorRef
-from core.cases import recipients
 from core.cases.base import principal_of
 from core.cases.calendars import RESERVED_KEY_PREFIX
 from core.cases.recipients import RecipientCases, To
@@ -624,8 +624,6 @@ class ScheduleCases(RecipientCases):
             changed.update(when=reading.expression, timezone=reading.timezone)
             if schedule.state == ScheduleState.ACTIVE.value:
                 arm_at = reading.first
-        if schedule.state == ScheduleState.ACTIVE.value and to is not None and arm_at is None:
-            arm_at = schedule.next_run_at  # the recipients added get this occurrence too
         if schedule.state == ScheduleState.ACTIVE.value and (when is not None or to is not None):
             sends: dict[str, Any] = {  # a paused one is counted when it resumes
                 "destination": values.get("destination", schedule.destination),
@@ -638,15 +636,14 @@ class ScheduleCases(RecipientCases):
                 await self.check_recipient_cap(
                     actor, [sends], action="schedule.edit", exclude=schedule.id
                 )
-        return await self._change(
-            actor,
-            schedule,
-            "edit",
-            values,
-            changed,
-            cancel=when is not None or to is not None,
-            arm_at=arm_at,
+        # without a new time, the recipients kept keep their jobs, the removed lose
+        # theirs and the added get the next occurrence (the store's reroute)
+        updated = await self._change(
+            actor, schedule, "edit", values, changed, cancel=when is not None, arm_at=arm_at
         )
+        if to is not None and arm_at is None:
+            self._due(updated.next_run_at)
+        return updated
 
     async def _new_recipients(
         self, actor: Actor, schedule: Schedule, to: To

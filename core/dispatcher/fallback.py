@@ -51,5 +51,7 @@ def step_timed_out(job: ClaimedJob, now: datetime) -> bool:
     route = routing.parse_route(job.route)
     if route.timeout is None or routing.next_step(route, job.step) is None:
         return False
-    since = job.step_since or job.due_at
+    # the first step began when the recipient's occurrence fell due (``due_at`` moves
+    # with each retry); a later one (or a retried chain) when it was entered
+    since = job.step_since or routing.due_for(job.occurrence_at, job.timezone, route.zone)
     return (now - since).total_seconds() >= route.timeout

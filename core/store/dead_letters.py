@@ -277,7 +277,7 @@ class DeadLetterQueries(Gateway):
             )
             changed = sorted(row[0] for row in result)
             if notify and changed:
-                await self._first_steps(conn, changed)
+                await self._first_steps(conn, changed, now)
                 await self._notify_due(conn)
             if outcome is not None and changed:
                 await conn.execute(
@@ -292,18 +292,17 @@ class DeadLetterQueries(Gateway):
                 await self._audit_each(conn, entry, now, [(str(i), {}) for i in changed])
             return len(changed)
 
-    async def _first_steps(self, conn: AsyncConnection, job_ids: list[int]) -> None:
-        """Jobs past the first step of their chain back at it (an admin's retry starts the
-        chain again)."""
-        stepped = await conn.execute(
-            sa.select(JOB.c.id, JOB.c.route).where(JOB.c.id.in_(job_ids), JOB.c.step > 0)
+    async def _first_steps(self, conn: AsyncConnection, job_ids: list[int], now: datetime) -> None:
+        """Jobs of a chain back at its first step, which begins now (an admin's retry
+        starts the chain again, its first step's time limit counted afresh)."""
+        routed = await conn.execute(
+            sa.select(JOB.c.id, JOB.c.route).where(JOB.c.id.in_(job_ids), JOB.c.route.is_not(None))
         )
-        for job_id, route in stepped:
-            first = routing.parse_route(route).first if route else None
+        for job_id, route in routed:
             await conn.execute(
                 sa.update(JOB)
                 .where(JOB.c.id == job_id)
-                .values(destination=first, step=0, step_since=None)
+                .values(destination=routing.parse_route(route).first, step=0, step_since=now)
             )
 
     # --- housekeeping ---------------------------------------------------------------

@@ -571,11 +571,42 @@ class ScheduleQueries(Gateway):
                 )
             if arm_at is not None:
                 await self._arm(s, schedule_id, arm_at, now)
+            elif "recipients" in values and not cancel_open_jobs:
+                await self._reroute(s, schedule_id, now)
             entry = replace(audit, object_type="schedule", object_id=str(schedule_id))
             await self._audit(s, entry, now)
             updated = await s.get(Schedule, schedule_id, populate_existing=True)
             assert updated is not None
             return updated
+
+    async def _reroute(self, s: AsyncSession, schedule_id: int, now: datetime) -> None:
+        """After an edit of its recipients alone: the waiting jobs of the recipients it
+        no longer has cancelled (a claimed one finishes, and plans no next job), and
+        every recipient armed at its next occurrence as stored now, not as the edit
+        read it (the dispatcher may have moved it on meanwhile): the kept keep their
+        jobs, the new get theirs."""
+        row = (
+            await s.execute(
+                sa.select(
+                    SCHEDULE.c.recipients,
+                    SCHEDULE.c.destination,
+                    SCHEDULE.c.state,
+                    SCHEDULE.c.next_run_at,
+                ).where(SCHEDULE.c.id == schedule_id)
+            )
+        ).one()
+        kept = [r.id for r in routing.from_json(row[0], row[1])]
+        await s.execute(
+            sa.update(JOB)
+            .where(
+                JOB.c.schedule_id == schedule_id,
+                JOB.c.state.in_(OPEN_STATE_VALUES),
+                JOB.c.recipient.not_in(kept),
+            )
+            .values(state=JobState.CANCELLED.value, updated_at=now, finished_at=now)
+        )
+        if row[2] == "active" and row[3] is not None:
+            await self._arm(s, schedule_id, row[3], now)
 
     async def _arm(
         self, s: AsyncSession, schedule_id: int, occurrence: datetime, now: datetime
