@@ -28,6 +28,7 @@ from core.settings import Settings
 from core.store import Store
 from tests.discord_bot.conftest import TOKEN, discord_settings
 from tests.discord_bot.doubles import (
+    ADMIN,
     BOT,
     CHANNEL,
     GUILD,
@@ -67,6 +68,7 @@ async def fake() -> AsyncIterator[FakeDiscordApp]:
         server.add_channel(str(OTHER_CHANNEL), name="dev")
         server.add_channel(str(BLOCKED), can_send=False, name="old")
         server.add_user(str(STRANGER))
+        server.add_user(str(OWNER))
         yield server
 
 
@@ -326,6 +328,26 @@ async def test_their_time_reads_the_hour_in_a_members_zone_from_the_store(
     await dispatcher.drain()
     assert contents(fake, CHANNEL) == ["Plan your day"]
     assert len(fake.channels[fake.dms[str(STRANGER)]].messages) == 1
+
+
+async def test_their_time_uses_a_zone_an_admin_set_and_the_authors_for_anyone_without(
+    adapter: DiscordAdapter, interaction: Make, herald: Herald
+) -> None:
+    await herald.set_member_timezone(who(ADMIN), f"discord:{STRANGER}", "America/New_York")
+    await herald.set_member_timezone(who(ADMIN), f"email:{SAM_MAIL}", "Asia/Tokyo")
+    text = await run(
+        adapter,
+        "create",
+        interaction(),
+        when="every day at 9am",
+        message="Plan your day",
+        to=f"<@{STRANGER}>, me, {SAM_MAIL}",
+        their_time=True,
+    )
+    assert (
+        f"**Their time:** <@{STRANGER}> 09:00 America/New_York = 14:00Z, "
+        f"<@{OWNER}> 09:00 UTC = 09:00Z, email:{SAM_MAIL} 09:00 Asia/Tokyo = 00:00Z"
+    ) in text
 
 
 # --- bad input changes nothing ------------------------------------------------------------
