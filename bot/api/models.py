@@ -217,7 +217,12 @@ class ScheduleListQuery(_In):
         max_length=20,
         description="pending, delivered, retrying, failed, active, paused, ended, cancelled…",
     )
-    to: str | None = Field(default=None, max_length=300, description="One destination.")
+    to: str | None = Field(
+        default=None,
+        max_length=300,
+        description="A destination: schedules any of whose recipients (a chain's step "
+        "too) goes there.",
+    )
     search: str | None = Field(default=None, max_length=100, description="Words in the text.")
     all: bool = Field(default=False, description="Everyone's (operators and admins).")
     tenant: str | None = Field(default=None, max_length=100, description="Herald-wide only.")

@@ -333,8 +333,9 @@ def _type(prop: dict[str, Any]) -> str:
     """A JSON Schema type in words: ``string or null``, ``list of ScheduleOut``."""
     if "$ref" in prop:
         return str(prop["$ref"].rsplit("/", 1)[-1])
-    if "anyOf" in prop:
-        return " or ".join(_type(p) for p in prop["anyOf"])
+    branches = prop.get("anyOf") or prop.get("oneOf")  # oneOf: one or a list (``to``)
+    if branches:
+        return " or ".join(_type(p) for p in branches)
     if "enum" in prop:
         return "one of " + ", ".join(str(v) for v in prop["enum"])
     if "const" in prop:
@@ -350,7 +351,7 @@ def _type(prop: dict[str, Any]) -> str:
 def _limits(prop: dict[str, Any]) -> str:
     """A field's bounds in words (``at most 4,000 characters``)."""
     found: list[str] = []
-    for part in [prop, *prop.get("anyOf", [])]:
+    for part in [prop, *prop.get("anyOf", []), *prop.get("oneOf", [])]:
         if "maxLength" in part:
             found.append(f"at most {part['maxLength']:,} characters")
         if "maxItems" in part:
