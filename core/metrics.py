@@ -1,6 +1,7 @@
 """Prometheus metrics of the dispatcher. One :class:`Metrics` per process, on its own
 registry (tests make their own). No label carries user text or an unbounded id: only
-channel kinds, outcomes, job states and calendar ids (one series per URL calendar, at
+channel kinds (never a recipient or a destination: a schedule with 500 recipients adds
+no series), outcomes, job states and calendar ids (one series per URL calendar, at
 most :data:`CALENDAR_SERIES`; never a URL)."""
 
 from __future__ import annotations
@@ -99,6 +100,7 @@ class ChannelMetrics:
     retries: Any
     provider_429: Any
     rate_limit_waits: Any
+    fallbacks: Any
 
     def outcome(self, outcome: str) -> Any:
         return {"ok": self.ok, "retry": self.retry}.get(outcome, self.permanent)
@@ -172,6 +174,14 @@ class Metrics:
         self.provider_429 = Counter(
             "herald_provider_429", "HTTP 429 answers from providers.", ["channel"], registry=r
         )
+        # by the kind of the step that failed; never by recipient or destination
+        self.fallbacks = Counter(
+            "herald_fallbacks",
+            "Recipients' chains that fell back to their next step, by the failed step's "
+            "channel kind.",
+            ["channel"],
+            registry=r,
+        )
         self.leases_lapsed = Counter(
             "herald_leases_lapsed",
             "Jobs not sent because this dispatcher's lease on them lapsed first (a stall).",
@@ -228,6 +238,7 @@ class Metrics:
                 retries=self.retries.labels(kind),
                 provider_429=self.provider_429.labels(kind),
                 rate_limit_waits=self.rate_limit_waits.labels(kind),
+                fallbacks=self.fallbacks.labels(kind),
             )
             self._channels[kind] = found
         return found

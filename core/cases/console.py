@@ -9,17 +9,18 @@ an attempt anyway is refused with :class:`PermissionDenied` and written to the a
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
-from core import timeexpr, verbs
+from core import timeexpr, verbs, views
 from core.actors import Actor, ActorRef
 from core.cases.dead_letters import DeadLetterCases
 from core.cases.schedules import ScheduleCases
 from core.channels import parse_destination
 from core.errors import Conflict, HeraldError, InvalidInput, NotFound
 from core.models import Audit, Job, Schedule, ScheduleState
+from core.routing import Recipient
 from core.scrub import calendar_source, scrub, scrub_credentials
 from core.store import (
     RESPONSE_CHARS,
@@ -36,7 +37,7 @@ from core.store import (
     QueueRow,
     ScheduleFilter,
 )
-from core.views import describe
+from core.views import ScheduleDetail, describe
 
 CHUNK = 500
 
@@ -141,6 +142,14 @@ class TimelineEvent:
 
 
 @dataclass(frozen=True)
+class RecipientState:
+    """One recipient of a schedule and its latest job (None before its first)."""
+
+    recipient: Recipient
+    job: Job | None
+
+
+@dataclass(frozen=True)
 class Timeline:
     """A schedule's detail: rule in words, next occurrences, jobs and what happened."""
 
@@ -150,6 +159,11 @@ class Timeline:
     jobs: list[Job]
     events: list[TimelineEvent]
     focus_job: int | None = None
+    #: Each recipient with its latest job, in the schedule's order.
+    recipients: list[RecipientState] = field(default_factory=list)
+    #: How the recipients fared at the latest occurrence tried (:func:`core.views.fared`;
+    #: None for one recipient).
+    fared: str | None = None
 
 
 class ConsoleCases(ScheduleCases, DeadLetterCases):
@@ -451,18 +465,9 @@ class ConsoleCases(ScheduleCases, DeadLetterCases):
             raise NotFound(f"There is no job {job_id} of yours.") from None
         schedule = detail.schedule
         jobs = list(detail.jobs)
-        attempts = list(detail.attempts)
-        if focus is not None:
-            if all(j.id != focus.id for j in jobs):
-                jobs.append(focus)
-                rows = await self.store.attempts_page(AttemptFilter(job_id=focus.id), limit=50)
-                events = [_attempt_event(r) for r in rows]
-            else:
-                events = [_attempt_event(a) for a in attempts if a.job_id == focus.id]
-            shown = [focus]
-        else:
-            events = [_attempt_event(a) for a in attempts]
-            shown = jobs
+        full = views.sees_destination(await self.actor(actor_id), schedule.owner)
+        shown = [focus] if focus is not None else jobs
+        events = await self._events(detail, focus, _where(schedule, jobs, full))
         for job in shown:
             events.extend(_job_events(job))
         job_ids = [j.id for j in shown if j.id is not None]
@@ -470,6 +475,8 @@ class ConsoleCases(ScheduleCases, DeadLetterCases):
             if focus is None or row.object_type == "schedule" or row.object_id == str(focus.id):
                 events.append(_audit_event(row))
         events.sort(key=lambda e: (e.at, _RANK.get(e.kind, 5)))
+        if focus is not None and all(j.id != focus.id for j in jobs):
+            jobs.append(focus)
         return Timeline(
             schedule,
             describe(schedule),
@@ -477,7 +484,44 @@ class ConsoleCases(ScheduleCases, DeadLetterCases):
             jobs,
             events,
             None if focus is None else focus.id,
+            _latest_jobs(schedule, jobs),
+            views.fared(schedule, jobs),
         )
+
+    async def _events(
+        self, detail: ScheduleDetail, focus: Job | None, to: Callable[[Any], str]
+    ) -> list[TimelineEvent]:
+        """The attempts on a timeline: the schedule's, or the ``focus`` job's (read on
+        its own when it is older than the jobs the detail holds)."""
+        if focus is None:
+            return [_attempt_event(a, to(a)) for a in detail.attempts]
+        if any(j.id == focus.id for j in detail.jobs):
+            return [_attempt_event(a, to(a)) for a in detail.attempts if a.job_id == focus.id]
+        rows = await self.store.attempts_page(AttemptFilter(job_id=focus.id), limit=50)
+        return [_attempt_event(r, to(r)) for r in rows]
+
+
+def _where(schedule: Schedule, jobs: list[Job], full: bool) -> Callable[[Any], str]:
+    """Where an attempt of ``schedule`` went, as a viewer who sees destinations in
+    ``full`` (or not) may see it: for an older Herald's (none kept) its job's step,
+    else the schedule's destination."""
+    steps = {j.id: j.destination for j in jobs}
+
+    def to(attempt: Any) -> str:
+        uri = attempt.destination or steps.get(attempt.job_id) or schedule.destination
+        return views.destination(uri, full=full)
+
+    return to
+
+
+def _latest_jobs(schedule: Schedule, jobs: list[Job]) -> list[RecipientState]:
+    """Each recipient of ``schedule`` with its latest job of ``jobs`` (by occurrence)."""
+    latest: dict[int, Job] = {}
+    for job in jobs:
+        held = latest.get(job.recipient)
+        if held is None or (job.occurrence_at, job.id or 0) > (held.occurrence_at, held.id or 0):
+            latest[job.recipient] = job
+    return [RecipientState(r, latest.get(r.id)) for r in views.recipients_of(schedule)]
 
 
 def _redacted(destination: str) -> str:
@@ -499,11 +543,12 @@ def _upcoming(schedule: Schedule, now: datetime) -> list[datetime]:
     return timeexpr.occurrences(schedule.rrule, count=5, after=now)
 
 
-def _attempt_event(a: Any) -> TimelineEvent:
+def _attempt_event(a: Any, to: str) -> TimelineEvent:
     """An attempt (an Attempt or an AttemptRow) on a timeline: where it ran, how it
-    went, and the text it sent (variables filled in), when it kept it."""
+    went, where it went (``to``) and the text it sent (variables filled in), when it
+    kept it."""
     code = f" {a.status_code}" if a.status_code is not None else ""
-    text = f"attempt on {a.worker or '?'}: {a.outcome}{code}"
+    text = f"attempt to {to} on {a.worker or '?'}: {a.outcome}{code}"
     if a.provider_message_id:
         text += f" (message {a.provider_message_id})"
     if a.body:

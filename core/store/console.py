@@ -17,6 +17,7 @@ import sqlalchemy as sa
 
 from core.models import WAITING_SQL, Audit, Job, JobState, Schedule, ScheduleState, Worker
 from core.store.base import ATTEMPT, AUDIT, JOB, SCHEDULE, AuditEntry, Gateway
+from core.store.dead_letters import JOB_DESTINATION
 
 # Re-exported where callers import them from (their queries: core.store.dead_letters).
 from core.store.dead_letters import DeadFilter as DeadFilter
@@ -48,7 +49,8 @@ class ScheduleFilter:
     #: The tenant the schedules belong to.
     tenant: str | None = None
     states: tuple[str, ...] | None = None
-    #: A prefix of the destination (``slack:`` or a whole URI).
+    #: A prefix of any recipient's destination, a fallback step included (``slack:``
+    #: or a whole URI).
     destination: str | None = None
     #: Words the body contains (any case).
     text: str | None = None
@@ -58,6 +60,7 @@ class ScheduleFilter:
 @dataclass(frozen=True)
 class AttemptFilter:
     outcome: str | None = None
+    #: A prefix of where the attempt went.
     destination: str | None = None
     schedule_id: int | None = None
     job_id: int | None = None
@@ -84,6 +87,7 @@ class QueueRow:
     job_id: int
     schedule_id: int
     owner: str
+    #: Where the job goes: its recipient's current step.
     destination: str
     state: str
     due_at: datetime
@@ -101,6 +105,7 @@ class AttemptRow:
     id: int
     job_id: int
     schedule_id: int
+    #: Where the try went (for an older Herald's attempts: its job's destination).
     destination: str
     started_at: datetime
     finished_at: datetime | None
@@ -134,6 +139,11 @@ def _tenant_jobs(tenant: str | None) -> list[Any]:
     if tenant is None:
         return []
     return [JOB.c.schedule_id.in_(sa.select(SCHEDULE.c.id).where(SCHEDULE.c.tenant == tenant))]
+
+
+#: Where an attempt went: its own record, else its job's step, else its schedule's
+#: (attempts of an older Herald kept none).
+ATTEMPT_DESTINATION = sa.func.coalesce(ATTEMPT.c.destination, JOB_DESTINATION)
 
 
 def _contains(column: Any, text: str) -> Any:
@@ -215,8 +225,25 @@ class ConsoleQueries(Gateway):
 
     # --- schedules --------------------------------------------------------------------
 
-    @staticmethod
-    def _schedule_where(f: ScheduleFilter) -> list[Any]:
+    def _sends_to_prefix(self, prefix: str) -> Any:
+        """Schedules one of whose recipients' destinations (a step of a chain included)
+        starts with ``prefix`` (:func:`core.store.schedules.sends_to_destination` for a
+        prefix): the stored recipients read as JSON, in each database's own terms."""
+        if self.backend == "postgresql":
+            each = sa.func.json_array_elements(SCHEDULE.c.recipients).table_valued("value")
+            steps = sa.func.json_array_elements_text(each.c.value.op("->")("to"))
+        else:
+            each = sa.func.json_each(SCHEDULE.c.recipients).table_valued("value")
+            steps = sa.func.json_each(each.c.value, "$.to")
+        step = steps.table_valued("value")
+        # each step reads its recipient (a function in FROM may: no join condition)
+        any_step = sa.exists().select_from(each.join(step, sa.true()))
+        return sa.or_(
+            has_prefix(SCHEDULE.c.destination, prefix),
+            any_step.where(has_prefix(step.c.value, prefix)),
+        )
+
+    def _schedule_where(self, f: ScheduleFilter) -> list[Any]:
         where: list[Any] = []
         if f.owner is not None:
             where.append(SCHEDULE.c.owner == f.owner)
@@ -225,7 +252,7 @@ class ConsoleQueries(Gateway):
         if f.states:
             where.append(state_condition(f.states))
         if f.destination:
-            where.append(has_prefix(SCHEDULE.c.destination, f.destination))
+            where.append(self._sends_to_prefix(f.destination))
         if f.text:
             where.append(_contains(SCHEDULE.c.body, f.text))
         if f.ids is not None:
@@ -434,7 +461,7 @@ class ConsoleQueries(Gateway):
                 JOB.c.id.label("job_id"),
                 JOB.c.schedule_id,
                 SCHEDULE.c.owner,
-                SCHEDULE.c.destination,
+                JOB_DESTINATION.label("destination"),
                 JOB.c.state,
                 JOB.c.due_at,
                 JOB.c.attempts,
@@ -474,7 +501,7 @@ class ConsoleQueries(Gateway):
         if f.schedule_id is not None:
             where.append(JOB.c.schedule_id == f.schedule_id)
         if f.destination:
-            where.append(has_prefix(SCHEDULE.c.destination, f.destination))
+            where.append(has_prefix(ATTEMPT_DESTINATION, f.destination))
         if f.owner is not None:
             where.append(SCHEDULE.c.owner == f.owner)
         if f.tenant is not None:
@@ -484,7 +511,7 @@ class ConsoleQueries(Gateway):
                 ATTEMPT.c.id,
                 ATTEMPT.c.job_id,
                 JOB.c.schedule_id,
-                SCHEDULE.c.destination,
+                ATTEMPT_DESTINATION.label("destination"),
                 ATTEMPT.c.started_at,
                 ATTEMPT.c.finished_at,
                 ATTEMPT.c.outcome,

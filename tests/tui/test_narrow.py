@@ -132,7 +132,7 @@ async def test_lower_priority_columns_give_way_first(
         assert table.shown_columns == ["id", "state", "next run", "when", "text"]
         await pilot.resize_terminal(60, 24)
         await settle(pilot)
-        assert "text" in table.shown_columns and "to" not in table.shown_columns
+        assert "text" in table.shown_columns and "recipients" not in table.shown_columns
 
 
 def test_fit_shrinks_then_hides_by_priority() -> None:

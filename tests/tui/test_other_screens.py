@@ -90,7 +90,10 @@ async def test_delivery_log_filters_follow_and_detail(
         await pilot.press("enter")
         await settle(pilot)
         text = screen_text(app)
-        assert "Job 7 of schedule 7" in text and "attempt on w1: ok 200" in text
+        assert (
+            "Job 7 of schedule 7" in text
+            and "attempt to discord:123456789012345678 on w1: ok 200" in text
+        )
         await pilot.press("a")  # the whole schedule's timeline
         await settle(pilot)
         assert "Schedule 7" in screen_text(app)

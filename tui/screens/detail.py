@@ -3,6 +3,7 @@ timeline of everything that happened to it."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from rich.markup import escape
@@ -12,7 +13,9 @@ from textual.containers import Vertical, VerticalScroll
 from textual.widgets import DataTable, Header, Static
 
 from core.cases import Timeline
-from tui.format import CELL, clip, stamp
+from core.cases.console import RecipientState
+from core.models import Schedule
+from tui.format import CELL, clip, span, stamp
 from tui.screens.base import ConsoleScreen, footer
 from tui.widgets.table import Col, PageTable
 
@@ -81,7 +84,7 @@ class DetailScreen(ConsoleScreen):
         upcoming = ", ".join(stamp(u, zone, seconds=False) for u in t.upcoming) or "none"
         lines = [
             f"[b]{subject}[/] · {s.shown_state} · version {s.version} · owner {escape(s.owner)}",
-            f"To {escape(self.destination(s.destination, s.owner))} · zone {zone}",
+            *self.recipient_lines(t),
             f"When [i]{escape(s.expression)}[/] → {escape(t.description)}",
             f"Next {upcoming}",
             f"Text {escape(s.body)}",
@@ -101,6 +104,34 @@ class DetailScreen(ConsoleScreen):
             for i, e in enumerate(t.events)
         ]
         self.query_one("#timeline", PageTable).show(rows)
+
+    def recipient_lines(self, t: Timeline) -> list[str]:
+        """Where it goes: "To #ops · zone UTC" for one plain recipient; else a line
+        saying how they fared and one line per recipient (its chain, its zone, its
+        latest job's state)."""
+        s = t.schedule
+        if len(t.recipients) == 1 and t.recipients[0].recipient.plain:
+            return [f"To {escape(self.destination(s.destination, s.owner))} · zone {s.timezone}"]
+        count = len(t.recipients)
+        head = f"To {count} recipient{'s' if count != 1 else ''} · zone {s.timezone}"
+        if t.fared:
+            head += f" · {escape(t.fared)}"
+        return [head, *(f"  {escape(self.recipient_line(s, r))}" for r in t.recipients)]
+
+    def recipient_line(self, s: Schedule, state: RecipientState) -> str:
+        """``<@U1> or alice@example.com · Europe/Berlin time · retrying at step 2``."""
+        r, job = state.recipient, state.job
+        parts = [" or ".join(self.destination(d, s.owner) for d in r.to)]
+        if r.zone is not None:
+            parts.append(f"{r.zone} time")
+        if r.timeout is not None:
+            parts.append(f"{span(timedelta(seconds=r.timeout))} a step")
+        if job is None:
+            parts.append("no job yet")
+        else:
+            at = f" at step {job.step + 1}" if job.step else ""
+            parts.append(f"{job.state}{at} (job {job.id})")
+        return " · ".join(parts)
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         e = self.events.get(str(event.row_key.value))

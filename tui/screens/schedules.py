@@ -30,7 +30,8 @@ COLUMNS = (
     Col("next run", 9, keep=8),
     Col("when", 24, keep=7, least=10),  # the rule in words ("once" beside a next run)
     Col("owner", 24, keep=4, least=8),
-    Col("to", 30, keep=6, least=12),
+    # the first recipient, and how many more ("+2"), which a cut never takes away
+    Col("recipients", 30, keep=6, least=12, tail=True),
     Col("text", CELL, keep=10, least=30, flex=True),
     Col("tenant", 24, keep=1),
 )
@@ -139,7 +140,7 @@ class SchedulesScreen(ConsoleScreen):
                         ago(s.next_run_at, now),
                         views.when_column(s),
                         s.owner,
-                        self.destination(s.destination, s.owner),
+                        self.recipients_cell(s),
                         clip(s.body, CELL),
                         s.tenant,
                     ),
@@ -158,7 +159,19 @@ class SchedulesScreen(ConsoleScreen):
             return ""
         when = stamp(s.next_run_at, self.zone, seconds=False)
         about = f"Schedule {s.id} · {s.shown_state} · next {when} · {s.owner} → "
-        return f"{s.body}\n{about}{self.destination(s.destination, s.owner)} · {s.tenant}"
+        return f"{s.body}\n{about}{self.recipients(s)} · {s.tenant}"
+
+    def recipients(self, s: Schedule) -> str:
+        """Every recipient, as the console's member may see them (a chain's steps
+        joined by "or")."""
+        return views.recipients_text(s, full=views.sees_destination(self.actor, s.owner))
+
+    def recipients_cell(self, s: Schedule) -> str:
+        """The list's cell: the first recipient's first destination, and "+2" for two
+        more recipients (a chain shows as its first step)."""
+        recipients = views.recipients_of(s)
+        first = self.destination(recipients[0].first if recipients else s.destination, s.owner)
+        return first if len(recipients) < 2 else f"{first} +{len(recipients) - 1}"
 
     def update_status(self) -> None:
         parts = [self.page_note(len(self.rows), PAGE)]

@@ -43,6 +43,9 @@ class Col:
     #: It never hides (the message text): it keeps at least ``least``, and what room
     #: is left in the end is its.
     flex: bool = False
+    #: A cut keeps a cell's last word when it starts with "+" (the "+2" of
+    #: "slack:C1 +2": how many more there are is never cut away).
+    tail: bool = False
 
 
 def one_line(cell: Any) -> Text:
@@ -234,8 +237,8 @@ class PageTable(DataTable[Any]):
         for key, cells in rows:
             mark = (Text(MARK if key in self.selected else ""),) if self.selectable else ()
             shown = [
-                cell.copy() if cell.cell_len <= width else _cut(cell, width)
-                for cell, width in zip(cells, widths, strict=True)
+                cell.copy() if cell.cell_len <= width else _cut(cell, width, spec.tail)
+                for cell, width, spec in zip(cells, widths, self.specs, strict=True)
                 if width is not None
             ]
             self.add_row(*mark, *shown, key=key)
@@ -331,7 +334,15 @@ class PageTable(DataTable[Any]):
             pass
 
 
-def _cut(cell: Text, width: int) -> Text:
+def _cut(cell: Text, width: int, tail: bool = False) -> Text:
+    """``cell`` in ``width`` cells, ending in an ellipsis; with ``tail``, a last word
+    starting with "+" stays whole after the ellipsis (when it leaves room for more)."""
+    head, _, last = cell.plain.rpartition(" ")
+    keep = cell_len(last) + 1
+    if tail and head and last.startswith("+") and width - keep >= 2:
+        cut = cell[: len(head)]
+        cut.truncate(width - keep, overflow="ellipsis")
+        return Text.assemble(cut, " ", cell[len(head) + 1 :])
     cut = cell.copy()
     cut.truncate(width, overflow="ellipsis")
     return cut
