@@ -13,11 +13,14 @@ from typing import Any
 
 import discord
 import pytest
+from hypothesis import HealthCheck, given
+from hypothesis import settings as examples
+from hypothesis import strategies as st
 
 from bot.discord_bot import DiscordAdapter, create_adapter
 from bot.discord_bot.targets import Target, chains, read
 from core.cases import Herald
-from core.channels import build_channels
+from core.channels import build_channels, parse_destination
 from core.channels.base import Channel
 from core.clock import ManualClock
 from core.dispatcher import Dispatcher, DispatcherConfig
@@ -52,6 +55,7 @@ OUTSIDER = 800000000000000099  # not a member of this server
 SAM_MAIL = "sam@example.com"
 
 Make = Callable[..., Interaction]
+FUZZ = examples(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -191,6 +195,56 @@ def test_each_kind_of_target_is_read(word: str, target: Target) -> None:
 def test_an_or_without_two_sides_or_nothing_is_refused(text: str) -> None:
     with pytest.raises(InvalidInput):
         chains(text)
+
+
+_WORDS = st.one_of(
+    st.sampled_from(
+        [
+            "or",
+            "OR",
+            ",",
+            " ",
+            "me",
+            "#dev",
+            "@Sam",
+            "@everyone",
+            f"<#{CHANNEL}>",
+            f"<@{STRANGER}>",
+            f"<@!{STRANGER}>",
+            f"<@&{GUILD}>",
+            str(CHANNEL),
+            SAM_MAIL,
+            f"email:{SAM_MAIL}",
+            "email:",
+            "@",
+            "#",
+            "<#>",
+        ]
+    ),
+    st.text(max_size=12),
+)
+
+
+@FUZZ
+@given(st.lists(_WORDS, max_size=12).map(" ".join))
+def test_any_to_is_read_or_refused_in_a_sentence(text: str) -> None:
+    """The to: grammar's fuzz run: several targets, chains, junk; never a crash."""
+    try:
+        found = chains(text)
+        targets = [read(word) for chain in found for word in chain]
+    except InvalidInput as exc:
+        assert str(exc).endswith(".")
+        return
+    assert found and all(chain for chain in found)
+    assert not any(word.lower() == "or" for chain in found for word in chain)
+    for target in targets:
+        if target.kind == "email":
+            try:
+                parse_destination(f"email:{target.value}")
+            except InvalidInput as exc:  # core refuses it in a sentence when saving
+                assert str(exc).endswith(".")
+        elif target.kind in {"user", "channel", "id"}:
+            assert parse_destination(f"discord:{target.value}").kind == "discord"
 
 
 # --- several targets -------------------------------------------------------------------
