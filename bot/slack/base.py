@@ -20,7 +20,8 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.slack.blocks import Reply, notice, refusal
 from bot.slack.directory import ChannelNames, Directory, error_code
 from bot.slack.home import home_view
-from bot.slack.modal import ModalMeta, fingerprint, fits_input, schedule_modal
+from bot.slack.modal import MAX_PICKED, ModalMeta, fingerprint, fits_input, schedule_modal
+from core import views
 from core.actors import Actor, ActorRef, Principal, Surface, slack_tenant
 from core.cases import Herald
 from core.channels import parse_destination
@@ -205,17 +206,16 @@ class Base:
         """Open the schedule modal, empty (in ``channel``) or filled with ``schedule``."""
         text = None
         if schedule is None:
-            meta = ModalMeta(channel=channel if channel and channel[0] in "CG" else None)
+            meta = ModalMeta(channels=(channel,) if channel and channel[0] in "CG" else ())
         else:
-            parsed = parse_destination(schedule.destination)
-            slack = parsed.kind == "slack" and not parsed.is_dm  # a reminder's stays fixed
+            channels = _picked_channels(schedule)
             meta = ModalMeta(
                 schedule_id=schedule.id,
                 version=schedule.version,
-                channel=parsed.target.partition("/")[0] if slack else None,
+                channels=channels or (),
                 when=schedule.expression,
                 text_fp=fingerprint(schedule.body),
-                fixed=None if slack else parsed.redacted(),
+                fixed=None if channels else views.recipients_text(schedule),
                 long_text=not fits_input(schedule.body),
             )
             text = schedule.body
@@ -256,3 +256,17 @@ class Base:
             await self.publish_home(person, reply[0])
 
         return send
+
+
+def _picked_channels(schedule: Schedule) -> tuple[str, ...] | None:
+    """The channels the modal's picker shows for ``schedule``: each recipient a Slack
+    channel (a thread reply as its channel), at most :data:`MAX_PICKED`; None when any
+    recipient is something else (a reminder, a chain, another kind), which the modal
+    shows fixed."""
+    found: list[str] = []
+    for recipient in views.recipients_of(schedule):
+        parsed = parse_destination(recipient.first)
+        if len(recipient.to) > 1 or parsed.kind != "slack" or parsed.is_dm:
+            return None
+        found.append(parsed.target.partition("/")[0])
+    return tuple(found) if len(found) <= MAX_PICKED else None

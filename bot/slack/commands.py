@@ -23,6 +23,7 @@ from bot.slack.blocks import (
     list_reply,
     notice,
     plain,
+    recipients_line,
     schedule_reply,
     shown,
     where,
@@ -39,9 +40,11 @@ from bot.slack.modal import (
 from bot.slack.recipients import Recipients
 from core import calendars, limits, verbs
 from core.cases import check_text
+from core.cases.recipients import check_count
 from core.channels import parse_destination
 from core.errors import HeraldError, InvalidInput
 from core.models import Schedule
+from core.routing import Wanted
 
 log = logging.getLogger(__name__)
 
@@ -236,8 +239,8 @@ class Commands(Recipients):
         if "text" not in errors and not meta.long_text:
             try:
                 check_text(sub.text)
-                if sub.channel is not None:
-                    limits.check_message(parse_destination(f"slack:{sub.channel}"), sub.text)
+                if sub.channels:  # every Slack channel takes the same
+                    limits.check_message(parse_destination(f"slack:{sub.channels[0]}"), sub.text)
             except HeraldError as exc:
                 errors["text"] = plain(exc)
         changed_when = meta.when_changed(sub.when)
@@ -251,27 +254,26 @@ class Commands(Recipients):
                 self.herald.read_when(when, person.zone, actor=person.principal)
             except HeraldError as exc:
                 errors["when" if _typed(view) else "date"] = plain(exc)
-        if meta.schedule_id is None and sub.channel is None:
-            errors["channel"] = "Pick the channel to post in."
-        changed_channel = sub.channel is not None and sub.channel != meta.channel
-        if sub.channel is not None and (changed_channel or meta.schedule_id is None):
-            try:
-                await self.directory.check_member(person.user_id, sub.channel)
-                await self.herald.check_reachable(f"slack:{sub.channel}")
-            except HeraldError as exc:
-                errors["channel"] = plain(exc)
+        if meta.schedule_id is None and not sub.channels:
+            errors["channel"] = "Pick the channels to post in (one or more)."
+        changed_channel = bool(sub.channels) and sub.channels != meta.channels
+        if sub.channels and (changed_channel or meta.schedule_id is None):
+            new = [c for c in sub.channels if meta.schedule_id is None or c not in meta.channels]
+            if (problem := await self._check_channels(person, new)) is not None:
+                errors["channel"] = problem
         if errors:
             return errors, None
         actor = person.principal
+        to = [f"slack:{c}" for c in sub.channels]
         if meta.schedule_id is None:
-            assert sub.channel is not None and sub.when is not None  # no errors: both set
+            assert sub.channels and sub.when is not None  # no errors: both set
             try:  # read first: a calendar that cannot be read refuses, on its field
                 loaded = await self.herald.load_calendars(actor, sub.skip) if sub.skip else []
             except HeraldError as exc:
                 return {"skip": plain(exc)}, None
             schedule, _ = await self.herald.create_schedule(
                 actor,
-                to=f"slack:{sub.channel}",
+                to=to[0] if len(to) == 1 else to,  # type: ignore[arg-type]  # core: To
                 when=sub.when,
                 text=sub.text,
                 tz=person.zone,
@@ -287,16 +289,29 @@ class Commands(Recipients):
             meta.schedule_id,
             when=sub.when if changed_when else None,
             text=text,
-            to=f"slack:{sub.channel}" if changed_channel else None,
+            to=to if changed_channel else None,
             tz=person.zone if changed_when else None,
             expected_version=meta.version,
         )
         return {}, (schedule, ":white_check_mark: Saved")
 
+    async def _check_channels(self, person: Person, channels: list[str]) -> str | None:
+        """Why the person may not post in one of ``channels`` (the first problem, as
+        plain text for the picker), or None. Too many are refused before any is asked."""
+        try:
+            check_count(person.actor, [Wanted((f"slack:{c}",)) for c in channels])
+            for channel in channels:
+                await self.directory.check_member(person.user_id, channel)
+                await self.herald.check_reachable(f"slack:{channel}")
+        except HeraldError as exc:
+            return plain(exc)
+        return None
+
     async def _confirm(self, person: Person, schedule: Schedule, headline: str) -> None:
-        """After the modal closed: an ephemeral note in the channel, and the Home tab."""
+        """After the modal closed: an ephemeral note in the (first) channel, and the
+        Home tab."""
         text, blocks = schedule_reply(
-            schedule, f"{headline} for {where(schedule.destination)}.", read_back=True
+            schedule, f"{headline} for {recipients_line(schedule)}.", read_back=True
         )
         destination = schedule.destination
         if destination.startswith("slack:"):

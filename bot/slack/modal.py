@@ -1,6 +1,6 @@
-"""The schedule modal: a channel picker, the message, a "when" field with a preview, or
-date and time pickers with a repeat choice. Building the view and reading what was
-submitted; the handlers decide what to do with it.
+"""The schedule modal: a picker of one or more channels, the message, a "when" field
+with a preview, or date and time pickers with a repeat choice. Building the view and
+reading what was submitted; the handlers decide what to do with it.
 
 Block ids are stable (``channel``, ``text``, ``when``, ``date``, ``time``, ``repeat``,
 and for a new schedule ``skip``: calendars whose event dates are skipped) so
@@ -29,6 +29,9 @@ REPEATS = {
     "monthly": "Every month on that date",
 }
 _NO_PREVIEW = "Press Enter in the field to preview the next times."
+#: The most channels the modal's picker starts with (a schedule with more is shown
+#: fixed): they and the metadata fit Slack's limits.
+MAX_PICKED = 100
 
 
 def fingerprint(text: str) -> str:
@@ -58,7 +61,8 @@ class ModalMeta:
 
     schedule_id: int | None = None
     version: int | None = None
-    channel: str | None = None
+    #: The channels the picker starts with: the schedule's, or the one typed in.
+    channels: tuple[str, ...] = ()
     when: str | None = None
     text_fp: str | None = None
     #: A destination the picker cannot show (webhook, email...): kept as it is.
@@ -96,6 +100,10 @@ class ModalMeta:
         if not isinstance(data, dict):
             return cls()
         known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        channels = data.get("channels")
+        if isinstance(data.get("channel"), str):  # a modal opened before several channels
+            channels = [data["channel"]]
+        known["channels"] = tuple(str(c) for c in channels or () if isinstance(c, str))
         return cls(**known)
 
 
@@ -141,13 +149,15 @@ def schedule_modal(
             }
         )
     else:
+        # several channels at once (issue 35): Slack's multi_conversations_select,
+        # https://api.slack.com/reference/block-kit/block-elements#conversation_multi_select
         picker: dict[str, Any] = {
-            "type": "conversations_select",
-            "placeholder": _text("Pick a channel"),
+            "type": "multi_conversations_select",
+            "placeholder": _text("Pick one or more channels"),
             "filter": {"include": ["public", "private"], "exclude_bot_users": True},
         }
-        if meta.channel:
-            picker["initial_conversation"] = meta.channel
+        if meta.channels:
+            picker["initial_conversations"] = list(meta.channels)
         else:
             picker["default_to_current_conversation"] = True
         blocks.append(_input("channel", "Post in", picker))
@@ -277,11 +287,12 @@ def picked(day: str, clock: str, repeat: str) -> str:
 
 @dataclass(frozen=True)
 class Submission:
-    """What the modal holds: ``channel`` (None for a fixed destination), ``text`` in
-    Slack's escaped form, ``when`` (typed, or built from the pickers; None when neither),
-    the errors found in its shape, by block id, and the skip calendars' URLs."""
+    """What the modal holds: ``channels`` (in the order picked; empty for a fixed
+    destination), ``text`` in Slack's escaped form, ``when`` (typed, or built from the
+    pickers; None when neither), the errors found in its shape, by block id, and the
+    skip calendars' URLs."""
 
-    channel: str | None
+    channels: tuple[str, ...]
     text: str
     when: str | None
     errors: dict[str, str]
@@ -298,9 +309,13 @@ def read_submission(view: dict[str, Any]) -> Submission:
     """Read a submitted (or, for the preview, a current) modal's state."""
     values = (view.get("state") or {}).get("values") or {}
     errors: dict[str, str] = {}
-    channel = _value(values, "channel").get("selected_conversation")
-    if "channel" in values and not channel:
-        errors["channel"] = "Pick the channel to post in."
+    picker = _value(values, "channel")
+    chosen = picker.get("selected_conversations")
+    if chosen is None and picker.get("selected_conversation"):  # a single picker's view
+        chosen = [picker["selected_conversation"]]
+    channels = tuple(dict.fromkeys(str(c) for c in chosen or () if c))
+    if "channel" in values and not channels:
+        errors["channel"] = "Pick the channels to post in (one or more)."
     text = (_value(values, "text").get("value") or "").strip()
     if not text and not ModalMeta.loads(view.get("private_metadata")).long_text:
         errors["text"] = "Say what to send."
@@ -326,4 +341,4 @@ def read_submission(view: dict[str, Any]) -> Submission:
             f"{bad[0][:80]!r} is not a calendar URL: paste the https:// address of an "
             "iCalendar (.ics) file, one per line."
         )
-    return Submission(channel, escape(text), when, errors, skip)
+    return Submission(channels, escape(text), when, errors, skip)

@@ -215,7 +215,7 @@ class SlackSender:
 
 def state(
     *,
-    channel: str | None = "C0123",
+    channel: str | list[str] | None = "C0123",
     text: str | None = None,
     when: str | None = None,
     date: str | None = None,
@@ -239,9 +239,10 @@ def state(
     }
     if skip is not None:
         values["skip"] = {"skip": {"type": "plain_text_input", "value": skip}}
-    if channel != "fixed":
+    if channel != "fixed":  # the picker takes several (multi_conversations_select)
+        picked = [] if channel is None else [channel] if isinstance(channel, str) else channel
         values["channel"] = {
-            "channel": {"type": "conversations_select", "selected_conversation": channel}
+            "channel": {"type": "multi_conversations_select", "selected_conversations": picked}
         }
     return {"values": values}
 

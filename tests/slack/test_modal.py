@@ -31,7 +31,7 @@ async def test_bare_schedule_opens_the_modal_in_the_current_channel(env: SlackEn
     view = opened["view"]
     assert opened["trigger_id"].endswith(".trigger")
     assert view["type"] == "modal" and view["callback_id"] == "herald_schedule"
-    assert block(view, "channel")["element"]["initial_conversation"] == "C0123"
+    assert block(view, "channel")["element"]["initial_conversations"] == ["C0123"]
     assert "Europe/Berlin" in block(view, "when")["hint"]["text"]
     assert {"text", "when", "preview", "date", "time", "repeat"} <= {
         b.get("block_id") for b in view["blocks"]
@@ -92,7 +92,7 @@ async def test_edit_opens_the_modal_filled_in_and_saves_only_what_changed(env: S
     view = opened["view"]
     assert block(view, "text")["element"]["initial_value"] == "first draft"
     assert block(view, "when")["element"]["initial_value"] == "in 2 hours"
-    assert block(view, "channel")["element"]["initial_conversation"] == "C0123"
+    assert block(view, "channel")["element"]["initial_conversations"] == ["C0123"]
     meta = json.loads(view["private_metadata"])
     assert (meta["schedule_id"], meta["version"]) == (1, 1)
     [before] = await env.schedules()
@@ -227,3 +227,56 @@ async def test_enter_in_when_keeps_a_message_longer_than_the_field(env: SlackEnv
     await env.slack.until(lambda: env.slack.ephemerals)
     [after] = await env.schedules()
     assert after.body == body and after.expression == "every weekday at 9am"
+
+
+async def test_the_modal_posts_in_several_channels(env: SlackEnv) -> None:
+    """The picker takes several channels (a multi_conversations_select): one schedule
+    to each, confirmed in the first."""
+    opened = await open_modal(env)
+    picker = block(opened["view"], "channel")["element"]
+    assert picker["type"] == "multi_conversations_select"
+    answer = await env.send.submit(
+        filled(opened, channel=["C0123", "CALERTS"], text="Retro", when="every friday at 17:00")
+    )
+    assert answer.status == 200 and answer.text == ""
+    await env.slack.until(lambda: env.slack.ephemerals)
+    [schedule] = await env.schedules()
+    assert schedule.destinations == ["slack:C0123", "slack:CALERTS"]
+    [note] = env.slack.ephemerals
+    assert note["channel"] == "C0123"
+    assert "Scheduled for <#C0123>, <#CALERTS>." in text_of(note)
+
+
+async def test_a_channel_the_person_may_not_use_is_refused_on_the_picker(env: SlackEnv) -> None:
+    opened = await open_modal(env)
+    answer = await env.send.submit(
+        filled(opened, channel=["C0123", "C0RANDOM"], text="x", when="in 2 hours")
+    )
+    assert "member of: join that channel first" in answer.json()["errors"]["channel"]
+    assert await env.schedules() == []
+
+
+async def test_editing_several_channels_starts_with_them_and_saves_a_change(
+    env: SlackEnv,
+) -> None:
+    await env.send.command("<#C0123> <#CALERTS> every day at 9: daily")
+    await env.reply()
+    opened = await open_modal(env, "edit 1")
+    picker = block(opened["view"], "channel")["element"]
+    assert picker["initial_conversations"] == ["C0123", "CALERTS"]
+    answer = await env.send.submit(
+        filled(opened, channel=["CALERTS"], text="daily", when="every day at 9")
+    )
+    assert answer.status == 200 and answer.text == ""
+    await env.slack.until(lambda: env.slack.ephemerals)
+    [schedule] = await env.schedules()
+    assert schedule.destinations == ["slack:CALERTS"]
+
+
+async def test_a_schedule_to_a_person_too_is_shown_fixed_in_the_modal(env: SlackEnv) -> None:
+    await env.send.command("<#C0123> me every day at 9: daily")
+    await env.reply()
+    opened = await open_modal(env, "edit 1")
+    view = opened["view"]
+    assert "channel" not in {b.get("block_id") for b in view["blocks"]}
+    assert "slack:C0123, slack:@U1" in text_of({"blocks": [block(view, "destination")]})

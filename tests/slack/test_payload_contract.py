@@ -159,14 +159,14 @@ async def test_the_home_tab(many: list[Schedule]) -> None:
 
 
 async def test_the_schedule_modal(many: list[Schedule]) -> None:
-    valid_view(schedule_modal(zone=x.ZONE, meta=ModalMeta(channel="C0123")))
+    valid_view(schedule_modal(zone=x.ZONE, meta=ModalMeta(channels=("C0123",))))
     valid_view(schedule_modal(zone=x.ZONE, meta=ModalMeta(), preview="*reads* " * 900))
     for schedule in many:
         for body in (schedule.body, "x" * 3000, "&amp;" * 1000):
             meta = ModalMeta(
                 schedule_id=schedule.id,
                 version=schedule.version,
-                channel="C0123",
+                channels=("C0123",),
                 when=schedule.expression,
                 text_fp=fingerprint(body),
                 fixed=schedule.destination,
@@ -226,3 +226,21 @@ async def test_the_most_blocks_a_save_allows_go_out_whole_with_what_herald_adds(
         assert result.outcome.value == "permanent"
     finally:
         await slack.close()
+
+
+def test_the_modal_picks_several_channels() -> None:
+    """The picker is Slack's multi_conversations_select (slack_sdk's model reads it
+    back as one), starting with up to MAX_PICKED channels within the metadata's size."""
+    from slack_sdk.models.blocks import ConversationMultiSelectElement, InputBlock
+
+    from bot.slack.modal import MAX_PICKED
+
+    channels = tuple(f"C{n:010d}" for n in range(MAX_PICKED))
+    view = schedule_modal(zone="UTC", meta=ModalMeta(schedule_id=7, channels=channels, when="x"))
+    valid_view(view)
+    assert len(view["private_metadata"]) <= limits.SLACK_PRIVATE_METADATA.size
+    [picker] = [b for b in View(**view).blocks if getattr(b, "block_id", None) == "channel"]
+    assert isinstance(picker, InputBlock)
+    assert isinstance(picker.element, ConversationMultiSelectElement)
+    assert list(picker.element.initial_conversations or []) == list(channels)
+    assert ModalMeta.loads(view["private_metadata"]).channels == channels

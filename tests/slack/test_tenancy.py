@@ -77,7 +77,7 @@ async def test_an_edit_form_submitted_from_another_workspace_changes_nothing(
     env: SlackEnv,
 ) -> None:
     sid = await ours(env)
-    meta = ModalMeta(schedule_id=sid, version=1, channel="C0123", when="every monday at 9am")
+    meta = ModalMeta(schedule_id=sid, version=1, channels=("C0123",), when="every monday at 9am")
     view = {
         "id": "V9",
         "type": "modal",
