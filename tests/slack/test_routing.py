@@ -6,6 +6,7 @@ member's own zone comes from ``users.info`` (``tz``); bad input changes nothing.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 
 import pytest
 
@@ -69,7 +70,11 @@ async def test_several_targets_make_one_schedule_delivered_to_each(routed: Slack
     [schedule] = await routed.schedules()
     assert schedule.destinations == ["slack:C0123", "slack:C0RANDOM", "slack:@U2"]
     listed = await _command(routed, "list")
-    assert f"*#{schedule.id}* to <#C0123>, <#C0RANDOM>, <@U2> (direct message)" in listed
+    named = f"*#{schedule.id}* to <#C0123>, <#C0RANDOM>, <@U2> (direct message)"
+    assert named in listed
+    await routed.send.home_opened("U2")
+    await routed.slack.until(lambda: routed.slack.published)
+    assert named in text_of(routed.slack.published[-1]["view"])
     summary = await _drain(routed)
     assert summary.outcomes["delivered"] == 3
     posted = {m["channel"]: m["text"] for m in routed.slack.messages}
@@ -113,6 +118,23 @@ async def test_their_time_reads_each_members_zone_from_slack(routed: SlackEnv) -
     assert zones == [(["slack:@U1"], "Europe/Berlin"), (["slack:@U2"], "America/New_York")]
     asked = {c["user"] for c in routed.slack.calls("users.info")}
     assert {"U1", "U2"} <= asked
+    # each at 09:00 on their own clock: Ada's at 08:00Z, Grace's at 14:00Z
+    sent: list[str] = []
+    for hour in (8, 14):
+        at = datetime(2026, 3, 3, hour, 0, 1, tzinfo=UTC)
+        routed.clock.advance((at - routed.clock.now()).total_seconds())
+        dispatcher = Dispatcher(
+            routed.herald.store,
+            routed.herald.channels,
+            clock=routed.clock,
+            config=DispatcherConfig(),
+        )
+        await dispatcher.drain()
+        sent.append(
+            ",".join(m["channel"] for m in routed.slack.messages if "Stand-up" in m["text"])
+        )
+    ada, grace = routed.slack.ims["U1"], routed.slack.ims["U2"]
+    assert sent == [ada, f"{ada},{grace}"]
 
 
 async def test_one_person_their_time_is_read_in_their_zone(routed: SlackEnv) -> None:
