@@ -9,8 +9,10 @@ from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col, select
 
+from core import routing
 from core.errors import Conflict
 from core.models import (
     LOCAL_TENANT,
@@ -22,7 +24,8 @@ from core.models import (
     Member,
     Schedule,
 )
-from core.store.base import AUDIT, JOB, SCHEDULE, AuditEntry, Gateway, new_idempotency_key
+from core.store.base import AUDIT, JOB, SCHEDULE, AuditEntry, Gateway
+from core.store.schedules import first_job
 
 CALENDAR = CalendarSource.__table__  # type: ignore[attr-defined]
 FEED = Feed.__table__  # type: ignore[attr-defined]
@@ -398,31 +401,20 @@ class CalendarQueries(Gateway):
                     JOB.c.state.in_(OPEN_STATE_VALUES),
                 )
             )
-            open_at = {row.occurrence_at: row.id for row in waiting}
+            open_at: dict[datetime, list[int]] = {}
+            for row in waiting:  # one job per recipient of an occurrence
+                open_at.setdefault(row.occurrence_at, []).append(row.id)
             moved = False
             for occurrence, name in skipped:
-                note = f"Skipped: {name}"
+                note = f"Skipped: {name}"[:2000]
                 if occurrence in open_at:
                     moved = True
                     await s.execute(
                         sa.update(JOB)
-                        .where(JOB.c.id == open_at[occurrence])
+                        .where(JOB.c.id.in_(open_at[occurrence]))
                         .values(state=JobState.SKIPPED.value, last_error=note, finished_at=now)
                     )
-                    continue
-                await s.execute(
-                    sa.insert(JOB).values(
-                        schedule_id=sid,
-                        occurrence_at=occurrence,
-                        due_at=occurrence,
-                        state=JobState.SKIPPED.value,
-                        last_error=note[:2000],
-                        idempotency_key=new_idempotency_key(),
-                        created_at=now,
-                        updated_at=now,
-                        finished_at=now,
-                    )
-                )
+                await self._skipped_jobs(s, schedule, occurrence, note, now)
             if moved and schedule.state == "active":
                 if next_run is not None:
                     await self._arm(s, sid, next_run, now)  # type: ignore[attr-defined]
@@ -437,6 +429,28 @@ class CalendarQueries(Gateway):
             updated = await s.get(Schedule, sid, populate_existing=True)
             assert updated is not None
             return updated
+
+    async def _skipped_jobs(
+        self, s: AsyncSession, schedule: Schedule, occurrence: datetime, note: str, now: datetime
+    ) -> None:
+        """A ``skipped`` job for each recipient of ``schedule`` that has no job for
+        ``occurrence`` yet (one that has keeps it: turned skipped if it was waiting)."""
+        assert schedule.id is not None
+        values = {"destination": schedule.destination, "timezone": schedule.timezone}
+        rows = [
+            {
+                **first_job(schedule.id, values, recipient, occurrence, now),
+                "state": JobState.SKIPPED.value,
+                "last_error": note,
+                "finished_at": now,
+            }
+            for recipient in routing.from_json(schedule.recipients, schedule.destination)
+        ]
+        await s.execute(
+            self._insert()(JOB)
+            .values(rows)
+            .on_conflict_do_nothing(index_elements=["schedule_id", "recipient", "occurrence_at"])
+        )
 
     # --- feeds --------------------------------------------------------------------------
 

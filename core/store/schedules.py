@@ -112,7 +112,7 @@ def _matching(query: ScheduleQuery) -> list[Any]:
     return where
 
 
-def _first_job(
+def first_job(
     schedule_id: int,
     schedule: Mapping[str, Any],
     recipient: routing.Recipient,
@@ -293,7 +293,7 @@ class ScheduleQueries(Gateway):
         """The first job of each new schedule's every recipient (``made``: the new id and
         the row's values, with ``starts_at`` and ``recipients``)."""
         jobs = [
-            _first_job(sid, row, recipient, row["starts_at"], now)
+            first_job(sid, row, recipient, row["starts_at"], now)
             for sid, row in made
             for recipient in routing.from_json(row.get("recipients"), row["destination"])
         ]
@@ -623,7 +623,7 @@ class ScheduleQueries(Gateway):
         ).one()
         values = {"destination": row[0], "recipients": row[1], "timezone": row[2]}
         for recipient in routing.from_json(row[1], row[0]):
-            job = _first_job(schedule_id, values, recipient, occurrence, now)
+            job = first_job(schedule_id, values, recipient, occurrence, now)
             revived = await s.execute(
                 sa.update(JOB)
                 .where(

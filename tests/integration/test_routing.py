@@ -8,7 +8,7 @@ from __future__ import annotations
 import base64
 import random
 from collections.abc import AsyncIterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -29,6 +29,8 @@ from core.settings import Settings, load_settings
 from core.store import ScheduleQuery, Store
 from core.tenancy import MentionRefused, QuotaExceeded
 from tests.fakes import FakeSlack, FakeSMTP, Scripted, WebhookReceiver
+from tests.support.calendars import attach_skip_calendars, data
+from tests.support.channels import RecordingChannel
 
 ALICE, ADMIN = "local:alice", "local:root-admin"
 SLACK_TOKEN = "xoxb-1234-routing-token"
@@ -457,3 +459,47 @@ async def test_mass_mentions_stay_admin_only_for_each_slack_recipient(team: Hera
         ADA, to=["email:ops@example.com", "slack:C0TEAM"], when="in 1 hour", text="<!channel> up"
     )
     assert views.recipients_text(s) == "email:ops@example.com, slack:C0TEAM"
+
+
+# --- skip calendars -----------------------------------------------------------------
+
+
+async def test_a_skipped_occurrence_is_skipped_for_every_recipient(
+    herald: Herald, clock: ManualClock
+) -> None:
+    """Good Friday (3 Apr 2026) and Easter Monday are on the calendar: the waiting jobs
+    of both recipients on Good Friday are skipped, and Easter Monday's skip is recorded
+    for each; nothing is sent to either that day."""
+    clock.set(datetime(2026, 4, 2, 12, tzinfo=UTC))
+    s, _ = await herald.create_schedule(
+        ALICE,
+        to=["webhook:https://example.com/a", "webhook:https://example.com/b"],
+        when="every weekday at 9am",
+        text="x",
+        tz="Europe/Berlin",
+    )
+    s = await attach_skip_calendars(
+        herald, ALICE, s.id, files={"holidays.ics": data("holidays.ics")}
+    )
+    nine = datetime(2026, 4, 7, 7, tzinfo=UTC)
+    assert s.next_run_at == nine
+    rows = [(j.occurrence_at.day, j.recipient, j.state) for j in await jobs_of(herald, s.id)]
+    assert rows[:6] == [
+        (3, 0, "skipped"),
+        (3, 1, "skipped"),
+        (6, 0, "skipped"),
+        (6, 1, "skipped"),
+        (7, 0, "pending"),
+        (7, 1, "pending"),
+    ]
+    channel = RecordingChannel(kind="webhook")
+    d = Dispatcher(herald.store, {"webhook": channel}, clock=clock, config=CONFIG)
+    clock.set(datetime(2026, 4, 6, 12, tzinfo=UTC))
+    await d.drain()
+    assert channel.deliveries == []
+    clock.set(nine)
+    await d.drain()
+    assert sorted(str(x.destination) for x in channel.deliveries) == [
+        "webhook:https://example.com/a",
+        "webhook:https://example.com/b",
+    ]
