@@ -21,16 +21,11 @@ from typing import Any, TextIO
 
 from bot.cli import calendars as cli_calendars
 from bot.cli import info as cli_info
-from bot.cli.options import (
-    TABLE_WIDTH,
-    open_text,
-    say_not_created,
-    schedule_options,
-    table_lines,
-)
+from bot.cli import schedules as cli_schedules
+from bot.cli.options import TABLE_WIDTH, one_line, open_text, table_lines
 from bot.cli.parser import EXIT_ERROR
 from bot.logs import configure_logging
-from core import calendars, db, reminders, verbs, views
+from core import db, verbs, views
 from core.actors import Principal, Surface
 from core.cases import Herald, ImportRejected, import_schedules, more_invalid
 from core.channels import build_channels
@@ -38,7 +33,6 @@ from core.clock import Clock, SystemClock
 from core.errors import HeraldError, InvalidInput
 from core.http_client import HTTPClient
 from core.models import ApiToken, Schedule
-from core.send_check import send_warnings
 from core.settings import Settings, load_settings
 from core.store import Store
 
@@ -89,134 +83,7 @@ class Cli:
         for line in table_lines(header, rows, width=width, least=least):
             self.emit(line)
 
-    def show_schedule(self, s: Schedule) -> None:
-        self.emit(f"Schedule {s.id} ({s.shown_state}, version {s.version})")
-        self.emit(f"  to:      {s.destination}")
-        self.emit(f"  when:    {s.expression}  [{views.describe(s)}]")
-        self.emit(f"  next:    {views.local(s.next_run_at, s.timezone)} {s.timezone}")
-        self.emit(f"  owner:   {s.owner}")
-        if s.tenant != "local":
-            self.emit(f"  tenant:  {s.tenant}")
-        if s.skip_calendars:
-            ids = ", ".join(str(i) for i in s.skip_calendars)
-            self.emit(f"  skips:   the event dates of calendar {ids}")
-        self.emit(f"  text:    {s.body}")
-
-    # --- commands ---------------------------------------------------------------------
-
-    async def cmd_schedule(self, herald: Herald) -> None:
-        a = self.args
-        urls, files = await cli_calendars.skip_sources(self)
-        schedule, created = await herald.create_schedule(
-            self.actor,
-            to=a.to,
-            when=a.when,
-            text=a.text,
-            tz=a.tz,
-            key=a.key,
-            max_lateness=a.max_lateness,
-            options=schedule_options(a),
-            skip=urls,
-            skip_files=files,
-        )
-        if a.json:
-            self.emit_json({**views.schedule_dict(schedule), "created": created})
-            return
-        if not created:
-            say_not_created(schedule.id, a.key)
-        if a.quiet:
-            self.emit(str(schedule.id))
-            return
-        zone = schedule.timezone
-        self.emit(f"Schedule {schedule.id}: {views.read_back(schedule)}, in {zone}.")
-        self.emit(f"  to:   {schedule.destination}")
-        if schedule.options.get(reminders.ASKED_BY):  # someone else's reminder
-            self.emit(f"  (a direct message; it says {self.actor.id} asked)")
-        upcoming, _ = calendars.schedule_upcoming(schedule, 3)
-        for i, t in enumerate(upcoming):
-            label = "  next: " if i == 0 else " " * 8
-            exact = views.iso(t.replace(microsecond=0))
-            self.emit(f"{label}{views.local(t, zone)} {zone}   ({exact})")
-        warnings = await send_warnings(
-            herald.store, self.settings, schedule.destination, now=herald.clock.now()
-        )
-        for warning in warnings:
-            print(f"warning: {warning}", file=sys.stderr)  # noqa: T201 - CLI output
-
-    async def cmd_list(self, herald: Herald) -> None:
-        a = self.args
-        filters = dict(everyone=a.all, state=a.state, destination=a.to, text=a.search)
-        rows = await herald.list_schedules(self.actor, **filters, tenant=a.tenant, limit=a.limit)
-        more = ""
-        if len(rows) >= a.limit:  # cut at the limit: say how many there are
-            total = await herald.count_schedules(self.actor, **filters, tenant=a.tenant)
-            if total > len(rows):
-                more = f"{len(rows):,} of {total:,} shown; use --limit {total} to see them all."
-        if a.json:
-            self.emit_json([views.schedule_dict(s) for s in rows])
-            if more:
-                print(more, file=sys.stderr)  # noqa: T201 - CLI output
-            return
-        if not rows:  # say which database: another one may hold the schedules sought
-            self.emit(f"No schedules in {db.location(self.settings.database_url)}.")
-            return
-        viewer = await herald.actor(self.actor)
-        tenants = {s.tenant for s in rows} != {"local"}  # a column once rows come from more
-        words: dict[tuple[str, str], str] = {}  # a rule read once for all rows that share it
-        header = ["ID", "STATE", "WHEN", "NEXT", "TO", "TEXT"]
-        least = [99, 99, 22, 16, 30, 6]  # a cut keeps ids, states, next dates and times
-        table = [
-            [
-                str(s.id),
-                s.shown_state,
-                _when_column(s, words),
-                views.local_short(s.next_run_at, s.timezone),
-                views.destination(s.destination, full=views.sees_destination(viewer, s.owner)),
-                _one_line(s.body, 200),
-            ]
-            for s in rows
-        ]
-        if tenants:
-            header, least = ["TENANT", *header], [10, 99, 99, 14, 16, 24, 6]
-            table = [[s.tenant, *row] for s, row in zip(rows, table, strict=True)]
-        self.table(header, table, least=least)
-        if more:
-            self.emit(more)
-
-    async def cmd_show(self, herald: Herald) -> None:
-        detail = await herald.show_schedule(self.actor, self.args.id)
-        if self.args.json:
-            self.emit_json(views.detail_dict(detail))
-            return
-        self.show_schedule(detail.schedule)
-        self.emit("  jobs:")
-        for job in detail.jobs:
-            err = f"  {views.error_text(job.last_error)}" if job.last_error else ""
-            self.emit(
-                f"    {job.id:>6}  {job.state:<9}  due {views.iso(job.due_at)}  "
-                f"attempts {job.attempts}{err}"
-            )
-        if detail.attempts:
-            self.emit("  attempts:")
-            for at in detail.attempts:
-                code = f" {at.status_code}" if at.status_code is not None else ""
-                sent = f'  sent "{_one_line(at.body, 60)}"' if at.body else ""
-                self.emit(
-                    f"    {views.iso(at.started_at)}  job {at.job_id}  {at.outcome}{code}{sent}"
-                )
-
-    async def cmd_edit(self, herald: Herald) -> None:
-        a = self.args
-        schedule = await herald.edit_schedule(
-            self.actor,
-            a.id,
-            when=a.when,
-            text=a.text,
-            to=a.to,
-            tz=a.tz,
-            expected_version=a.version,
-        )
-        self._changed(schedule, verbs.verb("edit").past)
+    # --- commands (herald schedule, list, show and edit: bot/cli/schedules.py) ----------
 
     async def cmd_change(self, herald: Herald) -> None:
         """pause, resume, skip or cancel (core/verbs.py): one use case each."""
@@ -224,9 +91,10 @@ class Cli:
         s = await verbs.perform(
             herald, chosen, self.actor, self.args.id, expected_version=self.args.version
         )
-        self._changed(s, chosen.past)
+        self.changed(s, chosen.past)
 
-    def _changed(self, schedule: Schedule, what: str) -> None:
+    def changed(self, schedule: Schedule, what: str) -> None:
+        """A change's confirmation (its record with --json)."""
         if self.args.json:
             self.emit_json(views.schedule_dict(schedule))
         elif schedule.next_run_at is None:
@@ -288,10 +156,18 @@ class Cli:
             zone = actor.timezone or f"{self.settings.default_tz} (the default)"
             self.emit(f"Your time zone is {zone}.")
 
-    async def cmd_member_role(self, herald: Herald) -> None:
-        await herald.set_role(self.actor, self.args.member, self.args.role, tenant=self.args.tenant)
-        where = f" in {self.args.tenant}" if self.args.tenant else ""
-        self.emit(f"{self.args.member} is now {self.args.role}{where}.")
+    async def cmd_member(self, herald: Herald) -> None:
+        a = self.args
+        if a.member_command == "zone":
+            zone = await herald.set_member_timezone(self.actor, a.member, a.zone)
+            self.emit(
+                f"{a.member}'s time zone is now {zone}: schedules read in their time "
+                "(--their-time) send to them at its hours."
+            )
+            return
+        await herald.set_role(self.actor, a.member, a.role, tenant=a.tenant)
+        where = f" in {a.tenant}" if a.tenant else ""
+        self.emit(f"{a.member} is now {a.role}{where}.")
 
     async def cmd_admin_init(self, herald: Herald) -> None:
         made = await herald.init_admin(self.actor, self.args.member)
@@ -370,8 +246,8 @@ class Cli:
                         views.destination(
                             d.destination, full=views.sees_destination(viewer, d.owner)
                         ),
-                        _one_line(d.retry_note or "-", 100),
-                        _one_line(views.error_text(d.last_error) or "-", 200),
+                        one_line(d.retry_note or "-", 100),
+                        one_line(views.error_text(d.last_error) or "-", 200),
                     ]
                     for d in letters
                 ]
@@ -538,12 +414,6 @@ def _token_state(t: ApiToken, now: datetime) -> str:
     return "active" if t.expires_at is None else f"active until {_utc_minute(t.expires_at)}"
 
 
-def _one_line(text: str, width: int) -> str:
-    """``text`` on one line, cut to ``width`` characters with an ellipsis."""
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
-
-
 def _utc_minute(value: datetime | None) -> str:
     return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M") if value else "-"
 
@@ -564,19 +434,6 @@ def _application_id(settings: Settings) -> int:
         raise InvalidInput(
             "DISCORD_BOT_TOKEN does not start with an application id: give --application-id."
         ) from exc
-
-
-def _when_column(schedule: Schedule, words: dict[tuple[str, str], str]) -> str:
-    """:func:`core.views.when_column`, a rule's words (a pure function of the rule and
-    its zone) read once for every row that repeats them: a list of a thousand schedules
-    made from a few rules parses each rule once."""
-    if schedule.rrule is None:
-        return views.when_column(schedule)
-    key = (schedule.rrule, schedule.timezone)
-    found = words.get(key)
-    if found is None:
-        found = words[key] = views.when_column(schedule)
-    return found
 
 
 # --- the handlers bot/cli/main.py's COMMANDS names -------------------------------------
@@ -638,14 +495,14 @@ def over_herald(action: HeraldAction) -> Handler:
     return Handler(OverHerald(action), database=True)
 
 
-schedule = over_herald(Cli.cmd_schedule)
-list_schedules = over_herald(Cli.cmd_list)
-show = over_herald(Cli.cmd_show)
-edit = over_herald(Cli.cmd_edit)
+schedule = over_herald(cli_schedules.cmd_schedule)
+list_schedules = over_herald(cli_schedules.cmd_list)
+show = over_herald(cli_schedules.cmd_show)
+edit = over_herald(cli_schedules.cmd_edit)
 change = over_herald(Cli.cmd_change)  # pause, resume, skip, cancel
 import_file = over_herald(Cli.cmd_import)
 timezone = over_herald(Cli.cmd_timezone)
-member = over_herald(Cli.cmd_member_role)
+member = over_herald(Cli.cmd_member)
 admin = over_herald(Cli.cmd_admin_init)
 dead = over_herald(Cli.cmd_dead)
 token = over_herald(Cli.cmd_token)

@@ -61,6 +61,22 @@ def schedule_options(a: argparse.Namespace) -> dict[str, Any]:
     return options
 
 
+def recipients_arg(chains: Sequence[Sequence[str]] | None) -> list[str | dict[str, Any]]:
+    """The recipients ``--to`` and ``--then`` named (bot/cli/parser.py keeps them as
+    chains, in order), as core and the API take them: a destination, or a chain
+    ``{"first_of": [...]}``."""
+    return [chain[0] if len(chain) == 1 else {"first_of": list(chain)} for chain in chains or ()]
+
+
+def step_timeout_arg(text: str | None) -> float | None:
+    """``--step-timeout``'s seconds: ``10m``, ``1h``, ``90s`` (a bare number is minutes)."""
+    if text is None:
+        return None
+    from core.timeexpr import parse_duration
+
+    return parse_duration(text, bare="m").total_seconds()
+
+
 #: The widest line a table prints with a ``width`` (a terminal of 100 columns).
 TABLE_WIDTH = 100
 
@@ -99,6 +115,12 @@ def table_lines(
         padded = [f"{cell:<{w}}" for cell, w in zip(cells[:-1], widths, strict=False)]
         lines.append("  ".join([*padded, cells[-1]]).rstrip())
     return lines
+
+
+def one_line(text: str, width: int) -> str:
+    """``text`` on one line, cut to ``width`` characters with an ellipsis."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
 def _cut(text: str, width: int) -> str:

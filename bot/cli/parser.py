@@ -46,6 +46,56 @@ class _Version(argparse.Action):
         parser.exit()
 
 
+class _Route(argparse.Action):
+    """``--to DEST`` starts a recipient, ``--then DEST`` adds a fallback step to the
+    recipient the option before it started: ``dest`` holds the chains, in order
+    (bot/cli/options.py's ``recipients_arg`` turns them into core's recipients). In
+    ``herald edit``, ``--add-to`` starts one too."""
+
+    #: The attribute that remembers which list the last recipient went to.
+    LAST = "_route_last"
+
+    def __call__(
+        self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, value: Any, *_: Any
+    ) -> None:
+        if self.const == "then":
+            last = getattr(namespace, self.LAST, None)
+            chains = getattr(namespace, last, None) if last else None
+            if not chains:
+                parser.error(
+                    "--then DEST is the fallback of the --to before it: write --to first, "
+                    "e.g. --to slack:@U123 --then email:alice@example.com"
+                )
+            chains[-1] = [*chains[-1], value]
+            return
+        chains = [*(getattr(namespace, self.dest, None) or []), [value]]
+        setattr(namespace, self.dest, chains)
+        setattr(namespace, self.LAST, self.dest)
+
+
+def _add_routes(cmd: argparse.ArgumentParser, *, required: bool = False) -> None:
+    """``--to`` (repeatable) and ``--then`` (its fallback)."""
+    cmd.add_argument(
+        "--to",
+        action=_Route,
+        required=required,
+        metavar="DEST",
+        help="a recipient (repeatable: one message to each), e.g. slack:C0123 or "
+        "slack:#deploys (a name is looked up once), discord:#general@<server id>, log:, "
+        "email:alice@example.com, or a direct message: slack:@U0123, discord:@<user id>"
+        + ("" if required else "; replaces every recipient"),
+    )
+    cmd.add_argument(
+        "--then",
+        action=_Route,
+        const="then",
+        dest="then",
+        metavar="DEST",
+        help="tried when the destination before it failed for good (or past --step-timeout): "
+        "--to slack:@U123 --then email:alice@example.com",
+    )
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse that reports usage errors as one line, exit status 2."""
 
@@ -69,12 +119,18 @@ def build_parser() -> argparse.ArgumentParser:
         cmd.add_argument("--json", action="store_true", help="print the record as JSON")
 
     c = add("schedule", "Schedule a message.")
+    _add_routes(c, required=True)
     c.add_argument(
-        "--to",
-        required=True,
-        help="destination, e.g. slack:C0123 or slack:#deploys (a name is looked up once), "
-        "discord:#general@<server id>, log:, or a direct message: slack:@U0123, "
-        "discord:@<user id>",
+        "--their-time",
+        action="store_true",
+        help="read --when in each person's own zone (their profile's, or as set with "
+        "herald timezone / herald member zone; else yours); rooms keep yours",
+    )
+    c.add_argument(
+        "--step-timeout",
+        metavar="DURATION",
+        help="try a chain's step at most this long before the next (10m, 1h; default: "
+        "until it fails for good)",
     )
     c.add_argument("--when", required=True, help='when, e.g. "2026-04-01 08:00"')
     c.add_argument("--text", required=True, help="the message")
@@ -106,7 +162,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument(
         "--tenant", help="one tenant's (slack:T…, discord:<server>, local; Herald-wide only)"
     )
-    c.add_argument("--to", help="only this destination")
+    c.add_argument("--to", help="only schedules with this destination among their recipients")
     c.add_argument("--search", help="only messages containing this text")
     c.add_argument("--limit", type=int, default=200)
     c.add_argument("--json", action="store_true")
@@ -119,7 +175,20 @@ def build_parser() -> argparse.ArgumentParser:
     versioned(c)
     c.add_argument("--when")
     c.add_argument("--text")
-    c.add_argument("--to")
+    _add_routes(c)
+    c.add_argument(
+        "--add-to",
+        action=_Route,
+        metavar="DEST",
+        help="add a recipient (repeatable; --then after it adds its fallback)",
+    )
+    c.add_argument(
+        "--remove-to",
+        action="append",
+        default=[],
+        metavar="DEST",
+        help="remove the recipient with this destination (repeatable)",
+    )
     c.add_argument("--tz", help="a city (Berlin) or an IANA zone (Europe/Berlin)")
 
     for v in offered(verbs.CLI, verbs.STATE_VERBS):  # pause, resume, skip, cancel
@@ -167,6 +236,17 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument(
         "--tenant", help="the tenant the role is held in (default local), e.g. slack:T0123"
     )
+    r = msub.add_parser(
+        "zone",
+        help="set a member's time zone (what --their-time reads for them)",
+        description="Set a member's time zone in your tenant, as they would with "
+        "`herald timezone`: schedules read in each recipient's time (--their-time) use it "
+        "when the member's chat profile gives none.",
+    )
+    r.add_argument(
+        "member", help="member id, e.g. slack:U123, discord:<user id>, email:alice@example.com"
+    )
+    r.add_argument("zone", help="a city (Berlin), an IANA zone (Europe/Berlin) or UTC+2")
 
     c = add("admin", "Herald's first admin, on a database that has none.")
     asub = c.add_subparsers(dest="admin_command", required=True, parser_class=_Parser)

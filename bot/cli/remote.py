@@ -151,7 +151,16 @@ class Remote:
             for path in (s for s in sources if not is_url(s)):
                 with open_text(path) as f:
                     files[os.path.basename(path)] = f.read()
-        body: dict[str, Any] = {"to": a.to, "when": a.when, "text": a.text}
+        from bot.cli.options import recipients_arg, step_timeout_arg
+
+        to = recipients_arg(a.to)
+        body: dict[str, Any] = {"to": to[0] if len(to) == 1 else to, "when": a.when}
+        body["text"] = a.text
+        if a.their_time:
+            body["time_of"] = "recipient"
+        timeout = step_timeout_arg(a.step_timeout)
+        if timeout is not None:
+            body["step_timeout"] = round(timeout)
         for name, value in (("tz", a.tz), ("key", a.key), ("max_lateness", a.max_lateness)):
             if value is not None:
                 body[name] = value
@@ -174,7 +183,9 @@ class Remote:
             return
         zone = s["timezone"]
         self.emit(f"Schedule {s['id']}: {s['description']}, in {zone}.")
-        self.emit(f"  to:   {s['destination']}")
+        self.emit(f"  to:   {_recipients_text(s)}")
+        if times := _their_times(s):
+            self.emit(f"  their time: {times}")
         if s["next_run_at"]:
             self.emit(f"  next: {_local(s['next_run_at'], zone)} {zone}   ({s['next_run_at']})")
 
@@ -209,7 +220,7 @@ class Remote:
                 f"{_local(s['next_run_at'], s['timezone'])} {s['timezone']}"
                 if s["next_run_at"]
                 else "-",
-                s["destination"],
+                _first_and_more(s),
                 " ".join(s["text"].split())[:60],
             ]
             for s in rows
@@ -229,13 +240,21 @@ class Remote:
             self.emit_json({**s, "jobs": detail["jobs"], "attempts": detail["attempts"]})
             return
         self.emit(f"Schedule {s['id']} ({s['state']}, version {s['version']})")
-        self.emit(f"  to:      {s['destination']}")
+        listed = s.get("recipients") or [{"to": [s["destination"]]}]
+        if len(listed) == 1:
+            self.emit(f"  to:      {_recipient_words(listed[0])}")
+        else:
+            self.emit(f"  to:      {len(listed)} recipients")
+            for i, r in enumerate(listed, 1):
+                self.emit(f"    {i:>3}. {_recipient_words(r)}")
         self.emit(f"  when:    {s['expression']}  [{s['description']}]")
         self.emit(f"  next:    {_local(s['next_run_at'], s['timezone'])} {s['timezone']}")
         self.emit(f"  owner:   {s['owner']}")
         if s["tenant"] != "local":
             self.emit(f"  tenant:  {s['tenant']}")
         self.emit(f"  text:    {s['text']}")
+        if s.get("fared"):
+            self.emit(f"  fared:   {s['fared']}")
         self.emit("  jobs:")
         for job in detail["jobs"]:
             err = f"  {job['last_error']}" if job["last_error"] else ""
@@ -247,12 +266,22 @@ class Remote:
             self.emit("  attempts:")
             for at in detail["attempts"]:
                 code = f" {at['status_code']}" if at["status_code"] is not None else ""
-                self.emit(f"    {at['started_at']}  job {at['job_id']}  {at['outcome']}{code}")
+                to = f"  to {at['destination']}" if at.get("destination") else ""
+                self.emit(f"    {at['started_at']}  job {at['job_id']}  {at['outcome']}{code}{to}")
 
     def change(self, a: argparse.Namespace) -> None:
         headers = {} if a.version is None else {"If-Match": f'"{a.version}"'}
         if a.command == "edit":
-            fields = (("when", a.when), ("text", a.text), ("to", a.to), ("tz", a.tz))
+            from bot.cli.options import recipients_arg
+
+            fields = (
+                ("when", a.when),
+                ("text", a.text),
+                ("to", recipients_arg(a.to) if a.to else None),
+                ("add", recipients_arg(a.add_to) or None),
+                ("remove", list(a.remove_to) or None),
+                ("tz", a.tz),
+            )
             body = {name: value for name, value in fields if value is not None}
             _, _, s = self.call("PATCH", f"/schedules/{a.id}", body, headers=headers)
             what = "updated"
@@ -261,11 +290,14 @@ class Remote:
             what = verb(a.command).past
         if a.json:
             self.emit_json(s)
-        elif s["next_run_at"] is None:
+            return
+        if s["next_run_at"] is None:
             self.emit(f"Schedule {s['id']} {what}.")
         else:
             nxt = _local(s["next_run_at"], s["timezone"])
             self.emit(f"Schedule {s['id']} {what}; next: {nxt} {s['timezone']}.")
+        if a.command == "edit":
+            self.emit(f"  to: {_recipients_text(s)}")
 
 
 #: What each command the API serves does here (bot/cli/main.py's ``remote`` commands).
@@ -292,6 +324,33 @@ def run_remote(args: argparse.Namespace, url: str, token: str) -> int:
             return EXIT_ERROR
         raise
     return 0
+
+
+def _recipient_words(r: dict[str, Any]) -> str:
+    """One recipient of the API's schedule: ``slack:@U1 or email:u1@example.com``."""
+    text = " or ".join(r.get("to") or [])
+    if r.get("zone"):
+        text += f" ({r['zone']} time)"
+    return text
+
+
+def _recipients_text(s: dict[str, Any]) -> str:
+    """Every recipient of the API's schedule, in order (as core.views.recipients_text)."""
+    listed = s.get("recipients") or [{"to": [s["destination"]]}]
+    return ", ".join(_recipient_words(r) for r in listed)
+
+
+def _first_and_more(s: dict[str, Any]) -> str:
+    """A list's TO: the first recipient and how many more (``slack:C0123ABC +2``)."""
+    first, *more = s.get("recipients") or [{"to": [s["destination"]]}]
+    return _recipient_words(first) + (f" +{len(more)}" if more else "")
+
+
+def _their_times(s: dict[str, Any]) -> str | None:
+    """When each recipient reading the time in their own zone gets the next run, as
+    the service says it (``recipient_times``, core.views.recipient_times), if it does."""
+    times = s.get("recipient_times")
+    return str(times) if times else None
 
 
 def _problem_text(exc: urllib.error.HTTPError) -> str:

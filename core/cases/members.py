@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from core.actors import Actor, ActorRef, Principal
 from core.cases.base import CaseBase, check_tenant, principal_of
-from core.errors import InvalidInput, NotFound
+from core.cases.recipients import member_of
+from core.errors import HeraldError, InvalidInput, NotFound
 from core.models import LOCAL_TENANT, Role
 from core.store import AuditEntry
 from core.zones import resolve_zone
@@ -24,6 +25,30 @@ class MemberCases(CaseBase):
             now=self.clock.now(),
             timezone=name,
             audit=AuditEntry.by(actor, "member.timezone", "member", actor.id, {"timezone": name}),
+        )
+        return name
+
+    async def set_member_timezone(self, actor_id: ActorRef, member_id: str, tz: str) -> str:
+        """An admin sets ``member_id``'s zone in the admin's own tenant (the member row is
+        made if Herald has none yet): where a schedule read in "their time" finds a
+        Discord or email recipient's zone. ``member_id`` is a member id (``slack:U1``,
+        ``discord:123``, ``email:alice@example.com``) or a person's destination
+        (``slack:@U1``). Audited (``member.timezone``). PermissionDenied (audited) for a
+        non-admin; InvalidInput for an unknown zone or a malformed id. Returns the zone's
+        canonical name."""
+        actor = await self.actor(actor_id)
+        member_id = _member_id(member_id)
+        if not actor.is_admin:
+            why = "Only an admin can set another member's time zone; yours: herald timezone ZONE."
+            raise await self.denied(actor, "member.timezone", "member", member_id, why)
+        name = resolve_zone(tz).key
+        await self.actor(Principal(member_id, actor.tenant))  # validates the id
+        await self.store.save_member(
+            actor.tenant,
+            member_id,
+            now=self.clock.now(),
+            timezone=name,
+            audit=AuditEntry.by(actor, "member.timezone", "member", member_id, {"timezone": name}),
         )
         return name
 
@@ -151,3 +176,14 @@ class MemberCases(CaseBase):
         for tenant in dict.fromkeys((principal_of(actor_id).tenant, LOCAL_TENANT)):
             found.update(await self.store.admins_of(tenant))
         return sorted(found)
+
+
+def _member_id(text: str) -> str:
+    """A member id as written, or the member a person's destination names
+    (``slack:@U1`` → ``slack:U1``; an email address as Herald stores it)."""
+    text = text.strip()
+    try:
+        found = member_of(text)
+    except HeraldError:  # not a destination: an id as written (checked by the caller)
+        return text
+    return found or text

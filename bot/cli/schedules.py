@@ -1,0 +1,251 @@
+"""``herald schedule``, ``list``, ``show`` and ``edit``: a schedule and its recipients.
+
+bot/cli/commands.py's handlers run these over the use cases (``cli`` is its
+:class:`~bot.cli.commands.Cli`). A schedule goes to one recipient or several, each a
+destination or a chain tried in order (``--to A --then B``), each optionally read in
+its own zone (``--their-time``): every reply says every destination, and the times
+each person gets it.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING
+
+from bot.cli import calendars as cli_calendars
+from bot.cli.options import (
+    one_line,
+    recipients_arg,
+    say_not_created,
+    schedule_options,
+    step_timeout_arg,
+)
+from core import calendars, db, reminders, routing, timeexpr, verbs, views
+from core.models import Attempt, Job, Schedule
+from core.routing import Recipient
+from core.send_check import send_warnings
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from bot.cli.commands import Cli
+    from core.cases import Herald
+
+#: The least width of a list's TO column (bot/cli/options.py's table_lines).
+TO_LEAST = 30
+
+
+def recipient_words(r: Recipient, shown: Callable[[str], str]) -> str:
+    """One recipient: its chain, its zone, and how long a step is tried."""
+    text = routing.describe(r, shown)
+    if r.timeout is not None and len(r.to) > 1:
+        text += f" (each step at most {timeexpr.describe_duration(r.timeout)})"
+    return text
+
+
+def to_cell(s: Schedule, *, full: bool) -> str:
+    """A list's TO: the first recipient, and how many more (``slack:C0123ABC +2``),
+    cut so that the count always shows."""
+    first, *more = views.recipients_of(s)
+    words = routing.describe(first, lambda d: views.destination(d, full=full))
+    if not more:
+        return words
+    suffix = f" +{len(more)}"
+    return one_line(words, TO_LEAST - len(suffix)) + suffix
+
+
+def read_back_recipients(cli: Cli, s: Schedule, label: str) -> None:
+    """The recipients a create or an edit saved, and each person's time (with their
+    time): ``to:   slack:C1, slack:@U1 or email:u1@example.com``."""
+    cli.emit(f"{label}{views.recipients_text(s, full=True)}")
+    times = views.recipient_times(s)
+    if times:
+        cli.emit(f"  their time: {times}")
+
+
+async def cmd_schedule(cli: Cli, herald: Herald) -> None:
+    a = cli.args
+    urls, files = await cli_calendars.skip_sources(cli)
+    schedule, created = await herald.create_schedule(
+        cli.actor,
+        to=recipients_arg(a.to),
+        when=a.when,
+        text=a.text,
+        tz=a.tz,
+        key=a.key,
+        max_lateness=a.max_lateness,
+        options=schedule_options(a),
+        skip=urls,
+        skip_files=files,
+        their_time=a.their_time,
+        step_timeout=step_timeout_arg(a.step_timeout),
+    )
+    if a.json:
+        cli.emit_json({**views.schedule_dict(schedule), "created": created})
+        return
+    if not created:
+        say_not_created(schedule.id, a.key)
+    if a.quiet:
+        cli.emit(str(schedule.id))
+        return
+    zone = schedule.timezone
+    cli.emit(f"Schedule {schedule.id}: {views.read_back(schedule)}, in {zone}.")
+    read_back_recipients(cli, schedule, "  to:   ")
+    if schedule.options.get(reminders.ASKED_BY):  # someone else's reminder
+        cli.emit(f"  (a direct message; it says {cli.actor.id} asked)")
+    upcoming, _ = calendars.schedule_upcoming(schedule, 3)
+    for i, t in enumerate(upcoming):
+        label = "  next: " if i == 0 else " " * 8
+        exact = views.iso(t.replace(microsecond=0))
+        cli.emit(f"{label}{views.local(t, zone)} {zone}   ({exact})")
+    said: set[str] = set()
+    for destination in schedule.destinations:
+        warnings = await send_warnings(
+            herald.store, cli.settings, destination, now=herald.clock.now()
+        )
+        for warning in (w for w in warnings if w not in said):
+            said.add(warning)
+            print(f"warning: {warning}", file=sys.stderr)  # noqa: T201 - CLI output
+
+
+def _when_column(schedule: Schedule, words: dict[tuple[str, str], str]) -> str:
+    """:func:`core.views.when_column`, a rule's words (a pure function of the rule and
+    its zone) read once for every row that repeats them: a list of a thousand schedules
+    made from a few rules parses each rule once."""
+    if schedule.rrule is None:
+        return views.when_column(schedule)
+    key = (schedule.rrule, schedule.timezone)
+    found = words.get(key)
+    if found is None:
+        found = words[key] = views.when_column(schedule)
+    return found
+
+
+async def cmd_list(cli: Cli, herald: Herald) -> None:
+    a = cli.args
+    filters = dict(everyone=a.all, state=a.state, destination=a.to, text=a.search)
+    rows = await herald.list_schedules(cli.actor, **filters, tenant=a.tenant, limit=a.limit)
+    more = ""
+    if len(rows) >= a.limit:  # cut at the limit: say how many there are
+        total = await herald.count_schedules(cli.actor, **filters, tenant=a.tenant)
+        if total > len(rows):
+            more = f"{len(rows):,} of {total:,} shown; use --limit {total} to see them all."
+    if a.json:
+        cli.emit_json([views.schedule_dict(s) for s in rows])
+        if more:
+            print(more, file=sys.stderr)  # noqa: T201 - CLI output
+        return
+    if not rows:  # say which database: another one may hold the schedules sought
+        cli.emit(f"No schedules in {db.location(cli.settings.database_url)}.")
+        return
+    viewer = await herald.actor(cli.actor)
+    tenants = {s.tenant for s in rows} != {"local"}  # a column once rows come from more
+    words: dict[tuple[str, str], str] = {}  # a rule read once for all rows that share it
+    header = ["ID", "STATE", "WHEN", "NEXT", "TO", "TEXT"]
+    least = [99, 99, 22, 16, TO_LEAST, 6]  # a cut keeps ids, states, next dates and times
+    table = [
+        [
+            str(s.id),
+            s.shown_state,
+            _when_column(s, words),
+            views.local_short(s.next_run_at, s.timezone),
+            to_cell(s, full=views.sees_destination(viewer, s.owner)),
+            one_line(s.body, 200),
+        ]
+        for s in rows
+    ]
+    if tenants:
+        header, least = ["TENANT", *header], [10, 99, 99, 14, 16, 24, 6]
+        table = [[s.tenant, *row] for s, row in zip(rows, table, strict=True)]
+    cli.table(header, table, least=least)
+    if more:
+        cli.emit(more)
+
+
+def show_schedule(cli: Cli, s: Schedule, *, full: bool = True) -> None:
+    """A schedule's fields, each recipient on its own line when there are several."""
+
+    def shown(d: str) -> str:
+        return views.destination(d, full=full)
+
+    cli.emit(f"Schedule {s.id} ({s.shown_state}, version {s.version})")
+    recipients = views.recipients_of(s)
+    if len(recipients) == 1:
+        cli.emit(f"  to:      {recipient_words(recipients[0], shown)}")
+    else:
+        cli.emit(f"  to:      {len(recipients)} recipients")
+        for i, r in enumerate(recipients, 1):
+            cli.emit(f"    {i}. {recipient_words(r, shown)}")
+    cli.emit(f"  when:    {s.expression}  [{views.describe(s)}]")
+    cli.emit(f"  next:    {views.local(s.next_run_at, s.timezone)} {s.timezone}")
+    times = views.recipient_times(s)
+    if times:
+        cli.emit(f"  their time: {times}")
+    cli.emit(f"  owner:   {s.owner}")
+    if s.tenant != "local":
+        cli.emit(f"  tenant:  {s.tenant}")
+    if s.skip_calendars:
+        ids = ", ".join(str(i) for i in s.skip_calendars)
+        cli.emit(f"  skips:   the event dates of calendar {ids}")
+    cli.emit(f"  text:    {s.body}")
+
+
+async def cmd_show(cli: Cli, herald: Herald) -> None:
+    detail = await herald.show_schedule(cli.actor, cli.args.id)
+    s = detail.schedule
+    fared = views.fared(s, detail.jobs)
+    if cli.args.json:
+        cli.emit_json({**views.detail_dict(detail), "fared": fared})
+        return
+    viewer = await herald.actor(cli.actor)
+    full = views.sees_destination(viewer, s.owner)
+    show_schedule(cli, s, full=full)
+    if fared:
+        cli.emit(f"  fared:   {fared}")
+    several = len(s.destinations) > 1  # say where each job and try went
+    jobs = {job.id: job for job in detail.jobs}
+    cli.emit("  jobs:")
+    for job in detail.jobs:
+        err = f"  {views.error_text(job.last_error)}" if job.last_error else ""
+        to = f"  to {_job_to(s, job, full)}" if several else ""
+        cli.emit(
+            f"    {job.id:>6}  {job.state:<9}  due {views.iso(job.due_at)}  "
+            f"attempts {job.attempts}{to}{err}"
+        )
+    if detail.attempts:
+        cli.emit("  attempts:")
+        for at in detail.attempts:
+            code = f" {at.status_code}" if at.status_code is not None else ""
+            to = f"  to {_attempt_to(s, at, jobs.get(at.job_id), full)}" if several else ""
+            sent = f'  sent "{one_line(at.body, 60)}"' if at.body else ""
+            cli.emit(
+                f"    {views.iso(at.started_at)}  job {at.job_id}  {at.outcome}{code}{to}{sent}"
+            )
+
+
+def _job_to(s: Schedule, job: Job, full: bool) -> str:
+    step = f" (step {job.step + 1})" if job.step else ""
+    return views.destination(job.destination or s.destination, full=full) + step
+
+
+def _attempt_to(s: Schedule, at: Attempt, job: Job | None, full: bool) -> str:
+    went = at.destination or (job.destination if job is not None else None) or s.destination
+    return views.destination(went, full=full)
+
+
+async def cmd_edit(cli: Cli, herald: Herald) -> None:
+    a = cli.args
+    schedule = await herald.edit_schedule(
+        cli.actor,
+        a.id,
+        when=a.when,
+        text=a.text,
+        to=recipients_arg(a.to) if a.to else None,
+        add=recipients_arg(a.add_to),
+        remove=list(a.remove_to),
+        tz=a.tz,
+        expected_version=a.version,
+    )
+    cli.changed(schedule, verbs.verb("edit").past)
+    if not a.json:
+        read_back_recipients(cli, schedule, "  to: ")
