@@ -31,6 +31,13 @@ log = logging.getLogger(__name__)
 ACTION_PATTERN = rf"^{reminders.SLACK_ACTION_PREFIX}({'|'.join(reminders.CHOICES)})$"
 
 
+class NotColleague(PermissionDenied):
+    """Slack says the person named is no person of this workspace. The message is
+    mrkdwn: its mention (a checked user id) shows as the person's name."""
+
+    mrkdwn = True
+
+
 class Reminders(Base):
     """The reminder commands and buttons."""
 
@@ -90,7 +97,7 @@ class Reminders(Base):
             answer = await self.client.users_info(user=user)
         except (TimeoutError, SlackApiError, aiohttp.ClientError) as exc:
             if error_code(exc) == "user_not_found":
-                raise PermissionDenied(
+                raise NotColleague(
                     f"Slack knows no user <@{user}> here: pick the person from Slack's "
                     "suggestions as you type."
                 ) from None
@@ -104,12 +111,12 @@ class Reminders(Base):
             enterprise_id is not None and org == enterprise_id
         )
         if not same:
-            raise PermissionDenied(
+            raise NotColleague(
                 f"<@{user}> is not in this workspace: Herald reminds members of the "
                 "workspace you type in."
             )
         if data.get("is_bot") or data.get("deleted"):
-            raise PermissionDenied(f"<@{user}> is a bot or deactivated: Herald reminds people.")
+            raise NotColleague(f"<@{user}> is a bot or deactivated: Herald reminds people.")
         profile = data.get("profile") or {}
         name = profile.get("display_name") or profile.get("real_name") or data.get("name")
         await self.herald.sync_member(

@@ -154,7 +154,7 @@ async def test_one_person_their_time_is_read_in_their_zone(routed: SlackEnv) -> 
         ("<#C0123> #nowhere in 10 minutes: x", "#nowhere"),
         ("<#C0123> <#C0RANDOM> in 10 minutes: x", "join <#C0RANDOM> first"),
         ("<#C0123> <#CNOBOT> in 10 minutes: x", "The bot is not in Slack channel CNOBOT"),
-        ("<#C0123> <@UNOBODY> in 10 minutes: x", "Slack knows no user"),
+        ("<#C0123> <@UNOBODY> in 10 minutes: x", "Slack knows no user <@UNOBODY> here"),
         ("<#C0123> <#C0123> in 10 minutes: x", "named twice"),
         ("<#C0123> <!channel> in 10 minutes: x", "not a group"),
     ],
