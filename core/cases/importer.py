@@ -232,42 +232,10 @@ async def import_schedules(
         lines, max_lines=settings.import_max_lines, max_bytes=settings.import_max_bytes
     )
     _meter(herald, actor, len(taken))
-    report = ImportReport()
-    invalid: list[tuple[int, str]] = []
-    rows: list[dict[str, Any]] = []
-    details: list[dict[str, Any]] = []
-    line_numbers: list[int] = []
-    seen_keys: set[str] = set()
-    token = {} if actor.via is None else {"token": actor.via}
-    slices = _Slices()
-    #: Channels named in the lines (slack:#deploys): each looked up once per import.
-    named: dict[str, str | HeraldError] = {}
-    for number, raw in enumerate(taken, start=1):
-        await slices.tick()
-        if not raw.strip():
-            continue
-        try:
-            values = await _line_values(herald, actor, raw, named)
-        except HeraldError as exc:
-            invalid.append((number, _reason(exc)))
-            continue
-        key = values["idempotency_key"]
-        if key is not None:
-            if key in seen_keys:
-                report.skipped_duplicate += 1
-                continue
-            seen_keys.add(key)
-        rows.append(values)
-        details.append({**audit_summary(values), **token})
-        line_numbers.append(number)
+    report, slices = ImportReport(), _Slices()
+    checked = await _check_lines(herald, actor, taken, report, slices)
     del taken
-    unreachable = await _unreachable(herald, rows, slices)
-    if unreachable:
-        invalid += [(line_numbers[i], why) for i, why in unreachable.items()]
-        invalid.sort()
-        keep = [i for i in range(len(rows)) if i not in unreachable]
-        rows = [rows[i] for i in keep]
-        details = [details[i] for i in keep]
+    rows, details, invalid = checked.rows, checked.details, checked.invalid
     if invalid and not skip_invalid:
         raise ImportRejected(invalid)
     report.invalid = invalid[:SHOWN_INVALID]
@@ -301,6 +269,55 @@ async def import_schedules(
     report.ids = ids
     report.imported = len(ids)
     return report
+
+
+@dataclass
+class _Checked:
+    """An import's lines once checked: the good lines' rows and audit details (in
+    order), and the bad lines, ``(number, reason)``."""
+
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    details: list[dict[str, Any]] = field(default_factory=list)
+    invalid: list[tuple[int, str]] = field(default_factory=list)
+
+
+async def _check_lines(
+    herald: Herald, actor: Actor, taken: list[str], report: ImportReport, slices: _Slices
+) -> _Checked:
+    """Every line checked as a create would be (:func:`_line_values`), a key repeated
+    within the import counted in ``report`` and left out, then every destination's
+    channel asked whether it can deliver there (a line naming one it cannot is bad)."""
+    out = _Checked()
+    numbers: list[int] = []
+    seen_keys: set[str] = set()
+    token = {} if actor.via is None else {"token": actor.via}
+    #: Channels named in the lines (slack:#deploys): each looked up once per import.
+    named: dict[str, str | HeraldError] = {}
+    for number, raw in enumerate(taken, start=1):
+        await slices.tick()
+        if not raw.strip():
+            continue
+        try:
+            values = await _line_values(herald, actor, raw, named)
+        except HeraldError as exc:
+            out.invalid.append((number, _reason(exc)))
+            continue
+        key = values["idempotency_key"]
+        if key is not None:
+            if key in seen_keys:
+                report.skipped_duplicate += 1
+                continue
+            seen_keys.add(key)
+        out.rows.append(values)
+        out.details.append({**audit_summary(values), **token})
+        numbers.append(number)
+    unreachable = await _unreachable(herald, out.rows, slices)
+    if unreachable:
+        out.invalid = sorted([*out.invalid, *((numbers[i], w) for i, w in unreachable.items())])
+        keep = [i for i in range(len(out.rows)) if i not in unreachable]
+        out.rows = [out.rows[i] for i in keep]
+        out.details = [out.details[i] for i in keep]
+    return out
 
 
 async def _line_values(
