@@ -202,3 +202,136 @@ def test_the_quick_schema_check_knows_the_newest_migration(db_url: str) -> None:
 
         with pytest.raises(DatabaseError, match="is at schema 0007"):
             db.ensure_schema(db_url)
+
+
+_SCHEDULE_0013 = (
+    "INSERT INTO schedule (id, owner, destination, body, expression, timezone, starts_at,"
+    " state, version, created_at, updated_at)"
+    " VALUES (:id, 'local:a', :dest, 'x', 'x', 'UTC', :at, 'active', 1, :at, :at)"
+)
+_JOB_0013 = (
+    "INSERT INTO job (schedule_id, occurrence_at, due_at, state, attempts, idempotency_key,"
+    " created_at, updated_at) VALUES (:sid, :at, :at, :state, 0, :key, :at, :at)"
+)
+_AT = "2026-03-02 12:00:00"
+
+
+def _rows(url: str, query: str) -> list[tuple[object, ...]]:
+    engine = db.make_sync_engine(url)
+    try:
+        with engine.connect() as conn:
+            return [tuple(r) for r in conn.execute(sa.text(query))]
+    finally:
+        engine.dispose()
+
+
+def _json(value: object) -> object:
+    import json
+
+    return json.loads(value) if isinstance(value, str) else value
+
+
+def test_0014_makes_every_schedule_a_one_recipient_schedule(db_url: str) -> None:
+    db.upgrade(db_url, "0013")
+    engine = db.make_sync_engine(db_url)
+    try:
+        with engine.begin() as conn:
+            for sid, dest in ((1, "slack:C0OPS"), (2, "email:a@example.com")):
+                conn.execute(sa.text(_SCHEDULE_0013), {"id": sid, "dest": dest, "at": _AT})
+                conn.execute(
+                    sa.text(_JOB_0013),
+                    {"sid": sid, "at": _AT, "state": "pending", "key": f"k{sid}"},
+                )
+    finally:
+        engine.dispose()
+    db.upgrade(db_url)
+    schedules = _rows(db_url, "SELECT id, destination, recipients FROM schedule ORDER BY id")
+    assert [(sid, dest, _json(r)) for sid, dest, r in schedules] == [
+        (1, "slack:C0OPS", [{"id": 0, "to": ["slack:C0OPS"]}]),
+        (2, "email:a@example.com", [{"id": 0, "to": ["email:a@example.com"]}]),
+    ]
+    jobs = _rows(
+        db_url,
+        "SELECT schedule_id, recipient, destination, step, route, idempotency_key FROM job"
+        " ORDER BY schedule_id",
+    )
+    # each job is its schedule's recipient 0, at its own destination, with its key
+    assert jobs == [(1, 0, None, 0, None, "k1"), (2, 0, None, 0, None, "k2")]
+
+
+def test_0014_goes_down_for_one_recipient_schedules(db_url: str) -> None:
+    """A schedule whose only recipient an edit replaced (recipient 1 now, recipient 0's
+    job of the same occurrence cancelled) goes down to one job per occurrence."""
+    db.upgrade(db_url)
+    engine = db.make_sync_engine(db_url)
+    job = (
+        "INSERT INTO job (schedule_id, recipient, destination, occurrence_at, due_at, state,"
+        " attempts, idempotency_key, created_at, updated_at)"
+        " VALUES (1, :recipient, :dest, :at, :at, :state, 0, :key, :at, :at)"
+    )
+    try:
+        with engine.begin() as conn:
+            conn.execute(sa.text(_SCHEDULE_0013), {"id": 1, "dest": "slack:C0NEW", "at": _AT})
+            conn.execute(
+                sa.text("UPDATE schedule SET recipients = :r WHERE id = 1"),
+                {"r": '[{"id": 1, "to": ["slack:C0NEW"]}]'},
+            )
+            for recipient, dest, state in ((0, "slack:C0OLD", "cancelled"), (1, None, "pending")):
+                values = {"recipient": recipient, "dest": dest, "state": state, "at": _AT}
+                conn.execute(sa.text(job), {**values, "key": f"k{recipient}"})
+    finally:
+        engine.dispose()
+    db.downgrade(db_url, "0013")
+    assert db.current_revision(db_url) == "0013"
+    assert _rows(db_url, "SELECT schedule_id, state, idempotency_key FROM job") == [
+        (1, "pending", "k1")
+    ]
+    assert _rows(db_url, "SELECT destination FROM schedule") == [("slack:C0NEW",)]
+    db.upgrade(db_url)
+    assert _json(_rows(db_url, "SELECT recipients FROM schedule")[0][0]) == [
+        {"id": 0, "to": ["slack:C0NEW"]}
+    ]
+
+
+@pytest.mark.parametrize(
+    "recipients",
+    [
+        '[{"id": 0, "to": ["slack:C0OPS"]}, {"id": 1, "to": ["slack:C0DEV"]}]',
+        '[{"id": 0, "to": ["slack:@U1", "email:a@example.com"]}]',
+        '[{"id": 0, "to": ["email:a@example.com"], "zone": "Asia/Kolkata"}]',
+        '[{"id": 0, "to": ["slack:@U1", "email:a@example.com"], "timeout": 600}]',
+    ],
+    ids=["several", "chain", "zone", "timeout"],
+)
+def test_0014_refuses_to_go_down_naming_the_schedules_that_would_lose_recipients(
+    db_url: str, recipients: str
+) -> None:
+    db.upgrade(db_url)
+    engine = db.make_sync_engine(db_url)
+    try:
+        with engine.begin() as conn:
+            for sid in (1, 2, 3):
+                conn.execute(sa.text(_SCHEDULE_0013), {"id": sid, "dest": "slack:C0OPS", "at": _AT})
+                conn.execute(
+                    sa.text(_JOB_0013),
+                    {"sid": sid, "at": _AT, "state": "pending", "key": f"k{sid}"},
+                )
+            for sid in (2, 3):
+                conn.execute(
+                    sa.text("UPDATE schedule SET recipients = :r WHERE id = :id"),
+                    {"r": recipients, "id": sid},
+                )
+    finally:
+        engine.dispose()
+    before = (
+        _rows(db_url, "SELECT id, recipients FROM schedule ORDER BY id"),
+        _rows(db_url, "SELECT id, recipient, idempotency_key FROM job ORDER BY id"),
+    )
+    with pytest.raises(RuntimeError, match=r"Cannot go below revision 0014: schedules 2, 3 have"):
+        db.downgrade(db_url, "0013")
+    assert db.current_revision(db_url) == "0014"  # nothing changed
+    after = (
+        _rows(db_url, "SELECT id, recipients FROM schedule ORDER BY id"),
+        _rows(db_url, "SELECT id, recipient, idempotency_key FROM job ORDER BY id"),
+    )
+    assert after == before
