@@ -17,6 +17,7 @@ from openapi_spec_validator import validate
 from bot.api import models
 from bot.api.openapi import openapi_document
 from bot.api.routes import ROUTES
+from core import routing
 from tests.api.conftest import ROOT, Service
 
 FULL = os.environ.get("HERALD_RELIABILITY") == "full"
@@ -61,6 +62,30 @@ def test_the_document_is_valid_openapi_and_names_every_route() -> None:
     for model in (models.ScheduleCreate, models.ScheduleOut):  # by the names on the wire
         names = {field.alias or name for name, field in model.model_fields.items()}
         assert set(schemas[model.__name__]["properties"]) == names
+
+
+def test_the_document_says_what_to_takes_and_how_recipients_read() -> None:
+    """``to``: one destination or a list of destinations and chains (issue 35)."""
+    document = openapi_document()
+    schemas = document["components"]["schemas"]
+    for model in ("ScheduleCreate", "ScheduleEdit"):
+        one, many, *null = schemas[model]["properties"]["to"]["oneOf"]
+        assert one["type"] == "string" and many["type"] == "array"
+        assert many["maxItems"] == routing.ADMIN_CAP
+        kinds = many["items"]["anyOf"]
+        assert kinds[0]["type"] == "string"
+        assert kinds[1] == {"$ref": "#/components/schemas/FirstOf"}
+        assert null == ([] if model == "ScheduleCreate" else [{"type": "null"}])
+    chain = schemas["FirstOf"]["properties"]["first_of"]
+    assert (chain["minItems"], chain["maxItems"]) == (1, routing.MAX_STEPS)
+    assert schemas["ScheduleCreate"]["properties"]["time_of"]["enum"] == ["author", "recipient"]
+    assert schemas["ScheduleCreate"]["properties"]["step_timeout"]["anyOf"][0]["minimum"] == 60
+    assert "recipients" in schemas["ScheduleOut"]["required"]
+    assert schemas["RecipientOut"]["required"] == ["id", "to"]  # zone, timeout: when set
+    assert {"recipient", "destination", "step"} <= set(schemas["JobOut"]["required"])
+    assert "destination" in schemas["AttemptOut"]["properties"]
+    create = document["paths"]["/v1/schedules"]["post"]["responses"]
+    assert "413" in create  # a body past 64 KiB (a long list of recipients) is refused
 
 
 def test_the_live_document_and_its_page(service: Service) -> None:
