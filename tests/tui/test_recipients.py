@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from textual.widgets import Input, TextArea
 
 from core.cases import Herald
 from core.clock import ManualClock
@@ -20,6 +21,7 @@ from core.store import AttemptFilter, AttemptRecord, ScheduleFilter, Verdict
 from tests.tui.conftest import ADMIN, OPERATOR, flat, run, screen_text, settle, table
 from tests.tui.test_snapshots import SNAPSHOTS, compare
 from tui.screens.detail import DetailScreen
+from tui.screens.form import parse_recipients
 
 GONE = "slack:C0OLD"
 CHAIN = {"first_of": ["slack:C0ALERTS", "email:alice@example.com"]}
@@ -268,3 +270,54 @@ async def test_snapshots_of_a_fan_out_at_80x24(
         detail = app.save_screenshot("detail.svg", path=str(tmp_path))
     compare(Path(listed), SNAPSHOTS / "recipients-list-80x24.txt", 80)
     compare(Path(detail), SNAPSHOTS / "recipients-detail-80x24.txt", 80)
+
+
+@SQLITE
+async def test_the_form_shows_every_recipient_and_keeps_them_when_only_the_text_changes(
+    console: Any, herald: Herald, fanned: dict[str, Any]
+) -> None:
+    zoned, _ = await herald.create_schedule(
+        OPERATOR,
+        to=["slack:C0OPS", Wanted(("email:bob@example.com",), zone="Europe/Berlin")],
+        when="every weekday at 9am",
+        text="Daily",
+        tz="UTC",
+    )
+    before = await herald.store.get_schedule(zoned.id)
+    app = console(OPERATOR, mode="schedules")
+    async with run(app) as pilot:
+        await settle(pilot)
+        await pilot.press("e")  # the newest: the zoned one
+        await settle(pilot)
+        to = app.screen.query_one("#to", Input)
+        assert to.value == "slack:C0OPS, email:bob@example.com"
+        text = app.screen.query_one("#text", TextArea)
+        text.text = "Daily, edited"
+        await pilot.press("ctrl+s")
+        await settle(pilot)
+        after = await herald.store.get_schedule(zoned.id)
+        assert after.body == "Daily, edited"
+        assert after.recipients == before.recipients  # Bob keeps his zone
+        await pilot.press("n")
+        await settle(pilot)
+        form = app.screen
+        form.query_one("#to", Input).value = "slack:C0A, slack:C0B or email:b@example.com"
+        form.query_one("#when", Input).value = "in 2 hours"
+        form.query_one("#text", TextArea).text = "Two places"
+        await pilot.press("ctrl+s")
+        await settle(pilot)
+    [made] = [s for s in await herald.list_schedules(OPERATOR) if s.body == "Two places"]
+    assert made.recipients == [
+        {"id": 0, "to": ["slack:C0A"]},
+        {"id": 1, "to": ["slack:C0B", "email:b@example.com"]},
+    ]
+
+
+def test_the_forms_field_reads_chains_and_lists() -> None:
+    assert parse_recipients("slack:C1, slack:C2 slack:@U1 or email:a@example.com,") == [
+        "slack:C1",
+        "slack:C2",
+        {"first_of": ["slack:@U1", "email:a@example.com"]},
+    ]
+    assert parse_recipients("log:") == ["log:"]
+    assert parse_recipients("  ") == []

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -9,6 +11,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static, TextArea
 
+from core import views
 from core.actors import ActorRef, Principal
 from core.cases import Herald
 from core.errors import HeraldError
@@ -16,6 +19,30 @@ from core.models import Schedule
 from tui.format import stamp
 
 PREVIEW_COUNT = 3
+
+
+def recipients_field(schedule: Schedule) -> str:
+    """A schedule's recipients as the form's To field writes them: "slack:C1,
+    slack:C2, slack:@U1 or email:a@example.com" (a chain's steps joined by "or")."""
+    return ", ".join(" or ".join(r.to) for r in views.recipients_of(schedule))
+
+
+def parse_recipients(text: str) -> list[str | dict[str, list[str]]]:
+    """The To field read back: destinations separated by spaces or commas, "or"
+    joining a chain's steps (a fallback), as the use cases take ``to``."""
+    chains: list[list[str]] = []
+    joined = False
+    for word in text.replace(", ", " ").split():
+        word = word.removesuffix(",")
+        if word == "or" and chains:
+            joined = True
+        elif word:
+            if joined:
+                chains[-1].append(word)
+            else:
+                chains.append([word])
+            joined = False
+    return [c[0] if len(c) == 1 else {"first_of": c} for c in chains]
 
 
 async def preview(herald: Herald, when: str, tz: str, *, actor: ActorRef) -> str:
@@ -68,8 +95,8 @@ class ScheduleFormScreen(ModalScreen[Schedule | None]):
             with Horizontal(classes="field"):
                 yield Label("To")
                 yield Input(
-                    s.destination if s else "",
-                    placeholder="slack:C0123, webhook:https://…",
+                    recipients_field(s) if s else "",
+                    placeholder="slack:C0123, slack:@U1 or email:a@example.com, webhook:https://…",
                     id="to",
                     compact=True,
                 )
@@ -128,9 +155,16 @@ class ScheduleFormScreen(ModalScreen[Schedule | None]):
         )
 
     @work(exclusive=True, group="save", exit_on_error=False)
-    async def _save(self, to: str, when: str, tz: str | None, text: str) -> None:
+    async def _save(self, field: str, when: str, tz: str | None, text: str) -> None:
         who: Principal = self.app.principal  # type: ignore[attr-defined]
         error = self.query_one("#error", Static)
+        wanted = parse_recipients(field)
+        # one destination, or the list (create_schedule's annotation still says str)
+        to: Any = wanted
+        if len(wanted) == 1 and isinstance(wanted[0], str):
+            to = wanted[0]
+        elif not wanted:
+            to = field
         try:
             s = self.schedule
             if s is None or s.id is None:
@@ -140,7 +174,9 @@ class ScheduleFormScreen(ModalScreen[Schedule | None]):
                 self.notify(f"Created schedule {saved.id}.", title="Done")
             else:
                 changed_when = when != s.expression or (tz or s.timezone) != s.timezone
-                if not changed_when and text == s.body and to == s.destination:
+                # the same recipients: kept as they are (their zones and time limits too)
+                same_to = parse_recipients(recipients_field(s)) == wanted
+                if not changed_when and text == s.body and same_to:
                     self.notify("Nothing changed.")
                     self.dismiss(None)
                     return
@@ -150,7 +186,7 @@ class ScheduleFormScreen(ModalScreen[Schedule | None]):
                     when=when if changed_when else None,
                     tz=tz if changed_when else None,
                     text=text if text != s.body else None,
-                    to=to if to != s.destination else None,
+                    to=None if same_to else to,
                     expected_version=s.version,
                 )
                 self.notify(f"Saved schedule {saved.id} (version {saved.version}).", title="Done")
