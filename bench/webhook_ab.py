@@ -9,7 +9,8 @@ directory), each in a fresh process on the same workload as ``make bench``'s web
 burst; with ``--run``, each tree's ``herald run`` process too; with ``--null``, the
 null-channel burst instead (``python -m bench.peers herald burst``: 10,000 no-op messages
 due at one instant), without the bare clients. Prints one JSON line per run and the
-medians per system."""
+medians per system. Each round starts one system later than the one before (rotated
+order), so no tree always runs first or last in a round."""
 
 from __future__ import annotations
 
@@ -57,7 +58,7 @@ def main(argv: list[str]) -> int:
     got: dict[str, list[dict[str, Any]]] = {}
     with _receiver() as target:
         for r in range(rounds):
-            for system, tree in systems:
+            for system, tree in systems[r % len(systems) :] + systems[: r % len(systems)]:
                 label = f"{system} {tree.name}" if system.startswith("herald") else system
                 row = _run(system, tree, target, "burst" if null else "webhook-burst")
                 got.setdefault(label, []).append(row)
