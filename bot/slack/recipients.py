@@ -17,20 +17,16 @@ from bot.slack import grammar
 from bot.slack.base import Person
 from bot.slack.blocks import Reply, recipients_line, schedule_reply
 from bot.slack.reminders import Reminders
-from core.cases.recipients import check_count
 from core.channels import parse_destination
 from core.errors import InvalidInput
 from core.models import Schedule
-from core.routing import Wanted
 
 
 class Recipients(Reminders):
     """Creates naming several targets or a chain."""
 
     async def several(self, person: Person, command: grammar.Create, body: dict[str, Any]) -> Reply:
-        """Schedule ``command`` (its WHEN already chosen) to each of its targets. Too
-        many targets are refused before any is looked up."""
-        check_count(person.actor, [Wanted(chain) for chain in command.targets])
+        """Schedule ``command`` (its WHEN already chosen) to each of its targets."""
         to: list[str | dict[str, list[str]]] = []
         others: list[str] = []
         for chain in command.targets:

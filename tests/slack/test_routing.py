@@ -147,9 +147,10 @@ async def test_one_person_their_time_is_read_in_their_zone(routed: SlackEnv) -> 
     ("text", "problem"),
     [
         (
-            " ".join(f"<#C{n:04d}>" for n in range(51)) + " in 10 minutes: x",
+            " ".join(f"<#C{n:04d}>" for n in range(1, 52)) + " in 10 minutes: x",
             "A schedule may go to at most 50 recipients; this one names 51",
         ),
+        ("<#C0123> <#C0000> in 10 minutes: x", "Herald cannot see <#C0000>"),
         ("<#C0123> <#CNOPE> in 10 minutes: x", "Herald cannot see <#CNOPE>"),
         ("<#C0123> #nowhere in 10 minutes: x", "#nowhere"),
         ("<#C0123> <#C0RANDOM> in 10 minutes: x", "join <#C0RANDOM> first"),
@@ -160,6 +161,7 @@ async def test_one_person_their_time_is_read_in_their_zone(routed: SlackEnv) -> 
     ],
     ids=[
         "too-many",
+        "unknown-id",
         "unknown-channel",
         "unknown-name",
         "not-a-member",
@@ -172,6 +174,9 @@ async def test_one_person_their_time_is_read_in_their_zone(routed: SlackEnv) -> 
 async def test_bad_targets_get_a_clear_reply_and_change_nothing(
     routed: SlackEnv, text: str, problem: str
 ) -> None:
+    for n in range(1, 52):  # channels U1 may post in (C0000 is none)
+        routed.slack.add_channel(f"C{n:04d}", f"c{n}")
+        routed.slack.add_members(f"C{n:04d}", "U1")
     said = await _command(routed, text, user="U1")
     assert said.startswith(":warning:") and problem in said
     assert await routed.schedules() == []
