@@ -43,15 +43,15 @@ def recipient_words(r: Recipient, shown: Callable[[str], str]) -> str:
     return text
 
 
-def to_cell(s: Schedule, *, full: bool) -> str:
+def to_cell(s: Schedule, *, full: bool, least: int = TO_LEAST) -> str:
     """A list's TO: the first recipient, and how many more (``slack:C0123ABC +2``),
-    cut so that the count always shows."""
+    cut to the column's ``least`` width so that the count always shows."""
     first, *more = views.recipients_of(s)
     words = routing.describe(first, lambda d: views.destination(d, full=full))
     if not more:
         return words
     suffix = f" +{len(more)}"
-    return one_line(words, TO_LEAST - len(suffix)) + suffix
+    return one_line(words, least - len(suffix)) + suffix
 
 
 def read_back_recipients(cli: Cli, s: Schedule, label: str) -> None:
@@ -143,20 +143,21 @@ async def cmd_list(cli: Cli, herald: Herald) -> None:
     words: dict[tuple[str, str], str] = {}  # a rule read once for all rows that share it
     header = ["ID", "STATE", "WHEN", "NEXT", "TO", "TEXT"]
     least = [99, 99, 22, 16, TO_LEAST, 6]  # a cut keeps ids, states, next dates and times
+    if tenants:
+        header, least = ["TENANT", *header], [10, 99, 99, 14, 16, 24, 6]
+    to_least = least[-2]
     table = [
         [
+            *([s.tenant] if tenants else []),
             str(s.id),
             s.shown_state,
             _when_column(s, words),
             views.local_short(s.next_run_at, s.timezone),
-            to_cell(s, full=views.sees_destination(viewer, s.owner)),
+            to_cell(s, full=views.sees_destination(viewer, s.owner), least=to_least),
             one_line(s.body, 200),
         ]
         for s in rows
     ]
-    if tenants:
-        header, least = ["TENANT", *header], [10, 99, 99, 14, 16, 24, 6]
-        table = [[s.tenant, *row] for s, row in zip(rows, table, strict=True)]
     cli.table(header, table, least=least)
     if more:
         cli.emit(more)

@@ -16,10 +16,12 @@ from typing import Any
 from bot.service import drain
 from core.clock import ManualClock
 from core.settings import load_settings
+from core.store import Store
 from tests.e2e.test_cli import assert_error, run
 from tests.e2e.test_cli import url as url  # noqa: F401 - the database fixture, migrated
 from tests.fakes import FakeSMTP, WebhookReceiver
 from tests.fakes.http import Scripted
+from tests.support.store import audit_trail
 
 C1, C2 = "slack:C0123ABC", "slack:C0456DEF"
 ALICE = "email:alice@example.com"
@@ -35,6 +37,14 @@ def made(proc: Any) -> dict[str, Any]:
 
 def schedules(url: str, user: str = "alice") -> list[dict[str, Any]]:  # noqa: F811
     return list(made(run(url, "list", "--json", user=user)))
+
+
+async def _audit(url: str, member: str) -> list[Any]:  # noqa: F811
+    store = await Store.open(url)
+    try:
+        return await audit_trail(store, "member", member)
+    finally:
+        await store.close()
 
 
 def test_several_to_make_one_schedule_that_lists_each(url: str) -> None:  # noqa: F811
@@ -59,6 +69,15 @@ def test_several_to_make_one_schedule_that_lists_each(url: str) -> None:  # noqa
     jobs = made(run(url, "show", str(s["id"]), "--json"))["jobs"]
     assert sorted(j["recipient"] for j in jobs) == [0, 1, 2]  # one job each
     assert {j["due_at"] for j in jobs} == {s["next_run_at"]}
+
+    # a long first recipient is cut, never the count of the others
+    long = "email:the-quarterly-planning-committee-mailbox@example.com"
+    made(run(url, "schedule", "--to", long, "--to", C1, "--to", C2, "--when", "in 1 hour",
+             "--text", "Planning " * 20, "--json"))  # fmt: skip
+    lines = run(url, "list").stdout.splitlines()
+    assert max(len(line) for line in lines) <= 100
+    [row] = [line for line in lines if "Planning" in line]
+    assert "email:the-quarterly-planni… +2  Planning" in row
 
 
 async def test_a_fallback_delivers_when_the_first_step_fails_for_good(url: str) -> None:  # noqa: F811
@@ -154,6 +173,12 @@ def test_member_zone_is_what_their_time_reads(url: str) -> None:  # noqa: F811
     # a member may not, and an unknown zone is refused: neither changes Alice's
     assert_error(run(url, "member", "zone", ALICE, "Asia/Tokyo"), "Only an admin")
     assert_error(run(url, "member", "zone", ALICE, "Mars/Olympus", user="boss"), "Mars/Olympus")
+    trail = asyncio.run(_audit(url, ALICE))
+    assert [(a.actor, a.action, a.details) for a in trail] == [
+        ("local:boss", "member.timezone", {"timezone": "Europe/Berlin"}),
+        ("local:boss", "member.timezone", {"timezone": "Europe/Berlin"}),
+        ("local:alice", "member.timezone.denied", {"reason": trail[-1].details["reason"]}),
+    ]
 
     proc = run(url, "schedule", "--to", C1, "--to", ALICE, "--to", BOB, "--their-time",
                "--when", "2099-04-01 09:00", "--tz", "UTC", "--text", "Planning")  # fmt: skip
