@@ -246,7 +246,7 @@ class Remote:
         else:
             self.emit(f"  to:      {len(listed)} recipients")
             for i, r in enumerate(listed, 1):
-                self.emit(f"    {i:>3}. {_recipient_words(r)}")
+                self.emit(f"    {i}. {_recipient_words(r)}")
         self.emit(f"  when:    {s['expression']}  [{s['description']}]")
         self.emit(f"  next:    {_local(s['next_run_at'], s['timezone'])} {s['timezone']}")
         self.emit(f"  owner:   {s['owner']}")
@@ -326,24 +326,29 @@ def run_remote(args: argparse.Namespace, url: str, token: str) -> int:
     return 0
 
 
-def _recipient_words(r: dict[str, Any]) -> str:
-    """One recipient of the API's schedule: ``slack:@U1 or email:u1@example.com``."""
+def _recipient_words(r: dict[str, Any], *, timeout: bool = True) -> str:
+    """One recipient of the API's schedule: ``slack:@U1 or email:u1@example.com``,
+    its zone, and (``timeout``) how long a step of its chain is tried."""
     text = " or ".join(r.get("to") or [])
     if r.get("zone"):
         text += f" ({r['zone']} time)"
+    if timeout and r.get("timeout") and len(r.get("to") or []) > 1:
+        from core.timeexpr import describe_duration
+
+        text += f" (each step at most {describe_duration(r['timeout'])})"
     return text
 
 
 def _recipients_text(s: dict[str, Any]) -> str:
     """Every recipient of the API's schedule, in order (as core.views.recipients_text)."""
     listed = s.get("recipients") or [{"to": [s["destination"]]}]
-    return ", ".join(_recipient_words(r) for r in listed)
+    return ", ".join(_recipient_words(r, timeout=False) for r in listed)
 
 
 def _first_and_more(s: dict[str, Any]) -> str:
     """A list's TO: the first recipient and how many more (``slack:C0123ABC +2``)."""
     first, *more = s.get("recipients") or [{"to": [s["destination"]]}]
-    return _recipient_words(first) + (f" +{len(more)}" if more else "")
+    return _recipient_words(first, timeout=False) + (f" +{len(more)}" if more else "")
 
 
 def _their_times(s: dict[str, Any]) -> str | None:

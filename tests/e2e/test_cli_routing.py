@@ -10,13 +10,18 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 from bot.service import drain
 from core.clock import ManualClock
 from core.settings import load_settings
 from core.store import Store
+from tests.api.conftest import Service, start_service, stop_service
 from tests.e2e.test_cli import assert_error, run
 from tests.e2e.test_cli import url as url  # noqa: F401 - the database fixture, migrated
 from tests.fakes import FakeSMTP, WebhookReceiver
@@ -215,3 +220,50 @@ def test_bad_recipients_are_one_line_and_change_nothing(url: str) -> None:  # no
     # an admin's cap is higher
     assert run(url, "schedule", *many, *common, "--quiet", user="boss").returncode == 0
     assert schedules(url) == []  # the admin's, not Alice's
+
+
+# --- the same through a running service (HERALD_API_URL): the remote CLI ------------
+
+
+@pytest.fixture
+def service(tmp_path: Path) -> Iterator[Service]:
+    """``herald run`` on SQLite: the remote CLI sends what the local one passes to core
+    (tests/api/test_api_routing.py runs the API's routing on both databases)."""
+    svc = start_service(f"sqlite:///{tmp_path / 'herald.db'}")
+    try:
+        yield svc
+    finally:
+        stop_service(svc)
+
+
+def test_the_remote_cli_sends_every_recipient(service: Service) -> None:
+    api = {
+        "HERALD_API_URL": service.base,
+        "HERALD_API_TOKEN": service.token("local:remote-a"),
+        # wrong on purpose: these commands must not open the database
+        "HERALD_DATABASE_URL": "sqlite:////nonexistent/dir/herald.db",
+    }
+    b, c = "email:b@example.com", "email:c@example.com"
+
+    def remote(*args: str) -> Any:
+        return run(service.url, *args, **api)
+
+    proc = remote("schedule", "--to", ALICE, "--to", b, "--then", c, "--step-timeout", "10m",
+                  "--when", "tomorrow at 9am", "--text", "Stand-up")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[1] == f"  to:   {ALICE}, {b} or {c}"
+    sid = proc.stdout.split()[1].rstrip(":")
+    s = made(remote("show", sid, "--json"))
+    assert s["recipients"] == [
+        {"id": 0, "to": [ALICE], "timeout": 600},
+        {"id": 1, "to": [b, c], "timeout": 600},
+    ]
+    assert f"{ALICE} +1" in remote("list").stdout
+    shown = remote("show", sid).stdout
+    chain = f"{b} or {c} (each step at most 10 minutes)"
+    assert f"  to:      2 recipients\n    1. {ALICE}\n    2. {chain}\n" in shown
+
+    proc = remote("edit", sid, "--add-to", "email:d@example.com", "--remove-to", ALICE)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[1] == f"  to: {b} or {c}, email:d@example.com"
+    assert_error(remote("edit", sid, "--remove-to", "email:zed@example.com"), "not a recipient")
