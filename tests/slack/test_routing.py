@@ -211,3 +211,15 @@ async def test_member_zone_without_a_token_asks_nothing(slack: FakeSlackApp) -> 
         assert slack.calls("users.info") == []
     finally:
         await channel.close()
+
+
+async def test_a_list_names_the_first_ten_recipients_and_counts_the_rest(routed: SlackEnv) -> None:
+    for n in range(12):
+        routed.slack.add_channel(f"CTEAM{n:02d}", f"team-{n}")
+        routed.slack.add_members(f"CTEAM{n:02d}", "U1")
+    targets = " ".join(f"<#CTEAM{n:02d}|team-{n}>" for n in range(12))
+    said = await _command(routed, f"{targets} every monday at 9am: Weekly", user="U1")
+    assert "<#CTEAM11>." in said  # the reply names every one
+    listed = await _command(routed, "list", user="U1")
+    assert "<#CTEAM09> and 2 more: every Monday at 09:00" in listed
+    assert "<#CTEAM10>" not in listed
