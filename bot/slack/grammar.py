@@ -107,7 +107,8 @@ person's own zone (their Slack profile's).
 `tonight` is 20:00, `eod` 17:00 (tomorrow once past), `end of month` its last day; a rule \
 without a time (`every monday`) is sent at the default time (09:00 unless Herald's admins \
 chose another), and the reply says so.
-• `/schedule` alone opens a form with a channel picker, a preview and date and time pickers.
+• `/schedule` alone opens a form with a picker of one or more channels, a preview \
+and date and time pickers.
 • `/schedule list` (operators and admins: `list all`; one state: `list failed`), \
 `show ID`, `edit ID`, `cancel ID` (or `delete ID`, `remove ID`), \
 `pause ID`, `resume ID`, `skip ID` (skip the next occurrence only).
