@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.text import Text
 from textual.widgets import Input, TextArea
 
 from core.cases import Herald
@@ -22,6 +23,7 @@ from tests.tui.conftest import ADMIN, OPERATOR, flat, run, screen_text, settle, 
 from tests.tui.test_snapshots import SNAPSHOTS, compare
 from tui.screens.detail import DetailScreen
 from tui.screens.form import parse_recipients
+from tui.widgets.table import _cut
 
 GONE = "slack:C0OLD"
 CHAIN = {"first_of": ["slack:C0ALERTS", "email:alice@example.com"]}
@@ -321,3 +323,10 @@ def test_the_forms_field_reads_chains_and_lists() -> None:
     ]
     assert parse_recipients("log:") == ["log:"]
     assert parse_recipients("  ") == []
+
+
+def test_a_cut_keeps_how_many_more_there_are() -> None:
+    cell = Text("webhook:https://hooks.example.com/x +12")
+    assert _cut(cell, 16, tail=True).plain == "webhook:htt… +12"  # 16 cells
+    assert _cut(cell, 16).plain == "webhook:https:/…"  # other columns cut as before
+    assert _cut(Text("slack:C0OPS +2"), 4, tail=True).plain == "sla…"  # no room: plain cut
