@@ -534,7 +534,9 @@ class ScheduleCases(RecipientCases):
         actor = await self.actor(actor_id)
         schedule = await self._visible(actor, schedule_id)
         assert schedule.id is not None
-        jobs = await self.store.schedule_jobs(schedule.id)
+        # the latest occurrences of every recipient (views.fared reads the last tried)
+        per_occurrence = len(recipients.destinations_of(_values_of(schedule)))
+        jobs = await self.store.schedule_jobs(schedule.id, limit=max(50, 3 * per_occurrence))
         attempts = await self.store.job_attempts([job.id for job in jobs if job.id is not None])
         return ScheduleDetail(schedule, jobs, attempts)
 

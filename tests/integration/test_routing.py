@@ -503,3 +503,28 @@ async def test_a_skipped_occurrence_is_skipped_for_every_recipient(
         "webhook:https://example.com/a",
         "webhook:https://example.com/b",
     ]
+
+
+async def test_how_many_recipients_fared_counts_them_all(
+    herald: Herald, clock: ManualClock
+) -> None:
+    """With 40 recipients the next occurrence's 40 waiting jobs do not hide the last
+    one's from the schedule's detail."""
+    to = [f"webhook:https://example.com/{n}" for n in range(40)]
+    s, _ = await herald.create_schedule(ALICE, to=to, when="every day at 13:00", text="x")
+    channel = RecordingChannel(
+        lambda d: (
+            DeliveryResult.permanent("gone", 410)
+            if str(d.destination).endswith("/7")
+            else DeliveryResult.ok(200)
+        )
+    )
+    channel.kind = "webhook"  # type: ignore[misc]
+    d = Dispatcher(herald.store, {"webhook": channel}, clock=clock, config=CONFIG)
+    clock.advance(timedelta(hours=1))
+    await d.drain()
+    detail = await herald.show_schedule(ALICE, s.id)
+    assert len(detail.jobs) == 80
+    assert views.fared(detail.schedule, detail.jobs) == (
+        "delivered to 39 of 40; webhook:https://example.com/… failed"
+    )
