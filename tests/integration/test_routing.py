@@ -512,14 +512,13 @@ async def test_how_many_recipients_fared_counts_them_all(
     one's from the schedule's detail."""
     to = [f"webhook:https://example.com/{n}" for n in range(40)]
     s, _ = await herald.create_schedule(ALICE, to=to, when="every day at 13:00", text="x")
-    channel = RecordingChannel(
-        lambda d: (
-            DeliveryResult.permanent("gone", 410)
-            if str(d.destination).endswith("/7")
-            else DeliveryResult.ok(200)
-        )
-    )
-    channel.kind = "webhook"  # type: ignore[misc]
+
+    def script(delivery: Delivery) -> DeliveryResult:
+        if str(delivery.destination).endswith("/7"):
+            return DeliveryResult.permanent("gone", 410)
+        return DeliveryResult.ok(200)
+
+    channel = RecordingChannel(script, kind="webhook")
     d = Dispatcher(herald.store, {"webhook": channel}, clock=clock, config=CONFIG)
     clock.advance(timedelta(hours=1))
     await d.drain()
