@@ -602,20 +602,14 @@ class ScheduleCases(RecipientCases):
             values["options"] = options
             for step in every:  # the message must fit where it goes
                 limits.check_message(parse_destination(step), body, options)
+        if to is not None and when is None:  # the rule it keeps, into each new recipient
+            await self._check_intervals(actor, schedule, values, schedule.rrule)
         arm_at: datetime | None = None
         if when is not None:
             _refuse_skip_phrase(when)
             zone_name = self._zone_for(actor, tz, kept=schedule.timezone)
             reading = self.read_when(when, zone_name, actor=actor)
-            try:
-                for step in recipients.destinations_of({**_values_of(schedule), **values}):
-                    tenancy.check_interval(
-                        actor, parse_destination(step), reading.rule, self.settings
-                    )
-            except tenancy.QuotaExceeded as exc:
-                raise await self.denied(
-                    actor, "schedule.edit", "schedule", str(schedule_id), str(exc), type(exc)
-                ) from None
+            await self._check_intervals(actor, schedule, values, reading.rule)
             values.update(
                 expression=reading.expression,
                 timezone=reading.timezone,  # a zone written in the phrase wins
@@ -646,6 +640,19 @@ class ScheduleCases(RecipientCases):
         if to is not None and arm_at is None:
             self._due(updated.next_run_at)
         return updated
+
+    async def _check_intervals(
+        self, actor: Actor, schedule: Schedule, values: Mapping[str, Any], rule: str | None
+    ) -> None:
+        """Refuse (audited) an edit whose rule repeats faster than a member may into any
+        of the schedule's recipients after it (:func:`tenancy.check_interval`)."""
+        try:
+            for step in recipients.destinations_of({**_values_of(schedule), **values}):
+                tenancy.check_interval(actor, parse_destination(step), rule, self.settings)
+        except tenancy.QuotaExceeded as exc:
+            raise await self.denied(
+                actor, "schedule.edit", "schedule", str(schedule.id), str(exc), type(exc)
+            ) from None
 
     async def _new_recipients(
         self, actor: Actor, schedule: Schedule, to: To

@@ -439,7 +439,15 @@ async def test_a_members_quick_rule_is_refused_for_any_shared_recipient(team: He
         await team.create_schedule(
             ANNA, to=["slack:@UANNA", "slack:C0TEAM"], when="every minute", text="x"
         )
-    await team.create_schedule(ANNA, to=["slack:@UANNA"], when="every minute", text="x")
+    mine, _ = await team.create_schedule(ANNA, to=["slack:@UANNA"], when="every minute", text="x")
+    # nor can an edit add one to the quick rule it keeps
+    with pytest.raises(QuotaExceeded, match="into a shared channel"):
+        await team.edit_schedule(ANNA, mine.id, add=["slack:C0TEAM"])
+    with pytest.raises(QuotaExceeded, match="into a shared channel"):
+        await team.edit_schedule(ANNA, mine.id, to="slack:C0TEAM")
+    # with a slower rule in the same edit, it may
+    slower = await team.edit_schedule(ANNA, mine.id, add=["slack:C0TEAM"], when="every day at 9am")
+    assert views.recipients_text(slower) == "slack:@UANNA, slack:C0TEAM"
 
 
 async def test_mass_mentions_stay_admin_only_for_each_slack_recipient(team: Herald) -> None:
