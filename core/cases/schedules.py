@@ -664,8 +664,11 @@ class ScheduleCases(RecipientCases):
         recipients.check_count(actor, wanted)
         named = recipients.canonical(await self.named_recipients(actor, wanted))
         kept = {r.to: r for r in current}
-        named = [
-            replace(w, zone=kept[w.to].zone, their_time=False) if w.to in kept else w for w in named
+        named = [  # a recipient named again is kept as it was (its zone, its step limit)
+            replace(w, zone=old.zone, timeout=old.timeout, their_time=False)
+            if (old := kept.get(w.to)) is not None and w.timeout in (None, old.timeout)
+            else w
+            for w in named
         ]
         zoned = await self.with_zones(actor, named, schedule.timezone)
         return routing.numbered(list(zoned), kept=current)

@@ -535,3 +535,21 @@ async def test_how_many_recipients_fared_counts_them_all(
     assert views.fared(detail.schedule, detail.jobs) == (
         "delivered to 39 of 40; webhook:https://example.com/… failed"
     )
+
+
+async def test_replacing_all_recipients_keeps_those_named_again_as_they_were(
+    herald: Herald,
+) -> None:
+    chain = {"first_of": ["webhook:https://example.com/a", "email:a@example.com"]}
+    s, _ = await herald.create_schedule(
+        ALICE, to=["slack:C0OPS", chain], when="every day at 13:00", text="x", step_timeout=600
+    )
+    before = {j.recipient: j.idempotency_key for j in await jobs_of(herald, s.id)}
+    edited = await herald.edit_schedule(ALICE, s.id, to=[chain, "slack:C0DEV"])
+    assert edited.recipients == [
+        {"id": 1, "to": ["webhook:https://example.com/a", "email:a@example.com"], "timeout": 600},
+        {"id": 2, "to": ["slack:C0DEV"]},
+    ]
+    jobs = {j.recipient: j for j in await jobs_of(herald, s.id)}
+    assert jobs[1].idempotency_key == before[1] and jobs[1].state == "pending"
+    assert (jobs[0].state, jobs[2].state) == ("cancelled", "pending")
