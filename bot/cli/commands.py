@@ -159,7 +159,7 @@ class Cli:
     async def cmd_member(self, herald: Herald) -> None:
         a = self.args
         if a.member_command == "zone":
-            zone = await herald.set_member_timezone(self.actor, a.member, a.zone)
+            zone = await herald.set_member_timezone(self.actor, a.member, " ".join(a.zone))
             self.emit(
                 f"{a.member}'s time zone is now {zone}: schedules read in their time "
                 "(--their-time) send to them at its hours."

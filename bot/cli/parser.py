@@ -246,7 +246,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument(
         "member", help="member id, e.g. slack:U123, discord:<user id>, email:alice@example.com"
     )
-    r.add_argument("zone", help="a city (Berlin), an IANA zone (Europe/Berlin) or UTC+2")
+    r.add_argument(
+        "zone", nargs="+", help="a city (Berlin, new york), an IANA zone (Europe/Berlin) or UTC+2"
+    )
 
     c = add("admin", "Herald's first admin, on a database that has none.")
     asub = c.add_subparsers(dest="admin_command", required=True, parser_class=_Parser)
