@@ -91,8 +91,12 @@ def _add_routes(cmd: argparse.ArgumentParser, *, required: bool = False) -> None
         const="then",
         dest="then",
         metavar="DEST",
-        help="tried when the destination before it failed for good (or past --step-timeout): "
-        "--to slack:@U123 --then email:alice@example.com",
+        help=(
+            "tried when the destination before it failed for good (or past --step-timeout)"
+            if required
+            else "a fallback of the --to or --add-to before it, tried when that failed for good"
+        )
+        + ": --to slack:@U123 --then email:alice@example.com",
     )
 
 
