@@ -138,39 +138,9 @@ class Remote:
     # --- commands ---------------------------------------------------------------------
 
     def schedule(self, a: argparse.Namespace) -> None:
-        from bot.cli.options import say_not_created, schedule_options
+        from bot.cli.options import say_not_created
 
-        sources = list(a.skip_calendar or [])
-        urls: list[str] = []
-        files = {}
-        if sources:  # what a URL is, as the local command reads it (webcal:// too)
-            from bot.cli.options import open_text
-            from core.calendars import is_url
-
-            urls = [s for s in sources if is_url(s)]
-            for path in (s for s in sources if not is_url(s)):
-                with open_text(path) as f:
-                    files[os.path.basename(path)] = f.read()
-        from bot.cli.options import recipients_arg, step_timeout_arg
-
-        to = recipients_arg(a.to)
-        body: dict[str, Any] = {"to": to[0] if len(to) == 1 else to, "when": a.when}
-        body["text"] = a.text
-        if a.their_time:
-            body["time_of"] = "recipient"
-        timeout = step_timeout_arg(a.step_timeout)
-        if timeout is not None:
-            body["step_timeout"] = round(timeout)
-        for name, value in (("tz", a.tz), ("key", a.key), ("max_lateness", a.max_lateness)):
-            if value is not None:
-                body[name] = value
-        options = schedule_options(a)
-        if options:
-            body["options"] = options
-        if urls:
-            body["skip"] = urls
-        if files:
-            body["skip_files"] = files
+        body = _schedule_body(a)
         status, _, s = self.call("POST", "/schedules", body)
         created = status == 201
         if a.json:
@@ -324,6 +294,42 @@ def run_remote(args: argparse.Namespace, url: str, token: str) -> int:
             return EXIT_ERROR
         raise
     return 0
+
+
+def _schedule_body(a: argparse.Namespace) -> dict[str, Any]:
+    """``herald schedule``'s request to POST /v1/schedules: its recipients, time, text,
+    options and skip calendars (files read here)."""
+    from bot.cli.options import recipients_arg, schedule_options, step_timeout_arg
+
+    to = recipients_arg(a.to)
+    timeout = step_timeout_arg(a.step_timeout)
+    fields = {
+        "to": to[0] if len(to) == 1 else to,
+        "when": a.when,
+        "text": a.text,
+        "time_of": "recipient" if a.their_time else None,
+        "step_timeout": None if timeout is None else round(timeout),
+        "tz": a.tz,
+        "key": a.key,
+        "max_lateness": a.max_lateness,
+        "options": schedule_options(a) or None,
+    }
+    body = {name: value for name, value in fields.items() if value is not None}
+    sources = list(a.skip_calendar or [])
+    if sources:  # what a URL is, as the local command reads it (webcal:// too)
+        from bot.cli.options import open_text
+        from core.calendars import is_url
+
+        urls = [s for s in sources if is_url(s)]
+        files = {}
+        for path in (s for s in sources if not is_url(s)):
+            with open_text(path) as f:
+                files[os.path.basename(path)] = f.read()
+        if urls:
+            body["skip"] = urls
+        if files:
+            body["skip_files"] = files
+    return body
 
 
 def _recipient_words(r: dict[str, Any], *, timeout: bool = True) -> str:
