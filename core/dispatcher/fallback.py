@@ -4,7 +4,7 @@ becoming a dead letter; only the last step's failure is one. Pure functions."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from core import routing
 from core.channels import parse_destination
@@ -26,8 +26,8 @@ def shown(destination: str) -> str:
 def fall_back(
     job: ClaimedJob, attempt: AttemptRecord | None, error: str, now: datetime
 ) -> Verdict | None:
-    """The job moved on to its recipient's next step, due now, when it has one (None:
-    this was the last step, or the only one)."""
+    """The job moved on to its recipient's next step, due ``now`` (when that step
+    begins), when it has one (None: this was the last step, or the only one)."""
     if job.route is None:
         return None
     following = routing.next_step(routing.parse_route(job.route), job.step)
@@ -43,15 +43,22 @@ def fall_back(
     )
 
 
-def step_timed_out(job: ClaimedJob, now: datetime) -> bool:
-    """Whether the job's current step has been tried longer than its recipient allows
-    (and there is a next step to go to)."""
+def step_deadline(job: ClaimedJob) -> datetime | None:
+    """When the job's current step has been tried as long as its recipient allows (None:
+    no limit, or no next step to go to)."""
     if job.route is None:
-        return False
+        return None
     route = routing.parse_route(job.route)
     if route.timeout is None or routing.next_step(route, job.step) is None:
-        return False
+        return None
     # the first step began when the recipient's occurrence fell due (``due_at`` moves
     # with each retry); a later one (or a retried chain) when it was entered
     since = job.step_since or routing.due_for(job.occurrence_at, job.timezone, route.zone)
-    return (now - since).total_seconds() >= route.timeout
+    return since + timedelta(seconds=route.timeout)
+
+
+def step_timed_out(job: ClaimedJob, now: datetime) -> bool:
+    """Whether the job's current step has been tried longer than its recipient allows
+    (and there is a next step to go to)."""
+    deadline = step_deadline(job)
+    return deadline is not None and now >= deadline

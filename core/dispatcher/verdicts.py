@@ -17,7 +17,7 @@ from core import calendars, timeexpr
 from core.calendars import Blackouts
 from core.channels.base import DeliveryResult, Outcome
 from core.dispatcher.config import DispatcherConfig, backoff_delay
-from core.dispatcher.fallback import fall_back, step_timed_out
+from core.dispatcher.fallback import fall_back, step_deadline, step_timed_out
 from core.errors import HeraldError
 from core.models import JobState
 from core.store import AttemptRecord, ClaimedJob, HandBack, Verdict
@@ -96,12 +96,20 @@ def judge(
         if result.retry_after is not None
         else backoff_delay(job.attempts, config.backoff_base, config.backoff_cap, rng)
     )
+    retry_at = finished + timedelta(seconds=delay)
+    deadline = step_deadline(job)
+    if deadline is not None and retry_at > deadline:  # the next step begins at the limit
+        later = fall_back(
+            job, attempt, f"Not delivered within its step's time limit: {result.error}", deadline
+        )
+        if later is not None:
+            return later
     return Verdict(
         job,
         RETRYING,
         attempt,
         error=result.error,
-        retry_at=finished + timedelta(seconds=delay),
+        retry_at=retry_at,
         refund_attempt=rate_limited,
     )
 

@@ -261,8 +261,9 @@ WHERE EXISTS (SELECT 1 FROM schedule WHERE id = %s AND state = 'active' AND rrul
 ON CONFLICT (schedule_id, recipient, occurrence_at) DO NOTHING
 """
 # A job falling back to its recipient's next step: its tries counted afresh.
+# (after the job's own update: the step begins when it falls due, its due_at)
 _NEXT_STEP = """
-UPDATE job SET destination = %s, step = step + 1, attempts = 0, step_since = %s
+UPDATE job SET destination = %s, step = step + 1, attempts = 0, step_since = due_at
 WHERE id = %s
 """
 _NEXT_RUN = """
@@ -484,7 +485,7 @@ ON CONFLICT (schedule_id, recipient, occurrence_at) DO NOTHING
 """
 _PG_NEXT_STEPS = """
 UPDATE job SET destination = n.destination, step = job.step + 1, attempts = 0,
-    step_since = %(now)b
+    step_since = job.due_at
 FROM unnest(%(ids)b::bigint[], %(destination)b::text[]) AS n(id, destination)
 WHERE job.id = n.id
 """
@@ -844,7 +845,7 @@ class QueueQueries(Gateway):
                 ],
             )
             db.many(_NEXT_RUN, [(db.at(n.occurrence), at, n.schedule_id, n.rule) for n in nexts])
-            db.many(_NEXT_STEP, [(r.next_step, at, r.job.id) for r in plan.stepping])
+            db.many(_NEXT_STEP, [(r.next_step, r.job.id) for r in plan.stepping])
             for outcome, schedule_ids in plan.outcomes.items():
                 db.run(_OUTCOME, (outcome, db.ids(schedule_ids)))
             if plan.ended:
@@ -908,7 +909,6 @@ class QueueQueries(Gateway):
                 await conn.exec_driver_sql(
                     _PG_NEXT_STEPS,
                     {
-                        "now": now,
                         "ids": [r.job.id for r in plan.stepping],
                         "destination": [r.next_step for r in plan.stepping],
                     },

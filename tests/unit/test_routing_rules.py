@@ -11,7 +11,7 @@ import pytest
 from core import routing
 from core.actors import Actor
 from core.cases.recipients import check_count, member_of, wanted_of
-from core.dispatcher.fallback import fall_back, step_timed_out
+from core.dispatcher.fallback import fall_back, step_deadline, step_timed_out
 from core.errors import InvalidInput
 from core.models import Role
 from core.routing import Recipient, Wanted
@@ -169,5 +169,7 @@ def test_a_steps_time_limit_counts_from_when_it_began() -> None:
     later = claimed(chain, step=0, step_since=NOON + timedelta(hours=1))
     assert not step_timed_out(later, NOON + timedelta(hours=1, seconds=599))
     assert not step_timed_out(claimed(chain, step=1), NOON + timedelta(days=1))  # the last
+    assert step_deadline(retried) == NOON + timedelta(seconds=600)
+    assert step_deadline(later) == NOON + timedelta(hours=1, seconds=600)
     plain = claimed(Recipient(0, ("webhook:https://x.example",), timeout=600))
     assert not step_timed_out(plain, NOON + timedelta(days=1))
