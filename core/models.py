@@ -336,7 +336,8 @@ class Job(SQLModel, table=True):
     #: Its recipient as JSON (core.routing.Recipient.route) when it is more than one
     #: destination in the schedule's zone; None otherwise.
     route: str | None = Field(default=None, sa_type=sa.Text)
-    #: When its current step began (for a step's time limit); None: when it fell due.
+    #: When its current step began (for a step's time limit); None: the first step, begun
+    #: when the occurrence fell due for its recipient (not ``due_at``, which retries move).
     step_since: datetime | None = _utc(default=None)
     state: str = Field(default=JobState.PENDING.value, max_length=16)
     attempts: int = Field(default=0)
