@@ -18,8 +18,7 @@ from bot.api.problems import ApiProblem
 from bot.api.requests import PREFIX, Call, Handler, Reply
 from core import verbs, views
 from core.actors import Actor
-from core.cases import import_schedules
-from core.cases.recipients import To, canonical, wanted_of
+from core.cases import To, canonical, import_schedules, wanted_of
 from core.errors import Conflict, InvalidInput
 from core.models import Job, Schedule
 from core.store import DeadFilter
@@ -82,8 +81,7 @@ async def create_schedule(call: Call) -> Reply:
     if header_key is not None and body.key is not None and header_key != body.key:
         raise ApiProblem(422, "The Idempotency-Key header and the key field differ: send one.")
     key = header_key if header_key is not None else body.key
-    # create_schedule takes any recipients (core.cases.recipients.To); its hint says str
-    to: Any = _to(body.to)
+    to = _to(body.to)
     schedule, created = await call.herald.create_schedule(
         call.principal,
         to=to,

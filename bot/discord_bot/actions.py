@@ -10,14 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import cast
 
 from bot.discord_bot import render
 from bot.discord_bot.choices import EXAMPLES
 from core import verbs
 from core.actors import ActorRef, Principal, discord_tenant
-from core.cases import Herald
-from core.cases.recipients import To
+from core.cases import Herald, To
 from core.errors import InvalidInput, PermissionDenied
 from core.models import Schedule, ScheduleState
 from core.settings import Settings
@@ -149,7 +147,7 @@ async def create(
     member = await herald.actor(actor)
     schedule, created = await herald.create_schedule(
         actor,
-        to=cast(str, to),  # create_schedule reads recipients (core.cases.recipients.To)
+        to=to,
         when=when,
         text=text,
         tz=tz,

@@ -24,7 +24,7 @@ import discord
 from bot.discord_bot import actions, reminders, render
 from bot.discord_bot.interact import herald_of, mentions_in, postable
 from core.actors import Principal
-from core.cases.recipients import check_count, wanted_of
+from core.cases import check_count, wanted_of
 from core.errors import InvalidInput, PermissionDenied
 
 _SEPARATORS = re.compile(r"[\s,]+")

@@ -271,7 +271,7 @@ class Commands(Recipients):
                 return {"skip": plain(exc)}, None
             schedule, _ = await self.herald.create_schedule(
                 actor,
-                to=to[0] if len(to) == 1 else to,  # type: ignore[arg-type]  # core: To
+                to=to[0] if len(to) == 1 else to,
                 when=sub.when,
                 text=sub.text,
                 tz=person.zone,

@@ -35,7 +35,7 @@ class Recipients(Reminders):
             others += [s.removeprefix("slack:@") for s in steps if _other(s, person)]
         schedule, created = await self.herald.create_schedule(
             person.principal,
-            to=to,  # type: ignore[arg-type]  # core takes recipients.To; its hint says str
+            to=to,
             when=command.when,
             text=command.text,
             tz=person.zone,

@@ -7,7 +7,8 @@ settings, channels and the helpers the concerns share, all given to its construc
 
 - :mod:`core.cases.members`: a member's zone, name, admin standing and role;
 - :mod:`core.cases.calendars`: skip calendars, event feeds, refreshes, exports;
-- :mod:`core.cases.schedules`: schedules, on the calendars they skip;
+- :mod:`core.cases.recipients`: whom a schedule goes to, read and checked;
+- :mod:`core.cases.schedules`: schedules, on the calendars they skip and recipients;
 - :mod:`core.cases.reminders`: a reminder's Snooze and Done buttons, on schedules;
 - :mod:`core.cases.dead_letters`: dead letters, retries and their answers;
 - :mod:`core.cases.console`: the operator console, on schedules and dead letters;
@@ -23,6 +24,7 @@ from core.cases.calendars import describe_before
 from core.cases.console import (
     SCHEDULE_BULK,
     Overview,
+    RecipientState,
     Timeline,
     parse_shift,
     unavailable,
@@ -37,6 +39,7 @@ from core.cases.importer import (
     import_schedules,
     more_invalid,
 )
+from core.cases.recipients import To, canonical, check_count, wanted_of
 from core.cases.schedules import MAX_KEY, OPTIONS, check_text
 from core.cases.tokens import Unauthorized, scope_allows
 from core.views import ScheduleDetail
@@ -51,9 +54,13 @@ __all__ = [
     "ImportRejected",
     "ImportTooLarge",
     "Overview",
+    "RecipientState",
     "ScheduleDetail",
+    "To",
     "Timeline",
     "Unauthorized",
+    "canonical",
+    "check_count",
     "check_text",
     "describe_before",
     "import_schedules",
@@ -62,4 +69,5 @@ __all__ = [
     "scope_allows",
     "unavailable",
     "verb_rule",
+    "wanted_of",
 ]

@@ -48,7 +48,9 @@ def wanted_of(
             )
         if not isinstance(steps, list | tuple) or not all(isinstance(s, str) for s in steps):
             raise InvalidInput("A chain (first_of) is a list of destinations.")
-        wanted.append(Wanted(tuple(s.strip() for s in steps), timeout=timeout))
+        # a step's time limit means something only where there is a next step
+        chain = len(steps) > 1
+        wanted.append(Wanted(tuple(s.strip() for s in steps), timeout=timeout if chain else None))
     if their_time:
         wanted = [replace(w, their_time=True) for w in wanted]
     _check_shape(wanted)

@@ -205,7 +205,7 @@ class ScheduleCases(RecipientCases):
         self,
         actor_id: ActorRef,
         *,
-        to: str,
+        to: To,
         when: str,
         text: str,
         tz: str | None = None,

@@ -32,8 +32,10 @@ def record(item: Settled, metrics: Metrics, worker: str) -> None:
             m.lateness.observe(max(0.0, late))
         if attempt.status_code == 429:
             m.provider_429.inc()
-        if item.state == RETRYING:
+        if item.state == RETRYING and item.next_step is None:
             m.retries.inc()
+    if item.next_step is not None:  # a step failed for good: on to the recipient's next
+        m.fallbacks.inc()
     level = logging.DEBUG if item.state == DELIVERED else logging.WARNING
     if log.isEnabledFor(level):
         log.log(

@@ -89,7 +89,7 @@ async def test_the_edit_form_holds_what_every_recipient_allows(herald: Herald) -
     """A webhook takes 4,000 characters, a Discord channel 2,000: the field takes 2,000."""
     schedule, _ = await herald.create_schedule(
         who(OWNER),
-        to=[WEBHOOK, "discord:123456789012345678"],  # type: ignore[arg-type]
+        to=[WEBHOOK, "discord:123456789012345678"],
         when="every day at 10:00",
         text="short",
     )

@@ -255,7 +255,7 @@ def test_the_remote_cli_sends_every_recipient(service: Service) -> None:
     sid = proc.stdout.split()[1].rstrip(":")
     s = made(remote("show", sid, "--json"))
     assert s["recipients"] == [
-        {"id": 0, "to": [ALICE], "timeout": 600},
+        {"id": 0, "to": [ALICE]},  # one destination: no next step to time out to
         {"id": 1, "to": [b, c], "timeout": 600},
     ]
     assert f"{ALICE} +1" in remote("list").stdout

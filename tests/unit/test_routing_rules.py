@@ -103,7 +103,7 @@ def test_a_request_read_as_recipients() -> None:
         step_timeout=600,
     )
     assert [(w.to, w.timeout, w.their_time) for w in got] == [
-        (("slack:C1",), 600, True),
+        (("slack:C1",), None, True),  # one destination: no next step to time out to
         (("slack:@U1", "email:a@example.com"), 600, True),
     ]
     with pytest.raises(InvalidInput, match="between 1 minute and 7 days"):

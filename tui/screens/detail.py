@@ -12,8 +12,7 @@ from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import DataTable, Header, Static
 
-from core.cases import Timeline
-from core.cases.console import RecipientState
+from core.cases import RecipientState, Timeline
 from core.models import Schedule
 from tui.format import CELL, clip, span, stamp
 from tui.screens.base import ConsoleScreen, footer
