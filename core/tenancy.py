@@ -208,19 +208,22 @@ def check_live_count(
     actor: Actor, *, mine: int, tenant_total: int, adding: int, settings: Settings
 ) -> None:
     """Refuse ``adding`` more live schedules when the member or the tenant would pass
-    its quota."""
+    its quota (a schedule counts once per recipient)."""
     if exempt(actor, settings):
         return
     per_member, per_tenant = settings.quota_schedules_per_member, settings.quota_schedules
     if mine + adding > per_member:
         raise QuotaExceeded(
             f"You have {mine:,} active or paused schedules here and may have at most "
-            f"{per_member:,}; cancel some first."
+            f"{per_member:,} (a schedule counts once per recipient)"
+            + (f"; this one would add {adding:,}" if adding > 1 else "")
+            + "; cancel some first."
         )
     if tenant_total + adding > per_tenant:
         raise QuotaExceeded(
             f"This workspace has {tenant_total:,} active or paused schedules and may have "
-            f"at most {per_tenant:,}; ask an admin to cancel some first."
+            f"at most {per_tenant:,} (a schedule counts once per recipient); ask an admin to "
+            "cancel some first."
         )
 
 

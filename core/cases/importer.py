@@ -251,7 +251,8 @@ async def import_schedules(
         rows = [rows[i] for i in keep]
         details = [details[i] for i in keep]
     total = len(rows)
-    await herald.check_quota(actor, adding=total)  # imports count like one-by-one creates
+    # imports count like one-by-one creates: once per recipient
+    await herald.check_quota(actor, adding=sum(len(row["recipients"]) for row in rows))
     # and like them, no more than the hourly cap of messages to one recipient
     await herald.check_recipient_cap(actor, rows, action="schedule.import", tick=slices.tick)
     if progress is not None:

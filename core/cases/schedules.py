@@ -251,7 +251,7 @@ class ScheduleCases(RecipientCases):
         if their_time:
             values = await self.zoned(actor, values, named)
         values = await self.with_asker(actor, values)
-        await self.check_quota(actor, adding=1)
+        await self.check_quota(actor, adding=len(values["recipients"]))
         await self.check_recipient_cap(actor, [values])
         for destination in recipients.destinations_of(values):
             await self.check_reachable(destination)
@@ -574,6 +574,9 @@ class ScheduleCases(RecipientCases):
         asker: dict[str, Any] = {}
         if to is not None:
             new = await self._new_recipients(actor, schedule, to)
+            before = len(routing.from_json(schedule.recipients, schedule.destination))
+            if len(new) > before:  # each recipient counts against the quota
+                await self.check_quota(actor, adding=len(new) - before)
             for step in (d for r in new for d in r.to):
                 asker |= await self.check_recipient(actor, parse_destination(step), "schedule.edit")
                 await self.check_reachable(step)

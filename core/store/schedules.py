@@ -397,11 +397,15 @@ class ScheduleQueries(Gateway):
             return {int(row[0]) for row in await conn.execute(stmt)}
 
     async def count_live(self, tenant: str, owner: str) -> tuple[int, int]:
-        """Active and paused schedules: ``(of owner in tenant, of the whole tenant)``."""
+        """Active and paused schedules, each once per recipient: ``(of owner in tenant, of
+        the whole tenant)``."""
         live = SCHEDULE.c.state.in_(("active", "paused"))
-        stmt = sa.select(sa.func.count().filter(SCHEDULE.c.owner == owner), sa.func.count()).where(
-            SCHEDULE.c.tenant == tenant, live
-        )
+        many = sa.func.json_array_length(SCHEDULE.c.recipients)
+        each = sa.case((many > 1, many), else_=1)  # (a row older than routing: one)
+        stmt = sa.select(
+            sa.func.coalesce(sa.func.sum(each).filter(SCHEDULE.c.owner == owner), 0),
+            sa.func.coalesce(sa.func.sum(each), 0),
+        ).where(SCHEDULE.c.tenant == tenant, live)
         async with self._read() as conn:
             mine, total = (await conn.execute(stmt)).one()
         return int(mine), int(total)

@@ -390,6 +390,23 @@ async def test_live_schedules_per_member_and_per_tenant(db_url: str, store: Stor
     assert [row.actor for row in denied] == [ADA.id, ANNA.id]
 
 
+async def test_each_recipient_counts_against_the_quota(db_url: str, store: Store) -> None:
+    herald = Herald(
+        store, tenant_settings(db_url, HERALD_QUOTA_SCHEDULES_PER_MEMBER=3), ManualClock(START)
+    )
+    both = ["webhook:https://example.com/a", "webhook:https://example.com/b"]
+    made = await herald.create_schedule(ANNA, to=both, when="in 1 hour", text="two")
+    before = await snapshot(herald)
+    with pytest.raises(QuotaExceeded, match="at most 3 .*once per recipient.*would add 2"):
+        await herald.create_schedule(ANNA, to=both, when="in 1 hour", text="two more")
+    with pytest.raises(QuotaExceeded, match="at most 3"):  # an edit adding two, likewise
+        await herald.edit_schedule(
+            ANNA, made[0].id, add=["webhook:https://example.com/c", "webhook:https://example.com/d"]
+        )
+    assert await snapshot(herald) == before
+    await herald.create_schedule(ANNA, to="log:", when="in 1 hour", text="the third")
+
+
 async def test_imports_count_against_the_quota(db_url: str, store: Store) -> None:
     settings = tenant_settings(
         db_url, HERALD_QUOTA_SCHEDULES_PER_MEMBER=5, HERALD_QUOTA_EXEMPT_TENANTS=""
