@@ -29,7 +29,9 @@ def _schedule(s: Schedule, jobs: list[Job] | None = None) -> m.ScheduleOut:
     """A schedule as answers carry it; with its ``jobs`` at hand, how several
     recipients fared (views.fared)."""
     fared = None if jobs is None else views.fared(s, jobs)
-    return m.ScheduleOut.model_validate({**views.schedule_dict(s), "fared": fared})
+    return m.ScheduleOut.model_validate(
+        {**views.schedule_dict(s), "fared": fared, "recipient_times": views.recipient_times(s)}
+    )
 
 
 def _to(value: str | list[str | m.FirstOf]) -> To:

@@ -336,6 +336,11 @@ class ScheduleOut(_Out):
         description="How several recipients fared at the latest occurrence tried "
         "('delivered to 2 of 3; #old failed'); only where the jobs are read (GET one).",
     )
+    recipient_times: str | None = Field(
+        default=None,
+        description="With time_of recipient: when each person gets the next run, in their "
+        "zone and in UTC ('<@U1> 09:00 Europe/Berlin = 08:00Z, ...'); null otherwise.",
+    )
     text: str
     expression: str
     timezone: str

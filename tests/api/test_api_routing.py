@@ -183,6 +183,11 @@ def test_each_person_gets_the_hour_in_their_own_zone(service: Service) -> None:
             local = due[rid].astimezone(ZoneInfo(zone))
             assert (local.hour, local.minute) == (9, 0), (zone, local)
             assert local.replace(tzinfo=None).date() == wall.date()
+        # the answer says each person's hour in words, as the other surfaces do
+        said = f"{due[1]:%H:%MZ}"
+        assert "email:berlin@example.com 09:00 Europe/Berlin = " + said in s["recipient_times"]
+        assert "America/New_York" in s["recipient_times"]
+        assert c.get(f"/v1/schedules/{s['id']}").json()["recipient_times"] == s["recipient_times"]
 
 
 def test_how_the_recipients_fared_and_where_each_try_went(service: Service, gone_url: str) -> None:
