@@ -9,11 +9,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any, TypeAlias
 
-from core import routing
+from core import limits, routing
 from core.actors import Actor
 from core.cases.calendars import CalendarCases
 from core.channels import parse_destination
+from core.destinations import Destination
 from core.errors import InvalidInput
+from core.models import Schedule
+from core.reminders import ASKED_BY, ASKED_BY_NAME, asked_prefix
 from core.routing import Wanted
 
 #: What a request may give as its recipients: one destination, or a list of
@@ -174,3 +177,94 @@ class RecipientCases(CalendarCases):
                 zone = await self.zone_of(actor, w.to[0]) or schedule_zone
             out.append(replace(w, zone=zone))
         return out
+
+    async def check_recipient(
+        self, actor: Actor, destination: Destination, action: str = "schedule.create"
+    ) -> dict[str, Any]:
+        """Refuse (PermissionDenied, audited as ``<action>.denied``) a direct message to
+        someone ``actor`` may not remind; returns the options to add (who asked, for
+        someone else)."""
+        recipient = destination.recipient
+        if recipient is None or recipient == actor.id:
+            return {}
+        known = await self.store.get_member(actor.tenant, recipient)
+        if known is None and actor.herald_wide:
+            known = await self.store.find_member(recipient)
+        if known is None:
+            who = f"<@{destination.target[1:]}>"
+            raise await self.denied(
+                actor,
+                action,
+                "schedule",
+                "",
+                f"Herald can remind {who} only if they are a member of this workspace or "
+                "server that Herald knows: they have not used Herald here (or are in "
+                "another one). Ask them to run /schedule once, or remind yourself.",
+            )
+        me = await self.store.get_member(actor.tenant, actor.id)
+        name = (me.display_name if me is not None else "") or actor.id
+        return {ASKED_BY: actor.id, ASKED_BY_NAME: name}
+
+    async def with_asker(self, actor: Actor, values: dict[str, Any]) -> dict[str, Any]:
+        """A new schedule's values (:meth:`Herald.build_schedule`) once its recipients
+        are checked: a reminder for someone else records who asked, and must still fit
+        with the "… asked me to remind you:" its channel puts before the text."""
+        options = values["options"]
+        for step in destinations_of(values):
+            destination = parse_destination(step)
+            asked = await self.check_recipient(actor, destination)
+            if not asked:
+                continue
+            options = {**options, **asked}
+            prefixed = asked_prefix(destination, asked) + values["body"]
+            limits.check_message(destination, prefixed, options)
+        return {**values, "options": options}
+
+    async def zoned(
+        self, actor: Actor, values: dict[str, Any], wanted: Sequence[Wanted]
+    ) -> dict[str, Any]:
+        """A new schedule's values with each person's own zone (the time read in each
+        recipient's zone, :meth:`with_zones`)."""
+        found = await self.with_zones(actor, canonical(wanted), values["timezone"])
+        return {**values, "recipients": routing.to_json(routing.numbered(found))}
+
+    async def _new_recipients(
+        self, actor: Actor, schedule: Schedule, to: To
+    ) -> list[routing.Recipient]:
+        """An edit's recipients, numbered so those kept keep their numbers (and jobs);
+        new people read the time in their own zone when the schedule's recipients do."""
+        current = routing.from_json(schedule.recipients, schedule.destination)
+        wanted = wanted_of(to, their_time=any(r.zone for r in current))
+        check_count(actor, wanted)
+        named = canonical(await self.named_recipients(actor, wanted))
+        kept = {r.to: r for r in current}
+        named = [  # a recipient named again is kept as it was (its zone, its step limit)
+            replace(w, zone=old.zone, timeout=old.timeout, their_time=False)
+            if (old := kept.get(w.to)) is not None and w.timeout in (None, old.timeout)
+            else w
+            for w in named
+        ]
+        zoned = await self.with_zones(actor, named, schedule.timezone)
+        return routing.numbered(list(zoned), kept=current)
+
+    async def _edited_recipients(
+        self, actor: Actor, schedule: Schedule, to: To | None, add: To, remove: Sequence[str]
+    ) -> list[Wanted]:
+        """The recipients after adding ``add`` and removing ``remove`` (by a
+        destination of theirs) from ``to`` (None: the schedule's own)."""
+        current = routing.from_json(schedule.recipients, schedule.destination)
+        base = (
+            wanted_of(to) if to is not None else [Wanted(r.to, r.zone, r.timeout) for r in current]
+        )
+        gone = {str(parse_destination(await self.named_channel(actor, d))) for d in remove}
+        there = {d for w in base for d in w.to}
+        missing = sorted(gone - there)
+        if missing:
+            raise InvalidInput(f"{missing[0]} is not a recipient of schedule {schedule.id}.")
+        kept = [w for w in base if not gone & set(w.to)]
+        added = wanted_of(add) if add else []
+        if not kept and not added:
+            raise InvalidInput(
+                "That would leave no recipient: cancel the schedule instead, or add one."
+            )
+        return [*kept, *added]

@@ -13,7 +13,6 @@ import asyncio
 import json
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -25,7 +24,6 @@ from core.cases.base import principal_of
 from core.cases.calendars import RESERVED_KEY_PREFIX
 from core.cases.recipients import RecipientCases, To
 from core.channels import parse_destination
-from core.destinations import Destination
 from core.errors import Conflict, InvalidInput
 from core.models import (
     LOCAL_TENANT,
@@ -35,8 +33,7 @@ from core.models import (
     ScheduleState,
 )
 from core.preview import Preview, ZoneSource, build_preview
-from core.reminders import ASKED_BY, ASKED_BY_NAME, ASKER_KEYS, asked_prefix
-from core.routing import Wanted
+from core.reminders import ASKER_KEYS
 from core.scrub import Scrubber
 from core.store import AuditEntry, ScheduleQuery
 from core.views import ScheduleDetail
@@ -657,49 +654,6 @@ class ScheduleCases(RecipientCases):
                 actor, "schedule.edit", "schedule", str(schedule.id), str(exc), type(exc)
             ) from None
 
-    async def _new_recipients(
-        self, actor: Actor, schedule: Schedule, to: To
-    ) -> list[routing.Recipient]:
-        """An edit's recipients, numbered so those kept keep their numbers (and jobs);
-        new people read the time in their own zone when the schedule's recipients do."""
-        current = routing.from_json(schedule.recipients, schedule.destination)
-        wanted = recipients.wanted_of(to, their_time=any(r.zone for r in current))
-        recipients.check_count(actor, wanted)
-        named = recipients.canonical(await self.named_recipients(actor, wanted))
-        kept = {r.to: r for r in current}
-        named = [  # a recipient named again is kept as it was (its zone, its step limit)
-            replace(w, zone=old.zone, timeout=old.timeout, their_time=False)
-            if (old := kept.get(w.to)) is not None and w.timeout in (None, old.timeout)
-            else w
-            for w in named
-        ]
-        zoned = await self.with_zones(actor, named, schedule.timezone)
-        return routing.numbered(list(zoned), kept=current)
-
-    async def _edited_recipients(
-        self, actor: Actor, schedule: Schedule, to: To | None, add: To, remove: Sequence[str]
-    ) -> list[Wanted]:
-        """The recipients after adding ``add`` and removing ``remove`` (by a
-        destination of theirs) from ``to`` (None: the schedule's own)."""
-        current = routing.from_json(schedule.recipients, schedule.destination)
-        base = (
-            recipients.wanted_of(to)
-            if to is not None
-            else [Wanted(r.to, r.zone, r.timeout) for r in current]
-        )
-        gone = {str(parse_destination(await self.named_channel(actor, d))) for d in remove}
-        there = {d for w in base for d in w.to}
-        missing = sorted(gone - there)
-        if missing:
-            raise InvalidInput(f"{missing[0]} is not a recipient of schedule {schedule.id}.")
-        kept = [w for w in base if not gone & set(w.to)]
-        added = recipients.wanted_of(add) if add else []
-        if not kept and not added:
-            raise InvalidInput(
-                "That would leave no recipient: cancel the schedule instead, or add one."
-            )
-        return [*kept, *added]
-
     async def pause_schedule(
         self, actor_id: ActorRef, schedule_id: int, *, expected_version: int | None = None
     ) -> Schedule:
@@ -824,56 +778,6 @@ class ScheduleCases(RecipientCases):
         )
         self._due(arm_at)
         return updated
-
-    async def check_recipient(
-        self, actor: Actor, destination: Destination, action: str = "schedule.create"
-    ) -> dict[str, Any]:
-        """Refuse (PermissionDenied, audited as ``<action>.denied``) a direct message to
-        someone ``actor`` may not remind; returns the options to add (who asked, for
-        someone else)."""
-        recipient = destination.recipient
-        if recipient is None or recipient == actor.id:
-            return {}
-        known = await self.store.get_member(actor.tenant, recipient)
-        if known is None and actor.herald_wide:
-            known = await self.store.find_member(recipient)
-        if known is None:
-            who = f"<@{destination.target[1:]}>"
-            raise await self.denied(
-                actor,
-                action,
-                "schedule",
-                "",
-                f"Herald can remind {who} only if they are a member of this workspace or "
-                "server that Herald knows: they have not used Herald here (or are in "
-                "another one). Ask them to run /schedule once, or remind yourself.",
-            )
-        me = await self.store.get_member(actor.tenant, actor.id)
-        name = (me.display_name if me is not None else "") or actor.id
-        return {ASKED_BY: actor.id, ASKED_BY_NAME: name}
-
-    async def with_asker(self, actor: Actor, values: dict[str, Any]) -> dict[str, Any]:
-        """A new schedule's values (:meth:`Herald.build_schedule`) once its recipients
-        are checked: a reminder for someone else records who asked, and must still fit
-        with the "… asked me to remind you:" its channel puts before the text."""
-        options = values["options"]
-        for step in recipients.destinations_of(values):
-            destination = parse_destination(step)
-            asked = await self.check_recipient(actor, destination)
-            if not asked:
-                continue
-            options = {**options, **asked}
-            prefixed = asked_prefix(destination, asked) + values["body"]
-            limits.check_message(destination, prefixed, options)
-        return {**values, "options": options}
-
-    async def zoned(
-        self, actor: Actor, values: dict[str, Any], wanted: Sequence[Wanted]
-    ) -> dict[str, Any]:
-        """A new schedule's values with each person's own zone (the time read in each
-        recipient's zone, :meth:`with_zones`)."""
-        found = await self.with_zones(actor, recipients.canonical(wanted), values["timezone"])
-        return {**values, "recipients": routing.to_json(routing.numbered(found))}
 
 
 _VERBS = {

@@ -24,8 +24,8 @@ from core.models import (
     Member,
     Schedule,
 )
+from core.store.arming import first_job
 from core.store.base import AUDIT, JOB, SCHEDULE, AuditEntry, Gateway
-from core.store.schedules import first_job
 
 CALENDAR = CalendarSource.__table__  # type: ignore[attr-defined]
 FEED = Feed.__table__  # type: ignore[attr-defined]
