@@ -5,6 +5,7 @@ credential-shaped (rows written before that, by an older Herald)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -88,7 +89,12 @@ def recipients_text(schedule: Schedule, *, full: bool = False) -> str:
     )
 
 
-def recipient_times(schedule: Schedule, occurrence: datetime | None = None) -> str | None:
+def recipient_times(
+    schedule: Schedule,
+    occurrence: datetime | None = None,
+    *,
+    shown: Callable[[str], str] = destination,
+) -> str | None:
     """When each recipient reading the time in its own zone gets ``occurrence`` (default
     the next run): "<@U1> 09:00 Europe/Berlin = 08:00Z, bob@example.com 09:00
     America/New_York = 14:00Z"; None when none does (every one gets the schedule's)."""
@@ -101,7 +107,7 @@ def recipient_times(schedule: Schedule, occurrence: datetime | None = None) -> s
         assert r.zone is not None
         due = routing.due_for(at, schedule.timezone, r.zone)
         wall = due.astimezone(ZoneInfo(r.zone))
-        parts.append(f"{destination(r.first)} {wall:%H:%M} {r.zone} = {due:%H:%MZ}")
+        parts.append(f"{shown(r.first)} {wall:%H:%M} {r.zone} = {due:%H:%MZ}")
     return ", ".join(parts)
 
 
@@ -109,7 +115,9 @@ def recipient_times(schedule: Schedule, occurrence: datetime | None = None) -> s
 _FAILED = frozenset({"dead", "expired", "discarded"})
 
 
-def fared(schedule: Schedule, jobs: list[Job]) -> str | None:
+def fared(
+    schedule: Schedule, jobs: list[Job], *, shown: Callable[[str], str] = destination
+) -> str | None:
     """How the recipients fared at the latest occurrence any of them was tried (from
     the schedule's ``jobs``): "delivered to 2 of 3; #old failed", "delivered to 3 of
     3", "delivered to 1 of 3; 2 waiting". None for a one-recipient schedule (its state
@@ -125,9 +133,7 @@ def fared(schedule: Schedule, jobs: list[Job]) -> str | None:
     of = [j for j in jobs if j.occurrence_at == latest and j.recipient in names]
     delivered = sum(1 for j in of if j.state == "delivered")
     parts = [f"delivered to {delivered} of {len(recipients)}"]
-    failed = [
-        destination(j.destination or names[j.recipient].first) for j in of if j.state in _FAILED
-    ]
+    failed = [shown(j.destination or names[j.recipient].first) for j in of if j.state in _FAILED]
     if failed:
         parts.append(f"{', '.join(failed)} failed")
     retrying = sum(1 for j in of if j.state == "retrying")

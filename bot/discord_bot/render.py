@@ -86,16 +86,20 @@ def places(schedule: Schedule, *, full: bool = False, room: int = 62) -> str:
     return ", ".join(kept) + (f" +{left} more" if left else "")
 
 
+def mention(destination: str) -> str:
+    """A destination inside a sentence: a Discord channel or member as its mention
+    (``<#id>``, ``<@id>``), anything else as :func:`core.views.destination` says it."""
+    if destination.startswith("discord:@") and destination[9:].isdigit():
+        return f"<@{destination[9:]}>"
+    if destination.startswith("discord:") and destination[8:].isdigit():
+        return f"<#{destination[8:]}>"
+    return views.destination(destination)
+
+
 def their_times(schedule: Schedule) -> str | None:
     """:func:`core.views.recipient_times` (each person's hour, when the schedule reads
     it in their zone), a direct message said as its mention."""
-    text = views.recipient_times(schedule)
-    if text is None:
-        return None
-    for r in views.recipients_of(schedule):
-        if r.zone is not None and r.first.startswith("discord:@"):
-            text = text.replace(f"{views.destination(r.first)} ", f"<@{r.first[9:]}> ", 1)
-    return text
+    return views.recipient_times(schedule, shown=mention)
 
 
 def clip(text: str, limit: int) -> str:
@@ -171,7 +175,7 @@ def detail(found: ScheduleDetail) -> str:
     they went (each one's place, with several)."""
     schedule = found.schedule
     text = card(schedule)
-    if (fare := views.fared(schedule, found.jobs)) is not None:
+    if (fare := views.fared(schedule, found.jobs, shown=mention)) is not None:
         text += f"\n**Latest:** {fare}"
     many = len(views.recipients_of(schedule)) > 1
     nxt = schedule.next_run_at

@@ -300,7 +300,7 @@ async def test_one_recipient_failing_is_said_and_holds_up_no_other(
 
     assert contents(fake, CHANNEL) == ["Deploy"] and contents(fake, BLOCKED) == []
     shown = await run(adapter, "show", interaction(), id=1)
-    assert f"**Latest:** delivered to 1 of 2; discord:{BLOCKED} failed" in shown
+    assert f"**Latest:** delivered to 1 of 2; <#{BLOCKED}> failed" in shown
     assert f"❌ dead to <#{BLOCKED}>" in shown
 
 
