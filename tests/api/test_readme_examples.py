@@ -14,9 +14,10 @@ import shutil
 import subprocess
 import threading
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, time, timedelta
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
 
@@ -214,3 +215,81 @@ def test_a_repeated_request_naming_a_channel_answers_the_first_result(
     assert again.headers["Idempotent-Replayed"] == "true"
     assert again.json()["id"] == first.json()["id"]
     assert other.status_code == 422 and "different schedule" in other.json()["detail"]
+
+
+def routing_block(readme: str) -> str:
+    """The curl block of the README's "### Routing: several recipients" section."""
+    section = readme.split("\n### Routing: several recipients", 1)[1].split("\n### ", 1)[0]
+    blocks = re.findall(r"^```sh\n(.*?)^```", section, flags=re.S | re.M)
+    [block] = [b for b in blocks if "curl " in b]
+    return str(block)
+
+
+@pytest.mark.skipif(
+    shutil.which("curl") is None or shutil.which("bash") is None,
+    reason="the README's examples need curl and bash",
+)
+def test_the_readme_routing_examples_answer_as_printed(slack: FakeSlack, tmp_path: Path) -> None:
+    """The routing section's requests, as printed: several recipients and a chain, each
+    person's hour, then an edit adding and removing recipients of the first."""
+    for channel, name in (("C0123OPS", "ops"), ("C0456DEV", "dev"), ("C0789QA", "qa")):
+        slack.add_channel(channel, name)
+    slack.add_person("U0123ABC")
+    svc = start_service(
+        f"sqlite:///{tmp_path / 'herald.db'}",
+        SLACK_BOT_TOKEN=SLACK_TOKEN,
+        SLACK_API_URL=slack.api_url,
+    )
+    try:
+
+        async def people(herald: Herald) -> None:
+            now = herald.clock.now()
+            save = herald.store.save_member
+            await save("local", "slack:U0123ABC", now=now, timezone="Europe/Berlin")
+            await save("local", "email:bob@example.com", now=now, timezone="America/New_York")
+            await save("local", "email:alice@example.com", now=now)
+
+        svc.run(people)
+        work = tmp_path / "work"
+        work.mkdir()
+        (work / "codes").write_text("")
+        env = {
+            "PATH": "/usr/local/bin:/usr/bin:/bin",
+            "HOME": str(tmp_path),
+            "WORK": str(work),
+            "HERALD": svc.base,
+            "TOKEN": svc.token(ROOT, scope="admin"),
+        }
+        script = WRAPPER + "ID=1\n" + routing_block(README.read_text())
+        ran = subprocess.run(
+            ["bash", "-c", script], cwd=work, env=env, capture_output=True, text=True, timeout=120
+        )
+    finally:
+        stop_service(svc)
+
+    assert ran.returncode == 0, ran.stderr
+    codes = [c.split(" ", 1)[0] for c in (work / "codes").read_text().splitlines()]
+    answers = [json.loads((work / f"body.{n}").read_text()) for n in range(1, len(codes) + 1)]
+    assert codes == ["201", "201", "200"], answers
+    first, zoned, edited = answers
+    assert [r["to"] for r in first["recipients"]] == [
+        ["slack:C0123OPS"],
+        ["slack:C0456DEV"],
+        ["slack:@U0123ABC", "email:alice@example.com"],
+    ]
+    # each person's 9am of the next run's day, in UTC (the hours the README prints in
+    # winter: 08:00Z and 14:00Z)
+    day = datetime.fromisoformat(zoned["next_run_at"]).astimezone(ZoneInfo("UTC")).date()
+    utc = [
+        datetime.combine(day, time(9), ZoneInfo(zone)).astimezone(UTC).strftime("%H:%MZ")
+        for zone in ("Europe/Berlin", "America/New_York")
+    ]
+    assert zoned["recipient_times"] == (
+        f"slack:@U0123ABC 09:00 Europe/Berlin = {utc[0]}, "
+        f"email:bob@example.com 09:00 America/New_York = {utc[1]}"
+    )
+    assert [r["to"][0] for r in edited["recipients"]] == [
+        "slack:C0123OPS",
+        "slack:@U0123ABC",
+        "slack:C0789QA",
+    ]
