@@ -893,6 +893,10 @@ class QueueQueries(Gateway):
                     "occurrence": [n.occurrence for n in planned],
                     "rule": [n.rule for n in planned],
                 }
+                # the schedules' rows first, then their next jobs: an edit locks a schedule
+                # and then arms its recipients' jobs, so the other order deadlocked with it
+                # (each waiting for the other's row or uncommitted job)
+                await conn.exec_driver_sql(_PG_NEXT_RUNS, nexts)
                 await conn.exec_driver_sql(
                     _PG_NEXT_JOBS,
                     {
@@ -904,7 +908,6 @@ class QueueQueries(Gateway):
                         "key": [new_idempotency_key() for _ in planned],
                     },
                 )
-                await conn.exec_driver_sql(_PG_NEXT_RUNS, nexts)
             if plan.stepping:
                 await conn.exec_driver_sql(
                     _PG_NEXT_STEPS,
