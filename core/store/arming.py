@@ -99,7 +99,21 @@ class Arming(Gateway):
             )
         ).one()
         values = {"destination": row[0], "recipients": row[1], "timezone": row[2]}
+        # a recipient whose job for the occurrence is there and not cancelled keeps it,
+        # untouched: an insert colliding with it would wait for a dispatcher recording
+        # it, which waits for this transaction's lock on the schedule (a deadlock)
+        there = {
+            recipient
+            for recipient, state in await s.execute(
+                sa.select(JOB.c.recipient, JOB.c.state).where(
+                    JOB.c.schedule_id == schedule_id, JOB.c.occurrence_at == occurrence
+                )
+            )
+            if state != JobState.CANCELLED.value
+        }
         for recipient in routing.from_json(row[1], row[0]):
+            if recipient.id in there:
+                continue
             job = first_job(schedule_id, values, recipient, occurrence, now)
             revived = await s.execute(
                 sa.update(JOB)
