@@ -19,8 +19,8 @@ next occurrence without reading the schedule. Pure functions; no I/O.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
@@ -78,7 +78,6 @@ class Wanted:
     timeout: int | None = None
     #: Read the time in this recipient's own zone (resolved to ``zone`` when saved).
     their_time: bool = False
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def from_json(value: Any, destination: str | None = None) -> list[Recipient]:
@@ -86,12 +85,7 @@ def from_json(value: Any, destination: str | None = None) -> list[Recipient]:
     its ``destination`` (a row older than routing)."""
     items = value if isinstance(value, list) else []
     found = [
-        Recipient(
-            id=int(item.get("id", i)),
-            to=tuple(str(d) for d in item.get("to") or ()),
-            zone=item.get("zone"),
-            timeout=item.get("timeout"),
-        )
+        _recipient(item, i)
         for i, item in enumerate(items)
         if isinstance(item, dict) and item.get("to")
     ]
@@ -107,10 +101,14 @@ def to_json(recipients: list[Recipient]) -> list[dict[str, Any]]:
 @lru_cache(maxsize=4096)
 def parse_route(text: str) -> Recipient:
     """A job's route (its recipient's JSON), read once per distinct text."""
-    item = json.loads(text)
+    return _recipient(json.loads(text), 0)
+
+
+def _recipient(item: dict[str, Any], position: int) -> Recipient:
+    """One stored recipient (its number defaults to its ``position``)."""
     return Recipient(
-        id=int(item.get("id", 0)),
-        to=tuple(item["to"]),
+        id=int(item.get("id", position)),
+        to=tuple(str(d) for d in item.get("to") or ()),
         zone=item.get("zone"),
         timeout=item.get("timeout"),
     )
@@ -179,7 +177,7 @@ def first_step(schedule_destination: str, recipient: Recipient) -> str | None:
     return None if own else recipient.first
 
 
-def describe(recipient: Recipient, shown: Any = str) -> str:
+def describe(recipient: Recipient, shown: Callable[[str], str] = str) -> str:
     """A recipient in words: ``#ops``, ``@alice or alice@example.com``; ``shown`` turns
     one destination into text (a redacting or naming function)."""
     text = " or ".join(shown(d) for d in recipient.to)

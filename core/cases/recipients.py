@@ -187,6 +187,13 @@ class RecipientCases(CalendarCases):
         recipient = destination.recipient
         if recipient is None or recipient == actor.id:
             return {}
+        await self._known_recipient(actor, destination, action)
+        return await self._asker(actor)
+
+    async def _known_recipient(self, actor: Actor, destination: Destination, action: str) -> None:
+        """Refuse (audited) a direct message to someone Herald does not know here."""
+        recipient = destination.recipient
+        assert recipient is not None
         known = await self.store.get_member(actor.tenant, recipient)
         if known is None and actor.herald_wide:
             known = await self.store.find_member(recipient)
@@ -201,6 +208,9 @@ class RecipientCases(CalendarCases):
                 "server that Herald knows: they have not used Herald here (or are in "
                 "another one). Ask them to run /schedule once, or remind yourself.",
             )
+
+    async def _asker(self, actor: Actor) -> dict[str, Any]:
+        """What a reminder for someone else records: who asked, by id and name."""
         me = await self.store.get_member(actor.tenant, actor.id)
         name = (me.display_name if me is not None else "") or actor.id
         return {ASKED_BY: actor.id, ASKED_BY_NAME: name}
@@ -210,11 +220,14 @@ class RecipientCases(CalendarCases):
         are checked: a reminder for someone else records who asked, and must still fit
         with the "… asked me to remind you:" its channel puts before the text."""
         options = values["options"]
+        asked: dict[str, Any] = {}
         for step in destinations_of(values):
             destination = parse_destination(step)
-            asked = await self.check_recipient(actor, destination)
-            if not asked:
+            if destination.recipient is None or destination.recipient == actor.id:
                 continue
+            # the rights are each person's; who asked is read once (the same for all)
+            await self._known_recipient(actor, destination, "schedule.create")
+            asked = asked or await self._asker(actor)
             options = {**options, **asked}
             prefixed = asked_prefix(destination, asked) + values["body"]
             limits.check_message(destination, prefixed, options)
@@ -256,8 +269,13 @@ class RecipientCases(CalendarCases):
         base = (
             wanted_of(to) if to is not None else [Wanted(r.to, r.zone, r.timeout) for r in current]
         )
-        gone = {str(parse_destination(await self.named_channel(actor, d))) for d in remove}
         there = {d for w in base for d in w.to}
+        if len(remove) > len(there):  # before any name is looked up on the platform
+            raise InvalidInput(
+                f"Schedule {schedule.id} has {len(there)} destinations; "
+                f"{len(remove)} cannot all be removed."
+            )
+        gone = {str(parse_destination(await self.named_channel(actor, d))) for d in remove}
         missing = sorted(gone - there)
         if missing:
             raise InvalidInput(f"{missing[0]} is not a recipient of schedule {schedule.id}.")

@@ -55,10 +55,3 @@ def step_deadline(job: ClaimedJob) -> datetime | None:
     # with each retry); a later one (or a retried chain) when it was entered
     since = job.step_since or routing.due_for(job.occurrence_at, job.timezone, route.zone)
     return since + timedelta(seconds=route.timeout)
-
-
-def step_timed_out(job: ClaimedJob, now: datetime) -> bool:
-    """Whether the job's current step has been tried longer than its recipient allows
-    (and there is a next step to go to)."""
-    deadline = step_deadline(job)
-    return deadline is not None and now >= deadline

@@ -17,7 +17,7 @@ from core import calendars, timeexpr
 from core.calendars import Blackouts
 from core.channels.base import DeliveryResult, Outcome
 from core.dispatcher.config import DispatcherConfig, backoff_delay
-from core.dispatcher.fallback import fall_back, step_deadline, step_timed_out
+from core.dispatcher.fallback import fall_back, step_deadline
 from core.errors import HeraldError
 from core.models import JobState
 from core.store import AttemptRecord, ClaimedJob, HandBack, Verdict
@@ -85,12 +85,6 @@ def judge(
     rate_limited = result.retry_after is not None and result.status_code == 429
     if job.attempts >= config.max_attempts and not rate_limited:
         return dead(job, attempt, f"Gave up after {job.attempts} tries: {result.error}", finished)
-    if step_timed_out(job, finished):
-        timed_out = fall_back(
-            job, attempt, f"Not delivered within its step's time limit: {result.error}", finished
-        )
-        if timed_out is not None:
-            return timed_out
     delay = (
         result.retry_after
         if result.retry_after is not None
@@ -98,12 +92,13 @@ def judge(
     )
     retry_at = finished + timedelta(seconds=delay)
     deadline = step_deadline(job)
-    if deadline is not None and retry_at > deadline:  # the next step begins at the limit
-        later = fall_back(
-            job, attempt, f"Not delivered within its step's time limit: {result.error}", deadline
-        )
-        if later is not None:
-            return later
+    # past its step's time limit, or retried only after it: the next step begins at the
+    # limit (or now, when the limit has passed)
+    if deadline is not None and (finished >= deadline or retry_at > deadline):
+        late = f"Not delivered within its step's time limit: {result.error}"
+        moved = fall_back(job, attempt, late, max(finished, deadline))
+        if moved is not None:
+            return moved
     return Verdict(
         job,
         RETRYING,

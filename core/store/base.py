@@ -44,6 +44,8 @@ SQLITE_WRITE_GAP_SECONDS = 0.02
 
 SCHEDULE = Schedule.__table__  # type: ignore[attr-defined]
 JOB = Job.__table__  # type: ignore[attr-defined]
+#: Where a job goes: its step's destination, else its schedule's (core.routing).
+JOB_DESTINATION = sa.func.coalesce(JOB.c.destination, SCHEDULE.c.destination)
 ATTEMPT = Attempt.__table__  # type: ignore[attr-defined]
 AUDIT = Audit.__table__  # type: ignore[attr-defined]
 MEMBER = Member.__table__  # type: ignore[attr-defined]

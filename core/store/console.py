@@ -16,8 +16,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from core.models import WAITING_SQL, Audit, Job, JobState, Schedule, ScheduleState, Worker
-from core.store.base import ATTEMPT, AUDIT, JOB, SCHEDULE, AuditEntry, Gateway
-from core.store.dead_letters import JOB_DESTINATION
+from core.store.base import ATTEMPT, AUDIT, JOB, JOB_DESTINATION, SCHEDULE, AuditEntry, Gateway
 
 # Re-exported where callers import them from (their queries: core.store.dead_letters).
 from core.store.dead_letters import DeadFilter as DeadFilter

@@ -19,7 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from core import routing
 from core.models import LOCAL_TENANT, JobState, Outcome
-from core.store.base import JOB, SCHEDULE, AuditEntry, Gateway
+from core.store.base import JOB, JOB_DESTINATION, SCHEDULE, AuditEntry, Gateway
 from core.store.paging import has_prefix, keyset_after, reason_key
 
 
@@ -51,9 +51,6 @@ class DeadLetter:
             return f"rejected by {self.retry_rejected_by}{why}"
         return None
 
-
-#: Where a job goes: its step's destination, else its schedule's (core.routing).
-JOB_DESTINATION = sa.func.coalesce(JOB.c.destination, SCHEDULE.c.destination)
 
 #: A dead letter's columns, as :class:`DeadLetter` names them.
 DEAD_COLUMNS = (
@@ -295,13 +292,13 @@ class DeadLetterQueries(Gateway):
     async def _first_steps(self, conn: AsyncConnection, job_ids: list[int], now: datetime) -> None:
         """Jobs of a chain back at its first step, which begins now (an admin's retry
         starts the chain again, its first step's time limit counted afresh)."""
-        routed = await conn.execute(
-            sa.select(JOB.c.id, JOB.c.route).where(JOB.c.id.in_(job_ids), JOB.c.route.is_not(None))
+        routes = await conn.execute(
+            sa.select(JOB.c.route).where(JOB.c.id.in_(job_ids), JOB.c.route.is_not(None)).distinct()
         )
-        for job_id, route in routed:
+        for (route,) in routes:  # one statement per chain, not per job
             await conn.execute(
                 sa.update(JOB)
-                .where(JOB.c.id == job_id)
+                .where(JOB.c.id.in_(job_ids), JOB.c.route == route)
                 .values(destination=routing.parse_route(route).first, step=0, step_since=now)
             )
 

@@ -26,7 +26,7 @@ from core.models import (
     Schedule,
 )
 from core.store.arming import Arming
-from core.store.base import JOB, SCHEDULE, AuditEntry
+from core.store.base import JOB, JOB_DESTINATION, SCHEDULE, AuditEntry
 from core.store.states import state_condition
 
 
@@ -401,7 +401,7 @@ class ScheduleQueries(Arming):
         theirs = [SCHEDULE.c.tenant == tenant, SCHEDULE.c.owner == owner]
         if exclude is not None:
             theirs.append(SCHEDULE.c.id != exclude)
-        there = sa.func.coalesce(JOB.c.destination, SCHEDULE.c.destination) == destination
+        there = JOB_DESTINATION == destination
         due = (
             sa.select(JOB.c.due_at)
             .select_from(JOB.join(SCHEDULE, SCHEDULE.c.id == JOB.c.schedule_id))
