@@ -94,21 +94,24 @@ def recipient_times(
     occurrence: datetime | None = None,
     *,
     shown: Callable[[str], str] = destination,
+    most: int | None = None,
 ) -> str | None:
     """When each recipient reading the time in its own zone gets ``occurrence`` (default
     the next run): "<@U1> 09:00 Europe/Berlin = 08:00Z, bob@example.com 09:00
-    America/New_York = 14:00Z"; None when none does (every one gets the schedule's)."""
+    America/New_York = 14:00Z" (the first ``most`` of them, then "and N more"); None
+    when none does (every one gets the schedule's)."""
     at = occurrence or schedule.next_run_at
     zoned = [r for r in recipients_of(schedule) if r.zone is not None]
     if at is None or not zoned:
         return None
     parts = []
-    for r in zoned:
+    for r in zoned[:most]:
         assert r.zone is not None
         due = routing.due_for(at, schedule.timezone, r.zone)
         wall = due.astimezone(ZoneInfo(r.zone))
         parts.append(f"{shown(r.first)} {wall:%H:%M} {r.zone} = {due:%H:%MZ}")
-    return ", ".join(parts)
+    more = len(zoned) - len(parts)
+    return ", ".join(parts) + (f" and {more} more" if more else "")
 
 
 #: Job states a recipient's occurrence ended in, as :func:`fared` counts them.

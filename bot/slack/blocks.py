@@ -94,11 +94,18 @@ def their_times(schedule: Schedule) -> str | None:
     """When each recipient reading the time in their own zone gets the next occurrence
     (:func:`core.views.recipient_times`), Slack's members and channels as mentions and
     links; None when no recipient reads it in their own zone."""
-    times = views.recipient_times(schedule)
-    if times is None:
-        return None
-    text = _SLACK_USER.sub(r"<@\1>", escape(times))
-    return "Their times: " + _SLACK_CHANNEL.sub(r"<#\1>", text)
+    times = views.recipient_times(schedule, shown=_mention, most=SHOWN_RECIPIENTS)
+    return None if times is None else "Their times: " + times
+
+
+def _mention(destination: str) -> str:
+    """A destination in a sentence: a Slack member or channel as its mention, anything
+    else as :func:`core.views.destination` says it, escaped."""
+    if (user := _SLACK_USER.fullmatch(destination)) is not None:
+        return f"<@{user[1]}>"
+    if (room := _SLACK_CHANNEL.fullmatch(destination)) is not None:
+        return f"<#{room[1]}>"
+    return escape(views.destination(destination))
 
 
 def skipping(schedule: Schedule, skipped: list[tuple[datetime, str]]) -> str | None:
