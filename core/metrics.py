@@ -182,6 +182,21 @@ class Metrics:
             ["channel"],
             registry=r,
         )
+        # by provider (few, named by the settings): ok, retry, permanent, or skipped
+        # while it was down (core.channels.failover)
+        self.provider_deliveries = Counter(
+            "herald_provider_deliveries",
+            "Deliveries by the provider a channel sent them through, and its answer "
+            "(skipped: passed over while down).",
+            ["channel", "provider", "outcome"],
+            registry=r,
+        )
+        self.receipts = Counter(
+            "herald_receipts",
+            "Delivery receipts providers reported, by what they said (core.receipts).",
+            ["provider", "status"],
+            registry=r,
+        )
         self.leases_lapsed = Counter(
             "herald_leases_lapsed",
             "Jobs not sent because this dispatcher's lease on them lapsed first (a stall).",
@@ -242,6 +257,15 @@ class Metrics:
             )
             self._channels[kind] = found
         return found
+
+    def provider(self, kind: str) -> Callable[[str, str], None]:
+        """What a channel of several providers calls after each provider's answer."""
+        counter = self.provider_deliveries
+
+        def observe(provider: str, outcome: str) -> None:
+            counter.labels(kind, provider, outcome).inc()
+
+        return observe
 
     def tick(self) -> None:
         self.heartbeat.set(time.time())

@@ -366,6 +366,7 @@ class Attempt(SQLModel, table=True):
     __table_args__ = (
         sa.Index("ix_attempt_job_started", "job_id", "started_at"),
         sa.Index("ix_attempt_started", "started_at"),
+        sa.Index("ix_attempt_provider_message", "provider", "provider_message_id"),
     )
 
     id: int | None = Field(default=None, primary_key=True, sa_type=BigId)
@@ -382,6 +383,70 @@ class Attempt(SQLModel, table=True):
     #: The message text as this attempt sent it (variables filled in for its
     #: occurrence); None for attempts of an older Herald, and those that sent nothing.
     body: str | None = Field(default=None, sa_type=sa.Text)
+    #: Which provider took it when its channel goes through several (``sendgrid``,
+    #: ``twilio``); None: the channel is its own provider.
+    provider: str | None = Field(default=None, max_length=40)
+    #: What the provider reported later (core.receipts): ``delivered``,
+    #: ``undelivered`` or ``bounced``; None: nothing (yet). Never changes once set.
+    receipt: str | None = Field(default=None, max_length=16)
+    receipt_at: datetime | None = _utc(default=None)
+    #: The provider's words of a failed receipt (its error code and reason).
+    receipt_detail: str | None = Field(default=None, sa_type=sa.Text)
+
+
+class Receipt(StrEnum):
+    """What a provider reports of a message after it accepted it."""
+
+    DELIVERED = "delivered"
+    UNDELIVERED = "undelivered"
+    BOUNCED = "bounced"
+
+
+class ProviderHealth(SQLModel, table=True):
+    """A provider found down (core.channels.failover): every dispatcher skips it until
+    ``down_until``."""
+
+    model_config = {"defer_build": True}  # validators built on first use
+
+    __tablename__ = "provider_health"
+
+    provider: str = Field(primary_key=True, max_length=40)
+    down_until: datetime = _utc()
+    reason: str = Field(default="", sa_type=sa.Text)
+    changed_at: datetime = _utc()
+
+
+class Device(SQLModel, table=True):
+    """A member's push device (``push:`` reaches all of a member's devices)."""
+
+    model_config = {"defer_build": True}  # validators built on first use
+
+    __table_args__ = (
+        sa.UniqueConstraint("tenant", "member_id", "token", name="uq_device_member_token"),
+        sa.Index("ix_device_member", "tenant", "member_id"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True, sa_type=BigId)
+    tenant: str = Field(max_length=200)
+    member_id: str = Field(max_length=200)
+    #: The FCM registration token.
+    token: str = Field(max_length=4096)
+    label: str = Field(default="", max_length=100)
+    platform: str = Field(default="", max_length=16)
+    created_at: datetime = _utc()
+
+
+class ReceiptSeen(SQLModel, table=True):
+    """A provider callback already taken (its signature's digest): the same callback
+    sent again is a replay and is refused. Pruned with the delivery log."""
+
+    model_config = {"defer_build": True}  # validators built on first use
+
+    __tablename__ = "receipt_seen"
+
+    provider: str = Field(primary_key=True, max_length=40)
+    digest: str = Field(primary_key=True, max_length=64)
+    seen_at: datetime = _utc()
 
 
 class Audit(SQLModel, table=True):

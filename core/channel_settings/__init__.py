@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from core.channel_settings.discord import DiscordSettings
 from core.channel_settings.email import EmailSettings
+from core.channel_settings.providers import ProviderSettings
 from core.channel_settings.slack import SlackSettings
 from core.channel_settings.webhook import WebhookSettings
 
@@ -21,11 +22,14 @@ __all__ = [
     "ChannelSettings",
     "DiscordSettings",
     "EmailSettings",
+    "ProviderSettings",
     "SlackSettings",
     "WebhookSettings",
 ]
 
 
 # pydantic orders the fields of a model's bases from the last base to the first
-class ChannelSettings(WebhookSettings, EmailSettings, DiscordSettings, SlackSettings):
+class ChannelSettings(
+    ProviderSettings, WebhookSettings, EmailSettings, DiscordSettings, SlackSettings
+):
     """Every platform's settings together: the base of :class:`core.settings.Settings`."""

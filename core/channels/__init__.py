@@ -20,8 +20,12 @@ from core.channels.apprise_channel import AppriseChannel
 from core.channels.base import Channel
 from core.channels.discord import DiscordChannel, DiscordWebhookChannel
 from core.channels.email import EmailChannel
+from core.channels.failover import FailoverChannel, ProviderHealth
 from core.channels.local import LogChannel, NullChannel
+from core.channels.ntfy import NtfyChannel
+from core.channels.push import PushChannel
 from core.channels.slack import SlackChannel
+from core.channels.sms import SmsChannel
 from core.channels.webhook import WebhookChannel
 from core.destinations import Destination, UriSyntax
 from core.errors import InvalidInput
@@ -37,6 +41,9 @@ CHANNEL_TYPES: tuple[type[Channel], ...] = (
     DiscordWebhookChannel,
     WebhookChannel,
     EmailChannel,
+    SmsChannel,
+    PushChannel,
+    NtfyChannel,
     AppriseChannel,
 )
 #: Each kind's URI syntax, as its channel declares it (read by :func:`parse_destination`).
@@ -44,7 +51,8 @@ URI_SYNTAXES: dict[str, UriSyntax] = {c.uri.kind: c.uri for c in CHANNEL_TYPES}
 #: What a refused kind is told to use instead.
 EXAMPLES = (
     "slack:C0123ABC, discord:123456789012345678, webhook:https://example.com/hook, "
-    "email:ops@example.com, apprise:tgram://TOKEN/CHAT or log:"
+    "email:ops@example.com, sms:+15551234567, push:slack:U0123ABC, "
+    "ntfy:https://ntfy.sh/team, apprise:tgram://TOKEN/CHAT or log:"
 )
 
 
@@ -68,9 +76,13 @@ def build_channels(
 ) -> dict[str, Channel]:
     """The channels, keyed by destination kind. The HTTP channels share one client
     (``http``, else one built from the settings): one set of keep-alive pools per
-    process, its guarded pool checking every URL a member gives."""
+    process, its guarded pool checking every URL a member gives. The kinds served by
+    several providers (email, SMS) share one :class:`ProviderHealth`."""
     timeout = settings.http_timeout
     http = http or HTTPClient.from_settings(settings)
+    # one reading of the providers' shared health per process (email's and SMS's
+    # providers have distinct names)
+    health = ProviderHealth(settings.provider_cooldown)
     channels: list[Channel] = [
         LogChannel(log_stream),
         NullChannel(),
@@ -85,15 +97,13 @@ def build_channels(
         ),
         DiscordWebhookChannel(timeout=timeout, http=http),
         WebhookChannel(settings.webhook_secret_for, timeout=timeout, http=http),
-        EmailChannel(
-            host=settings.smtp_host,
-            port=settings.smtp_port,
-            user=settings.smtp_user,
-            password=settings.smtp_password,
-            from_address=settings.smtp_from,
-            tls=settings.smtp_tls,
-            timeout=timeout,
-        ),
+        EmailChannel.from_settings(settings, http=http, health=health),
+        SmsChannel.from_settings(settings, http=http, health=health),
+        PushChannel.from_settings(settings, http=http),
+        NtfyChannel.from_settings(settings, http=http),
         AppriseChannel(guard=http.guard),  # requests, in threads: its own connections
     ]
+    for channel in channels:
+        if isinstance(channel, FailoverChannel):
+            channel.max_rate_wait = settings.claim_horizon
     return {channel.kind: channel for channel in channels}

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 from core.destinations import Destination, UriSyntax
 from core.ratelimit import UNLIMITED, RateLimit
@@ -47,6 +47,8 @@ class Delivery:
     #: A name as the members table has it, never a mention: a channel shows it
     #: so that nobody is notified.
     scheduled_by: str | None = None
+    #: The schedule's tenant (whose members' devices ``push:`` reaches).
+    tenant: str = ""
 
 
 @dataclass(slots=True)
@@ -59,6 +61,12 @@ class DeliveryResult:
     message_id: str | None = None
     error: str | None = None
     retry_after: float | None = None
+    #: Which provider answered (``sendgrid``, ``twilio``) when the channel goes through
+    #: one of several (core.channels.failover); None: the channel is its own provider.
+    provider: str | None = None
+    #: The provider, not the message, failed (refused connection, timeout, 5xx, a long
+    #: 429): the next provider of the channel's list may take the message.
+    down: bool = False
 
     @classmethod
     def ok(cls, status_code: int | None = None, message_id: str | None = None) -> DeliveryResult:
@@ -73,6 +81,14 @@ class DeliveryResult:
     @classmethod
     def permanent(cls, error: str, status_code: int | None = None) -> DeliveryResult:
         return cls(Outcome.PERMANENT, status_code, None, error)
+
+    @classmethod
+    def unavailable(
+        cls, error: str, status_code: int | None = None, retry_after: float | None = None
+    ) -> DeliveryResult:
+        """The provider is down (not the message's fault): a retry that another
+        provider of the channel's list may take at once."""
+        return cls(Outcome.RETRY, status_code, None, error, retry_after, down=True)
 
 
 class Channel(ABC):
@@ -97,5 +113,48 @@ class Channel(ABC):
         """Check, at schedule time, that the destination can be reached (e.g. the bot
         may post in that channel). Raises InvalidInput with what to do. Default: no check."""
 
+    def attach(self, store: ChannelStore) -> None:  # noqa: B027 - optional capability
+        """Given the database a channel may need at send time (providers' shared health,
+        members' devices); called once by the dispatcher that owns the channel."""
+
     async def close(self) -> None:  # noqa: B027 - optional capability, empty by default
         """Release connections; called once when the dispatcher stops."""
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderDown:
+    """A provider every dispatcher skips until ``until``, and why."""
+
+    provider: str
+    until: datetime
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Device:
+    """One registered push device of a member."""
+
+    id: int
+    member_id: str
+    token: str
+    label: str
+    platform: str
+
+
+class ChannelStore(Protocol):
+    """What channels read and write in the database (the Store implements it)."""
+
+    async def providers_down(self, now: datetime) -> list[ProviderDown]:
+        """The providers marked down whose cool-down has not ended."""
+
+    async def mark_provider_down(self, provider: str, until: datetime, reason: str) -> None:
+        """Mark ``provider`` down for every dispatcher until ``until``."""
+
+    async def mark_provider_up(self, provider: str) -> None:
+        """``provider`` answered: clear its mark."""
+
+    async def devices_of(self, tenant: str, member_id: str) -> list[Device]:
+        """A member's registered push devices, oldest first."""
+
+    async def forget_device(self, tenant: str, device_id: int, reason: str) -> None:
+        """Remove a device whose token the provider says is dead."""

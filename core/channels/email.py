@@ -16,7 +16,7 @@ import re
 import ssl
 from email.message import EmailMessage
 from email.utils import formatdate, parseaddr
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import SecretStr
 
@@ -113,6 +113,19 @@ class EmailChannel(Channel):
         self._timeout = timeout
         self._tls_context = tls_context
         self._domain = message_id_domain or self._sender.rpartition("@")[2] or "herald.invalid"
+
+    @classmethod
+    def from_settings(cls, settings: Any, *, http: Any, health: Any) -> EmailChannel:
+        """The channel the settings configure (SMTP only, for now)."""
+        return cls(
+            host=settings.smtp_host,
+            port=settings.smtp_port,
+            user=settings.smtp_user,
+            password=settings.smtp_password,
+            from_address=settings.smtp_from,
+            tls=settings.smtp_tls,
+            timeout=settings.http_timeout,
+        )
 
     def message(self, delivery: Delivery) -> EmailMessage:
         """The email for ``delivery`` (headers and a UTF-8 plain-text body)."""

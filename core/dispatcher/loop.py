@@ -84,11 +84,11 @@ class Dispatcher:
         self.rng = rng or random.Random()
         self.observer = observer
         self.metrics = metrics or Metrics()
+        reporting.attach_channels(self.channels, store, self.metrics)
         #: Every error text is scrubbed before it is recorded, logged or observed: a
         #: provider may echo a token or a password (``Scrubber.from_settings``).
         self.scrub = scrubber or Scrubber()
-        #: ``time.monotonic()`` of the loop's last tick (readiness checks it).
-        self.last_tick = time.monotonic()
+        self.last_tick = time.monotonic()  # of the loop's last tick (readiness checks it)
         self.outcomes: Counter[str] = Counter()
         #: Claimed jobs not yet recorded, by id.
         self._inflight: dict[int, ClaimedJob] = {}

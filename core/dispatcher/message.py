@@ -30,6 +30,7 @@ def delivery(job: ClaimedJob, destination: Destination, config: DispatcherConfig
         due_at=job.due_at,
         options=job.options,
         scheduled_by=config.scheduled_by_name(job, destination),
+        tenant=job.tenant,
     )
 
 

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
+from collections.abc import Mapping
 
+from core.channels.base import Channel
+from core.channels.failover import FailoverChannel
 from core.dispatcher.verdicts import DELIVERED, RETRYING
 from core.metrics import Metrics
-from core.store import Settled
+from core.store import DispatchStore, Settled
 
 log = logging.getLogger("core.dispatcher")
 
@@ -79,3 +82,14 @@ def lost_lease(item: Settled, worker: str) -> None:
             "worker": worker,
         },
     )
+
+
+def attach_channels(
+    channels: Mapping[str, Channel], store: DispatchStore, metrics: Metrics
+) -> None:
+    """Give each channel the database (providers' shared health, members' devices) and
+    each channel of several providers its metrics."""
+    for kind, channel in channels.items():
+        channel.attach(store)
+        if isinstance(channel, FailoverChannel):
+            channel.observe = metrics.provider(kind)

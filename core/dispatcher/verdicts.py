@@ -77,6 +77,7 @@ def judge(
         message_id=result.message_id,
         body=body,
         destination=job.destination,
+        provider=result.provider,
     )
     if result.outcome is Outcome.OK:
         return Verdict(job, DELIVERED, attempt, next_run=next_run(job, finished))

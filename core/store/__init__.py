@@ -30,6 +30,7 @@ from core.store.console import (
 )
 from core.store.dead_letters import DeadFilter, DeadGroup, DeadLetter, DeadLetterQueries
 from core.store.dispatch_store import DispatchStore
+from core.store.providers import FAILED_RECEIPTS, ProviderQueries, ReceiptTaken
 from core.store.queue import (
     CAPPED_ERROR,
     CLAIM_COLUMNS,
@@ -56,6 +57,7 @@ class Store(
     ConsoleQueries,
     CalendarQueries,
     TokenQueries,
+    ProviderQueries,
 ):
     """Every named query, over one engine."""
 
@@ -66,6 +68,9 @@ def _dispatches(store: Store) -> DispatchStore:
 
 
 __all__ = [
+    "FAILED_RECEIPTS",
+    "ProviderQueries",
+    "ReceiptTaken",
     "CAPPED_ERROR",
     "CLAIM_COLUMNS",
     "RESPONSE_CHARS",

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Protocol
 
+from core.channels.base import ChannelStore
 from core.models import Worker
 from core.ratelimit import ClaimCaps, RateLimit
 from core.store.base import AuditEntry
@@ -25,7 +26,7 @@ from core.store.rate_buckets import Slots
 from core.store.workers import Backlog, KeptAlive
 
 
-class DispatchStore(Protocol):
+class DispatchStore(ChannelStore, Protocol):
     """The store methods a dispatcher calls."""
 
     # --- the queue ------------------------------------------------------------------

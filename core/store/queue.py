@@ -99,6 +99,8 @@ class AttemptRecord:
     body: str | None = None
     #: Where the try went (the job's step's destination).
     destination: str | None = None
+    #: The provider that took it, when its channel goes through several.
+    provider: str | None = None
 
 
 @dataclass(slots=True)
@@ -280,8 +282,8 @@ UPDATE schedule SET last_outcome = %s WHERE id IN {ids}
 """
 _ATTEMPT_INSERT = """
 INSERT INTO attempt (job_id, started_at, finished_at, outcome, status_code, error,
-    provider_message_id, worker, body, destination)
-    VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+    provider_message_id, worker, body, destination, provider)
+    VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
 """
 
 
@@ -447,15 +449,15 @@ RETURNING {_claim_returning("postgresql")}
 _PG_RECORD = """
 WITH tried AS (
     INSERT INTO attempt (job_id, started_at, finished_at, outcome, status_code, error,
-        provider_message_id, worker, body, destination)
+        provider_message_id, worker, body, destination, provider)
     SELECT a.job_id, a.started_at, a.finished_at, a.outcome, a.status_code, a.error,
-        a.message_id, %(worker)b, a.body, a.destination
+        a.message_id, %(worker)b, a.body, a.destination, a.provider
     FROM unnest(%(a_job)b::bigint[], %(a_started)b::timestamptz[],
         %(a_finished)b::timestamptz[], %(a_outcome)b::text[], %(a_status)b::int[],
         %(a_error)b::text[], %(a_message)b::text[], %(a_body)b::text[],
-        %(a_dest)b::text[])
+        %(a_dest)b::text[], %(a_provider)b::text[])
         AS a(job_id, started_at, finished_at, outcome, status_code, error, message_id, body,
-            destination)
+            destination, provider)
 )
 UPDATE job SET state = o.state, due_at = coalesce(o.retry_at, job.due_at),
     attempts = job.attempts - o.refund, last_error = o.error, finished_at = o.finished_at,
@@ -801,6 +803,7 @@ class QueueQueries(Gateway):
                         worker,
                         a.body,
                         a.destination,
+                        a.provider,
                     )
                     for r in results
                     if (a := r.attempt) is not None
@@ -875,6 +878,7 @@ class QueueQueries(Gateway):
             "a_message": [a.message_id for _, a in tried],
             "a_body": [a.body for _, a in tried],
             "a_dest": [a.destination for _, a in tried],
+            "a_provider": [a.provider for _, a in tried],
             "ids": [r.job.id for r in results],
             "states": [r.state for r in results],
             "retry_at": [None if r.state == done else r.retry_at for r in results],

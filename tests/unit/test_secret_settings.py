@@ -24,6 +24,9 @@ SEVERAL = {"webhook_secrets": "https://hooks.example.org/={secret}"}
 #: Settings named like secrets that are not: what they hold, and why it may be shown.
 NOT_SECRET = {
     "quota_exempt_tokens": "API token ids, as `herald token list` shows them",
+    "sendgrid_webhook_public_key": "a public key: it verifies SendGrid's signatures",
+    "fcm_token_url": "the URL of Google's OAuth2 token endpoint, not a token",
+    "vonage_api_key": "Vonage's API key is the account's public id (the secret is apart)",
 }
 LOOKS_SECRET = re.compile(r"token|secret|passw|pwd|key|credential", re.IGNORECASE)
 
