@@ -29,6 +29,7 @@ from core.store.console import (
     ScheduleFilter,
 )
 from core.store.dead_letters import DeadFilter, DeadGroup, DeadLetter, DeadLetterQueries
+from core.store.devices import DeviceQueries
 from core.store.dispatch_store import DispatchStore
 from core.store.providers import FAILED_RECEIPTS, ProviderQueries, ReceiptTaken
 from core.store.queue import (
@@ -58,6 +59,7 @@ class Store(
     CalendarQueries,
     TokenQueries,
     ProviderQueries,
+    DeviceQueries,
 ):
     """Every named query, over one engine."""
 
@@ -69,6 +71,7 @@ def _dispatches(store: Store) -> DispatchStore:
 
 __all__ = [
     "FAILED_RECEIPTS",
+    "DeviceQueries",
     "ProviderQueries",
     "ReceiptTaken",
     "CAPPED_ERROR",
