@@ -18,6 +18,7 @@ from core.errors import HeraldError
 from core.instants import iso as iso
 from core.instants import local as local
 from core.models import Attempt, Job, Schedule
+from core.receipts import provider_label
 from core.routing import Recipient
 from core.scrub import scrub_credentials
 from core.store import DeadLetter
@@ -205,7 +206,71 @@ def job_dict(job: Job) -> dict[str, Any]:
     }
 
 
-def attempt_dict(attempt: Attempt) -> dict[str, Any]:
+#: Providers that report on a message after accepting it (core.receipts: Twilio's
+#: status callbacks, SendGrid's and Mailgun's event webhooks, Vonage's delivery
+#: receipts). Only their accepted attempts wait for a receipt; SMTP, FCM and ntfy say
+#: nothing after the hand-off, so nothing is promised for them.
+RECEIPT_PROVIDERS = frozenset({"twilio", "vonage", "sendgrid", "mailgun"})
+#: How much of a provider's words of a failed receipt a sentence carries.
+RECEIPT_DETAIL_CHARS = 200
+
+
+def handoff(attempt: Any, zone: str) -> str | None:
+    """What the provider an attempt went through did with it, its times in ``zone``:
+
+    - "accepted by Twilio 09:00:01 · delivered 09:00:04"
+    - "accepted by SendGrid 09:00:01 · bounced 09:02:10: 550 5.1.1 mailbox unavailable"
+    - "accepted by Twilio 09:00:01 · no receipt yet" (a provider that sends receipts)
+    - "accepted by SMTP 09:00:01" (one that never does: nothing more is claimed)
+    - "refused by Mailgun 09:00:01" (a permanent answer), "not accepted by Twilio
+      09:00:01" (a retryable one: down, rate-limited)
+
+    A receipt on another day than the hand-off says its date ("03-03 09:00:04"). The
+    provider's words of a failure are scrubbed and cut to :data:`RECEIPT_DETAIL_CHARS`.
+    None for an attempt of a channel without providers (Slack, Discord, a webhook),
+    whose words stay as they were. ``attempt`` is an :class:`Attempt` or any row with
+    its fields (``core.store.AttemptRow``)."""
+    provider = getattr(attempt, "provider", None)
+    if not provider:
+        return None
+    label = provider_label(provider)
+    took: datetime = attempt.finished_at or attempt.started_at
+    said = f"{label} {_clock(took, zone)}"
+    if attempt.outcome == "permanent":
+        return f"refused by {said}"
+    if attempt.outcome != "ok":
+        return f"not accepted by {said}"
+    words = f"accepted by {said}"
+    receipt = getattr(attempt, "receipt", None)
+    if receipt:
+        at = getattr(attempt, "receipt_at", None)
+        when = "" if at is None else f" {_clock(at, zone, since=took)}"
+        detail = _bounded(getattr(attempt, "receipt_detail", None))
+        return f"{words} · {receipt}{when}{': ' + detail if detail else ''}"
+    if provider in RECEIPT_PROVIDERS:
+        return f"{words} · no receipt yet"
+    return words
+
+
+def _clock(value: datetime, zone: str, *, since: datetime | None = None) -> str:
+    """``09:00:04`` in ``zone``; ``03-03 09:00:04`` when its day is not ``since``'s."""
+    tz = ZoneInfo(zone)
+    here = value.astimezone(tz)
+    if since is not None and since.astimezone(tz).date() != here.date():
+        return f"{here:%m-%d %H:%M:%S}"
+    return f"{here:%H:%M:%S}"
+
+
+def _bounded(text: str | None) -> str:
+    """A provider's words on one line, scrubbed, at most :data:`RECEIPT_DETAIL_CHARS`."""
+    line = " ".join((error_text(text) or "").split())
+    if len(line) <= RECEIPT_DETAIL_CHARS:
+        return line
+    return line[: RECEIPT_DETAIL_CHARS - 1].rstrip() + "…"
+
+
+def attempt_dict(attempt: Attempt, zone: str = "UTC") -> dict[str, Any]:
+    """An attempt as JSON; ``handoff`` (:func:`handoff`) says its times in ``zone``."""
     return {
         "id": attempt.id,
         "job_id": attempt.job_id,
@@ -218,6 +283,11 @@ def attempt_dict(attempt: Attempt) -> dict[str, Any]:
         "worker": attempt.worker,
         "destination": attempt.destination,
         "text": attempt.body,
+        "provider": attempt.provider,
+        "receipt": attempt.receipt,
+        "receipt_at": iso(attempt.receipt_at),
+        "receipt_detail": error_text(attempt.receipt_detail),
+        "handoff": handoff(attempt, zone),
     }
 
 
@@ -234,7 +304,9 @@ def detail_dict(detail: ScheduleDetail) -> dict[str, Any]:
     return {
         **schedule_dict(detail.schedule),
         "jobs": [job_dict(job) for job in detail.jobs],
-        "attempts": [attempt_dict(attempt) for attempt in detail.attempts],
+        "attempts": [
+            attempt_dict(attempt, detail.schedule.timezone) for attempt in detail.attempts
+        ],
     }
 
 

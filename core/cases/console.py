@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 from core import timeexpr, verbs, views
 from core.actors import Actor, ActorRef
 from core.cases.dead_letters import DeadLetterCases
+from core.cases.providers import ProviderCases, ProviderState
 from core.cases.schedules import ScheduleCases
 from core.channels import parse_destination
 from core.errors import Conflict, HeraldError, InvalidInput, NotFound
@@ -114,6 +115,8 @@ class Overview:
     now: datetime
     counts: dict[str, int]
     figures: Figures
+    #: The email and SMS providers' health (:meth:`ProviderCases.provider_health`).
+    providers: list[ProviderState] = field(default_factory=list)
 
     @property
     def first_try_rate(self) -> float | None:
@@ -166,8 +169,8 @@ class Timeline:
     fared: str | None = None
 
 
-class ConsoleCases(ScheduleCases, DeadLetterCases):
-    """The console's use cases, built on the schedule and dead-letter use cases."""
+class ConsoleCases(ScheduleCases, DeadLetterCases, ProviderCases):
+    """The console's use cases, built on the schedule, dead-letter and provider ones."""
 
     # --- overview -------------------------------------------------------------------
 
@@ -178,7 +181,7 @@ class ConsoleCases(ScheduleCases, DeadLetterCases):
         now = self.clock.now()
         counts = await self.store.job_counts(tenant=actor.scope)
         figures = await self.store.overview_figures(now=now, tenant=actor.scope)
-        return Overview(now, counts, figures)
+        return Overview(now, counts, figures, await self.provider_health(actor_id))
 
     # --- pages ------------------------------------------------------------------------
 
@@ -467,7 +470,8 @@ class ConsoleCases(ScheduleCases, DeadLetterCases):
         jobs = list(detail.jobs)
         full = views.sees_destination(await self.actor(actor_id), schedule.owner)
         shown = [focus] if focus is not None else jobs
-        events = await self._events(detail, focus, _where(schedule, jobs, full))
+        to = _where(schedule, jobs, full)
+        events = await self._events(detail, focus, to, schedule.timezone)
         for job in shown:
             events.extend(_job_events(job))
         job_ids = [j.id for j in shown if j.id is not None]
@@ -489,16 +493,18 @@ class ConsoleCases(ScheduleCases, DeadLetterCases):
         )
 
     async def _events(
-        self, detail: ScheduleDetail, focus: Job | None, to: Callable[[Any], str]
+        self, detail: ScheduleDetail, focus: Job | None, to: Callable[[Any], str], zone: str
     ) -> list[TimelineEvent]:
-        """The attempts on a timeline: the schedule's, or the ``focus`` job's (read on
-        its own when it is older than the jobs the detail holds)."""
+        """The attempts on a timeline (their provider's times in ``zone``, the zone the
+        timeline is read in): the schedule's, or the ``focus`` job's (read on its own
+        when it is older than the jobs the detail holds)."""
         if focus is None:
-            return [_attempt_event(a, to(a)) for a in detail.attempts]
-        if any(j.id == focus.id for j in detail.jobs):
-            return [_attempt_event(a, to(a)) for a in detail.attempts if a.job_id == focus.id]
-        rows = await self.store.attempts_page(AttemptFilter(job_id=focus.id), limit=50)
-        return [_attempt_event(r, to(r)) for r in rows]
+            tried: Sequence[Any] = detail.attempts
+        elif any(j.id == focus.id for j in detail.jobs):
+            tried = [a for a in detail.attempts if a.job_id == focus.id]
+        else:
+            tried = await self.store.attempts_page(AttemptFilter(job_id=focus.id), limit=50)
+        return [_attempt_event(a, to(a), zone) for a in tried]
 
 
 def _where(schedule: Schedule, jobs: list[Job], full: bool) -> Callable[[Any], str]:
@@ -543,12 +549,15 @@ def _upcoming(schedule: Schedule, now: datetime) -> list[datetime]:
     return timeexpr.occurrences(schedule.rrule, count=5, after=now)
 
 
-def _attempt_event(a: Any, to: str) -> TimelineEvent:
+def _attempt_event(a: Any, to: str, zone: str) -> TimelineEvent:
     """An attempt (an Attempt or an AttemptRow) on a timeline: where it ran, how it
-    went, where it went (``to``) and the text it sent (variables filled in), when it
-    kept it."""
+    went, where it went (``to``), what its provider did with it (:func:`core.views.
+    handoff`, in ``zone``) and the text it sent (variables filled in), when it kept it."""
     code = f" {a.status_code}" if a.status_code is not None else ""
     text = f"attempt to {to} on {a.worker or '?'}: {a.outcome}{code}"
+    handed = views.handoff(a, zone)
+    if handed:
+        text += f" · {handed}"
     if a.provider_message_id:
         text += f" (message {a.provider_message_id})"
     if a.body:

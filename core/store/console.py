@@ -116,6 +116,13 @@ class AttemptRow:
     #: The message text as the attempt sent it, variables filled in (its first
     #: ``TEXT_CHARS`` characters; the schedule's text for attempts that kept none).
     body: str = ""
+    #: The provider that took it, when its channel goes through several (``twilio``).
+    provider: str | None = None
+    #: What the provider reported later: delivered, undelivered or bounced (None: nothing
+    #: yet), when, and its words of a failure (the first ``RESPONSE_CHARS`` characters).
+    receipt: str | None = None
+    receipt_at: datetime | None = None
+    receipt_detail: str | None = None
 
 
 @dataclass(frozen=True)
@@ -522,6 +529,10 @@ class ConsoleQueries(Gateway):
                 sa.func.substr(
                     sa.func.coalesce(ATTEMPT.c.body, SCHEDULE.c.body), 1, TEXT_CHARS
                 ).label("body"),
+                ATTEMPT.c.provider,
+                ATTEMPT.c.receipt,
+                ATTEMPT.c.receipt_at,
+                sa.func.substr(ATTEMPT.c.receipt_detail, 1, RESPONSE_CHARS).label("receipt_detail"),
             )
             .join(JOB, JOB.c.id == ATTEMPT.c.job_id)
             .join(SCHEDULE, SCHEDULE.c.id == JOB.c.schedule_id)
