@@ -13,6 +13,7 @@ settings, channels and the helpers the concerns share, all given to its construc
 - :mod:`core.cases.dead_letters`: dead letters, retries and their answers;
 - :mod:`core.cases.console`: the operator console, on schedules and dead letters;
 - :mod:`core.cases.tokens`: the HTTP API's tokens (made, listed, revoked, read);
+- :mod:`core.cases.devices`: members' push devices, and the save-time check of ``push:``;
 - :mod:`core.cases.herald`: :class:`Herald`, the classes above composed;
 - :mod:`core.cases.importer`: bulk import (a function over :class:`Herald`).
 
@@ -30,6 +31,13 @@ from core.cases.console import (
     unavailable,
     verb_rule,
 )
+from core.cases.devices import (
+    DEVICE_LABEL_MAX,
+    DEVICE_PLATFORMS,
+    DEVICE_TOKEN_MAX,
+    MAX_DEVICES,
+    token_tail,
+)
 from core.cases.herald import Herald
 from core.cases.importer import (
     FIELDS,
@@ -45,6 +53,10 @@ from core.cases.tokens import Unauthorized, scope_allows
 from core.views import ScheduleDetail
 
 __all__ = [
+    "DEVICE_LABEL_MAX",
+    "DEVICE_PLATFORMS",
+    "DEVICE_TOKEN_MAX",
+    "MAX_DEVICES",
     "FIELDS",
     "MAX_KEY",
     "OPTIONS",
@@ -67,6 +79,7 @@ __all__ = [
     "more_invalid",
     "parse_shift",
     "scope_allows",
+    "token_tail",
     "unavailable",
     "verb_rule",
     "wanted_of",

@@ -12,6 +12,7 @@ from typing import Any, TypeAlias
 from core import limits, routing
 from core.actors import Actor
 from core.cases.calendars import CalendarCases
+from core.cases.devices import check_push_member
 from core.channels import parse_destination
 from core.destinations import Destination
 from core.errors import InvalidInput
@@ -182,8 +183,11 @@ class RecipientCases(CalendarCases):
         self, actor: Actor, destination: Destination, action: str = "schedule.create"
     ) -> dict[str, Any]:
         """Refuse (PermissionDenied, audited as ``<action>.denied``) a direct message to
-        someone ``actor`` may not remind; returns the options to add (who asked, for
-        someone else)."""
+        someone ``actor`` may not remind, or a push to a member without a device;
+        returns the options to add (who asked, for someone else)."""
+        if destination.kind == "push":
+            await self._push_recipient(actor, destination, action)
+            return {}
         recipient = destination.recipient
         if recipient is None or recipient == actor.id:
             return {}
@@ -209,6 +213,17 @@ class RecipientCases(CalendarCases):
                 "another one). Ask them to run /schedule once, or remind yourself.",
             )
 
+    async def _push_recipient(self, actor: Actor, destination: Destination, action: str) -> None:
+        """Refuse (audited) a ``push:`` to a member with no device in the actor's
+        tenant, the schedule's. A device there was added by that member or an admin of
+        the tenant, so it also makes them a member Herald knows here: the right a
+        direct message to them needs. No "asked me to remind you" is recorded: a
+        notification carries none."""
+        try:
+            await check_push_member(self.store, actor.tenant, destination)
+        except InvalidInput as exc:
+            raise await self.denied(actor, action, "schedule", "", str(exc), InvalidInput) from None
+
     async def _asker(self, actor: Actor) -> dict[str, Any]:
         """What a reminder for someone else records: who asked, by id and name."""
         me = await self.store.get_member(actor.tenant, actor.id)
@@ -223,6 +238,9 @@ class RecipientCases(CalendarCases):
         asked: dict[str, Any] = {}
         for step in destinations_of(values):
             destination = parse_destination(step)
+            if destination.kind == "push":  # a member's devices: they must have one
+                await self._push_recipient(actor, destination, "schedule.create")
+                continue
             if destination.recipient is None or destination.recipient == actor.id:
                 continue
             # the rights are each person's; who asked is read once (the same for all)
