@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from bot.cli import calendars as cli_calendars
+from bot.cli import devices as cli_devices
 from bot.cli import info as cli_info
 from bot.cli import schedules as cli_schedules
 from bot.cli.options import TABLE_WIDTH, one_line, open_text, table_lines
@@ -158,6 +159,9 @@ class Cli:
 
     async def cmd_member(self, herald: Herald) -> None:
         a = self.args
+        if a.member_command == "device":
+            await cli_devices.cmd_device(self, herald)
+            return
         if a.member_command == "zone":
             zone = await herald.set_member_timezone(self.actor, a.member, " ".join(a.zone))
             self.emit(

@@ -7,6 +7,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from bot.cli import devices as cli_devices
 from core import verbs
 from core.verbs import offered, verb
 
@@ -253,6 +254,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument(
         "zone", nargs="+", help="a city (Berlin, new york), an IANA zone (Europe/Berlin) or UTC+2"
     )
+    cli_devices.add_parser(msub, _Parser)
 
     c = add("admin", "Herald's first admin, on a database that has none.")
     asub = c.add_subparsers(dest="admin_command", required=True, parser_class=_Parser)
