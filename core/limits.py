@@ -18,9 +18,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence, Sized
 from dataclasses import dataclass
+from datetime import date
 from typing import Any
 
-from core import reminders, templates
+from core import reminders, sms_text, templates
 from core.destinations import Destination
 from core.errors import InvalidInput
 
@@ -231,6 +232,54 @@ EMAIL_LINE = Limit(
     "in a line",
     "https://www.rfc-editor.org/rfc/rfc5322#section-2.1.1",
 )
+# The HTTP email providers (core.channels.email_providers) document no limit that binds
+# before Herald's own 4,000 characters (HERALD_TEXT) and RFC 5322's 78-character subject
+# (EMAIL_SUBJECT), so email adds no text limit of its own:
+# - SendGrid v3 Mail Send: a whole message under 30 MB, custom_args under 10,000 bytes
+#   (Herald's are the job id and key), a subject at least 1 character (subject_for never
+#   gives an empty one); https://www.twilio.com/docs/sendgrid/api-reference/mail-send/mail-send
+# - Mailgun Messages: a message up to 25 MB, the o:/h:/v: options 16 kB together (Herald
+#   sends under 300 bytes of them);
+#   https://documentation.mailgun.com/docs/mailgun/api-reference/openapi-final/tag/Messages/
+# The HTML part is the text escaped (at most 6 characters for one, "&quot;") with a
+# "<br>" per line: 4,000 characters make at most ~40 kB, far below either.
+
+# --- SMS -----------------------------------------------------------------------------
+
+_TWILIO_SMS = "https://www.twilio.com/docs/glossary/what-sms-character-limit"
+#: Twilio takes at most 1,600 characters in a message's Body (error 21617 past it).
+SMS_BODY = Limit("Twilio", 1600, CHARS, "in an SMS", _TWILIO_SMS)
+#: Twilio recommends at most 10 segments a message (each is billed, and carriers may
+#: drop a longer one): the most Herald saves.
+SMS_SEGMENTS = Limit("Twilio", 10, "segments", "in an SMS", _TWILIO_SMS)
+#: The largest schedule id and one of the longest dates (Wednesday, September) a
+#: template's text is rendered with to count its segments.
+_SMS_WORST: templates.Values = {"schedule.id": 2**63 - 1, "date": date(2028, 9, 27)}
+
+
+def check_sms(body: str, template: bool = False) -> None:
+    """Refuse an ``sms:`` text over Twilio's 1,600 characters or its 10 segments
+    (:mod:`core.sms_text`), saying how many segments it needs and why in that
+    encoding; a template by its longest rendering."""
+    text = body
+    if template:  # rendered once, then made as long as its longest rendering (digits)
+        text = templates.render(body, _SMS_WORST)
+        text += "0" * max(0, templates.longest_schedule_text(body) - len(text))
+    subject = "this message, its variables filled in, can have" if template else "this message has"
+    if len(text) > SMS_BODY.size:
+        raise SMS_BODY.refuse(len(text), subject)
+    encoding, count = sms_text.segments(text)
+    if count <= SMS_SEGMENTS.size:
+        return
+    culprit = sms_text.not_gsm7(text)
+    why = f"{encoding}, because of {culprit!r}" if culprit is not None else encoding
+    needs = "can need" if template else "needs"
+    raise TooLarge(
+        f"This text {needs} {count} SMS segments ({why}); the most is "
+        f"{SMS_SEGMENTS.size}: shorten it or split it into several schedules.",
+        SMS_SEGMENTS,
+    )
+
 
 #: The text limit of each destination kind (others: Herald's own).
 TEXT: dict[str, Limit] = {
@@ -286,6 +335,8 @@ def check_message(
         check_discord_embeds(options["embeds"])
     if kind == "discord-webhook" and isinstance(options.get("username"), str):
         _at_most(DISCORD_WEBHOOK_USERNAME, options["username"], "this username")
+    if kind == "sms":
+        check_sms(body, bool(options.get("template")))
     if kind == "email" and isinstance(options.get("subject"), str):
         _at_most(EMAIL_SUBJECT, options["subject"], "this subject")
 

@@ -566,7 +566,7 @@ TABLE: list[tuple[str, str, Any]] = [
     (
         "sms:123",
         "error",
-        "'sms:123' is not a phone number in E.164 form: use sms:+15551234567.",
+        "'sms:123' is not a phone number: write it in E.164 (+, the country code, the number), e.g. sms:+12025550123.",
     ),
     (
         "http://example.com/hook",
