@@ -401,6 +401,31 @@ class AttemptOut(_Out):
     #: The text this attempt sent, its variables filled in (None: kept by no older
     #: Herald, or nothing was sent).
     text: str | None = None
+    provider: str | None = Field(
+        default=None,
+        description="The provider that took it, when its channel goes through several "
+        "(sendgrid, mailgun, smtp, twilio, vonage); null for a channel that is its own "
+        "(Slack, Discord, a webhook).",
+    )
+    receipt: str | None = Field(
+        default=None,
+        description="What the provider reported later: delivered, undelivered or "
+        "bounced; null: no receipt (yet, or the provider sends none). Never changes once "
+        "set.",
+    )
+    receipt_at: AwareDatetime | None = Field(
+        default=None, description="When the provider said so (null: no receipt)."
+    )
+    receipt_detail: str | None = Field(
+        default=None,
+        description="The provider's words of a failed receipt (its error code and reason).",
+    )
+    handoff: str | None = Field(
+        default=None,
+        description="What the provider did with it, in words, its times in the "
+        "schedule's zone: 'accepted by Twilio 09:00:01 · delivered 09:00:04'; 'no receipt "
+        "yet' only for providers that send receipts; null for a channel without providers.",
+    )
 
 
 class ScheduleJobs(_Out):
@@ -415,11 +440,16 @@ class ScheduleJobs(_Out):
                     "started_at": "2026-03-02T08:00:00Z",
                     "finished_at": "2026-03-02T08:00:01Z",
                     "outcome": "ok",
-                    "status_code": 200,
+                    "status_code": 201,
                     "error": None,
-                    "provider_message_id": None,
+                    "provider_message_id": "SM1f0e8c2d3b4a59687766554433221100",
                     "worker": "herald-1",
                     "destination": None,
+                    "provider": "twilio",
+                    "receipt": "delivered",
+                    "receipt_at": "2026-03-02T08:00:04Z",
+                    "receipt_detail": None,
+                    "handoff": "accepted by Twilio 09:00:01 · delivered 09:00:04",
                 }
             ],
         }

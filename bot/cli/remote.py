@@ -233,11 +233,16 @@ class Remote:
                 f"attempts {job['attempts']}{err}"
             )
         if detail["attempts"]:
-            self.emit("  attempts:")
+            providers = any(at.get("handoff") for at in detail["attempts"])
+            zone = f" (providers' times in {s['timezone']})" if providers else ""
+            self.emit(f"  attempts{zone}:")
             for at in detail["attempts"]:
                 code = f" {at['status_code']}" if at["status_code"] is not None else ""
+                how = f"  {at['handoff']}" if at.get("handoff") else ""
                 to = f"  to {at['destination']}" if at.get("destination") else ""
-                self.emit(f"    {at['started_at']}  job {at['job_id']}  {at['outcome']}{code}{to}")
+                self.emit(
+                    f"    {at['started_at']}  job {at['job_id']}  {at['outcome']}{code}{how}{to}"
+                )
 
     def change(self, a: argparse.Namespace) -> None:
         headers = {} if a.version is None else {"If-Match": f'"{a.version}"'}

@@ -214,13 +214,18 @@ async def cmd_show(cli: Cli, herald: Herald) -> None:
             f"attempts {job.attempts}{to}{err}"
         )
     if detail.attempts:
-        cli.emit("  attempts:")
+        # a provider's hand-off and receipt in the schedule's zone, as "next:" is
+        providers = any(at.provider for at in detail.attempts)
+        cli.emit(f"  attempts (providers' times in {s.timezone}):" if providers else "  attempts:")
         for at in detail.attempts:
             code = f" {at.status_code}" if at.status_code is not None else ""
+            handed = views.handoff(at, s.timezone)
+            how = f"  {handed}" if handed else ""
             to = f"  to {_attempt_to(s, at, jobs.get(at.job_id), full)}" if several else ""
             sent = f'  sent "{one_line(at.body, 60)}"' if at.body else ""
             cli.emit(
-                f"    {views.iso(at.started_at)}  job {at.job_id}  {at.outcome}{code}{to}{sent}"
+                f"    {views.iso(at.started_at)}  job {at.job_id}  {at.outcome}{code}{how}"
+                f"{to}{sent}"
             )
 
 
