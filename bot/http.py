@@ -123,14 +123,18 @@ def make_http_app(
     readiness: Readiness, herald: Herald | None = None, limits: HttpLimits | None = None
 ) -> web.Application:
     """The aiohttp app with the health and metrics routes, and (given ``herald``) each
-    member's calendar feed at ``/calendar/<token>.ics`` and the HTTP API under ``/v1``
-    (:mod:`bot.api`). Its routes take no request body unless they declare one
+    member's calendar feed at ``/calendar/<token>.ics``, the HTTP API under ``/v1``
+    (:mod:`bot.api`) and providers' delivery receipts at ``/receipts/<provider>``
+    (:mod:`bot.receipts`). Its routes take no request body unless they declare one
     (:func:`bot.http_guard.body_limit`)."""
     app = guarded_app()
     if herald is not None:
         from bot.api import add_api
+        from bot.receipts import add_receipts
 
-        add_api(app, herald, limits or HttpLimits.from_settings(herald.settings))
+        limits = limits or HttpLimits.from_settings(herald.settings)
+        add_api(app, herald, limits)
+        add_receipts(app, herald, readiness.dispatcher, limits)
 
     async def calendar(request: web.Request) -> web.Response:
         assert herald is not None

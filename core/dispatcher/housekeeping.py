@@ -22,6 +22,7 @@ async def housekeeping(
     await store.optimize()
     retention = timedelta(days=config.retention_days)
     pruned = await store.prune_finished(before=now - retention)
+    pruned["receipts_seen"] = await store.prune_receipts_seen(before=now - retention)
     capped = await store.cap_dead_letters(
         older_than=now - timedelta(days=config.dead_letter_days),
         keep=config.dead_letter_max,

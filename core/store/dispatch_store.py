@@ -135,6 +135,10 @@ class DispatchStore(ChannelStore, Protocol):
         """Delete attempts and finished jobs older than ``before`` (not dead ones)."""
         ...
 
+    async def prune_receipts_seen(self, *, before: datetime) -> int:
+        """Forget the provider callbacks taken before ``before`` (core.receipts)."""
+        ...
+
     async def cap_dead_letters(
         self, *, older_than: datetime, keep: int, now: datetime, audit: AuditEntry
     ) -> int:

@@ -4,15 +4,28 @@ failure, its job) on."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col, select
 
 from core import routing
 from core.channels.base import ProviderDown
-from core.models import Attempt, Job, JobState, ProviderHealth, Receipt, ReceiptSeen
+from core.models import (
+    OPEN_STATE_VALUES,
+    OUTCOME_OF_JOB,
+    Attempt,
+    Job,
+    JobState,
+    ProviderHealth,
+    Receipt,
+    ReceiptSeen,
+    Schedule,
+    ScheduleState,
+)
 from core.receipts import ReceiptReport, provider_label
 from core.store.base import Gateway
 
@@ -31,6 +44,9 @@ class ReceiptTaken:
     attempt_id: int | None = None
     job_id: int | None = None
     job_state: str | None = None
+    #: The channel kind of the attempt's destination when the receipt failed the job
+    #: (a fallback is counted by the failed step's kind).
+    channel: str | None = None
 
 
 class ProviderQueries(Gateway):
@@ -87,15 +103,35 @@ class ProviderQueries(Gateway):
 
     async def receipt_seen(self, provider: str, digest: str, now: datetime) -> bool:
         """Record a callback's digest: True the first time, False for a replay."""
+        async with self._session() as s:
+            return await self._seen(s, provider, digest, now)
+
+    async def _seen(self, s: AsyncSession, provider: str, digest: str, now: datetime) -> bool:
         table = ReceiptSeen.__table__  # type: ignore[attr-defined]
         stmt = (
             self._insert()(table)
             .values(provider=provider, digest=digest, seen_at=now)
             .on_conflict_do_nothing()
         )
+        result = await s.execute(stmt)
+        return bool(result.rowcount)  # type: ignore[attr-defined]
+
+    async def take_callback(
+        self, provider: str, digest: str, reports: Sequence[ReceiptReport], *, now: datetime
+    ) -> list[ReceiptTaken] | None:
+        """Take one verified callback: its digest recorded as seen and each of its
+        reports applied (:meth:`take_receipt`), in one transaction, so a failure leaves
+        nothing behind and the provider's retry is taken afresh. None: the digest was
+        seen before (a replay), and nothing changed. The answers are in the order of
+        ``reports``; they are taken in message-id order, so two batches naming the
+        same messages lock their rows in the same order."""
         async with self._session() as s:
-            result = await s.execute(stmt)
-            return bool(result.rowcount)  # type: ignore[attr-defined]
+            if not await self._seen(s, provider, digest, now):
+                return None
+            taken: dict[int, ReceiptTaken] = {}
+            for i in sorted(range(len(reports)), key=lambda i: reports[i].message_id):
+                taken[i] = await self._take(s, reports[i], now)
+            return [taken[i] for i in range(len(reports))]
 
     async def take_receipt(self, report: ReceiptReport, *, now: datetime) -> ReceiptTaken:
         """Move the attempt the provider reports on to ``report.status``, once: an
@@ -104,60 +140,108 @@ class ProviderQueries(Gateway):
         while the job stands delivered fails the job: its chain's next step (due now),
         else a dead letter with the provider's words."""
         async with self._session() as s:
-            attempt = (
-                await s.execute(
-                    select(Attempt)
-                    .where(
-                        col(Attempt.provider) == report.provider,
-                        col(Attempt.provider_message_id) == report.message_id,
-                    )
-                    .order_by(col(Attempt.id).desc())
-                    .limit(1)
-                    .with_for_update()
+            return await self._take(s, report, now)
+
+    async def prune_receipts_seen(self, *, before: datetime) -> int:
+        """Forget callbacks taken before ``before`` (the delivery log's retention): a
+        copy older than that finds its attempt's receipt set, or no attempt, and changes
+        nothing anyway."""
+        table = ReceiptSeen.__table__  # type: ignore[attr-defined]
+        async with self._session() as s:
+            result = await s.execute(table.delete().where(table.c.seen_at < before))
+            return int(result.rowcount)  # type: ignore[attr-defined]
+
+    async def _take(self, s: AsyncSession, report: ReceiptReport, now: datetime) -> ReceiptTaken:
+        attempt = (
+            await s.execute(
+                select(Attempt)
+                .where(
+                    col(Attempt.provider) == report.provider,
+                    col(Attempt.provider_message_id) == report.message_id,
                 )
-            ).scalar_one_or_none()
-            if attempt is None:
-                return ReceiptTaken("unknown")
-            if attempt.receipt is not None:
-                return ReceiptTaken("duplicate", attempt.id, attempt.job_id)
-            attempt.receipt = report.status
-            attempt.receipt_at = report.at
-            attempt.receipt_detail = report.detail[:2000] or None
-            if report.status not in FAILED_RECEIPTS:
-                return ReceiptTaken("applied", attempt.id, attempt.job_id)
-            job = await s.get(Job, attempt.job_id, with_for_update=True)
-            if job is None or job.state != JobState.DELIVERED.value:
-                return ReceiptTaken("applied", attempt.id, attempt.job_id)
-            latest = (
-                await s.execute(
-                    select(sa.func.max(Attempt.id)).where(col(Attempt.job_id) == job.id)
-                )
-            ).scalar_one()
-            if latest != attempt.id:
-                return ReceiptTaken("applied", attempt.id, job.id)
-            said = _failure(report)
-            following = (
-                routing.next_step(routing.parse_route(job.route), job.step)
-                if job.route is not None
-                else None
+                .order_by(col(Attempt.id).desc())
+                .limit(1)
+                .with_for_update()
             )
-            if following is not None:
-                job.destination = following
-                job.step += 1
-                job.attempts = 0
-                job.step_since = now
-                job.due_at = now
-                job.state = JobState.RETRYING.value
-                job.last_error = f"{said} Falling back to the next step (step {job.step + 1})."
-            else:
-                job.state = JobState.DEAD.value
-                job.last_error = said
+        ).scalar_one_or_none()
+        if attempt is None:
+            return ReceiptTaken("unknown")
+        if attempt.receipt is not None:
+            return ReceiptTaken("duplicate", attempt.id, attempt.job_id)
+        attempt.receipt = report.status
+        attempt.receipt_at = report.at
+        attempt.receipt_detail = report.detail[:2000] or None
+        if report.status not in FAILED_RECEIPTS:
+            return ReceiptTaken("applied", attempt.id, attempt.job_id)
+        job = await s.get(Job, attempt.job_id, with_for_update=True)
+        if job is None or job.state != JobState.DELIVERED.value:
+            return ReceiptTaken("applied", attempt.id, attempt.job_id)
+        latest = (
+            await s.execute(select(sa.func.max(Attempt.id)).where(col(Attempt.job_id) == job.id))
+        ).scalar_one()
+        if latest != attempt.id:
+            return ReceiptTaken("applied", attempt.id, job.id)
+        schedule = await s.get(Schedule, job.schedule_id, with_for_update=True)
+        said = _failure(report)
+        following = (
+            routing.next_step(routing.parse_route(job.route), job.step)
+            if job.route is not None and schedule is not None and schedule.state in _STEPPING
+            else None
+        )
+        if following is not None:
+            # as the dispatcher falls back (core.store.queue's _NEXT_STEP): tries
+            # counted afresh, the step beginning when it falls due (now)
+            job.destination = following
+            job.step += 1
+            job.attempts = 0
+            job.step_since = now
+            job.due_at = now
+            job.state = JobState.RETRYING.value
+            job.last_error = f"{said} Falling back to the next step (step {job.step + 1})."
+            job.finished_at = None
+            await self._notify_due(s)
+        else:
+            job.state = JobState.DEAD.value
+            job.last_error = said
             job.finished_at = now
-            job.updated_at = now
-            return ReceiptTaken("applied", attempt.id, job.id, job.state)
+        job.updated_at = now
+        if schedule is not None and not await _later_tried(s, job):
+            _schedule_fails(schedule, job, now)
+        return ReceiptTaken("applied", attempt.id, job.id, job.state, kind_of(attempt.destination))
 
 
 def _failure(report: ReceiptReport) -> str:
     """'Twilio reported it undelivered: 30003 Unreachable destination handset.'"""
     words = f": {report.detail}" if report.detail else ""
     return f"{provider_label(report.provider)} reported it {report.status}{words}."
+
+
+#: Schedule states whose failed job may take its chain's next step (a paused or
+#: cancelled schedule's send nothing more: the job is a dead letter).
+_STEPPING = (ScheduleState.ACTIVE.value, ScheduleState.COMPLETED.value)
+
+
+def _schedule_fails(schedule: Schedule, job: Job, now: datetime) -> None:
+    """The schedule says what its occurrence did now (as the dispatcher's recording
+    does); a schedule that had ended is live again while its job waits at a next step
+    (it ends again when that step is done)."""
+    schedule.last_outcome = OUTCOME_OF_JOB[job.state]
+    if job.state == JobState.RETRYING.value and schedule.state == ScheduleState.COMPLETED.value:
+        schedule.state = ScheduleState.ACTIVE.value
+    schedule.updated_at = now
+
+
+async def _later_tried(s: AsyncSession, job: Job) -> bool:
+    """Whether a later occurrence of the job's schedule was tried already (its outcome
+    is the schedule's last one, not this older occurrence's)."""
+    later = select(Job.id).where(
+        col(Job.schedule_id) == job.schedule_id,
+        col(Job.occurrence_at) > job.occurrence_at,
+        col(Job.state).not_in(OPEN_STATE_VALUES),
+    )
+    return (await s.execute(later.limit(1))).first() is not None
+
+
+def kind_of(destination: str | None) -> str | None:
+    """``sms:+1555…`` → ``sms`` (the failed step's channel kind, for metrics)."""
+    return None if not destination else destination.partition(":")[0] or None

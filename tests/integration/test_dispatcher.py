@@ -309,7 +309,7 @@ async def test_housekeeping_prunes_old_history_and_caps_dead_letters(
     clock.advance(timedelta(days=31))
     keeper = make_dispatcher(herald, ok, config=replace(CONFIG, dead_letter_max=2))
     result = await keeper.housekeeping()
-    assert result == {"attempts": 6, "jobs": 3, "dead_discarded": 1}
+    assert result == {"attempts": 6, "jobs": 3, "receipts_seen": 0, "dead_discarded": 1}
     letters = await herald.dead_letters(ADMIN)
     assert [x.body for x in letters] == ["d2", "d1"]  # the newest two stay
     assert (await herald.store.job_counts()) == {"dead": 2, "discarded": 1}
