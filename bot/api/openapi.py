@@ -42,7 +42,7 @@ _STATUS_TEXT = {
 
 
 #: The ids the examples use in paths (the models' examples name the same ones).
-PATH_EXAMPLES = {"schedule_id": 42, "job_id": 9}
+PATH_EXAMPLES = {"schedule_id": 42, "job_id": 9, "device_id": 7}
 #: The fields an import line must have; the others (core.cases.importer.FIELDS) may be.
 _IMPORT_REQUIRED = ("to", "when", "text")
 IMPORT_EXAMPLE = "\n".join(
@@ -177,6 +177,8 @@ def _operation(route: Route) -> dict[str, Any]:
             op["responses"]["200"] = {**ok, "description": "Replayed: the key's first result"}
         if route.status == 201 and route.operation == "importSchedules":
             op["responses"]["200"] = {**ok, "description": "Nothing new imported"}
+        if route.status == 201 and route.operation == "addMyDevice":
+            op["responses"]["200"] = {**ok, "description": "Registered already: the same device"}
     problem = {PROBLEM: {"schema": {"$ref": _REF.format(model="Problem")}}}
     # a JSON body past requests.JSON_BODY is refused (a long list of recipients can be)
     large = (413,) if route.body is not None or route.raw_body is not None else ()

@@ -5,6 +5,7 @@ its query, body and answer). :mod:`bot.api.server` serves the table and
 
 from __future__ import annotations
 
+from bot.api import devices
 from bot.api import models as m
 from bot.api.handlers import (
     approve_dead,
@@ -216,4 +217,5 @@ ROUTES: tuple[Route, ...] = (
         raw_body="application/jsonl",
         problems=(413, 415, 422),
     ),
+    *devices.ROUTES,
 )

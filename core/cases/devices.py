@@ -160,12 +160,14 @@ class DeviceCases(CaseBase):
         *,
         member: str | None = None,
         tenant: str | None = None,
-    ) -> None:
-        """Remove one of ``member``'s devices (audited ``device.remove``). NotFound when
-        they have none by that id (another member's or tenant's is not named)."""
+    ) -> Device:
+        """Remove one of ``member``'s devices (audited ``device.remove``) and return
+        it. NotFound when they have none by that id (another member's or tenant's is
+        not named)."""
         actor = await self.actor(actor_id)
         whose, where = await self._device_owner(actor, member, tenant, "device.remove")
-        gone = await self.store.remove_device(
+        theirs = {d.id: d for d in await self.store.devices_of(where, whose)}
+        gone = device_id in theirs and await self.store.remove_device(
             where,
             whose,
             device_id,
@@ -176,3 +178,4 @@ class DeviceCases(CaseBase):
         )
         if not gone:
             raise NotFound(f"{whose} has no device {device_id}: see herald member device list.")
+        return theirs[device_id]
