@@ -150,8 +150,8 @@ class ChannelStore(Protocol):
     async def mark_provider_down(self, provider: str, until: datetime, reason: str) -> None:
         """Mark ``provider`` down for every dispatcher until ``until``."""
 
-    async def mark_provider_up(self, provider: str) -> None:
-        """``provider`` answered: clear its mark."""
+    async def mark_provider_up(self, provider: str, now: datetime | None = None) -> None:
+        """``provider`` answered: its mark ends ``now`` (default: the wall clock)."""
 
     async def devices_of(self, tenant: str, member_id: str) -> list[Device]:
         """A member's registered push devices, oldest first."""

@@ -88,14 +88,16 @@ class ProviderQueries(Gateway):
         async with self._session() as s:
             await s.execute(stmt)
 
-    async def mark_provider_up(self, provider: str) -> None:
-        """``provider`` answered: its cool-down ends now (the row stays, for the console)."""
+    async def mark_provider_up(self, provider: str, now: datetime | None = None) -> None:
+        """``provider`` answered: its cool-down ends ``now`` (the dispatcher's clock;
+        default the wall clock), for every dispatcher. The row stays, for the console;
+        a mark that has ended already is left as it was."""
         table = ProviderHealth.__table__  # type: ignore[attr-defined]
-        now = datetime.now(UTC)
+        now = now or datetime.now(UTC)
         async with self._session() as s:
             await s.execute(
                 table.update()
-                .where(table.c.provider == provider)
+                .where(table.c.provider == provider, table.c.down_until > now)
                 .values(down_until=now, changed_at=now)
             )
 
@@ -112,9 +114,10 @@ class ProviderQueries(Gateway):
             self._insert()(table)
             .values(provider=provider, digest=digest, seen_at=now)
             .on_conflict_do_nothing()
+            .returning(table.c.digest)
         )
-        result = await s.execute(stmt)
-        return bool(result.rowcount)  # type: ignore[attr-defined]
+        # RETURNING, not rowcount: psycopg's rowcount of this statement is -1 (true)
+        return (await s.execute(stmt)).first() is not None
 
     async def take_callback(
         self, provider: str, digest: str, reports: Sequence[ReceiptReport], *, now: datetime
