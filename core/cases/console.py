@@ -504,7 +504,13 @@ class ConsoleCases(ScheduleCases, DeadLetterCases, ProviderCases):
             tried = [a for a in detail.attempts if a.job_id == focus.id]
         else:
             tried = await self.store.attempts_page(AttemptFilter(job_id=focus.id), limit=50)
-        return [_attempt_event(a, to(a), zone) for a in tried]
+        events = [_attempt_event(a, to(a), zone) for a in tried]
+        # a receipt is a moment of its own: the provider's later word, in the same words
+        return events + [
+            TimelineEvent(a.receipt_at, "receipt", views.handoff(a, zone) or "", a.job_id)
+            for a in tried
+            if a.receipt is not None and a.receipt_at is not None
+        ]
 
 
 def _where(schedule: Schedule, jobs: list[Job], full: bool) -> Callable[[Any], str]:
@@ -537,8 +543,11 @@ def _redacted(destination: str) -> str:
         return scrub(destination)
 
 
-#: Order of events at the same instant: creation, planning, the try, its end, decisions.
-_RANK = {"created": 0, "planned": 1, "claimed": 2, "attempt": 3, "retrying": 4, "audit": 6}
+#: Order of events at the same instant: creation, planning, the try, its end, a
+#: receipt, decisions.
+_RANK = {
+    k: i for i, k in enumerate("created planned claimed attempt retrying receipt audit".split())
+}
 
 
 def _upcoming(schedule: Schedule, now: datetime) -> list[datetime]:

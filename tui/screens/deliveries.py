@@ -9,6 +9,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Header, Input, Static
 
+from core import views
 from core.store import AttemptFilter, AttemptRow
 from tui.filters import FilterError, attempt_filter
 from tui.format import CELL, clip, stamp
@@ -112,6 +113,9 @@ class DeliveriesScreen(ConsoleScreen):
         lines = [r.body]
         if r.error:
             lines.append(f"Error: {r.error}")
+        handed = views.handoff(r, self.zone)  # "accepted by Twilio 09:00:01 · delivered …"
+        if handed:
+            lines.append(handed)
         to = self.destination(r.destination, self.owner())
         lines.append(
             f"Attempt {r.id} · job {r.job_id} of schedule {r.schedule_id} · {r.outcome}{code}"

@@ -1,4 +1,5 @@
-"""1 · Overview: the queue at a glance, refreshed live."""
+"""1 · Overview: the queue at a glance, refreshed live, with the system's health: the
+dispatchers and the email and SMS providers."""
 
 from __future__ import annotations
 
@@ -35,13 +36,18 @@ class OverviewScreen(ConsoleScreen):
                 yield Rate("Failures / min", id="failed")
             with Horizontal(id="bottom"):
                 yield Static("", id="counts")
-                yield DataTable(id="workers", cursor_type="row", zebra_stripes=True)
+                with Vertical(id="health"):
+                    yield DataTable(id="workers", cursor_type="row", zebra_stripes=True)
+                    yield DataTable(id="providers", cursor_type="row", zebra_stripes=True)
         yield footer()
 
     def on_mount(self) -> None:
         workers = self.query_one("#workers", DataTable)
         workers.border_title = "Dispatchers"
         workers.add_columns("worker", "host", "pid", "heartbeat")
+        providers = self.query_one("#providers", DataTable)
+        providers.border_title = "Providers"
+        providers.add_columns("provider", "health", "sends", "changed")
         self.query_one("#counts", Static).border_title = "Jobs by state"
         super().on_mount()
 
@@ -76,5 +82,14 @@ class OverviewScreen(ConsoleScreen):
             table.add_row(w.id, w.host, str(w.pid), beat, key=w.id)
         if not f.workers:
             table.add_row("no dispatcher has reported", "", "", "")
+        self.show_providers(o)
         # who you are stays in the header (the app's subtitle), beside the moment read
         self.sub_title = f"{self.app.sub_title} · as of {stamp(o.now, self.zone)}"
+
+    def show_providers(self, o: Overview) -> None:
+        """Each provider: "SendGrid · down until 09:05 (503 …) · email 1st · 2m ago"."""
+        table = self.query_one("#providers", DataTable)
+        table.clear()
+        for p in o.providers:
+            changed = "-" if p.changed_at is None else ago(p.changed_at, o.now)
+            table.add_row(p.label, p.health(self.zone), p.serves, changed, key=p.name)
