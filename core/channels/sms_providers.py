@@ -14,6 +14,12 @@ network guard), each answer classified for failover (core.channels.failover):
   waits): the same provider, later.
 
 No sentence carries a credential: they name the settings to check.
+
+Neither API takes an idempotency key on a send (Vonage's ``client-ref`` is only
+repeated in its receipts): a request whose answer was lost (a timeout) may have been
+sent, and its retry, or the next provider, sends it again. Herald accepts that rare
+duplicate rather than lose a message; the attempt's provider and id say which was
+accepted.
 """
 
 from __future__ import annotations
