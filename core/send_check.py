@@ -5,11 +5,26 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from core.channels.email import email_providers
 from core.settings import Settings
 from core.store import Store
 
 #: A dispatcher that has not heartbeated for this long is not counted as running.
 RECENT = timedelta(minutes=1)
+
+#: What each SMS provider needs set (settings fields, and the variables said).
+_SMS_NEEDS: dict[str, tuple[tuple[str, ...], str, str]] = {
+    "twilio": (
+        ("twilio_account_sid", "twilio_auth_token", "twilio_from"),
+        "TWILIO_ACCOUNT_SID, TWILIO_AUTH_TOKEN and TWILIO_FROM",
+        "Twilio",
+    ),
+    "vonage": (
+        ("vonage_api_key", "vonage_api_secret", "vonage_from"),
+        "VONAGE_API_KEY, VONAGE_API_SECRET and VONAGE_FROM",
+        "Vonage",
+    ),
+}
 
 
 async def send_warnings(
@@ -19,8 +34,9 @@ async def send_warnings(
     looks ready)."""
     warnings = []
     kind = destination.partition(":")[0]
-    if kind == "email" and not settings.smtp_host:
-        warnings.append("No SMTP server is configured (HERALD_SMTP_HOST): email cannot be sent.")
+    missing = _unconfigured(settings, kind)
+    if missing is not None:
+        warnings.append(missing)
     if kind == "slack" and settings.slack_bot_token is None:
         warnings.append("No Slack token is configured (SLACK_BOT_TOKEN): Slack cannot be sent.")
     if kind == "discord" and settings.discord_bot_token is None:
@@ -34,3 +50,35 @@ async def send_warnings(
             "`herald run` runs."
         )
     return warnings
+
+
+def _unconfigured(settings: Settings, kind: str) -> str | None:
+    """The warning for an ``email:``, ``sms:`` or ``push:`` destination when none of
+    the providers its kind goes through has its credentials; None otherwise."""
+    if kind == "email":
+        # the channel's own providers, so the warning says what sending will do
+        providers = email_providers(settings)
+        if any(p.configured for p in providers):
+            return None
+        if [p.name for p in providers] == ["smtp"]:
+            return "No SMTP server is configured (HERALD_SMTP_HOST): email cannot be sent."
+        hints = [f"{getattr(p, 'settings_hint', p.name)} for {p.label}" for p in providers]
+        return (
+            "No email provider HERALD_EMAIL_PROVIDERS lists is configured (set "
+            f"{'; or '.join(hints)}): email cannot be sent."
+        )
+    if kind == "sms":
+        names = [n for n in settings.sms_providers.split(",") if n in _SMS_NEEDS]
+        if any(all(getattr(settings, f, None) for f in _SMS_NEEDS[n][0]) for n in names):
+            return None
+        hints = [f"{_SMS_NEEDS[n][1]} for {_SMS_NEEDS[n][2]}" for n in names]
+        return (
+            "No SMS provider HERALD_SMS_PROVIDERS lists is configured (set "
+            f"{'; or '.join(hints)}): SMS cannot be sent."
+        )
+    if kind == "push" and not settings.fcm_service_account_file:
+        return (
+            "No Firebase service account is configured (FCM_SERVICE_ACCOUNT_FILE): push "
+            "cannot be sent."
+        )
+    return None

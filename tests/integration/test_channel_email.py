@@ -1,4 +1,5 @@
-"""The email channel against a local SMTP server (aiosmtpd), plain, STARTTLS and TLS."""
+"""The email channel through its SMTP provider against a local SMTP server (aiosmtpd),
+plain, STARTTLS and TLS. (SendGrid, Mailgun and failover: test_email_providers.py.)"""
 
 from __future__ import annotations
 
@@ -125,7 +126,7 @@ async def test_implicit_tls(server_tls: ssl.SSLContext, client_tls: ssl.SSLConte
     assert result.outcome is Outcome.OK and fake.messages[0].tls
 
 
-async def test_wrong_password_is_permanent_and_never_shown(
+async def test_wrong_password_makes_the_provider_unavailable_and_is_never_shown(
     server_tls: ssl.SSLContext, client_tls: ssl.SSLContext, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.DEBUG, logger="core")
@@ -140,7 +141,8 @@ async def test_wrong_password_is_permanent_and_never_shown(
             timeout=2.0,
         )
         result = await channel.send(make_delivery(TO))
-    assert result.outcome is Outcome.PERMANENT and result.status_code == 535
+    # Herald's own login, refused: the provider is down (the next one may take it)
+    assert result.outcome is Outcome.RETRY and result.down and result.status_code == 535
     assert "HERALD_SMTP_PASSWORD" in (result.error or "")
     assert "wrong-pass-123" not in repr(result) and "wrong-pass-123" not in caplog.text
     assert fake.messages == []
@@ -155,10 +157,10 @@ async def test_untrusted_certificate_is_retryable_with_advice(
     assert result.outcome is Outcome.RETRY and "certificate" in (result.error or "")
 
 
-async def test_starttls_not_offered_is_permanent(smtp: FakeSMTP) -> None:
+async def test_starttls_not_offered_makes_the_provider_unavailable(smtp: FakeSMTP) -> None:
     channel = EmailChannel(host="127.0.0.1", port=smtp.port, from_address=FROM, timeout=2.0)
     result = await channel.send(make_delivery(TO))
-    assert result.outcome is Outcome.PERMANENT and "TLS mode" in (result.error or "")
+    assert result.outcome is Outcome.RETRY and result.down and "TLS mode" in (result.error or "")
 
 
 @pytest.mark.parametrize(
@@ -166,7 +168,8 @@ async def test_starttls_not_offered_is_permanent(smtp: FakeSMTP) -> None:
     [
         ("rcpt", "550 5.1.1 No such user", Outcome.PERMANENT, "refused ops@example.com"),
         ("rcpt", "450 4.2.1 Mailbox busy", Outcome.RETRY, "Mailbox busy"),
-        ("mail", "553 5.7.1 Sender not allowed", Outcome.PERMANENT, "HERALD_SMTP_FROM"),
+        # Herald's own sender, refused: retried (and the provider down: see below)
+        ("mail", "553 5.7.1 Sender not allowed", Outcome.RETRY, "HERALD_SMTP_FROM"),
         ("mail", "421 4.7.0 Too many connections", Outcome.RETRY, "Too many connections"),
         ("data", "554 5.6.0 Message rejected", Outcome.PERMANENT, "refused the message"),
         ("data", "452 4.3.1 Insufficient storage", Outcome.RETRY, "Insufficient storage"),
@@ -179,6 +182,8 @@ async def test_smtp_replies_4xx_retry_5xx_permanent(
     result = await plain(smtp).send(make_delivery(TO))
     assert result.outcome is outcome and result.status_code == int(reply[:3])
     assert advice in (result.error or "") and reply[4:] in (result.error or "")
+    # a refusal of the recipient or the message is the message's; of the sender, Herald's
+    assert result.down is (stage == "mail")
     assert smtp.messages == []
 
 
@@ -189,6 +194,7 @@ async def test_stalled_server_times_out_and_is_retryable(smtp: FakeSMTP) -> None
     )
     result = await channel.send(make_delivery(TO))
     assert result.outcome is Outcome.RETRY and "did not answer in time" in (result.error or "")
+    assert result.down and result.provider == "smtp"
 
 
 async def test_unreachable_server_is_retryable() -> None:
@@ -197,6 +203,7 @@ async def test_unreachable_server_is_retryable() -> None:
     )
     result = await channel.send(make_delivery(TO))
     assert result.outcome is Outcome.RETRY and "Could not talk to" in (result.error or "")
+    assert result.down
 
 
 async def test_not_configured() -> None:
