@@ -51,7 +51,7 @@ URI_SYNTAXES: dict[str, UriSyntax] = {c.uri.kind: c.uri for c in CHANNEL_TYPES}
 #: What a refused kind is told to use instead.
 EXAMPLES = (
     "slack:C0123ABC, discord:123456789012345678, webhook:https://example.com/hook, "
-    "email:ops@example.com, sms:+15551234567, push:slack:U0123ABC, "
+    "email:ops@example.com, sms:+12025550123, push:slack:U0123ABC, "
     "ntfy:https://ntfy.sh/team, apprise:tgram://TOKEN/CHAT or log:"
 )
 

@@ -541,27 +541,27 @@ TABLE: list[tuple[str, str, Any]] = [
     (
         "C0123",
         "error",
-        "Destination 'C0123' has no kind: use slack:C0123ABC, discord:123456789012345678, webhook:https://example.com/hook, email:ops@example.com, sms:+15551234567, push:slack:U0123ABC, ntfy:https://ntfy.sh/team, apprise:tgram://TOKEN/CHAT or log:.",
+        "Destination 'C0123' has no kind: use slack:C0123ABC, discord:123456789012345678, webhook:https://example.com/hook, email:ops@example.com, sms:+12025550123, push:slack:U0123ABC, ntfy:https://ntfy.sh/team, apprise:tgram://TOKEN/CHAT or log:.",
     ),
     (
         "",
         "error",
-        "Destination '' has no kind: use slack:C0123ABC, discord:123456789012345678, webhook:https://example.com/hook, email:ops@example.com, sms:+15551234567, push:slack:U0123ABC, ntfy:https://ntfy.sh/team, apprise:tgram://TOKEN/CHAT or log:.",
+        "Destination '' has no kind: use slack:C0123ABC, discord:123456789012345678, webhook:https://example.com/hook, email:ops@example.com, sms:+12025550123, push:slack:U0123ABC, ntfy:https://ntfy.sh/team, apprise:tgram://TOKEN/CHAT or log:.",
     ),
     (
         "   ",
         "error",
-        "Destination '' has no kind: use slack:C0123ABC, discord:123456789012345678, webhook:https://example.com/hook, email:ops@example.com, sms:+15551234567, push:slack:U0123ABC, ntfy:https://ntfy.sh/team, apprise:tgram://TOKEN/CHAT or log:.",
+        "Destination '' has no kind: use slack:C0123ABC, discord:123456789012345678, webhook:https://example.com/hook, email:ops@example.com, sms:+12025550123, push:slack:U0123ABC, ntfy:https://ntfy.sh/team, apprise:tgram://TOKEN/CHAT or log:.",
     ),
     (
         ":C0123",
         "error",
-        "Destination ':C0123' has no kind: use slack:C0123ABC, discord:123456789012345678, webhook:https://example.com/hook, email:ops@example.com, sms:+15551234567, push:slack:U0123ABC, ntfy:https://ntfy.sh/team, apprise:tgram://TOKEN/CHAT or log:.",
+        "Destination ':C0123' has no kind: use slack:C0123ABC, discord:123456789012345678, webhook:https://example.com/hook, email:ops@example.com, sms:+12025550123, push:slack:U0123ABC, ntfy:https://ntfy.sh/team, apprise:tgram://TOKEN/CHAT or log:.",
     ),
     (
         "fax:+49301234",
         "error",
-        "Unknown destination kind 'fax' in 'fax:+49301234': use slack:C0123ABC, discord:123456789012345678, webhook:https://example.com/hook, email:ops@example.com, sms:+15551234567, push:slack:U0123ABC, ntfy:https://ntfy.sh/team, apprise:tgram://TOKEN/CHAT or log:.",
+        "Unknown destination kind 'fax' in 'fax:+49301234': use slack:C0123ABC, discord:123456789012345678, webhook:https://example.com/hook, email:ops@example.com, sms:+12025550123, push:slack:U0123ABC, ntfy:https://ntfy.sh/team, apprise:tgram://TOKEN/CHAT or log:.",
     ),
     (
         "sms:123",
@@ -571,27 +571,27 @@ TABLE: list[tuple[str, str, Any]] = [
     (
         "http://example.com/hook",
         "error",
-        "Unknown destination kind 'http' in 'http://example.com/hook': use slack:C0123ABC, discord:123456789012345678, webhook:https://example.com/hook, email:ops@example.com, sms:+15551234567, push:slack:U0123ABC, ntfy:https://ntfy.sh/team, apprise:tgram://TOKEN/CHAT or log:.",
+        "Unknown destination kind 'http' in 'http://example.com/hook': use slack:C0123ABC, discord:123456789012345678, webhook:https://example.com/hook, email:ops@example.com, sms:+12025550123, push:slack:U0123ABC, ntfy:https://ntfy.sh/team, apprise:tgram://TOKEN/CHAT or log:.",
     ),
     (
         "https://example.com/hook",
         "error",
-        "Unknown destination kind 'https' in 'https://example.com/hook': use slack:C0123ABC, discord:123456789012345678, webhook:https://example.com/hook, email:ops@example.com, sms:+15551234567, push:slack:U0123ABC, ntfy:https://ntfy.sh/team, apprise:tgram://TOKEN/CHAT or log:.",
+        "Unknown destination kind 'https' in 'https://example.com/hook': use slack:C0123ABC, discord:123456789012345678, webhook:https://example.com/hook, email:ops@example.com, sms:+12025550123, push:slack:U0123ABC, ntfy:https://ntfy.sh/team, apprise:tgram://TOKEN/CHAT or log:.",
     ),
     (
         "mailto:a@b.c",
         "error",
-        "Unknown destination kind 'mailto' in 'mailto:a@b.c': use slack:C0123ABC, discord:123456789012345678, webhook:https://example.com/hook, email:ops@example.com, sms:+15551234567, push:slack:U0123ABC, ntfy:https://ntfy.sh/team, apprise:tgram://TOKEN/CHAT or log:.",
+        "Unknown destination kind 'mailto' in 'mailto:a@b.c': use slack:C0123ABC, discord:123456789012345678, webhook:https://example.com/hook, email:ops@example.com, sms:+12025550123, push:slack:U0123ABC, ntfy:https://ntfy.sh/team, apprise:tgram://TOKEN/CHAT or log:.",
     ),
     (
         "Slack-Webhook:x",
         "error",
-        "Unknown destination kind 'slack-webhook' in 'Slack-Webhook:x': use slack:C0123ABC, discord:123456789012345678, webhook:https://example.com/hook, email:ops@example.com, sms:+15551234567, push:slack:U0123ABC, ntfy:https://ntfy.sh/team, apprise:tgram://TOKEN/CHAT or log:.",
+        "Unknown destination kind 'slack-webhook' in 'Slack-Webhook:x': use slack:C0123ABC, discord:123456789012345678, webhook:https://example.com/hook, email:ops@example.com, sms:+12025550123, push:slack:U0123ABC, ntfy:https://ntfy.sh/team, apprise:tgram://TOKEN/CHAT or log:.",
     ),
     (
         "teams:abc",
         "error",
-        "Unknown destination kind 'teams' in 'teams:abc': use slack:C0123ABC, discord:123456789012345678, webhook:https://example.com/hook, email:ops@example.com, sms:+15551234567, push:slack:U0123ABC, ntfy:https://ntfy.sh/team, apprise:tgram://TOKEN/CHAT or log:.",
+        "Unknown destination kind 'teams' in 'teams:abc': use slack:C0123ABC, discord:123456789012345678, webhook:https://example.com/hook, email:ops@example.com, sms:+12025550123, push:slack:U0123ABC, ntfy:https://ntfy.sh/team, apprise:tgram://TOKEN/CHAT or log:.",
     ),
 ]
 DIRECT: list[tuple[str, str, tuple[str, str, bool, str | None]]] = [
