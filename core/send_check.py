@@ -6,25 +6,14 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from core.channels.email import email_providers
+from core.channels.failover import ProviderHealth
+from core.channels.sms import SmsChannel
+from core.http_client import HTTPClient
 from core.settings import Settings
 from core.store import Store
 
 #: A dispatcher that has not heartbeated for this long is not counted as running.
 RECENT = timedelta(minutes=1)
-
-#: What each SMS provider needs set (settings fields, and the variables said).
-_SMS_NEEDS: dict[str, tuple[tuple[str, ...], str, str]] = {
-    "twilio": (
-        ("twilio_account_sid", "twilio_auth_token", "twilio_from"),
-        "TWILIO_ACCOUNT_SID, TWILIO_AUTH_TOKEN and TWILIO_FROM",
-        "Twilio",
-    ),
-    "vonage": (
-        ("vonage_api_key", "vonage_api_secret", "vonage_from"),
-        "VONAGE_API_KEY, VONAGE_API_SECRET and VONAGE_FROM",
-        "Vonage",
-    ),
-}
 
 
 async def send_warnings(
@@ -68,13 +57,14 @@ def _unconfigured(settings: Settings, kind: str) -> str | None:
             f"{'; or '.join(hints)}): email cannot be sent."
         )
     if kind == "sms":
-        names = [n for n in settings.sms_providers.split(",") if n in _SMS_NEEDS]
-        if any(all(getattr(settings, f, None) for f in _SMS_NEEDS[n][0]) for n in names):
+        # the channel as the dispatcher builds it: no connection is opened
+        sms = SmsChannel.from_settings(
+            settings, http=HTTPClient(lazy_tls=True), health=ProviderHealth()
+        )
+        if sms.providers:
             return None
-        hints = [f"{_SMS_NEEDS[n][1]} for {_SMS_NEEDS[n][2]}" for n in names]
         return (
-            "No SMS provider HERALD_SMS_PROVIDERS lists is configured (set "
-            f"{'; or '.join(hints)}): SMS cannot be sent."
+            f"No SMS provider is configured (set {SmsChannel.settings_hint}): SMS cannot be sent."
         )
     if kind == "push" and not settings.fcm_service_account_file:
         return (

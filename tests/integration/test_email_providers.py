@@ -456,9 +456,9 @@ class _NoWorkers:
         (
             {"HERALD_SMS_PROVIDERS": "twilio,vonage", "TWILIO_ACCOUNT_SID": "AC1"},
             "sms:+15551234567",
-            "No SMS provider HERALD_SMS_PROVIDERS lists is configured (set TWILIO_ACCOUNT_SID, "
-            "TWILIO_AUTH_TOKEN and TWILIO_FROM for Twilio; or VONAGE_API_KEY, "
-            "VONAGE_API_SECRET and VONAGE_FROM for Vonage): SMS cannot be sent.",
+            "No SMS provider is configured (set TWILIO_ACCOUNT_SID, TWILIO_AUTH_TOKEN and "
+            "TWILIO_FROM, or VONAGE_API_KEY, VONAGE_API_SECRET and VONAGE_FROM, as "
+            "HERALD_SMS_PROVIDERS lists them): SMS cannot be sent.",
         ),
         (
             {
