@@ -61,8 +61,9 @@ class ProviderQueries(Gateway):
             return [ProviderDown(r.provider, r.down_until, r.reason) for r in rows]
 
     async def provider_health(self) -> list[ProviderHealth]:
-        """Every provider ever marked down, with its last reason (the console)."""
-        stmt = select(ProviderHealth).order_by(col(ProviderHealth.provider))
+        """Every provider ever marked down, with its last reason (the console; one row
+        per provider, bounded all the same, as every console read is)."""
+        stmt = select(ProviderHealth).order_by(col(ProviderHealth.provider)).limit(100)
         async with self._read_session() as s:
             return list((await s.execute(stmt)).scalars())
 
