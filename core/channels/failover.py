@@ -277,7 +277,7 @@ class FailoverChannel(Channel):
             if result is None:
                 held = self.health.held(provider.name)
                 why = held.reason if held is not None else "down"
-                failures.append(f"{provider.label} skipped while down: {why.rstrip('.')}")
+                failures.append(f"{provider.label} is down ({why.rstrip('.')})")
                 self._observe(provider.name, "skipped")
                 continue
             if not self._is_down(result):
@@ -287,7 +287,7 @@ class FailoverChannel(Channel):
             failures.append(f"{provider.label}: {(result.error or 'down').rstrip('.')}")
             last = result
         if last is None:
-            return self._all_down(failures)
+            return self._all_down()
         if len(self.providers) == 1:
             return last
         return replace(
@@ -322,16 +322,15 @@ class FailoverChannel(Channel):
             if probe:
                 health.probed(name)
 
-    def _all_down(self, failures: list[str]) -> DeliveryResult:
+    def _all_down(self) -> DeliveryResult:
         """Every provider is held down: asked none; due again when the first comes back."""
         now = self.health.now()
-        ends = [
-            held.until for p in self.providers if (held := self.health.held(p.name)) is not None
-        ]
-        wait = max(1.0, (min(ends) - now).total_seconds()) if ends else 1.0
+        marks = [(p.label, held) for p in self.providers if (held := self.health.held(p.name))]
+        wait = max(1.0, min((h.until - now).total_seconds() for _, h in marks)) if marks else 1.0
+        why = "; ".join(f"{label}: {held.reason.rstrip('.')}" for label, held in marks)
         return DeliveryResult.retry(
-            f"Not sent: every {self.kind} provider is down ({'; '.join(failures)}); tried "
-            f"again in {round(wait)} s, when the first cool-down ends.",
+            f"Not sent: every {self.kind} provider is down ({why}); tried again in "
+            f"{round(wait)} s, when the first cool-down ends.",
             status_code=429,
             retry_after=wait,
         )

@@ -134,29 +134,32 @@ async def test_a_mark_by_one_dispatcher_is_seen_by_another_within_the_ttl(
     assert await late.turn("twilio") is None
 
 
-async def test_an_answer_after_the_cool_down_clears_the_mark_for_everyone(
+async def test_a_longer_mark_elsewhere_is_read_and_a_probes_answer_ends_it_for_everyone(
     store: Store, other: Store
 ) -> None:
     ticks = Ticks()
     first, second = health(store, ticks, cooldown=30), health(other, ticks, cooldown=30)
-    await first.mark_down("twilio", "503", None)
+    await first.mark_down("twilio", "503", None)  # until T+30
     ticks.advance(HEALTH_TTL)
     await second.refresh()
     assert second.held("twilio") is not None
 
-    # the second dispatcher marks it again (longer): the first's reading catches up
+    # the second dispatcher marks it again, longer: the first's reading catches up
     ticks.advance(10)
-    await second.mark_down("twilio", "503 again", 120.0)
+    await second.mark_down("twilio", "429, Retry-After 120", 120.0)  # until T+132
     ticks.advance(25)  # the first's own cool-down is over; the shared one is not
     await first.refresh()
     mark = first.held("twilio")
     assert mark is not None
     assert mark.until == T + timedelta(seconds=HEALTH_TTL + 10 + 120)
 
-    # ... until it answers (a probe, its cool-down over): every dispatcher tries it again
-    ticks.advance(120)
+    # it ended: the first probes Twilio while the second finds it down once more ...
+    ticks.advance(100)
     await first.refresh()
-    assert await first.turn("twilio") is True  # its probe
+    assert await first.turn("twilio") is True  # the probe
+    await second.mark_down("twilio", "timeout", None)
+    assert await store.providers_down(ticks.at) != []
+    # ... and the probe's answer ends that mark for every dispatcher
     await first.answered("twilio", probe=True)
     first.probed("twilio")
     assert await first.turn("twilio") is False  # trusted: no more probes
@@ -164,21 +167,4 @@ async def test_an_answer_after_the_cool_down_clears_the_mark_for_everyone(
     ticks.advance(HEALTH_TTL)
     await second.refresh()
     assert second.held("twilio") is None
-
-
-async def test_a_probe_that_answers_ends_a_mark_made_meanwhile_elsewhere(
-    store: Store, other: Store
-) -> None:
-    ticks = Ticks()
-    first, second = health(store, ticks), health(other, ticks)
-    await first.mark_down("vonage", "refused", None)
-    ticks.advance(61)  # the cool-down ended: the first probes it ...
-    await first.refresh()
-    assert await first.turn("vonage") is True
-    await second.mark_down("vonage", "timeout", None)  # ... while the second finds it down
-    await first.answered("vonage", probe=True)  # the probe answered: up, for everyone
-    first.probed("vonage")
-    assert await store.providers_down(ticks.at) == []
-    ticks.advance(HEALTH_TTL)
-    await second.refresh()
-    assert second.held("vonage") is None
+    assert await second.turn("twilio") is True  # not trusted there: its next send probes
