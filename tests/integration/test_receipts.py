@@ -31,12 +31,19 @@ from bot.http import Readiness, make_http_app, start_http
 from bot.http_guard import HttpLimits
 from core.cases import Herald
 from core.channels.base import Delivery, DeliveryResult, Outcome
+from core.channels.email import EmailChannel
+from core.channels.failover import ProviderHealth
+from core.channels.sms import SmsChannel
 from core.clock import ManualClock
 from core.dispatcher import Dispatcher, DispatcherConfig
+from core.http_client import HTTPClient
 from core.models import Attempt, Job, ReceiptSeen
 from core.settings import Settings, load_settings
 from core.store import Store
 from tests.fakes import unused_port
+from tests.fakes.sendgrid import FakeSendGrid
+from tests.fakes.twilio import TO as TWILIO_TO
+from tests.fakes.twilio import FakeTwilio
 from tests.support.channels import RecordingChannel
 
 ALICE = "local:alice"
@@ -185,20 +192,28 @@ class Service:
             return int((await conn.execute(sa.select(sa.func.count()).select_from(SEEN))).scalar())
 
 
-async def serve(store: Store, settings: Settings, clock: ManualClock) -> AsyncIterator[Service]:
+async def serve(
+    store: Store,
+    settings: Settings,
+    clock: ManualClock,
+    channels: dict[str, Any] | None = None,
+    port: int | None = None,
+) -> AsyncIterator[Service]:
+    """The service's HTTP app on ``port`` and a dispatcher sending through ``channels``
+    (default: channels that stand in for the providers' send answers)."""
     sent: list[Delivery] = []
 
     def script(d: Delivery) -> DeliveryResult:
         sent.append(d)
         return accepted(d)
 
-    channels: dict[str, Any] = {
+    channels = channels or {
         "sms": RecordingChannel(script, kind="sms"),
         "email": RecordingChannel(script, kind="email"),
     }
     herald = Herald(store, settings, clock)
     dispatcher = Dispatcher(store, channels, clock=clock, config=CONFIG, rng=random.Random(7))
-    port = unused_port()
+    port = port or unused_port()
     runner = await start_http(
         make_http_app(Readiness(store, dispatcher), herald),
         "127.0.0.1",
@@ -518,3 +533,72 @@ async def test_a_provider_without_its_secret_refuses_everything_and_says_so_once
         "delivery receipts of SendGrid refused: SENDGRID_WEBHOOK_PUBLIC_KEY is not set.",
     ]
     assert not any(TWILIO_TOKEN in r.getMessage() for r in caplog.records)
+
+
+# --- the real path: our SMS and email channels, the providers' fakes ---------------------
+
+
+async def test_twilio_and_sendgrid_fakes_report_on_what_our_channels_sent(
+    store: Store, db_url: str, clock: ManualClock
+) -> None:
+    """Twilio's fake creates the message our SMS channel sends, with its StatusCallback
+    at HERALD_PUBLIC_URL/receipts/twilio, and posts its status there, signed; the
+    chain's email step goes through SendGrid's fake, whose X-Message-Id the event
+    webhook names."""
+    port = unused_port()
+    http = HTTPClient(lazy_tls=True)
+    async with FakeTwilio() as twilio, FakeSendGrid() as sendgrid:
+        settings = receipt_settings(
+            db_url,
+            HERALD_PUBLIC_URL=f"http://127.0.0.1:{port}",
+            HERALD_EMAIL_PROVIDERS="sendgrid",
+            HERALD_EMAIL_FROM="herald@example.com",
+            SENDGRID_API_KEY=sendgrid.api_key,
+            HERALD_SENDGRID_API_URL=sendgrid.api_url,
+            **twilio.env(),
+        )
+        health = ProviderHealth(now=clock.now, monotonic=lambda: clock.now().timestamp())
+        channels: dict[str, Any] = {
+            "sms": SmsChannel.from_settings(settings, http=http, health=health),
+            "email": EmailChannel.from_settings(settings, http=http, health=health),
+        }
+        try:
+            async for service in serve(store, settings, clock, channels, port):
+                schedule, _ = await service.herald.create_schedule(
+                    ALICE,
+                    to=[{"first_of": [f"sms:{TWILIO_TO}", "email:bob@example.com"]}],
+                    when="in 1 minute",
+                    text="Your turn",
+                )
+                clock.advance(60)
+                assert (await service.dispatcher.drain()).outcomes["delivered"] == 1
+                [job] = await store.schedule_jobs(schedule.id, limit=10)
+                [sms] = twilio.messages
+                callback = sms.status_callback
+                assert callback == f"http://127.0.0.1:{port}/receipts/twilio"
+                assert (await service.rows(job.id))[1] == [("twilio", None, None)]
+
+                forged = await twilio.post_status_callback(
+                    callback, sms, "undelivered", error_code="30003", auth_token="x"
+                )
+                assert forged[0] == 401
+                assert (await twilio.post_status_callback(callback, sms, "sent"))[0] == 200
+                status, _ = await twilio.post_status_callback(
+                    callback, sms, "undelivered", error_code="30006"
+                )
+                assert status == 200
+                (state, step, destination, *_), tries = await service.rows(job.id)
+                assert (state, step, destination) == ("retrying", 1, "email:bob@example.com")
+                assert tries == [("twilio", "undelivered", "30006 Landline or unreachable carrier")]
+
+                assert (await service.dispatcher.drain()).outcomes["delivered"] == 1
+                [mail] = sendgrid.sent
+                event = sendgrid_event(mail.message_id, "delivered", clock.now())
+                assert (await service.sendgrid([event])).json()["applied"] == 1
+                (state, step, *_), tries = await service.rows(job.id)
+                assert (state, step) == ("delivered", 1)
+                assert tries[-1] == ("sendgrid", "delivered", None)
+        finally:
+            for channel in channels.values():
+                await channel.close()
+            await http.close()
