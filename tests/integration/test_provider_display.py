@@ -186,6 +186,10 @@ async def test_providers_health_each_listed_one_and_each_found_down(
     assert seen[3][:2] == ("Firebase Cloud Messaging", "push")
     assert seen[3][2].startswith("up since ")
     assert states[0].down and not states[1].down and not states[3].down
+    clock.advance(120)  # SendGrid answers a probe again at 12:02
+    await herald.store.mark_provider_up("sendgrid", now=clock.now())
+    [sendgrid, *_] = await cases.provider_health(MEMBER)
+    assert sendgrid.health("UTC") == "up since 12:02" and not sendgrid.down
     overview = await cases.overview(MEMBER)
     assert [p.name for p in overview.providers] == ["sendgrid", "smtp", "twilio", "fcm"]
 
