@@ -3,9 +3,9 @@
 and each provider the dispatchers ever found down (:meth:`core.store.Store.
 provider_health`): up, or down until when and why, and since when.
 
-A provider's "configured" here reads its settings the way its channel does (its
-credentials set); the channel's own :attr:`core.channels.failover.Provider.configured`
-decides what is sent, this only what is shown.
+Whether a provider is configured is its channel's own answer
+(:attr:`core.channels.failover.Provider.configured`), asked of the channels as the
+dispatcher builds them.
 """
 
 from __future__ import annotations
@@ -17,22 +17,16 @@ from zoneinfo import ZoneInfo
 from core.actors import ActorRef
 from core.cases.base import CaseBase
 from core.channel_settings.providers import EMAIL_PROVIDERS, SMS_PROVIDERS
+from core.channels.email import email_providers
+from core.channels.failover import ProviderHealth
+from core.channels.sms import SmsChannel
+from core.http_client import HTTPClient
 from core.receipts import provider_label
 from core.scrub import scrub_credentials
 from core.settings import Settings
 
 #: How much of a provider's last failure the console shows (the log has it all).
 REASON_CHARS = 80
-
-#: What each provider needs set before its channel uses it (its credentials).
-_NEEDS: dict[str, tuple[str, ...]] = {
-    "smtp": ("smtp_host",),
-    "sendgrid": ("sendgrid_api_key",),
-    "mailgun": ("mailgun_api_key", "mailgun_domain"),
-    "twilio": ("twilio_account_sid", "twilio_auth_token", "twilio_from"),
-    "vonage": ("vonage_api_key", "vonage_api_secret", "vonage_from"),
-    "fcm": ("fcm_service_account_file",),
-}
 
 
 @dataclass(frozen=True)
@@ -86,9 +80,15 @@ def _ordinal(n: int) -> str:
     return {1: "1st", 2: "2nd", 3: "3rd"}.get(n, f"{n}th")
 
 
-def configured(settings: Settings, provider: str) -> bool:
-    """Whether ``provider``'s settings are set (its channel would use it)."""
-    return all(getattr(settings, need, None) for need in _NEEDS.get(provider, ("-",)))
+def configured(settings: Settings) -> set[str]:
+    """The email and SMS providers the settings list whose credentials are set, as
+    their channels decide it (built as the dispatcher builds them; no connection is
+    opened): the console says what sending will do."""
+    names = {p.name for p in email_providers(settings) if p.configured}
+    sms = SmsChannel.from_settings(
+        settings, http=HTTPClient(lazy_tls=True), health=ProviderHealth()
+    )
+    return names | {p.name for p in sms.providers}
 
 
 def served(settings: Settings) -> dict[str, str]:
@@ -123,6 +123,7 @@ class ProviderCases(CaseBase):
         now = self.clock.now()
         rows = {row.provider: row for row in await self.store.provider_health()}
         listed = served(self.settings)
+        ready = configured(self.settings)
         names = [*listed, *sorted(n for n in rows if n not in listed)]
         states = []
         for name in names:
@@ -132,7 +133,7 @@ class ProviderCases(CaseBase):
                     name,
                     listed.get(name) or _KIND.get(name, ""),
                     # one no list names is shown by its record alone
-                    configured(self.settings, name) if name in listed else True,
+                    name in ready if name in listed else True,
                     now,
                     down_until=None if row is None else row.down_until,
                     reason="" if row is None else _reason(row.reason),
