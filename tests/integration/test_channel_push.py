@@ -306,14 +306,14 @@ async def test_ntfy_publishes_to_its_topic_through_the_drain(
         to=to,
         when="in 5 minutes",
         text="Déploiement fini ✅\nall green",
-        options={"subject": "Déploiement ✅"},
+        options={"subject": "Déploiement ✅", "priority": "high"},
     )
     d = Dispatcher(lite.store, lite.channels, clock=clock, config=CONFIG, rng=random.Random(7))
     clock.advance(timedelta(minutes=5))
     assert (await d.drain()).outcomes["delivered"] == 1
     [sent] = ntfy.published
     assert (sent.topic, sent.message) == ("team-alerts", "Déploiement fini ✅\nall green")
-    assert sent.title == "Déploiement ✅" and sent.priority is None
+    assert sent.title == "Déploiement ✅" and sent.priority == "high"
     [job] = await lite.store.schedule_jobs(s.id, limit=5)
     [attempt] = await lite.store.job_attempts([job.id])
     assert attempt.provider_message_id == sent.id
