@@ -89,7 +89,8 @@ class ProviderHealth:
 
     The database failing never stops a delivery: an unreadable mark leaves this
     process's own reading (read again after :data:`HEALTH_TTL`), an unwritable one is
-    kept here and merged into later readings until it ends."""
+    kept here and merged into later readings until it ends (as is one a reading that
+    began before the store took it may miss)."""
 
     def __init__(
         self,
@@ -104,8 +105,9 @@ class ProviderHealth:
         self._monotonic = monotonic
         #: The marks as last read, with this process's own since.
         self._down: dict[str, ProviderDown] = {}
-        #: This process's marks the store did not take (the database failed).
-        self._unshared: dict[str, ProviderDown] = {}
+        #: This process's own marks, with the monotonic time the store took each (None:
+        #: not yet, or the database failed), kept over readings that may predate them.
+        self._own: dict[str, tuple[ProviderDown, float | None]] = {}
         self._read_at: float | None = None
         self._reading = asyncio.Lock()
         #: Providers that answered this process since it started or their last mark.
@@ -139,26 +141,28 @@ class ProviderHealth:
         async with self._reading:
             if not self._stale():
                 return
+            started = self._monotonic()
             try:
                 rows = await self.store.providers_down(self._now())
             except DatabaseError:
                 log.warning("provider health unreadable; using this process's own")
             else:
-                self._read(rows)
+                self._read(rows, started)
             finally:
                 self._read_at = self._monotonic()
 
     def _stale(self) -> bool:
         return self._read_at is None or self._monotonic() - self._read_at >= HEALTH_TTL
 
-    def _read(self, rows: Sequence[ProviderDown]) -> None:
-        """Take the store's marks (a provider marked up elsewhere loses its mark here)
-        and keep this process's unshared ones while they last."""
+    def _read(self, rows: Sequence[ProviderDown], started: float) -> None:
+        """Take the store's marks, read from ``started`` (a provider marked up elsewhere
+        loses its mark here), keeping this process's own marks the reading may not hold
+        (made as it ran, or never stored) while they last."""
         now = self._now()
         down = {row.provider: row for row in rows}
-        for name, mark in list(self._unshared.items()):
-            if mark.until <= now:
-                del self._unshared[name]
+        for name, (mark, stored) in list(self._own.items()):
+            if mark.until <= now or (stored is not None and stored < started):
+                del self._own[name]  # over, or the store's reading is the truth
             elif name not in down or down[name].until < mark.until:
                 down[name] = mark
         self._down = down
@@ -217,18 +221,19 @@ class ProviderHealth:
         )
         if self.store is None:
             return
+        self._own[provider] = (mark, None)
         try:
             await self.store.mark_provider_down(provider, until, mark.reason)
         except DatabaseError:
-            self._unshared[provider] = mark
             log.warning("could not share a provider's health", extra={"provider": provider})
         else:
-            self._unshared.pop(provider, None)
+            if self._own.get(provider, (None, None))[0] is mark:
+                self._own[provider] = (mark, self._monotonic())
 
     async def mark_up(self, provider: str, *, shared: bool = False) -> None:
         """``provider`` answered after it was marked down (here, or, with ``shared``,
         perhaps elsewhere): its mark ends for everyone."""
-        self._unshared.pop(provider, None)
+        self._own.pop(provider, None)
         if self._down.pop(provider, None) is not None:
             log.info("provider answers again", extra={"provider": provider})
         elif not shared:

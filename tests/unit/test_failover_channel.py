@@ -95,6 +95,8 @@ class MemoryStore:
         self.failing = False
         self.reads = 0
         self.writes: list[tuple[str, str]] = []
+        self.hold: asyncio.Event | None = None
+        self.reading = asyncio.Event()
 
     def _check(self) -> None:
         if self.failing:
@@ -103,7 +105,11 @@ class MemoryStore:
     async def providers_down(self, now: datetime) -> list[ProviderDown]:
         self.reads += 1
         self._check()
-        return [row for row in self.rows.values() if row.until > now]
+        rows = [row for row in self.rows.values() if row.until > now]
+        if self.hold is not None:  # a slow read: its rows are those when it began
+            self.reading.set()
+            await self.hold.wait()
+        return rows
 
     async def mark_provider_down(self, provider: str, until: datetime, reason: str) -> None:
         self.writes.append(("down", provider))
@@ -411,3 +417,25 @@ async def test_a_failing_database_never_stops_a_delivery() -> None:
     assert (await sms.send(delivery(4))).provider == "vonage"  # probed again, still down
     assert len(first.sent) == 2
     assert "twilio" in store.rows  # shared this time
+
+
+async def test_a_reading_that_began_before_a_mark_was_stored_keeps_the_mark() -> None:
+    clocks, store = Clocks(), MemoryStore()
+    health = ProviderHealth(60.0, now=clocks.now, monotonic=clocks.monotonic)
+    health.store = store  # type: ignore[assignment]
+    store.hold = asyncio.Event()
+    reading = asyncio.create_task(health.refresh())
+    await store.reading.wait()
+    clocks.mono += 0.1
+    await health.mark_down("twilio", "refused", None)  # stored while the read runs
+    store.hold.set()
+    await reading
+    assert health.held("twilio") is not None  # the older reading did not erase it
+    store.hold = None
+    clocks.advance(HEALTH_TTL + 0.5)
+    await health.refresh()
+    assert health.held("twilio") is not None  # now the store's row holds it
+    store.rows.clear()  # marked up elsewhere (its row ended)
+    clocks.advance(HEALTH_TTL + 0.5)
+    await health.refresh()
+    assert health.held("twilio") is None  # the store's reading is the truth
