@@ -267,7 +267,9 @@ class Cli:
             data = {
                 **views.dead_letter_dict(letter),
                 "attempts": [
-                    views.attempt_dict(x) for x in detail.attempts if x.job_id == letter.job_id
+                    views.attempt_dict(x, detail.schedule.timezone)
+                    for x in detail.attempts
+                    if x.job_id == letter.job_id
                 ],
             }
             if a.json:
@@ -283,7 +285,8 @@ class Cli:
             for x in data["attempts"]:
                 code = f" {x['status_code']}" if x["status_code"] is not None else ""
                 error = f": {x['error']}" if x["error"] else ""
-                self.emit(f"  try at {x['started_at']}: {x['outcome']}{code}{error}")
+                how = f" · {x['handoff']}" if x["handoff"] else ""  # a bounce, say
+                self.emit(f"  try at {x['started_at']}: {x['outcome']}{code}{error}{how}")
         else:  # retry, reject, discard (core/verbs.py): one use case each
             chosen = verbs.verb(a.dead_command)
             if getattr(a, "all_matching", None) is not None:

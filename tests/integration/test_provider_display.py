@@ -71,7 +71,7 @@ async def test_an_attempt_says_its_provider_and_receipt_everywhere(
     herald: Herald, settings: Settings, clock: ManualClock
 ) -> None:
     texted, _ = await send(herald, clock, "sms:+12025550123", "twilio", "SM0123")
-    mailed, _ = await send(herald, clock, "email:ops@example.com", "sendgrid", "sg-77")
+    mailed, bounced_job = await send(herald, clock, "email:ops@example.com", "sendgrid", "sg-77")
     relayed, _ = await send(herald, clock, "email:dev@example.com", "smtp", "<m1@herald>")
     logged, _ = await send(herald, clock, "log:", None, None)
     now, store = clock.now(), herald.store
@@ -104,6 +104,13 @@ async def test_an_attempt_says_its_provider_and_receipt_everywhere(
     shown = await cli(herald, settings, "show", str(mailed))
     assert (
         "accepted by SendGrid 13:02:03 · bounced 13:05:03: 550 5.1.1 mailbox unavailable" in shown
+    )
+    # the bounce made a dead letter: herald dead show says the provider's words
+    dead = await cli(herald, settings, "dead", "show", str(bounced_job))
+    assert "SendGrid reported it bounced: 550 5.1.1 mailbox unavailable." in dead
+    assert (
+        "try at 2026-03-02T12:02:02Z: ok 202 · accepted by SendGrid 13:02:03 · bounced "
+        "13:05:03: 550 5.1.1 mailbox unavailable" in dead
     )
     assert "accepted by SMTP 13:03:04  sent" in await cli(herald, settings, "show", str(relayed))
     plain = await cli(herald, settings, "show", str(logged))
