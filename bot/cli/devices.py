@@ -16,6 +16,8 @@ if TYPE_CHECKING:
     from bot.cli.commands import Cli
     from core.cases import Herald
 
+#: core.cases.DEVICE_PLATFORMS, written again here: the grammar imports no core, so
+#: that ``herald --help`` stays fast (tests/integration/test_devices.py keeps them equal).
 PLATFORMS = ("android", "ios", "web")
 
 

@@ -10,11 +10,12 @@ import json
 
 import pytest
 
+from bot.cli import devices as cli_devices
 from bot.cli.commands import Cli
 from bot.cli.main import COMMANDS, handler
 from bot.cli.parser import build_parser
 from core.actors import Principal, Surface
-from core.cases import MAX_DEVICES, Herald, import_schedules
+from core.cases import DEVICE_PLATFORMS, MAX_DEVICES, Herald, import_schedules
 from core.errors import InvalidInput, NotFound, PermissionDenied
 from core.settings import Settings
 from core.store import AuditFilter
@@ -98,6 +99,7 @@ async def test_device_input_is_bounded(herald: Herald) -> None:
         await herald.add_device(ALICE, PHONE, label="x" * 101)
     with pytest.raises(InvalidInput, match="Unknown platform"):
         await herald.add_device(ALICE, PHONE, platform="symbian")
+    assert cli_devices.PLATFORMS == DEVICE_PLATFORMS  # the CLI's choices, written again
     for n in range(MAX_DEVICES):
         await herald.add_device(ALICE, f"tok{n}:APA91b")
     with pytest.raises(InvalidInput, match=f"has {MAX_DEVICES} devices already"):
