@@ -11,7 +11,9 @@ settings, channels and the helpers the concerns share, all given to its construc
 - :mod:`core.cases.schedules`: schedules, on the calendars they skip and recipients;
 - :mod:`core.cases.reminders`: a reminder's Snooze and Done buttons, on schedules;
 - :mod:`core.cases.dead_letters`: dead letters, retries and their answers;
-- :mod:`core.cases.console`: the operator console, on schedules and dead letters;
+- :mod:`core.cases.providers`: the email and SMS providers' health (the console);
+- :mod:`core.cases.console`: the operator console, on schedules, dead letters and
+  providers;
 - :mod:`core.cases.tokens`: the HTTP API's tokens (made, listed, revoked, read);
 - :mod:`core.cases.devices`: members' push devices, and the save-time check of ``push:``;
 - :mod:`core.cases.herald`: :class:`Herald`, the classes above composed;
