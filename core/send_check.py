@@ -51,7 +51,7 @@ def _unconfigured(settings: Settings, kind: str) -> str | None:
             return None
         if [p.name for p in providers] == ["smtp"]:
             return "No SMTP server is configured (HERALD_SMTP_HOST): email cannot be sent."
-        hints = [f"{getattr(p, 'settings_hint', p.name)} for {p.label}" for p in providers]
+        hints = [f"{p.settings_hint} for {p.label}" for p in providers]
         return (
             "No email provider HERALD_EMAIL_PROVIDERS lists is configured (set "
             f"{'; or '.join(hints)}): email cannot be sent."

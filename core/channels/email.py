@@ -20,16 +20,15 @@ from pydantic import SecretStr
 
 from core.channels.base import Delivery, DeliveryResult
 from core.channels.email_providers import (
-    DEFAULT_PORTS,
     MAX_SUBJECT,
+    EmailProvider,
     MailgunProvider,
     SendGridProvider,
-    SmtpProvider,
-    TlsMode,
     message_id,
     subject_for,
 )
-from core.channels.failover import FailoverChannel, Provider, ProviderHealth
+from core.channels.failover import FailoverChannel, ProviderHealth
+from core.channels.smtp import DEFAULT_PORTS, SmtpProvider, TlsMode
 from core.destinations import UriSyntax
 from core.errors import InvalidInput
 from core.http_client import HTTPClient
@@ -49,7 +48,7 @@ __all__ = [
 _ADDRESS = re.compile(r"^[^@\s<>,;]+@[^@\s<>,;]+\.[^@\s<>,;]+$")
 
 #: The email providers, by the name ``HERALD_EMAIL_PROVIDERS`` lists.
-PROVIDERS: dict[str, type[SmtpProvider] | type[SendGridProvider] | type[MailgunProvider]] = {
+PROVIDERS: dict[str, type[EmailProvider]] = {
     "smtp": SmtpProvider,
     "sendgrid": SendGridProvider,
     "mailgun": MailgunProvider,
@@ -62,17 +61,17 @@ def _check_address(raw: str, target: str) -> None:
         raise InvalidInput(f"{raw!r} is not an email address: use email:ops@example.com.")
 
 
-def email_providers(settings: Any, http: HTTPClient | None = None) -> list[Provider]:
+def email_providers(settings: Any, http: HTTPClient | None = None) -> list[EmailProvider]:
     """Every provider ``HERALD_EMAIL_PROVIDERS`` lists, in order, configured or not
     (``http``: the shared client; None: each HTTP provider makes its own on first use)."""
     names = [name for name in settings.email_providers.split(",") if name]
     return [PROVIDERS[name].from_settings(settings, http) for name in names]
 
 
-def not_configured(providers: Sequence[Provider]) -> str:
+def not_configured(providers: Sequence[EmailProvider]) -> str:
     """The sentence for email with none of ``providers`` configured, naming what to set
     for each one listed."""
-    hints = [f"{getattr(p, 'settings_hint', p.name)} ({p.label})" for p in providers] or [
+    hints = [f"{p.settings_hint} ({p.label})" for p in providers] or [
         f"{SmtpProvider.settings_hint} (SMTP)"
     ]
     listed = ", ".join(p.name for p in providers) or "none"
@@ -115,7 +114,7 @@ class EmailChannel(FailoverChannel):
 
     def __init__(
         self,
-        providers: Sequence[Provider] | None = None,
+        providers: Sequence[EmailProvider] | None = None,
         health: ProviderHealth | None = None,
         *,
         host: str | None = None,

@@ -1,5 +1,5 @@
-"""The providers ``email:`` goes through (core.channels.failover): an SMTP server, and
-two HTTP email APIs, SendGrid and Mailgun.
+"""The providers ``email:`` goes through (core.channels.failover): two HTTP email APIs,
+SendGrid and Mailgun, beside SMTP (core.channels.smtp); and the letter they all send.
 
 Why these two: they are the most widely used HTTP email APIs, and both document their
 request, answers and errors in a public reference we can build faithful fakes from,
@@ -13,15 +13,20 @@ and sign their event webhooks (delivery receipts, /receipts/sendgrid and
 
 Every provider sends the same letter (:class:`Letter`): the subject rules of
 :func:`subject_for`, the text as ``text/plain`` and, escaped with its line breaks as
-``<br>``, as ``text/html`` (no attachments), and a ``Message-ID`` derived from the
-job's idempotency key (:func:`message_id`), so a retried delivery, through any
-provider, carries the same id and mail clients and archives can spot the duplicate.
+``<br>``, as ``text/html`` (no attachments; over SMTP, core.channels.smtp, the text
+alone, as before), and a ``Message-ID`` derived from the job's idempotency key
+(:func:`message_id`). Neither API takes an idempotency key of its own: a send whose
+answer was lost may be sent again, and the same ``Message-ID``, through any provider,
+lets mail clients and archives spot the duplicate. The job's id and key also travel
+as SendGrid ``custom_args`` and Mailgun ``v:`` variables, which their event webhooks
+echo; the attempt records the id each provider names the message by (SendGrid's
+``X-Message-Id``; Mailgun's ``id``, without its angle brackets).
 
 How answers are read: a refusal of the *message* (a bad address, a body too large) is
 permanent and goes to no other provider; a failure of the *provider* (no connection,
-no answer in time, 5xx, a 429 with no Retry-After, and a refusal of Herald's own
+no answer in time, 5xx, a 429 asking for no pause, and a refusal of Herald's own
 credentials, which another provider's may not share) is
-:meth:`~core.channels.base.DeliveryResult.unavailable`; a 429 with a Retry-After is a
+:meth:`~core.channels.base.DeliveryResult.unavailable`; a 429 with a pause is a
 plain retry, which the failover channel counts as down when the pause is longer than
 the dispatcher waits. The API base URLs are the admin's settings
 (``HERALD_SENDGRID_API_URL``, ``HERALD_MAILGUN_API_URL``), sent like Slack's through the
@@ -35,11 +40,10 @@ import base64
 import hashlib
 import html
 import re
-import ssl
+from abc import abstractmethod
 from dataclasses import dataclass
-from email.message import EmailMessage
-from email.utils import formatdate, parseaddr
-from typing import Any, ClassVar, Literal
+from email.utils import parseaddr, parsedate_to_datetime
+from typing import Any, ClassVar
 from urllib.parse import quote
 
 from pydantic import SecretStr
@@ -51,8 +55,6 @@ from core.channels.failover import Provider
 from core.channels.webhook import USER_AGENT, parse_retry_after, reveal, truncate
 from core.http_client import Answer, HTTPClient, TimedOut, Timeout, Unreachable
 
-TlsMode = Literal["starttls", "tls", "none"]
-DEFAULT_PORTS: dict[str, int] = {"starttls": 587, "tls": 465, "none": 25}
 MAX_SUBJECT = limits.EMAIL_SUBJECT.size
 #: The most characters of a provider's own words kept in an error sentence.
 MAX_SAID = 300
@@ -124,7 +126,21 @@ class Letter:
         }
 
 
-def _domain_of(from_address: str, given: str | None) -> str:
+class EmailProvider(Provider):
+    """A provider of ``email:``, made from the settings."""
+
+    #: The settings that configure it (said when none listed is configured).
+    settings_hint: ClassVar[str]
+
+    @classmethod
+    @abstractmethod
+    def from_settings(cls, settings: Any, http: HTTPClient | None) -> EmailProvider:
+        """The provider the settings configure (``http``: the shared client; None: one
+        of its own, opened on first use)."""
+
+
+def domain_of(from_address: str, given: str | None = None) -> str:
+    """The domain of Message-IDs: ``given``, else the sender's."""
     return given or parseaddr(from_address)[1].rpartition("@")[2] or "herald.invalid"
 
 
@@ -133,13 +149,11 @@ def _said(text: str) -> str:
     return truncate(" ".join(text.split()), MAX_SAID)
 
 
-class HttpEmailProvider(Provider):
+class HttpEmailProvider(EmailProvider):
     """What SendGrid and Mailgun share: the request through the shared client, the
     sentences for no connection or no answer, and the reading of a status that means
     the provider, not the message, failed."""
 
-    #: The settings that configure it (said when it is not configured).
-    settings_hint: ClassVar[str]
     #: The setting naming its credentials, said when they are refused.
     key_setting: ClassVar[str]
     #: The setting of its base URL.
@@ -159,7 +173,7 @@ class HttpEmailProvider(Provider):
         self._base = base_url.rstrip("/")
         self.http = http or HTTPClient(lazy_tls=True)
         self._timeouts = Timeout(timeout, min(connect_timeout, timeout))
-        self._domain = _domain_of(from_address, message_id_domain)
+        self._domain = domain_of(from_address, message_id_domain)
 
     async def close(self) -> None:
         await self.http.close()
@@ -183,8 +197,14 @@ class HttpEmailProvider(Provider):
                 unreachable(self.label, url, str(exc), self.url_setting)
             )
 
+    @abstractmethod
     def _headers(self) -> dict[str, str]:
-        raise NotImplementedError
+        """The headers of every request (its credentials)."""
+
+    def _pause(self, answer: Answer) -> float | None:
+        """Seconds the answer asks Herald to wait (``Retry-After``; a date in it is read
+        against the answer's own ``Date``, not this machine's clock); None: it asks none."""
+        return parse_retry_after(answer.headers.get("retry-after"), _answered_at(answer))
 
     def _provider_failed(self, answer: Answer, url: str, said: str) -> DeliveryResult | None:
         """The result of an answer that says the provider (or Herald's settings for it)
@@ -198,13 +218,13 @@ class HttpEmailProvider(Provider):
                 status,
             )
         if status == 429:
-            wait = parse_retry_after(answer.headers.get("retry-after"))
+            wait = self._pause(answer)
             sentence = f"{self.label} is rate limiting Herald (429){words}."
             if wait is None:
                 return DeliveryResult.unavailable(sentence, status)
             return DeliveryResult.retry(sentence, status, wait)
         if status >= 500 or status in (404, 405, 408) or 300 <= status < 400:
-            wait = parse_retry_after(answer.headers.get("retry-after"))
+            wait = self._pause(answer)
             hint = f": check {self.url_setting}" if status < 500 and status != 408 else ""
             answered = f"{self.label} answered {status} {answer.reason}".rstrip()
             return DeliveryResult.unavailable(f"{answered}{words}{hint}.", status, wait)
@@ -240,6 +260,16 @@ class SendGridProvider(HttpEmailProvider):
 
     def _headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self._key}", "User-Agent": USER_AGENT}
+
+    def _pause(self, answer: Answer) -> float | None:
+        """``Retry-After``, else what SendGrid documents on a 429: ``X-RateLimit-Reset``
+        (unix time the limit resets), read against the answer's ``Date``
+        (https://www.twilio.com/docs/sendgrid/api-reference/how-to-use-the-sendgrid-v3-api/rate-limits)."""
+        wait = super()._pause(answer)
+        reset, at = answer.headers.get("x-ratelimit-reset", ""), _answered_at(answer)
+        if wait is not None or at is None or not reset.strip().isdigit():
+            return wait
+        return max(0.0, float(reset) - at)
 
     def body(self, delivery: Delivery) -> dict[str, Any]:
         """The Mail Send JSON body for ``delivery``."""
@@ -288,6 +318,14 @@ class SendGridProvider(HttpEmailProvider):
         return DeliveryResult.permanent(
             not_json(self.label, url, answer.status, kind, self.url_setting), answer.status
         )
+
+
+def _answered_at(answer: Answer) -> float | None:
+    """The answer's ``Date`` as unix time (None: none, or unreadable)."""
+    try:
+        return parsedate_to_datetime(answer.headers.get("date", "")).timestamp()
+    except (TypeError, ValueError, IndexError):
+        return None
 
 
 def _with(said: str) -> str:
@@ -413,168 +451,3 @@ def _json(answer: Answer) -> dict[str, Any] | None:
     except ValueError:
         return None
     return data if isinstance(data, dict) else None
-
-
-class SmtpProvider(Provider):
-    """An SMTP server, one connection per delivery (aiosmtplib): STARTTLS (``tls=
-    "starttls"``, port 587 by default), implicit TLS (``"tls"``, 465) or plain
-    (``"none"``, 25; for local relays and tests). ``host`` None: not configured.
-    ``timeout`` is per SMTP command, in seconds; ``tls_context`` overrides certificate
-    checking (a private CA).
-
-    Replies: a 5xx refusal of the recipient or of the message is permanent, a 4xx one a
-    retry; the server unreachable, silent, failing TLS, refusing Herald's login or
-    sender, or lacking what Herald needs is unavailable (the next provider may work).
-    """
-
-    name = "smtp"
-    label = "SMTP"
-    settings_hint = "HERALD_SMTP_HOST and HERALD_SMTP_FROM"
-
-    def __init__(
-        self,
-        *,
-        host: str | None,
-        from_address: str,
-        port: int | None = None,
-        user: str | None = None,
-        password: str | SecretStr | None = None,
-        tls: TlsMode = "starttls",
-        timeout: float = 30.0,
-        tls_context: ssl.SSLContext | None = None,
-        message_id_domain: str | None = None,
-    ) -> None:
-        if tls not in DEFAULT_PORTS:
-            raise ValueError(f"tls must be starttls, tls or none, not {tls!r}")
-        self._host = host
-        self._port = port or DEFAULT_PORTS[tls]
-        self._from = from_address
-        self._sender = parseaddr(from_address)[1]
-        self._user = user
-        self._password = reveal(password)
-        self._tls: TlsMode = tls
-        self._timeout = timeout
-        self._tls_context = tls_context
-        self._domain = _domain_of(from_address, message_id_domain)
-
-    @classmethod
-    def from_settings(cls, settings: Any, http: HTTPClient | None) -> SmtpProvider:
-        return cls(
-            host=settings.smtp_host,
-            port=settings.smtp_port,
-            user=settings.smtp_user,
-            password=settings.smtp_password,
-            from_address=settings.smtp_from,
-            tls=settings.smtp_tls,
-            timeout=settings.http_timeout,
-        )
-
-    @property
-    def configured(self) -> bool:
-        return bool(self._host)
-
-    def message(self, delivery: Delivery) -> EmailMessage:
-        """The email for ``delivery`` (headers and a UTF-8 plain-text body: over SMTP,
-        Herald sends the text as it always has)."""
-        letter = Letter.of(delivery, self._from, self._domain)
-        msg = EmailMessage()
-        msg["From"] = self._from
-        msg["To"] = letter.to
-        msg["Subject"] = letter.subject
-        msg["Date"] = formatdate(usegmt=True)
-        for name, value in letter.headers().items():
-            msg[name] = value
-        msg.set_content(delivery.body)
-        return msg
-
-    async def send(self, delivery: Delivery) -> DeliveryResult:
-        """Send one email. Ok with the Message-ID; see the class for the rest. Never
-        raises for what the mail server or the network does."""
-        if not self._host:
-            return DeliveryResult.permanent(
-                f"Email is not configured: an admin must set {self.settings_hint}."
-            )
-        import aiosmtplib  # here, not at import: a command that sends no mail starts faster
-
-        msg = self.message(delivery)
-        to = delivery.destination.target
-        try:
-            responses, _ = await aiosmtplib.send(
-                msg,
-                sender=self._sender,
-                recipients=[to],
-                hostname=self._host,
-                port=self._port,
-                username=self._user,
-                password=self._password,
-                use_tls=self._tls == "tls",
-                start_tls=self._tls == "starttls",
-                timeout=self._timeout,
-                tls_context=self._tls_context,
-            )
-        except aiosmtplib.SMTPRecipientsRefused as exc:
-            refused = exc.recipients[0] if exc.recipients else None
-            code = refused.code if refused else 550
-            said = refused.message if refused else "recipient refused"
-            return _by_code(code, f"The mail server refused {to}: {code} {said}", "check it")
-        except aiosmtplib.SMTPAuthenticationError as exc:
-            return _down(
-                exc.code,
-                f"The mail server refused Herald's login: {exc.code} {exc.message}",
-                "an admin must check HERALD_SMTP_USER and HERALD_SMTP_PASSWORD",
-            )
-        except aiosmtplib.SMTPSenderRefused as exc:
-            return _down(
-                exc.code,
-                f"The mail server refused the sender {self._sender}: {exc.code} {exc.message}",
-                "an admin must check HERALD_SMTP_FROM",
-            )
-        except aiosmtplib.SMTPConnectResponseError as exc:  # 4xx/5xx greeting: not serving
-            return _down(
-                exc.code,
-                f"The mail server {self._host} turned Herald away: {exc.code} {exc.message}",
-                "try again later",
-            )
-        except aiosmtplib.SMTPResponseException as exc:
-            return _by_code(
-                exc.code,
-                f"The mail server refused the message: {exc.code} {exc.message}",
-                "check the message and the recipient",
-            )
-        except TimeoutError:
-            return DeliveryResult.unavailable(
-                f"The mail server {self._host} did not answer in time."
-            )
-        except ssl.SSLError as exc:
-            return DeliveryResult.unavailable(
-                f"TLS with the mail server {self._host} failed ({exc.__class__.__name__}); "
-                "an admin should check its certificate and the TLS mode."
-            )
-        except (aiosmtplib.SMTPServerDisconnected, aiosmtplib.SMTPConnectError, OSError) as exc:
-            return DeliveryResult.unavailable(
-                f"Could not talk to the mail server {self._host} ({exc.__class__.__name__})."
-            )
-        except aiosmtplib.SMTPException as exc:  # a missing extension: STARTTLS, AUTH, UTF-8
-            return DeliveryResult.unavailable(
-                f"The mail server {self._host} does not support what Herald needs ({exc}): "
-                "an admin must check HERALD_SMTP_HOST, the port and the TLS mode."
-            )
-        if to in responses and responses[to].code >= 400:
-            reply = responses[to]
-            return _by_code(reply.code, f"The mail server refused {to}: {reply}", "check it")
-        return DeliveryResult.ok(250, msg["Message-ID"])
-
-
-def _by_code(code: int, what: str, advice: str) -> DeliveryResult:
-    """Retry for a 4xx SMTP reply (and anything below 500), permanent for 5xx."""
-    text = truncate(" ".join(what.split()), 600)
-    if code >= 500:
-        return DeliveryResult.permanent(f"{text}; {advice}.", code)
-    return DeliveryResult.retry(f"{text}.", code)
-
-
-def _down(code: int, what: str, advice: str) -> DeliveryResult:
-    """The server refused Herald itself (its login, its sender, any mail now): the
-    provider is unavailable, whatever the code."""
-    text = truncate(" ".join(what.split()), 600)
-    return DeliveryResult.unavailable(f"{text}; {advice}.", code)

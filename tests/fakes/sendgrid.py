@@ -16,7 +16,9 @@ Use (the API of every provider fake here; :class:`FakeMailgun` has the same)::
     async with FakeSendGrid(api_key="SG.test-key") as fake:
         settings: HERALD_SENDGRID_API_URL=fake.api_url, SENDGRID_API_KEY=fake.api_key
         fake.mode = "unavailable"      # 503; "rate_limited": 429 (+ Retry-After:
-                                       # fake.retry_after, None for no header);
+                                       # fake.retry_after, None for no header; and
+                                       # X-RateLimit-Reset fake.rate_limit_reset s
+                                       # from now, as SendGrid documents, when set);
                                        # "bad_address": 400 for every recipient; "ok"
         fake.bad_addresses.add("x@example.com")   # 400 for that recipient only
         await fake.refuse_connections()  # the port closes: connections are refused
@@ -30,7 +32,9 @@ from __future__ import annotations
 import asyncio
 import itertools
 import socket
+import time
 from dataclasses import dataclass, field
+from email.utils import formatdate
 from typing import Any, Literal, Self
 
 from aiohttp import web
@@ -67,6 +71,9 @@ class ProviderFake(FakeHTTPServer):
         self.mode: Mode = "ok"
         #: The Retry-After header of a 429 (``rate_limited``); None: no header.
         self.retry_after: str | None = "30"
+        #: SendGrid only: seconds from now its 429 says the limit resets
+        #: (``X-RateLimit-Reset``, unix time, beside the answer's ``Date``); None: no header.
+        self.rate_limit_reset: int | None = None
         #: Recipients refused with the provider's "not a valid address" 400.
         self.bad_addresses: set[str] = set()
         #: The messages accepted, in order.
@@ -148,6 +155,11 @@ class FakeSendGrid(ProviderFake):
     def _too_many(self, headers: dict[str, str]) -> web.Response:
         answer = sendgrid_errors(429, "too many requests")
         answer.headers.update(headers)
+        # https://www.twilio.com/docs/sendgrid/api-reference/how-to-use-the-sendgrid-v3-api/rate-limits
+        if self.rate_limit_reset is not None:
+            now = int(time.time())
+            answer.headers["Date"] = formatdate(now, usegmt=True)
+            answer.headers["X-RateLimit-Reset"] = str(now + self.rate_limit_reset)
         return answer
 
     async def _send(self, request: web.Request) -> web.Response:

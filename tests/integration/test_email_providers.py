@@ -209,6 +209,10 @@ def _mg(status: int, message: str = "x", **headers: str) -> Scripted:
     return Scripted(status, {"message": message}, headers=headers)
 
 
+#: X-RateLimit-Reset 20 s after the answer's Date (the rate-limits page of SendGrid's
+#: v3 reference).
+RESET_IN_20_S = {"Date": "Sat, 05 Dec 2026 19:00:00 GMT", "X-RateLimit-Reset": "1796497220"}
+
 # (answer, outcome, down, retry_after, words in the error)
 SENDGRID_ANSWERS = [
     (
@@ -223,6 +227,8 @@ SENDGRID_ANSWERS = [
     (_sg(413, "too big"), Outcome.PERMANENT, False, None, "too large"),
     (_sg(429, "too many requests", **{"Retry-After": "7"}), Outcome.RETRY, False, 7.0, "429"),
     (_sg(429, "too many requests"), Outcome.RETRY, True, None, "rate limiting"),
+    # what SendGrid documents on a 429: when the limit resets, against the answer's Date
+    (_sg(429, "too many requests", **RESET_IN_20_S), Outcome.RETRY, False, 20.0, "429"),
     (_sg(500, "internal error"), Outcome.RETRY, True, None, "500"),
     (_sg(503, "unavailable", **{"Retry-After": "30"}), Outcome.RETRY, True, 30.0, "503"),
     (Scripted(404, body="<html>nope</html>"), Outcome.RETRY, True, None, "HERALD_SENDGRID_API_URL"),
@@ -413,6 +419,19 @@ async def test_a_429_fails_over_only_when_it_asks_for_longer_than_the_dispatcher
         assert mailgun.requests == []
     else:
         assert result.outcome is Outcome.OK and len(mailgun.sent) == 1
+
+
+async def test_sendgrids_documented_rate_limit_reset_is_a_pause_not_an_outage(
+    clock: ManualClock, http: HTTPClient, sendgrid: FakeSendGrid, mailgun: FakeMailgun
+) -> None:
+    channel = EmailChannel.from_settings(
+        email_settings("sendgrid,mailgun", sendgrid, mailgun), http=http, health=health_on(clock)
+    )
+    sendgrid.mode, sendgrid.retry_after, sendgrid.rate_limit_reset = "rate_limited", None, 5
+    result = await channel.send(make_delivery(TO))
+    assert (result.outcome, result.provider, result.down) == (Outcome.RETRY, "sendgrid", False)
+    assert result.retry_after is not None and 4.0 <= result.retry_after <= 6.0
+    assert mailgun.requests == []
 
 
 # --- configuration ----------------------------------------------------------------------
