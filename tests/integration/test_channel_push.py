@@ -220,6 +220,23 @@ async def test_a_refused_access_token_is_replaced_once(
     assert fcm.token_requests == 2 and len(fcm.sent) == 4
 
 
+async def test_the_token_is_replaced_shortly_before_it_expires(
+    account: Account, fcm: FakeFCM, lite: Herald
+) -> None:
+    """The fake's tokens last 3,599 s: kept until 300 s before that, then replaced."""
+    now = [1000.0]
+    channel = PushChannel(
+        str(account.path), api_url=fcm.url, token_url=fcm.token_url, clock=lambda: now[0]
+    )
+    channel.attach(lite.store)
+    await add(lite, PHONE)
+    for step, asked in ((0.0, 1), (3298.0, 1), (2.0, 2), (60.0, 2)):
+        now[0] += step
+        assert (await channel.send(alice_delivery())).outcome is Outcome.OK
+        assert fcm.token_requests == asked, now[0]
+    await channel.close()
+
+
 async def test_concurrent_sends_ask_for_one_token(
     lite: Herald, fcm: FakeFCM, lite_push: PushChannel
 ) -> None:
