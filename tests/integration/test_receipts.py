@@ -169,6 +169,16 @@ class Service:
 
     # -- what the database holds --
 
+    async def schedule_state(self, job_id: int) -> tuple[str, str | None]:
+        """The (state, last_outcome) of the job's schedule."""
+        async with self.store._read() as conn:
+            schedule_id = (
+                await conn.execute(sa.select(JOB.c.schedule_id).where(JOB.c.id == job_id))
+            ).scalar_one()
+        schedule = await self.store.get_schedule(schedule_id)
+        assert schedule is not None
+        return schedule.state, schedule.last_outcome
+
     async def rows(self, job_id: int) -> tuple[tuple[Any, ...], list[tuple[Any, ...]]]:
         """The job's (state, step, destination, due_at, last_error) and its attempts'
         (provider, receipt, receipt_detail)."""
@@ -372,6 +382,8 @@ async def test_an_undelivered_sms_falls_back_to_the_chains_next_step(service: Se
     )
     assert tries == [("twilio", "undelivered", "30003 Unreachable destination handset")]
     assert service.count("twilio", "undelivered") == 1
+    # the one-off had ended; it is live again while its job waits at the next step
+    assert await service.schedule_state(job_id) == ("active", "retrying")
     fallbacks = service.dispatcher.metrics.registry.get_sample_value(
         "herald_fallbacks_total", {"channel": "sms"}
     )
@@ -383,6 +395,7 @@ async def test_an_undelivered_sms_falls_back_to_the_chains_next_step(service: Se
     (state, step, *_), tries = await service.rows(job_id)
     assert (state, step) == ("delivered", 1)
     assert [t[0] for t in tries] == ["twilio", "sendgrid"]
+    assert await service.schedule_state(job_id) == ("completed", "delivered")
     # a late "delivered" of the SMS changes nothing: its attempt has its receipt
     late = await service.twilio(twilio_form(sid, "delivered"))
     assert late.json()["duplicate"] == 1
@@ -415,9 +428,29 @@ async def test_a_bounce_without_a_next_step_is_a_dead_letter_in_the_providers_wo
     (state, *_, error), tries = await service.rows(carol)
     assert state == "dead"
     assert error == "Mailgun reported it bounced: 550 5.1.1 Mailbox does not exist (bounce)."
+    assert await service.schedule_state(bob) == ("completed", "failed")
+
     letters = await service.herald.dead_letters(ALICE)
     assert sorted(x.job_id for x in letters) == [bob, carol]
     assert service.count("sendgrid", "bounced") == service.count("mailgun", "bounced") == 1
+
+    # a cancelled schedule's bounced step does not go on to the next one
+    daily, _ = await service.herald.create_schedule(
+        ALICE,
+        to=[{"first_of": ["email:erin@example.com", f"sms:{PHONE}"]}],
+        when="every day at 9am",
+        text="Daily",
+    )
+    now = service.clock.now()
+    service.clock.advance((now + timedelta(days=1)).replace(hour=9, minute=0, second=30) - now)
+    assert (await service.dispatcher.drain()).outcomes["delivered"] == 1
+    erin = next(j for j in await service.store.schedule_jobs(daily.id, limit=10) if j.attempts)
+    await service.herald.cancel_schedule(ALICE, daily.id)
+    late = sendgrid_event(message_id(service.sent[-1])[1], "bounce", service.clock.now())
+    assert (await service.sendgrid([late])).json()["applied"] == 1
+    (state, step, *_), _ = await service.rows(erin.id)
+    assert (state, step) == ("dead", 0)
+    assert await service.schedule_state(erin.id) == ("cancelled", "failed")
 
 
 # --- refusals: 401 and nothing changes --------------------------------------------------
