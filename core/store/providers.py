@@ -15,7 +15,6 @@ from sqlmodel import col, select
 from core import routing
 from core.channels.base import ProviderDown
 from core.models import (
-    OPEN_STATE_VALUES,
     OUTCOME_OF_JOB,
     Attempt,
     Job,
@@ -241,7 +240,7 @@ async def _later_tried(s: AsyncSession, job: Job) -> bool:
     later = select(Job.id).where(
         col(Job.schedule_id) == job.schedule_id,
         col(Job.occurrence_at) > job.occurrence_at,
-        col(Job.state).not_in(OPEN_STATE_VALUES),
+        col(Job.state).in_(tuple(OUTCOME_OF_JOB)),  # tried: not pending, cancelled
     )
     return (await s.execute(later.limit(1))).first() is not None
 
