@@ -363,6 +363,11 @@ async def test_failover_sendgrid_mailgun_smtp_and_back_after_the_cooldown(
 
     # SendGrid is back but within its cool-down: not asked; Mailgun answers 503: SMTP
     await sendgrid.accept_connections()
+    # another process (its own health, the same database) skips SendGrid too
+    other = EmailChannel.from_settings(settings, http=http, health=health_on(clock))
+    other.attach(store)
+    assert (await other.send(make_delivery(TO))).provider == "mailgun"
+    assert sendgrid.requests == []
     mailgun.mode = "unavailable"
     job, [attempt] = await send_one(herald, d, clock, "two")
     assert (job.state, attempt.provider) == ("delivered", "smtp")
@@ -377,7 +382,7 @@ async def test_failover_sendgrid_mailgun_smtp_and_back_after_the_cooldown(
     assert (job.state, attempt.provider) == ("delivered", "sendgrid")
     assert attempt.provider_message_id == sendgrid.sent[0].message_id
     assert [m.text for m in sendgrid.sent] == ["three"]
-    assert len(mailgun.sent) == 1  # "one" only
+    assert len(mailgun.sent) == 2  # "one", and the other process's
     assert not channel.health.marked("sendgrid")
 
 
