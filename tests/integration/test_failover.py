@@ -71,7 +71,7 @@ def env_settings(**env: str) -> Settings:
     return load_settings(
         _env_file=None,
         HERALD_PROVIDER_COOLDOWN=str(COOLDOWN),
-        HERALD_HTTP_TIMEOUT="2",
+        HERALD_HTTP_TIMEOUT="10",  # refused connections answer at once: no test waits on it
         **env,
     )
 
