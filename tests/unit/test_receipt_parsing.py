@@ -276,6 +276,18 @@ def test_sendgrid_refusals() -> None:
     with pytest.raises(CallbackRefused, match="replay"):
         sendgrid([], at=NOW + timedelta(minutes=5, seconds=1))
     assert sendgrid([], at=NOW - timedelta(minutes=4)).reports == ()
+    for stamp in ("999999999999", "-1", "1e9", ""):
+        with pytest.raises(CallbackRefused):
+            read_callback(
+                "sendgrid",
+                KEYS,
+                body=b"[]",
+                headers={
+                    "X-Twilio-Email-Event-Webhook-Signature": sign_sendgrid(b"[]", stamp),
+                    "X-Twilio-Email-Event-Webhook-Timestamp": stamp,
+                },
+                now=NOW,
+            )
     with pytest.raises(NotConfigured, match="not a base64 ECDSA public key"):
         sendgrid([], keys=ReceiptKeys(sendgrid_public_key="bm90IGEga2V5"))
     with pytest.raises(NotConfigured, match="SENDGRID_WEBHOOK_PUBLIC_KEY is not set"):
