@@ -25,7 +25,7 @@ from core.routing import Wanted
 To: TypeAlias = str | Sequence[str | Mapping[str, Any] | Wanted]
 
 #: Destination kinds that are a person (their own zone applies with "their time").
-PERSON_KINDS = frozenset({"email", "sms"})
+PERSON_KINDS = frozenset({"email", "sms", "push"})
 
 
 def wanted_of(
@@ -127,6 +127,8 @@ def member_of(destination: str) -> str | None:
     parsed = parse_destination(destination)
     if parsed.recipient is not None:
         return parsed.recipient
+    if parsed.kind == "push":  # push:slack:U1 reaches the member slack:U1's devices
+        return parsed.target
     if parsed.kind in PERSON_KINDS:
         return str(parsed)
     return None

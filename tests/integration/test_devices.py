@@ -14,6 +14,7 @@ from bot.cli import devices as cli_devices
 from bot.cli.commands import Cli
 from bot.cli.main import COMMANDS, handler
 from bot.cli.parser import build_parser
+from core import routing
 from core.actors import Principal, Surface
 from core.cases import DEVICE_PLATFORMS, MAX_DEVICES, Herald, import_schedules
 from core.errors import InvalidInput, NotFound, PermissionDenied
@@ -129,6 +130,14 @@ async def test_push_to_a_member_without_a_device_is_refused_when_saved(herald: H
         BOB, to=["log:", "push:local:alice"], when="in 1 hour", text="Hi"
     )
     assert theirs.destinations == ["log:", "push:local:alice"]
+    # read in her time, a push to her follows the zone she set
+    await herald.set_timezone(ALICE, "Europe/Berlin")
+    zoned, _ = await herald.create_schedule(
+        BOB, to="push:local:alice", when="tomorrow at 9am", text="Hi", their_time=True
+    )
+    assert [r.zone for r in routing.from_json(zoned.recipients, zoned.destination)] == [
+        "Europe/Berlin"
+    ]
     # Carol's device is in her workspace: from local, push:slack:U0CAROL reaches nobody
     await herald.add_device(CAROL, PHONE)
     with pytest.raises(InvalidInput, match="no registered device here"):
