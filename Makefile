@@ -52,11 +52,12 @@ $(BENCHSTAMP): pyproject.toml | $(BIN)/python
 bench: $(BENCHSTAMP)
 	$(BIN)/python -m bench
 
-# the full reliability suite (minutes): 20 SIGKILLs, 50,000 jobs on 4 dispatchers, fuzz
+# the full reliability suite (minutes): 20 SIGKILLs, 50,000 jobs on 4 dispatchers, fuzz,
+# a random draw for every time zone
 reliability: $(DEVSTAMP)
 	HERALD_RELIABILITY=full HERALD_FUZZ_CASES=10000 $(BIN)/python -m pytest -q \
 		tests/reliability tests/unit/test_fuzz_inputs.py tests/unit/test_timeexpr_fuzz.py \
-		tests/unit/test_timeexpr_budget.py \
+		tests/unit/test_timeexpr_budget.py tests/unit/test_timeexpr_properties.py \
 		tests/slack/test_grammar_fuzz.py tests/api/test_api_schema.py
 
 clean:
