@@ -281,6 +281,33 @@ def check_sms(body: str, template: bool = False) -> None:
     )
 
 
+# --- push ----------------------------------------------------------------------------
+
+BYTES = "bytes"
+#: FCM takes at most 4,096 bytes of payload; Herald keeps 3,500 for the notification's
+#: body (core.channels.push: the rest is its title, data and keys).
+PUSH_BODY = Limit(
+    "Firebase Cloud Messaging",
+    3500,
+    BYTES,
+    "in a notification's text (of 4,096 for the whole payload)",
+    "https://firebase.google.com/docs/cloud-messaging/concept-options#notifications_and_data_messages",
+)
+#: ntfy publishes at most 4,096 bytes as a message; a larger body is made an
+#: attachment (refused where attachments are off), not the notification's text.
+NTFY_BODY = Limit("ntfy", 4096, BYTES, "in a message", "https://docs.ntfy.sh/publish/#attachments")
+BYTE_LIMITS: dict[str, Limit] = {"push": PUSH_BODY, "ntfy": NTFY_BODY}
+
+
+def _check_bytes(limit: Limit, body: str, longest: int) -> None:
+    """Refuse a text over a limit in UTF-8 bytes (a template by its longest rendering:
+    what its variables add is digits and ASCII dates, a byte a character)."""
+    size = len(body.encode("utf-8")) + max(0, longest - len(body))
+    if size > limit.size:
+        subject = "this message has" if longest == len(body) else "this message can have"
+        raise limit.refuse(size, subject)
+
+
 #: The text limit of each destination kind (others: Herald's own).
 TEXT: dict[str, Limit] = {
     "slack": SLACK_TEXT,
@@ -337,6 +364,8 @@ def check_message(
         _at_most(DISCORD_WEBHOOK_USERNAME, options["username"], "this username")
     if kind == "sms":
         check_sms(body, bool(options.get("template")))
+    if kind in BYTE_LIMITS:
+        _check_bytes(BYTE_LIMITS[kind], body, longest)
     if kind == "email" and isinstance(options.get("subject"), str):
         _at_most(EMAIL_SUBJECT, options["subject"], "this subject")
 

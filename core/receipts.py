@@ -37,10 +37,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
-from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-
 #: Each provider's name in a sentence, by the name the settings and the log use.
 LABELS: dict[str, str] = {
     "smtp": "SMTP",
@@ -291,9 +287,15 @@ def _twilio_detail(status: str, code: str) -> str:
 
 
 @functools.lru_cache(maxsize=4)
-def _sendgrid_key(text: str) -> ec.EllipticCurvePublicKey | None:
+def _sendgrid_key(text: str) -> Any:
     """The Event Webhook's verification key (base64 DER SubjectPublicKeyInfo, as
-    SendGrid's Mail Settings show it; PEM armour tolerated); None if it is not one."""
+    SendGrid's Mail Settings show it; PEM armour tolerated); None if it is not one.
+    (cryptography is imported here, not with the module: core.views reads this
+    module's labels, and every command that shows a schedule would load it.)"""
+    from cryptography.exceptions import UnsupportedAlgorithm
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
     lines = [ln for ln in text.strip().splitlines() if not ln.startswith("-----")]
     try:
         key = serialization.load_der_public_key(base64.b64decode("".join(lines), validate=True))
@@ -306,6 +308,10 @@ def sendgrid_verifies(public_key: str, body: bytes, signature: str, timestamp: s
     """Whether ``signature`` (base64 DER ECDSA, SHA-256) signs ``timestamp + body``
     under ``public_key`` (https://www.twilio.com/docs/sendgrid/for-developers/
     tracking-events/getting-started-event-webhook-security-features)."""
+    from cryptography.exceptions import InvalidSignature
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.asymmetric import ec
+
     key = _sendgrid_key(public_key)
     if key is None or len(signature) > 512:
         return False

@@ -207,10 +207,10 @@ def job_dict(job: Job) -> dict[str, Any]:
 
 
 #: Providers that report on a message after accepting it (core.receipts: Twilio's
-#: status callbacks, SendGrid's and Mailgun's event webhooks, Vonage's delivery
-#: receipts). Only their accepted attempts wait for a receipt; SMTP, FCM and ntfy say
-#: nothing after the hand-off, so nothing is promised for them.
-RECEIPT_PROVIDERS = frozenset({"twilio", "vonage", "sendgrid", "mailgun"})
+#: status callbacks, SendGrid's and Mailgun's event webhooks). Only their accepted
+#: attempts wait for a receipt; SMTP, Vonage (no /receipts/vonage yet), FCM and ntfy
+#: say nothing after the hand-off, so nothing is promised for them.
+RECEIPT_PROVIDERS = frozenset({"twilio", "sendgrid", "mailgun"})
 #: How much of a provider's words of a failed receipt a sentence carries.
 RECEIPT_DETAIL_CHARS = 200
 

@@ -65,7 +65,6 @@ OPTIONS: dict[str, type] = {
     "icon_emoji": str,
     "avatar_url": str,
     "subject": str,  # email
-    "priority": str,  # ntfy: 1 to 5, or min, low, default, high, urgent
     "blocks": list,  # Slack Block Kit
     "embeds": list,  # Discord webhooks
 }

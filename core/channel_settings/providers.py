@@ -76,8 +76,6 @@ class ProviderSettings(BaseModel):
     vonage_api_secret: SecretStr | None = Field(default=None, alias="VONAGE_API_SECRET")
     vonage_from: str | None = Field(default=None, alias="VONAGE_FROM")
     vonage_api_url: str = Field(default="https://rest.nexmo.com", alias="HERALD_VONAGE_API_URL")
-    #: The signature secret of signed delivery receipts (Vonage's dashboard).
-    vonage_signature_secret: SecretStr | None = Field(default=None, alias="VONAGE_SIGNATURE_SECRET")
 
     # Firebase Cloud Messaging (HTTP v1; OAuth2 with a service account)
     #: The service account key file (JSON) Herald signs its token requests with.

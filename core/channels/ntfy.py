@@ -9,8 +9,8 @@ server only (``ntfy:https://ntfy.sh/…``).
 Each delivery is one ``POST`` of the text to the topic URL, through the shared HTTP
 client's guarded pool (the URL is a member's: internal addresses are refused, at save
 time and again where the connection is opened), with ``Title`` (the ``subject`` option
-or the first line) and ``X-Priority`` when the schedule's options name a ``priority``
-(1 to 5, or min, low, default, high, urgent). Header values outside ASCII are sent
+or the first line); ntfy's default priority (a schedule's own priority, when schedules
+have one, is the natural ``X-Priority``). Header values outside ASCII are sent
 RFC 2047-encoded, which ntfy decodes. ntfy has no idempotency key: a retry after an
 answer that was lost may publish twice.
 
@@ -35,7 +35,6 @@ from core.ratelimit import RateLimit
 
 #: ntfy's topic names (its server's ``topicRegex``).
 _TOPIC = re.compile(r"^[-_A-Za-z0-9]{1,64}$")
-PRIORITIES = {"1", "2", "3", "4", "5", "min", "low", "default", "high", "max", "urgent"}
 EXAMPLE = "ntfy:https://ntfy.sh/team-alerts"
 
 
@@ -100,10 +99,6 @@ class NtfyChannel(Channel):
             "Content-Type": "text/plain; charset=utf-8",
             "Title": _header(subject_for(delivery)),
         }
-        priority = str(delivery.options.get("priority", "")).strip().lower()
-        if priority in PRIORITIES:
-            # X-Priority: a proxy may rewrite a bare Priority (RFC 9218), which ntfy ignores
-            headers["X-Priority"] = priority
         return headers
 
     async def send(self, delivery: Delivery) -> DeliveryResult:

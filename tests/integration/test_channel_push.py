@@ -323,25 +323,25 @@ async def test_ntfy_publishes_to_its_topic_through_the_drain(
         to=to,
         when="in 5 minutes",
         text="Déploiement fini ✅\nall green",
-        options={"subject": "Déploiement ✅", "priority": "high"},
+        options={"subject": "Déploiement ✅"},
     )
     d = Dispatcher(lite.store, lite.channels, clock=clock, config=CONFIG, rng=random.Random(7))
     clock.advance(timedelta(minutes=5))
     assert (await d.drain()).outcomes["delivered"] == 1
     [sent] = ntfy.published
     assert (sent.topic, sent.message) == ("team-alerts", "Déploiement fini ✅\nall green")
-    assert sent.title == "Déploiement ✅" and sent.priority == "high"
+    assert sent.title == "Déploiement ✅" and sent.priority is None
     [job] = await lite.store.schedule_jobs(s.id, limit=5)
     [attempt] = await lite.store.job_attempts([job.id])
     assert attempt.provider_message_id == sent.id
     await channel.close()
 
 
-async def test_ntfy_answers_and_priority(ntfy: FakeNtfy) -> None:
+async def test_ntfy_answers(ntfy: FakeNtfy) -> None:
     channel = NtfyChannel(http=HTTPClient(guard=Guard(allow_private=True)), timeout=5)
     to = f"ntfy:{ntfy.url}/ops"
-    result = await channel.send(make_delivery(to, "Disk full", options={"priority": "urgent"}))
-    assert result.outcome is Outcome.OK and ntfy.published[0].priority == "urgent"
+    result = await channel.send(make_delivery(to, "Disk full"))
+    assert result.outcome is Outcome.OK and ntfy.published[0].message == "Disk full"
     ntfy.script(ntfy_answer(429, {"Retry-After": "12"}), on="POST /ops")
     result = await channel.send(make_delivery(to))
     assert result.outcome is Outcome.RETRY and result.retry_after == 12

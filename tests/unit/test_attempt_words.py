@@ -65,7 +65,7 @@ def attempt(
         ),
         # receipts awaited only from providers that send them; never "delivered" before
         ("twilio", None, None, None, "accepted by Twilio 08:00:01 · no receipt yet"),
-        ("vonage", None, None, None, "accepted by Vonage 08:00:01 · no receipt yet"),
+        ("vonage", None, None, None, "accepted by Vonage 08:00:01"),  # sends no receipts
         ("sendgrid", None, None, None, "accepted by SendGrid 08:00:01 · no receipt yet"),
         ("mailgun", None, None, None, "accepted by Mailgun 08:00:01 · no receipt yet"),
         ("smtp", None, None, None, "accepted by SMTP 08:00:01"),
