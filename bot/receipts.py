@@ -5,10 +5,12 @@ Each callback is checked by its provider's signature scheme and read by
 :mod:`core.receipts`, then taken by the store in one transaction
 (:meth:`core.store.Store.take_callback`): the attempt moves to delivered, undelivered
 or bounced, and a failure fails its job (the chain's next step, due now, or a dead
-letter). Answers: 401 for an unsigned, forged, stale or replayed callback, and for
-every callback of a provider whose secret is not set (nothing changes); 404 for a
-provider Herald takes no receipts from; 400 for a signed callback Herald cannot read;
-200 otherwise, also for a message Herald does not know (said in the answer: a 4xx or
+letter, handed to the dispatcher's outcome observer as the dispatcher's own dead
+letters are: ``herald run``'s chat adapters post it to their alert channels).
+Answers: 401 for an unsigned, forged, stale or replayed callback, and for every
+callback of a provider whose secret is not set (nothing changes); 404 for a provider
+Herald takes no receipts from; 400 for a signed callback Herald cannot read; 200
+otherwise, also for a message Herald does not know (said in the answer: a 4xx or
 5xx would only make the provider send it again and again)."""
 
 from __future__ import annotations
@@ -49,8 +51,9 @@ def add_receipts(
     app: web.Application, herald: Herald, dispatcher: Dispatcher, limits: HttpLimits
 ) -> None:
     """Serve ``POST /receipts/{provider}`` on ``app``: receipts are taken through
-    ``herald``'s store at ``herald``'s clock, counted in ``dispatcher``'s metrics, and
-    a job failed onto its next step wakes ``dispatcher``."""
+    ``herald``'s store at ``herald``'s clock, counted in ``dispatcher``'s metrics, a
+    job failed onto its next step wakes ``dispatcher``, and a dead letter goes to
+    ``dispatcher``'s outcome observer."""
     keys = ReceiptKeys.from_settings(herald.settings)
     refusals = _Refusals()
     for provider, size in MAX_BODY.items():
@@ -104,12 +107,15 @@ def add_receipts(
         metrics = dispatcher.metrics
         counts = {"applied": 0, "duplicate": 0, "unknown": 0}
         wake = False
+        dead: list[int] = []
         for report, result in zip(callback.reports, taken, strict=True):
             counts[result.outcome] += 1
             metrics.receipts.labels(provider, report.status).inc()
             if result.job_state == "retrying":
                 wake = True
                 metrics.fallbacks.labels(result.channel or "unknown").inc()
+            elif result.job_state == "dead" and result.job_id is not None:
+                dead.append(result.job_id)
             log.info(
                 "delivery receipt %s",
                 result.outcome,
@@ -123,6 +129,8 @@ def add_receipts(
             )
         if wake:
             dispatcher.wake()
+        if dead:
+            await _announce(herald, dispatcher, provider, dead)
         answer: dict[str, object] = {"status": "ok", **counts, "ignored": callback.ignored}
         if counts["unknown"]:
             answer["note"] = (
@@ -133,6 +141,46 @@ def add_receipts(
         return web.json_response(answer)
 
     app.router.add_post("/receipts/{provider}", receive)
+
+
+async def _announce(
+    herald: Herald, dispatcher: Dispatcher, provider: str, job_ids: list[int]
+) -> None:
+    """Hand the dead letters a receipt made to the dispatcher's outcome observer, as
+    the dispatcher hands its own (in ``herald run``, the chat adapters' alert channels
+    hear of them), and log each as the dispatcher logs a dead job. The receipt is taken
+    already: a failure here is logged, never the provider's answer (a retried callback
+    would be a replay, refused)."""
+    try:
+        settled = await herald.store.settled_dead(job_ids)
+    except DatabaseError as exc:
+        log.warning(
+            "dead letters of a delivery receipt not announced: database unavailable",
+            extra={"provider": provider, "job_ids": job_ids, "error": str(exc)},
+        )
+        return
+    for item in settled:
+        job = item.job
+        log.warning(
+            "job dead",
+            extra={
+                "event": "job.dead",
+                "job_id": job.id,
+                "schedule_id": job.schedule_id,
+                "destination": job.destination.partition(":")[0],
+                "attempt": job.attempts,
+                "provider": provider,
+                "error": item.error,
+            },
+        )
+        if dispatcher.observer is None:
+            continue
+        try:
+            dispatcher.observer(item)
+        except Exception:  # an observer's bug must not fail a receipt already taken
+            log.exception(
+                "outcome observer failed on a receipt's dead letter", extra={"job_id": job.id}
+            )
 
 
 def _answer(status: int, sentence: str, headers: dict[str, str] | None = None) -> web.Response:

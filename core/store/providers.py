@@ -4,9 +4,11 @@ failure, its job) on."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -19,6 +21,7 @@ from core.models import (
     Attempt,
     Job,
     JobState,
+    Member,
     ProviderHealth,
     Receipt,
     ReceiptSeen,
@@ -26,7 +29,8 @@ from core.models import (
     ScheduleState,
 )
 from core.receipts import ReceiptReport, provider_label
-from core.store.base import Gateway
+from core.store.base import Gateway, aware
+from core.store.queue import CLAIM_COLUMNS, ClaimedJob, Verdict
 
 #: Receipts that make the job a failure (a dead letter, or its chain's next step).
 FAILED_RECEIPTS = (Receipt.UNDELIVERED.value, Receipt.BOUNCED.value)
@@ -145,6 +149,23 @@ class ProviderQueries(Gateway):
         async with self._session() as s:
             return await self._take(s, report, now)
 
+    async def settled_dead(self, job_ids: Sequence[int]) -> list[Verdict]:
+        """The dead letters among ``job_ids`` as the dispatcher's outcome observer sees
+        its own (a dead :class:`Verdict`, without a try: the try was the delivered one
+        the receipt failed), so a receipt's dead letter is announced as the dispatcher's
+        are (the chat adapters' alert channels). The error is the job's, the provider's
+        words; a job no longer dead (retried since) is left out. In ``job_ids`` order."""
+        if not job_ids:
+            return []
+        stmt = _DEAD_SELECT.where(_JOB.c.id.in_(list(job_ids)), _JOB.c.state == JobState.DEAD.value)
+        async with self._read() as conn:
+            rows = {row.id: row for row in await conn.execute(stmt)}
+        return [
+            Verdict(_claimed_job(rows[i]), JobState.DEAD.value, None, error=rows[i].last_error)
+            for i in dict.fromkeys(job_ids)
+            if i in rows
+        ]
+
     async def prune_receipts_seen(self, *, before: datetime) -> int:
         """Forget callbacks taken before ``before`` (the delivery log's retention): a
         copy older than that finds its attempt's receipt set, or no attempt, and changes
@@ -248,3 +269,43 @@ async def _later_tried(s: AsyncSession, job: Job) -> bool:
 def kind_of(destination: str | None) -> str | None:
     """``sms:+1555…`` → ``sms`` (the failed step's channel kind, for metrics)."""
     return None if not destination else destination.partition(":")[0] or None
+
+
+_JOB = Job.__table__  # type: ignore[attr-defined]
+_SCHEDULE = Schedule.__table__  # type: ignore[attr-defined]
+_MEMBER = Member.__table__  # type: ignore[attr-defined]
+
+
+def _dead_select() -> sa.Select[Any]:
+    """A job read as a claim reads it (:data:`CLAIM_COLUMNS`: the job's columns, its
+    schedule's, its owner's name), with its last error."""
+    tables = {"job": _JOB, "schedule": _SCHEDULE, "member": _MEMBER}
+    columns: list[Any] = []
+    for label, column in CLAIM_COLUMNS:
+        table, name = column.split(".")
+        expr: sa.ColumnElement[object] = tables[table].c[name]
+        if column == "job.destination":  # a job's own, else its schedule's
+            expr = sa.func.coalesce(_JOB.c.destination, _SCHEDULE.c.destination)
+        columns.append(expr.label(label))
+    owner = sa.and_(_MEMBER.c.tenant == _SCHEDULE.c.tenant, _MEMBER.c.id == _SCHEDULE.c.owner)
+    joined = _JOB.join(_SCHEDULE, _SCHEDULE.c.id == _JOB.c.schedule_id).outerjoin(_MEMBER, owner)
+    columns.append(_JOB.c.last_error.label("last_error"))
+    return sa.select(*columns).select_from(joined)
+
+
+_DEAD_SELECT = _dead_select()
+_TIMES = ("occurrence_at", "due_at", "step_since")
+
+
+def _claimed_job(row: sa.Row[Any]) -> ClaimedJob:
+    """A :class:`ClaimedJob` from a :func:`_dead_select` row (as the claim builds it:
+    aware timestamps, options a dict, a missing tenant or owner name "")."""
+    values = row._mapping
+    fields: dict[str, object] = {f.name: values[f.name] for f in dataclasses.fields(ClaimedJob)}
+    for name in _TIMES:
+        fields[name] = aware(fields[name])
+    options = fields["options"]
+    fields["options"] = dict(options) if isinstance(options, dict) else {}
+    for name in ("tenant", "owner_name", "owner"):
+        fields[name] = fields[name] or ""
+    return ClaimedJob(**fields)  # type: ignore[arg-type]

@@ -39,11 +39,14 @@ from core.dispatcher import Dispatcher, DispatcherConfig
 from core.http_client import HTTPClient
 from core.models import Attempt, Job, ReceiptSeen
 from core.settings import Settings, load_settings
-from core.store import Store
+from core.store import Settled, Store, Verdict
 from tests.fakes import unused_port
 from tests.fakes.sendgrid import FakeSendGrid
+from tests.fakes.slack_app import FakeSlackApp
 from tests.fakes.twilio import TO as TWILIO_TO
 from tests.fakes.twilio import FakeTwilio
+from tests.slack.conftest import ALERTS, slack_env, workspace
+from tests.slack.support import action_ids, text_of, who
 from tests.support.channels import RecordingChannel
 
 ALICE = "local:alice"
@@ -635,3 +638,83 @@ async def test_twilio_and_sendgrid_fakes_report_on_what_our_channels_sent(
             for channel in channels.values():
                 await channel.close()
             await http.close()
+
+
+# --- a receipt's dead letter is announced as the dispatcher's -----------------------------
+
+
+async def test_a_receipts_dead_letter_reaches_the_outcome_observer_as_the_dispatchers_do(
+    service: Service,
+) -> None:
+    """The dispatcher's outcome observer (``herald run``'s fan-out to the chat adapters'
+    alert channels) hears of a dead letter a receipt made, as of the dispatcher's own:
+    a dead Verdict of the job as a claim reads it, in the provider's words."""
+    heard: list[Settled] = []
+    service.dispatcher.observer = heard.append
+    bob, sg = await service.send("email:bob@example.com")
+    [delivered] = heard
+    assert (delivered.state, delivered.job.id) == ("delivered", bob)
+    bounce = sendgrid_event(sg, "bounce", service.clock.now(), reason="550 5.1.1 No such user")
+    assert (await service.sendgrid([bounce])).json()["applied"] == 1
+
+    [dead] = heard[1:]
+    assert isinstance(dead, Verdict)
+    assert (dead.state, dead.attempt, dead.next_step) == ("dead", None, None)
+    assert dead.error == "SendGrid reported it bounced: 550 5.1.1 No such user."
+    assert dead.job == delivered.job  # the claim's reading: schedule, body, zone, owner
+    assert (dead.job.body, dead.job.destination) == ("Your turn", "email:bob@example.com")
+
+    # the same bounce again (another event id): a duplicate, not announced twice; a
+    # failure that moves the job to its chain's next step is no dead letter
+    again = sendgrid_event(sg, "bounce", service.clock.now(), reason="550 5.1.1 No such user")
+    assert (await service.sendgrid([again])).json()["duplicate"] == 1
+    chain, sid = await service.send([{"first_of": [f"sms:{PHONE}", "email:dan@example.com"]}])
+    heard.clear()
+    assert (await service.twilio(twilio_form(sid, "undelivered", ErrorCode="30003"))).is_success
+    assert (await service.rows(chain))[0][0] == "retrying"
+    assert heard == []
+    assert (await service.dispatcher.drain()).outcomes["delivered"] == 1  # its email step
+
+    # an observer's failure is logged: the receipt is taken all the same (200)
+    def broken(item: Settled) -> None:
+        raise RuntimeError("an adapter's bug")
+
+    sms, sid = await service.send(f"sms:{PHONE}")
+    service.dispatcher.observer = broken
+    answer = await service.twilio(twilio_form(sid, "undelivered", ErrorCode="30005"))
+    assert answer.status_code == 200 and answer.json()["applied"] == 1
+    assert (await service.rows(sms))[0][0] == "dead"
+
+
+async def test_a_receipts_dead_letter_is_posted_to_the_slack_alert_channel(
+    db_url: str, clock: ManualClock
+) -> None:
+    """As ``herald run`` wires it: the Slack adapter's ``on_finished`` is the dispatcher's
+    observer, and a bounce's dead letter is posted to the alert channel with the
+    provider's words (a Slack member's schedule: the channel hears of its own tenant's)."""
+    extra = {
+        "HERALD_PUBLIC_URL": PUBLIC,
+        "SENDGRID_WEBHOOK_PUBLIC_KEY": SENDGRID_PUBLIC,
+    }
+    async with FakeSlackApp() as slack:
+        workspace(slack)
+        async with slack_env(slack, db_url, clock, extra) as env:
+            settings = receipt_settings(db_url)
+            async for service in serve(env.herald.store, settings, clock):
+                service.dispatcher.observer = env.adapter.on_finished
+                schedule, _ = await env.herald.create_schedule(
+                    who("U1"), to="email:bob@example.com", when="in 1 minute", text="Your turn"
+                )
+                clock.advance(60)
+                assert (await service.dispatcher.drain()).outcomes["delivered"] == 1
+                [job] = await env.herald.store.schedule_jobs(schedule.id, limit=10)
+                sg = message_id(service.sent[-1])[1]
+                bounce = sendgrid_event(sg, "bounce", clock.now(), reason="550 No such user")
+                assert (await service.sendgrid([bounce])).json()["applied"] == 1
+
+                await slack.until(lambda: any(m["channel"] == ALERTS for m in slack.messages))
+                [posted] = [m for m in slack.messages if m["channel"] == ALERTS]
+                shown = text_of(posted)
+                assert f"Dead letter {job.id}" in shown
+                assert "SendGrid reported it bounced: 550 No such user." in shown
+                assert action_ids(posted) == ["herald_dead_retry", "herald_dead_discard"]
