@@ -11,6 +11,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+import textual._wait
 from textual.pilot import Pilot
 from textual.worker import WorkerCancelled
 
@@ -37,6 +38,27 @@ FAILING = "webhook:https://hooks.example.com/broken"
 @pytest.fixture
 def db_url(sqlite_url: str) -> str:
     return sqlite_url
+
+
+#: Textual's idle test (textual._wait.wait_for_idle: sleep a window, idle when the
+#: process used under a twentieth of it in CPU), which Pilot runs twice after every key
+#: and in every pause: a 5 ms window instead of its 20 ms.
+IDLE_WINDOW = 0.005
+
+
+@pytest.fixture(autouse=True)
+def _short_idle_window(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With 20 ms, a key took ~100 ms on a busy machine (two windows at least, and any
+    window that caught a redraw, the cursor blinking say, counts as busy): typing into a
+    form was most of a console test's time. The test is the same, on a shorter window:
+    a key is sent once the process is idle after the last one (the messages a key sets
+    off run as soon as they are queued, within the first window), Pilot still waits for
+    the screen to handle every message queued by the keys, and what a test asserts it
+    waits for with ``settle`` (the workers done and the screen's data drawn, however
+    long that takes). If Textual renames these, monkeypatch fails every console test
+    rather than leave them slow."""
+    monkeypatch.setattr(textual._wait, "SLEEP_GRANULARITY", IDLE_WINDOW)
+    monkeypatch.setattr(textual._wait, "SLEEP_IDLE", IDLE_WINDOW / 20)
 
 
 async def deliver(herald: Herald, clock: ManualClock, *, fail: bool, error: str = "") -> int:
