@@ -1,6 +1,12 @@
 """``herald import`` killed with SIGKILL while it writes leaves none of the import, and
 running it again leaves all of it, once (issue 32, finding 5: rows were committed 5,000
-at a time, so a crash left part of an import and an unkeyed retry doubled it)."""
+at a time, so a crash left part of an import and an unkeyed retry doubled it).
+
+The default run (`make test`) kills it on SQLite, where the one transaction is most at
+risk: there it is Herald's own doing (the driver's transaction handling is off and
+Herald issues BEGIN IMMEDIATE itself; the rows go in by an insert path of their own),
+where PostgreSQL's is the server's.
+``HERALD_RELIABILITY=full`` (`make reliability`) kills it on PostgreSQL too."""
 
 from __future__ import annotations
 
@@ -20,7 +26,7 @@ import pytest
 
 from core import db
 from core.store import Store
-from tests.reliability.conftest import report
+from tests.reliability.conftest import FULL, report
 
 LINES = 10_000
 OWNER = "local:crash"
@@ -84,7 +90,20 @@ def _import_killed_while_writing(url: str, path: Path) -> tuple[int, bytes]:
 
 
 @pytest.mark.timeout(300)
-@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+@pytest.mark.parametrize(
+    "backend",
+    [
+        "sqlite",
+        pytest.param(
+            "postgres",
+            marks=pytest.mark.skipif(
+                not FULL,
+                reason="the import's crash on PostgreSQL runs in make reliability "
+                "(HERALD_RELIABILITY=full); the default run crashes it on SQLite",
+            ),
+        ),
+    ],
+)
 def test_an_import_killed_while_writing_leaves_nothing_and_its_retry_everything(
     backend: str, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
