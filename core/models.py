@@ -244,6 +244,10 @@ class Schedule(SQLModel, table=True):
     #: The next planned occurrence (UTC), None once nothing is left to send.
     next_run_at: datetime | None = _utc(default=None)
     state: str = Field(default=ScheduleState.ACTIVE.value, max_length=16)
+    #: urgent, normal or bulk (core.preferences): its jobs' rank in the queue.
+    priority: str = Field(
+        default="normal", max_length=8, sa_column_kwargs={"server_default": "normal"}
+    )
     #: What its latest tried occurrence did (:class:`Outcome`), None before any was
     #: tried; recorded in the transaction that records the job's outcome.
     last_outcome: str | None = Field(default=None, max_length=16)
@@ -318,6 +322,15 @@ class Job(SQLModel, table=True):
             postgresql_where=sa.text(FINISHED_SQL),
         ),
         sa.Index("ix_job_lease", "state", "lease_expires_at", postgresql_where=sa.text(LEASED_SQL)),
+        # waiting jobs by priority, then in due order (core.preferences.RANK)
+        sa.Index(
+            "ix_job_waiting_priority",
+            "priority",
+            "due_at",
+            "id",
+            sqlite_where=sa.text(WAITING_SQL),
+            postgresql_where=sa.text(WAITING_SQL),
+        ),
     )
 
     id: int | None = Field(default=None, primary_key=True, sa_type=BigId)
@@ -340,6 +353,11 @@ class Job(SQLModel, table=True):
     #: when the occurrence fell due for its recipient (not ``due_at``, which retries move).
     step_since: datetime | None = _utc(default=None)
     state: str = Field(default=JobState.PENDING.value, max_length=16)
+    #: Its schedule's priority as a rank (core.preferences.RANK: 0 urgent, 1 normal,
+    #: 2 bulk): claims and rate slots serve the lower rank first.
+    priority: int = Field(
+        default=1, sa_type=sa.SmallInteger, sa_column_kwargs={"server_default": "1"}
+    )
     attempts: int = Field(default=0)
     lease_owner: str | None = Field(default=None, max_length=200)
     lease_expires_at: datetime | None = _utc(default=None)
@@ -434,6 +452,19 @@ class Device(SQLModel, table=True):
     label: str = Field(default="", max_length=100)
     platform: str = Field(default="", max_length=16)
     created_at: datetime = _utc()
+
+
+class Preference(SQLModel, table=True):
+    """A member's say in how Herald reaches them (core.preferences.Preferences as
+    JSON); the member id ``*`` holds the tenant's defaults."""
+
+    model_config = {"defer_build": True}  # validators built on first use
+
+    tenant: str = Field(primary_key=True, max_length=200)
+    member_id: str = Field(primary_key=True, max_length=200)
+    data: str = Field(default="{}", sa_type=sa.Text)
+    updated_at: datetime = _utc()
+    updated_by: str = Field(default="", max_length=200)
 
 
 class ReceiptSeen(SQLModel, table=True):

@@ -25,6 +25,7 @@ TABLES = {
     "provider_health",
     "device",
     "receipt_seen",
+    "preference",
 }
 
 
@@ -310,7 +311,7 @@ def test_0014_refuses_to_go_down_naming_the_schedules_that_would_lose_recipients
     db_url: str, recipients: str
 ) -> None:
     db.upgrade(db_url)
-    db.downgrade(db_url, "0014")  # 0015 goes down with no sms:, push: or ntfy: schedule
+    db.downgrade(db_url, "0014")  # 0016 and 0015 go down with nothing of theirs to lose
     engine = db.make_sync_engine(db_url)
     try:
         with engine.begin() as conn:
