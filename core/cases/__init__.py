@@ -16,6 +16,7 @@ settings, channels and the helpers the concerns share, all given to its construc
   providers;
 - :mod:`core.cases.tokens`: the HTTP API's tokens (made, listed, revoked, read);
 - :mod:`core.cases.devices`: members' push devices, and the save-time check of ``push:``;
+- :mod:`core.cases.preferences`: members' preferences and a tenant's defaults;
 - :mod:`core.cases.herald`: :class:`Herald`, the classes above composed;
 - :mod:`core.cases.importer`: bulk import (a function over :class:`Herald`).
 
@@ -49,6 +50,7 @@ from core.cases.importer import (
     import_schedules,
     more_invalid,
 )
+from core.cases.preferences import MemberPreferences, PreferenceChanges
 from core.cases.recipients import To, canonical, check_count, wanted_of
 from core.cases.schedules import MAX_KEY, OPTIONS, check_text
 from core.cases.tokens import Unauthorized, scope_allows
@@ -67,7 +69,9 @@ __all__ = [
     "ImportRateExceeded",
     "ImportRejected",
     "ImportTooLarge",
+    "MemberPreferences",
     "Overview",
+    "PreferenceChanges",
     "RecipientState",
     "ScheduleDetail",
     "To",

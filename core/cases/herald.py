@@ -11,11 +11,12 @@ from __future__ import annotations
 from core.cases.console import ConsoleCases
 from core.cases.devices import DeviceCases
 from core.cases.members import MemberCases
+from core.cases.preferences import PreferenceCases
 from core.cases.reminders import ReminderCases
 from core.cases.tokens import TokenCases
 
 
-class Herald(ReminderCases, MemberCases, ConsoleCases, TokenCases, DeviceCases):
+class Herald(ReminderCases, MemberCases, ConsoleCases, TokenCases, DeviceCases, PreferenceCases):
     """The use cases over one store, one clock and the settings: build it with
     ``Herald(store, settings, clock, on_due=…, channels=…, calendar_reader=…,
     metrics=…)`` (see :class:`~core.cases.base.CaseBase`)."""
