@@ -92,6 +92,25 @@ class UriSyntax:
     settings: tuple[str, ...] = ()
 
 
+#: Destination kinds that are a person (their own zone applies with "their time").
+PERSON_KINDS = frozenset({"email", "sms", "push"})
+
+
+def person_of(destination: Destination) -> str | None:
+    """The member id a person's destination names (``slack:@U1`` → ``slack:U1``,
+    ``push:slack:U1`` → ``slack:U1``: that member's devices, ``email:a@example.com`` as
+    itself), or None for a room (a channel, a webhook): whose zone and preferences
+    apply to a message sent there."""
+    recipient = destination.recipient
+    if recipient is not None:
+        return recipient
+    if destination.kind == "push":
+        return destination.target
+    if destination.kind in PERSON_KINDS:
+        return str(destination)
+    return None
+
+
 # --- channels by name ----------------------------------------------------------------
 
 #: ``#name``, and for Discord ``@<server id>`` after it.

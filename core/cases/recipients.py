@@ -14,7 +14,7 @@ from core.actors import Actor
 from core.cases.calendars import CalendarCases
 from core.cases.devices import check_push_member
 from core.channels import parse_destination
-from core.destinations import Destination
+from core.destinations import PERSON_KINDS, Destination, person_of
 from core.errors import InvalidInput
 from core.models import Schedule
 from core.reminders import ASKED_BY, ASKED_BY_NAME, asked_prefix
@@ -23,9 +23,6 @@ from core.routing import Wanted
 #: What a request may give as its recipients: one destination, or a list of
 #: destinations and chains (``{"first_of": [...]}``, or :class:`~core.routing.Wanted`).
 To: TypeAlias = str | Sequence[str | Mapping[str, Any] | Wanted]
-
-#: Destination kinds that are a person (their own zone applies with "their time").
-PERSON_KINDS = frozenset({"email", "sms", "push"})
 
 
 def wanted_of(
@@ -123,15 +120,9 @@ def is_person(destination: str) -> bool:
 
 def member_of(destination: str) -> str | None:
     """The member id a person's destination names (``slack:@U1`` → ``slack:U1``,
-    ``email:a@example.com`` as itself): where an admin or the member set their zone."""
-    parsed = parse_destination(destination)
-    if parsed.recipient is not None:
-        return parsed.recipient
-    if parsed.kind == "push":  # push:slack:U1 reaches the member slack:U1's devices
-        return parsed.target
-    if parsed.kind in PERSON_KINDS:
-        return str(parsed)
-    return None
+    ``email:a@example.com`` as itself): where an admin or the member set their zone
+    (:func:`core.destinations.person_of`, which the dispatcher reads too)."""
+    return person_of(parse_destination(destination))
 
 
 class RecipientCases(CalendarCases):

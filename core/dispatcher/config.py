@@ -56,6 +56,9 @@ class DispatcherConfig:
     #: over it (Settings ``scheduled_by``; off here unless the settings say so).
     scheduled_by: bool = False
     tenant_scheduled_by: Mapping[str, bool] = field(default_factory=dict)
+    #: HERALD_ADMINS: admins of every tenant, whom a member accepting reminders only
+    #: from admins accepts (core.dispatcher.recipients).
+    admins: frozenset[str] = frozenset()
 
     @classmethod
     def from_settings(cls, s: Settings) -> DispatcherConfig:
@@ -78,6 +81,7 @@ class DispatcherConfig:
             claim_horizon=s.claim_horizon,
             scheduled_by=s.scheduled_by,
             tenant_scheduled_by=dict(s.tenant_scheduled_by),
+            admins=frozenset(s.admins),
         )
 
     def scheduled_by_name(self, job: ClaimedJob, destination: Destination) -> str | None:

@@ -41,6 +41,7 @@ from core.dispatcher.feeder import Feeder
 from core.dispatcher.housekeeping import housekeeping
 from core.dispatcher.liveness import Liveness
 from core.dispatcher.rates import ParsedDestinations, RateSlots
+from core.dispatcher.recipients import Recipients
 from core.dispatcher.verdicts import DELIVERED
 from core.errors import HeraldError
 from core.metrics import Metrics
@@ -127,6 +128,7 @@ class Dispatcher:
         self._rates = RateSlots(self.store, self.channels, config, clock, self._parsed)
         self._pauses, self._pacer = self._rates.pauses, self._rates.pacer
         self._feeder = Feeder(self._start, clock.now, self._tasks, config)
+        self._people = Recipients(self.store, clock, config, self._to_record)
         self._liveness = Liveness(
             self.store,
             clock,
@@ -207,8 +209,8 @@ class Dispatcher:
         for job in jobs:
             self._inflight[job.id] = job
         if jobs:
-            await self._feeder.take(jobs, now)
-            self.metrics.claims.observe(len(jobs))
+            await self._feeder.take(await self._people.screen(jobs), now)  # their say now
+            self.metrics.observe_claim(jobs)  # its size, and its jobs by priority
         return jobs, now
 
     def prefetch(self) -> float:
@@ -232,7 +234,7 @@ class Dispatcher:
 
     def _to_record(self, items: Iterable[Settled]) -> None:
         """Record these with the next flush (starting one when none runs)."""
-        self._done.extend(items)
+        self._done.extend(self._people.restored(items))
         if self._flusher is None or self._flusher.done():
             self._flusher = asyncio.create_task(self._flush(), name="herald-flush")
 

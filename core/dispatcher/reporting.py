@@ -9,8 +9,9 @@ from collections.abc import Mapping
 
 from core.channels.base import Channel
 from core.channels.failover import FailoverChannel
-from core.dispatcher.verdicts import DELIVERED, RETRYING
+from core.dispatcher.verdicts import DELIVERED, RETRYING, SKIPPED
 from core.metrics import Metrics
+from core.preferences import HELD
 from core.store import DispatchStore, Settled
 
 log = logging.getLogger("core.dispatcher")
@@ -18,7 +19,8 @@ log = logging.getLogger("core.dispatcher")
 
 def record(item: Settled, metrics: Metrics, worker: str) -> None:
     """Metrics and the log event of one recorded outcome: a failure (retrying, dead,
-    expired, handed back) at WARNING with every field, a delivery at DEBUG. At INFO,
+    expired, handed back) at WARNING with every field, a delivery at DEBUG, a job its
+    recipient's preferences skip or hold at INFO. At INFO,
     :func:`recorded_batch` says one line per batch (a line per delivery doubled the
     CPU a burst takes)."""
     job, attempt = item.job, item.attempt
@@ -40,6 +42,8 @@ def record(item: Settled, metrics: Metrics, worker: str) -> None:
     if item.next_step is not None:  # a step failed for good: on to the recipient's next
         m.fallbacks.inc()
     level = logging.DEBUG if item.state == DELIVERED else logging.WARNING
+    if item.state == SKIPPED or (item.attempt is None and (item.error or "").startswith(HELD)):
+        level = logging.INFO  # the recipient's say (core.dispatcher.recipients), no failure
     if log.isEnabledFor(level):
         log.log(
             level,

@@ -26,12 +26,13 @@ log = logging.getLogger("core.dispatcher")
 
 # Job states as plain strings: ``JobState.X.value`` is an enum attribute lookup, and
 # the hot path would do it several times per delivery.
-PENDING, RETRYING, DELIVERED, DEAD, EXPIRED = (
+PENDING, RETRYING, DELIVERED, DEAD, EXPIRED, SKIPPED = (
     JobState.PENDING.value,
     JobState.RETRYING.value,
     JobState.DELIVERED.value,
     JobState.DEAD.value,
     JobState.EXPIRED.value,
+    JobState.SKIPPED.value,
 )
 
 
@@ -136,6 +137,28 @@ def wait_for_limit(job: ClaimedJob, until: datetime, now: datetime, kind: str) -
         f"Waiting {duration(wait)} for {kind or 'its'} rate limits.",
         retry_at=until,
     )
+
+
+def refused(job: ClaimedJob, refusal: str, now: datetime) -> Verdict:
+    """Not sent, untried: its recipient's preferences refuse it now (``refusal``, a
+    sentence of :func:`core.preferences.refusal`; they changed after it was saved, or
+    saving would have refused it). Skipped, not dead: nothing failed and no admin can
+    retry it; a recurring schedule goes on with its next occurrence."""
+    why = refusal.rstrip(".")
+    return Verdict(
+        job,
+        SKIPPED,
+        error=f"Not sent: {why} (their preferences changed after this was scheduled).",
+        next_run=next_run(job, now),
+        refund_attempt=True,
+    )
+
+
+def held(job: ClaimedJob, until: datetime, reason: str) -> HandBack:
+    """Handed back untried, due at ``until`` when its recipient's quiet hours end
+    (``reason``: :func:`core.preferences.held_reason`); its try not counted, and its
+    lateness counted from then."""
+    return HandBack(job, RETRYING if job.attempts > 1 else PENDING, reason, retry_at=until)
 
 
 def lapsed(job: ClaimedJob) -> HandBack:

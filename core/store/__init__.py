@@ -31,7 +31,7 @@ from core.store.console import (
 from core.store.dead_letters import DeadFilter, DeadGroup, DeadLetter, DeadLetterQueries
 from core.store.devices import DeviceQueries
 from core.store.dispatch_store import DispatchStore
-from core.store.preferences import PreferenceQueries
+from core.store.preferences import PersonNow, PreferenceQueries
 from core.store.providers import FAILED_RECEIPTS, ProviderQueries, ReceiptTaken
 from core.store.queue import (
     CAPPED_ERROR,
@@ -74,6 +74,7 @@ def _dispatches(store: Store) -> DispatchStore:
 __all__ = [
     "FAILED_RECEIPTS",
     "DeviceQueries",
+    "PersonNow",
     "PreferenceQueries",
     "ProviderQueries",
     "ReceiptTaken",

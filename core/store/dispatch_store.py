@@ -13,7 +13,7 @@ APScheduler 4's ``abc.DataStore`` is the model.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Protocol
 
@@ -21,6 +21,7 @@ from core.channels.base import ChannelStore
 from core.models import Worker
 from core.ratelimit import ClaimCaps, RateLimit
 from core.store.base import AuditEntry
+from core.store.preferences import PersonNow
 from core.store.queue import ClaimedJob, QueueStats, Settled
 from core.store.rate_buckets import Slots
 from core.store.workers import Backlog, KeptAlive
@@ -51,6 +52,13 @@ class DispatchStore(ChannelStore, Protocol):
 
     async def release(self, job_ids: Sequence[int], *, worker: str, now: datetime) -> int:
         """Hand back jobs ``worker`` claimed and never tried, refunding the attempt."""
+        ...
+
+    async def people_now(
+        self, wanted: Mapping[str, Iterable[str]]
+    ) -> dict[tuple[str, str], PersonNow]:
+        """The preferences, zones, names and roles of these members of each tenant (and
+        of ``*``, its defaults) as they are now, in one query; absent: none known."""
         ...
 
     async def next_due_at(self) -> datetime | None:

@@ -46,7 +46,7 @@ CLAIMABLE = OPEN_STATE_VALUES
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
 
-TERMINAL_FOR_SCHEDULE = ("delivered", "dead", "expired")
+TERMINAL_FOR_SCHEDULE = ("delivered", "dead", "expired", "skipped")
 
 
 @dataclass(slots=True)
@@ -810,7 +810,7 @@ class QueueQueries(Gateway):
                 ],
             )
             plan = _Plan.of([r for r in results if r.job.id in owned])
-            terminal = {JobState.DEAD.value, JobState.EXPIRED.value}
+            terminal = {JobState.DEAD.value, JobState.EXPIRED.value, JobState.SKIPPED.value}
             db.many(
                 _OTHER_STATE,
                 [
@@ -863,7 +863,7 @@ class QueueQueries(Gateway):
         """:meth:`finish` on PostgreSQL: the batch as arrays, in two statements (attempts
         and jobs; then what the jobs still this worker's change in their schedules), three
         with recurring schedules' next occurrences."""
-        terminal = (JobState.DEAD.value, JobState.EXPIRED.value)
+        terminal = (JobState.DEAD.value, JobState.EXPIRED.value, JobState.SKIPPED.value)
         done = JobState.DELIVERED.value
         tried = [(r.job.id, a) for r in results if (a := r.attempt) is not None]
         record = {
