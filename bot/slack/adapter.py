@@ -43,6 +43,7 @@ from bot.slack.base import Tracker
 from bot.slack.blocks import PAGE_NEXT, PAGE_PREVIOUS, SCHEDULE_ACTIONS, Blocks
 from bot.slack.dead import DECISIONS, DeadLetterAlerts
 from bot.slack.modal import CALLBACK
+from bot.slack.prefs import CALLBACK as PREFS_CALLBACK
 from bot.slack.reminders import ACTION_PATTERN as REMINDER_ACTIONS
 from core.actors import slack_tenant
 from core.cases import Herald
@@ -72,6 +73,7 @@ def register(app: AsyncApp, handlers: Actions) -> None:
     """Wire every listener of Herald's Slack surface into ``app``."""
     app.command(COMMAND)(handlers.on_command)
     app.view(CALLBACK)(handlers.on_submit)
+    app.view(PREFS_CALLBACK)(handlers.on_prefs_submit)
     app.action({"block_id": "when", "action_id": "when"})(handlers.on_preview)
     app.action(_one_of(SCHEDULE_ACTIONS))(handlers.on_schedule_button)
     app.action("herald_open_modal")(handlers.on_open_modal)

@@ -21,6 +21,7 @@ from core.cases import ScheduleDetail, describe_before
 from core.channels import parse_destination
 from core.errors import HeraldError, InvalidInput
 from core.models import Feed, Schedule, ScheduleState
+from core.preferences import NORMAL
 from core.views import describe
 
 Blocks = list[dict[str, Any]]
@@ -153,6 +154,8 @@ def summary(
         lines.append(skips)
     if read_back and (theirs := their_times(schedule)) is not None:
         lines.append(theirs)
+    if (schedule.priority or NORMAL) != NORMAL:  # issue 37: urgent or bulk
+        lines.append(f"Priority: *{escape(schedule.priority)}*")
     if owner:
         lines.append(f"Owner: <@{schedule.owner.partition(':')[2]}>")
     lines.append(quote(schedule.body))

@@ -37,7 +37,8 @@ from bot.slack.modal import (
     read_submission,
     schedule_modal,
 )
-from bot.slack.recipients import Recipients
+from bot.slack.prefs import Prefs
+from bot.slack.reminders import urgency
 from core import calendars, limits, verbs
 from core.cases import check_text
 from core.channels import parse_destination
@@ -65,7 +66,7 @@ def responder(respond: AsyncRespond, *, replace: bool = False) -> Send:
     return send
 
 
-class Commands(Recipients):
+class Commands(Prefs):
     """The slash command, the modal's submission and its preview."""
 
     # --- /schedule ----------------------------------------------------------------
@@ -87,6 +88,8 @@ class Commands(Recipients):
                 await send(notice(grammar.HELP))
             case grammar.OpenModal():
                 await self.open_modal(str(body["trigger_id"]), person, channel=channel)
+            case grammar.Prefs(tenant=tenant):
+                await self.open_prefs(str(body["trigger_id"]), person, tenant=tenant)
             case grammar.Listing(everyone=everyone, state=state):
                 page = Page(actor.tenant, user_id, everyone, state)
                 await send(await self.list_page(person, page))
@@ -142,6 +145,7 @@ class Commands(Recipients):
     async def _create(
         self, person: Person, command: grammar.Create, here: str, body: dict[str, Any]
     ) -> Reply:
+        priority = urgency(person, command)
         if command.person is not None or command.targets:
             when, text = self._reading(person, command)
             read = dataclasses.replace(command, when=when, text=text, alternatives=())
@@ -161,6 +165,7 @@ class Commands(Recipients):
             tz=person.zone,
             key=f"slack-trigger:{body['trigger_id']}" if body.get("trigger_id") else None,
             their_time=command.their_time,
+            priority=priority,
         )
         headline = ":white_check_mark: Scheduled" if created else "Already scheduled"
         return schedule_reply(

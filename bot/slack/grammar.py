@@ -27,6 +27,8 @@ Grammar (the first word decides; keywords are not case-sensitive)::
     /schedule list [all] [STATE]
     /schedule show|edit|cancel|pause|resume|skip ID    (delete and remove: cancel)
     /schedule timezone [ZONE]
+    /schedule prefs [tenant]               your preferences (admins: the tenant's defaults)
+    /schedule urgent …                     any schedule above, urgent (admins, operators)
     /schedule feed add [#channel] URL [before 10m][: TEMPLATE]     (admins)
     /schedule feed list
     /schedule feed remove ID
@@ -82,8 +84,13 @@ VERBS = tuple(v.name for v in _ACTS)
 #: Other words for a verb, as /remind and other bots say it.
 ALIASES = verbs.aliases(_ACTS)
 KEYWORDS = frozenset({*VERBS, *ALIASES, "list", "timezone", "help", "feed", "feeds"})
+#: ``/schedule prefs``: the preferences modal (issue 37).
+PREFS = frozenset({"prefs", "preferences"})
+URGENT = "urgent"
+URGENT_EXAMPLE = "/schedule urgent #ops in 5 minutes: the database is down"
 COMMANDS = (
-    "list, show, edit, pause, resume, skip, cancel (delete, remove), timezone, feed, remind, help"
+    "list, show, edit, pause, resume, skip, cancel (delete, remove), timezone, feed, prefs, "
+    "remind, urgent, help"
 )
 
 HELP = f"""*How to use /schedule*
@@ -114,6 +121,11 @@ and date and time pickers.
 `pause ID`, `resume ID`, `skip ID` (skip the next occurrence only).
 • End WHEN with `except holidays from URL` to skip the dates of an iCalendar (.ics) \
 file's events, e.g. `{SKIP_EXAMPLE}` (the form has a field for it too).
+• `/schedule prefs` opens your preferences: where reminders to you go (here, a DM, email, \
+SMS, push), who may remind you, whom you block, and your quiet hours (reminders due then \
+wait until they end). Admins: `/schedule prefs tenant` sets the workspace's defaults.
+• Admins and operators: start with `urgent` (`{URGENT_EXAMPLE}`) to send before anything \
+else waiting and through people's quiet hours.
 • `/schedule timezone` shows the zone Herald reads your times in (your Slack profile's \
 unless you set one); `/schedule timezone Berlin` (a city, or `Europe/Berlin`) sets it.
 • Admins: `/schedule feed add URL [before 10m] [#channel][: TEMPLATE]` posts a reminder \
@@ -145,6 +157,9 @@ class Create:
     targets: tuple[Chain, ...] = ()
     #: "at 9am their time": each person's occurrence read in their own zone.
     their_time: bool = False
+    #: ``/schedule urgent …``: sent before anything else waiting, through quiet hours
+    #: (admins and operators; the Slack layer refuses anyone else).
+    urgent: bool = False
 
 
 @dataclass(frozen=True)
@@ -180,6 +195,13 @@ class OpenModal:
 
 
 @dataclass(frozen=True)
+class Prefs:
+    """Open the preferences modal: the member's, or (``tenant``) the tenant's defaults."""
+
+    tenant: bool = False
+
+
+@dataclass(frozen=True)
 class FeedAdd:
     """Subscribe ``channel`` (None: the channel typed in) to the calendar at ``url``:
     a reminder ``before`` each event, worded by ``template`` (None: core's default;
@@ -201,7 +223,9 @@ class FeedRemove:
     feed_id: int
 
 
-Command = Create | Act | Listing | Timezone | Help | OpenModal | FeedAdd | FeedList | FeedRemove
+Command = (
+    Create | Act | Listing | Timezone | Help | OpenModal | FeedAdd | FeedList | FeedRemove | Prefs
+)
 
 _CHANNEL = re.compile(r"<#([CG][A-Z0-9]+)(?:\|[^>]*)?>")
 _PERSON = re.compile(r"<[@!][^>]*>")
@@ -232,6 +256,10 @@ def parse(text: str) -> Command:
     keyword = head.lower()
     if keyword in ("feed", "feeds"):
         return _feed(tail.strip())
+    if keyword in PREFS:
+        return _prefs(tail.split())
+    if keyword == URGENT:
+        return _urgent(tail.strip())
     keyword = ALIASES.get(keyword, keyword)
     if keyword in KEYWORDS:
         return _keyword(keyword, tail.split())
@@ -239,6 +267,30 @@ def parse(text: str) -> Command:
         return _their_time(_remind(tail.strip()))
     _refuse_unknown(head, tail)
     return _their_time(_create(raw))
+
+
+def _prefs(args: list[str]) -> Prefs:
+    words = [a.lower() for a in args]
+    if not words:
+        return Prefs()
+    if words in (["tenant"], ["workspace"], ["defaults"]):
+        return Prefs(tenant=True)
+    raise Refusal(
+        "`/schedule prefs` takes nothing (your preferences) or `tenant` (the workspace's "
+        f"defaults, for admins), not `{escape(' '.join(args))}`."
+    )
+
+
+def _urgent(rest: str) -> Create:
+    """``urgent`` before a schedule: the schedule, marked urgent. Only a schedule may
+    be urgent (``urgent list`` is refused)."""
+    if not rest:
+        raise Refusal(f"Say what is urgent after `urgent`, e.g. `{URGENT_EXAMPLE}`.")
+    head = rest.partition(" ")[0].lower()
+    found = parse(rest) if head != URGENT else None
+    if not isinstance(found, Create):
+        raise Refusal(f"`urgent` goes before a message to schedule, e.g. `{URGENT_EXAMPLE}`.")
+    return replace(found, urgent=True)
 
 
 def _their_time(create: Create) -> Create:
@@ -376,7 +428,7 @@ def _refuse_unknown(head: str, tail: str) -> None:
         return  # "me" starts a reminder to yourself
     from core.fuzzy import closest
 
-    commands = sorted({*KEYWORDS, "remind"} - {"feeds"})
+    commands = sorted({*KEYWORDS, *PREFS, "remind", URGENT} - {"feeds", "preferences"})
     near = closest(word, commands)
     known = timeexpr.vocabulary()
     if near is None and (word in known or closest(word, known) is not None):

@@ -16,7 +16,7 @@ from typing import Any
 from bot.slack import grammar
 from bot.slack.base import Person
 from bot.slack.blocks import Reply, recipients_line, schedule_reply
-from bot.slack.reminders import Reminders
+from bot.slack.reminders import Reminders, urgency
 from core.channels import parse_destination
 from core.errors import InvalidInput
 from core.models import Schedule
@@ -41,6 +41,7 @@ class Recipients(Reminders):
             tz=person.zone,
             key=f"slack-trigger:{body['trigger_id']}" if body.get("trigger_id") else None,
             their_time=command.their_time,
+            priority=urgency(person, command),
         )
         headline = routed_headline(schedule, created)
         if created:

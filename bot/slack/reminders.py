@@ -24,11 +24,25 @@ from bot.slack.directory import error_code
 from core import reminders
 from core.actors import Principal
 from core.errors import InvalidInput, PermissionDenied
+from core.preferences import URGENT
 
 log = logging.getLogger(__name__)
 
 #: The action ids of a reminder's buttons, for the Bolt app's router.
 ACTION_PATTERN = rf"^{reminders.SLACK_ACTION_PREFIX}({'|'.join(reminders.CHOICES)})$"
+
+
+def urgency(person: Person, command: grammar.Create) -> str | None:
+    """``urgent`` for ``/schedule urgent …`` by an admin or an operator (None: normal);
+    anyone else is refused with one sentence, before anything is looked up."""
+    if not command.urgent:
+        return None
+    if not person.actor.sees_everything:
+        raise PermissionDenied(
+            "Only admins and operators can send urgent messages: schedule it without "
+            "`urgent` and it goes out as a normal one."
+        )
+    return URGENT
 
 
 class NotColleague(PermissionDenied):
@@ -55,6 +69,7 @@ class Reminders(Base):
             tz=person.zone,
             key=f"slack-trigger:{body['trigger_id']}" if body.get("trigger_id") else None,
             their_time=command.their_time,
+            priority=urgency(person, command),
         )
         whom = "you" if user == person.user_id else f"<@{user}>"
         headline = (
