@@ -11,6 +11,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from sqlalchemy import inspect as orm_state
+
 from core import routing, timeexpr
 from core.actors import Actor
 from core.channels import parse_destination
@@ -158,7 +160,25 @@ def read_back(schedule: Schedule) -> str:
     at = schedule.updated_at - timedelta(microseconds=1)  # when it was read
     at = at if at.utcoffset() is not None else at.replace(tzinfo=UTC)
     notes = timeexpr.read_back_notes(schedule.expression, tz=schedule.timezone, at=at)
-    return " — ".join([words, *notes])
+    return " — ".join([words, *notes, *save_notes(schedule)])
+
+
+#: Where a save's notes ride on the schedule it returns (the ORM's per-object ``info``).
+_SAVE_NOTES = "herald_read_back_notes"
+
+
+def add_save_notes(schedule: Schedule, notes: list[str]) -> Schedule:
+    """Attach what the use case that just saved ``schedule`` found worth saying (e.g.
+    "Bob's quiet hours: sent at 08:00 their time"), for :func:`read_back` to say; kept on
+    this object only, never stored."""
+    if notes:
+        orm_state(schedule).info[_SAVE_NOTES] = list(notes)
+    return schedule
+
+
+def save_notes(schedule: Schedule) -> list[str]:
+    """The notes :func:`add_save_notes` attached to this object (none for one read back)."""
+    return list(orm_state(schedule).info.get(_SAVE_NOTES, ()))
 
 
 def schedule_dict(schedule: Schedule) -> dict[str, Any]:
@@ -178,6 +198,7 @@ def schedule_dict(schedule: Schedule) -> dict[str, Any]:
         "next_run_at": iso(schedule.next_run_at),
         "state": schedule.shown_state,
         "lifecycle": schedule.state,
+        "priority": schedule.priority,
         "last_outcome": schedule.last_outcome,
         "key": schedule.idempotency_key,
         "max_lateness_s": schedule.max_lateness_s,

@@ -17,6 +17,8 @@ settings, channels and the helpers the concerns share, all given to its construc
 - :mod:`core.cases.tokens`: the HTTP API's tokens (made, listed, revoked, read);
 - :mod:`core.cases.devices`: members' push devices, and the save-time check of ``push:``;
 - :mod:`core.cases.preferences`: members' preferences and a tenant's defaults;
+- :mod:`core.cases.consent`: what a schedule's people say of it when it is saved
+  (whether they accept its author, urgent over quiet hours, the read-back's notes);
 - :mod:`core.cases.herald`: :class:`Herald`, the classes above composed;
 - :mod:`core.cases.importer`: bulk import (a function over :class:`Herald`).
 
@@ -50,7 +52,13 @@ from core.cases.importer import (
     import_schedules,
     more_invalid,
 )
-from core.cases.preferences import MemberPreferences, PreferenceChanges
+from core.cases.preferences import (
+    MAX_MEMBER_REF,
+    MAX_PLACE,
+    MemberPreferences,
+    PreferenceChanges,
+    prefs_json,
+)
 from core.cases.recipients import To, canonical, check_count, wanted_of
 from core.cases.schedules import MAX_KEY, OPTIONS, check_text
 from core.cases.tokens import Unauthorized, scope_allows
@@ -63,6 +71,8 @@ __all__ = [
     "MAX_DEVICES",
     "FIELDS",
     "MAX_KEY",
+    "MAX_MEMBER_REF",
+    "MAX_PLACE",
     "OPTIONS",
     "SCHEDULE_BULK",
     "Herald",
@@ -84,6 +94,7 @@ __all__ = [
     "import_schedules",
     "more_invalid",
     "parse_shift",
+    "prefs_json",
     "scope_allows",
     "token_tail",
     "unavailable",

@@ -23,18 +23,24 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from core.actors import Actor, ActorRef
+from core.cases.consent import import_refusals
 from core.cases.herald import Herald
 from core.cases.recipients import destinations_of, wanted_of
 from core.cases.schedules import audit_summary
 from core.destinations import channel_name
 from core.errors import HeraldError, InvalidInput
+from core.preferences import BULK
 from core.tenancy import QuotaExceeded
 
 #: A line's fields; its zone is ``timezone``, as the API names it (``tz``, the older
 #: name, is read too; both only when they agree). ``to`` is one destination or a list
 #: of destinations and chains (``{"first_of": [...]}``), as the API takes it, and so
-#: are ``time_of`` ("author" or "recipient") and ``step_timeout`` (seconds).
-FIELDS = {"to", "when", "text", "timezone", "tz", "key", "time_of", "step_timeout"}
+#: are ``time_of`` ("author" or "recipient") and ``step_timeout`` (seconds). A line's
+#: ``priority`` (urgent, normal, bulk) is :data:`DEFAULT_PRIORITY` when not given.
+FIELDS = {"to", "when", "text", "timezone", "tz", "key", "time_of", "step_timeout", "priority"}
+#: An imported schedule's priority unless its line says: a bulk import waits behind
+#: what people schedule one at a time.
+DEFAULT_PRIORITY = BULK
 REQUIRED = ("to", "when", "text")
 #: Whose clock a line's ``when`` is read on.
 TIME_OF = ("author", "recipient")
@@ -287,7 +293,8 @@ async def _check_lines(
 ) -> _Checked:
     """Every line checked as a create would be (:func:`_line_values`), a key repeated
     within the import counted in ``report`` and left out, then every destination's
-    channel asked whether it can deliver there (a line naming one it cannot is bad)."""
+    channel asked whether it can deliver there and every person whether they accept it
+    (:func:`~core.cases.consent.import_refusals`): a line failing either is bad."""
     out = _Checked()
     numbers: list[int] = []
     seen_keys: set[str] = set()
@@ -313,6 +320,12 @@ async def _check_lines(
         out.details.append({**audit_summary(values), **token})
         numbers.append(number)
     unreachable = await _unreachable(herald, out.rows, slices)
+    # people who refuse a line's author (or its urgency), read once for every line
+    unreachable |= {
+        i: _reason(HeraldError(why))
+        for i, why in (await import_refusals(herald, actor, out.rows)).items()
+        if i not in unreachable
+    }
     if unreachable:
         out.invalid = sorted([*out.invalid, *((numbers[i], w) for i, w in unreachable.items())])
         keep = [i for i in range(len(out.rows)) if i not in unreachable]
@@ -341,6 +354,7 @@ async def _line_values(
         text=obj["text"],
         tz=obj.get("tz"),
         key=obj.get("key"),
+        priority=obj.get("priority", DEFAULT_PRIORITY),
     )
     if their_time:
         values = await herald.zoned(actor, values, wanted)

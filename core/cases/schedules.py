@@ -16,9 +16,10 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+import core.cases.consent as consent
 import core.cases.recipient_cap as recipient_cap
 import core.cases.recipients as recipients
-from core import calendars, limits, routing, templates, tenancy, timeexpr
+from core import calendars, limits, routing, templates, tenancy, timeexpr, views
 from core.actors import Actor, ActorRef
 from core.cases.base import principal_of
 from core.cases.calendars import RESERVED_KEY_PREFIX
@@ -32,6 +33,7 @@ from core.models import (
     Schedule,
     ScheduleState,
 )
+from core.preferences import priority_name, priority_rank
 from core.preview import Preview, ZoneSource, build_preview
 from core.reminders import ASKER_KEYS
 from core.scrub import Scrubber
@@ -154,12 +156,15 @@ class ScheduleCases(RecipientCases):
         max_lateness: float | None = None,
         options: Mapping[str, Any] | None = None,
         step_timeout: float | None = None,
+        priority: str | None = None,
     ) -> dict[str, Any]:
         """Validate one request and return its schedule row's values, unstored (create
         and import share it). ``to`` is one destination or several recipients
         (:func:`~core.cases.recipients.wanted_of`); each destination is checked as a
         schedule to it alone would be. Recipients reading the time in their own zone get
-        it from :meth:`with_zones` afterwards."""
+        it from :meth:`with_zones` afterwards. ``priority``: urgent, normal (None) or
+        bulk."""
+        chosen = priority_name(priority_rank(priority))
         wanted = recipients.canonical(recipients.wanted_of(to, step_timeout=step_timeout))
         recipients.check_count(actor, wanted)
         body = check_text(text)
@@ -190,6 +195,7 @@ class ScheduleCases(RecipientCases):
             "starts_at": reading.first,
             "next_run_at": reading.first,
             "state": ScheduleState.ACTIVE.value,
+            "priority": chosen,
             "idempotency_key": check_key(key),
             "max_lateness_s": None if max_lateness is None else round(max_lateness),
             "options": options_checked,
@@ -214,6 +220,7 @@ class ScheduleCases(RecipientCases):
         skip_loaded: Sequence[CalendarSource] = (),
         their_time: bool = False,
         step_timeout: float | None = None,
+        priority: str | None = None,
     ) -> tuple[Schedule, bool]:
         """Schedule ``text`` to ``to`` (one destination, or several recipients and
         chains: :func:`~core.cases.recipients.wanted_of`) at ``when``; with
@@ -225,7 +232,14 @@ class ScheduleCases(RecipientCases):
         (``… except holidays from URL``, :func:`core.calendars.split_skip_phrase`) or in
         ``skip``, uploaded ``skip_files`` (name → text) and calendars already loaded by
         :meth:`load_calendars`. They are read before anything is stored, so a calendar
-        that cannot be read (CalendarError) creates nothing."""
+        that cannot be read (CalendarError) creates nothing.
+
+        ``priority`` (urgent, normal: None, bulk) orders its jobs in the queue. A person
+        who does not accept reminders from the actor refuses it (PermissionDenied,
+        audited), as an urgent one to a person with quiet hours is refused unless the
+        actor is an operator or an admin (:mod:`core.cases.consent`); the read-back
+        (:func:`core.views.read_back`) says when a person's quiet hours hold its next
+        send."""
         actor = await self.actor(actor_id)
         when, urls = calendars.split_skip_phrase(when)
         wanted = recipients.wanted_of(to, their_time=their_time, step_timeout=step_timeout)
@@ -243,11 +257,19 @@ class ScheduleCases(RecipientCases):
                 key=key,
                 max_lateness=max_lateness,
                 options=options,
+                priority=priority,
             ),
         )
         if their_time:
             values = await self.zoned(actor, values, named)
         values = await self.with_asker(actor, values)
+        people = await consent.check_people(
+            self,
+            actor,
+            recipients.destinations_of(values),
+            priority=values["priority"],
+            action="schedule.create",
+        )
         await self.check_quota(actor, adding=len(values["recipients"]))
         await self.check_recipient_cap(actor, [values])
         for destination in recipients.destinations_of(values):
@@ -276,6 +298,7 @@ class ScheduleCases(RecipientCases):
                 stored = await self._apply_skips(
                     stored, skip_loaded, stored.skip_calendars, actor, after=since, skips=skips
                 )
+            views.add_save_notes(stored, await consent.quiet_notes(self, actor, stored, people))
         return stored, created
 
     async def _audited_refusals(
@@ -549,22 +572,26 @@ class ScheduleCases(RecipientCases):
         expected_version: int | None = None,
         add: To = (),
         remove: Sequence[str] = (),
+        priority: str | None = None,
     ) -> Schedule:
         """Change a schedule's time, text or recipients: ``to`` replaces them all,
         ``add`` and ``remove`` (destinations, a chain by its first) change some; the
-        recipients it keeps keep their jobs. A stale ``expected_version`` (or a
-        concurrent edit) is refused with Conflict."""
+        recipients it keeps keep their jobs; ``priority`` (urgent, normal, bulk) its
+        place in the queue. A stale ``expected_version`` (or a concurrent edit) is
+        refused with Conflict; its people's refusals as :meth:`create_schedule`'s."""
         actor = await self.actor(actor_id)
         schedule = await self._changeable(actor, schedule_id, expected_version)
         if add or remove:
             to = await self._edited_recipients(actor, schedule, to, add, remove)
-        if when is None and text is None and to is None:
-            raise InvalidInput("Nothing to change: give a new time, text or destination.")
+        if when is None and text is None and to is None and priority is None:
+            raise InvalidInput("Nothing to change: give a new time, text, destination or priority.")
         if tz is not None and when is None:
             raise InvalidInput("A new time zone needs a new time too (--when).")
         _require_state(schedule, ScheduleState.ACTIVE, ScheduleState.PAUSED, verb="edited")
         values: dict[str, Any] = {}
         changed: dict[str, Any] = {}
+        if priority is not None:
+            values["priority"] = changed["priority"] = priority_name(priority_rank(priority))
         if text is not None:
             values["body"] = check_text(text)
             changed["text_chars"] = len(text)
@@ -602,6 +629,18 @@ class ScheduleCases(RecipientCases):
             values["options"] = options
             for step in every:  # the message must fit where it goes
                 limits.check_message(parse_destination(step), body, options)
+        people: dict[str, consent.Person] = {}
+        if to is not None or priority is not None or when is not None:
+            people = await consent.check_people(
+                self,
+                actor,
+                recipients.destinations_of({**_values_of(schedule), **values}),
+                priority=values.get("priority", schedule.priority),
+                action="schedule.edit",
+                object_id=str(schedule_id),
+                # a new time alone is not checked again (only its read-back needs them)
+                refuse=to is not None or priority is not None,
+            )
         if to is not None and when is None:  # the rule it keeps, into each new recipient
             await self._check_intervals(actor, schedule, values, schedule.rrule)
         arm_at: datetime | None = None
@@ -639,7 +678,9 @@ class ScheduleCases(RecipientCases):
         )
         if to is not None and arm_at is None:
             self._due(updated.next_run_at)
-        return updated
+        return views.add_save_notes(
+            updated, await consent.quiet_notes(self, actor, updated, people)
+        )
 
     async def _check_intervals(
         self, actor: Actor, schedule: Schedule, values: Mapping[str, Any], rule: str | None
