@@ -29,7 +29,7 @@ from core.cases.recipients import destinations_of, wanted_of
 from core.cases.schedules import audit_summary
 from core.destinations import channel_name
 from core.errors import HeraldError, InvalidInput
-from core.preferences import BULK
+from core.preferences import BULK, priority_name, priority_rank
 from core.tenancy import QuotaExceeded
 
 #: A line's fields; its zone is ``timezone``, as the API names it (``tz``, the older
@@ -222,6 +222,7 @@ async def import_schedules(
     *,
     skip_invalid: bool = False,
     progress: Progress | None = None,
+    priority: str | None = None,
 ) -> ImportReport:
     """Import JSON Lines (a text, or its lines) as ``actor_id``'s schedules.
 
@@ -230,16 +231,19 @@ async def import_schedules(
     ImportRejected, listing the first bad lines by number and counting them all, when
     any line is bad and ``skip_invalid`` is false; QuotaExceeded past the member's or
     tenant's quota. Nothing is imported then. ``progress(written, total)`` is called as
-    rows are written (they are committed together after the last).
+    rows are written (they are committed together after the last). ``priority`` is
+    the lines' that name none (None: :data:`DEFAULT_PRIORITY`; InvalidInput for an
+    unknown one, before any line is read).
     """
     actor = await herald.actor(actor_id)
+    default = priority_name(priority_rank(priority)) if priority else DEFAULT_PRIORITY
     settings = herald.settings
     taken = read_lines(
         lines, max_lines=settings.import_max_lines, max_bytes=settings.import_max_bytes
     )
     _meter(herald, actor, len(taken))
     report, slices = ImportReport(), _Slices()
-    checked = await _check_lines(herald, actor, taken, report, slices)
+    checked = await _check_lines(herald, actor, taken, report, slices, default)
     del taken
     rows, details, invalid = checked.rows, checked.details, checked.invalid
     if invalid and not skip_invalid:
@@ -289,7 +293,12 @@ class _Checked:
 
 
 async def _check_lines(
-    herald: Herald, actor: Actor, taken: list[str], report: ImportReport, slices: _Slices
+    herald: Herald,
+    actor: Actor,
+    taken: list[str],
+    report: ImportReport,
+    slices: _Slices,
+    priority: str = DEFAULT_PRIORITY,
 ) -> _Checked:
     """Every line checked as a create would be (:func:`_line_values`), a key repeated
     within the import counted in ``report`` and left out, then every destination's
@@ -306,7 +315,7 @@ async def _check_lines(
         if not raw.strip():
             continue
         try:
-            values = await _line_values(herald, actor, raw, named)
+            values = await _line_values(herald, actor, raw, named, priority)
         except HeraldError as exc:
             out.invalid.append((number, _reason(exc)))
             continue
@@ -335,7 +344,11 @@ async def _check_lines(
 
 
 async def _line_values(
-    herald: Herald, actor: Actor, raw: str, named: dict[str, str | HeraldError]
+    herald: Herald,
+    actor: Actor,
+    raw: str,
+    named: dict[str, str | HeraldError],
+    priority: str = DEFAULT_PRIORITY,
 ) -> dict[str, Any]:
     """One line read and checked as a create checks its request: its schedule row's
     values (:meth:`Herald.build_schedule`), each person's zone found when its time is
@@ -354,7 +367,7 @@ async def _line_values(
         text=obj["text"],
         tz=obj.get("tz"),
         key=obj.get("key"),
-        priority=obj.get("priority", DEFAULT_PRIORITY),
+        priority=obj.get("priority", priority),
     )
     if their_time:
         values = await herald.zoned(actor, values, wanted)

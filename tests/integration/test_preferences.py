@@ -287,3 +287,10 @@ async def test_imports_are_bulk_unless_a_line_says(herald: Herald) -> None:
         await import_schedules(herald, ALICE, "\n".join(bad))
     assert [n for n, _ in rejected.value.invalid] == [1, 2]
     assert "Only operators and admins" in rejected.value.invalid[1][1]
+    # the import's own default, for the lines that name none
+    normal = [f'{{"to": "{ROOM}", "when": "tomorrow at 9:00", "text": "g", "key": "g"}}']
+    await import_schedules(herald, ALICE, "\n".join(normal), priority="normal")
+    made = {s.body: s.priority for s in await herald.list_schedules(ALICE)}
+    assert made["g"] == "normal"
+    with pytest.raises(InvalidInput, match="use urgent, normal or bulk"):
+        await import_schedules(herald, ALICE, "\n".join(normal), priority="later")
