@@ -168,7 +168,8 @@ async def quiet_notes(
             person = people.get(member)
             if person is None or not person.quiet or person.prefs.quiet is None:
                 continue
-            zone = person.zone or recipient.zone or await _zone(cases, actor, member)
+            # the dispatcher's reading (core.dispatcher.recipients): the member's zone
+            zone = person.zone or await _zone(cases, actor, member)
             due = routing.due_for(at, schedule.timezone, recipient.zone)
             opens = person.prefs.quiet.opens(due, zone)
             if opens is None:
@@ -188,7 +189,7 @@ def _wall(opens: datetime, due: datetime, zone: str) -> str:
 
 async def _zone(cases: CaseBase, actor: Actor, member: str) -> str:
     row = await cases.store.get_member(actor.tenant, member)
-    return (row.timezone if row is not None else None) or cases.settings.default_tz
+    return (row.timezone if row is not None else None) or "UTC"
 
 
 async def import_refusals(
