@@ -133,6 +133,7 @@ async def create(
     tz: str | None = None,
     skip: Sequence[str] = (),
     their_time: bool = False,
+    priority: str | None = None,
 ) -> Reply:
     """``/schedule create``: schedule ``text`` into the channel, or to every recipient of
     ``to`` (destinations and chains, :func:`core.cases.recipients.wanted_of`; with
@@ -153,6 +154,7 @@ async def create(
         tz=tz,
         skip=skip,
         their_time=their_time,
+        priority=priority,
     )
     text_out = render.card(
         schedule, "Scheduled." if created else "Already scheduled.", read_back=created

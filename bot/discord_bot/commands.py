@@ -17,7 +17,7 @@ import discord
 from discord import app_commands
 from discord.app_commands import Choice, Range, Transform
 
-from bot.discord_bot import actions, choices, reminders, targets
+from bot.discord_bot import actions, choices, prefs, reminders, targets
 from bot.discord_bot.components import respond
 from bot.discord_bot.interact import (
     herald_of,
@@ -155,6 +155,7 @@ class ScheduleGroup(
         # a boolean option; a command may have 25 options, each description at most 100
         # characters (https://discord.com/developers/docs/interactions/application-commands#application-command-object-application-command-option-structure)
         their_time="Send at that hour in each person's own zone (channels keep yours)",
+        urgent="Admins and operators: before anything else waiting, through quiet hours",
     )
     @app_commands.autocomplete(when=when_autocomplete)
     async def create(
@@ -167,8 +168,10 @@ class ScheduleGroup(
         skip_calendar: _URL | None = None,
         to: _TO | None = None,
         their_time: bool = False,
+        urgent: bool = False,
     ) -> None:
         async def work(actor: Principal) -> actions.Reply:
+            priority = await prefs.urgency(herald_of(interaction), actor, urgent)
             if to is not None:  # several places, or one person (a reminder by DM)
                 return await targets.create(
                     interaction,
@@ -180,6 +183,7 @@ class ScheduleGroup(
                     tz=timezone,
                     skip_calendar=skip_calendar,
                     their_time=their_time,
+                    priority=priority,
                 )
             target, perms = postable(interaction, channel)
             # whom the message may notify: whom the member could, in that channel
@@ -193,6 +197,7 @@ class ScheduleGroup(
                 tz=timezone,
                 skip=[skip_calendar.strip()] if skip_calendar else [],
                 their_time=their_time,
+                priority=priority,
             )
 
         await respond(interaction, work)
@@ -288,6 +293,54 @@ class ScheduleGroup(
         await respond(
             interaction, lambda actor: actions.timezone(herald_of(interaction), actor, zone)
         )
+
+    @app_commands.command(
+        name="prefs", description="How Herald reaches you: place, who may remind you, quiet hours"
+    )
+    @app_commands.describe(
+        place=f"Where reminders to you go: {prefs.PLACE_HELP}",
+        accept="Who may schedule reminders to you",
+        block="A member whose reminders you refuse",
+        unblock="A member to take off your block list",
+        quiet_start="When your quiet hours start, e.g. 22:00 (off: none)",
+        quiet_end="When they end, e.g. 08:00",
+        quiet_days="Quiet all day: sat, sun / weekends (off: none)",
+        tenant="Admins: this server's defaults instead of yours",
+        hold_channels="Admins, with tenant: hold channel messages in quiet hours too",
+    )
+    @app_commands.choices(
+        accept=[Choice(name=name, value=value) for value, name in prefs.ACCEPT_CHOICES.items()]
+    )
+    async def prefs_(
+        self,
+        interaction: discord.Interaction[Any],
+        place: Range[str, 1, 300] | None = None,
+        accept: str | None = None,
+        block: discord.User | None = None,
+        unblock: discord.User | None = None,
+        quiet_start: Range[str, 1, 10] | None = None,
+        quiet_end: Range[str, 1, 10] | None = None,
+        quiet_days: Range[str, 1, 60] | None = None,
+        tenant: bool = False,
+        hold_channels: bool | None = None,
+    ) -> None:
+        async def work(actor: Principal) -> actions.Reply:
+            return await prefs.prefs(
+                herald_of(interaction),
+                actor,
+                user_id=interaction.user.id,
+                tenant=tenant,
+                place=place,
+                accept=accept,
+                block=[block.id] if block is not None else [],
+                unblock=[unblock.id] if unblock is not None else [],
+                quiet_start=quiet_start,
+                quiet_end=quiet_end,
+                quiet_days=quiet_days,
+                hold_channels=hold_channels,
+            )
+
+        await respond(interaction, work)
 
     feed = app_commands.Group(
         name="feed", description="Admins: a reminder before each event of an iCalendar feed"

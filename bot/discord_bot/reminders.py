@@ -102,6 +102,7 @@ async def create(
     tz: str | None,
     skip_calendar: str | None,
     their_time: bool = False,
+    priority: str | None = None,
 ) -> actions.Reply:
     """``/schedule create`` with ``to`` naming one person: refuse a channel alongside
     it, find the person, schedule the reminder (with ``their_time``, at that hour in
@@ -119,6 +120,7 @@ async def create(
         tz=tz,
         skip=skip,
         their_time=their_time,
+        priority=priority,
     )
     if found is None:
         return reply
@@ -155,6 +157,7 @@ async def remind(
     tz: str | None = None,
     skip: list[str] | None = None,
     their_time: bool = False,
+    priority: str | None = None,
 ) -> actions.Reply:
     """Schedule a reminder by direct message to ``user_id`` (the actor or a member)."""
     schedule, created = await herald.create_schedule(
@@ -165,6 +168,7 @@ async def remind(
         tz=tz,
         skip=skip or (),
         their_time=their_time,
+        priority=priority,
     )
     mine = actor.id == actions.actor_id(user_id)
     whom = "you" if mine else f"<@{user_id}>"

@@ -16,6 +16,7 @@ from core.cases import ScheduleDetail, describe_before
 from core.channels import parse_destination
 from core.errors import HeraldError
 from core.models import Feed, Schedule, ScheduleState
+from core.preferences import NORMAL
 from core.store import Settled
 from core.views import describe
 
@@ -146,6 +147,8 @@ def card(schedule: Schedule, heading: str | None = None, *, read_back: bool = Fa
     ]
     if (times_theirs := their_times(schedule)) is not None:
         lines.append(f"**Their time:** {times_theirs}")
+    if (schedule.priority or NORMAL) != NORMAL:  # issue 37: urgent or bulk
+        lines.append(f"**Priority:** {schedule.priority}")
     times, skipped = calendars.schedule_upcoming(schedule, 3)
     if times:
         lines.append(f"**Next:** {stamp(times[0])}")

@@ -228,6 +228,7 @@ async def create(
     tz: str | None,
     skip_calendar: str | None,
     their_time: bool = False,
+    priority: str | None = None,
 ) -> actions.Reply:
     """``/schedule create`` with ``to``: one schedule to every target (one person alone:
     a reminder, as before)."""
@@ -235,7 +236,7 @@ async def create(
         raise InvalidInput(reminders.NOT_BOTH)
     if one_person(chains(to), interaction):
         return await reminders.create(
-            interaction, actor, to, channel, when, text, tz, skip_calendar, their_time
+            interaction, actor, to, channel, when, text, tz, skip_calendar, their_time, priority
         )
     found = await places(interaction, actor, to)
     return await actions.create(
@@ -247,4 +248,5 @@ async def create(
         tz=tz,
         skip=[skip_calendar.strip()] if skip_calendar else [],
         their_time=their_time,
+        priority=priority,
     )

@@ -117,6 +117,7 @@ async def test_start_logs_in_syncs_commands_and_connects(
         "delete",
         "remove",
         "timezone",
+        "prefs",
         "feed",
         "help",
     ]
