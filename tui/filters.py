@@ -16,6 +16,9 @@ from core.models import STATE_FILTERS
 from core.store import AttemptFilter, AuditFilter, DeadFilter, ScheduleFilter
 
 OUTCOMES = ("ok", "retry", "permanent")
+#: The priorities a ``priority:`` term names (core.preferences: urgent before normal
+#: before bulk).
+PRIORITIES = ("urgent", "normal", "bulk")
 
 
 class FilterError(ValueError):
@@ -42,8 +45,25 @@ def terms(text: str, keys: tuple[str, ...]) -> tuple[dict[str, str], str]:
     return found, " ".join(words)
 
 
+def priorities(value: str) -> tuple[str, ...]:
+    """``urgent,normal`` → ``("urgent", "normal")``; FilterError names the choices."""
+    chosen = tuple(dict.fromkeys(p.strip().lower() for p in value.split(",") if p.strip()))
+    bad = [p for p in chosen if p not in PRIORITIES]
+    if bad or not chosen:
+        raise FilterError(f"Unknown priority {(bad or [value])[0]!r}: use {'|'.join(PRIORITIES)}")
+    return chosen
+
+
+def queue_filter(text: str) -> tuple[str, ...] | None:
+    """The Queue screen's filter: the priorities it shows (None: every one)."""
+    found, words = terms(text, ("priority",))
+    if words:
+        raise FilterError("Filter the queue with priority:urgent|normal|bulk")
+    return priorities(found["priority"]) if "priority" in found else None
+
+
 def schedule_filter(text: str) -> ScheduleFilter:
-    found, words = terms(text, ("owner", "to", "state", "tenant"))
+    found, words = terms(text, ("owner", "to", "state", "tenant", "priority"))
     states = None
     if "state" in found:
         states = tuple(s for s in found["state"].split(",") if s)
@@ -57,6 +77,7 @@ def schedule_filter(text: str) -> ScheduleFilter:
         states=states or None,
         destination=found.get("to") or None,
         text=words or None,
+        priorities=priorities(found["priority"]) if "priority" in found else None,
     )
 
 

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 from core import timeexpr, verbs, views
 from core.actors import Actor, ActorRef
 from core.cases.dead_letters import DeadLetterCases
+from core.cases.held import SEND_NOW_REFUSED, HeldCases, priority_ranks
 from core.cases.providers import ProviderCases, ProviderState
 from core.cases.schedules import ScheduleCases
 from core.channels import parse_destination
@@ -76,6 +77,7 @@ _RULES: dict[str, tuple[Callable[[Actor], bool], str]] = {
         lambda a: a.sees_everything,
         "Members see their own schedules only.",
     ),
+    "job.send_now": (lambda a: a.sees_everything, SEND_NOW_REFUSED),
 }
 
 #: The console filters that carry an owner and a tenant.
@@ -169,8 +171,9 @@ class Timeline:
     fared: str | None = None
 
 
-class ConsoleCases(ScheduleCases, DeadLetterCases, ProviderCases):
-    """The console's use cases, built on the schedule, dead-letter and provider ones."""
+class ConsoleCases(ScheduleCases, DeadLetterCases, ProviderCases, HeldCases):
+    """The console's use cases, built on the schedule, dead-letter, provider and
+    held-job ones."""
 
     # --- overview -------------------------------------------------------------------
 
@@ -205,11 +208,20 @@ class ConsoleCases(ScheduleCases, DeadLetterCases, ProviderCases):
         after: tuple[datetime, int] | None = None,
         limit: int = 100,
         tenant: str | None = None,
+        priorities: Sequence[str] | None = None,
     ) -> list[QueueRow]:
-        """Jobs in one queue view (due, pending, in_flight, retrying)."""
+        """Jobs in one queue view (due, pending, in_flight, retrying), of the given
+        priorities only (urgent, normal, bulk; InvalidInput for another) when given."""
+        ranks = priority_ranks(priorities)
         _, owner, scope = await self._scope(actor_id, tenant)
         return await self.store.queue_page(
-            view, now=self.clock.now(), owner=owner, tenant=scope, after=after, limit=limit
+            view,
+            now=self.clock.now(),
+            owner=owner,
+            tenant=scope,
+            after=after,
+            limit=limit,
+            priorities=ranks,
         )
 
     async def delivery_log(

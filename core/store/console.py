@@ -16,12 +16,14 @@ from typing import Any
 import sqlalchemy as sa
 
 from core.models import WAITING_SQL, Audit, Job, JobState, Schedule, ScheduleState, Worker
-from core.store.base import ATTEMPT, AUDIT, JOB, JOB_DESTINATION, SCHEDULE, AuditEntry, Gateway
+from core.preferences import HELD
+from core.store.base import ATTEMPT, AUDIT, JOB, JOB_DESTINATION, SCHEDULE, AuditEntry
 
 # Re-exported where callers import them from (their queries: core.store.dead_letters).
 from core.store.dead_letters import DeadFilter as DeadFilter
 from core.store.dead_letters import DeadGroup as DeadGroup
-from core.store.paging import has_prefix, keyset_after, reason_key
+from core.store.held import HeldQueries
+from core.store.paging import has_prefix, keyset_after
 from core.store.states import state_condition
 
 WORKER = Worker.__table__  # type: ignore[attr-defined]
@@ -54,6 +56,8 @@ class ScheduleFilter:
     #: Words the body contains (any case).
     text: str | None = None
     ids: tuple[int, ...] | None = None
+    #: Of these priorities only (urgent, normal, bulk).
+    priorities: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -97,6 +101,14 @@ class QueueRow:
     tenant: str = "local"
     #: The message text (its first ``TEXT_CHARS`` characters).
     body: str = ""
+    #: Its rank in the queue (core.preferences.RANK: 0 urgent, 1 normal, 2 bulk).
+    priority: int = 1
+
+    @property
+    def held(self) -> bool:
+        """Held by its recipient's quiet hours: waiting, ``last_error`` the reason."""
+        waiting = self.state in (JobState.PENDING.value, JobState.RETRYING.value)
+        return waiting and (self.last_error or "").startswith(HELD)
 
 
 @dataclass(frozen=True)
@@ -157,7 +169,7 @@ def _contains(column: Any, text: str) -> Any:
     return sa.func.lower(column).like(f"%{escaped}%", escape="\\")
 
 
-class ConsoleQueries(Gateway):
+class ConsoleQueries(HeldQueries):
     """What the operator console reads. All cheap, indexed, paged queries."""
 
     # --- overview ---------------------------------------------------------------------
@@ -263,6 +275,8 @@ class ConsoleQueries(Gateway):
             where.append(_contains(SCHEDULE.c.body, f.text))
         if f.ids is not None:
             where.append(SCHEDULE.c.id.in_(list(f.ids)))
+        if f.priorities:
+            where.append(SCHEDULE.c.priority.in_(sorted(set(f.priorities))))
         return where
 
     async def schedules_page(
@@ -443,9 +457,11 @@ class ConsoleQueries(Gateway):
         tenant: str | None = None,
         after: tuple[datetime, int] | None = None,
         limit: int = 100,
+        priorities: Sequence[int] | None = None,
     ) -> list[QueueRow]:
         """One page of the queue: ``due`` (waiting, due by now), ``pending`` (not yet
-        due), ``in_flight`` (claimed, by lease expiry) or ``retrying`` (by next try)."""
+        due), ``in_flight`` (claimed, by lease expiry) or ``retrying`` (by next try);
+        of the given ranks only (``priorities``, core.preferences.RANK), when given."""
         if view == "in_flight":
             key: Any = JOB.c.lease_expires_at
             where: list[Any] = [JOB.c.state == JobState.CLAIMED.value]
@@ -462,6 +478,8 @@ class ConsoleQueries(Gateway):
             where.append(SCHEDULE.c.owner == owner)
         if tenant is not None:
             where.append(SCHEDULE.c.tenant == tenant)
+        if priorities:
+            where.append(JOB.c.priority.in_(sorted(set(priorities))))
         q = (
             sa.select(
                 JOB.c.id.label("job_id"),
@@ -473,9 +491,13 @@ class ConsoleQueries(Gateway):
                 JOB.c.attempts,
                 JOB.c.lease_owner,
                 JOB.c.lease_expires_at,
-                reason_key(JOB.c.last_error).label("last_error"),
+                # a hold's reason names a zone and a person: more than a group key
+                sa.func.substr(sa.func.coalesce(JOB.c.last_error, ""), 1, RESPONSE_CHARS).label(
+                    "last_error"
+                ),
                 SCHEDULE.c.tenant,
                 sa.func.substr(SCHEDULE.c.body, 1, TEXT_CHARS).label("body"),
+                JOB.c.priority,
             )
             .join(SCHEDULE, SCHEDULE.c.id == JOB.c.schedule_id)
             .where(*where, keyset_after((key, JOB.c.id), after, desc=False))

@@ -113,7 +113,8 @@ class SchedulesScreen(ConsoleScreen):
     def compose(self) -> ComposeResult:
         yield Header()
         yield FilterBar(
-            "/ filter: words owner:ID to:DEST state:active,paused tenant:ID", id="filter"
+            "/ filter: words owner:ID to:DEST state:active,paused priority:urgent tenant:ID",
+            id="filter",
         )
         yield PageTable(*COLUMNS, selectable=True, id="table")
         yield Static("", id="pane", classes="pane", markup=False)
@@ -158,7 +159,8 @@ class SchedulesScreen(ConsoleScreen):
         if s is None:
             return ""
         when = stamp(s.next_run_at, self.zone, seconds=False)
-        about = f"Schedule {s.id} · {s.shown_state} · next {when} · {s.owner} → "
+        urgency = "" if s.priority == "normal" else f" · {s.priority}"
+        about = f"Schedule {s.id} · {s.shown_state}{urgency} · next {when} · {s.owner} → "
         return f"{s.body}\n{about}{self.recipients(s)} · {s.tenant}"
 
     def recipients(self, s: Schedule) -> str:
