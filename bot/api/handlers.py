@@ -97,6 +97,7 @@ async def create_schedule(call: Call) -> Reply:
         skip_files=body.skip_files or None,
         their_time=body.time_of == "recipient",
         step_timeout=body.step_timeout,
+        priority=body.priority,
     )
     headers = {**_etag(schedule), "Location": f"{PREFIX}/schedules/{schedule.id}"}
     if created:
@@ -164,6 +165,7 @@ async def edit_schedule(call: Call) -> Reply:
             expected_version=version,
             add=() if body.add is None else _to(body.add),
             remove=body.remove or (),
+            priority=body.priority,
         ),
     )
     return Reply(_schedule(schedule), headers=_etag(schedule))
@@ -286,7 +288,9 @@ async def import_lines(call: Call) -> Reply:
     minute) and checks it in slices, so the loop keeps serving meanwhile."""
     q: m.ImportQuery = call.query
     text: str = call.body
-    report = await import_schedules(call.herald, call.principal, text, skip_invalid=q.skip_invalid)
+    report = await import_schedules(
+        call.herald, call.principal, text, skip_invalid=q.skip_invalid, priority=q.priority
+    )
     out = m.ImportOut(
         imported=report.imported,
         skipped_existing=report.skipped_existing,

@@ -112,6 +112,13 @@ _OPTIONS_SCHEMA: dict[str, Any] = {
 
 # --- requests -----------------------------------------------------------------------
 
+#: A schedule's priority (core.preferences.PRIORITIES).
+Priority = Literal["urgent", "normal", "bulk"]
+
+
+def _priority(description: str) -> Any:
+    return Field(default=None, description=description, examples=["urgent"])
+
 
 class ScheduleCreate(_Zoned):
     """A new schedule: the same fields as ``herald schedule``."""
@@ -166,11 +173,16 @@ class ScheduleCreate(_Zoned):
         "(as herald schedule --skip-calendar FILE; within the 64 KiB body).",
     )
 
+    priority: Priority | None = _priority(
+        "urgent is served before normal, bulk after it; urgent is not held by quiet hours "
+        "(to people who set them: admins and operators only). Default normal."
+    )
+
     _to = field_validator("to", mode="wrap")(staticmethod(recipients_field))
 
 
 class ScheduleEdit(_Zoned):
-    """What to change (at least one of when, text, to, add, remove)."""
+    """What to change (at least one of when, text, to, add, remove, priority)."""
 
     model_config = _example(
         {"when": "every weekday at 9:30am", "timezone": "Europe/Berlin"}, zoned=True
@@ -195,6 +207,7 @@ class ScheduleEdit(_Zoned):
         max_length=routing.ADMIN_CAP,
         description="Recipients to remove, each named by a destination of its chain.",
     )
+    priority: Priority | None = _priority("The new priority: urgent, normal or bulk.")
 
     _to = field_validator("to", "add", mode="wrap")(staticmethod(recipients_field))
 
@@ -261,6 +274,10 @@ class ImportQuery(_In):
     skip_invalid: bool = Field(
         default=False, description="Import the good lines and report the bad (default: none)."
     )
+    priority: Priority | None = _priority(
+        "The priority of the lines that name none (default bulk: an import waits behind "
+        "what is scheduled one at a time)."
+    )
 
 
 # --- responses ----------------------------------------------------------------------
@@ -282,6 +299,7 @@ SCHEDULE_EXAMPLE: dict[str, Any] = {
     "next_run_at": "2026-03-02T08:00:00Z",
     "state": "active",
     "lifecycle": "active",
+    "priority": "normal",
     "last_outcome": None,
     "key": "standup-2026",
     "max_lateness_s": None,
@@ -351,6 +369,9 @@ class ScheduleOut(_Out):
     next_run_at: AwareDatetime | None
     state: str = Field(description="What people read: pending, delivered, failed, active…")
     lifecycle: str
+    priority: Priority = Field(
+        default="normal", description="urgent, normal or bulk: its place in the queue."
+    )
     last_outcome: str | None
     key: str | None
     max_lateness_s: float | None

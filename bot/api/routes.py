@@ -5,7 +5,7 @@ its query, body and answer). :mod:`bot.api.server` serves the table and
 
 from __future__ import annotations
 
-from bot.api import devices
+from bot.api import devices, preferences
 from bot.api import models as m
 from bot.api.handlers import (
     approve_dead,
@@ -218,4 +218,5 @@ ROUTES: tuple[Route, ...] = (
         problems=(413, 415, 422),
     ),
     *devices.ROUTES,
+    *preferences.ROUTES,
 )

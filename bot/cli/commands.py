@@ -22,6 +22,7 @@ from typing import Any, TextIO
 from bot.cli import calendars as cli_calendars
 from bot.cli import devices as cli_devices
 from bot.cli import info as cli_info
+from bot.cli import prefs as cli_prefs
 from bot.cli import schedules as cli_schedules
 from bot.cli.options import TABLE_WIDTH, one_line, open_text, table_lines
 from bot.cli.parser import EXIT_ERROR
@@ -124,7 +125,12 @@ class Cli:
             raise InvalidInput(f"{a.file} is not UTF-8 text.") from None
         try:
             report = await import_schedules(
-                herald, self.actor, text, skip_invalid=a.skip_invalid, progress=progress
+                herald,
+                self.actor,
+                text,
+                skip_invalid=a.skip_invalid,
+                progress=progress,
+                priority=a.priority,  # None: bulk, unless a line says its own
             )
         finally:
             if tty:
@@ -515,6 +521,7 @@ dead = over_herald(Cli.cmd_dead)
 token = over_herald(Cli.cmd_token)
 feeds = over_herald(cli_calendars.cmd_feeds)
 export = over_herald(cli_calendars.cmd_export)
+prefs = over_herald(cli_prefs.cmd_prefs)
 database = Handler(Cli.cmd_db, database=True)
 housekeeping = Handler(Cli.cmd_housekeeping, database=True)
 run_service = Handler(Cli.cmd_run, database=True, log_level="INFO")

@@ -61,6 +61,7 @@ COMMANDS: dict[str, Command] = {
     "import": _local("import_file"),
     "timezone": _local("timezone"),
     "member": _local("member"),
+    "prefs": _local("prefs", remote=True),
     "admin": _local("admin"),
     "dead": _local("dead"),
     "token": _local("token"),

@@ -68,6 +68,14 @@ def recipients_arg(chains: Sequence[Sequence[str]] | None) -> list[str | dict[st
     return [chain[0] if len(chain) == 1 else {"first_of": list(chain)} for chain in chains or ()]
 
 
+def priority_marked(state: str, priority: str) -> str:
+    """A list's STATE, with a priority other than normal after it: ``active !urgent``,
+    ``pending bulk`` (normal, by far the most, adds nothing to read)."""
+    if priority == "urgent":
+        return f"{state} !urgent"
+    return state if priority in ("normal", "") else f"{state} {priority}"
+
+
 def step_timeout_arg(text: str | None) -> float | None:
     """``--step-timeout``'s seconds: ``10m``, ``1h``, ``90s`` (a bare number is minutes)."""
     if text is None:

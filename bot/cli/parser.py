@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from bot.cli import devices as cli_devices
+from bot.cli import prefs as cli_prefs
 from core import verbs
 from core.verbs import offered, verb
 
@@ -156,6 +157,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     c.add_argument("--json", action="store_true", help="print the whole record as JSON")
     c.add_argument("-q", "--quiet", action="store_true", help="print only the schedule's id")
+    _add_priority(c, "normal")
     _add_skip_option(c)
 
     c = add("list", verb("list").help)
@@ -195,6 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="remove the recipient with this destination (repeatable)",
     )
     c.add_argument("--tz", help="a city (Berlin) or an IANA zone (Europe/Berlin)")
+    _add_priority(c, None)
 
     for v in offered(verbs.CLI, verbs.STATE_VERBS):  # pause, resume, skip, cancel
         also = f" (also: {', '.join(v.aliases)})" if v.aliases else ""
@@ -209,6 +212,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("file", help="path, or - for standard input")
     c.add_argument("--skip-invalid", action="store_true", help="import the good lines anyway")
     c.add_argument("--json", action="store_true")
+    _add_priority(c, "bulk")
 
     c = sub.add_parser(
         "when",
@@ -255,6 +259,7 @@ def build_parser() -> argparse.ArgumentParser:
         "zone", nargs="+", help="a city (Berlin, new york), an IANA zone (Europe/Berlin) or UTC+2"
     )
     cli_devices.add_parser(msub, _Parser)
+    cli_prefs.add_parser(sub, _Parser)
 
     c = add("admin", "Herald's first admin, on a database that has none.")
     asub = c.add_subparsers(dest="admin_command", required=True, parser_class=_Parser)
@@ -417,6 +422,20 @@ def _add_calendar_commands(add: AddParser) -> None:
         help="print your calendar's subscription URL (served by herald run) instead",
     )
     e.add_argument("--rotate", action="store_true", help="with --feed-url: a new secret URL")
+
+
+def _add_priority(cmd: argparse.ArgumentParser, default: str | None) -> None:
+    """``--priority`` (None given: the use case's default, said in the help)."""
+    said = {
+        "normal": "default normal",
+        "bulk": "default bulk; a line's own priority wins",
+        None: "default: unchanged",
+    }[default]
+    cmd.add_argument(
+        "--priority",
+        choices=("urgent", "normal", "bulk"),
+        help=f"urgent is served first and not held by quiet hours, bulk last ({said})",
+    )
 
 
 def _add_skip_option(schedule_parser: argparse.ArgumentParser) -> None:

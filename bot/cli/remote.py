@@ -1,14 +1,15 @@
 """The CLI through a running service's HTTP API instead of the database.
 
 With ``HERALD_API_URL`` and ``HERALD_API_TOKEN`` set (in the environment or ``.env``),
-``herald schedule``, ``list``, ``show``, ``edit``, ``pause``, ``resume``, ``skip`` and
-``cancel`` ask ``herald run`` over ``/v1`` as the token's member. Such a command imports
-neither the store nor SQLAlchemy: it starts in a few tens of milliseconds and waits on
-no database lock, so many scripts can schedule at once while the dispatcher drains a
-burst. Every other command (and every command without those settings) reads the
-database as before. The answers read as the local commands' do; refusals are the
-service's own sentences. A redirect is followed only within the URL's origin (scheme,
-host, port): the token is never sent to another address.
+``herald schedule``, ``list``, ``show``, ``edit``, ``pause``, ``resume``, ``skip``,
+``cancel`` and ``prefs`` (bot/cli/prefs.py) ask ``herald run`` over ``/v1`` as the
+token's member. Such a command imports neither the store nor SQLAlchemy: it starts in
+a few tens of milliseconds and waits on no database lock, so many scripts can schedule
+at once while the dispatcher drains a burst. Every other command (and every command
+without those settings) reads the database as before. The answers read as the local
+commands' do; refusals are the service's own sentences. A redirect is followed only
+within the URL's origin (scheme, host, port): the token is never sent to another
+address.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from bot.cli.parser import EXIT_ERROR
+from bot.cli.prefs import remote_prefs
 from core.verbs import CLI, STATE_VERBS, offered, verb
 
 TIMEOUT = 30.0
@@ -153,6 +155,8 @@ class Remote:
             return
         zone = s["timezone"]
         self.emit(f"Schedule {s['id']}: {s['description']}, in {zone}.")
+        if s.get("priority", "normal") != "normal":
+            self.emit(f"  priority: {s['priority']}")
         self.emit(f"  to:   {_recipients_text(s)}")
         if times := _their_times(s):
             self.emit(f"  their time: {times}")
@@ -182,11 +186,13 @@ class Remote:
         if not rows:
             self.emit("No schedules.")
             return
+        from bot.cli.options import priority_marked, table_lines
+
         header = ["ID", "STATE", "NEXT (in the schedule's zone)", "TO", "TEXT"]
         table = [
             [
                 str(s["id"]),
-                s["state"],
+                priority_marked(s["state"], s.get("priority", "normal")),
                 f"{_local(s['next_run_at'], s['timezone'])} {s['timezone']}"
                 if s["next_run_at"]
                 else "-",
@@ -198,7 +204,6 @@ class Remote:
         if {s["tenant"] for s in rows} != {"local"}:
             header = ["TENANT", *header]
             table = [[s["tenant"], *row] for s, row in zip(rows, table, strict=True)]
-        from bot.cli.options import table_lines
 
         for line in table_lines(header, table):
             self.emit(line)
@@ -219,6 +224,7 @@ class Remote:
                 self.emit(f"    {i}. {_recipient_words(r)}")
         self.emit(f"  when:    {s['expression']}  [{s['description']}]")
         self.emit(f"  next:    {_local(s['next_run_at'], s['timezone'])} {s['timezone']}")
+        self.emit(f"  priority: {s.get('priority', 'normal')}")
         self.emit(f"  owner:   {s['owner']}")
         if s["tenant"] != "local":
             self.emit(f"  tenant:  {s['tenant']}")
@@ -256,6 +262,7 @@ class Remote:
                 ("add", recipients_arg(a.add_to) or None),
                 ("remove", list(a.remove_to) or None),
                 ("tz", a.tz),
+                ("priority", a.priority),
             )
             body = {name: value for name, value in fields if value is not None}
             _, _, s = self.call("PATCH", f"/schedules/{a.id}", body, headers=headers)
@@ -282,6 +289,7 @@ SERVED: dict[str, Callable[[Remote, argparse.Namespace], None]] = {
     "show": Remote.show,
     "edit": Remote.change,
     **{v.name: Remote.change for v in offered(CLI, STATE_VERBS)},
+    "prefs": remote_prefs,
 }
 
 
@@ -318,6 +326,7 @@ def _schedule_body(a: argparse.Namespace) -> dict[str, Any]:
         "key": a.key,
         "max_lateness": a.max_lateness,
         "options": schedule_options(a) or None,
+        "priority": a.priority,
     }
     body = {name: value for name, value in fields.items() if value is not None}
     sources = list(a.skip_calendar or [])

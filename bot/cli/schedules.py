@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from bot.cli import calendars as cli_calendars
 from bot.cli.options import (
     one_line,
+    priority_marked,
     recipients_arg,
     say_not_created,
     schedule_options,
@@ -79,6 +80,7 @@ async def cmd_schedule(cli: Cli, herald: Herald) -> None:
         skip_files=files,
         their_time=a.their_time,
         step_timeout=step_timeout_arg(a.step_timeout),
+        priority=a.priority,
     )
     if a.json:
         cli.emit_json({**views.schedule_dict(schedule), "created": created})
@@ -90,6 +92,8 @@ async def cmd_schedule(cli: Cli, herald: Herald) -> None:
         return
     zone = schedule.timezone
     cli.emit(f"Schedule {schedule.id}: {views.read_back(schedule)}, in {zone}.")
+    if schedule.priority != "normal":
+        cli.emit(f"  priority: {schedule.priority}")
     read_back_recipients(cli, schedule, "  to:   ")
     if schedule.options.get(reminders.ASKED_BY):  # someone else's reminder
         cli.emit(f"  (a direct message; it says {cli.actor.id} asked)")
@@ -150,7 +154,7 @@ async def cmd_list(cli: Cli, herald: Herald) -> None:
         [
             *([s.tenant] if tenants else []),
             str(s.id),
-            s.shown_state,
+            priority_marked(s.shown_state, s.priority),
             _when_column(s, words),
             views.local_short(s.next_run_at, s.timezone),
             to_cell(s, full=views.sees_destination(viewer, s.owner), least=to_least),
@@ -182,6 +186,7 @@ def show_schedule(cli: Cli, s: Schedule, *, full: bool = True) -> None:
     times = views.recipient_times(s)
     if times:
         cli.emit(f"  their time: {times}")
+    cli.emit(f"  priority: {s.priority}")
     cli.emit(f"  owner:   {s.owner}")
     if s.tenant != "local":
         cli.emit(f"  tenant:  {s.tenant}")
@@ -250,6 +255,7 @@ async def cmd_edit(cli: Cli, herald: Herald) -> None:
         add=recipients_arg(a.add_to),
         remove=list(a.remove_to),
         tz=a.tz,
+        priority=a.priority,
         expected_version=a.version,
     )
     cli.changed(schedule, verbs.verb("edit").past)
