@@ -263,6 +263,18 @@ def notice(text: str) -> Reply:
     return text, [section(text)]
 
 
+def long_notice(text: str) -> Reply:
+    """A notice longer than one section holds (3,000 characters, the help): one section
+    per run of whole lines that fits."""
+    parts: list[str] = []
+    for line in text.split("\n"):
+        if parts and len(parts[-1]) + 1 + len(line) <= limits.SLACK_SECTION_TEXT.size:
+            parts[-1] += "\n" + line
+        else:
+            parts.append(line)
+    return limits.clip(text, limits.SLACK_TEXT), [section(part) for part in parts]
+
+
 def shown(error: HeraldError) -> str:
     """An error's sentence as mrkdwn: escaped, unless it is mrkdwn already."""
     return str(error) if getattr(error, "mrkdwn", False) else escape(str(error))

@@ -21,6 +21,7 @@ from bot.slack.blocks import (
     feed_added,
     feeds_reply,
     list_reply,
+    long_notice,
     notice,
     plain,
     recipients_line,
@@ -85,7 +86,7 @@ class Commands(Prefs):
         actor = person.principal
         match command:
             case grammar.Help():
-                await send(notice(grammar.HELP))
+                await send(long_notice(grammar.HELP))
             case grammar.OpenModal():
                 await self.open_modal(str(body["trigger_id"]), person, channel=channel)
             case grammar.Prefs(tenant=tenant):

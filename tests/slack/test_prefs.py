@@ -243,3 +243,42 @@ def test_the_grammar_reads_prefs_and_urgent() -> None:
     ):
         with pytest.raises(grammar.Refusal, match=said):
             grammar.parse(text)
+
+
+def test_the_largest_modals_are_still_valid_block_kit() -> None:
+    """A full block list (200 members, the most core keeps), the longest address, every
+    quiet day; the tenant's modal; the saved summary: all valid for slack_sdk's models
+    and within the documented limits no model checks."""
+    from bot.slack.prefs import prefs_modal, saved_view, tenant_modal
+    from core.cases import MemberPreferences
+    from core.preferences import MAX_BLOCKED, Preferences, QuietHours
+
+    blocked = tuple(f"slack:U{n:010d}" for n in range(MAX_BLOCKED))
+    quiet = QuietHours.parse("22:00-08:00", ["mon", "tue", "wed", "thu", "fri", "sat", "sun"])
+    own = Preferences(
+        place="email:" + "a" * 64 + "@" + "b" * 180 + ".example",
+        accept_from="self",
+        blocked=blocked,
+        quiet=quiet,
+    )
+    tenant = Preferences(accept_from="admins", blocked=blocked, quiet=quiet, hold_channels=True)
+    member = MemberPreferences("slack:U1", "America/Argentina/ComodRivadavia", own, tenant, own)
+    view = prefs_modal(member, "U1", ("email", "sms", "push"))
+    valid_view(view)
+    assert len(view["private_metadata"]) <= 3000
+    valid_view(tenant_modal(tenant))
+    valid_view(saved_view("Your preferences", ["x" * 400] * 6))
+
+
+def test_the_help_says_prefs_and_urgent_in_whole_sections() -> None:
+    """The help outgrew one section (3,000 characters): it is cut between lines, never
+    inside one, and nothing is lost."""
+    from bot.slack.blocks import long_notice
+    from tests.slack.test_payload_contract import valid_message
+
+    reply = long_notice(grammar.HELP)
+    valid_message(reply)
+    texts = [b["text"]["text"] for b in reply[1]]
+    assert "\n".join(texts) == grammar.HELP
+    assert "`/schedule prefs`" in grammar.HELP and "`/schedule prefs tenant`" in grammar.HELP
+    assert grammar.URGENT_EXAMPLE in grammar.HELP
