@@ -16,7 +16,7 @@ from bot.cli.commands import Cli
 from bot.cli.main import COMMANDS, handler, main
 from bot.cli.parser import build_parser
 from core.actors import Principal, Surface
-from core.cases import Herald
+from core.cases import Herald, ImportRejected
 from core.errors import HeraldError, InvalidInput, PermissionDenied
 from core.settings import Settings, load_settings
 
@@ -222,3 +222,25 @@ def test_a_refusal_exits_2_with_one_line(
     assert "Only an admin" in capsys.readouterr().err
     assert main(["prefs"], settings=settings) == 0
     assert "Your preferences" in capsys.readouterr().out
+
+
+async def test_a_blocked_author_is_refused_through_the_cli(
+    herald: Herald, settings: Settings, tmp_path: Path
+) -> None:
+    """The use case's save-time sentence, as the CLI says it: herald schedule, import."""
+    tenant = "slack:T0AAA"
+    alice = Principal("slack:U0ALICE", tenant, surface=Surface.CLI)
+    bob = Principal("slack:U0BOB", tenant, surface=Surface.CLI)
+    await herald.set_role(ADMIN, alice.id, "member", tenant=tenant)  # she has used Herald
+    await cli(herald, settings, "prefs", "set", "--block", "@U0BOB", actor=alice)
+    reminder = ("schedule", "--to", "slack:@U0ALICE", "--when", "tomorrow at 9am", "--text")
+    with pytest.raises(PermissionDenied) as exc:
+        await cli(herald, settings, *reminder, "Hi", actor=bob)
+    assert "does not accept reminders from you" in sentence(exc)
+    lines = tmp_path / "lines.jsonl"
+    lines.write_text(json.dumps({"to": "slack:@U0ALICE", "when": "tomorrow", "text": "Hi"}) + "\n")
+    with pytest.raises(ImportRejected) as rejected:
+        await cli(herald, settings, "import", str(lines), actor=bob)
+    assert "does not accept reminders from you" in str(rejected.value.invalid)
+    assert await herald.list_schedules(bob) == []
+    assert "Schedule " in await cli(herald, settings, *reminder, "Mine", actor=alice)
