@@ -79,7 +79,13 @@ def _changes(p: argparse.ArgumentParser, *, tenant: bool = False) -> None:
             choices=("yes", "no"),
             help="hold messages to channels in the tenant's quiet hours too (default no)",
         )
-    p.add_argument("--json", action="store_true")
+    _json(p)
+
+
+def _json(p: argparse.ArgumentParser) -> None:
+    """``--json`` at any level of ``prefs``: given before or after the subcommand, it
+    holds (SUPPRESS: a subcommand's default does not undo the level above's)."""
+    p.add_argument("--json", action="store_true", default=argparse.SUPPRESS)
 
 
 def add_parser(sub: Any, parser_class: type[argparse.ArgumentParser]) -> None:
@@ -98,7 +104,9 @@ def add_parser(sub: Any, parser_class: type[argparse.ArgumentParser]) -> None:
         help="change your preferences",
         description="Change your preferences; what you do not name stays as it is.",
     )
-    s.add_argument("--member", help="another member's (admins); default: yours")
+    s.add_argument(
+        "--member", default=argparse.SUPPRESS, help="another member's (admins); default: yours"
+    )
     _changes(s)
     t = psub.add_parser(
         "tenant",
@@ -106,7 +114,7 @@ def add_parser(sub: Any, parser_class: type[argparse.ArgumentParser]) -> None:
         description="The defaults of every member of your tenant (admins): a member's own "
         "preferences override them; block lists add up.",
     )
-    t.add_argument("--json", action="store_true")
+    _json(t)
     tsub = t.add_subparsers(dest="tenant_command", parser_class=parser_class)
     _changes(tsub.add_parser("set", help="change the tenant's defaults (admins)"), tenant=True)
 
