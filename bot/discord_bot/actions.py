@@ -327,6 +327,8 @@ def help_reply(default_tz: str) -> Reply:
                 "`skip id:` (a recurring schedule's next send only).",
                 f"`/schedule timezone [zone:]` — your time zone (until set: {default_tz}): "
                 "a city (Berlin, New York) or an IANA name (Europe/Berlin).",
+                "`/schedule prefs` — how reminders reach you. Admins: `tenant:True`; "
+                "`urgent:True` on create.",
                 "`/schedule feed add calendar: [before:] [channel:] [template:]` · "
                 "`feed list` · `feed remove id:` — admins: a reminder before each event "
                 "of an iCalendar feed.",

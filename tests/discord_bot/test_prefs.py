@@ -149,3 +149,8 @@ async def test_a_blocked_author_is_refused(
     )
     assert "does not accept reminders from you" in text
     assert await herald.list_schedules(who(OWNER)) == []
+
+
+async def test_the_help_names_prefs_and_urgent(adapter: DiscordAdapter, interaction: Make) -> None:
+    text = await run(adapter, "help", interaction())
+    assert "`/schedule prefs" in text and "tenant:True" in text and "urgent:True" in text
