@@ -100,7 +100,6 @@ time (`in 5 minutes:hi` works too).
 • `/schedule #general "MESSAGE" WHEN`: the same, in /remind's order; or without \
 quotes, `/schedule remind #general to MESSAGE WHEN`. A channel may be typed as plain \
 text (`#general`): Herald finds it by name.
-• `/schedule #general "MESSAGE" WHEN`: the same, in /remind's order.
 • `/schedule me in 10 minutes: stretch` reminds you by direct message; \
 `/schedule @someone tomorrow at 9: send the deck` reminds a member of this workspace \
 (they see that you asked). A reminder has Snooze and Done buttons.
