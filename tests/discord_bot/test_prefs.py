@@ -154,3 +154,13 @@ async def test_a_blocked_author_is_refused(
 async def test_the_help_names_prefs_and_urgent(adapter: DiscordAdapter, interaction: Make) -> None:
     text = await run(adapter, "help", interaction())
     assert "`/schedule prefs" in text and "tenant:True" in text and "urgent:True" in text
+
+
+async def test_the_card_says_when_quiet_hours_hold_a_reminder(
+    adapter: DiscordAdapter, interaction: Make
+) -> None:
+    await prefs(adapter, interaction(STRANGER), quiet_start="00:00", quiet_end="23:59")
+    text = await run(
+        adapter, "create", interaction(), when="in 5 minutes", message="x", to=f"<@{STRANGER}>"
+    )
+    assert "quiet hours" in text and "23:59" in text

@@ -282,3 +282,12 @@ def test_the_help_says_prefs_and_urgent_in_whole_sections() -> None:
     assert "\n".join(texts) == grammar.HELP
     assert "`/schedule prefs`" in grammar.HELP and "`/schedule prefs tenant`" in grammar.HELP
     assert grammar.URGENT_EXAMPLE in grammar.HELP
+
+
+async def test_the_read_back_says_when_quiet_hours_hold_a_reminder(env: SlackEnv) -> None:
+    await env.send.command("me in 5 minutes: hello", user="U2")  # Grace is a member
+    await env.reply()
+    await env.herald.set_preferences(who("U2"), PreferenceChanges(quiet="00:00-23:59"))
+    await env.send.command("<@U2|grace> in 5 minutes: the deck")
+    reply = text_of(await env.reply(2))
+    assert "quiet hours" in reply and "23:59" in reply
