@@ -25,6 +25,7 @@ from core.store import AuditEntry, AuditFilter, Store
 from tests.conftest import START
 from tests.tui.conftest import ADMIN, MEMBER, OPERATOR, flat, notes, run, screen_text, settle, table
 from tui.screens.confirm import ConfirmScreen
+from tui.screens.detail import DetailScreen
 from tui.screens.member import MemberScreen
 
 ANN_DM = "slack:@U0ANN"
@@ -76,7 +77,12 @@ async def seed_priorities(herald: Herald, clock: ManualClock) -> dict[str, int]:
         await herald.store.put_preferences(
             "local", member, prefs, now=now, by=ADMIN, audit=AuditEntry(ADMIN, "test", "member")
         )
-    return {"held": job.id, "urgent": int(urgent.id or 0), "bulk": int(bulk.id or 0)}
+    return {
+        "held": job.id,
+        "held_schedule": int(held.id or 0),
+        "urgent": int(urgent.id or 0),
+        "bulk": int(bulk.id or 0),
+    }
 
 
 @pytest.fixture
@@ -209,6 +215,22 @@ async def test_member_detail_shows_preferences_in_words(
         text = flat(screen_text(app))
         assert f"{ADMIN} · zone UTC" in text
         assert "Own: not set" in text and "Quiet hours: weekends, UTC time (the tenant's" in text
+        await pilot.press("escape")
+        await settle(pilot)
+        await goto(pilot, app, str(jobs["held"]))
+        await pilot.press("enter")  # the held job's detail says it is held, and why
+        await settle(pilot)
+        assert isinstance(app.screen, DetailScreen)
+        assert REASON in flat(screen_text(app))
+        await pilot.press("escape", "2")
+        await settle(pilot)
+        await goto(pilot, app, str(jobs["held_schedule"]))
+        await pilot.press("m")  # from the schedules: the owner, Bob, who set nothing
+        await settle(pilot)
+        assert isinstance(app.screen, MemberScreen)
+        text = flat(screen_text(app))
+        assert f"{MEMBER} · zone UTC" in text and "Own: not set" in text
+        assert "Effective: reminders where sent · from anyone · quiet weekends" in text
     # an operator is not an admin: another member's preferences are refused, in words
     app = console(OPERATOR, mode="queue")
     async with run(app, size=(120, 40)) as pilot:

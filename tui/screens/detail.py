@@ -13,7 +13,8 @@ from textual.containers import Vertical, VerticalScroll
 from textual.widgets import DataTable, Header, Static
 
 from core.cases import RecipientState, Timeline
-from core.models import Schedule
+from core.models import Job, Schedule
+from core.preferences import HELD
 from tui.format import CELL, clip, span, stamp
 from tui.screens.base import ConsoleScreen, footer
 from tui.widgets.table import Col, PageTable
@@ -25,6 +26,13 @@ COLUMNS = (
     Col("job", 10, keep=5),
     Col("detail", CELL, keep=6, least=20, flex=True),
 )
+
+
+def hold_of(job: Job | None) -> str | None:
+    """The reason a waiting job is held by quiet hours ("Held until 08:00 …"), or None."""
+    if job is None or job.state not in ("pending", "retrying"):
+        return None
+    return job.last_error if (job.last_error or "").startswith(HELD) else None
 
 
 class DetailScreen(ConsoleScreen):
@@ -110,7 +118,9 @@ class DetailScreen(ConsoleScreen):
         latest job's state)."""
         s = t.schedule
         if len(t.recipients) == 1 and t.recipients[0].recipient.plain:
-            return [f"To {escape(self.destination(s.destination, s.owner))} · zone {s.timezone}"]
+            lines = [f"To {escape(self.destination(s.destination, s.owner))} · zone {s.timezone}"]
+            reason = hold_of(t.recipients[0].job)
+            return [*lines, escape(reason)] if reason else lines
         count = len(t.recipients)
         head = f"To {count} recipient{'s' if count != 1 else ''} · zone {s.timezone}"
         if t.fared:
@@ -129,7 +139,9 @@ class DetailScreen(ConsoleScreen):
             parts.append("no job yet")
         else:
             at = f" at step {job.step + 1}" if job.step else ""
-            parts.append(f"{job.state}{at} (job {job.id})")
+            reason = hold_of(job)
+            state = f"held: {reason}" if reason else job.state
+            parts.append(f"{state}{at} (job {job.id})")
         return " · ".join(parts)
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:

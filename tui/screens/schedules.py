@@ -19,6 +19,7 @@ from tui.format import CELL, ago, clip, span, stamp
 from tui.screens.base import PAGE, PAGING, ConsoleScreen, footer, screen_keys, verb_gates
 from tui.screens.detail import DetailScreen
 from tui.screens.form import ScheduleFormScreen
+from tui.screens.member import MemberScreen
 from tui.screens.prompt import PromptScreen
 from tui.widgets.filter_bar import FilterBar
 from tui.widgets.table import Col, PageTable
@@ -98,6 +99,14 @@ class SchedulesScreen(ConsoleScreen):
         Binding("slash", "focus_filter", "Filter", id="filter", show=False),
         Binding("n", "new", "New", id="schedule-new"),
         *_bindings(),
+        Binding(
+            "m",
+            "member",
+            "Member",
+            id="schedule-member",
+            show=False,
+            tooltip="the owner's preferences and quiet hours",
+        ),
         *screen_keys(show=False),
         *PAGING,
     ]
@@ -219,6 +228,11 @@ class SchedulesScreen(ConsoleScreen):
         schedule = self.current()
         if schedule is not None:
             self.app.push_screen(ScheduleFormScreen(schedule), lambda _: self.reload())
+
+    def action_member(self) -> None:
+        schedule = self.current()
+        if schedule is not None:
+            self.app.push_screen(MemberScreen(schedule.owner))
 
     def action_skip(self) -> None:
         schedule = self.current()
