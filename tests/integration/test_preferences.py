@@ -6,15 +6,23 @@ and who may send urgent. SQLite and PostgreSQL, an injected clock."""
 
 from __future__ import annotations
 
+import io
 import re
 
 import pytest
+from aiohttp.test_utils import TestClient, TestServer
 
+from bot.api import add_api
+from bot.cli.commands import Cli
+from bot.cli.main import COMMANDS, handler
+from bot.cli.parser import build_parser
+from bot.http_guard import HttpLimits, guarded_app
 from core import views
-from core.actors import Principal
+from core.actors import Principal, Surface
 from core.cases import Herald, ImportRejected, PreferenceChanges, import_schedules
 from core.errors import InvalidInput, PermissionDenied
 from core.models import Role
+from core.settings import Settings
 from core.store import AuditFilter
 
 SLACK_T = "slack:T0AAA"
@@ -62,6 +70,10 @@ async def test_a_member_sets_and_reads_their_own(herald: Herald) -> None:
         "window": "22:00-08:00",
         "days": ["sat", "sun"],
     }
+    # what the API shows of quiet hours is what it takes back
+    shown = again.to_json()["own"]["quiet"]
+    same = await herald.set_preferences(ALICE, PreferenceChanges.from_mapping({"quiet": shown}))
+    assert same.own.quiet == got.own.quiet
     cleared = await herald.set_preferences(
         ALICE, PreferenceChanges(place="", quiet="", quiet_days=(), unblock=("slack:@U0BOB",))
     )
@@ -69,7 +81,7 @@ async def test_a_member_sets_and_reads_their_own(herald: Herald) -> None:
     assert cleared.effective.blocked == ()
     assert cleared.effective.accept_from == "admins"
     audit = await herald.store.audit_page(AuditFilter(action="preferences.set"))
-    assert len(audit) == 2
+    assert len(audit) == 3
 
 
 async def test_an_admin_sets_another_members_and_the_tenants_defaults(herald: Herald) -> None:
@@ -294,3 +306,60 @@ async def test_imports_are_bulk_unless_a_line_says(herald: Herald) -> None:
     assert made["g"] == "normal"
     with pytest.raises(InvalidInput, match="use urgent, normal or bulk"):
         await import_schedules(herald, ALICE, "\n".join(normal), priority="later")
+
+
+LOCAL_ALICE, LOCAL_ADMIN, MAIL_BOB = "local:alice", "local:root-admin", "email:bob@example.com"
+
+
+async def cli(herald: Herald, settings: Settings, *argv: str, actor: str) -> str:
+    """What ``herald <argv>`` prints, run as ``actor`` through the CLI's own command."""
+    args = build_parser().parse_args(list(argv))
+    out = io.StringIO()
+    command = Cli(args, settings, out)
+    command.actor = Principal(actor, surface=Surface.CLI)
+    await handler(COMMANDS[args.command]).action.with_herald(command, herald)  # type: ignore[attr-defined]
+    return out.getvalue()
+
+
+async def test_the_cli_and_the_api_refuse_and_read_back_as_the_cases_do(
+    herald: Herald, settings: Settings
+) -> None:
+    await herald.set_member_timezone(LOCAL_ADMIN, MAIL_BOB, "Europe/Berlin")
+    await herald.set_preferences(
+        LOCAL_ADMIN,
+        PreferenceChanges(accept_from="admins", quiet="22:00-08:00"),
+        member=MAIL_BOB,
+    )
+    said = "email:bob@example.com accepts reminders only from admins."
+    when = ("--when", "2026-03-03 23:30", "--tz", "UTC")
+    with pytest.raises(PermissionDenied, match=re.escape(said)):
+        await cli(herald, settings, "schedule", "--to", MAIL_BOB, *when, "--text", "x",
+                  actor=LOCAL_ALICE)  # fmt: skip
+    printed = await cli(herald, settings, "schedule", "--to", MAIL_BOB, *when, "--text", "x",
+                        actor=LOCAL_ADMIN)  # fmt: skip
+    assert "email:bob@example.com's quiet hours: sent at 08:00 their time" in printed
+    minted = await herald.create_token(LOCAL_ALICE, LOCAL_ALICE, tenant="local", scope="write")
+    auth = {"Authorization": f"Bearer {minted.secret}"}
+    app = guarded_app()
+    add_api(app, herald, HttpLimits.from_settings(herald.settings))
+    body = {"to": MAIL_BOB, "when": "2026-03-03 23:30", "timezone": "UTC", "text": "x"}
+    async with TestClient(TestServer(app)) as client:
+        refused = await client.post("/v1/schedules", json=body, headers=auth)
+        answer = await refused.json()
+        made = await client.post(
+            "/v1/schedules", json={**body, "to": "log:", "priority": "urgent"}, headers=auth
+        )
+        assert made.status == 201, await made.text()
+        shown = await made.json()
+        lines = '{"to": "log:", "when": "tomorrow", "text": "a"}\n' + (
+            f'{{"to": "{MAIL_BOB}", "when": "tomorrow", "text": "b"}}'
+        )
+        imported = await client.post(
+            "/v1/imports",
+            data=lines.encode(),
+            headers={**auth, "Content-Type": "application/jsonl"},
+        )
+        rejected = await imported.json()
+    assert refused.status == 403 and said in str(answer)
+    assert shown["priority"] == "urgent"
+    assert imported.status == 422 and said.rstrip(".") in str(rejected)
