@@ -268,7 +268,7 @@ async def test_edit_command(adapter: DiscordAdapter, interaction: Make, herald: 
     assert text.startswith("Herald cannot send messages in <#700000000000000020>")
 
     text = await run(adapter, "edit", interaction(), id=1)
-    assert text == "Nothing to change: give a new time, text or destination."
+    assert text == "Nothing to change: give a new time, text, destination or priority."
 
 
 async def test_pause_resume_skip_cancel(
