@@ -7,6 +7,8 @@ window opens, its last error the hold's reason (core.preferences.held_reason).""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -17,12 +19,14 @@ from core import db
 from core.actors import Principal
 from core.cases import Herald
 from core.clock import ManualClock
+from core.dispatcher import Dispatcher, DispatcherConfig
 from core.errors import Conflict, NotFound, PermissionDenied
 from core.models import Job
 from core.preferences import Preferences, QuietHours, held_reason
 from core.settings import load_settings
 from core.store import AuditEntry, AuditFilter, Store
 from tests.conftest import START
+from tests.support.channels import RecordingChannel
 from tests.tui.conftest import ADMIN, MEMBER, OPERATOR, flat, notes, run, screen_text, settle, table
 from tui.screens.confirm import ConfirmScreen
 from tui.screens.detail import DetailScreen
@@ -243,10 +247,10 @@ async def test_member_detail_shows_preferences_in_words(
         )
 
 
-@pytest.mark.parametrize("url_fixture", ["sqlite_url", "pg_url"], ids=["sqlite", "postgres"])
-async def test_send_now_use_case(request: pytest.FixtureRequest, url_fixture: str) -> None:
-    """On both backends: due now and urgent, its reason cleared, audited; a job not (or
-    no longer) held, another tenant's or none is refused with a sentence."""
+@asynccontextmanager
+async def backend(request: pytest.FixtureRequest, url_fixture: str) -> AsyncIterator[Herald]:
+    """A Herald on SQLite or PostgreSQL (the console's tests are on SQLite only), its
+    clock at 22:00 in Berlin."""
     url = str(request.getfixturevalue(url_fixture))
     if db.backend(url) == "postgresql":
         db.upgrade(url)
@@ -254,9 +258,64 @@ async def test_send_now_use_case(request: pytest.FixtureRequest, url_fixture: st
         HERALD_DATABASE_URL=url, HERALD_ADMINS=ADMIN, HERALD_DEFAULT_TZ="UTC", _env_file=None
     )
     store = await Store.open(url)
-    clock = ManualClock(LATE)
-    herald = Herald(store, settings, clock)
     try:
+        yield Herald(store, settings, ManualClock(LATE))
+    finally:
+        await store.close()
+
+
+BACKENDS = pytest.mark.parametrize(
+    "url_fixture", ["sqlite_url", "pg_url"], ids=["sqlite", "postgres"]
+)
+
+
+@BACKENDS
+async def test_send_now_through_the_dispatcher(
+    request: pytest.FixtureRequest, url_fixture: str
+) -> None:
+    """The dispatcher holds a reminder to Ann in her quiet hours; an operator sends it
+    now and the next drain delivers it, once."""
+    async with backend(request, url_fixture) as herald:
+        clock = herald.clock
+        assert isinstance(clock, ManualClock)
+        await herald.set_role(ADMIN, OPERATOR, "operator")
+        ann = "email:ann@example.com"
+        await herald.store.save_member(
+            "local", ann, now=LATE, timezone="Europe/Berlin", display_name="Ann"
+        )
+        await herald.store.put_preferences(
+            "local",
+            ann,
+            Preferences(quiet=QuietHours.parse("22:00-08:00")),
+            now=LATE,
+            by=ADMIN,
+            audit=AuditEntry(ADMIN, "preferences.set", "member", ann),
+        )
+        s, _ = await herald.create_schedule(
+            MEMBER, to=ann, when="in 30 minutes", text="Late reminder", tz="UTC"
+        )
+        email = RecordingChannel(kind="email")
+        config = DispatcherConfig(max_lateness=86400, admins=frozenset(herald.settings.admins))
+        d = Dispatcher(herald.store, {"email": email}, clock=clock, config=config)
+        clock.advance(timedelta(minutes=30))
+        await d.drain()
+        job = await job_of(herald, s.id)
+        assert job.id is not None and job.state == "pending" and email.deliveries == []
+        assert job.last_error == REASON  # "Held until Tue 03 Mar 08:00 Europe/Berlin (Ann's…"
+        assert "urgent" in await herald.send_now(OPERATOR, job.id)
+        await d.drain()
+        await d.drain()
+        assert [str(x.destination) for x in email.deliveries] == [ann]
+        done = await herald.store.get_job(job.id)
+        assert done is not None and done.state == "delivered" and done.attempts == 1
+
+
+@BACKENDS
+async def test_send_now_use_case(request: pytest.FixtureRequest, url_fixture: str) -> None:
+    """On both backends: due now and urgent, its reason cleared, audited; a job not (or
+    no longer) held, another tenant's or none is refused with a sentence."""
+    async with backend(request, url_fixture) as herald:
+        store = herald.store
         await herald.set_role(ADMIN, OPERATOR, "operator")
         await herald.set_member_timezone(ADMIN, ANN, "Europe/Berlin")
         s, _ = await herald.create_schedule(
@@ -284,5 +343,3 @@ async def test_send_now_use_case(request: pytest.FixtureRequest, url_fixture: st
             if a.action == "job.send_now"
         ]
         assert len(audit) == 1 and audit[0].details["was_due"] == OPENS.isoformat()
-    finally:
-        await store.close()
