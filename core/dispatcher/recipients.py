@@ -29,7 +29,7 @@ from zoneinfo import ZoneInfo
 import core.dispatcher.verdicts as verdicts
 from core.channels import parse_destination
 from core.clock import Clock
-from core.destinations import person_of
+from core.destinations import PERSON_KINDS, person_of
 from core.dispatcher.config import DispatcherConfig
 from core.errors import HeraldError
 from core.preferences import (
@@ -84,13 +84,20 @@ class Recipients:
         except HeraldError:
             log.exception("could not read the recipients' preferences; sending as saved")
             return jobs
+        holding = {
+            tenant
+            for tenant in {job.tenant for job in jobs}
+            if (said := people(tenant, TENANT_DEFAULT).prefs) and said.hold_channels
+        }
+        if not holding and not any(members):
+            return jobs  # rooms only, in tenants that let them be: the hot path
         kept: list[ClaimedJob] = []
         settled: list[Settled] = []
         for job, member in zip(jobs, members, strict=True):
-            defaults = people(job.tenant, TENANT_DEFAULT)
-            if member is None and not (defaults.prefs and defaults.prefs.hold_channels):
+            if member is None and job.tenant not in holding:
                 kept.append(job)  # a room, as the tenant lets it be
                 continue
+            defaults = people(job.tenant, TENANT_DEFAULT)
             if verdicts.before_sending(job, now, self._config) is not None:
                 kept.append(job)  # too late or out of tries: the send path says so
                 continue
@@ -122,7 +129,12 @@ class Recipients:
         return out
 
     def _member(self, destination: str) -> str | None:
-        """The member a destination names (None: a room), remembered."""
+        """The member a destination names (None: a room), remembered. A room is told by
+        its kind and target alone (a person's is a direct message, ``kind:@…``, or of a
+        person's kind): no parse on the hot path of webhooks and channels."""
+        kind, _, target = destination.partition(":")
+        if not target.startswith("@") and kind not in PERSON_KINDS:
+            return None
         try:
             return self._person[destination]
         except KeyError:
@@ -143,16 +155,14 @@ class Recipients:
         and their job's author, read (in one query) only when not known or stale."""
         known = self._known
         wanted: dict[str, set[str]] = {}
+        keys = [(tenant, TENANT_DEFAULT) for tenant in {job.tenant for job in jobs}]
         for job, member in zip(jobs, members, strict=True):
-            keys = (
-                ((job.tenant, TENANT_DEFAULT),)
-                if member is None
-                else ((job.tenant, TENANT_DEFAULT), (job.tenant, member), (job.tenant, job.owner))
-            )
-            for key in keys:
-                seen = known.get(key)
-                if seen is None or seen[0] <= now:
-                    wanted.setdefault(key[0], set()).add(key[1])
+            if member is not None:
+                keys += ((job.tenant, member), (job.tenant, job.owner))
+        for key in keys:
+            seen = known.get(key)
+            if seen is None or seen[0] <= now:
+                wanted.setdefault(key[0], set()).add(key[1])
         if wanted:
             found = await self._store.people_now(wanted)
             if len(known) >= MAX_REMEMBERED:
@@ -221,7 +231,9 @@ def _place(own: Preferences | None, destination: str) -> str | None:
         parsed = parse_destination(place)
     except HeraldError:
         return None
-    return str(parsed) if person_of(parsed) is not None else None
+    if person_of(parsed) is None or str(parsed) == destination:
+        return None
+    return str(parsed)
 
 
 def _zone(name: str | None) -> str:
