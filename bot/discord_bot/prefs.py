@@ -154,6 +154,11 @@ async def prefs(
         )
         heading = "**Your preferences**"
     text = ("Saved. " if saved else "") + heading + "\n" + "\n".join(f"- {x}" for x in lines)
+    if not tenant and (await herald.actor(actor)).timezone is None:
+        text += (
+            f"\n-# Quiet hours are read in {member.zone}, the server default: set your own "
+            "zone with `/schedule timezone`."
+        )
     if not saved:
         text += (
             "\n-# Change them with `/schedule prefs` and its options: place, accept, block, "

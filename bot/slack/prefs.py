@@ -227,9 +227,13 @@ def _quiet_blocks(
     ]
 
 
-def prefs_modal(member: MemberPreferences, user: str, kinds: tuple[str, ...]) -> dict[str, Any]:
+def prefs_modal(
+    member: MemberPreferences, user: str, kinds: tuple[str, ...], profile_zone: str | None = None
+) -> dict[str, Any]:
     """The member's modal, showing their effective preferences (``kinds``: the person
-    kinds this deployment sends to, :func:`bot.prefs_words.offered_kinds`)."""
+    kinds this deployment sends to, :func:`bot.prefs_words.offered_kinds`;
+    ``profile_zone``: their Slack profile's zone when they set none in Herald, which
+    the quiet hours are not read in)."""
     effective, own = member.effective, member.own
     place, address = _place_choice(effective.place, user)
     start, end = _window(effective.quiet)
@@ -284,9 +288,15 @@ def prefs_modal(member: MemberPreferences, user: str, kinds: tuple[str, ...]) ->
         ),
         _input("accept", "Who may remind me", radios),
         _input("blocked", "Blocked members", users, optional=True, hint=blocked_hint),
-        *_quiet_blocks(start, end, shown.days, member.zone),
+        *_quiet_blocks(start, end, shown.days, _zone_words(member.zone, profile_zone)),
     ]
     return _modal("Your preferences", blocks, shown)
+
+
+def _zone_words(zone: str, profile_zone: str | None) -> str:
+    if profile_zone is None or profile_zone == zone:
+        return zone
+    return f"{zone}, not your Slack profile's {profile_zone}: /schedule timezone sets yours"
 
 
 def tenant_modal(tenant: Preferences) -> dict[str, Any]:
@@ -472,7 +482,9 @@ class Prefs(Recipients):
             view = tenant_modal(await self.herald.tenant_preferences(actor))
         else:
             member = await self.herald.preferences(actor)
-            view = prefs_modal(member, person.user_id, prefs_words.offered_kinds(self.herald))
+            profile = None if person.zone_source == "you set it" else person.zone
+            kinds = prefs_words.offered_kinds(self.herald)
+            view = prefs_modal(member, person.user_id, kinds, profile)
         await self.client.views_open(trigger_id=trigger_id, view=view)
 
     async def on_prefs_submit(

@@ -43,7 +43,7 @@ def test_the_prefs_command_is_within_discords_limits(adapter: DiscordAdapter) ->
 
 
 async def test_without_options_it_shows_what_applies(
-    adapter: DiscordAdapter, interaction: Make
+    adapter: DiscordAdapter, interaction: Make, herald: Herald
 ) -> None:
     text = await prefs(adapter, interaction())
     assert text.startswith("**Your preferences**")
@@ -51,6 +51,9 @@ async def test_without_options_it_shows_what_applies(
     assert "Who may remind you: anyone here" in text
     assert "Blocked: nobody" in text and "Quiet hours: none" in text
     assert "`/schedule prefs`" in text
+    assert "Quiet hours are read in UTC, the server default" in text
+    await herald.set_timezone(who(OWNER), "Europe/Berlin")
+    assert "server default" not in await prefs(adapter, interaction())
 
 
 async def test_options_change_them_and_the_answer_says_so(

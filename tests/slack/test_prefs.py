@@ -95,11 +95,13 @@ async def test_prefs_opens_a_valid_modal_showing_what_applies(env: SlackEnv) -> 
     assert place["initial_option"]["value"] == "where"
     assert block(view, "accept")["element"]["initial_option"]["value"] == "anyone"
     assert block(view, "quiet_start")["element"]["type"] == "timepicker"
-    assert "Europe/Berlin" in block(view, "quiet_start")["hint"]["text"]  # the zone core reads
+    assert "Read in Europe/Berlin." in block(view, "quiet_start")["hint"]["text"]
 
 
 async def test_a_valid_submission_saves_and_shows_them_in_words(env: SlackEnv) -> None:
     view = await open_prefs(env)
+    hint = block(view, "quiet_start")["hint"]["text"]  # Herald's zone of Ada is not Slack's
+    assert "Read in UTC, not your Slack profile's Europe/Berlin: /schedule timezone" in hint
     answer = await env.send.submit(
         submitted(
             view,
