@@ -30,6 +30,7 @@ from core.cases.schedules import audit_summary
 from core.destinations import channel_name
 from core.errors import HeraldError, InvalidInput
 from core.preferences import BULK, priority_name, priority_rank
+from core.store import AuditEntry
 from core.tenancy import QuotaExceeded
 
 #: A line's fields; its zone is ``timezone``, as the API names it (``tz``, the older
@@ -330,11 +331,19 @@ async def _check_lines(
         numbers.append(number)
     unreachable = await _unreachable(herald, out.rows, slices)
     # people who refuse a line's author (or its urgency), read once for every line
-    unreachable |= {
-        i: _reason(HeraldError(why))
-        for i, why in (await import_refusals(herald, actor, out.rows)).items()
-        if i not in unreachable
-    }
+    refused = await import_refusals(herald, actor, out.rows)
+    if refused:  # audited once per import, as a create's refusal is
+        first = min(refused)
+        await herald.store.record_audit(
+            AuditEntry.by(
+                actor,
+                "schedule.import.denied",
+                "schedule",
+                details={"reason": refused[first], "lines": len(refused)},
+            ),
+            now=herald.clock.now(),
+        )
+    unreachable |= {i: _reason(HeraldError(why)) for i, why in refused.items()}
     if unreachable:
         out.invalid = sorted([*out.invalid, *((numbers[i], w) for i, w in unreachable.items())])
         keep = [i for i in range(len(out.rows)) if i not in unreachable]

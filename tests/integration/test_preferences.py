@@ -192,6 +192,7 @@ async def test_a_blocked_author_is_refused_at_save_on_create_edit_and_import(
     assert {a.action for a in denied if a.action.endswith(".denied")} == {
         "schedule.create.denied",
         "schedule.edit.denied",
+        "schedule.import.denied",
     }
 
 
