@@ -1,23 +1,24 @@
 """Prometheus metrics of the dispatcher. One :class:`Metrics` per process, on its own
 registry (tests make their own). No label carries user text or an unbounded id: only
 channel kinds (never a recipient or a destination: a schedule with 500 recipients adds
-no series), outcomes, job states and calendar ids (one series per URL calendar, at
-most :data:`CALENDAR_SERIES`; never a URL)."""
+no series), outcomes, job states, priorities (urgent, normal, bulk) and calendar ids
+(one series per URL calendar, at most :data:`CALENDAR_SERIES`; never a URL)."""
 
 from __future__ import annotations
 
 import time
 from bisect import bisect_left
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import HistogramMetricFamily
 from prometheus_client.utils import floatToGoString
 
 from core.models import JobState
+from core.preferences import PRIORITIES
 
 if TYPE_CHECKING:
     from core.store import CalendarHealth
@@ -27,6 +28,14 @@ DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
 BATCH_BUCKETS = (1, 5, 10, 50, 100, 250, 500, 1000, 2500, 10000)
 #: At most this many calendars get series of their own.
 CALENDAR_SERIES = 1000
+
+
+class HasPriority(Protocol):
+    """A claimed job, as the claim counter reads it: its rank (0 urgent, 1 normal, 2
+    bulk)."""
+
+    @property
+    def priority(self) -> int: ...
 
 
 #: How Prometheus writes a bucket bound (``1.0``, ``0.005``), typed.
@@ -111,6 +120,7 @@ class ChannelMetrics:
 #: report three times the queue). deploy/prometheus-rules.yml follows this.
 DATABASE_GAUGES = (
     "herald_jobs",
+    "herald_jobs_waiting",
     "herald_dead_letters_awaiting_decision",
     "herald_oldest_overdue_seconds",
     "herald_calendars_failing",
@@ -208,6 +218,20 @@ class Metrics:
             buckets=BATCH_BUCKETS,
             registry=r,
         )
+        # by priority (urgent, normal, bulk): what the claims served, and what waits
+        self.claimed = Counter(
+            "herald_claimed",
+            "Jobs claimed, by priority (urgent, normal, bulk).",
+            ["priority"],
+            registry=r,
+        )
+        self._claimed_by_rank = [self.claimed.labels(name) for name in PRIORITIES]
+        self.waiting = Gauge(
+            "herald_jobs_waiting",
+            "Jobs waiting to be claimed (pending or retrying), by priority (from the database).",
+            ["priority"],
+            registry=r,
+        )
         self._channels: dict[str, ChannelMetrics] = {}
         self.heartbeat = Gauge(
             "herald_dispatcher_heartbeat_timestamp_seconds",
@@ -266,6 +290,23 @@ class Metrics:
             counter.labels(kind, provider, outcome).inc()
 
         return observe
+
+    def observe_claim(self, jobs: Sequence[HasPriority]) -> None:
+        """A claim's batch: its size, and its jobs by priority (the children looked up
+        once: a claim of 2,000 costs three increments)."""
+        self.claims.observe(len(jobs))
+        by_rank = [0] * len(PRIORITIES)
+        last = len(PRIORITIES) - 1
+        for job in jobs:
+            by_rank[min(max(job.priority, 0), last)] += 1
+        for child, n in zip(self._claimed_by_rank, by_rank, strict=True):
+            if n:
+                child.inc(n)
+
+    def set_waiting(self, by_rank: Mapping[int, int]) -> None:
+        """Jobs waiting by rank (core.preferences.RANK), as the database counts them."""
+        for rank, name in enumerate(PRIORITIES):
+            self.waiting.labels(name).set(by_rank.get(rank, 0))
 
     def tick(self) -> None:
         self.heartbeat.set(time.time())

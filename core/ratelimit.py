@@ -148,6 +148,54 @@ def allocate(
     return slots, current
 
 
+def allocate_ahead(
+    tat: datetime | None,
+    lane: datetime | None,
+    now: datetime,
+    count: int,
+    limit: RateLimit,
+    window: float,
+    *,
+    start: datetime | None = None,
+) -> tuple[list[datetime], datetime, datetime | None, int]:
+    """Slots for up to ``count`` urgent sends, ahead of the slots a bucket at ``tat``
+    has handed out already: each takes the bucket's own next slot when that is no
+    later, else the next slot of the bucket's urgent lane (``lane``: its own
+    theoretical arrival time, None: free), paced at the limit among urgent sends, and
+    pushes the bucket back one interval, so every slot handed out after it is that
+    much later. Returns the slots, the bucket's new ``tat``, the lane's, and how many
+    of the slots went ahead (the rest were the bucket's own).
+
+    What a destination then sees: over any window, no more sends than the bucket
+    allows (its burst over the rate), plus the urgent sends that went ahead of slots
+    handed out before them, at most one per urgent job and only within the slots
+    already handed out (the claim horizon): over a longer window, the rate holds. In
+    one dispatcher its pacer (:class:`Pacer`) spaces the sends themselves, so the
+    slots after an urgent one wait for it (or take fresh ones) and the destination
+    sees no more than it does without priorities."""
+    interval = spacing(limit)
+    tolerance = _tolerance(limit)
+    horizon = now + timedelta(seconds=window)
+    first = now if start is None or start < now else start
+    current = first if tat is None or tat < first else tat
+    slots = []
+    passed = 0
+    for _ in range(count):
+        own = current - tolerance
+        own = first if own < first else own
+        ahead = first if lane is None or lane < first else lane
+        passing = ahead < own
+        slot = ahead if passing else own
+        if slot > horizon:
+            break
+        slots.append(slot)
+        current += interval
+        if passing:
+            lane = ahead + interval
+            passed += 1
+    return slots, current, lane, passed
+
+
 def claim_cap(limit: RateLimit, horizon: float) -> int:
     """The most jobs of one destination with ``limit`` that may be claimed at once, by
     every dispatcher together: what it sends within ``horizon`` seconds at its pace
@@ -233,6 +281,17 @@ class Pacer:
 
     def __init__(self) -> None:
         self._tat: dict[str, datetime] = {}
+        #: Urgent sends the shared bucket let pass the slots it had handed out (see
+        #: :func:`allocate_ahead`), by destination: until when each may go.
+        self._ahead: dict[str, list[datetime]] = {}
+
+    def let_pass(self, key: str, until: datetime) -> None:
+        """An urgent send to ``key`` took a slot ahead of others already handed out:
+        the first send the pace would hold back before ``until`` goes at once, and
+        every later one waits one interval more (the sends after it make room)."""
+        if len(self._ahead) >= 10_000:
+            self._ahead.clear()
+        self._ahead.setdefault(key, []).append(until)
 
     def take(self, key: str, now: datetime, limit: RateLimit) -> float:
         """0.0 when a send to ``key`` may start now (it is counted), else how many
@@ -247,12 +306,28 @@ class Pacer:
         tat = self._tat.get(key)
         current = now if tat is None or tat < now else tat
         allowed = current - tolerance
-        if allowed > now:
+        if allowed > now and not self._passes(key, now):
             return (allowed - now).total_seconds()
         if len(self._tat) >= 10_000:
             self._tat.clear()
         self._tat[key] = current + interval
         return 0.0
+
+    def _passes(self, key: str, now: datetime) -> bool:
+        """Whether a send to ``key`` held back now goes ahead as an urgent one
+        (:meth:`let_pass`); the passes that lapsed are forgotten."""
+        ahead = self._ahead.get(key)
+        if ahead is None:
+            return False
+        live = [until for until in ahead if until >= now]
+        passes = bool(live)
+        if passes:
+            live.pop(0)
+        if live:
+            self._ahead[key] = live
+        else:
+            del self._ahead[key]
+        return passes
 
 
 class Pauses:

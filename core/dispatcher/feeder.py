@@ -19,7 +19,11 @@ from collections.abc import Awaitable, Callable
 from datetime import datetime
 
 from core.dispatcher.config import DispatcherConfig
+from core.preferences import RANK, URGENT
 from core.store import ClaimedJob
+
+#: The rank started at once, not a part at a time (core.preferences).
+URGENT_RANK = RANK[URGENT]
 
 #: Sends with a slot looked at before the part is resized (:meth:`Feeder.record_lateness`),
 #: the smallest part, and how the part shrinks and grows.
@@ -58,8 +62,8 @@ class Feeder:
         self.part = float(concurrency)
         self._late_seen = 0
         self._late_most = 0.0
-        #: Claimed jobs not yet started, by due time (and claim order).
-        self._backlog: list[tuple[datetime, int, ClaimedJob]] = []
+        #: Claimed jobs not yet started, by rank, then due time (and claim order).
+        self._backlog: list[tuple[int, datetime, int, ClaimedJob]] = []
         self._order = itertools.count()
         #: The feeder's task while it has jobs to start.
         self._task: asyncio.Task[None] | None = None
@@ -87,15 +91,21 @@ class Feeder:
 
     async def take(self, jobs: list[ClaimedJob], now: datetime) -> None:
         """Start sending jobs just claimed: the first part at once when the feeder is
-        idle and no more than a part is waiting, the rest by the feeder, in order of due
-        time with what it has yet to start (one feeder for every claim: a feeder per
-        claim put several parts at once in the queue for sending slots)."""
+        idle and no more than a part is waiting, the rest by the feeder, in order of rank
+        and due time with what it has yet to start (one feeder for every claim: a
+        feeder per claim put several parts at once in the queue for sending slots).
+        Urgent jobs start at once, whatever waits: behind a part of bulk jobs waiting
+        for their slots they would wait for those slots to pass."""
         rest, part = jobs, int(self.part)
-        if self._task is None and self.waiting() <= part:
+        urgent = [job for job in jobs if job.priority <= URGENT_RANK]
+        if urgent and (self._task is not None or self.waiting() > part):
+            rest = [job for job in jobs if job.priority > URGENT_RANK]
+            await self._start(urgent, now)
+        elif self._task is None and self.waiting() <= part:
             rest = jobs[part:]
             await self._start(jobs[:part], now)
         for job in rest:
-            heapq.heappush(self._backlog, (job.due_at, next(self._order), job))
+            heapq.heappush(self._backlog, (job.priority, job.due_at, next(self._order), job))
         if self._backlog and self._task is None:
             self._task = asyncio.create_task(self._feed())
             self._tasks.add(self._task)
@@ -135,7 +145,7 @@ class Feeder:
                 if self._stopping:
                     backlog.clear()  # handed back with the others in flight
                     return
-                jobs = [heapq.heappop(backlog)[2] for _ in range(min(part, len(backlog)))]
+                jobs = [heapq.heappop(backlog)[3] for _ in range(min(part, len(backlog)))]
                 reserving = self.reserving = asyncio.Event()
                 try:
                     took_slots = await self._start(jobs, self._now())

@@ -218,6 +218,7 @@ class Liveness:
         self._tick()
         stats = await self._store.queue_stats(now=now)
         self._metrics.set_job_counts(stats.counts)
+        self._metrics.set_waiting(stats.waiting)
         self._metrics.dead_awaiting.set(stats.dead_awaiting)
         self._metrics.overdue_seconds.set(stats.oldest_overdue_seconds)
         return await self.reclaim()

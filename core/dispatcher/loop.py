@@ -210,7 +210,7 @@ class Dispatcher:
             self._inflight[job.id] = job
         if jobs:
             await self._feeder.take(await self._people.screen(jobs), now)  # their say now
-            self.metrics.claims.observe(len(jobs))
+            self.metrics.observe_claim(jobs)  # its size, and its jobs by priority
         return jobs, now
 
     def prefetch(self) -> float:

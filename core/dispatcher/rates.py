@@ -23,10 +23,19 @@ from core.destinations import Destination
 from core.dispatcher.config import DispatcherConfig
 from core.dispatcher.verdicts import wait_for_limit
 from core.errors import HeraldError
+from core.preferences import RANK, URGENT
 from core.ratelimit import Pacer, Pauses, RateLimit
 from core.store import ClaimedJob, DispatchStore, HandBack
 
 log = logging.getLogger("core.dispatcher")
+
+#: The rank whose jobs pass the slots a bucket handed out already (core.preferences).
+URGENT_RANK = RANK[URGENT]
+
+
+def _rank(job: ClaimedJob) -> int:
+    return job.priority
+
 
 #: A job that missed its slot: its destination, its limit and where its fresh slot
 #: (None: none) is answered.
@@ -101,19 +110,31 @@ class RateSlots:
     ) -> tuple[dict[int, datetime], dict[int, HandBack]]:
         """Send slots for the rate-limited ones among jobs just claimed: when each may
         be sent, and the jobs that would wait longer than ``max_rate_wait``, handed
-        back due when their bucket allows."""
+        back due when their bucket allows. A destination's jobs take its slots in order
+        of rank, and urgent ones take theirs ahead of the slots its bucket handed out
+        already (``DispatchStore.reserve_slots``)."""
         by_key, limits = self._by_destination(jobs)
         if not by_key:
             return {}, {}
         slots: dict[int, datetime] = {}
         later: dict[int, HandBack] = {}
+        urgent: dict[str, tuple[int, datetime | None]] = {}
+        for key, group in by_key.items():
+            group.sort(key=_rank)
+            first = [job for job in group if job.priority <= URGENT_RANK]
+            if first:
+                urgent[key] = (len(first), min(job.due_at for job in first))
         wanted = {key: (len(group), limits[key]) for key, group in by_key.items()}
         # claimed ahead of their time (prefetch), jobs are sent when due: a slot before
         # then would be past its grace by the time they go
         due = {key: min(job.due_at for job in group) for key, group in by_key.items()}
         try:
             granted = await self._store.reserve_slots(
-                wanted, now=now, window=self._config.max_rate_wait, not_before=due
+                wanted,
+                now=now,
+                window=self._config.max_rate_wait,
+                not_before=due,
+                urgent=urgent,
             )
         except Exception:  # noqa: BLE001 - the jobs are handed back, not lost
             log.exception("could not take rate-limit slots; handing the jobs back")
@@ -122,11 +143,14 @@ class RateSlots:
                 for job in group:
                     later[job.id] = wait_for_limit(job, retry, now, "")
             return slots, later
+        grace = timedelta(seconds=self._config.slot_grace)
         for key, group in by_key.items():
             taken = granted[key]
             kind = key.partition(":")[0]
             for job, at in zip(group, taken.times, strict=False):
                 slots[job.id] = at
+            for at in taken.times[: taken.ahead]:  # this process's pace lets them pass
+                self.pacer.let_pass(key, at + grace)
             for job in group[len(taken.times) :]:
                 later[job.id] = wait_for_limit(job, taken.next_free, now, kind)
         return slots, later

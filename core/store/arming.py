@@ -13,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from core import routing
 from core.models import OPEN_STATE_VALUES, JobState
+from core.preferences import NORMAL, RANK
 from core.store.base import JOB, SCHEDULE, Gateway, new_idempotency_key
 
 
@@ -24,7 +25,8 @@ def first_job(
     now: datetime,
 ) -> dict[str, Any]:
     """A new pending job of ``recipient`` for ``occurrence`` of a schedule (its values:
-    ``destination``, ``timezone``), at the first step of its chain."""
+    ``destination``, ``timezone``, and ``priority`` when not normal), at the first step
+    of its chain, of the schedule's rank in the queue."""
     return {
         "schedule_id": schedule_id,
         "recipient": recipient.id,
@@ -37,6 +39,7 @@ def first_job(
         "idempotency_key": new_idempotency_key(),
         "created_at": now,
         "updated_at": now,
+        "priority": RANK.get(str(schedule.get("priority") or NORMAL), RANK[NORMAL]),
     }
 
 
@@ -93,12 +96,20 @@ class Arming(Gateway):
         a new one; a recipient that has a waiting job for it already keeps that one."""
         row = (
             await s.execute(
-                sa.select(SCHEDULE.c.destination, SCHEDULE.c.recipients, SCHEDULE.c.timezone).where(
-                    SCHEDULE.c.id == schedule_id
-                )
+                sa.select(
+                    SCHEDULE.c.destination,
+                    SCHEDULE.c.recipients,
+                    SCHEDULE.c.timezone,
+                    SCHEDULE.c.priority,
+                ).where(SCHEDULE.c.id == schedule_id)
             )
         ).one()
-        values = {"destination": row[0], "recipients": row[1], "timezone": row[2]}
+        values = {
+            "destination": row[0],
+            "recipients": row[1],
+            "timezone": row[2],
+            "priority": row[3],
+        }
         # a recipient whose job for the occurrence is there and not cancelled keeps it,
         # untouched: an insert colliding with it would wait for a dispatcher recording
         # it, which waits for this transaction's lock on the schedule (a deadlock)
@@ -129,6 +140,7 @@ class Arming(Gateway):
                     destination=job["destination"],
                     step=0,
                     step_since=None,
+                    priority=job["priority"],
                     attempts=0,
                     last_error=None,
                     finished_at=None,

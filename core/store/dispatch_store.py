@@ -121,8 +121,10 @@ class DispatchStore(ChannelStore, Protocol):
         now: datetime,
         window: float,
         not_before: Mapping[str, datetime] | None = None,
+        urgent: Mapping[str, tuple[int, datetime | None]] | None = None,
     ) -> dict[str, Slots]:
-        """Take send slots from shared buckets, none beyond ``window`` seconds."""
+        """Take send slots from shared buckets, none beyond ``window`` seconds (urgent
+        jobs' ahead of those handed out already)."""
         ...
 
     async def pause_bucket(self, key: str, until: datetime, limit: RateLimit) -> None:

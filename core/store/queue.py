@@ -31,6 +31,7 @@ from core.models import (
     JobState,
     sqlite_utc_text,
 )
+from core.preferences import NORMAL, RANK
 from core.ratelimit import ClaimCaps
 from core.store.base import (
     ATTEMPT,
@@ -47,6 +48,13 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
 
 TERMINAL_FOR_SCHEDULE = ("delivered", "dead", "expired", "skipped")
+#: A schedule's priority as its jobs' rank, in SQL (core.preferences.RANK; anything
+#: else reads as normal, as :func:`core.preferences.priority_name` does backwards).
+_RANK_SQL = (
+    "CASE schedule.priority "
+    + " ".join(f"WHEN '{name}' THEN {rank}" for name, rank in RANK.items())
+    + f" ELSE {RANK[NORMAL]} END"
+)
 
 
 @dataclass(slots=True)
@@ -83,6 +91,9 @@ class ClaimedJob:
     step: int = 0
     route: str | None = None
     step_since: datetime | None = None
+    #: Its rank in the queue (core.preferences.RANK: 0 urgent, 1 normal, 2 bulk): what
+    #: the feeder starts first and whose send slots go ahead (core.dispatcher.rates).
+    priority: int = 1
 
 
 @dataclass(slots=True)
@@ -157,6 +168,8 @@ class QueueStats:
     counts: dict[str, int]
     dead_awaiting: int
     oldest_overdue_seconds: float
+    #: Jobs waiting (pending or retrying) by rank (core.preferences.RANK).
+    waiting: dict[int, int] = dataclasses.field(default_factory=dict)
 
 
 #: What a claim returns, in this order, each labelled with the :class:`ClaimedJob`
@@ -184,6 +197,7 @@ CLAIM_COLUMNS: tuple[tuple[str, str], ...] = (
     ("step", "job.step"),
     ("route", "job.route"),
     ("step_since", "job.step_since"),
+    ("priority", "job.priority"),
 )
 #: Where each label of :data:`CLAIM_COLUMNS` sits in a claim row.
 CLAIM_INDEX = {label: i for i, (label, _) in enumerate(CLAIM_COLUMNS)}
@@ -223,18 +237,48 @@ def _claim_returning(backend: str) -> str:
     return ",\n    ".join(parts)
 
 
-# SQLite's planner, without statistics, would prefer the (state, due_at) index and
-# sort; the partial index already holds waiting jobs in due order. SQLite holds the
-# only write lock (BEGIN IMMEDIATE), so the chosen rows need no second state test.
+#: How much of every claim batch goes to the oldest due bulk jobs when urgent and normal
+#: ones would fill it (a tenth, for batches of ten or more): bulk is served last, but a
+#: steady flood of urgent or normal work never stops an import outright; it goes on at
+#: no less than a tenth of the claim rate (core.preferences: priorities).
+BULK_SHARE = 0.1
+
+
+def bulk_share(limit: int) -> int:
+    """How many of a claim of ``limit`` jobs are the oldest due bulk ones first
+    (:data:`BULK_SHARE`; none in a claim of fewer than ten: one would be a bulk job
+    before every urgent one)."""
+    return int(limit * BULK_SHARE)
+
+
+# The claim's choice among due jobs: the bulk share (the oldest due bulk jobs, up to
+# :func:`bulk_share`), then urgent, normal and the other bulk jobs, each rank read in due
+# order from ``ix_job_waiting_priority (priority, due_at, id)`` as its own LIMITed range
+# (``priority = k AND due_at <= now``): the range ends at the first job not yet due, so
+# a claim never reads a rank's future jobs (a 10,000-job import due tomorrow costs the
+# claim of an urgent job nothing). Ranks other than 0, 1, 2 are never written
+# (core.preferences.priority_rank).
+_SQLITE_RANK = """SELECT * FROM (SELECT id, {k} AS k, due_at
+        FROM job INDEXED BY ix_job_waiting_priority
+        WHERE {waiting} AND priority = {rank} AND due_at <= :now
+        ORDER BY priority, due_at, id LIMIT {limit})"""
+_SQLITE_PICK = f"""SELECT id FROM (
+    {_SQLITE_RANK.format(k=0, rank=2, limit=":share", waiting=WAITING_SQL)}
+    UNION ALL {_SQLITE_RANK.format(k=1, rank=0, limit=":limit", waiting=WAITING_SQL)}
+    UNION ALL {_SQLITE_RANK.format(k=2, rank=1, limit=":limit", waiting=WAITING_SQL)}
+    UNION ALL {_SQLITE_RANK.format(k=3, rank=2, limit=":limit OFFSET :share", waiting=WAITING_SQL)}
+) ORDER BY k, due_at, id LIMIT :limit"""
+# SQLite holds the only write lock (BEGIN IMMEDIATE), so the chosen rows need no second
+# state test. ``{ids}``: the jobs chosen (:data:`_SQLITE_PICK`, or those of a capped
+# claim's choice left after some were put off, as a JSON array).
 _SQLITE_CLAIM = f"""
-UPDATE job SET state = 'claimed', lease_owner = ?, lease_expires_at = ?,
-    attempts = attempts + 1, updated_at = ?
-WHERE id IN (
-    SELECT id FROM job INDEXED BY ix_job_waiting_due
-    WHERE {WAITING_SQL} AND due_at <= ? ORDER BY due_at, id LIMIT ?
-)
+UPDATE job SET state = 'claimed', lease_owner = :worker, lease_expires_at = :until,
+    attempts = attempts + 1, updated_at = :now
+WHERE id IN ({{ids}})
 RETURNING {_claim_returning("sqlite")}
 """
+_SQLITE_CLAIM_PICKED = _SQLITE_CLAIM.format(ids=_SQLITE_PICK)
+_SQLITE_CLAIM_LISTED = _SQLITE_CLAIM.format(ids="SELECT value FROM json_each(:ids)")
 
 # Recording outcomes on SQLite (PostgreSQL: _PG_RECORD and after), written with %s
 # parameters; {ids} is a batch of ids as one parameter, a JSON array read by json_each.
@@ -253,13 +297,15 @@ UPDATE job SET state = %s, due_at = coalesce(%s, due_at), attempts = attempts - 
     updated_at = %s
 WHERE id = %s
 """
-_NEXT_JOB = """
+# A recurring schedule's next job, of its rank as the schedule says now (an edit of its
+# priority reaches the next occurrence).
+_NEXT_JOB = f"""
 INSERT INTO job (schedule_id, recipient, occurrence_at, due_at, destination, route,
-    state, attempts, idempotency_key, created_at, updated_at)
-SELECT %s, %s, %s, %s, %s, %s, 'pending', 0, %s, %s, %s
-WHERE EXISTS (SELECT 1 FROM schedule WHERE id = %s AND state = 'active' AND rrule = %s
+    state, attempts, idempotency_key, created_at, updated_at, priority)
+SELECT %s, %s, %s, %s, %s, %s, 'pending', 0, %s, %s, %s, {_RANK_SQL}
+FROM schedule WHERE id = %s AND state = 'active' AND rrule = %s
     AND EXISTS (SELECT 1 FROM json_each(schedule.recipients) WHERE value ->> 'id' = %s
-        UNION ALL SELECT 1 WHERE json_array_length(schedule.recipients) = 0))
+        UNION ALL SELECT 1 WHERE json_array_length(schedule.recipients) = 0)
 ON CONFLICT (schedule_id, recipient, occurrence_at) DO NOTHING
 """
 # A job falling back to its recipient's next step: its tries counted afresh.
@@ -301,14 +347,55 @@ INSERT INTO attempt (job_id, started_at, finished_at, outcome, status_code, erro
 # batch the planner guessed at one row was matched against the whole waiting index once
 # per job. Locked rows still wait (the lock re-reads a row another claim changed, and
 # holds it from then on), so they are not tested again.
+#
+# Priorities: the due jobs are chosen as on SQLite (:data:`_SQLITE_PICK`), each rank its
+# own LIMITed range of ``ix_job_waiting_priority`` locked as it is read, each taking
+# what the ranks before it left of the batch (a LIMIT of a count of the CTEs before):
+# no row is locked that the claim does not take, and none is sorted.
+_PG_RANK = """{name} AS MATERIALIZED (
+    SELECT id, due_at, schedule_id, destination, priority AS p FROM job
+    WHERE {waiting} AND priority = {rank} AND due_at <= %(now)b{also}
+    ORDER BY priority, due_at, id LIMIT {limit} FOR UPDATE SKIP LOCKED
+)"""
+_PG_TAKEN = "(SELECT count(*) FROM {name})"
+_PG_PICK = ",\n".join(
+    (
+        _PG_RANK.format(name="share", rank=2, limit="%(share)b::int", also="", waiting=WAITING_SQL),
+        _PG_RANK.format(
+            name="urgent",
+            rank=0,
+            limit="%(limit)b::int - " + _PG_TAKEN.format(name="share"),
+            also="",
+            waiting=WAITING_SQL,
+        ),
+        _PG_RANK.format(
+            name="normal",
+            rank=1,
+            limit="%(limit)b::int - "
+            + " - ".join(_PG_TAKEN.format(name=n) for n in ("share", "urgent")),
+            also="",
+            waiting=WAITING_SQL,
+        ),
+        _PG_RANK.format(
+            name="bulk",
+            rank=2,
+            limit="%(limit)b::int - "
+            + " - ".join(_PG_TAKEN.format(name=n) for n in ("share", "urgent", "normal")),
+            also="\n        AND id <> ALL(ARRAY(SELECT id FROM share))",
+            waiting=WAITING_SQL,
+        ),
+        """cand AS MATERIALIZED (
+    SELECT * FROM share UNION ALL SELECT * FROM urgent
+    UNION ALL SELECT * FROM normal UNION ALL SELECT * FROM bulk
+)""",
+    )
+)
 _PG_CLAIM = f"""
+WITH {_PG_PICK}
 UPDATE job SET state = 'claimed', lease_owner = %(worker)b, lease_expires_at = %(until)b,
     attempts = job.attempts + 1, updated_at = %(now)b
 FROM schedule
-WHERE job.id = ANY(ARRAY(
-        SELECT id FROM job WHERE {WAITING_SQL} AND due_at <= %(now)b
-        ORDER BY due_at, id LIMIT %(limit)b FOR UPDATE SKIP LOCKED
-    ))
+WHERE job.id = ANY(ARRAY(SELECT id FROM cand))
     AND schedule.id = job.schedule_id
 RETURNING {_claim_returning("postgresql")}
 """
@@ -324,22 +411,28 @@ RETURNING {_claim_returning("postgresql")}
 # slot), so later claims need not read it again until then; the others are claimed.
 # Without caps the claim is the statement above, unchanged; a destination without a
 # limit costs its jobs' reading of their destination and a prefix test per claim.
+# Priorities: a destination's jobs pass its cap in rank order, and a job's room is its
+# cap less the claimed jobs of its rank or a higher one (``p``): an urgent job is not
+# put off because bulk ones fill the cap (their slots are then passed too, see
+# core.dispatcher.rates).
 _CAPPED = """
 held AS MATERIALIZED (
-    SELECT h.d, count(*) AS n FROM ({held}) AS h
+    SELECT h.d, h.p, count(*) AS n FROM ({held}) AS h
     WHERE h.d IN (SELECT d FROM capped)
-    GROUP BY h.d
+    GROUP BY h.d, h.p
 ),
 over AS MATERIALIZED (
-    SELECT capped.d, capped.cap - coalesce(held.n, 0) AS room, capped.step
-    FROM capped LEFT JOIN held ON held.d = capped.d
-    WHERE capped.n > capped.cap - coalesce(held.n, 0)
+    SELECT capped.d, capped.cap, capped.step
+    FROM capped
+    WHERE capped.n > capped.cap - coalesce((SELECT sum(held.n) FROM held
+        WHERE held.d = capped.d), 0)
 ),
 past AS MATERIALIZED (
     SELECT p.id, p.past, p.step FROM (
         SELECT ranked.id, row_number() OVER (
-            PARTITION BY over.d ORDER BY ranked.due_at, ranked.id
-        ) - over.room AS past, over.step
+            PARTITION BY over.d ORDER BY ranked.p, ranked.due_at, ranked.id
+        ) - over.cap + coalesce((SELECT sum(held.n) FROM held
+            WHERE held.d = over.d AND held.p <= ranked.p), 0) AS past, over.step
         FROM ({ranked}) AS ranked JOIN over ON over.d = ranked.d
         WHERE EXISTS (SELECT 1 FROM over)
     ) AS p
@@ -350,23 +443,25 @@ past AS MATERIALIZED (
 #: already): each by its schedule's primary key, the claimed or looked-at jobs first (a
 #: plan starting from the destination would read every schedule that ever had it).
 #: SQLite keeps a CROSS JOIN's order; PostgreSQL keeps a LATERAL subquery with OFFSET.
-_SQLITE_HELD = f"""SELECT coalesce(job.destination, schedule.destination) AS d
+_SQLITE_HELD = f"""SELECT coalesce(job.destination, schedule.destination) AS d,
+            job.priority AS p
         FROM job CROSS JOIN schedule ON schedule.id = job.schedule_id
         WHERE job.{LEASED_SQL} AND EXISTS (SELECT 1 FROM capped)"""
-_SQLITE_RANKED = """SELECT cand.id, cand.due_at,
+_SQLITE_RANKED = """SELECT cand.id, cand.due_at, cand.p,
                 coalesce(cand.destination, schedule.destination) AS d
             FROM cand CROSS JOIN schedule ON schedule.id = cand.schedule_id"""
-_PG_HELD = f"""SELECT coalesce(job.destination, s.d) AS d FROM job CROSS JOIN LATERAL (
+_PG_HELD = f"""SELECT coalesce(job.destination, s.d) AS d, job.priority AS p
+        FROM job CROSS JOIN LATERAL (
             SELECT destination AS d FROM schedule WHERE schedule.id = job.schedule_id OFFSET 0
         ) AS s
         WHERE job.{LEASED_SQL} AND EXISTS (SELECT 1 FROM capped)"""
-_PG_RANKED = "SELECT id, due_at, d FROM dest"
+_PG_RANKED = "SELECT id, due_at, p, d FROM dest"
 #: Why a job past its destination's cap was not claimed (its last error until it is).
 CAPPED_ERROR = "Waiting for its destination's rate limit."
 _SQLITE_PUT_OFF = f"""
 WITH cand AS MATERIALIZED (
-    SELECT id, due_at, schedule_id, destination FROM job INDEXED BY ix_job_waiting_due
-    WHERE {WAITING_SQL} AND due_at <= :now ORDER BY due_at, id LIMIT :limit
+    SELECT id, due_at, schedule_id, destination, priority AS p FROM job
+    WHERE id IN (SELECT value FROM json_each(:ids))
 ),
 capped AS MATERIALIZED (
     SELECT d, n, json_extract(:caps, '$[' || k || '][1]') AS cap,
@@ -407,13 +502,9 @@ _PG_CAPPED_SETUP = (
     "SELECT pg_advisory_xact_lock(7161258402917851137)"
 )
 _PG_CAPPED_CLAIM = f"""
-WITH cand AS MATERIALIZED (
-    SELECT id, due_at, schedule_id, destination FROM job
-    WHERE {WAITING_SQL} AND due_at <= %(now)b
-    ORDER BY due_at, id LIMIT %(limit)b FOR UPDATE SKIP LOCKED
-),
+WITH {_PG_PICK},
 dest AS MATERIALIZED (
-    SELECT cand.id, cand.due_at, coalesce(cand.destination,
+    SELECT cand.id, cand.due_at, cand.p, coalesce(cand.destination,
         (SELECT destination FROM schedule WHERE schedule.id = cand.schedule_id)) AS d
     FROM cand
 ),
@@ -469,20 +560,21 @@ WHERE job.id = o.id AND job.state = 'claimed' AND job.lease_owner = %(worker)b
 RETURNING job.id
 """
 # Recurring schedules' next occurrences (see _NEXT_JOB and _NEXT_RUN).
-_PG_NEXT_JOBS = """
+_PG_NEXT_JOBS = f"""
 INSERT INTO job (schedule_id, recipient, occurrence_at, due_at, destination, route, state,
-    attempts, idempotency_key, created_at, updated_at)
+    attempts, idempotency_key, created_at, updated_at, priority)
 SELECT n.schedule_id, n.recipient, n.occurrence, n.due, n.destination, n.route, 'pending',
-    0, n.key, %(now)b, %(now)b
+    0, n.key, %(now)b, %(now)b, s.rank
 FROM unnest(%(ids)b::int[], %(recipient)b::int[], %(occurrence)b::timestamptz[],
     %(due)b::timestamptz[], %(destination)b::text[], %(route)b::text[], %(rule)b::text[],
     %(key)b::text[])
     AS n(schedule_id, recipient, occurrence, due, destination, route, rule, key)
-WHERE EXISTS (
-    SELECT 1 FROM schedule WHERE id = n.schedule_id AND state = 'active' AND rrule = n.rule
+CROSS JOIN LATERAL (
+    SELECT {_RANK_SQL} AS rank FROM schedule
+    WHERE id = n.schedule_id AND state = 'active' AND rrule = n.rule
         AND (schedule.recipients::jsonb @> jsonb_build_array(jsonb_build_object('id', n.recipient))
             OR json_array_length(schedule.recipients) = 0)
-)
+) AS s
 ON CONFLICT (schedule_id, recipient, occurrence_at) DO NOTHING
 """
 _PG_NEXT_STEPS = """
@@ -556,6 +648,12 @@ _NEXT_DUE = sa.select(sa.func.min(JOB.c.due_at)).where(JOB.c.state.in_(CLAIMABLE
 #: The same on SQLite, in the words of the partial index of waiting jobs (which SQLite
 #: uses only for a query that repeats its condition): the first entry of that index.
 _SQLITE_NEXT_DUE = f"SELECT min(due_at) FROM job WHERE {WAITING_SQL}"
+#: Waiting jobs by rank, read from the waiting index by rank (its leading column).
+_WAITING_BY_RANK = (
+    sa.select(JOB.c.priority, sa.func.count())
+    .where(JOB.c.state.in_(CLAIMABLE))
+    .group_by(JOB.c.priority)
+)
 _AWAITING = sa.select(sa.func.count()).where(
     JOB.c.state == JobState.DEAD.value, JOB.c.retry_requested_by.is_not(None)
 )
@@ -627,6 +725,11 @@ class _NextJob:
         )
 
 
+def _claim_order(job: ClaimedJob) -> tuple[int, datetime, int]:
+    """The order of a claim's jobs: by rank, then due time (the feeder starts them so)."""
+    return (job.priority, job.due_at, job.id)
+
+
 #: A claim row's values in :class:`ClaimedJob`'s field order, picked by label (a
 #: field no claim statement selects fails here, at import).
 _AS_CLAIMED = operator.itemgetter(*(CLAIM_INDEX[f.name] for f in dataclasses.fields(ClaimedJob)))
@@ -676,7 +779,9 @@ class QueueQueries(Gateway):
         limit: int,
         caps: ClaimCaps | None = None,
     ) -> list[ClaimedJob]:
-        """Atomically lease up to ``limit`` due jobs, oldest due first. With ``caps``, a
+        """Atomically lease up to ``limit`` due jobs: the bulk share (:func:`bulk_share`),
+        then by rank (urgent, normal, bulk), oldest due first; returned in that order
+        of rank and due time. With ``caps``, a
         job whose destination already has its cap of jobs claimed (by any worker) is
         not claimed but due again when it could be sent within the claim horizon (see
         :data:`_CAPPED`); the claim then returns fewer than ``limit`` although more
@@ -686,6 +791,7 @@ class QueueQueries(Gateway):
         params: dict[str, Any] = {
             "now": now,
             "limit": limit,
+            "share": bulk_share(limit),
             "worker": worker,
             "until": lease_until,
         }
@@ -701,7 +807,7 @@ class QueueQueries(Gateway):
             await conn.exec_driver_sql(setup)
             rows: list[Any] = list(await conn.exec_driver_sql(statement, params))
         claimed = [_claimed(row) for row in rows]
-        claimed.sort(key=lambda job: (job.due_at, job.id))
+        claimed.sort(key=_claim_order)
         return claimed
 
     async def _claim_sqlite(
@@ -715,17 +821,21 @@ class QueueQueries(Gateway):
         """The claim on SQLite: one statement that also returns each job's schedule,
         in one round trip to the driver's thread (see :meth:`Gateway._sqlite_run`).
 
-        With caps, one statement first puts off the first ``limit`` due jobs that are
-        past their destinations' caps; the first due jobs left, as many as were not put
-        off, are then exactly the others of those ``limit``, which the claim takes (the
+        With caps, the jobs are chosen first (:data:`_SQLITE_PICK`), one statement puts
+        off those past their destinations' caps, and the claim takes the others (the
         write lock holds from the first statement to the commit)."""
         text_now = sqlite_utc_text(now)
-        params = (worker, sqlite_utc_text(lease_until), text_now, text_now, limit)
+        params = {
+            "worker": worker,
+            "until": sqlite_utc_text(lease_until),
+            "now": text_now,
+            "limit": limit,
+            "share": bulk_share(limit),
+        }
         put_off = (
             {
                 "now": text_now,
                 "now_us": (now - _EPOCH) // _MICROSECOND,
-                "limit": limit,
                 "caps": caps.as_json,
                 "quantum_us": caps.quantum_us,
                 "error": CAPPED_ERROR,
@@ -736,15 +846,19 @@ class QueueQueries(Gateway):
 
         def claim(sqlite: sqlite3.Connection) -> list[Any]:
             if put_off is None:
-                return sqlite.execute(_SQLITE_CLAIM, params).fetchall()
-            later = len(sqlite.execute(_SQLITE_PUT_OFF, put_off).fetchall())
-            if later >= limit:
+                return sqlite.execute(_SQLITE_CLAIM_PICKED, params).fetchall()
+            picked = [row[0] for row in sqlite.execute(_SQLITE_PICK, params)]
+            if not picked:
                 return []
-            return sqlite.execute(_SQLITE_CLAIM, (*params[:4], limit - later)).fetchall()
+            ids = json.dumps(picked)
+            later = {row[0] for row in sqlite.execute(_SQLITE_PUT_OFF, {**put_off, "ids": ids})}
+            if later:
+                ids = json.dumps([i for i in picked if i not in later])
+            return sqlite.execute(_SQLITE_CLAIM_LISTED, {**params, "ids": ids}).fetchall()
 
         rows = await self._sqlite_run(claim)
         claimed = [_claimed(row, sqlite_datetime) for row in rows]
-        claimed.sort(key=lambda job: (job.due_at, job.id))
+        claimed.sort(key=_claim_order)
         return claimed
 
     async def next_due_at(self) -> datetime | None:
@@ -998,8 +1112,9 @@ class QueueQueries(Gateway):
             counts = {state: int(n) for state, n in await conn.execute(_COUNTS)}
             awaiting = (await conn.execute(_AWAITING)).scalar() or 0
             oldest = (await conn.execute(_NEXT_DUE)).scalar()
+            waiting = {int(p): int(n) for p, n in await conn.execute(_WAITING_BY_RANK)}
         overdue = max(0.0, (now - oldest).total_seconds()) if oldest is not None else 0.0
-        return QueueStats(counts, int(awaiting), overdue)
+        return QueueStats(counts, int(awaiting), overdue, waiting)
 
     async def job_counts(self, *, tenant: str | None = None) -> dict[str, int]:
         """How many jobs are in each state (of one tenant's schedules, when given)."""

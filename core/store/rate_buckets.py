@@ -4,6 +4,7 @@ and a provider's pause written into it, shared by every dispatcher (the arithmet
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 from collections.abc import Callable, Mapping
@@ -13,7 +14,7 @@ from datetime import UTC, datetime
 import sqlalchemy as sa
 
 from core.models import RateBucket, sqlite_utc_text
-from core.ratelimit import RateLimit, allocate, next_slot, pause
+from core.ratelimit import RateLimit, allocate, allocate_ahead, next_slot, pause
 from core.store.base import Gateway, aware, sqlite_datetime
 
 BUCKET = RateBucket.__table__  # type: ignore[attr-defined]
@@ -26,6 +27,9 @@ class Slots:
 
     times: list[datetime]
     next_free: datetime
+    #: How many of the first times are urgent jobs' slots taken ahead of slots handed
+    #: out already (core.ratelimit.allocate_ahead).
+    ahead: int = 0
 
 
 _EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
@@ -39,6 +43,12 @@ _SQLITE_BUCKET_SELECT = (
 _SQLITE_BUCKET_UPDATE = "UPDATE rate_bucket SET tat = ? WHERE destination = ?"
 
 
+def lane(key: str) -> str:
+    """The bucket row of ``key``'s urgent lane: a name no destination has (no channel
+    kind is ``urgent``), short whatever the destination's length."""
+    return "urgent:" + hashlib.sha256(key.encode()).hexdigest()
+
+
 class RateBucketQueries(Gateway):
     """The shared rate-limit buckets, one row per destination."""
 
@@ -49,14 +59,21 @@ class RateBucketQueries(Gateway):
         now: datetime,
         window: float,
         not_before: Mapping[str, datetime] | None = None,
+        urgent: Mapping[str, tuple[int, datetime | None]] | None = None,
     ) -> dict[str, Slots]:
         """Take send slots from the shared buckets of destinations: for each, up to the
         count wanted, none before its ``not_before`` (when its first job is due) and
         none later than ``window`` seconds from now, under its limit. One transaction;
         the buckets' rows are locked in one order, so dispatchers taking slots at the
-        same moment queue behind each other and share each limit."""
+        same moment queue behind each other and share each limit.
+
+        ``urgent``: how many of a destination's count are urgent jobs (the first ones)
+        and when the first of them is due: they take their slots ahead of those the
+        bucket handed out already, from its urgent lane, a row of its own
+        (:func:`core.ratelimit.allocate_ahead` says what the destination then sees)."""
         if not wanted:
             return {}
+        ahead = {k: u for k, u in (urgent or {}).items() if u[0] > 0 and k in wanted}
         keys = sorted(wanted)
         found: dict[str, Slots] = {}
         starts = not_before or {}
@@ -64,13 +81,19 @@ class RateBucketQueries(Gateway):
         def take(tats: dict[str, datetime | None]) -> None:
             for key in keys:
                 count, limit = wanted[key]
-                slots, tat = allocate(
-                    tats.get(key), now, count, limit, window, start=starts.get(key)
-                )
+                tat, slots, passed = tats.get(key), list[datetime](), 0
+                if key in ahead:
+                    first, due = ahead[key]
+                    first = min(first, count)
+                    slots, tat, tats[lane(key)], passed = allocate_ahead(
+                        tat, tats.get(lane(key)), now, first, limit, window, start=due
+                    )
+                    count = count - first if len(slots) == first else 0
+                rest, tat = allocate(tat, now, count, limit, window, start=starts.get(key))
                 tats[key] = tat
-                found[key] = Slots(slots, next_slot(tat, now, limit))
+                found[key] = Slots(slots + rest, next_slot(tat, now, limit), passed)
 
-        await self._buckets(keys, take)
+        await self._buckets(sorted(keys + [lane(k) for k in ahead]), take)
         return found
 
     async def pause_bucket(self, key: str, until: datetime, limit: RateLimit) -> None:

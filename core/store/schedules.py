@@ -25,9 +25,13 @@ from core.models import (
     Role,
     Schedule,
 )
+from core.preferences import NORMAL, RANK
 from core.store.arming import Arming
 from core.store.base import JOB, JOB_DESTINATION, SCHEDULE, AuditEntry
 from core.store.states import state_condition
+
+#: A job waiting to be claimed (its rank follows its schedule's priority).
+_WAITING = (JobState.PENDING.value, JobState.RETRYING.value)
 
 
 def _admins(tenant: str, limit: int) -> SelectOfScalar[str]:
@@ -527,6 +531,13 @@ class ScheduleQueries(Arming):
                 raise Conflict(
                     f"Schedule {schedule_id} was changed by someone else since you read it; "
                     "look at it again and retry."
+                )
+            if "priority" in values:
+                # its waiting jobs take the new rank in the queue (core.preferences.RANK)
+                await s.execute(
+                    sa.update(JOB)
+                    .where(JOB.c.schedule_id == schedule_id, JOB.c.state.in_(_WAITING))
+                    .values(priority=RANK.get(str(values["priority"]), RANK[NORMAL]))
                 )
             if cancel_open_jobs:
                 await s.execute(

@@ -63,11 +63,12 @@ async def test_claim_and_finish_stay_linear_without_planner_statistics(
     owned = await store.finish(results, worker="w", now=done)
     assert owned == {job.id for job in jobs}
 
-    claims = _plan_of(plans, "UPDATE job SET state = 'claimed'")
+    claims = _plan_of(plans, "WITH share AS")
     assert len(claims) == 1
     claim = claims[0]["Plan"]
-    # the waiting index gives the first jobs due in order: nothing sorts every waiting row
-    assert "Index Scan ix_job_waiting_due" in _nodes(claim)
+    # the waiting index gives the first jobs due in order, by rank (issue 37): nothing
+    # sorts every waiting row
+    assert "Index Scan ix_job_waiting_priority" in _nodes(claim)
     assert not any(name.startswith(("Sort", "Incremental Sort")) for name in _nodes(claim))
     recording = _plan_of(plans, "WITH tried AS") + _plan_of(plans, "WITH s AS")
     assert len(recording) == 2

@@ -15,7 +15,12 @@ def test_every_claimed_job_field_is_a_claim_column_and_back() -> None:
 
 
 def test_both_claim_statements_select_the_labelled_list() -> None:
-    for statement in (queue._SQLITE_CLAIM, queue._PG_CLAIM, queue._PG_CAPPED_CLAIM):
+    for statement in (
+        queue._SQLITE_CLAIM_PICKED,
+        queue._SQLITE_CLAIM_LISTED,
+        queue._PG_CLAIM,
+        queue._PG_CAPPED_CLAIM,
+    ):
         returning = statement.split("RETURNING", 1)[1]
         positions = [returning.index(f" AS {label}") for label, _ in CLAIM_COLUMNS]
         assert positions == sorted(positions)
@@ -42,6 +47,7 @@ def test_a_row_is_read_by_its_labels() -> None:
         "step": 1,
         "route": '{"id":2,"to":["slack:@U1","email:a@example.com"]}',
         "step_since": "2026-01-02 10:00:07.000000",
+        "priority": 0,
     }
     row = tuple(values[label] for label, _ in CLAIM_COLUMNS)
     job = queue._claimed(row, sqlite_datetime)
@@ -65,6 +71,7 @@ def test_a_row_is_read_by_its_labels() -> None:
         1,
         '{"id":2,"to":["slack:@U1","email:a@example.com"]}',
         datetime(2026, 1, 2, 10, 0, 7, tzinfo=UTC),
+        0,
     )
     at = datetime(2026, 1, 2, tzinfo=UTC)
     pg_row = tuple(
@@ -73,3 +80,4 @@ def test_a_row_is_read_by_its_labels() -> None:
     )
     pg_job = queue._claimed(pg_row)
     assert (pg_job.occurrence_at, pg_job.due_at, pg_job.options) == (at, at, {})
+    assert pg_job.priority == 0  # its rank: urgent
