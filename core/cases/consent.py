@@ -189,7 +189,7 @@ def _wall(opens: datetime, due: datetime, zone: str) -> str:
 
 async def _zone(cases: CaseBase, actor: Actor, member: str) -> str:
     row = await cases.store.get_member(actor.tenant, member)
-    return (row.timezone if row is not None else None) or "UTC"
+    return (row.timezone if row is not None else None) or cases.settings.default_tz
 
 
 async def import_refusals(

@@ -59,6 +59,9 @@ class DispatcherConfig:
     #: HERALD_ADMINS: admins of every tenant, whom a member accepting reminders only
     #: from admins accepts (core.dispatcher.recipients).
     admins: frozenset[str] = frozenset()
+    #: HERALD_DEFAULT_TZ: the zone a person's quiet hours are read in when neither they
+    #: nor their tenant's defaults have one (as the preferences' read-back says).
+    default_tz: str = "UTC"
 
     @classmethod
     def from_settings(cls, s: Settings) -> DispatcherConfig:
@@ -82,6 +85,7 @@ class DispatcherConfig:
             scheduled_by=s.scheduled_by,
             tenant_scheduled_by=dict(s.tenant_scheduled_by),
             admins=frozenset(s.admins),
+            default_tz=s.default_tz,
         )
 
     def scheduled_by_name(self, job: ClaimedJob, destination: Destination) -> str | None:

@@ -105,7 +105,7 @@ class Recipients:
             author = people(job.tenant, job.owner)
             if job.owner in self._config.admins:
                 author = replace(author, admin=True)
-            judged_job = judged(job, member, person, author, defaults, now)
+            judged_job = judged(job, member, person, author, defaults, now, self._config.default_tz)
             if isinstance(judged_job, ClaimedJob):
                 if judged_job is not job:
                     self._placed[job.id] = job
@@ -186,13 +186,16 @@ def judged(
     author: PersonNow,
     defaults: PersonNow,
     now: datetime,
+    default_tz: str = "UTC",
 ) -> ClaimedJob | Settled:
     """What a job to ``member`` (None: a room) becomes by the preferences read now: the
-    job to send (a copy to the member's preferred place), or its skip or hold."""
+    job to send (a copy to the member's preferred place), or its skip or hold. Quiet
+    hours are read in the member's zone, else the tenant defaults', else ``default_tz``
+    (HERALD_DEFAULT_TZ)."""
     tenant = defaults.prefs
     if member is None or person is None:  # a room in a tenant that holds channels
         quiet = tenant.quiet if tenant is not None else None
-        return _quiet(job, quiet, _zone(defaults.zone), "the team's", now) or job
+        return _quiet(job, quiet, _zone(defaults.zone, default_tz), "the team's", now) or job
     prefs = effective(person.prefs, tenant)
     name = person.name or member
     why = refusal(
@@ -200,7 +203,7 @@ def judged(
     )
     if why is not None:  # logged at INFO with its reason when recorded (.reporting)
         return verdicts.refused(job, why, now)
-    zone = _zone(person.zone or defaults.zone)
+    zone = _zone(person.zone or defaults.zone, default_tz)
     hold = _quiet(job, prefs.quiet, zone, f"{name}'s", now)
     if hold is not None:
         return hold
@@ -236,12 +239,13 @@ def _place(own: Preferences | None, destination: str) -> str | None:
     return str(parsed)
 
 
-def _zone(name: str | None) -> str:
-    """``name`` when it is a zone this machine knows, else UTC."""
-    if name:
-        try:
-            ZoneInfo(name)
-        except (ValueError, KeyError):
-            return "UTC"
-        return name
+def _zone(name: str | None, default_tz: str = "UTC") -> str:
+    """``name`` when it is a zone this machine knows, else ``default_tz``."""
+    for candidate in (name, default_tz):
+        if candidate:
+            try:
+                ZoneInfo(candidate)
+            except (ValueError, KeyError):
+                continue
+            return candidate
     return "UTC"
