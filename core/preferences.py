@@ -33,6 +33,10 @@ Accept = Literal["anyone", "admins", "self"]
 MAX_BLOCKED = 200
 #: The start of a held job's reason: the console and lists show such a job as held.
 HELD = "Held until"
+#: The start of the reason a job is skipped with when its recipient's preferences
+#: refuse it at delivery time (core.dispatcher.verdicts.refused): the chat adapters
+#: tell the author of such a skip (:func:`refused_reason`).
+REFUSED = "Not sent:"
 
 # --- priorities ------------------------------------------------------------------------
 
@@ -272,6 +276,28 @@ def refusal(
     if accept == "admins" and not author_is_admin:
         return f"{name} accepts reminders only from admins."
     return None
+
+
+def refused_reason(state: str, error: str | None) -> str | None:
+    """What a job skipped because its recipient's preferences refuse it says after
+    :data:`REFUSED` ("Bob accepts reminders only from admins (…)."), or None for any
+    other outcome (only such a skip is ``skipped`` with that prefix: a late job is
+    ``expired``)."""
+    if state != "skipped" or not error or not error.startswith(REFUSED):
+        return None
+    return error[len(REFUSED) :].strip() or None
+
+
+#: How each sentence of :func:`refusal` goes on after the name it starts with.
+_REFUSALS = (" does not accept reminders from ", " accepts reminders only from ")
+
+
+def refused_whom(reason: str) -> str | None:
+    """Who refused, as :func:`refusal` named them ("Bob"), read back from a
+    :func:`refused_reason`; None when it is none of refusal's sentences."""
+    found = [reason.find(tail) for tail in _REFUSALS]
+    ends = [at for at in found if at > 0]
+    return reason[: min(ends)] if ends else None
 
 
 def held_reason(opens: datetime, zone: str, whose: str, now: datetime | None = None) -> str:

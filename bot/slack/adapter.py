@@ -45,6 +45,7 @@ from bot.slack.dead import DECISIONS, DeadLetterAlerts
 from bot.slack.modal import CALLBACK
 from bot.slack.prefs import CALLBACK as PREFS_CALLBACK
 from bot.slack.reminders import ACTION_PATTERN as REMINDER_ACTIONS
+from bot.slack.skips import SkipNotices
 from core.actors import slack_tenant
 from core.cases import Herald
 from core.channels.answers import shown_url
@@ -120,6 +121,11 @@ class SlackAdapter:
         self._socket: AsyncSocketModeHandler | None = None
         self._runner: web.AppRunner | None = None
         self._alerts: DeadLetterAlerts | None = None
+        #: The workspaces this deployment serves (auth.test / HERALD_SLACK_TEAM_IDS).
+        self.teams: frozenset[str] = frozenset()
+        #: Authors told of their reminders skipped by a recipient's preferences (a
+        #: burst of one author's within ``window`` seconds: one message).
+        self.skips = SkipNotices(self._tell_author, lambda: self.teams, window=3.0)
         self._attached = False
         #: The tenant of the bot token's workspace (auth.test), once known.
         self.tenant: str | None = None
@@ -211,7 +217,7 @@ class SlackAdapter:
         if self._session is None:
             self._session = aiohttp.ClientSession()
         try:
-            teams = await self._check_token(token)
+            teams = self.teams = await self._check_token(token)
             client = AsyncWebClient(
                 token=token,
                 base_url=settings.slack_api_url,
@@ -321,6 +327,7 @@ class SlackAdapter:
     async def stop(self) -> None:
         """Post pending alerts, let running handlers finish, disconnect, close."""
         await self._starter.stop()
+        await self.skips.close()
         if self._alerts is not None:
             await self._alerts.close()
             self._alerts = None
@@ -342,15 +349,25 @@ class SlackAdapter:
     # --- dead letters -------------------------------------------------------------
 
     def on_finished(self, item: Settled) -> None:
-        """Queue a dead letter for the alert channel (never blocks)."""
+        """Queue a dead letter for the alert channel, or a reminder skipped by its
+        recipient's preferences for its author (never blocks)."""
         if item.state == "dead" and self._alerts is not None:
             self._alerts.add(item)
+        elif item.state == "skipped":
+            self.skips.add(item)
 
     async def _alert_keep(self, job_ids: list[int]) -> set[int]:
         """The dead letters the alert channel may hear of: its own workspace's."""
         if self.tenant is None:
             return set()
         return await self.herald.dead_of_tenant(job_ids, self.tenant)
+
+    async def _tell_author(self, user: str, text: str) -> None:
+        """A direct message to ``user``: conversations.open, then chat.postMessage."""
+        assert self.client is not None
+        opened = await self.client.conversations_open(users=user)
+        channel = str((opened.get("channel") or {}).get("id", ""))
+        await self.client.chat_postMessage(channel=channel, text=text)
 
     async def _post_alert(self, text: str, blocks: Blocks) -> None:
         assert self.client is not None and self.settings.slack_alert_channel

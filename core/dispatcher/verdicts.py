@@ -20,6 +20,7 @@ from core.dispatcher.config import DispatcherConfig, backoff_delay
 from core.dispatcher.fallback import fall_back, step_deadline
 from core.errors import HeraldError
 from core.models import JobState
+from core.preferences import REFUSED
 from core.store import AttemptRecord, ClaimedJob, HandBack, Verdict
 
 log = logging.getLogger("core.dispatcher")
@@ -148,7 +149,7 @@ def refused(job: ClaimedJob, refusal: str, now: datetime) -> Verdict:
     return Verdict(
         job,
         SKIPPED,
-        error=f"Not sent: {why} (their preferences changed after this was scheduled).",
+        error=f"{REFUSED} {why} (their preferences changed after this was scheduled).",
         next_run=next_run(job, now),
         refund_attempt=True,
     )
