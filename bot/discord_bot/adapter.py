@@ -25,6 +25,7 @@ from bot.discord_bot.commands import HeraldTree, ScheduleGroup
 from bot.discord_bot.components import DeadLetterButton, PageButton, ScheduleButton, view_for
 from bot.discord_bot.interact import NO_MENTIONS
 from bot.discord_bot.reminders import ReminderButton
+from bot.discord_bot.skips import SkipNotices
 from core.cases import Herald
 from core.channels.answers import no_answer, shown_url
 from core.channels.discord import DEFAULT_BASE_URL
@@ -105,6 +106,9 @@ class DiscordAdapter:
         self.alert_channel: int | None = found[0] if found else None
         #: The tenant of the alert channel's server, once looked up.
         self._alert_tenant: str | None = None
+        #: Authors told of their reminders skipped by a recipient's preferences (a
+        #: burst of one author's within ``window`` seconds: one message).
+        self.skips = SkipNotices(self._tell_author, frozenset(self.guild_ids), window=3.0)
         self._gateway: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[object]] = set()
         #: Starts the adapter, and again while Discord's API is down (``problem``).
@@ -232,6 +236,7 @@ class DiscordAdapter:
     async def stop(self) -> None:
         """Close the gateway and HTTP session; pending alert posts are cancelled."""
         await self._starter.stop()
+        await self.skips.close()
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -242,7 +247,11 @@ class DiscordAdapter:
             self._gateway = None
 
     def on_finished(self, item: Settled) -> None:
-        """Post each new dead letter to the alert channel, in the background."""
+        """Post each new dead letter to the alert channel, in the background; queue a
+        reminder skipped by its recipient's preferences for its author."""
+        if item.state == "skipped":
+            self.skips.add(item)
+            return
         if item.state != "dead" or self.alert_channel is None:
             return
         task: asyncio.Task[object] = asyncio.get_running_loop().create_task(
@@ -250,6 +259,13 @@ class DiscordAdapter:
         )
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+    async def _tell_author(self, user_id: int, text: str) -> None:
+        """A direct message to ``user_id`` (its DM channel opened, then a message that
+        mentions no one)."""
+        opened = await self.client.http.start_private_message(user_id)
+        channel = self.client.get_partial_messageable(int(opened["id"]))
+        await channel.send(text, allowed_mentions=NO_MENTIONS)
 
     async def post_alert(self, item: Settled) -> discord.Message | None:
         """Post the alert for one dead letter; None (logged) when Discord refuses."""

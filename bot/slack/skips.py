@@ -75,6 +75,8 @@ class SkipNotices:
         #: user id -> job id -> its line (a job told once).
         self._pending: dict[str, dict[int, str]] = {}
         self._task: asyncio.Task[None] | None = None
+        #: Whether the task is past its wait, sending (then closing waits for it).
+        self._sending = False
 
     def add(self, item: Settled) -> bool:
         """Queue the author's notice when ``item`` is a refused skip of a member of a
@@ -99,7 +101,11 @@ class SkipNotices:
 
     async def _later(self) -> None:
         await asyncio.sleep(self.window)
-        await self.flush()
+        self._sending = True
+        try:
+            await self.flush()
+        finally:
+            self._sending = False
 
     async def flush(self) -> None:
         """Send what is pending now: one message per author."""
@@ -114,6 +120,7 @@ class SkipNotices:
         """Send what is pending and stop."""
         task, self._task = self._task, None
         if task is not None and not task.done():
-            task.cancel()
+            if not self._sending:  # still waiting: what it would send is sent below
+                task.cancel()
             await asyncio.gather(task, return_exceptions=True)
         await self.flush()
