@@ -1,21 +1,23 @@
 """`make bench`: Herald against its peers (bench/peers.py, writes bench/RESULTS.md and
 bench/staggered.png; the queue stacks BullMQ and Celery run in bench/rounds.py's
 interleaved rounds, each skipped with its reason where its runtime or service is
-missing), then the import benchmark and the command line's answer times
-(bench/cli_speed.py). Each prints what it measured."""
+missing), then the import benchmark, the command line's answer times
+(bench/cli_speed.py), and an urgent webhook behind a rate-limited import before and
+after priorities (bench/priority.py). Each prints what it measured."""
 
 from __future__ import annotations
 
 import json
 import sys
 
-from bench import cli_speed, import_bench, peers
+from bench import cli_speed, import_bench, peers, priority
 
 
 def main() -> int:
     peers.main()
     print(json.dumps(import_bench.run(), indent=2))
     print(json.dumps(cli_speed.run(), indent=2))
+    print(json.dumps(priority.run(), indent=2))
     return 0
 
 
