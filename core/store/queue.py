@@ -258,16 +258,44 @@ def bulk_share(limit: int) -> int:
 # a claim never reads a rank's future jobs (a 10,000-job import due tomorrow costs the
 # claim of an urgent job nothing). Ranks other than 0, 1, 2 are never written
 # (core.preferences.priority_rank).
-_SQLITE_RANK = """SELECT * FROM (SELECT id, {k} AS k, due_at
-        FROM job INDEXED BY ix_job_waiting_priority
-        WHERE {waiting} AND priority = {rank} AND due_at <= :now
-        ORDER BY priority, due_at, id LIMIT {limit})"""
-_SQLITE_PICK = f"""SELECT id FROM (
-    {_SQLITE_RANK.format(k=0, rank=2, limit=":share", waiting=WAITING_SQL)}
-    UNION ALL {_SQLITE_RANK.format(k=1, rank=0, limit=":limit", waiting=WAITING_SQL)}
-    UNION ALL {_SQLITE_RANK.format(k=2, rank=1, limit=":limit", waiting=WAITING_SQL)}
-    UNION ALL {_SQLITE_RANK.format(k=3, rank=2, limit=":limit OFFSET :share", waiting=WAITING_SQL)}
-) ORDER BY k, due_at, id LIMIT :limit"""
+_SQLITE_RANK = """{name} AS MATERIALIZED (
+    SELECT id FROM job INDEXED BY ix_job_waiting_priority
+    WHERE {waiting} AND priority = {rank} AND due_at <= :now
+    ORDER BY priority, due_at, id LIMIT {limit}
+)"""
+_SQLITE_TAKEN = "(SELECT count(*) FROM {name})"
+#: The chosen jobs: each rank takes what the ranks before it left of the batch (a LIMIT
+#: of the counts before it), so nothing is sorted; the bulk jobs after the share are
+#: those past it in due order (an OFFSET: fewer due than the share, none).
+_SQLITE_PICK_WITH = "WITH " + ",\n".join(
+    (
+        _SQLITE_RANK.format(name="share", rank=2, limit=":share", waiting=WAITING_SQL),
+        _SQLITE_RANK.format(
+            name="urgent",
+            rank=0,
+            limit=":limit - " + _SQLITE_TAKEN.format(name="share"),
+            waiting=WAITING_SQL,
+        ),
+        _SQLITE_RANK.format(
+            name="normal",
+            rank=1,
+            limit=":limit - "
+            + " - ".join(_SQLITE_TAKEN.format(name=n) for n in ("share", "urgent")),
+            waiting=WAITING_SQL,
+        ),
+        _SQLITE_RANK.format(
+            name="bulk",
+            rank=2,
+            limit=":limit - "
+            + " - ".join(_SQLITE_TAKEN.format(name=n) for n in ("share", "urgent", "normal"))
+            + " OFFSET :share",
+            waiting=WAITING_SQL,
+        ),
+    )
+)
+_SQLITE_PICKED = """SELECT id FROM share UNION ALL SELECT id FROM urgent
+    UNION ALL SELECT id FROM normal UNION ALL SELECT id FROM bulk"""
+_SQLITE_PICK = f"{_SQLITE_PICK_WITH}\n{_SQLITE_PICKED}"
 # SQLite holds the only write lock (BEGIN IMMEDIATE), so the chosen rows need no second
 # state test. ``{ids}``: the jobs chosen (:data:`_SQLITE_PICK`, or those of a capped
 # claim's choice left after some were put off, as a JSON array).
@@ -277,7 +305,7 @@ UPDATE job SET state = 'claimed', lease_owner = :worker, lease_expires_at = :unt
 WHERE id IN ({{ids}})
 RETURNING {_claim_returning("sqlite")}
 """
-_SQLITE_CLAIM_PICKED = _SQLITE_CLAIM.format(ids=_SQLITE_PICK)
+_SQLITE_CLAIM_PICKED = _SQLITE_PICK_WITH + _SQLITE_CLAIM.format(ids=_SQLITE_PICKED)
 _SQLITE_CLAIM_LISTED = _SQLITE_CLAIM.format(ids="SELECT value FROM json_each(:ids)")
 
 # Recording outcomes on SQLite (PostgreSQL: _PG_RECORD and after), written with %s

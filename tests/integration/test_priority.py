@@ -21,7 +21,7 @@ from core.channels.base import Delivery, DeliveryResult
 from core.clock import ManualClock
 from core.dispatcher import Dispatcher, DispatcherConfig
 from core.preferences import RANK
-from core.ratelimit import RateLimit, RateLimits, spacing
+from core.ratelimit import Pacer, RateLimit, RateLimits, allocate_ahead, spacing
 from core.store import AttemptRecord, ClaimedJob, Store, Verdict
 from core.store.base import JOB, AuditEntry
 from core.store.queue import BULK_SHARE, bulk_share
@@ -167,6 +167,38 @@ async def test_two_dispatchers_on_postgresql_serve_urgent_first(pg_url: str) -> 
         assert claimed == 40
     finally:
         await store.close()
+
+
+def test_an_urgent_send_passes_this_processs_pace_and_the_next_one_makes_room() -> None:
+    """The pacer lets one urgent send pass the sends it paces, and holds the next one
+    back by one interval: a window of an interval or more sees no more than before."""
+    key, step = "webhook:https://hooks.example/", spacing(FIFTY)
+    pacer, now = Pacer(), START
+    for _ in range(2):  # the burst (one) and the pacer's one extra
+        assert pacer.take(key, now, FIFTY) == 0.0
+    assert pacer.take(key, now, FIFTY) == pytest.approx(step.total_seconds())  # the next waits
+    pacer.let_pass(key, now + timedelta(seconds=0.05))
+    assert pacer.take(key, now, FIFTY) == 0.0  # the urgent one goes now
+    held = pacer.take(key, now, FIFTY)
+    assert held == pytest.approx(2 * step.total_seconds())  # one interval more than before
+    pacer.let_pass(key, now)  # a pass not used in time lapses
+    later = now + timedelta(seconds=1)
+    assert [pacer.take(key, later, FIFTY) > 0 for _ in range(3)] == [False, False, True]
+
+
+def test_urgent_slots_go_ahead_of_a_busy_bucket_and_push_it_back() -> None:
+    step = spacing(FIFTY)
+    busy = START + 100 * step  # 100 slots handed out
+    slots, tat, lane, passed = allocate_ahead(busy, None, START, 2, FIFTY, 10.0)
+    assert (slots, tat, lane, passed) == (
+        [START, START + step],
+        busy + 2 * step,
+        START + 2 * step,
+        2,
+    )
+    # a free bucket: its own slots, no pass
+    slots, tat, lane, passed = allocate_ahead(None, None, START, 1, FIFTY, 10.0)
+    assert (slots, tat, lane, passed) == ([START], START + step, None, 0)
 
 
 async def test_an_urgent_slot_goes_ahead_of_the_slots_handed_out(store: Store) -> None:
