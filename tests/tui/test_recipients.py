@@ -162,7 +162,8 @@ def test_metrics_are_by_channel_kind_never_by_recipient() -> None:
         for sample in family.samples
         for name in sample.labels
     }
-    assert labels <= {"channel", "outcome", "state", "calendar_id", "le"}
+    # bounded labels only: a priority is one of three, never a recipient's name
+    assert labels <= {"channel", "outcome", "state", "calendar_id", "le", "priority"}
     value = metrics.registry.get_sample_value("herald_fallbacks_total", {"channel": "slack"})
     assert value == 2
 
