@@ -227,7 +227,7 @@ def member_lines(m: dict[str, Any], *, yours: bool = True) -> list[str]:
     return [
         f"{title} ({member}, zone {zone}):",
         f"  reminders go to:    {place} ({whose('place')})",
-        f"  who may remind {you + ':':<5}{accept} ({whose('accept_from')})",
+        f"  {'who may remind ' + you + ':':<19} {accept} ({whose('accept_from')})",
         f"  blocked:            {', '.join(blocked) or 'nobody'}",
         f"  quiet hours:        {quiet} ({whose('quiet')})",
     ]

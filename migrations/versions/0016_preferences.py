@@ -69,7 +69,10 @@ def downgrade() -> None:
             )
         )
     ]
-    members = bind.execute(sa.text("SELECT count(*) FROM preference")).scalar_one()
+    # a record cleared back to nothing ('{}') holds nothing to lose
+    members = bind.execute(
+        sa.text("SELECT count(*) FROM preference WHERE data <> '{}'")
+    ).scalar_one()
     if prioritised or members:
         said = []
         if prioritised:
@@ -77,7 +80,10 @@ def downgrade() -> None:
             more = f' and {len(prioritised) - 50} more' if len(prioritised) > 50 else ''
             said.append(f'schedules {shown}{more} are urgent or bulk')
         if members:
-            said.append(f'{members} preference records are set')
+            said.append(
+                '1 preference record is set' if members == 1
+                else f'{members} preference records are set'
+            )
         raise RuntimeError(
             f"Cannot go below revision 0016: {' and '.join(said)}, which the older schema "
             'cannot hold. Make those schedules normal and clear the preferences first.'
