@@ -48,6 +48,7 @@ from core.channels.webhook import parse_retry_after, truncate
 from core.destinations import UriSyntax
 from core.errors import InvalidInput
 from core.http_client import Answer, HTTPClient, TimedOut, Timeout, Unreachable
+from core.limits import PUSH_BODY
 
 log = logging.getLogger(__name__)
 
@@ -57,8 +58,9 @@ DEFAULT_TOKEN_URI = "https://oauth2.googleapis.com/token"
 JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer"
 #: Seconds before its expiry an access token is replaced.
 TOKEN_MARGIN = 300.0
-#: The most bytes of a notification's body (FCM takes at most 4,096 bytes of payload).
-MAX_BODY_BYTES = 3500
+#: The most bytes of a notification's body: the limit schedules are checked against at
+#: save (FCM takes at most 4,096 bytes of payload).
+MAX_BODY_BYTES = PUSH_BODY.size
 #: APNs refuses an ``apns-collapse-id`` longer than 64 bytes.
 _COLLAPSE_ID = 64
 #: Statuses worth another try later.
