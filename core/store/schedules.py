@@ -30,9 +30,6 @@ from core.store.arming import Arming
 from core.store.base import JOB, JOB_DESTINATION, SCHEDULE, AuditEntry
 from core.store.states import state_condition
 
-#: A job waiting to be claimed (its rank follows its schedule's priority).
-_WAITING = (JobState.PENDING.value, JobState.RETRYING.value)
-
 
 def _admins(tenant: str, limit: int) -> SelectOfScalar[str]:
     """The ids of ``tenant``'s admins (by role, or by their platform's word)."""
@@ -536,7 +533,7 @@ class ScheduleQueries(Arming):
                 # its waiting jobs take the new rank in the queue (core.preferences.RANK)
                 await s.execute(
                     sa.update(JOB)
-                    .where(JOB.c.schedule_id == schedule_id, JOB.c.state.in_(_WAITING))
+                    .where(JOB.c.schedule_id == schedule_id, JOB.c.state.in_(OPEN_STATE_VALUES))
                     .values(priority=RANK.get(str(values["priority"]), RANK[NORMAL]))
                 )
             if cancel_open_jobs:
