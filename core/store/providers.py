@@ -135,9 +135,26 @@ class ProviderQueries(Gateway):
         async with self._session() as s:
             if not await self._seen(s, provider, digest, now):
                 return None
+            # one query for the batch's attempts (a SendGrid post carries up to 1,000
+            # events), not one per report; locked in message-id order
+            latest: dict[str, Attempt] = {}
+            ids = sorted({r.message_id for r in reports})
+            if ids:
+                rows = await s.execute(
+                    select(Attempt)
+                    .where(
+                        col(Attempt.provider) == provider,
+                        col(Attempt.provider_message_id).in_(ids),
+                    )
+                    .order_by(col(Attempt.provider_message_id), col(Attempt.id).desc())
+                    .with_for_update()
+                )
+                for attempt in rows.scalars():
+                    latest.setdefault(attempt.provider_message_id or "", attempt)
             taken: dict[int, ReceiptTaken] = {}
             for i in sorted(range(len(reports)), key=lambda i: reports[i].message_id):
-                taken[i] = await self._take(s, reports[i], now)
+                report = reports[i]
+                taken[i] = await self._apply(s, report, latest.get(report.message_id), now)
             return [taken[i] for i in range(len(reports))]
 
     async def take_receipt(self, report: ReceiptReport, *, now: datetime) -> ReceiptTaken:
@@ -147,7 +164,19 @@ class ProviderQueries(Gateway):
         while the job stands delivered fails the job: its chain's next step (due now),
         else a dead letter with the provider's words."""
         async with self._session() as s:
-            return await self._take(s, report, now)
+            attempt = (
+                await s.execute(
+                    select(Attempt)
+                    .where(
+                        col(Attempt.provider) == report.provider,
+                        col(Attempt.provider_message_id) == report.message_id,
+                    )
+                    .order_by(col(Attempt.id).desc())
+                    .limit(1)
+                    .with_for_update()
+                )
+            ).scalar_one_or_none()
+            return await self._apply(s, report, attempt, now)
 
     async def settled_dead(self, job_ids: Sequence[int]) -> list[Verdict]:
         """The dead letters among ``job_ids`` as the dispatcher's outcome observer sees
@@ -175,19 +204,10 @@ class ProviderQueries(Gateway):
             result = await s.execute(table.delete().where(table.c.seen_at < before))
             return int(result.rowcount)  # type: ignore[attr-defined]
 
-    async def _take(self, s: AsyncSession, report: ReceiptReport, now: datetime) -> ReceiptTaken:
-        attempt = (
-            await s.execute(
-                select(Attempt)
-                .where(
-                    col(Attempt.provider) == report.provider,
-                    col(Attempt.provider_message_id) == report.message_id,
-                )
-                .order_by(col(Attempt.id).desc())
-                .limit(1)
-                .with_for_update()
-            )
-        ).scalar_one_or_none()
+    async def _apply(
+        self, s: AsyncSession, report: ReceiptReport, attempt: Attempt | None, now: datetime
+    ) -> ReceiptTaken:
+        """Apply ``report`` to ``attempt`` (the latest of its message, locked; None: unknown)."""
         if attempt is None:
             return ReceiptTaken("unknown")
         if attempt.receipt is not None:
