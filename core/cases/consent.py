@@ -23,7 +23,7 @@ from core.actors import Actor
 from core.cases.base import CaseBase
 from core.cases.recipients import destinations_of, member_of
 from core.errors import HeraldError, PermissionDenied
-from core.models import Schedule
+from core.models import Member, Schedule
 from core.preferences import TENANT_DEFAULT, URGENT, Preferences, effective, refusal
 from core.store import Store
 
@@ -73,7 +73,11 @@ async def people_of(store: Store, tenant: str, members: Iterable[str]) -> dict[s
 async def name_of(store: Store, tenant: str, member: str, destination: str) -> str:
     """How a sentence names a person: their name in Herald, else their mention
     (``<@U1>``) or address."""
-    row = await store.get_member(tenant, member)
+    return _named(await store.get_member(tenant, member), member, destination)
+
+
+def _named(row: Member | None, member: str, destination: str) -> str:
+    """:func:`name_of` from the member's row as read (None: none)."""
     if row is not None and row.display_name:
         return row.display_name
     if destination.partition(":")[2].startswith("@"):
@@ -168,13 +172,20 @@ async def quiet_notes(
             person = people.get(member)
             if person is None or not person.quiet or person.prefs.quiet is None:
                 continue
-            # the dispatcher's reading (core.dispatcher.recipients): the member's zone
-            zone = person.zone or await _zone(cases, actor, member)
+            # the dispatcher's reading (core.dispatcher.recipients): the member's zone;
+            # their row, read once when their preferences lack it, names them too
+            read = person.zone is None
+            row = await cases.store.get_member(actor.tenant, member) if read else None
+            zone = person.zone or (row.timezone if row is not None else None)
+            zone = zone or cases.settings.default_tz
             due = routing.due_for(at, schedule.timezone, recipient.zone)
             opens = person.prefs.quiet.opens(due, zone)
             if opens is None:
                 continue
-            name = await name_of(cases.store, actor.tenant, member, destination)
+            if read:
+                name = _named(row, member, destination)
+            else:
+                name = await name_of(cases.store, actor.tenant, member, destination)
             notes.append(f"{name}'s quiet hours: sent at {_wall(opens, due, zone)} their time")
     return notes
 
@@ -185,11 +196,6 @@ def _wall(opens: datetime, due: datetime, zone: str) -> str:
     local = opens.astimezone(tz)
     same_day = due.astimezone(tz).date() == local.date()
     return f"{local:%H:%M}" if same_day else f"{local:%a %H:%M}"
-
-
-async def _zone(cases: CaseBase, actor: Actor, member: str) -> str:
-    row = await cases.store.get_member(actor.tenant, member)
-    return (row.timezone if row is not None else None) or cases.settings.default_tz
 
 
 async def import_refusals(
