@@ -20,7 +20,7 @@ from core.errors import HeraldError
 from core.instants import iso as iso
 from core.instants import local as local
 from core.models import Attempt, Job, Schedule
-from core.receipts import provider_label
+from core.receipts import MAX_BODY, provider_label
 from core.routing import Recipient
 from core.scrub import scrub_credentials
 from core.store import DeadLetter
@@ -231,7 +231,7 @@ def job_dict(job: Job) -> dict[str, Any]:
 #: status callbacks, SendGrid's and Mailgun's event webhooks). Only their accepted
 #: attempts wait for a receipt; SMTP, Vonage (no /receipts/vonage yet), FCM and ntfy
 #: say nothing after the hand-off, so nothing is promised for them.
-RECEIPT_PROVIDERS = frozenset({"twilio", "sendgrid", "mailgun"})
+RECEIPT_PROVIDERS = frozenset(MAX_BODY)  # the providers /receipts/<provider> takes
 #: How much of a provider's words of a failed receipt a sentence carries.
 RECEIPT_DETAIL_CHARS = 200
 
