@@ -17,6 +17,12 @@ from core.preferences import NORMAL, RANK
 from core.store.base import JOB, SCHEDULE, Gateway, new_idempotency_key
 
 
+def rank_of(priority: object) -> int:
+    """A schedule's priority as its jobs' rank in the queue (core.preferences.RANK;
+    anything else reads as normal, as :data:`core.store.queue._RANK_SQL` does)."""
+    return RANK.get(str(priority or NORMAL), RANK[NORMAL])
+
+
 def first_job(
     schedule_id: int,
     schedule: Mapping[str, Any],
@@ -39,7 +45,7 @@ def first_job(
         "idempotency_key": new_idempotency_key(),
         "created_at": now,
         "updated_at": now,
-        "priority": RANK.get(str(schedule.get("priority") or NORMAL), RANK[NORMAL]),
+        "priority": rank_of(schedule.get("priority")),
     }
 
 

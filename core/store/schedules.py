@@ -25,8 +25,7 @@ from core.models import (
     Role,
     Schedule,
 )
-from core.preferences import NORMAL, RANK
-from core.store.arming import Arming
+from core.store.arming import Arming, rank_of
 from core.store.base import JOB, JOB_DESTINATION, SCHEDULE, AuditEntry
 from core.store.states import state_condition
 
@@ -534,7 +533,7 @@ class ScheduleQueries(Arming):
                 await s.execute(
                     sa.update(JOB)
                     .where(JOB.c.schedule_id == schedule_id, JOB.c.state.in_(OPEN_STATE_VALUES))
-                    .values(priority=RANK.get(str(values["priority"]), RANK[NORMAL]))
+                    .values(priority=rank_of(values["priority"]))
                 )
             if cancel_open_jobs:
                 await s.execute(
