@@ -101,7 +101,6 @@ async def refusals(
     for member, person in people.items():
         if member == actor.id:
             continue
-        name = None
         if refusal(
             person.prefs,
             author=actor.id,
@@ -121,7 +120,7 @@ async def refusals(
             found.append((member, why))
             continue
         if priority == URGENT and person.quiet and not actor.sees_everything:
-            urgent_quiet.append(name or await name_of(store, tenant, member, where[member]))
+            urgent_quiet.append(await name_of(store, tenant, member, where[member]))
     if urgent_quiet:
         found.append(
             (
