@@ -216,7 +216,7 @@ def _quiet(
 ) -> Settled | None:
     """Held until the window opens, when the job would go out inside ``quiet`` (read
     in ``zone``) and is not urgent."""
-    if quiet is None or quiet.empty or getattr(job, "priority", 1) == _URGENT:
+    if quiet is None or quiet.empty or job.priority == _URGENT:
         return None
     opens = quiet.opens(max(job.due_at, now), zone)
     if opens is None:
