@@ -273,6 +273,13 @@ class Schedule(SQLModel, table=True):
     skip_calendars: list[int] = Field(
         default_factory=list, sa_type=JSON, sa_column_kwargs={"server_default": "[]"}
     )
+    #: Occurrences in a row that failed (dead, expired, discarded), counted once per
+    #: occurrence (``failed_through``: the latest counted); a delivery resets it. A
+    #: recurring schedule at ``HERALD_AUTO_PAUSE_AFTER`` is paused by the system.
+    failed_streak: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
+    failed_through: datetime | None = _utc(default=None)
+    #: False: never paused for failing (``--no-auto-pause``).
+    auto_pause: bool = Field(default=True, sa_column_kwargs={"server_default": sa.true()})
     created_at: datetime = _utc()
     updated_at: datetime = _utc()
 
@@ -410,6 +417,10 @@ class Attempt(SQLModel, table=True):
     receipt_at: datetime | None = _utc(default=None)
     #: The provider's words of a failed receipt (its error code and reason).
     receipt_detail: str | None = Field(default=None, sa_type=sa.Text)
+    #: How long after the job was due this try started (ms); None for older attempts.
+    late_ms: int | None = Field(default=None)
+    #: Started more than ``HERALD_LATE_AFTER`` after it was due (a catch-up send).
+    delayed: bool = Field(default=False, sa_column_kwargs={"server_default": sa.false()})
 
 
 class Receipt(StrEnum):
@@ -626,3 +637,143 @@ class ApiToken(SQLModel, table=True):
     expires_at: datetime | None = _utc(default=None)
     revoked_at: datetime | None = _utc(default=None)
     last_used_at: datetime | None = _utc(default=None)
+
+
+class Event(SQLModel, table=True):
+    """What happened to a job or a schedule, for applications (core.events): pushed to
+    event hooks and read by ``GET /v1/events``. Written in the transaction that records
+    the outcome, and only when someone listens (core.events.ALWAYS, or a hook's types).
+
+    Read in ``(tx, id)`` order: ``tx`` is the writing transaction (PostgreSQL's
+    ``pg_current_xact_id()``; 0 on SQLite, whose one writer commits in id order), so a
+    reader that reads only transactions older than every running one never passes an
+    event committed later (core.store.events)."""
+
+    model_config = {"defer_build": True}  # validators built on first use
+
+    __table_args__ = (
+        sa.Index("ix_event_tenant_order", "tenant", "tx", "id"),
+        sa.Index("ix_event_at", "at"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True, sa_type=BigId)
+    tx: int = Field(default=0, sa_type=sa.BigInteger, sa_column_kwargs={"server_default": "0"})
+    tenant: str = Field(max_length=200)
+    #: core.events.EventType
+    type: str = Field(max_length=32)
+    at: datetime = _utc()
+    schedule_id: int | None = Field(default=None)
+    job_id: int | None = Field(default=None, sa_type=sa.BigInteger)
+    #: The schedule's owner (a member's hook sees its own schedules' events only).
+    owner: str = Field(default="", max_length=200)
+    #: The job's idempotency key (a hook may filter on its prefix).
+    key: str | None = Field(default=None, max_length=200)
+    #: The event's ``data`` object as JSON text (core.events.payload).
+    data: str = Field(default="{}", sa_type=sa.Text)
+
+
+class HookState(StrEnum):
+    ACTIVE = "active"
+    #: Failing for ``HERALD_HOOK_DISABLE_AFTER``: nothing is pushed until re-enabled.
+    DISABLED = "disabled"
+
+
+class EventHook(SQLModel, table=True):
+    """An application's subscription to events: pushed to ``url``, signed with
+    ``secret`` (Standard Webhooks), from the cursor ``(cursor_tx, cursor_id)`` on."""
+
+    model_config = {"defer_build": True}  # validators built on first use
+
+    __tablename__ = "event_hook"
+    __table_args__ = (sa.Index("ix_event_hook_tenant", "tenant", "state"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    tenant: str = Field(max_length=200)
+    #: Who registered it: an admin's hook hears the tenant's events, a member's only
+    #: those of the member's own schedules.
+    owner: str = Field(max_length=200)
+    #: Whether ``owner`` was an admin when it was registered (what it hears).
+    tenant_wide: bool = Field(default=False)
+    url: str = Field(max_length=2000)
+    #: The event types it hears (core.events.EventType values).
+    types: list[str] = Field(default_factory=list, sa_type=JSON)
+    schedule_id: int | None = Field(default=None)
+    key_prefix: str | None = Field(default=None, max_length=200)
+    description: str = Field(default="", max_length=200)
+    #: ``whsec_`` and 32 random bytes in base64: the signing key (shown once).
+    secret: str = Field(max_length=100)
+    state: str = Field(default=HookState.ACTIVE.value, max_length=16)
+    cursor_tx: int = Field(default=0, sa_type=sa.BigInteger)
+    cursor_id: int = Field(default=0, sa_type=sa.BigInteger)
+    #: The failing event's tries, and when to try again.
+    tries: int = Field(default=0)
+    next_try_at: datetime | None = _utc(default=None)
+    failing_since: datetime | None = _utc(default=None)
+    last_error: str | None = Field(default=None, sa_type=sa.Text)
+    delivered: int = Field(default=0, sa_type=sa.BigInteger)
+    last_delivered_at: datetime | None = _utc(default=None)
+    lease_owner: str | None = Field(default=None, max_length=200)
+    lease_expires_at: datetime | None = _utc(default=None)
+    created_at: datetime = _utc()
+    updated_at: datetime = _utc()
+    disabled_at: datetime | None = _utc(default=None)
+
+
+class Notice(SQLModel, table=True):
+    """Something its author is told of by direct message on the surface they scheduled
+    from (bot/notices.py): a failed delivery, a schedule paused for failing, a disabled
+    event hook. Written in the transaction that records it; gone once told."""
+
+    model_config = {"defer_build": True}  # validators built on first use
+
+    __table_args__ = (sa.Index("ix_notice_owner", "owner", "id"),)
+
+    id: int | None = Field(default=None, primary_key=True, sa_type=BigId)
+    tenant: str = Field(max_length=200)
+    owner: str = Field(max_length=200)
+    #: core.events.NoticeKind
+    kind: str = Field(max_length=16)
+    schedule_id: int | None = Field(default=None)
+    job_id: int | None = Field(default=None, sa_type=sa.BigInteger)
+    #: Why, in one sentence (the job's last error, or the pause's reason).
+    reason: str = Field(default="", sa_type=sa.Text)
+    at: datetime = _utc()
+    #: Taken by an adapter until then (a crash re-tells it after).
+    lease_until: datetime | None = _utc(default=None)
+
+
+class Lateness(SQLModel, table=True):
+    """How late sends started, per dispatcher and minute, as counts per bucket of
+    core.metrics.LATENESS_BUCKETS: the console's p50/p95/p99 (flushed every few
+    seconds with the heartbeat, never per send)."""
+
+    model_config = {"defer_build": True}  # validators built on first use
+
+    worker: str = Field(primary_key=True, max_length=200)
+    minute: datetime = Field(sa_type=UTCDateTime, primary_key=True)
+    #: Counts per bucket, as a JSON array.
+    counts: str = Field(default="[]", sa_type=sa.Text)
+
+
+def _archive(table: sa.Table, *indexes: tuple[str, ...]) -> sa.Table:
+    """A table of the same columns as ``table`` (its archive: no keys but the primary,
+    no defaults; rows arrive as they were)."""
+    columns = [
+        sa.Column(
+            c.name, c.type, primary_key=c.primary_key, nullable=c.nullable, autoincrement=False
+        )
+        for c in table.columns
+    ]
+    name = f"{table.name}_archive"
+    return sa.Table(
+        name,
+        SQLModel.metadata,
+        *columns,
+        *(sa.Index(f"ix_{name}_{'_'.join(cols)}", *cols) for cols in indexes),
+    )
+
+
+#: Finished jobs and their attempts older than ``HERALD_RETENTION_DAYS``, moved here
+#: by the housekeeping (core.store.archive) and pruned after ``HERALD_ARCHIVE_DAYS``.
+JOB_ARCHIVE = _archive(Job.__table__, ("schedule_id",), ("finished_at",))  # type: ignore[attr-defined]
+ATTEMPT_ARCHIVE = _archive(Attempt.__table__, ("job_id",), ("started_at",))  # type: ignore[attr-defined]

@@ -195,6 +195,21 @@ class Settings(ChannelSettings):
     retention_days: float = Field(default=30.0, gt=0, alias="HERALD_RETENTION_DAYS")
     dead_letter_max: int = Field(default=100_000, ge=1, alias="HERALD_DEAD_LETTER_MAX")
     dead_letter_days: float = Field(default=90.0, gt=0, alias="HERALD_DEAD_LETTER_DAYS")
+    #: Finished jobs and attempts moved out of the active tables (after
+    #: HERALD_RETENTION_DAYS) stay in the archive this many days; 0: kept for ever.
+    archive_days: float = Field(default=365.0, ge=0, alias="HERALD_ARCHIVE_DAYS")
+
+    # outcomes told back (core.events, issue 38)
+    #: A recurring schedule whose last N occurrences all failed is paused; 0: never.
+    auto_pause_after: int = Field(default=3, ge=0, le=1000, alias="HERALD_AUTO_PAUSE_AFTER")
+    #: A send that starts more than this many seconds after it was due is ``delayed``.
+    late_after: float = Field(default=60.0, gt=0, alias="HERALD_LATE_AFTER")
+    #: An author's failures within this many seconds of the last notice make one digest.
+    notice_digest_seconds: float = Field(default=300.0, ge=0, alias="HERALD_NOTICE_DIGEST")
+    #: An event hook failing for this many seconds is disabled and its owner told.
+    hook_disable_after: float = Field(default=86400.0, gt=0, alias="HERALD_HOOK_DISABLE_AFTER")
+    #: Event hooks one tenant may register at most.
+    max_event_hooks: int = Field(default=20, ge=1, le=1000, alias="HERALD_MAX_EVENT_HOOKS")
 
     # tenants, mentions and quotas (core.tenancy)
     #: Slack workspaces (team ids) this deployment serves; empty: the bot token's own.

@@ -62,6 +62,15 @@ class DispatcherConfig:
     #: HERALD_DEFAULT_TZ: the zone a person's quiet hours are read in when neither they
     #: nor their tenant's defaults have one (as the preferences' read-back says).
     default_tz: str = "UTC"
+    #: HERALD_LATE_AFTER: a try starting later than this after due is marked delayed.
+    late_after: float = 60.0
+    #: HERALD_AUTO_PAUSE_AFTER: a recurring schedule failing this many occurrences in a
+    #: row is paused (0: never).
+    auto_pause_after: int = 3
+    #: HERALD_HOOK_DISABLE_AFTER: an event hook failing this long is disabled.
+    hook_disable_after: float = 86400.0
+    #: HERALD_ARCHIVE_DAYS: archived history is pruned after this (0: kept for ever).
+    archive_days: float = 365.0
 
     @classmethod
     def from_settings(cls, s: Settings) -> DispatcherConfig:
@@ -86,6 +95,10 @@ class DispatcherConfig:
             tenant_scheduled_by=dict(s.tenant_scheduled_by),
             admins=frozenset(s.admins),
             default_tz=s.default_tz,
+            late_after=s.late_after,
+            auto_pause_after=s.auto_pause_after,
+            hook_disable_after=s.hook_disable_after,
+            archive_days=s.archive_days,
         )
 
     def scheduled_by_name(self, job: ClaimedJob, destination: Destination) -> str | None:

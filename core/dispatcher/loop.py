@@ -44,6 +44,7 @@ from core.dispatcher.rates import ParsedDestinations, RateSlots
 from core.dispatcher.recipients import Recipients
 from core.dispatcher.verdicts import DELIVERED
 from core.errors import HeraldError
+from core.events import OutcomePolicy
 from core.metrics import Metrics
 from core.ratelimit import ClaimCaps, RateLimit
 from core.scrub import Scrubber
@@ -125,6 +126,8 @@ class Dispatcher:
             config.claim_horizon,
         )
         self._parsed = ParsedDestinations().parsed
+        #: What recording a batch tells (core.events); its ``listening`` kept fresh.
+        self.policy = OutcomePolicy(config.late_after, config.auto_pause_after)
         self._rates = RateSlots(self.store, self.channels, config, clock, self._parsed)
         self._pauses, self._pacer = self._rates.pauses, self._rates.pacer
         self._feeder = Feeder(self._start, clock.now, self._tasks, config)
@@ -311,7 +314,7 @@ class Dispatcher:
                     started = clock.now()
                     pace = 0.0 if slot is None else self._pace(key, slot, started, pacing)
                     if pace is not None and pace <= 0:
-                        result = await _send(channel, delivery)
+                        result = await message.send(channel, delivery)
                         break
                 finally:
                     feeder.sending -= 1
@@ -378,7 +381,10 @@ class Dispatcher:
                 await self._feeder.reserving.wait()
             batch, self._done = self._done, []
             try:
-                owned = await self.store.finish(batch, worker=self.worker_id, now=self.clock.now())
+                now = self.clock.now()
+                owned = await self.store.finish(
+                    batch, worker=self.worker_id, now=now, policy=self.policy
+                )
             except HeraldError:
                 log.exception("could not record outcomes; retrying", extra={"jobs": len(batch)})
                 self._done[:0] = batch
@@ -584,15 +590,3 @@ class Dispatcher:
         for channel in self.channels.values():
             await channel.close()
         log.info("dispatcher stopped", extra={"worker": self.worker_id})
-
-
-async def _send(channel: Channel, delivery: Delivery) -> DeliveryResult:
-    """The channel's answer; a channel that raises is a retry, not a lost job."""
-    try:
-        return await channel.send(delivery)
-    except asyncio.CancelledError:
-        raise
-    except Exception:  # noqa: BLE001 - a channel bug must not lose the job
-        kind = delivery.destination.kind
-        log.exception("channel raised", extra={"job_id": delivery.job_id, "destination": kind})
-        return DeliveryResult.retry(f"Internal error in the {kind} channel.")

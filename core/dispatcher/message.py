@@ -3,11 +3,12 @@ scheduled it."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from zoneinfo import ZoneInfoNotFoundError
 
 from core import templates
-from core.channels.base import Delivery
+from core.channels.base import Channel, Delivery, DeliveryResult
 from core.destinations import Destination
 from core.dispatcher.config import DispatcherConfig
 from core.errors import HeraldError
@@ -47,3 +48,15 @@ def body(job: ClaimedJob) -> str:
     except (HeraldError, ValueError, ZoneInfoNotFoundError):
         log.warning("schedule text could not be filled in", extra={"job_id": job.id})
         return job.body
+
+
+async def send(channel: Channel, delivery: Delivery) -> DeliveryResult:
+    """The channel's answer; a channel that raises is a retry, not a lost job."""
+    try:
+        return await channel.send(delivery)
+    except asyncio.CancelledError:
+        raise
+    except Exception:  # noqa: BLE001 - a channel bug must not lose the job
+        kind = delivery.destination.kind
+        log.exception("channel raised", extra={"job_id": delivery.job_id, "destination": kind})
+        return DeliveryResult.retry(f"Internal error in the {kind} channel.")

@@ -18,6 +18,7 @@ from datetime import datetime
 from typing import Protocol
 
 from core.channels.base import ChannelStore
+from core.events import OutcomePolicy
 from core.models import Worker
 from core.ratelimit import ClaimCaps, RateLimit
 from core.store.base import AuditEntry
@@ -46,8 +47,16 @@ class DispatchStore(ChannelStore, Protocol):
         worker's claimed jobs; those are due again later instead."""
         ...
 
-    async def finish(self, results: Sequence[Settled], *, worker: str, now: datetime) -> set[int]:
-        """Record a batch of outcomes in one transaction; the ids ``worker`` still held."""
+    async def finish(
+        self,
+        results: Sequence[Settled],
+        *,
+        worker: str,
+        now: datetime,
+        policy: OutcomePolicy | None = None,
+    ) -> set[int]:
+        """Record a batch of outcomes in one transaction, with what ``policy`` says is
+        told of them (events, notices, auto-pauses); the ids ``worker`` still held."""
         ...
 
     async def release(self, job_ids: Sequence[int], *, worker: str, now: datetime) -> int:

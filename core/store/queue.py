@@ -23,16 +23,19 @@ from typing import Any, ClassVar, TypeAlias
 import sqlalchemy as sa
 
 from core import routing
+from core.events import TOLD_STATES, OutcomePolicy, late_ms
 from core.models import (
     LEASED_SQL,
     OPEN_STATE_VALUES,
     OUTCOME_OF_JOB,
     WAITING_SQL,
     JobState,
+    Outcome,
     sqlite_utc_text,
 )
 from core.preferences import NORMAL, RANK
 from core.ratelimit import ClaimCaps
+import core.store.outcomes as outcomes
 from core.store.base import (
     ATTEMPT,
     JOB,
@@ -47,6 +50,8 @@ CLAIMABLE = OPEN_STATE_VALUES
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
 
+#: What a batch tells when its caller gives no policy: failures only, as settings default.
+DEFAULT_POLICY = OutcomePolicy()
 TERMINAL_FOR_SCHEDULE = ("delivered", "dead", "expired", "skipped")
 #: A schedule's priority as its jobs' rank, in SQL (core.preferences.RANK; anything
 #: else reads as normal, as :func:`core.preferences.priority_name` does backwards).
@@ -354,10 +359,13 @@ WHERE id IN {{ids}} AND state = 'active'
 _OUTCOME = """
 UPDATE schedule SET last_outcome = %s WHERE id IN {ids}
 """
+_OUTCOME_DELIVERED = """
+UPDATE schedule SET last_outcome = %s, failed_streak = 0 WHERE id IN {ids}
+"""
 _ATTEMPT_INSERT = """
 INSERT INTO attempt (job_id, started_at, finished_at, outcome, status_code, error,
-    provider_message_id, worker, body, destination, provider)
-    VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+    provider_message_id, worker, body, destination, provider, late_ms, delayed)
+    VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
 """
 
 
@@ -568,15 +576,15 @@ RETURNING {_claim_returning("postgresql")}
 _PG_RECORD = """
 WITH tried AS (
     INSERT INTO attempt (job_id, started_at, finished_at, outcome, status_code, error,
-        provider_message_id, worker, body, destination, provider)
+        provider_message_id, worker, body, destination, provider, late_ms, delayed)
     SELECT a.job_id, a.started_at, a.finished_at, a.outcome, a.status_code, a.error,
-        a.message_id, %(worker)b, a.body, a.destination, a.provider
+        a.message_id, %(worker)b, a.body, a.destination, a.provider, a.late_ms, a.delayed
     FROM unnest(%(a_job)b::bigint[], %(a_started)b::timestamptz[],
         %(a_finished)b::timestamptz[], %(a_outcome)b::text[], %(a_status)b::int[],
         %(a_error)b::text[], %(a_message)b::text[], %(a_body)b::text[],
-        %(a_dest)b::text[], %(a_provider)b::text[])
+        %(a_dest)b::text[], %(a_provider)b::text[], %(a_late)b::int[], %(a_delayed)b::bool[])
         AS a(job_id, started_at, finished_at, outcome, status_code, error, message_id, body,
-            destination, provider)
+            destination, provider, late_ms, delayed)
 )
 UPDATE job SET state = o.state, due_at = coalesce(o.retry_at, job.due_at),
     attempts = job.attempts - o.refund, last_error = o.error, finished_at = o.finished_at,
@@ -629,6 +637,7 @@ WITH s AS MATERIALIZED (
     FROM unnest(%(ids)b::int[], %(outcome)b::text[], %(ended)b::bool[]) AS s(id, outcome, ended)
 )
 UPDATE schedule SET last_outcome = coalesce(s.outcome, schedule.last_outcome),
+    failed_streak = CASE WHEN s.outcome = 'delivered' THEN 0 ELSE schedule.failed_streak END,
     state = CASE WHEN s.done AND schedule.state = 'active' THEN 'completed'
         ELSE schedule.state END,
     next_run_at = CASE WHEN s.done AND schedule.state = 'active' THEN NULL
@@ -700,6 +709,18 @@ class _Plan:
     stepping: list[Settled]
     #: Schedules by what their occurrence did (the latest occurrence wins).
     outcomes: dict[str, list[int]]
+    #: Whether a job of the batch died or expired (something to tell even unheard).
+    failures: bool = False
+
+    @property
+    def failed(self) -> list[int]:
+        """The schedules whose latest occurrence in the batch failed."""
+        return self.outcomes.get(Outcome.FAILED.value, [])
+
+    def tells(self, policy: OutcomePolicy) -> bool:
+        """Whether core.store.outcomes has anything to write for this batch: a
+        failure, or a tenant with hooks (what they hear is sorted out there)."""
+        return self.failures or bool(policy.listening)
 
     @classmethod
     def of(cls, mine: Sequence[Settled]) -> _Plan:
@@ -721,6 +742,7 @@ class _Plan:
             ended=sorted(
                 {r.job.schedule_id for r in done if r.job.rrule is None or r.next_run is None}
             ),
+            failures=any(r.state in TOLD_STATES for r in mine),
         )
 
 
@@ -903,7 +925,14 @@ class QueueQueries(Gateway):
 
     # --- finish ---------------------------------------------------------------------
 
-    async def finish(self, results: Sequence[Settled], *, worker: str, now: datetime) -> set[int]:
+    async def finish(
+        self,
+        results: Sequence[Settled],
+        *,
+        worker: str,
+        now: datetime,
+        policy: OutcomePolicy | None = None,
+    ) -> set[int]:
         """Record a batch of outcomes in one transaction: attempts, job states, the next
         occurrence of recurring schedules, and completed one-offs. Outcomes for jobs
         whose lease this worker lost are recorded as attempts only. Returns the ids of
@@ -913,11 +942,17 @@ class QueueQueries(Gateway):
         processing cost more than the database's work. On SQLite (:class:`_Recorder`)
         the whole transaction is one round trip to the driver's thread
         (:meth:`Gateway._sqlite_run`); PostgreSQL takes the batch as arrays
-        (:meth:`_finish_postgres`)."""
+        (:meth:`_finish_postgres`).
+
+        In the same transaction, what ``policy`` says is told of the batch
+        (core.store.outcomes): events, notices, failure streaks, auto-pauses; and each
+        attempt's lateness (``delayed`` past ``policy.late_after``)."""
         if not results:
             return set()
+        policy = policy or DEFAULT_POLICY
+        late_after_ms = policy.late_after * 1000
         if self.backend == "postgresql":
-            return await self._finish_postgres(results, worker, now)
+            return await self._finish_postgres(results, worker, now, policy)
         done = JobState.DELIVERED.value
         delivered = [r.job.id for r in results if r.state == done]
         others = [r.job.id for r in results if r.state != done]
@@ -946,6 +981,8 @@ class QueueQueries(Gateway):
                         a.body,
                         a.destination,
                         a.provider,
+                        (late := late_ms(a.started_at, r.job.due_at)),
+                        late > late_after_ms,
                     )
                     for r in results
                     if (a := r.attempt) is not None
@@ -992,15 +1029,18 @@ class QueueQueries(Gateway):
             db.many(_NEXT_RUN, [(db.at(n.occurrence), at, n.schedule_id, n.rule) for n in nexts])
             db.many(_NEXT_STEP, [(r.next_step, r.job.id) for r in plan.stepping])
             for outcome, schedule_ids in plan.outcomes.items():
-                db.run(_OUTCOME, (outcome, db.ids(schedule_ids)))
+                said = _OUTCOME_DELIVERED if outcome == Outcome.DELIVERED.value else _OUTCOME
+                db.run(said, (outcome, db.ids(schedule_ids)))
             if plan.ended:
                 db.run(_COMPLETED, (at, db.ids(plan.ended)))
+            if plan.tells(policy):
+                outcomes.record(db, results, owned, plan.failed, now, policy)
             return owned
 
         return await self._sqlite_run(record)
 
     async def _finish_postgres(
-        self, results: Sequence[Settled], worker: str, now: datetime
+        self, results: Sequence[Settled], worker: str, now: datetime, policy: OutcomePolicy
     ) -> set[int]:
         """:meth:`finish` on PostgreSQL: the batch as arrays, in two statements (attempts
         and jobs; then what the jobs still this worker's change in their schedules), three
@@ -1008,6 +1048,10 @@ class QueueQueries(Gateway):
         terminal = (JobState.DEAD.value, JobState.EXPIRED.value, JobState.SKIPPED.value)
         done = JobState.DELIVERED.value
         tried = [(r.job.id, a) for r in results if (a := r.attempt) is not None]
+        late = [
+            late_ms(a.started_at, r.job.due_at) for r in results if (a := r.attempt) is not None
+        ]
+        late_after_ms = policy.late_after * 1000
         record = {
             "worker": worker,
             "now": now,
@@ -1021,6 +1065,8 @@ class QueueQueries(Gateway):
             "a_body": [a.body for _, a in tried],
             "a_dest": [a.destination for _, a in tried],
             "a_provider": [a.provider for _, a in tried],
+            "a_late": late,
+            "a_delayed": [ms > late_after_ms for ms in late],
             "ids": [r.job.id for r in results],
             "states": [r.state for r in results],
             "retry_at": [None if r.state == done else r.retry_at for r in results],
@@ -1075,6 +1121,8 @@ class QueueQueries(Gateway):
                         "ended": [sid in ended for sid in schedule_ids],
                     },
                 )
+            if plan.tells(policy):
+                await outcomes.record_pg(conn, results, owned, plan.failed, now, policy)
         return owned
 
     async def release(self, job_ids: Sequence[int], *, worker: str, now: datetime) -> int:

@@ -26,6 +26,12 @@ TABLES = {
     "device",
     "receipt_seen",
     "preference",
+    "event",
+    "event_hook",
+    "notice",
+    "lateness",
+    "job_archive",
+    "attempt_archive",
 }
 
 
