@@ -19,6 +19,8 @@ settings, channels and the helpers the concerns share, all given to its construc
 - :mod:`core.cases.preferences`: members' preferences and a tenant's defaults;
 - :mod:`core.cases.consent`: what a schedule's people say of it when it is saved
   (whether they accept its author, urgent over quiet hours, the read-back's notes);
+- :mod:`core.cases.event_hooks`: applications' event hooks and the pull feed;
+- :mod:`core.cases.notices`: authors told of their failures (chat adapters);
 - :mod:`core.cases.herald`: :class:`Herald`, the classes above composed;
 - :mod:`core.cases.importer`: bulk import (a function over :class:`Herald`).
 

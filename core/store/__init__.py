@@ -9,6 +9,7 @@ and the surfaces use are imported from here, never from a sub-module (an import-
 contract in ``pyproject.toml`` keeps the sub-modules private).
 """
 
+from core.store.archive import ArchiveQueries
 from core.store.base import AuditEntry, new_idempotency_key
 from core.store.calendars import (
     CalendarHealth,
@@ -31,6 +32,9 @@ from core.store.console import (
 from core.store.dead_letters import DeadFilter, DeadGroup, DeadLetter, DeadLetterQueries
 from core.store.devices import DeviceQueries
 from core.store.dispatch_store import DispatchStore
+from core.store.events import EventQueries
+from core.store.lateness import LatenessQueries
+from core.store.notices import NoticeQueries
 from core.store.preferences import PersonNow, PreferenceQueries
 from core.store.providers import FAILED_RECEIPTS, ProviderQueries, ReceiptTaken
 from core.store.queue import (
@@ -62,6 +66,10 @@ class Store(
     ProviderQueries,
     DeviceQueries,
     PreferenceQueries,
+    EventQueries,
+    NoticeQueries,
+    LatenessQueries,
+    ArchiveQueries,
 ):
     """Every named query, over one engine."""
 
@@ -72,6 +80,10 @@ def _dispatches(store: Store) -> DispatchStore:
 
 
 __all__ = [
+    "ArchiveQueries",
+    "EventQueries",
+    "LatenessQueries",
+    "NoticeQueries",
     "FAILED_RECEIPTS",
     "DeviceQueries",
     "PersonNow",

@@ -31,6 +31,7 @@ def test_every_use_case_of_the_facade_has_one_real_implementation() -> None:
     to fill in, no override), so whatever the order of its bases, it runs the same."""
     import inspect
     import itertools
+    import random
     from datetime import UTC, datetime
     from typing import Any, cast
 
@@ -50,7 +51,11 @@ def test_every_use_case_of_the_facade_has_one_real_implementation() -> None:
             assert "NotImplementedError" not in inspect.getsource(function), name
     # the order of the bases cannot change what a name resolves to
     orders = 0
-    for bases in itertools.permutations(Herald.__bases__):
+    every = list(itertools.permutations(Herald.__bases__))
+    # 8 bases have 40,320 orders (two minutes): a fixed sample of them, the given
+    # order and its reverse included
+    picked = [every[0], every[-1], *random.Random(38).sample(every, min(len(every), 718))]
+    for bases in picked:
         try:
             shuffled = type("Shuffled", bases, {})
         except TypeError:  # no consistent method order: Python refuses it outright
