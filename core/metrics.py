@@ -212,6 +212,12 @@ class Metrics:
             "Jobs not sent because this dispatcher's lease on them lapsed first (a stall).",
             registry=r,
         )
+        self.event_pushes = Counter(
+            "herald_event_pushes",
+            "Events pushed to event hooks, by outcome (delivered, failed).",
+            ["outcome"],
+            registry=r,
+        )
         self.claims = Histogram(
             "herald_claim_batch_size",
             "Jobs per claim statement.",
