@@ -205,6 +205,9 @@ class Preferences:
     quiet: QuietHours | None = None
     #: A tenant's only: hold channel messages in the tenant's quiet hours too.
     hold_channels: bool | None = None
+    #: Whether they are told by direct message when a message they scheduled fails
+    #: (None: the tenant's default, else yes).
+    notices: bool | None = None
     #: The zone the quiet hours are read in (a member's is their own zone).
     zone: str | None = field(default=None, compare=False)
 
@@ -220,6 +223,8 @@ class Preferences:
             data["quiet"] = self.quiet.to_json()
         if self.hold_channels is not None:
             data["hold_channels"] = self.hold_channels
+        if self.notices is not None:
+            data["notices"] = self.notices
         return json.dumps(data, sort_keys=True)
 
     @classmethod
@@ -232,6 +237,7 @@ class Preferences:
             blocked=tuple(data.get("blocked") or ()),
             quiet=QuietHours.from_json(data.get("quiet")),
             hold_channels=data.get("hold_channels"),
+            notices=data.get("notices") if isinstance(data.get("notices"), bool) else None,
         )
 
     def describe(self) -> str:
@@ -244,6 +250,8 @@ class Preferences:
         if self.blocked:
             parts.append(f"{len(self.blocked)} blocked")
         parts.append(f"quiet {self.quiet.describe()}" if self.quiet else "no quiet hours")
+        if self.notices is False:
+            parts.append("failure notices off")
         return " · ".join(parts)
 
 
@@ -258,6 +266,7 @@ def effective(own: Preferences | None, tenant: Preferences | None) -> Preference
         blocked=tuple(dict.fromkeys((*base.blocked, *own.blocked))),
         quiet=own.quiet if own.quiet is not None else base.quiet,
         hold_channels=bool(base.hold_channels),
+        notices=own.notices if own.notices is not None else base.notices is not False,
     )
 
 

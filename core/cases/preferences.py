@@ -38,7 +38,16 @@ MAX_MEMBER_REF = 200
 MAX_CHANGE_ENTRIES = MAX_BLOCKED
 #: Kinds of a place that are an address of the member's own (not a DM or device).
 _ADDRESS_KINDS = frozenset({"email", "sms"})
-_FIELDS = ("place", "accept_from", "block", "unblock", "quiet", "quiet_days", "hold_channels")
+_FIELDS = (
+    "place",
+    "accept_from",
+    "block",
+    "unblock",
+    "quiet",
+    "quiet_days",
+    "hold_channels",
+    "notices",
+)
 
 
 def _text(data: Mapping[str, Any], name: str, most: int) -> str | None:
@@ -84,6 +93,8 @@ class PreferenceChanges:
     quiet_days: tuple[str, ...] | None = None
     #: A tenant's defaults only: hold channel messages in the tenant's quiet hours too.
     hold_channels: bool | None = None
+    #: Whether the member is told by direct message when a message they scheduled fails.
+    notices: bool | None = None
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> PreferenceChanges:
@@ -110,6 +121,9 @@ class PreferenceChanges:
         hold = data.get("hold_channels")
         if hold is not None and not isinstance(hold, bool):
             raise InvalidInput("hold_channels must be true or false.")
+        told = data.get("notices")
+        if told is not None and not isinstance(told, bool):
+            raise InvalidInput("notices must be true or false.")
         return cls(
             place=_text(data, "place", MAX_PLACE),
             accept_from=_text(data, "accept_from", 20),
@@ -118,6 +132,7 @@ class PreferenceChanges:
             quiet=quiet,
             quiet_days=quiet_days,
             hold_channels=hold,
+            notices=told,
         )
 
     @property
@@ -130,6 +145,7 @@ class PreferenceChanges:
             and self.quiet is None
             and self.quiet_days is None
             and self.hold_channels is None
+            and self.notices is None
         )
 
 
@@ -142,6 +158,7 @@ def prefs_json(prefs: Preferences) -> dict[str, Any]:
         "quiet": None if prefs.quiet is None else prefs.quiet.to_json(),
         "quiet_text": None if prefs.quiet is None else prefs.quiet.describe(),
         "hold_channels": prefs.hold_channels,
+        "notices": prefs.notices,
     }
 
 
@@ -380,6 +397,7 @@ class PreferenceCases(CaseBase):
             accept_from=accept,
             blocked=tuple(blocked),
             quiet=_quiet(current.quiet, changes),
+            notices=current.notices if changes.notices is None else changes.notices,
         )
 
 

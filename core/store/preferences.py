@@ -59,6 +59,7 @@ class PreferenceQueries(Gateway):
                     blocked=prefs.blocked,
                     quiet=prefs.quiet,
                     hold_channels=prefs.hold_channels,
+                    notices=prefs.notices,
                     zone=zone,
                 )
         return found
