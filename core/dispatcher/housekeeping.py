@@ -1,4 +1,5 @@
-"""The hourly housekeeping: old attempts and finished jobs pruned, dead letters capped."""
+"""The hourly housekeeping: finished jobs and their attempts archived, the archive pruned,
+dead letters capped."""
 
 from __future__ import annotations
 
@@ -16,12 +17,22 @@ log = logging.getLogger("core.dispatcher")
 async def housekeeping(
     store: DispatchStore, clock: Clock, config: DispatcherConfig
 ) -> dict[str, int]:
-    """Prune old attempts and finished jobs; cap the dead letters by age and count,
-    with a warning (never silently). Returns how many of each went."""
+    """Move finished jobs past the retention, with their attempts, to the archive; prune
+    the archive (and the events, which are kept as long as the history) past
+    ``archive_days`` more, unless it is 0; forget notices nobody could be told within
+    the retention; cap the dead letters by age and count, with a warning (never
+    silently). Returns how many of each went."""
     now = clock.now()
     await store.optimize()
     retention = timedelta(days=config.retention_days)
-    pruned = await store.prune_finished(before=now - retention)
+    moved = await store.archive_finished(before=now - retention)
+    pruned = {"archived_jobs": moved["jobs"], "archived_attempts": moved["attempts"]}
+    if config.archive_days:
+        horizon = now - retention - timedelta(days=config.archive_days)
+        gone = await store.prune_archive(before=horizon)
+        pruned |= {"pruned_jobs": gone["jobs"], "pruned_attempts": gone["attempts"]}
+        pruned["events"] = await store.prune_events(before=horizon)
+    pruned["notices"] = await store.prune_notices(before=now - retention)
     pruned["receipts_seen"] = await store.prune_receipts_seen(before=now - retention)
     capped = await store.cap_dead_letters(
         older_than=now - timedelta(days=config.dead_letter_days),

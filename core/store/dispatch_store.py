@@ -150,8 +150,21 @@ class DispatchStore(ChannelStore, Protocol):
         """How many jobs are in each state (of one tenant's schedules, when given)."""
         ...
 
-    async def prune_finished(self, *, before: datetime, batch: int = 5000) -> dict[str, int]:
-        """Delete attempts and finished jobs older than ``before`` (not dead ones)."""
+    async def archive_finished(self, *, before: datetime, batch: int = 5000) -> dict[str, int]:
+        """Move jobs finished before ``before`` (not dead ones) with their attempts to
+        the archive tables."""
+        ...
+
+    async def prune_archive(self, *, before: datetime, batch: int = 5000) -> dict[str, int]:
+        """Delete archived jobs finished before ``before`` with their attempts."""
+        ...
+
+    async def prune_events(self, *, before: datetime, batch: int = 5000) -> int:
+        """Delete events that happened before ``before``."""
+        ...
+
+    async def prune_notices(self, *, before: datetime, batch: int = 5000) -> int:
+        """Delete notices written before ``before`` that nobody was told."""
         ...
 
     async def prune_receipts_seen(self, *, before: datetime) -> int:

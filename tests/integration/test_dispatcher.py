@@ -289,7 +289,7 @@ async def test_unknown_channel_retries_with_a_clear_error(
     assert job.last_error == "No slack channel is configured on this dispatcher."
 
 
-async def test_housekeeping_prunes_old_history_and_caps_dead_letters(
+async def test_housekeeping_archives_old_history_and_caps_dead_letters(
     herald: Herald, clock: ManualClock
 ) -> None:
     from dataclasses import replace
@@ -309,7 +309,16 @@ async def test_housekeeping_prunes_old_history_and_caps_dead_letters(
     clock.advance(timedelta(days=31))
     keeper = make_dispatcher(herald, ok, config=replace(CONFIG, dead_letter_max=2))
     result = await keeper.housekeeping()
-    assert result == {"attempts": 6, "jobs": 3, "receipts_seen": 0, "dead_discarded": 1}
+    assert result == {
+        "archived_jobs": 3,  # the delivered ones; dead letters keep their attempts
+        "archived_attempts": 3,
+        "pruned_jobs": 0,
+        "pruned_attempts": 0,
+        "events": 0,
+        "notices": 0,
+        "receipts_seen": 0,
+        "dead_discarded": 1,
+    }
     letters = await herald.dead_letters(ADMIN)
     assert [x.body for x in letters] == ["d2", "d1"]  # the newest two stay
     assert (await herald.store.job_counts()) == {"dead": 2, "discarded": 1}
