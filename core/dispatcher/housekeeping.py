@@ -12,6 +12,8 @@ from core.dispatcher.config import DispatcherConfig
 from core.store import AuditEntry, DispatchStore
 
 log = logging.getLogger("core.dispatcher")
+#: The console's lateness counts are read over the last day at most.
+LATENESS_KEPT = timedelta(days=2)
 
 
 async def housekeeping(
@@ -34,6 +36,7 @@ async def housekeeping(
         pruned["events"] = await store.prune_events(before=horizon)
     pruned["notices"] = await store.prune_notices(before=now - retention)
     pruned["receipts_seen"] = await store.prune_receipts_seen(before=now - retention)
+    pruned["lateness"] = await store.prune_lateness(before=now - LATENESS_KEPT)
     capped = await store.cap_dead_letters(
         older_than=now - timedelta(days=config.dead_letter_days),
         keep=config.dead_letter_max,

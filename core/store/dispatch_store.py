@@ -167,6 +167,14 @@ class DispatchStore(ChannelStore, Protocol):
         """Delete notices written before ``before`` that nobody was told."""
         ...
 
+    async def write_lateness(self, worker: str, minutes: Mapping[datetime, Sequence[int]]) -> None:
+        """Write ``worker``'s lateness counts of each minute (core.lateness)."""
+        ...
+
+    async def prune_lateness(self, *, before: datetime) -> int:
+        """Delete the lateness counts of minutes before ``before``."""
+        ...
+
     async def prune_receipts_seen(self, *, before: datetime) -> int:
         """Forget the provider callbacks taken before ``before`` (core.receipts)."""
         ...
