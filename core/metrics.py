@@ -17,13 +17,13 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import HistogramMetricFamily
 from prometheus_client.utils import floatToGoString
 
+from core.lateness import LATENESS_BUCKETS, LateMinutes
 from core.models import JobState
 from core.preferences import PRIORITIES
 
 if TYPE_CHECKING:
     from core.store import CalendarHealth
 
-LATENESS_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30, 60, 300, 3600)
 DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
 BATCH_BUCKETS = (1, 5, 10, 50, 100, 250, 500, 1000, 2500, 10000)
 #: At most this many calendars get series of their own.
@@ -110,6 +110,7 @@ class ChannelMetrics:
     provider_429: Any
     rate_limit_waits: Any
     fallbacks: Any
+    delayed: Any
 
     def outcome(self, outcome: str) -> Any:
         return {"ok": self.ok, "retry": self.retry}.get(outcome, self.permanent)
@@ -156,6 +157,16 @@ class Metrics:
             LATENESS_BUCKETS,
             registry=r,
         )
+        self.delayed = Counter(
+            "herald_delayed",
+            "Tries that started more than HERALD_LATE_AFTER after they fell due (marked "
+            "delayed in the delivery log), by channel kind.",
+            ["channel"],
+            registry=r,
+        )
+        #: How late tries started, per minute: the console's percentiles (written to
+        #: the database with the sweep, core.dispatcher.liveness).
+        self.late_minutes = LateMinutes()
         self.jobs = Gauge(
             "herald_jobs", "Jobs by state (from the database).", ["state"], registry=r
         )
@@ -284,6 +295,7 @@ class Metrics:
                 provider_429=self.provider_429.labels(kind),
                 rate_limit_waits=self.rate_limit_waits.labels(kind),
                 fallbacks=self.fallbacks.labels(kind),
+                delayed=self.delayed.labels(kind),
             )
             self._channels[kind] = found
         return found

@@ -201,7 +201,9 @@ class Liveness:
         return self.leases.sendable(job_id, self._clock.now())
 
     async def stopped(self) -> None:
-        """Record that this dispatcher stopped (its jobs are free to reclaim at once)."""
+        """Record that this dispatcher stopped (its jobs are free to reclaim at once),
+        with the last of its lateness counts."""
+        await self.write_lateness()
         await self._store.heartbeat(
             self._worker_id,
             host=self._host,
@@ -221,7 +223,18 @@ class Liveness:
         self._metrics.set_waiting(stats.waiting)
         self._metrics.dead_awaiting.set(stats.dead_awaiting)
         self._metrics.overdue_seconds.set(stats.oldest_overdue_seconds)
+        await self.write_lateness()
         return await self.reclaim()
+
+    async def write_lateness(self) -> None:
+        """Write the minutes of lateness counted in since the last write (the console's
+        percentiles); kept to write again with the next sweep when the write fails."""
+        minutes = self._metrics.late_minutes.take()
+        try:
+            await self._store.write_lateness(self._worker_id, minutes)
+        except HeraldError:
+            self._metrics.late_minutes.put_back(minutes)
+            log.exception("could not write lateness counts; the next sweep tries again")
 
     async def reclaim(self) -> int:
         """Hand back the jobs of dispatchers that are provably dead (their process no

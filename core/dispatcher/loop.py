@@ -414,7 +414,7 @@ class Dispatcher:
                 reporting.lost_lease(item, self.worker_id)
                 continue
             counted[item.state] += 1
-            reporting.record(item, self.metrics, self.worker_id)
+            reporting.record(item, self.metrics, self.worker_id, self.config.late_after)
             if self.observer is not None:
                 self.observer(item)
         self.outcomes.update(counted)

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from core.channels.base import Channel
 from core.channels.failover import FailoverChannel
 from core.dispatcher.verdicts import DELIVERED, RETRYING, SKIPPED
+from core.events import late_ms
 from core.metrics import Metrics
 from core.preferences import HELD
 from core.store import DispatchStore, Settled
@@ -17,10 +18,13 @@ from core.store import DispatchStore, Settled
 log = logging.getLogger("core.dispatcher")
 
 
-def record(item: Settled, metrics: Metrics, worker: str) -> None:
+def record(item: Settled, metrics: Metrics, worker: str, late_after: float) -> None:
     """Metrics and the log event of one recorded outcome: a failure (retrying, dead,
     expired, handed back) at WARNING with every field, a delivery at DEBUG, a job its
-    recipient's preferences skip or hold at INFO. At INFO,
+    recipient's preferences skip or hold at INFO. A try that started more than
+    ``late_after`` seconds after it fell due is counted delayed, as the store marks its
+    attempt (core.store.queue ``finish``), and every try is counted in its minute's
+    lateness (the console's percentiles; first tries only in the buckets). At INFO,
     :func:`recorded_batch` says one line per batch (a line per delivery doubled the
     CPU a burst takes)."""
     job, attempt = item.job, item.attempt
@@ -32,9 +36,16 @@ def record(item: Settled, metrics: Metrics, worker: str) -> None:
         took = (attempt.finished_at - attempt.started_at).total_seconds()
         duration_ms = round(took * 1000, 1)
         m.duration.observe(took)
-        if job.attempts == 1:
-            late = (attempt.started_at - job.due_at).total_seconds()
-            m.lateness.observe(max(0.0, late))
+        late = late_ms(attempt.started_at, job.due_at)
+        delayed = late > late_after * 1000
+        if delayed:
+            m.delayed.inc()
+        first = job.attempts == 1
+        if first:
+            m.lateness.observe(late / 1000)
+        metrics.late_minutes.add(
+            int(attempt.started_at.timestamp()) // 60, late / 1000 if first else None, delayed
+        )
         if attempt.status_code == 429:
             m.provider_429.inc()
         if item.state == RETRYING and item.next_step is None:
