@@ -21,6 +21,7 @@ from core.cases.providers import ProviderCases, ProviderState
 from core.cases.schedules import ScheduleCases
 from core.channels import parse_destination
 from core.errors import Conflict, HeraldError, InvalidInput, NotFound
+from core.lateness import WINDOWS, LatenessFigures
 from core.models import Audit, Job, Schedule, ScheduleState
 from core.routing import Recipient
 from core.scrub import calendar_source, scrub, scrub_credentials
@@ -119,6 +120,9 @@ class Overview:
     figures: Figures
     #: The email and SMS providers' health (:meth:`ProviderCases.provider_health`).
     providers: list[ProviderState] = field(default_factory=list)
+    #: How late first tries started over the last hour and day, of every tenant (the
+    #: dispatchers' lateness, as their health is shown), with the tries delayed.
+    lateness: list[LatenessFigures] = field(default_factory=list)
 
     @property
     def first_try_rate(self) -> float | None:
@@ -184,7 +188,11 @@ class ConsoleCases(ScheduleCases, DeadLetterCases, ProviderCases, HeldCases):
         now = self.clock.now()
         counts = await self.store.job_counts(tenant=actor.scope)
         figures = await self.store.overview_figures(now=now, tenant=actor.scope)
-        return Overview(now, counts, figures, await self.provider_health(actor_id))
+        lateness = [
+            LatenessFigures.of(window, await self.store.lateness_since(now - span))
+            for window, span in WINDOWS
+        ]
+        return Overview(now, counts, figures, await self.provider_health(actor_id), lateness)
 
     # --- pages ------------------------------------------------------------------------
 
