@@ -19,7 +19,7 @@ from typing import Protocol
 
 from core.channels.base import ChannelStore
 from core.events import OutcomePolicy
-from core.models import Worker
+from core.models import Event, EventHook, Worker
 from core.ratelimit import ClaimCaps, RateLimit
 from core.store.base import AuditEntry
 from core.store.preferences import PersonNow
@@ -187,4 +187,41 @@ class DispatchStore(ChannelStore, Protocol):
 
     async def optimize(self) -> None:
         """Refresh the query planner's statistics where the database needs it."""
+        ...
+
+    # --- event hooks (core.dispatcher.hooks; core/store/events.py says how) ----------
+
+    async def listening(self) -> dict[str, frozenset[str]]:
+        """Tenant -> the event types its active hooks hear."""
+        ...
+
+    async def due_hooks(self, *, now: datetime, limit: int = 1000) -> list[EventHook]:
+        """Active hooks due to be tried that no live lease holds."""
+        ...
+
+    async def claim_hook(
+        self, hook_id: int, *, worker: str, now: datetime, lease_until: datetime
+    ) -> EventHook | None:
+        """Lease a due hook to ``worker``; None when it is not due or held."""
+        ...
+
+    async def hook_events(self, hook: EventHook, *, limit: int) -> list[Event]:
+        """Events ``hook`` hears after its cursor, in commit-safe (tx, id) order."""
+        ...
+
+    async def hook_pushed(
+        self,
+        hook_id: int,
+        *,
+        worker: str,
+        now: datetime,
+        through: tuple[int, int] | None,
+        delivered: int,
+        failure: tuple[str, datetime] | None = None,
+    ) -> EventHook | None:
+        """Move the cursor, count a failure or forget them, let the lease go."""
+        ...
+
+    async def disable_hook(self, hook_id: int, *, now: datetime, reason: str) -> bool:
+        """Disable a failing hook, audited, its chat owner told."""
         ...
