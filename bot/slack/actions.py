@@ -12,6 +12,7 @@ from bot.slack.base import Person, Send
 from bot.slack.blocks import Page, Reply, date_token, notice, schedule_reply
 from bot.slack.commands import DONE, Commands, responder
 from bot.slack.dead import DECISIONS, decided
+from bot.slack.notices import EDIT, RESUME, RETRY
 from core.errors import InvalidInput, PermissionDenied
 
 log = logging.getLogger(__name__)
@@ -219,6 +220,58 @@ class Actions(Commands):
             )
         else:
             await respond(text=outcome, blocks=blocks, replace_original=True)
+
+    # --- an author's failure notices -------------------------------------------------
+
+    async def on_notice_button(
+        self, ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond
+    ) -> None:
+        with self.tracker.track():
+            await ack()
+            person = await self.entrant(str(body["user"]["id"]), body, responder(respond))
+            if person is None:
+                return
+            await self.guard(self._notice_button(body, person, respond), responder(respond))
+
+    async def _notice_button(
+        self, body: dict[str, Any], person: Person, respond: AsyncRespond
+    ) -> None:
+        """Request retry, Resume or Edit under a failure notice in the author's direct
+        messages with Herald; core checks that the job or schedule is theirs."""
+        channel = str((body.get("channel") or {}).get("id", ""))
+        if not channel.startswith("D"):
+            raise InvalidInput(
+                "These buttons work only on Herald's notices in your direct messages."
+            )
+        action = _action(body)
+        try:
+            target = int(action.get("value", ""))
+        except ValueError:
+            raise InvalidInput("That button carries no number.") from None
+        name = str(action.get("action_id", ""))
+        if name == EDIT:
+            detail = await self.herald.show_schedule(person.principal, target)
+            await self.open_modal(str(body["trigger_id"]), person, schedule=detail.schedule)
+            return
+        if name == RESUME:
+            updated = await self.change(person, "resume", target)
+            await responder(respond)(
+                schedule_reply(updated, f"{DONE['resume']} schedule #{target}.")
+            )
+            return
+        if name != RETRY:
+            raise InvalidInput("That button is not one of Herald's.")
+        done, count = await self.herald.retry_dead_letters(person.principal, [target])
+        if not count:
+            text = f"Dead letter {target} was already retried or decided."
+        elif done == "requested":
+            text = (
+                f":hourglass: Asked an admin to retry dead letter {target}; "
+                "you will hear here what they decide."
+            )
+        else:
+            text = f":repeat: Dead letter {target} is being sent again."
+        await responder(respond)(notice(text))
 
 
 __all__ = ["Actions", "DECISIONS"]

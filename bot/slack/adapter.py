@@ -43,6 +43,8 @@ from bot.slack.base import Tracker
 from bot.slack.blocks import PAGE_NEXT, PAGE_PREVIOUS, SCHEDULE_ACTIONS, Blocks
 from bot.slack.dead import DECISIONS, DeadLetterAlerts
 from bot.slack.modal import CALLBACK
+from bot.slack.notices import ACTIONS as NOTICE_ACTIONS
+from bot.slack.notices import SlackNotices
 from bot.slack.prefs import CALLBACK as PREFS_CALLBACK
 from bot.slack.reminders import ACTION_PATTERN as REMINDER_ACTIONS
 from bot.slack.skips import SkipNotices
@@ -81,6 +83,7 @@ def register(app: AsyncApp, handlers: Actions) -> None:
     app.action(re.compile(f"^({PAGE_PREVIOUS}|{PAGE_NEXT})$"))(handlers.on_list_page)
     app.action(re.compile(REMINDER_ACTIONS))(handlers.on_reminder_button)
     app.action(_one_of(DECISIONS))(handlers.on_dead_letter_button)
+    app.action(_one_of(NOTICE_ACTIONS))(handlers.on_notice_button)
     app.event("app_home_opened")(handlers.on_home_opened)
 
     async def on_error(error: Exception) -> None:
@@ -126,6 +129,14 @@ class SlackAdapter:
         #: Authors told of their reminders skipped by a recipient's preferences (a
         #: burst of one author's within ``window`` seconds: one message).
         self.skips = SkipNotices(self._tell_author, lambda: self.teams, window=3.0)
+        #: Authors told of their failures (dead letters, expired messages, schedules
+        #: paused for failing): swept from the database every HERALD_SWEEP_SECONDS.
+        self.notices = SlackNotices(
+            herald,
+            self._tell_author,
+            lambda: self.teams,
+            lambda: self.tenant if self.settings.slack_alert_channel else None,
+        )
         self._attached = False
         #: The tenant of the bot token's workspace (auth.test), once known.
         self.tenant: str | None = None
@@ -242,6 +253,7 @@ class SlackAdapter:
             elif not self._attached and self._runner is None:
                 await self._serve()
             self.client, self.bolt = client, bolt
+            self.notices.start()
         except PlatformDown:
             await self._close_session()
             raise
@@ -327,6 +339,7 @@ class SlackAdapter:
     async def stop(self) -> None:
         """Post pending alerts, let running handlers finish, disconnect, close."""
         await self._starter.stop()
+        await self.notices.close()
         await self.skips.close()
         if self._alerts is not None:
             await self._alerts.close()
@@ -362,12 +375,12 @@ class SlackAdapter:
             return set()
         return await self.herald.dead_of_tenant(job_ids, self.tenant)
 
-    async def _tell_author(self, user: str, text: str) -> None:
+    async def _tell_author(self, user: str, text: str, blocks: Blocks | None = None) -> None:
         """A direct message to ``user``: conversations.open, then chat.postMessage."""
         assert self.client is not None
         opened = await self.client.conversations_open(users=user)
         channel = str((opened.get("channel") or {}).get("id", ""))
-        await self.client.chat_postMessage(channel=channel, text=text)
+        await self.client.chat_postMessage(channel=channel, text=text, blocks=blocks)
 
     async def _post_alert(self, text: str, blocks: Blocks) -> None:
         assert self.client is not None and self.settings.slack_alert_channel

@@ -43,6 +43,13 @@ class NoticeLine:
     #: The schedule is live (active or paused): its author may edit it.
     editable: bool
 
+    @property
+    def hint(self) -> str | None:
+        """What the author can do when no button can (an expired message)."""
+        if self.kind == NoticeKind.EXPIRED:
+            return "An expired message cannot be retried: edit its schedule to send it again."
+        return None
+
 
 @dataclass(frozen=True)
 class AuthorNotices:

@@ -1,0 +1,104 @@
+"""Authors told of their failures in Slack (issue 38; the sweeping is
+:mod:`bot.notices`'): a direct message per author, each notice with its buttons:
+Request retry (a dead letter: the member's request an admin decides on), Resume (a
+schedule the system paused) and Edit (the schedule's edit form)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Collection
+from typing import Any
+
+from slack_sdk.errors import SlackApiError
+
+from bot.notices import NoticeSweeper, Unreachable, headline, message
+from bot.skip_notices import MAX_LINES
+from bot.slack.blocks import Blocks, button, context, section
+from bot.slack.skips import MESSAGE_CHARS, owner_here
+from bot.slack.words import escape
+from core.cases import Herald
+from core.cases.notices import AuthorNotices, NoticeLine
+
+#: The buttons' action ids.
+RETRY = "herald_notice_retry"
+RESUME = "herald_notice_resume"
+EDIT = "herald_notice_edit"
+ACTIONS = (RETRY, RESUME, EDIT)
+#: Slack's answers that mean the author cannot be sent a direct message.
+_UNREACHABLE = {
+    "cannot_dm_bot",
+    "user_not_found",
+    "users_not_found",
+    "user_disabled",
+    "user_not_visible",
+    "channel_not_found",
+    "is_archived",
+    "messages_tab_disabled",
+}
+
+
+def _buttons(line: NoticeLine) -> dict[str, Any] | None:
+    elements = []
+    if line.retryable and line.job_id is not None:
+        elements.append(button("Request retry", RETRY, str(line.job_id), style="primary"))
+    if line.resumable and line.schedule_id is not None:
+        elements.append(button("Resume", RESUME, str(line.schedule_id), style="primary"))
+    if line.editable and line.schedule_id is not None:
+        elements.append(button("Edit", EDIT, str(line.schedule_id)))
+    if not elements:
+        return None
+    return {"type": "actions", "block_id": f"notice:{line.notice_id}", "elements": elements}
+
+
+def notice_blocks(group: AuthorNotices) -> Blocks:
+    """One author's notices: a headline for a digest, then each notice (the first
+    :data:`~bot.skip_notices.MAX_LINES`) with its buttons."""
+    blocks: Blocks = []
+    many = len(group.lines) > 1
+    if many:
+        blocks.append(section(f"*{escape(headline(group))}*"))
+    for line in group.lines[:MAX_LINES]:
+        blocks.append(section(("• " if many else "") + escape(line.text)))
+        if line.hint:
+            blocks.append(context(escape(line.hint)))
+        actions = _buttons(line)
+        if actions is not None:
+            blocks.append(actions)
+    if len(group.lines) > MAX_LINES:
+        blocks.append(context(f"…and {len(group.lines) - MAX_LINES} more."))
+    return blocks
+
+
+class SlackNotices(NoticeSweeper):
+    """Slack's: ``client()`` the Web API client once connected, ``teams()`` the
+    workspaces served, ``alert_tenant()`` the alert channel's workspace (the bot
+    token's, when HERALD_SLACK_ALERT_CHANNEL is set)."""
+
+    def __init__(
+        self,
+        herald: Herald,
+        post: Callable[[str, str, Blocks], Awaitable[None]],
+        teams: Callable[[], Collection[str]],
+        alert_tenant: Callable[[], str | None],
+    ) -> None:
+        super().__init__(
+            herald,
+            "slack",
+            self._tell,
+            every=herald.settings.sweep_seconds,
+            alert_tenant=alert_tenant,
+        )
+        self.post = post
+        self.teams = teams
+
+    async def _tell(self, group: AuthorNotices) -> None:
+        user = owner_here(group.owner, group.tenant, self.teams())
+        if user is None:
+            raise Unreachable("not a member of a workspace this deployment serves")
+        text = message(group, MESSAGE_CHARS, escape)
+        try:
+            await self.post(user, text, notice_blocks(group))
+        except SlackApiError as exc:
+            code = exc.response.get("error") if isinstance(exc.response.data, dict) else None
+            if code in _UNREACHABLE:
+                raise Unreachable(str(code)) from None
+            raise
