@@ -38,6 +38,7 @@ from core.dispatcher.config import (
 )
 from core.dispatcher.drain import DrainSummary, drain_wait, left_reasons, waiting
 from core.dispatcher.feeder import Feeder
+from core.dispatcher.hooks import HookPusher
 from core.dispatcher.housekeeping import housekeeping
 from core.dispatcher.liveness import Liveness
 from core.dispatcher.rates import ParsedDestinations, RateSlots
@@ -128,6 +129,9 @@ class Dispatcher:
         self._parsed = ParsedDestinations().parsed
         #: What recording a batch tells (core.events); its ``listening`` kept fresh.
         self.policy = OutcomePolicy(config.late_after, config.auto_pause_after)
+        self._hooks = HookPusher(
+            self.store, clock, config, self.policy, self.metrics, self.worker_id, self.channels
+        )
         self._rates = RateSlots(self.store, self.channels, config, clock, self._parsed)
         self._pauses, self._pacer = self._rates.pauses, self._rates.pacer
         self._feeder = Feeder(self._start, clock.now, self._tasks, config)
@@ -496,6 +500,7 @@ class Dispatcher:
         try:
             await self.keep_alive()  # alive before anything is claimed
             await self._liveness.reclaim()  # a dead predecessor's jobs: now, not when leases end
+            await self._hooks.refresh()  # the types hooks hear, before the first outcome
         except HeraldError:
             log.exception("start-up reclaim failed; the sweep will retry")
 
@@ -507,7 +512,7 @@ class Dispatcher:
             sweep_seconds=self.config.sweep_seconds,
             sweep=on_sweep,
             housekeeping=self.housekeeping,
-            periodic=periodic or {},
+            periodic={**(periodic or {}), **self._hooks.periodic()},
         )
         scheduler.start()
         self._liveness.start_renewing()
@@ -587,6 +592,7 @@ class Dispatcher:
             log.info("handed back jobs not sent", extra={"jobs": released})
         self._inflight.clear()
         await self._liveness.stopped()
+        await self._hooks.close()
         for channel in self.channels.values():
             await channel.close()
         log.info("dispatcher stopped", extra={"worker": self.worker_id})
