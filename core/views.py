@@ -6,7 +6,7 @@ credential-shaped (rows written before that, by an older Herald)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -314,19 +314,30 @@ def attempt_dict(attempt: Attempt, zone: str = "UTC") -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class ScheduleDetail:
-    """A schedule with its jobs (latest first) and their attempts (newest first)."""
+    """A schedule with its jobs (latest first) and their attempts (newest first); with
+    its archived history when asked for (the jobs moved out of the active tables after
+    HERALD_RETENTION_DAYS, with their attempts, in the same order)."""
 
     schedule: Schedule
     jobs: list[Job]
     attempts: list[Attempt]
+    archived_jobs: list[Job] = field(default_factory=list)
+    archived_attempts: list[Attempt] = field(default_factory=list)
 
 
 def detail_dict(detail: ScheduleDetail) -> dict[str, Any]:
+    """A schedule's detail as JSON: the live jobs and attempts, then the archived ones
+    (when it holds any), each marked ``archived``."""
+    zone = detail.schedule.timezone
     return {
         **schedule_dict(detail.schedule),
-        "jobs": [job_dict(job) for job in detail.jobs],
+        "jobs": [
+            *({**job_dict(job), "archived": False} for job in detail.jobs),
+            *({**job_dict(job), "archived": True} for job in detail.archived_jobs),
+        ],
         "attempts": [
-            attempt_dict(attempt, detail.schedule.timezone) for attempt in detail.attempts
+            *({**attempt_dict(at, zone), "archived": False} for at in detail.attempts),
+            *({**attempt_dict(at, zone), "archived": True} for at in detail.archived_attempts),
         ],
     }
 

@@ -140,7 +140,10 @@ async def get_schedule(call: Call) -> Reply:
 
 
 async def schedule_jobs(call: Call) -> Reply:
-    detail = await call.herald.show_schedule(call.principal, call.path_int("schedule_id"))
+    query: m.ScheduleJobsQuery = call.query
+    detail = await call.herald.show_schedule(
+        call.principal, call.path_int("schedule_id"), archived=query.archived
+    )
     data = views.detail_dict(detail)
     out = m.ScheduleJobs(
         schedule_id=data["id"],

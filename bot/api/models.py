@@ -253,6 +253,16 @@ class DeadListQuery(_In):
     cursor: str | None = Field(default=None, max_length=100)
 
 
+class ScheduleJobsQuery(_In):
+    model_config = _example({"archived": True})
+
+    archived: bool = Field(
+        default=False,
+        description="Also the archived history: jobs finished more than "
+        "HERALD_RETENTION_DAYS ago (the latest 50) with their attempts, marked archived.",
+    )
+
+
 class WhenQuery(_Zoned):
     model_config = _example(
         {"when": "every weekday at 9am", "timezone": "Europe/Berlin", "count": 3}, zoned=True
@@ -404,6 +414,11 @@ class JobOut(_Out):
     idempotency_key: str
     last_error: str | None
     finished_at: AwareDatetime | None
+    archived: bool = Field(
+        default=False,
+        description="Moved to the archive after HERALD_RETENTION_DAYS (listed only with "
+        "archived=true).",
+    )
 
 
 class AttemptOut(_Out):
@@ -446,6 +461,11 @@ class AttemptOut(_Out):
         description="What the provider did with it, in words, its times in the "
         "schedule's zone: 'accepted by Twilio 09:00:01 · delivered 09:00:04'; 'no receipt "
         "yet' only for providers that send receipts; null for a channel without providers.",
+    )
+    archived: bool = Field(
+        default=False,
+        description="Moved to the archive after HERALD_RETENTION_DAYS (listed only with "
+        "archived=true).",
     )
 
 

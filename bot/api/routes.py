@@ -121,7 +121,8 @@ ROUTES: tuple[Route, ...] = (
         "read",
         schedule_jobs,
         m.ScheduleJobs,
-        problems=(404,),
+        query=m.ScheduleJobsQuery,
+        problems=(404, 422),
     ),
     Route(
         "GET",

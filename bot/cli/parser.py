@@ -176,6 +176,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     c = add("show", verb("show").help)
     c.add_argument("id", type=int)
+    c.add_argument(
+        "--archived",
+        action="store_true",
+        help="also its archived history (jobs finished before HERALD_RETENTION_DAYS)",
+    )
     c.add_argument("--json", action="store_true")
 
     c = add("edit", verb("edit").help)

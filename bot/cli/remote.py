@@ -210,7 +210,8 @@ class Remote:
 
     def show(self, a: argparse.Namespace) -> None:
         _, _, s = self.call("GET", f"/schedules/{a.id}")
-        _, _, detail = self.call("GET", f"/schedules/{a.id}/jobs")
+        archived = "?archived=true" if a.archived else ""
+        _, _, detail = self.call("GET", f"/schedules/{a.id}/jobs{archived}")
         if a.json:
             self.emit_json({**s, "jobs": detail["jobs"], "attempts": detail["attempts"]})
             return
@@ -234,9 +235,10 @@ class Remote:
         self.emit("  jobs:")
         for job in detail["jobs"]:
             err = f"  {job['last_error']}" if job["last_error"] else ""
+            mark = "  archived" if job.get("archived") else ""
             self.emit(
                 f"    {job['id']:>6}  {job['state']:<9}  due {job['due_at']}  "
-                f"attempts {job['attempts']}{err}"
+                f"attempts {job['attempts']}{err}{mark}"
             )
         if detail["attempts"]:
             providers = any(at.get("handoff") for at in detail["attempts"])
@@ -246,8 +248,10 @@ class Remote:
                 code = f" {at['status_code']}" if at["status_code"] is not None else ""
                 how = f"  {at['handoff']}" if at.get("handoff") else ""
                 to = f"  to {at['destination']}" if at.get("destination") else ""
+                mark = "  archived" if at.get("archived") else ""
                 self.emit(
-                    f"    {at['started_at']}  job {at['job_id']}  {at['outcome']}{code}{how}{to}"
+                    f"    {at['started_at']}  job {at['job_id']}  {at['outcome']}{code}{how}"
+                    f"{to}{mark}"
                 )
 
     def change(self, a: argparse.Namespace) -> None:

@@ -197,7 +197,7 @@ def show_schedule(cli: Cli, s: Schedule, *, full: bool = True) -> None:
 
 
 async def cmd_show(cli: Cli, herald: Herald) -> None:
-    detail = await herald.show_schedule(cli.actor, cli.args.id)
+    detail = await herald.show_schedule(cli.actor, cli.args.id, archived=cli.args.archived)
     s = detail.schedule
     fared = views.fared(s, detail.jobs)
     if cli.args.json:
@@ -209,20 +209,28 @@ async def cmd_show(cli: Cli, herald: Herald) -> None:
     if fared:
         cli.emit(f"  fared:   {fared}")
     several = len(s.destinations) > 1  # say where each job and try went
-    jobs = {job.id: job for job in detail.jobs}
+    jobs = {job.id: job for job in [*detail.jobs, *detail.archived_jobs]}
+    archived = "  archived"
     cli.emit("  jobs:")
-    for job in detail.jobs:
+    for job, mark in [
+        *((j, "") for j in detail.jobs),
+        *((j, archived) for j in detail.archived_jobs),
+    ]:
         err = f"  {views.error_text(job.last_error)}" if job.last_error else ""
         to = f"  to {_job_to(s, job, full)}" if several else ""
         cli.emit(
             f"    {job.id:>6}  {job.state:<9}  due {views.iso(job.due_at)}  "
-            f"attempts {job.attempts}{to}{err}"
+            f"attempts {job.attempts}{to}{err}{mark}"
         )
-    if detail.attempts:
+    tried = [
+        *((a, "") for a in detail.attempts),
+        *((a, archived) for a in detail.archived_attempts),
+    ]
+    if tried:
         # a provider's hand-off and receipt in the schedule's zone, as "next:" is
-        providers = any(at.provider for at in detail.attempts)
+        providers = any(at.provider for at, _ in tried)
         cli.emit(f"  attempts (providers' times in {s.timezone}):" if providers else "  attempts:")
-        for at in detail.attempts:
+        for at, mark in tried:
             code = f" {at.status_code}" if at.status_code is not None else ""
             handed = views.handoff(at, s.timezone)
             how = f"  {handed}" if handed else ""
@@ -230,7 +238,7 @@ async def cmd_show(cli: Cli, herald: Herald) -> None:
             sent = f'  sent "{one_line(at.body, 60)}"' if at.body else ""
             cli.emit(
                 f"    {views.iso(at.started_at)}  job {at.job_id}  {at.outcome}{code}{how}"
-                f"{to}{sent}"
+                f"{to}{sent}{mark}"
             )
 
 

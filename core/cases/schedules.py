@@ -26,6 +26,7 @@ from core.cases.calendars import RESERVED_KEY_PREFIX
 from core.cases.recipients import RecipientCases, To
 from core.channels import parse_destination
 from core.errors import Conflict, InvalidInput
+from core.events import EventRow, EventType, schedule_data
 from core.models import (
     LOCAL_TENANT,
     STATE_FILTERS,
@@ -221,6 +222,7 @@ class ScheduleCases(RecipientCases):
         their_time: bool = False,
         step_timeout: float | None = None,
         priority: str | None = None,
+        auto_pause: bool = True,
     ) -> tuple[Schedule, bool]:
         """Schedule ``text`` to ``to`` (one destination, or several recipients and
         chains: :func:`~core.cases.recipients.wanted_of`) at ``when``; with
@@ -239,7 +241,8 @@ class ScheduleCases(RecipientCases):
         audited), as an urgent one to a person with quiet hours is refused unless the
         actor is an operator or an admin (:mod:`core.cases.consent`); the read-back
         (:func:`core.views.read_back`) says when a person's quiet hours hold its next
-        send."""
+        send. With ``auto_pause`` False, a recurring schedule is never paused by the
+        system for failing (``--no-auto-pause``)."""
         actor = await self.actor(actor_id)
         when, urls = calendars.split_skip_phrase(when)
         wanted = recipients.wanted_of(to, their_time=their_time, step_timeout=step_timeout)
@@ -260,6 +263,7 @@ class ScheduleCases(RecipientCases):
                 priority=priority,
             ),
         )
+        values["auto_pause"] = auto_pause
         if their_time:
             values = await self.zoned(actor, values, named)
         values = await self.with_asker(actor, values)
@@ -549,16 +553,26 @@ class ScheduleCases(RecipientCases):
         )
         return build_preview(reading, source, count=count, calendars=urls, skips=skips)
 
-    async def show_schedule(self, actor_id: ActorRef, schedule_id: int) -> ScheduleDetail:
-        """One schedule with its jobs and their attempts."""
+    async def show_schedule(
+        self, actor_id: ActorRef, schedule_id: int, *, archived: bool = False
+    ) -> ScheduleDetail:
+        """One schedule with its jobs and their attempts; with ``archived``, also its
+        latest archived jobs (finished more than HERALD_RETENTION_DAYS ago) and theirs."""
         actor = await self.actor(actor_id)
         schedule = await self._visible(actor, schedule_id)
         assert schedule.id is not None
         # the latest occurrences of every recipient (views.fared reads the last tried)
         per_occurrence = len(recipients.destinations_of(_values_of(schedule)))
-        jobs = await self.store.schedule_jobs(schedule.id, limit=max(50, 3 * per_occurrence))
+        limit = max(50, 3 * per_occurrence)
+        jobs = await self.store.schedule_jobs(schedule.id, limit=limit)
         attempts = await self.store.job_attempts([job.id for job in jobs if job.id is not None])
-        return ScheduleDetail(schedule, jobs, attempts)
+        if not archived:
+            return ScheduleDetail(schedule, jobs, attempts)
+        old = await self.store.archived_jobs(schedule.id, tenant=schedule.tenant, limit=limit)
+        old_attempts = await self.store.archived_attempts(
+            [job.id for job in old if job.id is not None], tenant=schedule.tenant
+        )
+        return ScheduleDetail(schedule, jobs, attempts, old, old_attempts)
 
     async def edit_schedule(
         self,
@@ -573,17 +587,19 @@ class ScheduleCases(RecipientCases):
         add: To = (),
         remove: Sequence[str] = (),
         priority: str | None = None,
+        auto_pause: bool | None = None,
     ) -> Schedule:
         """Change a schedule's time, text or recipients: ``to`` replaces them all,
         ``add`` and ``remove`` (destinations, a chain by its first) change some; the
         recipients it keeps keep their jobs; ``priority`` (urgent, normal, bulk) its
-        place in the queue. A stale ``expected_version`` (or a concurrent edit) is
-        refused with Conflict; its people's refusals as :meth:`create_schedule`'s."""
+        place in the queue; ``auto_pause`` whether the system may pause it for failing.
+        A stale ``expected_version`` (or a concurrent edit) is refused with Conflict;
+        its people's refusals as :meth:`create_schedule`'s."""
         actor = await self.actor(actor_id)
         schedule = await self._changeable(actor, schedule_id, expected_version)
         if add or remove:
             to = await self._edited_recipients(actor, schedule, to, add, remove)
-        if when is None and text is None and to is None and priority is None:
+        if (when, text, to, priority, auto_pause) == (None, None, None, None, None):
             raise InvalidInput("Nothing to change: give a new time, text, destination or priority.")
         if tz is not None and when is None:
             raise InvalidInput("A new time zone needs a new time too (--when).")
@@ -592,6 +608,8 @@ class ScheduleCases(RecipientCases):
         changed: dict[str, Any] = {}
         if priority is not None:
             values["priority"] = changed["priority"] = priority_name(priority_rank(priority))
+        if auto_pause is not None:
+            values["auto_pause"] = changed["auto_pause"] = auto_pause
         if text is not None:
             values["body"] = check_text(text)
             changed["text_chars"] = len(text)
@@ -702,7 +720,21 @@ class ScheduleCases(RecipientCases):
         actor = await self.actor(actor_id)
         schedule = await self._changeable(actor, schedule_id, expected_version)
         _require_state(schedule, ScheduleState.ACTIVE, verb="paused")
-        return await self._set_state(actor, schedule, ScheduleState.PAUSED, cancel=True)
+        assert schedule.id is not None
+        now = self.clock.now()
+        paused = EventRow(
+            tenant=schedule.tenant,
+            type=EventType.SCHEDULE_PAUSED.value,
+            at=now,
+            schedule_id=schedule.id,
+            job_id=None,
+            owner=schedule.owner,
+            key=None,
+            data=schedule_data(schedule.id, "paused by a person", now, by=actor.id),
+        )
+        return await self._set_state(
+            actor, schedule, ScheduleState.PAUSED, cancel=True, events=[paused]
+        )
 
     async def resume_schedule(
         self, actor_id: ActorRef, schedule_id: int, *, expected_version: int | None = None
@@ -778,13 +810,24 @@ class ScheduleCases(RecipientCases):
         *,
         cancel: bool = False,
         arm_at: datetime | None = None,
+        events: Sequence[EventRow] = (),
     ) -> Schedule:
         values: dict[str, Any] = {"state": state.value}
         if cancel:
             values["next_run_at"] = None
+        if state == ScheduleState.ACTIVE:
+            # resumed: its failures so far no longer count toward a pause by the system
+            values.update(failed_streak=0, failed_through=None)
         details = {"from": schedule.state, "to": state.value}
         return await self._change(
-            actor, schedule, _VERBS[state], values, details, cancel=cancel, arm_at=arm_at
+            actor,
+            schedule,
+            _VERBS[state],
+            values,
+            details,
+            cancel=cancel,
+            arm_at=arm_at,
+            events=events,
         )
 
     async def _change(
@@ -797,9 +840,11 @@ class ScheduleCases(RecipientCases):
         *,
         cancel: bool,
         arm_at: datetime | None,
+        events: Sequence[EventRow] = (),
     ) -> Schedule:
         """Store a change read at ``schedule.version`` with its audit row
-        (``schedule.<verb>``), then wake the dispatcher for a newly armed job."""
+        (``schedule.<verb>``) and its ``events`` (written when someone listens), then
+        wake the dispatcher for a newly armed job."""
         assert schedule.id is not None
         updated = await self.store.change_schedule(
             schedule.id,
@@ -808,6 +853,7 @@ class ScheduleCases(RecipientCases):
             now=self.clock.now(),
             cancel_open_jobs=cancel,
             arm_at=arm_at,
+            events=events,
             audit=AuditEntry.by(
                 actor,
                 f"schedule.{verb}",
