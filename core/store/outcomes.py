@@ -11,7 +11,10 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
+import sqlalchemy as sa
+
 from core.events import (
+    ALWAYS,
     AUTO_PAUSE_ACTOR,
     CHAT_PLATFORMS,
     EventRow,
@@ -24,7 +27,7 @@ from core.events import (
     job_notices,
     schedule_data,
 )
-from core.models import WAITING_SQL
+from core.models import WAITING_SQL, Event
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncConnection
@@ -40,13 +43,21 @@ _NOTICE_INSERT = """
 INSERT INTO notice (tenant, owner, kind, schedule_id, job_id, reason, at)
 VALUES (%s, %s, %s, %s, %s, %s, %s)
 """
-# once per occurrence: a second recipient's failure of the same occurrence counts no more
+# once per occurrence: a second recipient's failure of the same occurrence counts no
+# more, and an occurrence another recipient was delivered is not a failed one
 _STREAK = """
 UPDATE schedule SET failed_streak = failed_streak + 1, failed_through = %s
 WHERE id = %s AND (failed_through IS NULL OR failed_through < %s)
+    AND NOT EXISTS (SELECT 1 FROM job WHERE job.schedule_id = schedule.id
+        AND job.occurrence_at = %s AND job.state = 'delivered')
+"""
+# a delivery in the batch resets the streak even when a failure came after it
+_RESET = """
+UPDATE schedule SET failed_streak = 0 WHERE id IN {ids} AND failed_streak > 0
 """
 _PAUSE = """
-UPDATE schedule SET state = 'paused', version = version + 1, updated_at = %s
+UPDATE schedule SET state = 'paused', next_run_at = NULL, version = version + 1,
+    updated_at = %s
 WHERE id IN {ids} AND state = 'active' AND rrule IS NOT NULL AND auto_pause
     AND failed_streak >= %s
 RETURNING id, tenant, owner, failed_streak
@@ -91,6 +102,19 @@ def failed_occurrences(
     return latest
 
 
+def delivered_too(items: Sequence[Any], owned: set[int], failed: Sequence[int]) -> list[int]:
+    """Schedules among ``failed`` that had a job delivered in the batch too (their
+    streak is reset: the outcome the batch read last is only the last in its order)."""
+    among = set(failed)
+    return sorted(
+        {
+            item.job.schedule_id
+            for item in items
+            if item.state == "delivered" and item.job.id in owned and item.job.schedule_id in among
+        }
+    )
+
+
 def record(
     db: Db,
     items: Sequence[Any],
@@ -106,7 +130,10 @@ def record(
     streaks = failed_occurrences(items, owned, set(failed)) if failed else {}
     if streaks:
         at = db.at(now)
-        db.many(_STREAK, [(db.at(o), sid, db.at(o)) for sid, o in streaks.items()])
+        reset = delivered_too(items, owned, failed)
+        if reset:
+            db.run(_RESET, (db.ids(reset),))
+        db.many(_STREAK, [(db.at(o), sid, db.at(o), db.at(o)) for sid, o in streaks.items()])
         if policy.auto_pause_after > 0:
             paused = db.rows(_PAUSE, (at, db.ids(sorted(streaks)), policy.auto_pause_after))
             if paused:
@@ -199,9 +226,15 @@ UPDATE schedule SET failed_streak = failed_streak + 1, failed_through = n.occurr
 FROM unnest(%(ids)s::int[], %(occurrence)s::timestamptz[]) AS n(id, occurrence)
 WHERE schedule.id = n.id
     AND (schedule.failed_through IS NULL OR schedule.failed_through < n.occurrence)
+    AND NOT EXISTS (SELECT 1 FROM job WHERE job.schedule_id = n.id
+        AND job.occurrence_at = n.occurrence AND job.state = 'delivered')
+"""
+_PG_RESET = """
+UPDATE schedule SET failed_streak = 0 WHERE id = ANY(%(ids)s::int[]) AND failed_streak > 0
 """
 _PG_PAUSE = """
-UPDATE schedule SET state = 'paused', version = version + 1, updated_at = %(now)s
+UPDATE schedule SET state = 'paused', next_run_at = NULL, version = version + 1,
+    updated_at = %(now)s
 WHERE id = ANY(%(ids)s::int[]) AND state = 'active' AND rrule IS NOT NULL AND auto_pause
     AND failed_streak >= %(after)s
 RETURNING id, tenant, owner, failed_streak
@@ -233,6 +266,9 @@ async def record_pg(
     streaks = failed_occurrences(items, owned, set(failed)) if failed else {}
     if streaks:
         ids = sorted(streaks)
+        reset = delivered_too(items, owned, failed)
+        if reset:
+            await conn.exec_driver_sql(_PG_RESET, {"ids": reset})
         await conn.exec_driver_sql(
             _PG_STREAKS, {"ids": ids, "occurrence": [streaks[i] for i in ids]}
         )
@@ -288,3 +324,77 @@ async def write_events_pg(conn: AsyncConnection, events: list[EventRow]) -> None
                 "data": [e.data for e in events],
             },
         )
+
+
+# --- events recorded outside the dispatcher ---------------------------------------------
+
+_EVENT = Event.__table__  # type: ignore[attr-defined]
+_HEARD = sa.text("SELECT types FROM event_hook WHERE tenant = :t AND state = 'active'")
+
+
+async def heard(conn: AsyncConnection, tenant: str) -> frozenset[str]:
+    """The event types the active hooks of ``tenant`` hear, read in the caller's
+    transaction (a person's pause, a receipt: never the dispatcher's hot path)."""
+    types: set[str] = set()
+    for (value,) in await conn.execute(_HEARD, {"t": tenant}):
+        listed = json.loads(value) if isinstance(value, str) else value
+        types.update(str(t) for t in listed or ())
+    return frozenset(types)
+
+
+async def record_events(conn: AsyncConnection, rows: Sequence[EventRow]) -> int:
+    """Write the events of ``rows`` someone listens to (:data:`core.events.ALWAYS`
+    types, and the types a hook of their tenant hears) in the caller's transaction,
+    on either database: ``tx`` is the writing transaction on PostgreSQL, 0 on SQLite.
+    Returns how many were written."""
+    hearing: dict[str, frozenset[str]] = {}
+    wanted: list[EventRow] = []
+    for row in rows:
+        if row.type not in ALWAYS:
+            if row.tenant not in hearing:
+                hearing[row.tenant] = await heard(conn, row.tenant)
+            if row.type not in hearing[row.tenant]:
+                continue
+        wanted.append(row)
+    if not wanted:
+        return 0
+    tx: Any = (
+        sa.literal_column("pg_current_xact_id()::text::bigint")
+        if conn.dialect.name == "postgresql"
+        else 0
+    )
+    await conn.execute(
+        _EVENT.insert().values(tx=tx),
+        [
+            {
+                "tenant": e.tenant,
+                "type": e.type,
+                "at": e.at,
+                "schedule_id": e.schedule_id,
+                "job_id": e.job_id,
+                "owner": e.owner,
+                "key": e.key,
+                "data": e.data,
+            }
+            for e in wanted
+        ],
+    )
+    return len(wanted)
+
+
+def ended_events(ended: Sequence[tuple[int, str, str]], now: datetime) -> list[EventRow]:
+    """The ``schedule.ended`` events of schedules that completed (``(id, tenant,
+    owner)``): their last occurrence was tried and nothing of theirs waits."""
+    return [
+        EventRow(
+            tenant=tenant,
+            type=EventType.SCHEDULE_ENDED.value,
+            at=now,
+            schedule_id=schedule_id,
+            job_id=None,
+            owner=owner,
+            key=None,
+            data=schedule_data(schedule_id, "its last occurrence was sent", now),
+        )
+        for schedule_id, tenant, owner in ended
+    ]

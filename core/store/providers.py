@@ -5,6 +5,7 @@ failure, its job) on."""
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -16,6 +17,7 @@ from sqlmodel import col, select
 
 from core import routing
 from core.channels.base import ProviderDown
+from core.events import REASON_CHARS, EventRow, EventType, recipient_shown
 from core.models import (
     OUTCOME_OF_JOB,
     Attempt,
@@ -30,6 +32,7 @@ from core.models import (
 )
 from core.receipts import ReceiptReport, provider_label
 from core.store.base import Gateway, aware
+from core.store.outcomes import record_events
 from core.store.queue import CLAIM_COLUMNS, ClaimedJob, Verdict
 
 #: Receipts that make the job a failure (a dead letter, or its chain's next step).
@@ -155,6 +158,7 @@ class ProviderQueries(Gateway):
             for i in sorted(range(len(reports)), key=lambda i: reports[i].message_id):
                 report = reports[i]
                 taken[i] = await self._apply(s, report, latest.get(report.message_id), now)
+            await _receipt_events(s, reports, latest, taken, now)
             return [taken[i] for i in range(len(reports))]
 
     async def take_receipt(self, report: ReceiptReport, *, now: datetime) -> ReceiptTaken:
@@ -176,7 +180,10 @@ class ProviderQueries(Gateway):
                     .with_for_update()
                 )
             ).scalar_one_or_none()
-            return await self._apply(s, report, attempt, now)
+            taken = await self._apply(s, report, attempt, now)
+            if attempt is not None:
+                await _receipt_events(s, [report], {report.message_id: attempt}, {0: taken}, now)
+            return taken
 
     async def settled_dead(self, job_ids: Sequence[int]) -> list[Verdict]:
         """The dead letters among ``job_ids`` as the dispatcher's outcome observer sees
@@ -252,6 +259,83 @@ class ProviderQueries(Gateway):
         if schedule is not None and not await _later_tried(s, job):
             _schedule_fails(schedule, job, now)
         return ReceiptTaken("applied", attempt.id, job.id, job.state, kind_of(attempt.destination))
+
+
+async def _receipt_events(
+    s: AsyncSession,
+    reports: Sequence[ReceiptReport],
+    attempts: dict[str, Attempt],
+    taken: dict[int, ReceiptTaken],
+    now: datetime,
+) -> None:
+    """The ``job.receipt`` events of the receipts applied (duplicates and unknown
+    messages tell nothing), written when a hook of their tenant hears them: the job as
+    a job event shows it (core.events.job_data), with the receipt and the provider's
+    words."""
+    applied = [
+        (reports[i], attempts[reports[i].message_id])
+        for i, t in taken.items()
+        if t.outcome == "applied" and reports[i].message_id in attempts
+    ]
+    if not applied:
+        return
+    ids = sorted({a.job_id for _, a in applied})
+    await s.flush()  # the jobs as the receipts left them
+    rows = await s.execute(
+        sa.select(
+            _JOB.c.id,
+            _JOB.c.schedule_id,
+            _JOB.c.idempotency_key,
+            _JOB.c.recipient,
+            _JOB.c.state,
+            _JOB.c.attempts,
+            _JOB.c.occurrence_at,
+            _JOB.c.due_at,
+            _SCHEDULE.c.tenant,
+            _SCHEDULE.c.owner,
+        )
+        .select_from(_JOB.join(_SCHEDULE, _SCHEDULE.c.id == _JOB.c.schedule_id))
+        .where(_JOB.c.id.in_(ids))
+    )
+    jobs = {row.id: row for row in rows}
+    events = []
+    for report, attempt in applied:
+        job = jobs.get(attempt.job_id)
+        if job is None:
+            continue
+        data = {
+            "schedule_id": job.schedule_id,
+            "job_id": job.id,
+            "idempotency_key": job.idempotency_key,
+            "recipient": recipient_shown(attempt.destination or ""),
+            "recipient_index": job.recipient,
+            "state": job.state,
+            "attempt": job.attempts,
+            "occurrence_at": _iso(job.occurrence_at),
+            "due_at": _iso(job.due_at),
+            "at": _iso(report.at),
+            "provider": report.provider,
+            "receipt": report.status,
+            "detail": report.detail[:REASON_CHARS],
+        }
+        events.append(
+            EventRow(
+                tenant=job.tenant,
+                type=EventType.JOB_RECEIPT.value,
+                at=now,
+                schedule_id=job.schedule_id,
+                job_id=job.id,
+                owner=job.owner,
+                key=job.idempotency_key,
+                data=json.dumps(data, separators=(",", ":")),
+            )
+        )
+    await record_events(await s.connection(), events)
+
+
+def _iso(value: Any) -> str:
+    moment = aware(value)
+    return "" if moment is None else moment.isoformat()
 
 
 def _failure(report: ReceiptReport) -> str:

@@ -22,8 +22,9 @@ from typing import Any, ClassVar, TypeAlias
 
 import sqlalchemy as sa
 
+import core.store.outcomes as outcomes
 from core import routing
-from core.events import TOLD_STATES, OutcomePolicy, late_ms
+from core.events import TOLD_STATES, EventRow, EventType, OutcomePolicy, late_ms
 from core.models import (
     LEASED_SQL,
     OPEN_STATE_VALUES,
@@ -35,7 +36,6 @@ from core.models import (
 )
 from core.preferences import NORMAL, RANK
 from core.ratelimit import ClaimCaps
-import core.store.outcomes as outcomes
 from core.store.base import (
     ATTEMPT,
     JOB,
@@ -646,6 +646,15 @@ UPDATE schedule SET last_outcome = coalesce(s.outcome, schedule.last_outcome),
         ELSE schedule.updated_at END
 FROM s WHERE schedule.id = s.id AND (s.outcome IS NOT NULL OR s.done)
 """
+# The same when a hook hears schedule.ended: which schedules it completed (their state
+# before it read in the CTE, so only when someone listens).
+_PG_SCHEDULES_ENDED = (
+    _PG_SCHEDULES.replace(
+        ") AS done\n",
+        ") AS done,\n        (SELECT state FROM schedule WHERE id = s.id) AS was\n",
+    )
+    + "RETURNING schedule.id, s.was = 'active' AND schedule.state = 'completed'\n"
+)
 
 
 class _Recorder:
@@ -721,6 +730,31 @@ class _Plan:
         """Whether core.store.outcomes has anything to write for this batch: a
         failure, or a tenant with hooks (what they hear is sorted out there)."""
         return self.failures or bool(policy.listening)
+
+    def ended_heard(
+        self, policy: OutcomePolicy, results: Sequence[Settled]
+    ) -> dict[int, tuple[str, str]]:
+        """The schedules that may have ended whose tenant hears ``schedule.ended``, with
+        their tenant and owner (empty, at no cost, when no hook of theirs listens)."""
+        if not policy.listening or not self.ended:
+            return {}
+        ended = set(self.ended)
+        return {
+            r.job.schedule_id: (r.job.tenant, r.job.owner)
+            for r in results
+            if r.job.schedule_id in ended
+            and policy.wants(r.job.tenant, EventType.SCHEDULE_ENDED.value)
+        }
+
+    @staticmethod
+    def ended_events(
+        done: Sequence[Any], heard: dict[int, tuple[str, str]], now: datetime
+    ) -> list[EventRow]:
+        """The ``schedule.ended`` events of the schedules completed (``done``: rows
+        whose first column is the id) among those heard."""
+        return outcomes.ended_events(
+            [(int(row[0]), *heard[int(row[0])]) for row in done if int(row[0]) in heard], now
+        )
 
     @classmethod
     def of(cls, mine: Sequence[Settled]) -> _Plan:
@@ -1032,7 +1066,12 @@ class QueueQueries(Gateway):
                 said = _OUTCOME_DELIVERED if outcome == Outcome.DELIVERED.value else _OUTCOME
                 db.run(said, (outcome, db.ids(schedule_ids)))
             if plan.ended:
-                db.run(_COMPLETED, (at, db.ids(plan.ended)))
+                heard = plan.ended_heard(policy, results)
+                if heard:
+                    done = db.rows(_COMPLETED + "RETURNING id", (at, db.ids(plan.ended)))
+                    outcomes.write_events(db, plan.ended_events(done, heard, now))
+                else:
+                    db.run(_COMPLETED, (at, db.ids(plan.ended)))
             if plan.tells(policy):
                 outcomes.record(db, results, owned, plan.failed, now, policy)
             return owned
@@ -1112,8 +1151,9 @@ class QueueQueries(Gateway):
             ended = set(plan.ended)
             schedule_ids = sorted(outcome_of.keys() | ended)
             if schedule_ids:
-                await conn.exec_driver_sql(
-                    _PG_SCHEDULES,
+                heard = plan.ended_heard(policy, results)
+                changed: Any = await conn.exec_driver_sql(
+                    _PG_SCHEDULES_ENDED if heard else _PG_SCHEDULES,
                     {
                         "now": now,
                         "ids": schedule_ids,
@@ -1121,6 +1161,9 @@ class QueueQueries(Gateway):
                         "ended": [sid in ended for sid in schedule_ids],
                     },
                 )
+                if heard:
+                    completed = [row for row in changed if row[1]]
+                    await outcomes.write_events_pg(conn, plan.ended_events(completed, heard, now))
             if plan.tells(policy):
                 await outcomes.record_pg(conn, results, owned, plan.failed, now, policy)
         return owned

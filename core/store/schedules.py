@@ -15,6 +15,7 @@ from sqlmodel.sql.expression import SelectOfScalar
 
 from core import routing
 from core.errors import Conflict, DatabaseError
+from core.events import EventRow
 from core.models import (
     LOCAL_TENANT,
     OPEN_STATE_VALUES,
@@ -27,6 +28,7 @@ from core.models import (
 )
 from core.store.arming import Arming, rank_of
 from core.store.base import JOB, JOB_DESTINATION, SCHEDULE, AuditEntry
+from core.store.outcomes import record_events
 from core.store.states import state_condition
 
 
@@ -499,10 +501,12 @@ class ScheduleQueries(Arming):
         audit: AuditEntry,
         cancel_open_jobs: bool = False,
         arm_at: datetime | None = None,
+        events: Sequence[EventRow] = (),
     ) -> Schedule:
         """Apply ``values`` to a schedule if it is still at ``expected_version``, bump
         the version, optionally cancel its waiting jobs and arm a job at ``arm_at``,
-        and write the audit row: all in one transaction.
+        and write the audit row and the ``events`` someone listens to
+        (:func:`core.store.outcomes.record_events`): all in one transaction.
 
         Raises Conflict when the schedule changed since it was read.
         """
@@ -550,6 +554,8 @@ class ScheduleQueries(Arming):
                 await self._reroute(s, schedule_id, now)
             entry = replace(audit, object_type="schedule", object_id=str(schedule_id))
             await self._audit(s, entry, now)
+            if events:
+                await record_events(await s.connection(), events)
             updated = await s.get(Schedule, schedule_id, populate_existing=True)
             assert updated is not None
             return updated
