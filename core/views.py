@@ -181,6 +181,29 @@ def save_notes(schedule: Schedule) -> list[str]:
     return list(orm_state(schedule).info.get(_SAVE_NOTES, ()))
 
 
+def paused_by_system(s: Schedule, after: int) -> bool:
+    """Whether the system paused ``s`` for failing (``HERALD_AUTO_PAUSE_AFTER`` is
+    ``after``): it pauses at the streak that reaches it, in the transaction that counts
+    it, and a resume starts the count again, so a person's pause has a shorter one."""
+    return s.state == "paused" and s.auto_pause and 0 < after <= s.failed_streak
+
+
+def failing_words(s: Schedule, after: int) -> list[str]:
+    """What ``show`` says of a recurring schedule's failures: paused by the system,
+    its occurrences failed in a row, auto-pause off."""
+    if s.rrule is None:
+        return []
+    said = []
+    if paused_by_system(s, after):
+        said.append(f"paused by the system after {s.failed_streak} failed occurrences")
+    elif s.failed_streak:
+        row = "occurrence" if s.failed_streak == 1 else f"{s.failed_streak} occurrences"
+        said.append(f"failing: its last {row} failed")
+    if not s.auto_pause:
+        said.append("auto-pause: off")
+    return said
+
+
 def schedule_dict(schedule: Schedule) -> dict[str, Any]:
     return {
         "id": schedule.id,
@@ -200,6 +223,8 @@ def schedule_dict(schedule: Schedule) -> dict[str, Any]:
         "lifecycle": schedule.state,
         "priority": schedule.priority,
         "last_outcome": schedule.last_outcome,
+        "auto_pause": schedule.auto_pause,
+        "failed_streak": schedule.failed_streak,
         "key": schedule.idempotency_key,
         "max_lateness_s": schedule.max_lateness_s,
         "options": schedule.options,
