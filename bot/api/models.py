@@ -177,12 +177,19 @@ class ScheduleCreate(_Zoned):
         "urgent is served before normal, bulk after it; urgent is not held by quiet hours "
         "(to people who set them: admins and operators only). Default normal."
     )
+    auto_pause: bool = Field(
+        default=True,
+        description="Whether Herald pauses a recurring schedule whose last "
+        "HERALD_AUTO_PAUSE_AFTER occurrences all failed (its author is told; resume "
+        "starts it again).",
+    )
 
     _to = field_validator("to", mode="wrap")(staticmethod(recipients_field))
 
 
 class ScheduleEdit(_Zoned):
-    """What to change (at least one of when, text, to, add, remove, priority)."""
+    """What to change (at least one of when, text, to, add, remove, priority,
+    auto_pause)."""
 
     model_config = _example(
         {"when": "every weekday at 9:30am", "timezone": "Europe/Berlin"}, zoned=True
@@ -208,6 +215,9 @@ class ScheduleEdit(_Zoned):
         description="Recipients to remove, each named by a destination of its chain.",
     )
     priority: Priority | None = _priority("The new priority: urgent, normal or bulk.")
+    auto_pause: bool | None = Field(
+        default=None, description="Whether Herald may pause it for failing (see create)."
+    )
 
     _to = field_validator("to", "add", mode="wrap")(staticmethod(recipients_field))
 
