@@ -98,6 +98,7 @@ async def create_schedule(call: Call) -> Reply:
         their_time=body.time_of == "recipient",
         step_timeout=body.step_timeout,
         priority=body.priority,
+        auto_pause=body.auto_pause,
     )
     headers = {**_etag(schedule), "Location": f"{PREFIX}/schedules/{schedule.id}"}
     if created:
@@ -169,6 +170,7 @@ async def edit_schedule(call: Call) -> Reply:
             add=() if body.add is None else _to(body.add),
             remove=body.remove or (),
             priority=body.priority,
+            auto_pause=body.auto_pause,
         ),
     )
     return Reply(_schedule(schedule), headers=_etag(schedule))
