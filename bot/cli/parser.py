@@ -158,6 +158,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--json", action="store_true", help="print the whole record as JSON")
     c.add_argument("-q", "--quiet", action="store_true", help="print only the schedule's id")
     _add_priority(c, "normal")
+    _add_auto_pause(c, True)
     _add_skip_option(c)
 
     c = add("list", verb("list").help)
@@ -203,6 +204,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     c.add_argument("--tz", help="a city (Berlin) or an IANA zone (Europe/Berlin)")
     _add_priority(c, None)
+    _add_auto_pause(c, None)
 
     for v in offered(verbs.CLI, verbs.STATE_VERBS):  # pause, resume, skip, cancel
         also = f" (also: {', '.join(v.aliases)})" if v.aliases else ""
@@ -440,6 +442,18 @@ def _add_priority(cmd: argparse.ArgumentParser, default: str | None) -> None:
         "--priority",
         choices=("urgent", "normal", "bulk"),
         help=f"urgent is served first and not held by quiet hours, bulk last ({said})",
+    )
+
+
+def _add_auto_pause(cmd: argparse.ArgumentParser, default: bool | None) -> None:
+    """``--auto-pause``/``--no-auto-pause`` (None given: unchanged)."""
+    said = "default: unchanged" if default is None else "default on"
+    cmd.add_argument(
+        "--auto-pause",
+        action=argparse.BooleanOptionalAction,
+        default=default,
+        help="whether Herald pauses a recurring schedule whose last "
+        f"HERALD_AUTO_PAUSE_AFTER occurrences all failed ({said})",
     )
 
 

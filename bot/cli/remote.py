@@ -226,6 +226,11 @@ class Remote:
         self.emit(f"  when:    {s['expression']}  [{s['description']}]")
         self.emit(f"  next:    {_local(s['next_run_at'], s['timezone'])} {s['timezone']}")
         self.emit(f"  priority: {s.get('priority', 'normal')}")
+        if streak := s.get("failed_streak"):
+            row = "occurrence" if streak == 1 else f"{streak} occurrences"
+            self.emit(f"  failing: its last {row} failed")
+        if s.get("recurring") and s.get("auto_pause") is False:
+            self.emit("  auto-pause: off")
         self.emit(f"  owner:   {s['owner']}")
         if s["tenant"] != "local":
             self.emit(f"  tenant:  {s['tenant']}")
@@ -267,6 +272,7 @@ class Remote:
                 ("remove", list(a.remove_to) or None),
                 ("tz", a.tz),
                 ("priority", a.priority),
+                ("auto_pause", a.auto_pause),
             )
             body = {name: value for name, value in fields if value is not None}
             _, _, s = self.call("PATCH", f"/schedules/{a.id}", body, headers=headers)
@@ -331,6 +337,7 @@ def _schedule_body(a: argparse.Namespace) -> dict[str, Any]:
         "max_lateness": a.max_lateness,
         "options": schedule_options(a) or None,
         "priority": a.priority,
+        "auto_pause": False if a.auto_pause is False else None,
     }
     body = {name: value for name, value in fields.items() if value is not None}
     sources = list(a.skip_calendar or [])

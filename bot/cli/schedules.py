@@ -81,6 +81,7 @@ async def cmd_schedule(cli: Cli, herald: Herald) -> None:
         their_time=a.their_time,
         step_timeout=step_timeout_arg(a.step_timeout),
         priority=a.priority,
+        auto_pause=a.auto_pause,
     )
     if a.json:
         cli.emit_json({**views.schedule_dict(schedule), "created": created})
@@ -94,6 +95,8 @@ async def cmd_schedule(cli: Cli, herald: Herald) -> None:
     cli.emit(f"Schedule {schedule.id}: {views.read_back(schedule)}, in {zone}.")
     if schedule.priority != "normal":
         cli.emit(f"  priority: {schedule.priority}")
+    if schedule.rrule is not None and not schedule.auto_pause:
+        cli.emit("  auto-pause: off")
     read_back_recipients(cli, schedule, "  to:   ")
     if schedule.options.get(reminders.ASKED_BY):  # someone else's reminder
         cli.emit(f"  (a direct message; it says {cli.actor.id} asked)")
@@ -154,7 +157,7 @@ async def cmd_list(cli: Cli, herald: Herald) -> None:
         [
             *([s.tenant] if tenants else []),
             str(s.id),
-            priority_marked(s.shown_state, s.priority),
+            priority_marked(_state_column(s, cli.settings.auto_pause_after), s.priority),
             _when_column(s, words),
             views.local_short(s.next_run_at, s.timezone),
             to_cell(s, full=views.sees_destination(viewer, s.owner), least=to_least),
@@ -165,6 +168,11 @@ async def cmd_list(cli: Cli, herald: Herald) -> None:
     cli.table(header, table, least=least)
     if more:
         cli.emit(more)
+
+
+def _state_column(s: Schedule, after: int) -> str:
+    """A list's state: ``paused (failing)`` when the system paused it."""
+    return "paused (failing)" if views.paused_by_system(s, after) else s.shown_state
 
 
 def show_schedule(cli: Cli, s: Schedule, *, full: bool = True) -> None:
@@ -208,6 +216,8 @@ async def cmd_show(cli: Cli, herald: Herald) -> None:
     show_schedule(cli, s, full=full)
     if fared:
         cli.emit(f"  fared:   {fared}")
+    for words in views.failing_words(s, cli.settings.auto_pause_after):
+        cli.emit(f"  {words}")
     several = len(s.destinations) > 1  # say where each job and try went
     jobs = {job.id: job for job in [*detail.jobs, *detail.archived_jobs]}
     archived = "  archived"
@@ -264,6 +274,7 @@ async def cmd_edit(cli: Cli, herald: Herald) -> None:
         remove=list(a.remove_to),
         tz=a.tz,
         priority=a.priority,
+        auto_pause=a.auto_pause,
         expected_version=a.version,
     )
     cli.changed(schedule, verbs.verb("edit").past)

@@ -4,13 +4,17 @@ in drain mode against a scripted provider, time on a ManualClock."""
 
 from __future__ import annotations
 
+import io
 import json
 import random
 from datetime import timedelta
 
 import sqlalchemy as sa
 
-from core.actors import Principal
+from bot.cli.commands import Cli
+from bot.cli.main import COMMANDS, handler
+from bot.cli.parser import build_parser
+from core.actors import Principal, Surface
 from core.cases import Herald
 from core.channels.base import Delivery, DeliveryResult
 from core.clock import ManualClock
@@ -18,6 +22,7 @@ from core.dispatcher import Dispatcher, DispatcherConfig
 from core.events import AUTO_PAUSE_ACTOR
 from core.models import Event, EventHook, JobState, Notice, Schedule
 from core.receipts import ReceiptReport
+from core.settings import Settings
 from tests.support.channels import RecordingChannel
 from tests.support.store import audit_trail
 
@@ -252,4 +257,44 @@ async def test_a_receipt_is_an_event_when_heard(herald: Herald, clock: ManualClo
         "30003",
         job.id,
         "dead",
+    )
+
+
+async def cli(herald: Herald, settings: Settings, *argv: str) -> str:
+    """What ``herald <argv>`` prints, run as Alice through the CLI's own command."""
+    args = build_parser().parse_args(list(argv))
+    out = io.StringIO()
+    command = Cli(args, settings, out)
+    command.actor = Principal(ALICE, surface=Surface.CLI)
+    await handler(COMMANDS[args.command]).action.with_herald(command, herald)  # type: ignore[attr-defined]
+    return out.getvalue()
+
+
+async def test_the_cli_turns_it_off_and_says_who_paused(
+    herald: Herald, settings: Settings, clock: ManualClock
+) -> None:
+    said = await cli(
+        herald, settings, "schedule", "--to", "log:", "--when", "every hour", "--text", "t",
+        "--no-auto-pause",
+    )  # fmt: skip
+    assert "  auto-pause: off" in said.splitlines()
+    [s] = await herald.list_schedules(ALICE)
+    assert "  auto-pause: off" in (await cli(herald, settings, "show", str(s.id))).splitlines()
+    await cli(herald, settings, "edit", str(s.id), "--auto-pause")
+    d = dispatcher(herald, Provider())
+    await occurrence(d, clock)
+    shown = (await cli(herald, settings, "show", str(s.id))).splitlines()
+    assert "  failing: its last occurrence failed" in shown
+    assert "  auto-pause: off" not in shown
+    for _ in range(2):
+        await occurrence(d, clock)
+    shown = (await cli(herald, settings, "show", str(s.id))).splitlines()
+    assert "  paused by the system after 3 failed occurrences" in shown
+    listed = await cli(herald, settings, "list")
+    assert "paused (failing)" in listed
+    record = json.loads(await cli(herald, settings, "show", str(s.id), "--json"))
+    assert (record["auto_pause"], record["failed_streak"], record["lifecycle"]) == (
+        True,
+        3,
+        "paused",
     )
