@@ -2,7 +2,10 @@
 for the hooks and the pull feed, notices for chat authors, each schedule's failure
 streak, and the pause of a recurring schedule that keeps failing. Run inside the
 transaction of :meth:`core.store.queue.QueueQueries.finish`, on either database; a
-batch with nothing to tell runs no statement here."""
+batch with nothing to tell runs no statement here.
+
+Events that happen outside the dispatcher (a person's pause, a provider's receipt) are
+written by :func:`record_events` in their own transaction, when someone listens."""
 
 from __future__ import annotations
 
@@ -160,7 +163,9 @@ def pause_told(
 ) -> list[tuple[str, str, str, str]]:
     """For each schedule the system paused (``(id, tenant, owner, streak)`` rows): its
     event and its chat owner's notice (appended), and its audit row's ``(tenant,
-    actor, schedule id, details)``. Every pause is an event (core.events.ALWAYS)."""
+    actor, schedule id, details)``. A pause by the system is an event whether or not a
+    hook hears it, as failures are (it is as rare, and the pull feed shows it); a
+    person's pause only when heard (:func:`record_events`)."""
     audits = []
     for schedule_id, tenant, owner, streak in paused:
         reason = auto_pause_reason(int(streak))
