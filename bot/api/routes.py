@@ -5,7 +5,7 @@ its query, body and answer). :mod:`bot.api.server` serves the table and
 
 from __future__ import annotations
 
-from bot.api import devices, preferences
+from bot.api import devices, hooks, preferences
 from bot.api import models as m
 from bot.api.handlers import (
     approve_dead,
@@ -219,5 +219,6 @@ ROUTES: tuple[Route, ...] = (
         problems=(413, 415, 422),
     ),
     *devices.ROUTES,
+    *hooks.ROUTES,
     *preferences.ROUTES,
 )
