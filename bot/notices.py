@@ -60,7 +60,7 @@ class NoticeSweeper:
     """Tells ``platform``'s authors of their notices every ``every`` seconds with
     ``tell``; ``quiet`` are the platform's errors that only mean the author cannot be
     reached; ``alert_tenant()`` the tenant whose alert channel this adapter posts to
-    (None: none, or not known yet)."""
+    (None: none, or not known: then admins are told here too)."""
 
     def __init__(
         self,
@@ -70,7 +70,7 @@ class NoticeSweeper:
         *,
         every: float,
         quiet: tuple[type[Exception], ...] = (),
-        alert_tenant: Callable[[], str | None] = lambda: None,
+        alert_tenant: Callable[[], Awaitable[str | None]] | None = None,
     ) -> None:
         self.herald = herald
         self.platform = platform
@@ -108,8 +108,9 @@ class NoticeSweeper:
         now = self.herald.clock.now()
         window = timedelta(seconds=self.herald.settings.notice_digest_seconds)
         self.told = {k: v for k, v in self.told.items() if now < v + window}
+        alerts = await self.alert_tenant() if self.alert_tenant is not None else None
         groups = await self.herald.take_notices(
-            self.platform, now, told=self.told, alert_tenant=self.alert_tenant()
+            self.platform, now, told=self.told, alert_tenant=alerts
         )
         told = 0
         for group in groups:

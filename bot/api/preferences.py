@@ -82,6 +82,11 @@ class PreferencesIn(In):
         description="A tenant's defaults only: hold messages to channels in the tenant's "
         "quiet hours too (by default only messages to a person are held).",
     )
+    notices: Annotated[bool, Strict()] | None = Field(
+        default=None,
+        description="Whether the member is told by direct message (Slack, Discord) when "
+        "a message they scheduled fails; on unless turned off.",
+    )
 
 
 class QuietOut(Out):
@@ -100,6 +105,7 @@ class PreferencesOut(Out):
             "quiet": _QUIET_EXAMPLE,
             "quiet_text": "22:00–08:00 and weekends",
             "hold_channels": None,
+            "notices": None,
         }
     )
 
@@ -109,6 +115,7 @@ class PreferencesOut(Out):
     quiet: QuietOut | None
     quiet_text: str | None = Field(description="The quiet hours in words.")
     hold_channels: bool | None
+    notices: bool | None = Field(description="Told of failed messages by direct message.")
 
 
 _OWN: dict[str, Any] = {
@@ -118,6 +125,7 @@ _OWN: dict[str, Any] = {
     "quiet": None,
     "quiet_text": None,
     "hold_channels": None,
+    "notices": False,
 }
 _TENANT: dict[str, Any] = {
     "place": None,
@@ -126,6 +134,7 @@ _TENANT: dict[str, Any] = {
     "quiet": _QUIET_EXAMPLE,
     "quiet_text": "22:00–08:00 and weekends",
     "hold_channels": False,
+    "notices": None,
 }
 
 

@@ -24,6 +24,7 @@ from bot.discord_bot import actions
 from bot.discord_bot.commands import HeraldTree, ScheduleGroup
 from bot.discord_bot.components import DeadLetterButton, PageButton, ScheduleButton, view_for
 from bot.discord_bot.interact import NO_MENTIONS
+from bot.discord_bot.notices import DiscordNotices, NoticeButton
 from bot.discord_bot.reminders import ReminderButton
 from bot.discord_bot.skips import SkipNotices
 from core.cases import Herald
@@ -88,7 +89,9 @@ class HeraldClient(discord.Client):
         self.tree.add_command(ScheduleGroup())
         # Persistent buttons: a click on any message with these custom_ids is handled,
         # also on messages posted before this process started.
-        self.add_dynamic_items(ScheduleButton, DeadLetterButton, PageButton, ReminderButton)
+        self.add_dynamic_items(
+            ScheduleButton, DeadLetterButton, PageButton, ReminderButton, NoticeButton
+        )
 
 
 class DiscordAdapter:
@@ -109,6 +112,11 @@ class DiscordAdapter:
         #: Authors told of their reminders skipped by a recipient's preferences (a
         #: burst of one author's within ``window`` seconds: one message).
         self.skips = SkipNotices(self._tell_author, frozenset(self.guild_ids), window=3.0)
+        #: Authors told of their failures (dead letters, expired messages, schedules
+        #: paused for failing): swept from the database every HERALD_SWEEP_SECONDS.
+        self.notices = DiscordNotices(
+            herald, self._tell_author, frozenset(self.guild_ids), self.alert_tenant
+        )
         self._gateway: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[object]] = set()
         #: Starts the adapter, and again while Discord's API is down (``problem``).
@@ -199,6 +207,7 @@ class DiscordAdapter:
             self.client.connect(reconnect=True), name="herald-discord-gateway"
         )
         self._gateway.add_done_callback(_gateway_ended)
+        self.notices.start()
 
     async def sync_commands(self) -> None:
         """Register ``/schedule`` globally, or in each of ``DISCORD_GUILD_IDS``. A refusal
@@ -236,6 +245,7 @@ class DiscordAdapter:
     async def stop(self) -> None:
         """Close the gateway and HTTP session; pending alert posts are cancelled."""
         await self._starter.stop()
+        await self.notices.close()
         await self.skips.close()
         for task in list(self._tasks):
             task.cancel()
@@ -260,12 +270,17 @@ class DiscordAdapter:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _tell_author(self, user_id: int, text: str) -> None:
+    async def _tell_author(
+        self, user_id: int, text: str, view: discord.ui.View | None = None
+    ) -> None:
         """A direct message to ``user_id`` (its DM channel opened, then a message that
-        mentions no one)."""
+        mentions no one), with ``view``'s buttons."""
         opened = await self.client.http.start_private_message(user_id)
         channel = self.client.get_partial_messageable(int(opened["id"]))
-        await channel.send(text, allowed_mentions=NO_MENTIONS)
+        if view is None:
+            await channel.send(text, allowed_mentions=NO_MENTIONS)
+        else:
+            await channel.send(text, allowed_mentions=NO_MENTIONS, view=view)
 
     async def post_alert(self, item: Settled) -> discord.Message | None:
         """Post the alert for one dead letter; None (logged) when Discord refuses."""
@@ -289,23 +304,29 @@ class DiscordAdapter:
             log.exception("dead-letter alert failed", extra={"job_id": item.job.id})
         return None
 
-    async def _alert_may_hear(self, job_id: int) -> bool:
-        """Whether the alert channel's server may hear of this dead letter: it hears of
-        its own tenant's only (the server the channel belongs to, looked up once)."""
+    async def alert_tenant(self) -> str | None:
+        """The tenant of the alert channel's server (looked up once; None: no alert
+        channel, or it cannot be looked up now)."""
         if self._alert_tenant is None and self.alert_channel is not None:
             try:
                 data = await self.client.http.get_channel(self.alert_channel)
             except discord.HTTPException as exc:
                 log.warning("could not look up the alert channel", extra={"status": exc.status})
-                return False
+                return None
             guild = data.get("guild_id")
             if guild is None:
                 log.warning("the alert channel is not in a server: no alerts are posted")
-                return False
+                return None
             self._alert_tenant = f"discord:{int(str(guild))}"
-        if self._alert_tenant is None:
+        return self._alert_tenant
+
+    async def _alert_may_hear(self, job_id: int) -> bool:
+        """Whether the alert channel's server may hear of this dead letter: it hears of
+        its own tenant's only (the server the channel belongs to)."""
+        tenant = await self.alert_tenant()
+        if tenant is None:
             return False
-        return job_id in await self.herald.dead_of_tenant([job_id], self._alert_tenant)
+        return job_id in await self.herald.dead_of_tenant([job_id], tenant)
 
 
 def _refused_token() -> ConfigError:

@@ -135,7 +135,7 @@ class SlackAdapter:
             herald,
             self._tell_author,
             lambda: self.teams,
-            lambda: self.tenant if self.settings.slack_alert_channel else None,
+            self._alert_tenant,
         )
         self._attached = False
         #: The tenant of the bot token's workspace (auth.test), once known.
@@ -374,6 +374,10 @@ class SlackAdapter:
         if self.tenant is None:
             return set()
         return await self.herald.dead_of_tenant(job_ids, self.tenant)
+
+    async def _alert_tenant(self) -> str | None:
+        """The workspace whose alert channel this adapter posts to (None: none)."""
+        return self.tenant if self.settings.slack_alert_channel else None
 
     async def _tell_author(self, user: str, text: str, blocks: Blocks | None = None) -> None:
         """A direct message to ``user``: conversations.open, then chat.postMessage."""

@@ -78,7 +78,7 @@ class SlackNotices(NoticeSweeper):
         herald: Herald,
         post: Callable[[str, str, Blocks], Awaitable[None]],
         teams: Callable[[], Collection[str]],
-        alert_tenant: Callable[[], str | None],
+        alert_tenant: Callable[[], Awaitable[str | None]],
     ) -> None:
         super().__init__(
             herald,
