@@ -42,7 +42,7 @@ _STATUS_TEXT = {
 
 
 #: The ids the examples use in paths (the models' examples name the same ones).
-PATH_EXAMPLES = {"schedule_id": 42, "job_id": 9, "device_id": 7}
+PATH_EXAMPLES = {"schedule_id": 42, "job_id": 9, "device_id": 7, "hook_id": 3}
 #: The fields an import line must have; the others (core.cases.importer.FIELDS) may be.
 _IMPORT_REQUIRED = ("to", "when", "text")
 IMPORT_EXAMPLE = "\n".join(
