@@ -321,6 +321,8 @@ SCHEDULE_EXAMPLE: dict[str, Any] = {
     "lifecycle": "active",
     "priority": "normal",
     "last_outcome": None,
+    "auto_pause": True,
+    "failed_streak": 0,
     "key": "standup-2026",
     "max_lateness_s": None,
     "options": {},
@@ -393,6 +395,14 @@ class ScheduleOut(_Out):
         default="normal", description="urgent, normal or bulk: its place in the queue."
     )
     last_outcome: str | None
+    auto_pause: bool = Field(
+        default=True, description="Whether Herald may pause it for failing (auto_pause)."
+    )
+    failed_streak: int = Field(
+        default=0,
+        description="Its latest occurrences in a row that none of its recipients got; at "
+        "HERALD_AUTO_PAUSE_AFTER the system pauses it (a resume starts it at 0 again).",
+    )
     key: str | None
     max_lateness_s: float | None
     options: dict[str, Any]
