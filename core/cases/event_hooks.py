@@ -59,7 +59,7 @@ class EventPage:
 def shown_url(url: str) -> str:
     """A hook's URL as lists and the audit show it (path and query hidden, as a
     webhook destination's are: they often carry a token)."""
-    return recipient_shown("webhook:" + url)
+    return recipient_shown("webhook:" + url).removeprefix("webhook:")
 
 
 def check_types(types: Sequence[str]) -> list[str]:

@@ -279,7 +279,7 @@ class EventQueries(Gateway):
             )
             if row is None:
                 return False
-            shown = recipient_shown("webhook:" + row["url"])
+            shown = recipient_shown("webhook:" + row["url"]).removeprefix("webhook:")
             if row["owner"].startswith(CHAT_PLATFORMS):
                 await conn.execute(
                     sa.insert(NOTICE).values(
