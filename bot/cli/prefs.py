@@ -73,6 +73,11 @@ def _changes(p: argparse.ArgumentParser, *, tenant: bool = False) -> None:
         metavar="DAYS|none",
         help="whole quiet days: sat,sun or weekends (none: no quiet day)",
     )
+    p.add_argument(
+        "--notices",
+        choices=("on", "off"),
+        help="a direct message (Slack, Discord) when a message you scheduled fails (default on)",
+    )
     if tenant:
         p.add_argument(
             "--hold-channels",
@@ -142,14 +147,17 @@ def changes_json(a: argparse.Namespace) -> dict[str, Any]:
     if a.quiet_days is not None:
         words = [d.strip() for d in a.quiet_days.split(",") if d.strip()]
         data["quiet_days"] = [] if [w.lower() for w in words] == [_NONE] else words
+    if a.notices is not None:
+        data["notices"] = a.notices == "on"
     if tenant and a.hold_channels is not None:
         data["hold_channels"] = a.hold_channels == "yes"
     if not data:
         first = "" if tenant else "--place, "
         also = ", --hold-channels" if tenant else ""
         raise InvalidInput(
-            f"Say what to change: {first}--accept, --block, --unblock, --quiet or "
-            f"--quiet-days{also} (see herald prefs{' tenant' if tenant else ''} set --help)."
+            f"Say what to change: {first}--accept, --block, --unblock, --quiet, "
+            f"--quiet-days or --notices{also} "
+            f"(see herald prefs{' tenant' if tenant else ''} set --help)."
         )
     return data
 
@@ -212,7 +220,7 @@ def member_lines(m: dict[str, Any], *, yours: bool = True) -> list[str]:
     you = "you" if yours else "them"
 
     def whose(name: str) -> str:
-        return _whose(own[name], tenant[name], yours=yours)
+        return _whose(own.get(name), tenant.get(name), yours=yours)
 
     place = eff["place"] or "where the author sends them"
     accept = _ACCEPT_WORDS[eff["accept_from"] or "anyone"].format(you=you)
@@ -230,6 +238,14 @@ def member_lines(m: dict[str, Any], *, yours: bool = True) -> list[str]:
         f"  {'who may remind ' + you + ':':<19} {accept} ({whose('accept_from')})",
         f"  blocked:            {', '.join(blocked) or 'nobody'}",
         f"  quiet hours:        {quiet} ({whose('quiet')})",
+        *(
+            [
+                f"  failure notices:    {'off' if eff.get('notices') is False else 'on'} "
+                f"({whose('notices')})"
+            ]
+            if member.startswith(("slack:", "discord:"))  # who is told by direct message
+            else []
+        ),
     ]
 
 
@@ -243,6 +259,7 @@ def tenant_lines(prefs: dict[str, Any]) -> list[str]:
         f"  blocked:            {', '.join(prefs['blocked']) or 'nobody'}",
         f"  quiet hours:        {quiet}" + (", in each member's zone" if quiet != _NONE else ""),
         f"  channels held too:  {'yes' if prefs['hold_channels'] else 'no'}",
+        *(["  failure notices:    off"] if prefs.get("notices") is False else []),
     ]
 
 

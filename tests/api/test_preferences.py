@@ -32,6 +32,7 @@ UNSET: dict[str, Any] = {
     "quiet": None,
     "quiet_text": None,
     "hold_channels": None,
+    "notices": None,
 }
 
 
@@ -69,6 +70,7 @@ async def test_a_member_shows_sets_and_clears_their_preferences(
     assert shown["member"] == ALICE and shown["zone"] == "UTC"
     assert shown["own"] == shown["tenant"] == UNSET
     assert shown["effective"]["accept_from"] == "anyone"
+    assert shown["effective"]["notices"] is True  # told of failures unless turned off
 
     change = {
         "place": "email:alice@example.com",
@@ -85,6 +87,7 @@ async def test_a_member_shows_sets_and_clears_their_preferences(
         "quiet": {"window": "22:00-08:00", "days": ["sat", "sun"]},
         "quiet_text": "22:00–08:00 and weekends",
         "hold_channels": None,
+        "notices": None,
     }
     assert await ok(await client.get("/v1/me/preferences", headers=alice)) == put
     # what a GET answered may be sent back as it is
@@ -224,3 +227,16 @@ async def test_herald_prefs_through_the_api_says_what_the_local_command_says(
         await remote("--member", BOB)
     with pytest.raises(RemoteError, match="admin"):  # a write token: not the admin scope
         await remote("tenant")
+
+
+async def test_a_member_turns_failure_notices_off_and_on(
+    herald: Herald, client: TestClient[Any, Any]
+) -> None:
+    alice = await bearer(herald, ALICE)
+    off = await ok(await client.put("/v1/me/preferences", json={"notices": False}, headers=alice))
+    assert off["own"]["notices"] is False and off["effective"]["notices"] is False
+    assert off["summary"].endswith("failure notices off")
+    bad = await client.put("/v1/me/preferences", json={"notices": "off"}, headers=alice)
+    assert bad.status == 422
+    on = await ok(await client.put("/v1/me/preferences", json={"notices": True}, headers=alice))
+    assert on["effective"]["notices"] is True

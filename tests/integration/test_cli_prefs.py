@@ -75,10 +75,11 @@ async def test_show_set_and_clear_in_words(herald: Herald, settings: Settings) -
         "quiet": {"window": "22:00-08:00", "days": ["sat", "sun"]},
         "quiet_text": "22:00–08:00 and weekends",
         "hold_channels": None,
+        "notices": None,
     }
     assert await own(herald, settings, actor=BOB) == {  # Bob's are his own
         "place": None, "accept_from": None, "blocked": [], "quiet": None,
-        "quiet_text": None, "hold_channels": None,
+        "quiet_text": None, "hold_channels": None, "notices": None,
     }  # fmt: skip
     await cli(
         herald, settings, "prefs", "set", "--place", "none", "--unblock", "local:bob",
