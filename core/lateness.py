@@ -21,8 +21,9 @@ from datetime import UTC, datetime, timedelta
 LATENESS_BUCKETS = (
     0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800, 3600,
 )  # fmt: skip
-#: A minute's counts: one per bucket (the last: later than the last bound), then the
-#: tries marked delayed (later than ``HERALD_LATE_AFTER``, whatever bucket they are in).
+#: A minute's counts of first tries: one per bucket (the last: later than the last
+#: bound), then those marked delayed (later than ``HERALD_LATE_AFTER``, whatever bucket
+#: they are in).
 WIDTH = len(LATENESS_BUCKETS) + 2
 DELAYED = WIDTH - 1
 #: The console's windows: what each is called, and how far back it reaches.
@@ -33,9 +34,11 @@ KEPT_MINUTES = 120
 
 
 class LateMinutes:
-    """This dispatcher's counts per UTC minute (minutes since the epoch), added to from
-    the event loop only: one bisect and one or two increments per try. The minutes
-    counted in since the last :meth:`take` are its dirty ones."""
+    """This dispatcher's counts of first tries per UTC minute (minutes since the epoch),
+    added to from the event loop only: one bisect and one or two increments per try.
+    The minutes counted in since the last :meth:`take` are its dirty ones. Retries are
+    not counted: the histogram ``herald_delivery_lateness_seconds`` (the alert's) counts
+    first tries only, and the console says the same figures."""
 
     __slots__ = ("_counts", "_dirty")
 
@@ -43,15 +46,13 @@ class LateMinutes:
         self._counts: dict[int, list[int]] = {}
         self._dirty: set[int] = set()
 
-    def add(self, minute: int, late: float | None, delayed: bool) -> None:
-        """Count a try that started in ``minute``: ``late`` seconds after it fell due
-        (None: not counted in the buckets, as a retry is not), and whether it was
-        delayed."""
+    def add(self, minute: int, late: float, delayed: bool) -> None:
+        """Count a first try that started in ``minute``, ``late`` seconds after it fell
+        due, and whether it was delayed."""
         counts = self._counts.get(minute)
         if counts is None:
             counts = self._counts[minute] = [0] * WIDTH
-        if late is not None:
-            counts[bisect_left(LATENESS_BUCKETS, late)] += 1  # first bound >= late
+        counts[bisect_left(LATENESS_BUCKETS, late)] += 1  # first bound >= late
         if delayed:
             counts[DELAYED] += 1
         self._dirty.add(minute)
@@ -120,12 +121,12 @@ def said(bound: float | None) -> str:
 
 @dataclass(frozen=True)
 class LatenessFigures:
-    """How late first tries started over a window, every dispatcher's counted."""
+    """How late first tries started over a window, every dispatcher's counted (retries
+    are not: they start when their backoff ends)."""
 
     window: str
-    #: First tries counted (retries are not: they start when their backoff ends).
     sends: int
-    #: Tries marked delayed (first tries and retries).
+    #: Those marked delayed (later than ``HERALD_LATE_AFTER``).
     delayed: int
     p50: float | None
     p95: float | None
@@ -143,12 +144,12 @@ class LatenessFigures:
         )
 
     def line(self) -> str:
-        """``last hour  p50 ≤ 1 s · p95 ≤ 5 min · p99 ≤ 10 min · of 3,400 first tries ·
-        12 tries delayed``."""
+        """``last hour  p50 ≤ 1 s  p95 ≤ 5 min  p99 ≤ 10 min  12 of 3,400 delayed``."""
+        if self.sends == 0:
+            return f"{self.window:<9}  no first tries counted"
         return (
-            f"{self.window:<9}  p50 {said(self.p50)} · p95 {said(self.p95)} · "
-            f"p99 {said(self.p99)} · of {self.sends:,} first tries · "
-            f"{self.delayed:,} tries delayed"
+            f"{self.window:<9}  p50 {said(self.p50)}  p95 {said(self.p95)}  "
+            f"p99 {said(self.p99)}  {self.delayed:,} of {self.sends:,} delayed"
         )
 
 

@@ -23,8 +23,8 @@ def record(item: Settled, metrics: Metrics, worker: str, late_after: float) -> N
     expired, handed back) at WARNING with every field, a delivery at DEBUG, a job its
     recipient's preferences skip or hold at INFO. A try that started more than
     ``late_after`` seconds after it fell due is counted delayed, as the store marks its
-    attempt (core.store.queue ``finish``), and every try is counted in its minute's
-    lateness (the console's percentiles; first tries only in the buckets). At INFO,
+    attempt (core.store.queue ``finish``); a first try's lateness is observed and
+    counted in its minute (the console's percentiles, core.lateness). At INFO,
     :func:`recorded_batch` says one line per batch (a line per delivery doubled the
     CPU a burst takes)."""
     job, attempt = item.job, item.attempt
@@ -40,12 +40,11 @@ def record(item: Settled, metrics: Metrics, worker: str, late_after: float) -> N
         delayed = late > late_after * 1000
         if delayed:
             m.delayed.inc()
-        first = job.attempts == 1
-        if first:
+        if job.attempts == 1:
             m.lateness.observe(late / 1000)
-        metrics.late_minutes.add(
-            int(attempt.started_at.timestamp()) // 60, late / 1000 if first else None, delayed
-        )
+            metrics.late_minutes.add(
+                int(attempt.started_at.timestamp()) // 60, late / 1000, delayed
+            )
         if attempt.status_code == 429:
             m.provider_429.inc()
         if item.state == RETRYING and item.next_step is None:

@@ -13,6 +13,8 @@ from core.models import Lateness
 from core.store.base import Gateway
 
 LATENESS = Lateness.__table__  # type: ignore[attr-defined]
+#: The most rows a read adds up: 200 dispatchers counting in every minute of a day.
+READ_ROWS = 200 * 24 * 60
 
 
 class LatenessQueries(Gateway):
@@ -40,8 +42,14 @@ class LatenessQueries(Gateway):
             await conn.execute(stmt, rows)
 
     async def lateness_since(self, since: datetime) -> list[int]:
-        """Every dispatcher's counts of the minutes from ``since`` on, added up."""
-        query = sa.select(LATENESS.c.counts).where(LATENESS.c.minute >= since)
+        """Every dispatcher's counts of the minutes from ``since`` on, added up (the
+        newest :data:`READ_ROWS` rows)."""
+        query = (
+            sa.select(LATENESS.c.counts)
+            .where(LATENESS.c.minute >= since)
+            .order_by(LATENESS.c.minute.desc())
+            .limit(READ_ROWS)
+        )
         async with self._read() as conn:
             rows = (await conn.execute(query)).scalars().all()
         return summed([json.loads(text) for text in rows])

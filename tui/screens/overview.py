@@ -34,6 +34,7 @@ class OverviewScreen(ConsoleScreen):
             with Horizontal(id="rates"):
                 yield Rate("Deliveries / min", id="delivered")
                 yield Rate("Failures / min", id="failed")
+            yield Static("", id="lateness")
             with Horizontal(id="bottom"):
                 yield Static("", id="counts")
                 with Vertical(id="health"):
@@ -49,6 +50,7 @@ class OverviewScreen(ConsoleScreen):
         providers.border_title = "Providers"
         providers.add_columns("provider", "health", "sends", "changed")
         self.query_one("#counts", Static).border_title = "Jobs by state"
+        self.query_one("#lateness", Static).border_title = "Lateness of first tries, all tenants"
         super().on_mount()
 
     async def fetch(self) -> Any:
@@ -70,6 +72,7 @@ class OverviewScreen(ConsoleScreen):
         self.query_one("#dead", Figure).set(f"{f.dead:,} · {f.dead_requested:,} to decide")
         self.query_one("#delivered", Rate).set([ok for _, ok, _ in f.per_minute])
         self.query_one("#failed", Rate).set([bad for _, _, bad in f.per_minute])
+        self.query_one("#lateness", Static).update("\n".join(x.line() for x in o.lateness))
         shown = [s for s in STATES if s in ALWAYS or o.counts.get(s, 0)]
         shown += sorted(s for s in o.counts if s not in STATES)
         width = max(len(s) for s in shown)
