@@ -121,7 +121,7 @@ class Overview:
     #: The email and SMS providers' health (:meth:`ProviderCases.provider_health`).
     providers: list[ProviderState] = field(default_factory=list)
     #: How late first tries started over the last hour and day, of every tenant (the
-    #: dispatchers' lateness, as their health is shown), with the tries delayed.
+    #: dispatchers' lateness, as their health is shown), with those delayed.
     lateness: list[LatenessFigures] = field(default_factory=list)
 
     @property
