@@ -23,6 +23,7 @@ WANTED = {
     "HeraldProviderErrorRateHigh",
     "HeraldDeadLettersWaiting",
     "HeraldDispatcherHeartbeatStale",
+    "HeraldLateSends",
     "HeraldCalendarFailing",
     "HeraldCalendarsNotRefreshed",
 }
