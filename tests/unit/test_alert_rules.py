@@ -35,6 +35,8 @@ def exported_names() -> set[str]:
         names.add(family.name)
         names.update(sample.name for sample in family.samples)
         names.add(family.name + "_total")
+        if family.type == "histogram":  # its series exist once a label is observed
+            names.update(family.name + suffix for suffix in ("_bucket", "_count", "_sum"))
     return names
 
 
