@@ -5,7 +5,6 @@ an event committed later, and the audit trail."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from datetime import timedelta
 
@@ -21,6 +20,7 @@ from core.settings import load_settings
 from core.store import Store
 from core.store.events import EventScope, last_position
 from tests.conftest import START
+from tests.support.events import settled
 
 A, B = "slack:TA", "slack:TB"
 ANNA = Principal("slack:UANNA", A)  # a member of A
@@ -47,24 +47,6 @@ async def record(
         await insert_event(conn, tenant, kind, owner, schedule_id=schedule_id, key=key)
     if settle:
         await settled(store)
-
-
-async def settled(store: Store) -> None:
-    """Wait until PostgreSQL's readers see every committed event: a transaction of
-    another test, open in the same cluster, holds back the snapshot's xmin for a moment
-    (what a reader of the log must wait for, by design)."""
-    if store.backend != "postgresql":
-        return
-    query = sa.text(
-        "SELECT (SELECT coalesce(max(tx), 0) FROM event) "
-        "< pg_snapshot_xmin(pg_current_snapshot())::text::bigint"
-    )
-    for _ in range(500):
-        async with store._read() as conn:
-            if (await conn.execute(query)).scalar_one():
-                return
-        await asyncio.sleep(0.01)
-    raise AssertionError("an open transaction held the event log back for 5 s")
 
 
 async def insert_event(
