@@ -19,6 +19,7 @@ from core.channels import parse_destination
 from core.errors import HeraldError
 from core.instants import iso as iso
 from core.instants import local as local
+from core.lateness import late_for
 from core.models import Attempt, Job, Schedule
 from core.receipts import MAX_BODY, provider_label
 from core.routing import Recipient
@@ -261,6 +262,17 @@ RECEIPT_PROVIDERS = frozenset(MAX_BODY)  # the providers /receipts/<provider> ta
 RECEIPT_DETAIL_CHARS = 200
 
 
+def delay(attempt: Any) -> str | None:
+    """``delayed 4 min`` for an attempt that started more than ``HERALD_LATE_AFTER``
+    after it fell due (core.store.queue ``finish`` marks it); None for one on time, or
+    one an older Herald recorded (no lateness kept). ``attempt`` is an :class:`Attempt`
+    or any row with its ``delayed`` and ``late_ms``."""
+    late = getattr(attempt, "late_ms", None)
+    if not getattr(attempt, "delayed", False) or late is None:
+        return None
+    return late_for(late / 1000)
+
+
 def handoff(attempt: Any, zone: str) -> str | None:
     """What the provider an attempt went through did with it, its times in ``zone``:
 
@@ -334,6 +346,8 @@ def attempt_dict(attempt: Attempt, zone: str = "UTC") -> dict[str, Any]:
         "receipt_at": iso(attempt.receipt_at),
         "receipt_detail": error_text(attempt.receipt_detail),
         "handoff": handoff(attempt, zone),
+        "late_s": None if attempt.late_ms is None else attempt.late_ms / 1000,
+        "delayed": attempt.delayed,
     }
 
 

@@ -135,6 +135,10 @@ class AttemptRow:
     receipt: str | None = None
     receipt_at: datetime | None = None
     receipt_detail: str | None = None
+    #: How many milliseconds after it fell due it started (None: an older Herald's),
+    #: and whether that was past ``HERALD_LATE_AFTER`` (core.views.delay says it).
+    late_ms: int | None = None
+    delayed: bool = False
 
 
 @dataclass(frozen=True)
@@ -555,6 +559,8 @@ class ConsoleQueries(HeldQueries):
                 ATTEMPT.c.receipt,
                 ATTEMPT.c.receipt_at,
                 sa.func.substr(ATTEMPT.c.receipt_detail, 1, RESPONSE_CHARS).label("receipt_detail"),
+                ATTEMPT.c.late_ms,
+                ATTEMPT.c.delayed,
             )
             .join(JOB, JOB.c.id == ATTEMPT.c.job_id)
             .join(SCHEDULE, SCHEDULE.c.id == JOB.c.schedule_id)
