@@ -98,6 +98,9 @@ def lines(
         + source(own.accept_from, tenant.accept_from),
         f"Blocked: {blocked}",
         f"Quiet hours: {quiet_line}" + source(own.quiet, tenant.quiet),
+        "Told of your failed messages by direct message: "
+        + ("no" if effective.notices is False else "yes")
+        + source(own.notices, tenant.notices),
     ]
 
 

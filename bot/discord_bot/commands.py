@@ -307,6 +307,7 @@ class ScheduleGroup(
         quiet_days="Quiet all day: sat, sun / weekends (off: none)",
         tenant="Admins: this server's defaults instead of yours",
         hold_channels="Admins, with tenant: hold channel messages in quiet hours too",
+        notices="A direct message when a message you scheduled fails (default on)",
     )
     @app_commands.choices(
         accept=[Choice(name=name, value=value) for value, name in prefs.ACCEPT_CHOICES.items()]
@@ -323,6 +324,7 @@ class ScheduleGroup(
         quiet_days: Range[str, 1, 60] | None = None,
         tenant: bool = False,
         hold_channels: bool | None = None,
+        notices: bool | None = None,
     ) -> None:
         async def work(actor: Principal) -> actions.Reply:
             return await prefs.prefs(
@@ -338,6 +340,7 @@ class ScheduleGroup(
                 quiet_end=quiet_end,
                 quiet_days=quiet_days,
                 hold_channels=hold_channels,
+                notices=notices,
             )
 
         await respond(interaction, work)

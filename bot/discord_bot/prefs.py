@@ -115,6 +115,7 @@ async def prefs(
     quiet_end: str | None = None,
     quiet_days: str | None = None,
     hold_channels: bool | None = None,
+    notices: bool | None = None,
 ) -> actions.Reply:
     """``/schedule prefs``: change what the options say (nothing: only show), then
     answer with what applies, in words."""
@@ -133,6 +134,7 @@ async def prefs(
         quiet=window,
         quiet_days=days,
         hold_channels=hold_channels,
+        notices=notices,
     )
     saved = not changes.empty
     if tenant:
@@ -162,6 +164,6 @@ async def prefs(
     if not saved:
         text += (
             "\n-# Change them with `/schedule prefs` and its options: place, accept, block, "
-            "unblock, quiet_start, quiet_end, quiet_days."
+            "unblock, quiet_start, quiet_end, quiet_days, notices."
         )
     return actions.Reply(render.fit(text))

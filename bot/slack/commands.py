@@ -41,12 +41,22 @@ from bot.slack.modal import (
 from bot.slack.prefs import Prefs
 from bot.slack.reminders import urgency
 from core import calendars, limits, verbs
-from core.cases import check_text
+from core.cases import PreferenceChanges, check_text
 from core.channels import parse_destination
 from core.errors import HeraldError, InvalidInput
 from core.models import Schedule
 
 log = logging.getLogger(__name__)
+
+#: What ``/schedule prefs notices on|off`` answers.
+NOTICES_ON = (
+    "Saved: Herald tells you here when a message you scheduled fails "
+    "(`/schedule prefs notices off` to stop)."
+)
+NOTICES_OFF = (
+    "Saved: Herald no longer tells you here when a message you scheduled fails; "
+    "`/schedule list failed` still shows them (`/schedule prefs notices on` to be told again)."
+)
 
 #: How a reply starts once a verb is done ("Paused schedule #12."), from core/verbs.py.
 DONE = {v.name: v.done for v in verbs.offered(verbs.SLACK, verbs.STATE_VERBS)}
@@ -89,6 +99,9 @@ class Commands(Prefs):
                 await send(long_notice(grammar.HELP))
             case grammar.OpenModal():
                 await self.open_modal(str(body["trigger_id"]), person, channel=channel)
+            case grammar.Prefs(notices=bool(on)):
+                await self.herald.set_preferences(actor, PreferenceChanges(notices=on))
+                await send(notice(NOTICES_ON if on else NOTICES_OFF))
             case grammar.Prefs(tenant=tenant):
                 await self.open_prefs(str(body["trigger_id"]), person, tenant=tenant)
             case grammar.Listing(everyone=everyone, state=state):

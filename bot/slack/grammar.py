@@ -28,6 +28,7 @@ Grammar (the first word decides; keywords are not case-sensitive)::
     /schedule show|edit|cancel|pause|resume|skip ID    (delete and remove: cancel)
     /schedule timezone [ZONE]
     /schedule prefs [tenant]               your preferences (admins: the tenant's defaults)
+    /schedule prefs notices off|on         a DM when a message you scheduled fails (default on)
     /schedule urgent …                     any schedule above, urgent (admins, operators)
     /schedule feed add [#channel] URL [before 10m][: TEMPLATE]     (admins)
     /schedule feed list
@@ -122,7 +123,9 @@ and date and time pickers.
 file's events, e.g. `{SKIP_EXAMPLE}` (the form has a field for it too).
 • `/schedule prefs` opens your preferences: where reminders to you go (here, a DM, email, \
 SMS, push), who may remind you, whom you block, and your quiet hours (reminders due then \
-wait until they end). Admins: `/schedule prefs tenant` sets the workspace's defaults.
+wait until they end). Admins: `/schedule prefs tenant` sets the workspace's defaults. \
+`/schedule prefs notices off` stops the direct message Herald sends you when a message you \
+scheduled fails (`on` again).
 • Admins and operators: start with `urgent` (`{URGENT_EXAMPLE}`) to send before anything \
 else waiting and through people's quiet hours.
 • `/schedule timezone` shows the zone Herald reads your times in (your Slack profile's \
@@ -198,6 +201,8 @@ class Prefs:
     """Open the preferences modal: the member's, or (``tenant``) the tenant's defaults."""
 
     tenant: bool = False
+    #: ``/schedule prefs notices off|on``: set whether failures are told by DM, no modal.
+    notices: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -274,9 +279,11 @@ def _prefs(args: list[str]) -> Prefs:
         return Prefs()
     if words in (["tenant"], ["workspace"], ["defaults"]):
         return Prefs(tenant=True)
+    if len(words) == 2 and words[0] == "notices" and words[1] in ("on", "off"):
+        return Prefs(notices=words[1] == "on")
     raise Refusal(
-        "`/schedule prefs` takes nothing (your preferences) or `tenant` (the workspace's "
-        f"defaults, for admins), not `{escape(' '.join(args))}`."
+        "`/schedule prefs` takes nothing (your preferences), `tenant` (the workspace's "
+        f"defaults, for admins) or `notices off|on`, not `{escape(' '.join(args))}`."
     )
 
 

@@ -167,3 +167,16 @@ async def test_the_card_says_when_quiet_hours_hold_a_reminder(
         adapter, "create", interaction(), when="in 5 minutes", message="x", to=f"<@{STRANGER}>"
     )
     assert "quiet hours" in text and "23:59" in text
+
+
+async def test_failure_notices_are_turned_off_and_on(
+    adapter: DiscordAdapter, interaction: Make, herald: Herald
+) -> None:
+    text = await prefs(adapter, interaction())
+    assert "Told of your failed messages by direct message: yes" in text
+    text = await prefs(adapter, interaction(), notices=False)
+    assert text.startswith("Saved.")
+    assert "Told of your failed messages by direct message: no" in text
+    assert (await herald.preferences(who(OWNER))).effective.notices is False
+    await prefs(adapter, interaction(), notices=True)
+    assert (await herald.preferences(who(OWNER))).effective.notices is True

@@ -176,3 +176,15 @@ async def test_edit_opens_the_schedules_form(env: SlackEnv) -> None:
     await env.send.click("herald_notice_edit", str(sid), channel=told["channel"], message=told)
     await env.slack.until(lambda: env.slack.opened)
     assert str(sid) in env.slack.opened[-1]["view"]["private_metadata"]
+
+
+async def test_prefs_notices_off_and_on_from_slack(env: SlackEnv) -> None:
+    await env.send.command("prefs notices off")
+    reply = await env.reply()
+    assert reply["text"].startswith("Saved: Herald no longer tells you here")
+    assert (await env.herald.preferences(who("U1"))).effective.notices is False
+    await env.send.command("prefs notices on")
+    assert (await env.reply(2))["text"].startswith("Saved: Herald tells you here")
+    assert (await env.herald.preferences(who("U1"))).effective.notices is True
+    await env.send.command("prefs notices maybe")
+    assert "`notices off|on`" in (await env.reply(3))["text"]
