@@ -487,6 +487,16 @@ class AttemptOut(_Out):
         description="Moved to the archive after HERALD_RETENTION_DAYS (listed only with "
         "archived=true).",
     )
+    late_s: float | None = Field(
+        default=None,
+        description="How many seconds after its due time this try started (0: on time; "
+        "null: recorded before Herald kept lateness).",
+    )
+    delayed: bool = Field(
+        default=False,
+        description="It started more than HERALD_LATE_AFTER (default 60 s) after its due "
+        "time: a catch-up after an outage, or a backlog.",
+    )
 
 
 class ScheduleJobs(_Out):

@@ -244,6 +244,8 @@ async def cmd_show(cli: Cli, herald: Herald) -> None:
             code = f" {at.status_code}" if at.status_code is not None else ""
             handed = views.handoff(at, s.timezone)
             how = f"  {handed}" if handed else ""
+            late = views.delay(at)
+            how += f"  {late}" if late else ""
             to = f"  to {_attempt_to(s, at, jobs.get(at.job_id), full)}" if several else ""
             sent = f'  sent "{one_line(at.body, 60)}"' if at.body else ""
             cli.emit(

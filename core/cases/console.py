@@ -581,12 +581,16 @@ def _upcoming(schedule: Schedule, now: datetime) -> list[datetime]:
 def _attempt_event(a: Any, to: str, zone: str) -> TimelineEvent:
     """An attempt (an Attempt or an AttemptRow) on a timeline: where it ran, how it
     went, where it went (``to``), what its provider did with it (:func:`core.views.
-    handoff`, in ``zone``) and the text it sent (variables filled in), when it kept it."""
+    handoff`, in ``zone``), how late it started when it was delayed (``delayed 4 min``)
+    and the text it sent (variables filled in), when it kept it."""
     code = f" {a.status_code}" if a.status_code is not None else ""
     text = f"attempt to {to} on {a.worker or '?'}: {a.outcome}{code}"
     handed = views.handoff(a, zone)
     if handed:
         text += f" · {handed}"
+    late = views.delay(a)
+    if late:
+        text += f" · {late}"
     if a.provider_message_id:
         text += f" (message {a.provider_message_id})"
     if a.body:

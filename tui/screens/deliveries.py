@@ -116,6 +116,9 @@ class DeliveriesScreen(ConsoleScreen):
         handed = views.handoff(r, self.zone)  # "accepted by Twilio 09:00:01 · delivered …"
         if handed:
             lines.append(handed)
+        late = views.delay(r)  # "delayed 4 min"
+        if late:
+            lines.append(late)
         to = self.destination(r.destination, self.owner())
         lines.append(
             f"Attempt {r.id} · job {r.job_id} of schedule {r.schedule_id} · {r.outcome}{code}"
