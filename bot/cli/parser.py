@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from bot.cli import devices as cli_devices
+from bot.cli import hooks as cli_hooks
 from bot.cli import prefs as cli_prefs
 from core import verbs
 from core.verbs import offered, verb
@@ -267,6 +268,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     cli_devices.add_parser(msub, _Parser)
     cli_prefs.add_parser(sub, _Parser)
+    cli_hooks.add_parser(sub, _Parser)
 
     c = add("admin", "Herald's first admin, on a database that has none.")
     asub = c.add_subparsers(dest="admin_command", required=True, parser_class=_Parser)
