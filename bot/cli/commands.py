@@ -21,6 +21,7 @@ from typing import Any, TextIO
 
 from bot.cli import calendars as cli_calendars
 from bot.cli import devices as cli_devices
+from bot.cli import hooks as cli_hooks
 from bot.cli import info as cli_info
 from bot.cli import prefs as cli_prefs
 from bot.cli import schedules as cli_schedules
@@ -522,6 +523,8 @@ token = over_herald(Cli.cmd_token)
 feeds = over_herald(cli_calendars.cmd_feeds)
 export = over_herald(cli_calendars.cmd_export)
 prefs = over_herald(cli_prefs.cmd_prefs)
+hooks = over_herald(cli_hooks.cmd_hooks)
+events = over_herald(cli_hooks.cmd_events)
 database = Handler(Cli.cmd_db, database=True)
 housekeeping = Handler(Cli.cmd_housekeeping, database=True)
 run_service = Handler(Cli.cmd_run, database=True, log_level="INFO")
