@@ -62,6 +62,8 @@ COMMANDS: dict[str, Command] = {
     "timezone": _local("timezone"),
     "member": _local("member"),
     "prefs": _local("prefs", remote=True),
+    "hooks": _local("hooks"),
+    "events": _local("events"),
     "admin": _local("admin"),
     "dead": _local("dead"),
     "token": _local("token"),
