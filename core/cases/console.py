@@ -148,6 +148,8 @@ class TimelineEvent:
     text: str
     job_id: int | None = None
     detail: str = ""
+    #: Of a job moved to the archive (read only when the timeline asks for it).
+    archived: bool = False
 
 
 @dataclass(frozen=True)
@@ -463,10 +465,13 @@ class ConsoleCases(ScheduleCases, DeadLetterCases, ProviderCases, HeldCases):
         schedule_id: int | None = None,
         job_id: int | None = None,
         attempt_id: int | None = None,
+        archived: bool = False,
     ) -> Timeline:
         """A schedule (or a job's, or an attempt's schedule) with its rule in words, next
         occurrences and everything that happened to it, oldest first. With a job or an
-        attempt, the timeline is that job's."""
+        attempt, the timeline is that job's. With ``archived``, the history moved to the
+        archive after HERALD_RETENTION_DAYS is on it too (its events marked archived),
+        and ``job_id`` may name an archived job."""
         if attempt_id is not None:
             job_id = await self.store.attempt_job(attempt_id)
             if job_id is None:
@@ -474,13 +479,16 @@ class ConsoleCases(ScheduleCases, DeadLetterCases, ProviderCases, HeldCases):
         focus: Job | None = None
         if job_id is not None:
             focus = await self.store.get_job(job_id)
+            if focus is None and archived:
+                tenant = (await self.actor(actor_id)).tenant
+                focus = await self.store.archived_job(job_id, tenant=tenant)
             if focus is None:
                 raise InvalidInput(f"There is no job {job_id}.")
             schedule_id = focus.schedule_id
         if schedule_id is None:
             raise InvalidInput("Say which schedule, job or attempt to show.")
         try:
-            detail = await self.show_schedule(actor_id, schedule_id)
+            detail = await self.show_schedule(actor_id, schedule_id, archived=archived)
         except NotFound:
             if focus is None:
                 raise
@@ -490,10 +498,13 @@ class ConsoleCases(ScheduleCases, DeadLetterCases, ProviderCases, HeldCases):
         jobs = list(detail.jobs)
         full = views.sees_destination(await self.actor(actor_id), schedule.owner)
         shown = [focus] if focus is not None else jobs
-        to = _where(schedule, jobs, full)
+        to = _where(schedule, [*jobs, *detail.archived_jobs], full)
         events = await self._events(detail, focus, to, schedule.timezone)
+        archived_ids = {j.id for j in detail.archived_jobs}
         for job in shown:
-            events.extend(_job_events(job))
+            if job.id not in archived_ids:  # those are told below, marked
+                events.extend(_job_events(job))
+        events.extend(_archived_events(detail, focus, to, schedule.timezone))
         job_ids = [j.id for j in shown if j.id is not None]
         for row in await self.store.object_audit(schedule_id, job_ids):
             if focus is None or row.object_type == "schedule" or row.object_id == str(focus.id):
@@ -522,6 +533,8 @@ class ConsoleCases(ScheduleCases, DeadLetterCases, ProviderCases, HeldCases):
             tried: Sequence[Any] = detail.attempts
         elif any(j.id == focus.id for j in detail.jobs):
             tried = [a for a in detail.attempts if a.job_id == focus.id]
+        elif any(j.id == focus.id for j in detail.archived_jobs):
+            return []  # an archived job's: _archived_events tells them
         else:
             tried = await self.store.attempts_page(AttemptFilter(job_id=focus.id), limit=50)
         events = [_attempt_event(a, to(a), zone) for a in tried]
@@ -531,6 +544,25 @@ class ConsoleCases(ScheduleCases, DeadLetterCases, ProviderCases, HeldCases):
             for a in tried
             if a.receipt is not None and a.receipt_at is not None
         ]
+
+
+def _archived_events(
+    detail: ScheduleDetail, focus: Job | None, to: Callable[[Any], str], zone: str
+) -> list[TimelineEvent]:
+    """The archived history a detail holds (of the ``focus`` job only, when there is
+    one) as timeline events marked archived: each job's planning and end, each attempt
+    and its receipt."""
+    jobs = [j for j in detail.archived_jobs if focus is None or j.id == focus.id]
+    kept = {j.id for j in jobs}
+    tried = [a for a in detail.archived_attempts if a.job_id in kept]
+    events = [e for job in jobs for e in _job_events(job)]
+    events += [_attempt_event(a, to(a), zone) for a in tried]
+    events += [
+        TimelineEvent(a.receipt_at, "receipt", views.handoff(a, zone) or "", a.job_id)
+        for a in tried
+        if a.receipt is not None and a.receipt_at is not None
+    ]
+    return [replace(e, archived=True) for e in events]
 
 
 def _where(schedule: Schedule, jobs: list[Job], full: bool) -> Callable[[Any], str]:

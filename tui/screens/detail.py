@@ -40,6 +40,7 @@ class DetailScreen(ConsoleScreen):
     BINDINGS = [
         Binding("escape,backspace", "back", "Back", id="detail-back"),
         Binding("a", "whole_schedule", "Whole schedule", id="detail-schedule"),
+        Binding("h", "archived", "Archived history", id="detail-archived"),
     ]
 
     def __init__(
@@ -53,6 +54,8 @@ class DetailScreen(ConsoleScreen):
         self.schedule_id = schedule_id
         self.job_id = job_id
         self.attempt_id = attempt_id
+        #: The history moved to the archive is on the timeline too ("h" toggles it).
+        self.archived = False
         self.events: dict[str, Any] = {}
 
     def compose(self) -> ComposeResult:
@@ -79,6 +82,7 @@ class DetailScreen(ConsoleScreen):
             schedule_id=self.schedule_id,
             job_id=self.job_id,
             attempt_id=self.attempt_id,
+            archived=self.archived,
         )
 
     def show(self, data: Any) -> None:
@@ -88,6 +92,8 @@ class DetailScreen(ConsoleScreen):
         self.schedule_id = s.id
         subject = f"Job {t.focus_job} of schedule {s.id}" if t.focus_job else f"Schedule {s.id}"
         self.title = subject
+        table = self.query_one("#timeline", PageTable)
+        table.border_title = "Timeline with archived history" if self.archived else "Timeline"
         upcoming = ", ".join(stamp(u, zone, seconds=False) for u in t.upcoming) or "none"
         lines = [
             f"[b]{subject}[/] · {s.shown_state} · version {s.version} · owner {escape(s.owner)}",
@@ -103,7 +109,7 @@ class DetailScreen(ConsoleScreen):
                 str(i),
                 (
                     stamp(e.at, zone),
-                    e.kind,
+                    f"{e.kind} (archived)" if e.archived else e.kind,
                     "" if e.job_id is None else str(e.job_id),
                     clip(f"{e.text}{' — ' + e.detail if e.detail else ''}", CELL),
                 ),
@@ -152,6 +158,11 @@ class DetailScreen(ConsoleScreen):
 
     def action_back(self) -> None:
         self.dismiss()
+
+    def action_archived(self) -> None:
+        """Put the archived history on the timeline, or take it off."""
+        self.archived = not self.archived
+        self.reload()
 
     def action_whole_schedule(self) -> None:
         self.job_id = self.attempt_id = None
