@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from core.models import EventHook
 
 #: core.events.EVENT_TYPES, written again here: the grammar imports no core, so that
-#: ``herald --help`` stays fast (tests/e2e/test_cli_hooks.py keeps them equal).
+#: ``herald --help`` stays fast (tests/integration/test_cli_hooks.py keeps them equal).
 TYPES = (
     "job.delivered",
     "job.retrying",
