@@ -5,7 +5,7 @@ credential-shaped (rows written before that, by an older Herald)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -203,6 +203,23 @@ def failing_words(s: Schedule, after: int) -> list[str]:
     if not s.auto_pause:
         said.append("auto-pause: off")
     return said
+
+
+def last_failure(jobs: Sequence[Job], zone: str) -> str | None:
+    """What ``show`` says of the schedule's latest message that failed for good (dead or
+    expired), in one line: when, why, and what can be done; None when none did."""
+    failed = [j for j in jobs if j.state in ("dead", "expired")]
+    if not failed:
+        return None
+    job = max(failed, key=lambda j: (j.finished_at or j.due_at, j.id or 0))
+    why = error_text(job.last_error) or "no reason was recorded"
+    when = local_short(job.finished_at or job.due_at, zone)
+    then = (
+        f"ask for a retry: herald dead retry {job.id}"
+        if job.state == "dead"
+        else "an expired message cannot be retried"
+    )
+    return f"last failure: job {job.id} ({job.state}) at {when}: {why} ({then})"
 
 
 def schedule_dict(schedule: Schedule) -> dict[str, Any]:

@@ -218,6 +218,9 @@ async def cmd_show(cli: Cli, herald: Herald) -> None:
         cli.emit(f"  fared:   {fared}")
     for words in views.failing_words(s, cli.settings.auto_pause_after):
         cli.emit(f"  {words}")
+    failure = views.last_failure([*detail.jobs, *detail.archived_jobs], s.timezone)
+    if failure:
+        cli.emit(f"  {failure}")
     several = len(s.destinations) > 1  # say where each job and try went
     jobs = {job.id: job for job in [*detail.jobs, *detail.archived_jobs]}
     archived = "  archived"
