@@ -14,15 +14,17 @@ import sqlalchemy as sa
 from bot.cli.commands import Cli
 from bot.cli.main import COMMANDS, handler
 from bot.cli.parser import build_parser
+from core import timeexpr
 from core.actors import Principal, Surface
 from core.cases import Herald
 from core.channels.base import Delivery, DeliveryResult
 from core.clock import ManualClock
 from core.dispatcher import Dispatcher, DispatcherConfig
-from core.events import AUTO_PAUSE_ACTOR
+from core.events import AUTO_PAUSE_ACTOR, OutcomePolicy
 from core.models import Event, EventHook, JobState, Notice, Schedule
 from core.receipts import ReceiptReport
 from core.settings import Settings
+from core.store import Verdict
 from tests.support.channels import RecordingChannel
 from tests.support.store import audit_trail
 
@@ -158,6 +160,45 @@ async def test_one_recipient_failing_while_another_gets_it_never_pauses(
         assert (outcomes["delivered"], outcomes["dead"]) == (1, 1)
     found = await schedule_of(herald, s.id)
     assert (found.state, found.failed_streak) == ("active", 0)
+
+
+async def recorded(herald: Herald, delivered: set[int]) -> None:
+    """The next hourly occurrence claimed and recorded in one batch, its recipients in
+    ``delivered`` delivered and the others dead, the dead recorded last."""
+    clock = herald.clock
+    assert isinstance(clock, ManualClock)
+    clock.advance(timedelta(hours=1))
+    now = clock.now()
+    jobs = await herald.store.claim_due(
+        now=now, worker="w", lease_until=now + timedelta(minutes=1), limit=10
+    )
+    verdicts = [
+        Verdict(
+            job,
+            "delivered" if job.recipient in delivered else "dead",
+            error=None if job.recipient in delivered else "410 Gone",
+            next_run=timeexpr.next_occurrence(job.rrule or "", job.occurrence_at),
+        )
+        for job in jobs
+    ]
+    verdicts.sort(key=lambda v: v.state == "dead")
+    await herald.store.finish(verdicts, worker="w", now=now, policy=OutcomePolicy())
+
+
+async def test_a_death_recorded_after_anothers_delivery_in_one_batch_does_not_count(
+    herald: Herald,
+) -> None:
+    s, _ = await herald.create_schedule(
+        ALICE, to=[OK_HOOK, BROKEN_HOOK], when="every hour", text="tick"
+    )
+    for _ in range(2):
+        await recorded(herald, delivered=set())
+    assert (await schedule_of(herald, s.id)).failed_streak == 2
+    await recorded(herald, delivered={0})  # one got it: the count starts again
+    assert (await schedule_of(herald, s.id)).failed_streak == 0
+    await recorded(herald, delivered=set())
+    found = await schedule_of(herald, s.id)
+    assert (found.state, found.failed_streak) == ("active", 1)
 
 
 async def test_never_paused_when_off(herald: Herald, clock: ManualClock) -> None:
