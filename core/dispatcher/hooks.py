@@ -3,7 +3,8 @@ pushes the outbox (the ``event`` table) to each event hook, signed as Standard
 Webhooks say (core.events).
 
 Every :data:`PUSH_SECONDS` the pusher reads the hooks due (a read), and for each with
-events after its cursor it claims the hook with a lease, POSTs up to
+events after its cursor it claims the hook with a lease (``HERALD_LEASE_SECONDS``),
+POSTs up to
 :data:`BATCH` events a wave of :data:`WAVE` at a time, and moves the cursor through
 the last event of the unbroken run of successes (2xx). At the first failure the
 cursor stays at the failing event and the hook backs off (exponential with jitter, up
@@ -50,8 +51,6 @@ WAVE = 8
 IN_FLIGHT = 8
 #: Seconds a POST may take, and its connection.
 TIMEOUT = Timeout(10.0, 3.0)
-#: How long a claimed hook stays this dispatcher's (a batch's POSTs fit well within).
-LEASE_SECONDS = 120.0
 #: Seconds between tries of a failing hook: the first, and at most.
 BACKOFF_BASE = 2.0
 BACKOFF_CAP = 3600.0
@@ -131,7 +130,10 @@ class HookPusher:
     async def _push_hook(self, seen: EventHook) -> int:
         """Claim one hook, POST its events from its cursor, and record how far it got."""
         now = self.clock.now()
-        lease_until = now + timedelta(seconds=LEASE_SECONDS)
+        # a hook is leased as jobs are (HERALD_LEASE_SECONDS), and no wave starts past
+        # half of it: a crashed pusher's hook is pushed again soon by another
+        lease = self.config.lease_seconds
+        lease_until, budget = now + timedelta(seconds=lease), time.monotonic() + lease / 2
         hook = await self.store.claim_hook(
             seen.id or 0, worker=self.worker_id, now=now, lease_until=lease_until
         )
@@ -142,6 +144,8 @@ class HookPusher:
         delivered = 0
         failed: Sent | None = None
         for start in range(0, len(events), WAVE):
+            if start and time.monotonic() > budget:
+                break
             wave = events[start : start + WAVE]
             results = await asyncio.gather(*(self._post(hook, event) for event in wave))
             for event, sent in zip(wave, results, strict=True):
