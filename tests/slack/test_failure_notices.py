@@ -188,3 +188,37 @@ async def test_prefs_notices_off_and_on_from_slack(env: SlackEnv) -> None:
     assert (await env.herald.preferences(who("U1"))).effective.notices is True
     await env.send.command("prefs notices maybe")
     assert "`notices off|on`" in (await env.reply(3))["text"]
+
+
+async def test_a_schedule_paused_for_failing_is_told_with_resume(env: SlackEnv) -> None:
+    schedule, _ = await env.herald.create_schedule(
+        who("U1"), to="slack:C0123", when="every hour", text="pulse"
+    )
+    assert schedule.id is not None
+    failing = RecordingChannel(lambda d: DeliveryResult.permanent(WHY, 410), kind="slack")
+    dispatcher = Dispatcher(
+        env.herald.store,
+        {"slack": failing},
+        clock=env.clock,
+        config=DispatcherConfig(max_attempts=1, auto_pause_after=3),
+    )
+    for _ in range(3):
+        env.clock.advance(3600)
+        await dispatcher.drain()
+    assert (await env.herald.show_schedule(who("U1"), schedule.id)).schedule.state == "paused"
+    env.clock.advance(env.settings.notice_digest_seconds)
+    assert await env.adapter.notices.sweep() == 1
+    [told] = dms(env)
+    lines = told["text"].splitlines()
+    assert lines[0] == "Herald has 4 notices for you:"  # three failed, then the pause
+    assert lines[4] == (
+        f"• Schedule {schedule.id} was paused: its last 3 occurrences all failed. Resume it "
+        "when the destination works again."
+    )
+    assert "herald_notice_resume" in action_ids(told)
+    valid_message((told["text"], told["blocks"]))
+    await env.send.click(
+        "herald_notice_resume", str(schedule.id), channel=told["channel"], message=told
+    )
+    assert (await env.reply())["text"].startswith("Resumed")
+    assert (await env.herald.show_schedule(who("U1"), schedule.id)).schedule.state == "active"
