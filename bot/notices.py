@@ -20,8 +20,7 @@ from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
 
 from bot.skip_notices import MAX_LINES, cut
-from core.cases import Herald
-from core.cases.notices import AuthorNotices
+from core.cases import AuthorNotices, Herald
 from core.events import NoticeKind
 
 log = logging.getLogger(__name__)

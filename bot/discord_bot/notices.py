@@ -25,8 +25,7 @@ from bot.discord_bot.skips import MESSAGE_CHARS, owner_here
 from bot.notices import NoticeSweeper, Unreachable, message
 from bot.skip_notices import MAX_LINES
 from core.actors import Principal, Surface
-from core.cases import Herald
-from core.cases.notices import AuthorNotices
+from core.cases import AuthorNotices, Herald
 
 #: Buttons one message carries at most (Discord: five rows of five).
 MOST_BUTTONS = 25

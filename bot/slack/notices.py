@@ -15,8 +15,7 @@ from bot.skip_notices import MAX_LINES
 from bot.slack.blocks import Blocks, button, context, section
 from bot.slack.skips import MESSAGE_CHARS, owner_here
 from bot.slack.words import escape
-from core.cases import Herald
-from core.cases.notices import AuthorNotices, NoticeLine
+from core.cases import AuthorNotices, Herald, NoticeLine
 
 #: The buttons' action ids.
 RETRY = "herald_notice_retry"

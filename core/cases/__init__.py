@@ -54,6 +54,7 @@ from core.cases.importer import (
     import_schedules,
     more_invalid,
 )
+from core.cases.notices import NOTICE_LEASE_SECONDS, AuthorNotices, NoticeLine
 from core.cases.preferences import (
     MAX_MEMBER_REF,
     MAX_PLACE,
@@ -75,6 +76,9 @@ __all__ = [
     "MAX_KEY",
     "MAX_MEMBER_REF",
     "MAX_PLACE",
+    "NOTICE_LEASE_SECONDS",
+    "AuthorNotices",
+    "NoticeLine",
     "OPTIONS",
     "SCHEDULE_BULK",
     "Herald",

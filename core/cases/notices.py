@@ -19,7 +19,7 @@ from core.cases.base import CaseBase
 from core.events import REASON_CHARS, NoticeKind, recipient_shown
 from core.models import JobState, ScheduleState
 from core.preferences import TENANT_DEFAULT, effective
-from core.store.notices import TakenNotice
+from core.store import TakenNotice
 
 #: Seconds a taken notice stays the taker's: past it, a process that died after
 #: taking it has its notices told by the next sweep (at least once).

@@ -34,7 +34,7 @@ from core.store.devices import DeviceQueries
 from core.store.dispatch_store import DispatchStore
 from core.store.events import EventQueries
 from core.store.lateness import LatenessQueries
-from core.store.notices import NoticeQueries
+from core.store.notices import NoticeQueries, TakenNotice
 from core.store.preferences import PersonNow, PreferenceQueries
 from core.store.providers import FAILED_RECEIPTS, ProviderQueries, ReceiptTaken
 from core.store.queue import (
@@ -84,6 +84,7 @@ __all__ = [
     "EventQueries",
     "LatenessQueries",
     "NoticeQueries",
+    "TakenNotice",
     "FAILED_RECEIPTS",
     "DeviceQueries",
     "PersonNow",

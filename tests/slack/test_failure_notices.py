@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from core.cases.notices import NOTICE_LEASE_SECONDS
+from core.cases import NOTICE_LEASE_SECONDS
 from core.cases.preferences import PreferenceChanges
 from core.channels.base import DeliveryResult
 from core.clock import ManualClock
