@@ -47,6 +47,8 @@ PUSH_SECONDS = 1.0
 #: Events read per hook per push, and POSTed at once for one hook.
 BATCH = 100
 WAVE = 8
+#: Batches one push sends a hook at most (the next push goes on).
+ROUNDS = 10
 #: Requests to hooks in flight per process at most.
 IN_FLIGHT = 8
 #: Seconds a POST may take, and its connection.
@@ -114,15 +116,20 @@ class HookPusher:
         self.policy.listening = await self.store.listening()
 
     async def push(self) -> int:
-        """Push every due hook that has events waiting, hooks side by side; how many
+        """Push every due hook that has events waiting, hooks side by side, a batch
+        after another while a hook took a whole one (up to :data:`ROUNDS`); how many
         events were delivered."""
         now = self.clock.now()
         due = await self.store.due_hooks(now=now)
         waiting = [hook for hook in due if await self.store.hook_events(hook, limit=1)]
-        if not waiting:
-            return 0
-        done = await asyncio.gather(*(self._push_hook(hook) for hook in waiting))
-        return sum(done)
+        total = 0
+        for _ in range(ROUNDS):
+            if not waiting:
+                break
+            done = await asyncio.gather(*(self._push_hook(hook) for hook in waiting))
+            total += sum(done)
+            waiting = [hook for hook, n in zip(waiting, done, strict=True) if n == BATCH]
+        return total
 
     async def close(self) -> None:
         await self.http.close()

@@ -27,7 +27,7 @@ from core.store import AuditEntry, Store
 from tests.fakes import WebhookReceiver
 from tests.reliability.conftest import report
 
-JOBS = 200
+JOBS = 150
 DESTINATIONS = 100  # webhooks are rate limited per URL (10/s): spread over many URLs
 
 
@@ -127,7 +127,7 @@ async def test_sigkill_mid_stream_loses_no_event(tmp_path: Path) -> None:
             )
             proc = start(url, log)
             try:
-                for target in (20, 80):  # killed twice while events stream out
+                for target in (15, 60):  # killed twice while events stream out
                     await until(lambda t=target: len(app.got) >= t, 60)
                     proc.send_signal(signal.SIGKILL)
                     proc.wait(timeout=30)
