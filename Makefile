@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 DEVSTAMP := $(VENV)/.installed-dev
 
-.PHONY: demo test lint typecheck unit bench reliability console clean
+.PHONY: demo test lint typecheck unit bench bench-archive reliability console clean
 
 $(BIN)/python:
 	@echo "Creating the virtual environment $(VENV)..."
@@ -51,6 +51,13 @@ $(BENCHSTAMP): pyproject.toml | $(BIN)/python
 
 bench: $(BENCHSTAMP)
 	$(BIN)/python -m bench
+
+# archive, then prune (issue 38; ~10 minutes, not part of `make bench`): claim and list
+# timings with a million finished jobs active, archived and absent, on SQLite and
+# PostgreSQL; then PostgreSQL's partitioning by month against copy-and-delete
+bench-archive: $(BENCHSTAMP)
+	$(BIN)/python -m bench.archive
+	$(BIN)/python -m bench.archive partition
 
 # the full reliability suite (minutes): 20 SIGKILLs, 50,000 jobs on 4 dispatchers, fuzz,
 # a random draw for every time zone

@@ -1,4 +1,5 @@
-"""Finished history moved to the archive tables past the retention, read back when asked, pruned after HERALD_ARCHIVE_DAYS."""
+"""Finished history moved to the archive tables past the retention (HERALD_RETENTION_DAYS),
+read back when asked, pruned after HERALD_ARCHIVE_DAYS."""
 
 from __future__ import annotations
 
@@ -31,7 +32,8 @@ _ATTEMPT_COLUMNS = [c.name for c in ATTEMPT.columns]
 
 
 class ArchiveQueries(Gateway):
-    """Finished history moved to the archive tables past the retention, read back when asked, pruned after HERALD_ARCHIVE_DAYS."""
+    """Finished history moved to the archive tables past the retention, read back when
+    asked, pruned after HERALD_ARCHIVE_DAYS."""
 
     # --- moving and pruning (the housekeeping) --------------------------------------
 
