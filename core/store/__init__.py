@@ -32,7 +32,14 @@ from core.store.console import (
 from core.store.dead_letters import DeadFilter, DeadGroup, DeadLetter, DeadLetterQueries
 from core.store.devices import DeviceQueries
 from core.store.dispatch_store import DispatchStore
-from core.store.events import EventQueries
+from core.store.events import (
+    EventQueries,
+    EventScope,
+    Position,
+    decode_cursor,
+    encode_cursor,
+    last_position,
+)
 from core.store.lateness import LatenessQueries
 from core.store.notices import NoticeQueries, TakenNotice
 from core.store.preferences import PersonNow, PreferenceQueries
@@ -82,6 +89,11 @@ def _dispatches(store: Store) -> DispatchStore:
 __all__ = [
     "ArchiveQueries",
     "EventQueries",
+    "EventScope",
+    "Position",
+    "decode_cursor",
+    "encode_cursor",
+    "last_position",
     "LatenessQueries",
     "NoticeQueries",
     "TakenNotice",
