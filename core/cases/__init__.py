@@ -45,6 +45,16 @@ from core.cases.devices import (
     MAX_DEVICES,
     token_tail,
 )
+from core.cases.event_hooks import (
+    DESCRIPTION_MAX,
+    KEY_PREFIX_MAX,
+    PAGE_DEFAULT,
+    PAGE_MAX,
+    URL_MAX,
+    EventPage,
+    Registered,
+    shown_url,
+)
 from core.cases.herald import Herald
 from core.cases.importer import (
     FIELDS,
@@ -72,6 +82,14 @@ __all__ = [
     "DEVICE_PLATFORMS",
     "DEVICE_TOKEN_MAX",
     "MAX_DEVICES",
+    "DESCRIPTION_MAX",
+    "KEY_PREFIX_MAX",
+    "PAGE_DEFAULT",
+    "PAGE_MAX",
+    "URL_MAX",
+    "EventPage",
+    "Registered",
+    "shown_url",
     "FIELDS",
     "MAX_KEY",
     "MAX_MEMBER_REF",
