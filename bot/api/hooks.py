@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import Field
 
 from bot.api.model_base import In, Out, example
 from bot.api.requests import Call, Reply, Route
-from core.cases.event_hooks import (
+from core.cases import (
     DESCRIPTION_MAX,
     KEY_PREFIX_MAX,
     PAGE_DEFAULT,
@@ -229,7 +229,7 @@ async def events(call: Call) -> Reply:
 
 
 _HOOK = "/event-hooks/{hook_id}"
-_TYPES = ", ".join(EventTypeName.__args__)
+_TYPES = ", ".join(get_args(EventTypeName))
 
 #: The routes of event hooks and the event feed (bot/api/routes.py adds them).
 ROUTES: tuple[Route, ...] = (

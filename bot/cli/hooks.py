@@ -74,7 +74,7 @@ def add_parser(sub: Any, parser_class: type[argparse.ArgumentParser]) -> None:
 
 
 def _shown(hook: EventHook) -> dict[str, Any]:
-    from core.cases.event_hooks import shown_url
+    from core.cases import shown_url
 
     return {
         "id": hook.id,

@@ -26,8 +26,7 @@ from core.cases.base import CaseBase
 from core.errors import InvalidInput, NotFound
 from core.events import EVENT_TYPES, new_secret, recipient_shown
 from core.models import Event, EventHook
-from core.store import AuditEntry
-from core.store.events import EventScope, decode_cursor, encode_cursor, last_position
+from core.store import AuditEntry, EventScope, decode_cursor, encode_cursor, last_position
 
 #: Characters of an idempotency-key prefix a hook may filter on, at most.
 KEY_PREFIX_MAX = 200

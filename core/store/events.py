@@ -36,7 +36,9 @@ HOOK = EventHook.__table__  # type: ignore[attr-defined]
 NOTICE = Notice.__table__  # type: ignore[attr-defined]
 
 #: PostgreSQL's oldest transaction still running: rows of older ones are all committed.
-PG_XMIN = sa.literal_column("pg_snapshot_xmin(pg_current_snapshot())::text::bigint")
+PG_XMIN: sa.ColumnElement[int] = sa.literal_column(
+    "pg_snapshot_xmin(pg_current_snapshot())::text::bigint"
+)
 #: A new hook's cursor id on PostgreSQL: past every event of the transaction before
 #: the oldest running one.
 AFTER_ALL_IDS = 2**62
