@@ -115,7 +115,11 @@ class DiscordAdapter:
         #: Authors told of their failures (dead letters, expired messages, schedules
         #: paused for failing): swept from the database every HERALD_SWEEP_SECONDS.
         self.notices = DiscordNotices(
-            herald, self._tell_author, frozenset(self.guild_ids), self.alert_tenant
+            herald,
+            self._tell_author,
+            frozenset(self.guild_ids),
+            self.alert_tenant,
+            every=settings.sweep_seconds,
         )
         self._gateway: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[object]] = set()

@@ -126,12 +126,14 @@ class DiscordNotices(NoticeSweeper):
         post: Callable[[int, str, ui.View | None], Awaitable[None]],
         guilds: Collection[int],
         alert_tenant: Callable[[], Awaitable[str | None]],
+        *,
+        every: float,
     ) -> None:
         super().__init__(
             herald,
             "discord",
             self._tell,
-            every=herald.settings.sweep_seconds,
+            every=every,
             quiet=(discord.Forbidden,),
             alert_tenant=alert_tenant,
         )

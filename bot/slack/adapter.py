@@ -136,6 +136,7 @@ class SlackAdapter:
             self._tell_author,
             lambda: self.teams,
             self._alert_tenant,
+            every=settings.sweep_seconds,
         )
         self._attached = False
         #: The tenant of the bot token's workspace (auth.test), once known.

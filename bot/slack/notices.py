@@ -68,7 +68,7 @@ def notice_blocks(group: AuthorNotices) -> Blocks:
 
 
 class SlackNotices(NoticeSweeper):
-    """Slack's: ``client()`` the Web API client once connected, ``teams()`` the
+    """Slack's: ``post(user, text, blocks)`` a direct message, ``teams()`` the
     workspaces served, ``alert_tenant()`` the alert channel's workspace (the bot
     token's, when HERALD_SLACK_ALERT_CHANNEL is set)."""
 
@@ -78,12 +78,14 @@ class SlackNotices(NoticeSweeper):
         post: Callable[[str, str, Blocks], Awaitable[None]],
         teams: Callable[[], Collection[str]],
         alert_tenant: Callable[[], Awaitable[str | None]],
+        *,
+        every: float,
     ) -> None:
         super().__init__(
             herald,
             "slack",
             self._tell,
-            every=herald.settings.sweep_seconds,
+            every=every,
             alert_tenant=alert_tenant,
         )
         self.post = post
