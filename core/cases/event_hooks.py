@@ -33,6 +33,8 @@ KEY_PREFIX_MAX = 200
 #: Characters of a hook's URL at most (the column's size).
 URL_MAX = 2000
 DESCRIPTION_MAX = 200
+#: The largest hook id (the column is a 32-bit integer): past it, none is found.
+MAX_ID = 2**31 - 1
 #: Events a page of ``GET /v1/events`` holds at most (and by default).
 PAGE_MAX = 500
 PAGE_DEFAULT = 100
@@ -99,8 +101,10 @@ class EventHookCases(CaseBase):
         """The hook ``hook_id`` of the actor's tenant that they may manage (an admin:
         any; a member: their own). Refusals are audited and never say whether another
         tenant has it."""
-        hook = await self.store.get_hook(actor.tenant, hook_id)
         reason = f"There is no event hook {hook_id} of yours: see herald hooks list."
+        if not 1 <= hook_id <= MAX_ID:
+            raise NotFound(reason)
+        hook = await self.store.get_hook(actor.tenant, hook_id)
         if hook is None:
             raise NotFound(reason)
         if hook.owner != actor.id and not actor.is_admin:
