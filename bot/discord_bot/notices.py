@@ -144,5 +144,7 @@ class DiscordNotices(NoticeSweeper):
         user = owner_here(group.owner, group.tenant, self.guilds)
         if user is None:
             raise Unreachable("not a member of a server this bot serves")
-        text = message(group, MESSAGE_CHARS, discord.utils.escape_mentions)
+        hints = dict.fromkeys(x.hint for x in group.lines if x.hint)
+        note = "".join(f"\n-# {h}" for h in hints)
+        text = message(group, MESSAGE_CHARS - len(note), discord.utils.escape_mentions) + note
         await self.post(user, text, notice_view(group))

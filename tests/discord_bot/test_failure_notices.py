@@ -177,3 +177,26 @@ async def test_request_retry_from_the_direct_message_reaches_an_admin(
     [letter] = await adapter.herald.dead_letters(who(ADMIN))
     assert letter.retry_requested_by == f"discord:{OWNER}"
     assert await adapter.herald.approve_dead_retry(who(ADMIN), [job]) == 1
+
+
+async def test_an_expired_message_says_it_cannot_be_retried(
+    fake: FakeDiscordApp, adapter: DiscordAdapter
+) -> None:
+    herald = adapter.herald
+    schedule, _ = await herald.create_schedule(
+        who(OWNER), to=f"discord:{CHANNEL}", when="in 1 minute", text="late", max_lateness=60
+    )
+    herald.clock.advance(3600)  # type: ignore[attr-defined]
+    dispatcher = Dispatcher(
+        herald.store, {"discord": RecordingChannel(kind="discord")}, clock=herald.clock
+    )
+    assert (await dispatcher.drain()).outcomes["expired"] == 1
+    assert await adapter.notices.sweep() == 1
+    [told] = dms(fake)
+    first, hint = told["content"].splitlines()
+    assert first.startswith(
+        f"Your message to discord:{CHANNEL} (schedule {schedule.id}) expired before it could "
+        "be sent: "
+    )
+    assert hint == "-# An expired message cannot be retried: edit its schedule to send it again."
+    assert custom_ids(told) == []  # a one-off: nothing to retry or edit
