@@ -448,6 +448,7 @@ class Dispatcher:
         before = Counter(self.outcomes)
         await self.store.optimize()
         await self.keep_alive()
+        await self._hooks.refresh()  # what hooks hear is recorded (drain pushes nothing)
         self._liveness.start_renewing()
         try:
             await self._liveness.reclaim()
