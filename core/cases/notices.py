@@ -74,7 +74,9 @@ def _sentence(reason: str) -> str:
 
 def notice_text(n: TakenNotice) -> str:
     """``Your message to #general (schedule 41) was not sent: the channel is archived.``"""
-    why = _sentence(n.reason) if n.reason.strip() else ""
+    # an expiry says "Not sent: it was 2 h late, …": the line says "not sent" already
+    reason = n.reason.strip().removeprefix("Not sent: ")
+    why = _sentence(reason) if reason else ""
     if n.kind == NoticeKind.PAUSED:
         what = f"schedule {n.schedule_id}" if n.schedule_id is not None else "a schedule"
         return (
@@ -87,7 +89,7 @@ def notice_text(n: TakenNotice) -> str:
         return f"Your event hook was disabled: {why}" if why else "Your event hook was disabled."
     to = f" to {recipient_shown(n.destination)}" if n.destination else ""
     sid = f" (schedule {n.schedule_id})" if n.schedule_id is not None else ""
-    failed = "expired before it could be sent" if n.kind == NoticeKind.EXPIRED else "was not sent"
+    failed = "was not sent in time" if n.kind == NoticeKind.EXPIRED else "was not sent"
     return f"Your message{to}{sid} {failed}: {why}" if why else f"Your message{to}{sid} {failed}."
 
 

@@ -194,9 +194,9 @@ async def test_an_expired_message_says_it_cannot_be_retried(
     assert await adapter.notices.sweep() == 1
     [told] = dms(fake)
     first, hint = told["content"].splitlines()
-    assert first.startswith(
-        f"Your message to discord:{CHANNEL} (schedule {schedule.id}) expired before it could "
-        "be sent: "
+    assert first == (
+        f"Your message to discord:{CHANNEL} (schedule {schedule.id}) was not sent in time: it "
+        "was 59 min late, over the 60s limit (the dispatcher was probably down)."
     )
     assert hint == "-# An expired message cannot be retried: edit its schedule to send it again."
     assert custom_ids(told) == []  # a one-off: nothing to retry or edit
