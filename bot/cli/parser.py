@@ -356,7 +356,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="the bot's application id (default: read from DISCORD_BOT_TOKEN)",
     )
 
-    add("housekeeping", "Prune old history and cap dead letters now (the service does it hourly).")
+    add(
+        "housekeeping",
+        "Archive old history, prune the archive and cap dead letters now (the service "
+        "does it hourly).",
+    )
 
     c = add("bench", "Benchmarks.")
     bsub = c.add_subparsers(dest="bench_command", required=True, parser_class=_Parser)
