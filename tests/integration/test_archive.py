@@ -93,9 +93,7 @@ async def test_old_finished_jobs_move_with_their_attempts_and_only_once(
     archived_attempts = await rows(herald, ATTEMPT_ARCHIVE)
     gone = {i: j for i, j in before["jobs"].items() if i not in jobs}
     assert archived_jobs == gone  # every column as it was
-    assert archived_attempts == {
-        i: a for i, a in before["attempts"].items() if a["job_id"] in gone
-    }
+    assert archived_attempts == {i: a for i, a in before["attempts"].items() if a["job_id"] in gone}
     again = await keeper(herald).housekeeping()
     assert (again["archived_jobs"], again["archived_attempts"]) == (0, 0)
     assert await rows(herald, JOB_ARCHIVE) == archived_jobs
