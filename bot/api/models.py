@@ -12,9 +12,9 @@ versions took, is still accepted (not both at once)."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import AwareDatetime, Field, field_validator, model_validator
+from pydantic import AwareDatetime, Field, Strict, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from bot.api.model_base import In as _In
@@ -177,7 +177,7 @@ class ScheduleCreate(_Zoned):
         "urgent is served before normal, bulk after it; urgent is not held by quiet hours "
         "(to people who set them: admins and operators only). Default normal."
     )
-    auto_pause: bool = Field(
+    auto_pause: Annotated[bool, Strict()] = Field(
         default=True,
         description="Whether Herald pauses a recurring schedule whose last "
         "HERALD_AUTO_PAUSE_AFTER occurrences all failed (its author is told; resume "
@@ -215,7 +215,7 @@ class ScheduleEdit(_Zoned):
         description="Recipients to remove, each named by a destination of its chain.",
     )
     priority: Priority | None = _priority("The new priority: urgent, normal or bulk.")
-    auto_pause: bool | None = Field(
+    auto_pause: Annotated[bool, Strict()] | None = Field(
         default=None, description="Whether Herald may pause it for failing (see create)."
     )
 

@@ -30,7 +30,7 @@ from core.events import (
     job_notices,
     schedule_data,
 )
-from core.models import WAITING_SQL, Event
+from core.models import WAITING_SQL, Event, Notice
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncConnection
@@ -334,6 +334,28 @@ async def write_events_pg(conn: AsyncConnection, events: list[EventRow]) -> None
 # --- events recorded outside the dispatcher ---------------------------------------------
 
 _EVENT = Event.__table__  # type: ignore[attr-defined]
+_NOTICE = Notice.__table__  # type: ignore[attr-defined]
+
+
+async def record_notices(conn: AsyncConnection, rows: Sequence[NoticeRow]) -> None:
+    """Write chat authors' notices in the caller's transaction (outside the
+    dispatcher's batch: a receipt that made a dead letter)."""
+    if rows:
+        await conn.execute(
+            _NOTICE.insert(),
+            [
+                {
+                    "tenant": n.tenant,
+                    "owner": n.owner,
+                    "kind": n.kind,
+                    "schedule_id": n.schedule_id,
+                    "job_id": n.job_id,
+                    "reason": n.reason,
+                    "at": n.at,
+                }
+                for n in rows
+            ],
+        )
 _HEARD = sa.text("SELECT types FROM event_hook WHERE tenant = :t AND state = 'active'")
 
 

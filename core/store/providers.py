@@ -17,7 +17,15 @@ from sqlmodel import col, select
 
 from core import routing
 from core.channels.base import ProviderDown
-from core.events import REASON_CHARS, EventRow, EventType, recipient_shown
+from core.events import (
+    CHAT_PLATFORMS,
+    REASON_CHARS,
+    EventRow,
+    EventType,
+    NoticeKind,
+    NoticeRow,
+    recipient_shown,
+)
 from core.models import (
     OUTCOME_OF_JOB,
     Attempt,
@@ -32,7 +40,7 @@ from core.models import (
 )
 from core.receipts import ReceiptReport, provider_label
 from core.store.base import Gateway, aware
-from core.store.outcomes import record_events
+from core.store.outcomes import record_events, record_notices
 from core.store.queue import CLAIM_COLUMNS, ClaimedJob, Verdict
 
 #: Receipts that make the job a failure (a dead letter, or its chain's next step).
@@ -299,6 +307,7 @@ async def _receipt_events(
     )
     jobs = {row.id: row for row in rows}
     events = []
+    notices = []
     for report, attempt in applied:
         job = jobs.get(attempt.job_id)
         if job is None:
@@ -330,7 +339,33 @@ async def _receipt_events(
                 data=json.dumps(data, separators=(",", ":")),
             )
         )
-    await record_events(await s.connection(), events)
+        if job.state == JobState.DEAD.value:
+            # a dead letter made by a receipt is told as the dispatcher's own are: a
+            # job.dead event, and its chat author's notice
+            said = _failure(report)[:REASON_CHARS]
+            dead = {**data, "error": said}
+            events.append(
+                dataclasses.replace(
+                    events[-1],
+                    type=EventType.JOB_DEAD.value,
+                    data=json.dumps(dead, separators=(",", ":")),
+                )
+            )
+            if job.owner.startswith(CHAT_PLATFORMS):
+                notices.append(
+                    NoticeRow(
+                        job.tenant,
+                        job.owner,
+                        NoticeKind.DEAD.value,
+                        job.schedule_id,
+                        job.id,
+                        said,
+                        now,
+                    )
+                )
+    conn = await s.connection()
+    await record_events(conn, events)
+    await record_notices(conn, notices)
 
 
 def _iso(value: Any) -> str:

@@ -299,6 +299,12 @@ async def test_a_receipt_is_an_event_when_heard(herald: Herald, clock: ManualClo
         job.id,
         "dead",
     )
+    # the receipt made a dead letter: told as the dispatcher's own are, an event always
+    # and its chat author's notice
+    [dead] = [e for e in await rows(herald, EVENT, s.id) if e.type == "job.dead"]
+    assert json.loads(dead.data)["error"] == "Twilio reported it undelivered: 30003."
+    [notice] = await rows(herald, NOTICE, s.id)
+    assert (notice.owner, notice.kind, notice.job_id) == (ANNA.id, "dead", job.id)
 
 
 async def cli(herald: Herald, settings: Settings, *argv: str) -> str:
