@@ -23,6 +23,7 @@ Events are pushed to hooks signed as Standard Webhooks say
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import hmac
 import json
@@ -133,9 +134,11 @@ def late_ms(started_at: datetime, due_at: datetime) -> int:
     return max(0, round((started_at - due_at).total_seconds() * 1000))
 
 
+@functools.lru_cache(maxsize=4096)
 def recipient_shown(destination: str) -> str:
     """A destination as events show it: redacted as the audit log and other surfaces
-    show it (a webhook's path and query hidden)."""
+    show it (a webhook's path and query hidden). Remembered: a burst's jobs go to few
+    destinations, and parsing one costs more than the rest of its event."""
     from core.channels import parse_destination
     from core.errors import InvalidInput
 
