@@ -2,15 +2,17 @@
 bench/staggered.png; the queue stacks BullMQ and Celery run in bench/rounds.py's
 interleaved rounds, each skipped with its reason where its runtime or service is
 missing), then the import benchmark, the command line's answer times
-(bench/cli_speed.py), and an urgent webhook behind a rate-limited import before and
-after priorities (bench/priority.py). Each prints what it measured."""
+(bench/cli_speed.py), an urgent webhook behind a rate-limited import before and
+after priorities (bench/priority.py), and the webhook burst with an event hook that is
+down against the same burst without one (bench/hooks.py, 5 interleaved rounds). Each
+prints what it measured."""
 
 from __future__ import annotations
 
 import json
 import sys
 
-from bench import cli_speed, import_bench, peers, priority
+from bench import cli_speed, hooks, import_bench, peers, priority
 
 
 def main() -> int:
@@ -18,6 +20,7 @@ def main() -> int:
     print(json.dumps(import_bench.run(), indent=2))
     print(json.dumps(cli_speed.run(), indent=2))
     print(json.dumps(priority.run(), indent=2))
+    hooks.main(["5"])
     return 0
 
 

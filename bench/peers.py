@@ -479,9 +479,26 @@ def main() -> int:
         "APScheduler's thread pool and the polling loop post with httpx).\n"
     )
     print(table + note)
-    (HERE / "RESULTS.md").write_text("# Benchmark results\n\n" + table + note)
+    written = "# Benchmark results\n\n" + table + note
+    (HERE / "RESULTS.md").write_text(written + kept_sections(HERE / "RESULTS.md", written))
     _plot(results)
     return 0
+
+
+def kept_sections(path: Path, written: str) -> str:
+    """The sections of the results file that this run does not write (the A/B runs,
+    priorities, event hooks, archive: measured by their own commands, each saying which),
+    kept as they were, after the ones it wrote."""
+    if not path.exists():
+        return ""
+    ours = {line for line in written.splitlines() if line.startswith("## ")}
+    kept, keep = [], False
+    for line in path.read_text(encoding="utf-8").splitlines(keepends=True):
+        if line.startswith("## "):
+            keep = line.rstrip("\n") not in ours
+        if keep:
+            kept.append(line)
+    return ("\n" + "".join(kept)) if kept else ""
 
 
 def _plot(results: dict[tuple[str, str], dict[str, Any]]) -> None:
