@@ -69,8 +69,12 @@ class LateMinutes:
         return taken
 
     def put_back(self, taken: dict[datetime, list[int]]) -> None:
-        """Minutes whose write failed: written again with the next :meth:`take`."""
-        self._dirty.update(int(at.timestamp()) // 60 for at in taken)
+        """Minutes whose write failed: written again with the next :meth:`take` (their
+        counts kept again if that take forgot them as too old)."""
+        for at, counts in taken.items():
+            minute = int(at.timestamp()) // 60
+            self._counts.setdefault(minute, list(counts))
+            self._dirty.add(minute)
 
 
 def summed(rows: Sequence[Sequence[int]]) -> list[int]:

@@ -99,6 +99,18 @@ def test_minutes_are_taken_whole_once_then_kept_while_they_may_grow() -> None:
     assert list(minutes.take()) == [datetime.fromtimestamp(600 * 60, UTC)]
 
 
+def test_a_failed_write_of_minutes_too_old_to_keep_is_written_again() -> None:
+    minutes = LateMinutes()
+    minutes.add(100, 0.002, False)
+    minutes.add(400, 90, True)  # a write failing for hours: the take forgets minute 100
+    minutes.put_back(minutes.take())
+    taken = minutes.take()
+    assert {int(at.timestamp()) // 60: sum(counts) for at, counts in taken.items()} == {
+        100: 1,
+        400: 2,
+    }
+
+
 def test_rows_of_another_width_are_left_out_of_sums() -> None:
     assert summed([[1] * WIDTH, [2] * WIDTH, [9] * (WIDTH - 1)]) == [3] * WIDTH
 
