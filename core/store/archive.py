@@ -66,6 +66,16 @@ class ArchiveQueries(Gateway):
             .limit(batch)
             .with_for_update(skip_locked=True)
         )
+        if conn.dialect.name == "sqlite":
+            # SQLite gives a new row the greatest id in its table + 1: the newest job
+            # and the newest attempt's job stay, so an archived id is never given again
+            newest_job = sa.select(sa.func.max(JOB.c.id)).scalar_subquery()
+            newest_try = (
+                sa.select(ATTEMPT.c.job_id).order_by(ATTEMPT.c.id.desc()).limit(1).scalar_subquery()
+            )
+            chosen = chosen.where(
+                JOB.c.id < newest_job, JOB.c.id != sa.func.coalesce(newest_try, 0)
+            )
         ids = list((await conn.execute(chosen)).scalars())
         if not ids:
             return 0, 0

@@ -126,6 +126,26 @@ async def test_a_batch_interrupted_between_its_statements_moves_nothing(
     assert moved == {"jobs": 2, "attempts": 2}  # a batch of one job, twice, then none
 
 
+async def test_an_archived_id_is_never_given_to_a_new_job(
+    herald: Herald, clock: ManualClock
+) -> None:
+    """SQLite gives a new row the greatest id in its table + 1: were the newest job
+    archived, the next job would take its id and the next housekeeping would fail on
+    the archive's key, every hour from then on."""
+    made = []
+    for text in ("first", "second"):
+        s, _ = await herald.create_schedule(MEMBER, to="log:", when="in 1 minute", text=text)
+        clock.advance(61)
+        await keeper(herald).drain()
+        clock.advance(timedelta(days=31))
+        await keeper(herald).housekeeping()
+        made.append(s.id)
+    active, archived = await rows(herald, JOB), await rows(herald, JOB_ARCHIVE)
+    assert not set(active) & set(archived)
+    assert sorted(j["schedule_id"] for j in [*active.values(), *archived.values()]) == made
+    assert made[0] in {j["schedule_id"] for j in archived.values()}
+
+
 async def test_the_archive_and_its_events_are_pruned_after_archive_days(
     herald: Herald, clock: ManualClock
 ) -> None:
