@@ -25,6 +25,10 @@ from core.events import NoticeKind
 
 log = logging.getLogger(__name__)
 
+#: Dead letters remembered as given to this process's alert channel (the oldest
+#: forgotten first): enough for any sweep's, a few kilobytes.
+MOST_ALERTED = 10_000
+
 #: What a platform does with one author's notices: post them as a direct message.
 Tell = Callable[[AuthorNotices], Awaitable[None]]
 
@@ -59,7 +63,9 @@ class NoticeSweeper:
     """Tells ``platform``'s authors of their notices every ``every`` seconds with
     ``tell``; ``quiet`` are the platform's errors that only mean the author cannot be
     reached; ``alert_tenant()`` the tenant whose alert channel this adapter posts to
-    (None: none, or not known: then admins are told here too)."""
+    (None: none, or not known: then admins are told here too). Only the dead letters
+    the adapter gave its alert channel (:meth:`alerting`) are not told to its admins
+    again: one the channel never heard of is told here."""
 
     def __init__(
         self,
@@ -79,7 +85,16 @@ class NoticeSweeper:
         self.alert_tenant = alert_tenant
         #: Owner -> when this process last messaged them (the digest window's start).
         self.told: dict[str, datetime] = {}
+        #: Job ids of the dead letters this process gave its alert channel.
+        self.alerted: dict[int, None] = {}
         self._task: asyncio.Task[None] | None = None
+
+    def alerting(self, job_id: int) -> None:
+        """This dead letter is posted to the alert channel: its admin author is not
+        told of it again."""
+        self.alerted[job_id] = None
+        if len(self.alerted) > MOST_ALERTED:
+            del self.alerted[next(iter(self.alerted))]
 
     def start(self) -> None:
         if self._task is None or self._task.done():
@@ -109,7 +124,7 @@ class NoticeSweeper:
         self.told = {k: v for k, v in self.told.items() if now < v + window}
         alerts = await self.alert_tenant() if self.alert_tenant is not None else None
         groups = await self.herald.take_notices(
-            self.platform, now, told=self.told, alert_tenant=alerts
+            self.platform, now, told=self.told, alert_tenant=alerts, alerted=self.alerted
         )
         told = 0
         for group in groups:

@@ -268,6 +268,7 @@ class DiscordAdapter:
             return
         if item.state != "dead" or self.alert_channel is None:
             return
+        self.notices.alerting(item.job.id)
         task: asyncio.Task[object] = asyncio.get_running_loop().create_task(
             self.post_alert(item), name=f"herald-discord-alert-{item.job.id}"
         )

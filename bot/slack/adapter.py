@@ -367,6 +367,7 @@ class SlackAdapter:
         recipient's preferences for its author (never blocks)."""
         if item.state == "dead" and self._alerts is not None:
             self._alerts.add(item)
+            self.notices.alerting(item.job.id)
         elif item.state == "skipped":
             self.skips.add(item)
 

@@ -10,7 +10,7 @@ next sweep tries again)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -118,13 +118,16 @@ class NoticeCases(CaseBase):
         *,
         told: Mapping[str, datetime] | None = None,
         alert_tenant: str | None = None,
+        alerted: Container[int] = frozenset(),
     ) -> list[AuthorNotices]:
         """The notices of ``platform``'s authors (``slack``, ``discord``) to tell now,
         one group per author, taken for :data:`NOTICE_LEASE_SECONDS`.
 
         Dropped (deleted, never told): the notices of an author whose preferences turn
         them off, and the dead letters of an admin of ``alert_tenant`` (the tenant whose
-        alert channel this platform posts to: that channel tells them already).
+        alert channel this platform posts to) that are ``alerted`` (job ids the channel
+        was given: it tells them already). A dead letter the channel never heard of (a
+        provider's receipt made it, or a process whose adapter was down) is told here.
 
         A digest: ``told`` is when the adapter last messaged each author; an author
         messaged within ``HERALD_NOTICE_DIGEST`` seconds waits (their notices held)
@@ -137,7 +140,7 @@ class NoticeCases(CaseBase):
         ready: list[AuthorNotices] = []
         dropped: list[int] = []
         for (tenant, owner), notices in groups.items():
-            keep = await self._wanted(tenant, owner, notices, alert_tenant)
+            keep = await self._wanted(tenant, owner, notices, alert_tenant, alerted)
             dropped.extend(n.id for n in notices if n not in keep)
             if not keep:
                 continue
@@ -150,16 +153,25 @@ class NoticeCases(CaseBase):
         return ready
 
     async def _wanted(
-        self, tenant: str, owner: str, notices: list[TakenNotice], alert_tenant: str | None
+        self,
+        tenant: str,
+        owner: str,
+        notices: list[TakenNotice],
+        alert_tenant: str | None,
+        alerted: Container[int],
     ) -> list[TakenNotice]:
         """The notices this author is to be told of (see :meth:`take_notices`)."""
         stored = await self.store.preferences_of(tenant, [owner])
         if effective(stored.get(owner), stored.get(TENANT_DEFAULT)).notices is False:
             return []
-        if alert_tenant == tenant and any(n.kind == NoticeKind.DEAD for n in notices):
+
+        def shown(n: TakenNotice) -> bool:
+            return n.kind == NoticeKind.DEAD and n.job_id is not None and n.job_id in alerted
+
+        if alert_tenant == tenant and any(shown(n) for n in notices):
             actor = await self.actor(Principal(owner, tenant=tenant))
             if actor.is_admin:
-                return [n for n in notices if n.kind != NoticeKind.DEAD]
+                return [n for n in notices if not shown(n)]
         return notices
 
     async def notices_told(self, ids: Sequence[int]) -> None:

@@ -71,10 +71,16 @@ async def adapter(
 
 
 async def kill(
-    adapter: DiscordAdapter, count: int = 1, author: int = OWNER, when: str = "in 1 minute"
+    adapter: DiscordAdapter,
+    count: int = 1,
+    author: int = OWNER,
+    when: str = "in 1 minute",
+    *,
+    observed: bool = True,
 ) -> list[int]:
     """``count`` schedules of ``author`` whose delivery (due in a minute) fails for
-    good; their ids."""
+    good; their ids. Not ``observed``: settled where this adapter does not hear of it
+    (another process, a provider's receipt)."""
     herald = adapter.herald
     ids = []
     for n in range(count):
@@ -90,7 +96,7 @@ async def kill(
         {"discord": failing},
         clock=herald.clock,
         config=DispatcherConfig(max_attempts=1),
-        observer=adapter.on_finished,
+        observer=adapter.on_finished if observed else None,
     )
     assert (await dispatcher.drain()).outcomes["dead"] == count
     return ids
@@ -148,6 +154,16 @@ async def test_an_admin_watching_the_alert_channel_is_told_once(
     assert len(fake.channels[ALERTS].messages) == 1
     assert await adapter.notices.sweep() == 0
     assert dms(fake, ADMIN) == [] and await adapter.herald.pending_notices() == 0
+
+
+async def test_an_admin_is_told_of_what_the_alert_channel_never_showed(
+    fake: FakeDiscordApp, adapter: DiscordAdapter
+) -> None:
+    await kill(adapter, author=ADMIN, observed=False)
+    assert await adapter.notices.sweep() == 1
+    assert fake.channels[ALERTS].messages == []
+    [told] = dms(fake, ADMIN)
+    assert "was not sent" in told["content"]
 
 
 async def test_closed_direct_messages_drop_the_notice(

@@ -34,10 +34,16 @@ async def env(slack: FakeSlackApp, db_url: str, clock: ManualClock) -> AsyncIter
 
 
 async def kill(
-    env: SlackEnv, count: int = 1, author: str = "U1", when: str = "in 1 minute"
+    env: SlackEnv,
+    count: int = 1,
+    author: str = "U1",
+    when: str = "in 1 minute",
+    *,
+    observed: bool = True,
 ) -> list[int]:
     """``count`` schedules of ``author`` whose delivery (due in a minute) fails for
-    good; their ids."""
+    good; their ids. Not ``observed``: settled where this adapter does not hear of it
+    (another process, a provider's receipt)."""
     ids = []
     for n in range(count):
         schedule, _ = await env.herald.create_schedule(
@@ -52,7 +58,7 @@ async def kill(
         {"slack": failing},
         clock=env.clock,
         config=DispatcherConfig(max_attempts=1),
-        observer=env.adapter.on_finished,
+        observer=env.adapter.on_finished if observed else None,
     )
     assert (await dispatcher.drain()).outcomes["dead"] == count
     return ids
@@ -104,6 +110,16 @@ async def test_an_admin_watching_the_alert_channel_is_told_once(env: SlackEnv) -
     await env.slack.until(lambda: any(m["channel"] == ALERTS for m in env.slack.messages))
     assert await env.adapter.notices.sweep() == 0
     assert dms(env, "UADMIN") == [] and await env.herald.pending_notices() == 0
+
+
+async def test_an_admin_is_told_of_what_the_alert_channel_never_showed(
+    env: SlackEnv,
+) -> None:
+    await kill(env, author="UADMIN", observed=False)
+    assert await env.adapter.notices.sweep() == 1
+    assert not any(m["channel"] == ALERTS for m in env.slack.messages)
+    [told] = dms(env, "UADMIN")
+    assert told["text"].endswith(f"was not sent: {WHY}.")
 
 
 async def test_notices_turned_off_are_never_sent(env: SlackEnv) -> None:
