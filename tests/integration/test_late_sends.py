@@ -7,15 +7,20 @@ PostgreSQL."""
 
 from __future__ import annotations
 
+import json
 import random
 from datetime import timedelta
 
+import sqlalchemy as sa
+
 from core import views
 from core.cases import Herald
+from core.channels.base import DeliveryResult
 from core.clock import ManualClock
 from core.dispatcher import Dispatcher, DispatcherConfig
 from core.lateness import WIDTH
 from core.metrics import Metrics
+from core.models import Event
 from tests.support.channels import RecordingChannel
 
 ALICE, ADMIN = "local:alice", "local:root-admin"
@@ -83,6 +88,29 @@ async def test_a_catch_up_five_minutes_late_is_said_delayed_and_an_on_time_send_
     hour, day = (await herald.overview(ADMIN)).lateness
     assert (hour.sends, day.sends, day.delayed) == (0, 4, 3)
     assert hour.line() == "last hour  no first tries counted"
+
+
+async def test_a_late_send_that_dies_is_delayed_alike_in_its_attempt_event_and_metric(
+    herald: Herald, clock: ManualClock
+) -> None:
+    s, _ = await herald.create_schedule(ALICE, to="log:", when="in 1 minute", text="gone")
+    channel, metrics = (
+        RecordingChannel(lambda d: DeliveryResult.permanent("410 Gone", 410)),
+        Metrics(),
+    )
+    clock.advance(timedelta(minutes=6))  # the dispatchers were down: 5 minutes past due
+    assert (await dispatcher(herald, channel, metrics).drain()).outcomes["dead"] == 1
+
+    [attempt] = (await herald.show_schedule(ALICE, s.id)).attempts
+    assert (attempt.delayed, attempt.late_ms) == (True, 300_000)
+    event = Event.__table__  # type: ignore[attr-defined]
+    async with herald.store._read() as conn:
+        [dead] = await conn.execute(
+            sa.select(event.c.type, event.c.data).where(event.c.schedule_id == s.id)
+        )
+    data = json.loads(dead.data)
+    assert (dead.type, data["delayed"], data["late_s"]) == ("job.dead", True, 300.0)
+    assert delayed_total(metrics, "log") == 1
 
 
 async def test_lateness_counts_are_written_whole_per_dispatcher_and_minute(
