@@ -7,16 +7,24 @@ PostgreSQL."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
-from core.cases import NOTICE_LEASE_SECONDS
+from bot.notices import message
+from bot.slack.notices import notice_blocks
+from bot.slack.skips import MESSAGE_CHARS
+from bot.slack.words import escape
+from core.cases import NOTICE_LEASE_SECONDS, AuthorNotices
+from core.cases.notices import NoticeLine, notice_text
 from core.cases.preferences import PreferenceChanges
 from core.channels.base import DeliveryResult
 from core.clock import ManualClock
 from core.dispatcher import Dispatcher, DispatcherConfig
+from core.store import TakenNotice
 from tests.fakes.slack_app import FakeSlackApp
 from tests.slack.conftest import ALERTS, SlackEnv, slack_env
 from tests.slack.support import action_ids, who
@@ -238,3 +246,37 @@ async def test_a_schedule_paused_for_failing_is_told_with_resume(env: SlackEnv) 
     )
     assert (await env.reply())["text"].startswith("Resumed")
     assert (await env.herald.show_schedule(who("U1"), schedule.id)).schedule.state == "active"
+
+
+def test_the_longest_digest_is_a_valid_message_that_pings_no_one() -> None:
+    """Twelve notices (expired ones with a hint, dead ones with two buttons) whose
+    reasons carry mentions: Block Kit's limits hold, and nothing reads as a mention."""
+    hostile = "<!channel> <@U0BOB> <!subteam^S1> & " + "x" * 600
+    taken = [
+        TakenNotice(
+            id=n,
+            tenant="slack:T1",
+            owner="slack:U1",
+            kind="expired" if n % 2 else "dead",
+            schedule_id=n,
+            job_id=n,
+            reason=hostile,
+            at=datetime(2026, 3, 2, tzinfo=UTC),
+            destination="slack:C0123",
+            job_state="expired" if n % 2 else "dead",
+            schedule_state="active",
+        )
+        for n in range(1, 13)
+    ]
+    lines = tuple(
+        NoticeLine(
+            x.id, x.kind, x.schedule_id, x.job_id, notice_text(x), x.kind == "dead", False, True
+        )
+        for x in taken
+    )
+    group = AuthorNotices("slack:T1", "slack:U1", lines)
+    text, blocks = message(group, MESSAGE_CHARS, escape), notice_blocks(group)
+    valid_message((text, blocks))
+    shown = json.dumps([text, blocks])
+    assert "<!" not in shown and "<@" not in shown
+    assert text.splitlines()[0] == "12 of your messages were not sent:"
