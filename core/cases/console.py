@@ -477,11 +477,13 @@ class ConsoleCases(ScheduleCases, DeadLetterCases, ProviderCases, HeldCases):
             if job_id is None:
                 raise InvalidInput(f"There is no attempt {attempt_id}.")
         focus: Job | None = None
+        focus_archived = False
         if job_id is not None:
             focus = await self.store.get_job(job_id)
             if focus is None and archived:
                 tenant = (await self.actor(actor_id)).tenant
                 focus = await self.store.archived_job(job_id, tenant=tenant)
+                focus_archived = focus is not None
             if focus is None:
                 raise InvalidInput(f"There is no job {job_id}.")
             schedule_id = focus.schedule_id
@@ -494,6 +496,8 @@ class ConsoleCases(ScheduleCases, DeadLetterCases, ProviderCases, HeldCases):
                 raise
             # another tenant's or member's job: as if it did not exist
             raise NotFound(f"There is no job {job_id} of yours.") from None
+        if focus_archived and focus is not None:
+            detail = await self._with_archived(detail, focus)
         schedule = detail.schedule
         jobs = list(detail.jobs)
         full = views.sees_destination(await self.actor(actor_id), schedule.owner)
@@ -521,6 +525,19 @@ class ConsoleCases(ScheduleCases, DeadLetterCases, ProviderCases, HeldCases):
             None if focus is None else focus.id,
             _latest_jobs(schedule, jobs),
             views.fared(schedule, jobs),
+        )
+
+    async def _with_archived(self, detail: ScheduleDetail, focus: Job) -> ScheduleDetail:
+        """``detail`` holding the archived ``focus`` job and its attempts, which it reads
+        only among the schedule's latest archived jobs."""
+        if focus.id is None or any(j.id == focus.id for j in detail.archived_jobs):
+            return detail
+        tenant = detail.schedule.tenant
+        tried = await self.store.archived_attempts([focus.id], tenant=tenant)
+        return replace(
+            detail,
+            archived_jobs=[*detail.archived_jobs, focus],
+            archived_attempts=[*detail.archived_attempts, *tried],
         )
 
     async def _events(

@@ -224,6 +224,29 @@ async def test_show_the_api_and_the_console_read_archived_history_when_asked(
         await herald.timeline(MEMBER, job_id=job_id)  # not without asking for the archive
 
 
+async def test_an_archived_job_older_than_the_latest_fifty_has_its_timeline(
+    herald: Herald, clock: ManualClock
+) -> None:
+    """The console's timeline of one archived job tells its attempt even when the
+    schedule's archive holds more recent jobs than a detail reads (50)."""
+    before = await history(herald, clock)
+    sid = before["sent"][0]
+    [(job_id, job)] = [(i, j) for i, j in before["jobs"].items() if j["schedule_id"] == sid]
+    clock.advance(timedelta(days=31))
+    await keeper(herald).housekeeping()
+    later = [
+        job | {"id": 10_000 + n, "occurrence_at": job["occurrence_at"] + timedelta(days=n + 1)}
+        for n in range(50)
+    ]
+    async with herald.store._tx() as conn:
+        await conn.execute(sa.insert(JOB_ARCHIVE), later)
+    focused = await herald.timeline(MEMBER, job_id=job_id, archived=True)
+    assert focused.focus_job == job_id
+    assert [(e.kind, e.archived) for e in focused.events if e.kind == "attempt"] == [
+        ("attempt", True)
+    ]
+
+
 async def test_archived_history_is_read_only_within_its_tenant(
     herald: Herald, clock: ManualClock
 ) -> None:
