@@ -45,10 +45,13 @@ class NoticeLine:
 
     @property
     def hint(self) -> str | None:
-        """What the author can do when no button can (an expired message)."""
-        if self.kind == NoticeKind.EXPIRED:
+        """What the author can do when no button can (an expired message): edit a
+        schedule still live, or schedule a one-off again (an ended one cannot be edited)."""
+        if self.kind != NoticeKind.EXPIRED:
+            return None
+        if self.editable:
             return "An expired message cannot be retried: edit its schedule to send it again."
-        return None
+        return "An expired message cannot be retried: schedule it again to send it."
 
 
 @dataclass(frozen=True)

@@ -214,5 +214,5 @@ async def test_an_expired_message_says_it_cannot_be_retried(
         f"Your message to discord:{CHANNEL} (schedule {schedule.id}) was not sent in time: it "
         "was 59 min late, over the 60s limit (the dispatcher was probably down)."
     )
-    assert hint == "-# An expired message cannot be retried: edit its schedule to send it again."
+    assert hint == "-# An expired message cannot be retried: schedule it again to send it."
     assert custom_ids(told) == []  # a one-off: nothing to retry or edit
