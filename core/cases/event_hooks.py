@@ -26,7 +26,7 @@ from core.cases.base import CaseBase
 from core.errors import InvalidInput, NotFound
 from core.events import EVENT_TYPES, new_secret, recipient_shown
 from core.models import Event, EventHook
-from core.store import AuditEntry, EventScope, decode_cursor, encode_cursor, last_position
+from core.store import AuditEntry, EventScope, decode_cursor, encode_cursor
 
 #: Characters of an idempotency-key prefix a hook may filter on, at most.
 KEY_PREFIX_MAX = 200
@@ -51,7 +51,8 @@ class Registered:
 @dataclass(frozen=True)
 class EventPage:
     """A page of the pull feed: its events and the cursor to read the next one from
-    (the same cursor again when there was nothing new)."""
+    (past the workspace's events the reader does not see, so that no read scans them
+    again; the same cursor when there was nothing new at all)."""
 
     events: list[Event]
     next_cursor: str
@@ -221,6 +222,5 @@ class EventHookCases(CaseBase):
             raise InvalidInput(f"A page holds 1 to {PAGE_MAX} events.")
         after = decode_cursor(cursor) if cursor else None
         scope = EventScope(actor.tenant, owner=None if actor.is_admin else actor.id)
-        events = await self.store.events_after(scope, after, limit=limit)
-        position = last_position(events) or after or (0, 0)
+        events, position = await self.store.events_page(scope, after, limit=limit)
         return EventPage(events, encode_cursor(position))

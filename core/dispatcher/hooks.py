@@ -6,7 +6,8 @@ Every :data:`PUSH_SECONDS` the pusher reads the hooks due (a read), and for each
 events after its cursor it claims the hook with a lease (``HERALD_LEASE_SECONDS``),
 POSTs up to
 :data:`BATCH` events a wave of :data:`WAVE` at a time, and moves the cursor through
-the last event of the unbroken run of successes (2xx). At the first failure the
+the last event of the unbroken run of successes (2xx), or past the events the hook
+does not hear too when it took all it was sent. At the first failure the
 cursor stays at the failing event and the hook backs off (exponential with jitter, up
 to :data:`BACKOFF_CAP`); a hook failing for ``hook_disable_after`` seconds, or
 answering 410 Gone, is disabled and its owner told (core.store.events). Every event
@@ -121,7 +122,7 @@ class HookPusher:
         events were delivered."""
         now = self.clock.now()
         due = await self.store.due_hooks(now=now)
-        waiting = [hook for hook in due if await self.store.hook_events(hook, limit=1)]
+        waiting = [hook for hook in due if await self.store.events_waiting(hook)]
         total = 0
         for _ in range(ROUNDS):
             if not waiting:
@@ -146,7 +147,7 @@ class HookPusher:
         )
         if hook is None:
             return 0  # another dispatcher's now, or no longer due
-        events = await self.store.hook_events(hook, limit=BATCH)
+        events, read_through = await self.store.hook_batch(hook, limit=BATCH)
         through: tuple[int, int] | None = None
         delivered = 0
         failed: Sent | None = None
@@ -162,6 +163,8 @@ class HookPusher:
                 through, delivered = (event.tx, event.id or 0), delivered + 1
             if failed is not None:
                 break
+        if failed is None and delivered == len(events):
+            through = read_through  # past the events it does not hear, too
         self.metrics.event_pushes.labels("delivered").inc(delivered)
         now = self.clock.now()
         failure = None

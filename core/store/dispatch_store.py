@@ -205,8 +205,15 @@ class DispatchStore(ChannelStore, Protocol):
         """Lease a due hook to ``worker``; None when it is not due or held."""
         ...
 
-    async def hook_events(self, hook: EventHook, *, limit: int) -> list[Event]:
-        """Events ``hook`` hears after its cursor, in commit-safe (tx, id) order."""
+    async def events_waiting(self, hook: EventHook) -> bool:
+        """Whether its tenant has events after ``hook``'s cursor, heard or not."""
+        ...
+
+    async def hook_batch(
+        self, hook: EventHook, *, limit: int
+    ) -> tuple[list[Event], tuple[int, int]]:
+        """Events ``hook`` hears after its cursor, in commit-safe (tx, id) order, and
+        how far the log was read for them."""
         ...
 
     async def hook_pushed(

@@ -212,9 +212,20 @@ class EventQueries(Gateway):
             row = (await conn.execute(stmt)).mappings().first()
         return None if row is None else EventHook.model_validate(dict(row))
 
-    async def hook_events(self, hook: EventHook, *, limit: int) -> list[Event]:
-        """Up to ``limit`` events ``hook`` hears after its cursor, in (tx, id) order."""
+    async def hook_batch(self, hook: EventHook, *, limit: int) -> tuple[list[Event], Position]:
+        """Up to ``limit`` events ``hook`` hears after its cursor, and how far the log
+        was read for them: past the events it does not hear too, so that its cursor,
+        moved there once they are delivered, never reads those again."""
         return await self._events(EventScope.of_hook(hook), (hook.cursor_tx, hook.cursor_id), limit)
+
+    async def events_waiting(self, hook: EventHook) -> bool:
+        """Whether the log of ``hook``'s tenant has events after its cursor, heard or
+        not (one step of the index: the push that reads them moves the cursor past
+        those it does not hear)."""
+        after = (hook.cursor_tx, hook.cursor_id)
+        stmt = sa.select(EVENT.c.id).where(*self._readable(hook.tenant, after)).limit(1)
+        async with self._read() as conn:
+            return (await conn.execute(stmt)).first() is not None
 
     async def hook_pushed(
         self,
@@ -311,16 +322,51 @@ class EventQueries(Gateway):
     ) -> list[Event]:
         """Up to ``limit`` events of ``scope`` after ``after`` (None: from the oldest
         kept), in (tx, id) order."""
+        events, _ = await self.events_page(scope, after, limit=limit)
+        return events
+
+    async def events_page(
+        self, scope: EventScope, after: Position | None, *, limit: int
+    ) -> tuple[list[Event], Position]:
+        """:meth:`events_after`, and the position to read on from: past the events of
+        the tenant ``scope`` leaves out too, when fewer than ``limit`` were found."""
         return await self._events(scope, after or (0, 0), limit)
 
-    async def _events(self, scope: EventScope, after: Position, limit: int) -> list[Event]:
+    def _readable(self, tenant: str, after: Position) -> list[Any]:
+        """The conditions of ``tenant``'s events after ``after`` that a reader may read."""
         conditions: list[Any] = [
-            EVENT.c.tenant == scope.tenant,
+            EVENT.c.tenant == tenant,
             sa.tuple_(EVENT.c.tx, EVENT.c.id)
             > sa.tuple_(sa.literal(after[0]), sa.literal(after[1])),
         ]
         if self.backend == "postgresql":
             conditions.append(EVENT.c.tx < PG_XMIN)
+        return conditions
+
+    async def _events(
+        self, scope: EventScope, after: Position, limit: int
+    ) -> tuple[list[Event], Position]:
+        """The events of ``scope`` after ``after`` and where the reader stands.
+
+        The end of the readable log is read first and the events only up to it: every
+        event up to that end was committed then, so a reader that found fewer than
+        ``limit`` may stand at the end without passing an event committed later."""
+        limit = max(1, min(limit, 1000))
+        end_stmt = (
+            sa.select(EVENT.c.tx, EVENT.c.id)
+            .where(*self._readable(scope.tenant, after))
+            .order_by(EVENT.c.tx.desc(), EVENT.c.id.desc())
+            .limit(1)
+        )
+        async with self._read() as conn:
+            end_row = (await conn.execute(end_stmt)).first()
+        if end_row is None:
+            return [], after
+        end: Position = (int(end_row[0]), int(end_row[1]))
+        conditions = self._readable(scope.tenant, after)
+        conditions.append(
+            sa.tuple_(EVENT.c.tx, EVENT.c.id) <= sa.tuple_(sa.literal(end[0]), sa.literal(end[1]))
+        )
         if scope.owner is not None:
             conditions.append(EVENT.c.owner == scope.owner)
         if scope.types is not None:
@@ -330,15 +376,11 @@ class EventQueries(Gateway):
         if scope.key_prefix:
             prefix = scope.key_prefix
             conditions.append(sa.func.substr(EVENT.c.key, 1, len(prefix)) == prefix)
-        stmt = (
-            sa.select(EVENT)
-            .where(*conditions)
-            .order_by(EVENT.c.tx, EVENT.c.id)
-            .limit(max(1, min(limit, 1000)))
-        )
+        stmt = sa.select(EVENT).where(*conditions).order_by(EVENT.c.tx, EVENT.c.id).limit(limit)
         async with self._read() as conn:
             rows = (await conn.execute(stmt)).mappings().all()
-        return [Event.model_validate(dict(row)) for row in rows]
+        events = [Event.model_validate(dict(row)) for row in rows]
+        return events, (last_position(events) or after) if len(events) == limit else end
 
 
 def last_position(events: Sequence[Event]) -> Position | None:

@@ -80,7 +80,7 @@ async def heard(store: Store, hook: EventHook, *, advance: bool = True) -> list[
     """What ``hook`` hears now (type, key), its cursor moved past it as a push would."""
     fresh = await store.get_hook(hook.tenant, hook.id or 0)
     assert fresh is not None
-    events = await store.hook_events(fresh, limit=100)
+    events, _ = await store.hook_batch(fresh, limit=100)
     if advance and events:
         now = ManualClock(START).now()
         claimed = await store.claim_hook(

@@ -299,3 +299,28 @@ async def test_a_members_hook_hears_only_its_schedules(
         payload = verifier.verify(body, headers)
         owners.add(payload["data"]["schedule_id"])
     assert len(owners) == 2  # Anna's two schedules, not Ada's
+
+
+async def test_a_filtered_hook_moves_past_the_events_it_does_not_hear(
+    herald: Herald, clock: ManualClock, receiver: Receiver
+) -> None:
+    """A hook of one schedule in a busy workspace reads each other event once: its
+    cursor passes them, so no push reads them again (each second, for ever)."""
+    later, _ = await herald.create_schedule(ANNA, to=OK, when="in 2 hours", text="later")
+    made = await herald.register_hook(ADA, receiver.url, TYPES, schedule_id=later.id)
+    d = dispatcher(herald)
+    p = pusher(herald, d)
+    await p.refresh()
+    await outcomes(herald, clock, d)  # other schedules': not heard
+    await settled(herald.store)
+    assert await p.push() == 0 and receiver.got == []
+    passed = await herald.store.get_hook(TENANT, made.hook.id or 0)
+    events = await herald.store.events_after(EventScope(TENANT), None, limit=10)
+    assert passed is not None and len(events) == 3
+    assert (passed.cursor_tx, passed.cursor_id) >= (events[-1].tx, events[-1].id or 0)
+    clock.advance(timedelta(hours=1))
+    await dispatcher(herald).drain(retry_window=600)  # the first was declared dead meanwhile
+    await settled(herald.store)
+    assert await p.push() == 1
+    [(_, body, _)] = receiver.got
+    assert json.loads(body)["data"]["schedule_id"] == later.id
