@@ -654,6 +654,9 @@ class Event(SQLModel, table=True):
     __table_args__ = (
         sa.Index("ix_event_tenant_order", "tenant", "tx", "id"),
         sa.Index("ix_event_at", "at"),
+        # SQLite gives a new row the highest id + 1: after every event was pruned, ids
+        # would start again below the cursors hooks and readers hold
+        {"sqlite_autoincrement": True},
     )
 
     id: int | None = Field(default=None, primary_key=True, sa_type=BigId)
@@ -775,5 +778,5 @@ def _archive(table: sa.Table, *indexes: tuple[str, ...]) -> sa.Table:
 
 #: Finished jobs and their attempts older than ``HERALD_RETENTION_DAYS``, moved here
 #: by the housekeeping (core.store.archive) and pruned after ``HERALD_ARCHIVE_DAYS``.
-JOB_ARCHIVE = _archive(Job.__table__, ("schedule_id",), ("finished_at",))  # type: ignore[attr-defined]
+JOB_ARCHIVE = _archive(Job.__table__, ("schedule_id", "occurrence_at"), ("finished_at",))  # type: ignore[attr-defined]
 ATTEMPT_ARCHIVE = _archive(Attempt.__table__, ("job_id",), ("started_at",))  # type: ignore[attr-defined]

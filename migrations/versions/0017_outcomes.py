@@ -13,8 +13,9 @@ pause a recurring schedule that keeps failing; ``attempt.late_ms``/``delayed`` m
 late send.
 
 Down again only while the archive is empty and no event hook is registered (the
-downgrade names what would be lost and changes nothing); pending events, notices and
-lateness counts are dropped.
+downgrade names what would be lost and changes nothing); pending events, notices,
+lateness counts, each schedule's failure streak and its ``--no-auto-pause`` choice are
+dropped.
 """
 
 from __future__ import annotations
@@ -124,6 +125,8 @@ def upgrade() -> None:
         sa.Column("key", sqlmodel.sql.sqltypes.AutoString(length=200), nullable=True),
         sa.Column("data", sa.Text(), nullable=False),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_event")),
+        # an id is never given twice, even after every event was pruned: cursors are ids
+        sqlite_autoincrement=True,
     )
     with op.batch_alter_table("event", schema=None) as batch_op:
         batch_op.create_index("ix_event_at", ["at"], unique=False)
@@ -263,7 +266,11 @@ def upgrade() -> None:
     )
     with op.batch_alter_table("job_archive", schema=None) as batch_op:
         batch_op.create_index("ix_job_archive_finished_at", ["finished_at"], unique=False)
-        batch_op.create_index("ix_job_archive_schedule_id", ["schedule_id"], unique=False)
+        batch_op.create_index(
+            "ix_job_archive_schedule_id_occurrence_at",
+            ["schedule_id", "occurrence_at"],
+            unique=False,
+        )
 
     op.create_table(
         "lateness",
@@ -338,7 +345,7 @@ def downgrade() -> None:
     op.drop_table("notice")
     op.drop_table("lateness")
     with op.batch_alter_table("job_archive", schema=None) as batch_op:
-        batch_op.drop_index("ix_job_archive_schedule_id")
+        batch_op.drop_index("ix_job_archive_schedule_id_occurrence_at")
         batch_op.drop_index("ix_job_archive_finished_at")
 
     op.drop_table("job_archive")

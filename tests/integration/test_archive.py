@@ -153,6 +153,8 @@ async def test_the_archive_and_its_events_are_pruned_after_archive_days(
     async with herald.store._read() as conn:
         events = (await conn.execute(sa.select(sa.func.count()).select_from(Event))).scalar()
     assert events  # the dead letter's job.dead at least
+    async with herald.store._read() as conn:
+        last_event = (await conn.execute(sa.select(sa.func.max(Event.id)))).scalar()
     clock.advance(timedelta(days=31))
     await keeper(herald).housekeeping()
     clock.advance(timedelta(days=11))
@@ -164,6 +166,14 @@ async def test_the_archive_and_its_events_are_pruned_after_archive_days(
     assert await rows(herald, JOB_ARCHIVE) == {}
     assert await rows(herald, ATTEMPT_ARCHIVE) == {}
     assert len(await rows(herald, JOB)) == 2  # the dead letter and the waiting job stay
+    # every event pruned: the next one still comes after them (cursors are positions)
+    async with herald.store._read() as conn:
+        assert (await conn.execute(sa.select(sa.func.count()).select_from(Event))).scalar() == 0
+    async with herald.store._session() as s:
+        s.add(Event(tenant="local", type="job.dead", at=clock.now(), data="{}"))
+    async with herald.store._read() as conn:
+        newest = (await conn.execute(sa.select(sa.func.min(Event.id)))).scalar()
+    assert newest is not None and newest > last_event
 
 
 async def cli(herald: Herald, settings: Settings, *argv: str) -> str:
