@@ -148,6 +148,10 @@ async def test_sigkill_mid_stream_loses_no_event(tmp_path: Path) -> None:
     assert all(len(jobs) == 1 for jobs in jobs_of.values()), "one webhook-id, one event"
     heard = {job for _, job in app.got}
     assert len(heard) == JOBS, "an event was lost"
+    ids_of: dict[int, set[str]] = {}
+    for msg_id, job in app.got:
+        ids_of.setdefault(job, set()).add(msg_id)
+    assert all(len(ids) == 1 for ids in ids_of.values()), "one job, one event (not two ids)"
     again = len(app.got) - len(jobs_of)
     report(
         "crash",
