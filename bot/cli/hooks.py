@@ -132,7 +132,10 @@ async def cmd_hooks(cli: Cli, herald: Herald) -> None:
         cli.emit(f"Event hook {a.id} is removed: nothing more is posted to it.")
     else:
         hook = await herald.enable_hook(cli.actor, a.id)
-        cli.emit(f"Event hook {hook.id} is enabled: it is posted what it missed, from now.")
+        cli.emit(
+            f"Event hook {hook.id} is enabled: it is posted from the event it stopped at "
+            "(of its time disabled, failures and what other active hooks heard)."
+        )
 
 
 async def cmd_events(cli: Cli, herald: Herald) -> None:
