@@ -204,8 +204,10 @@ class HookPusher:
         if self._slots is None:
             self._slots = asyncio.Semaphore(IN_FLIGHT)
         body = body_of(event.type, event.at, event.data)
-        signed = headers(hook.secret, message_id(event.id or 0), int(time.time()), body)
         async with self._slots:
+            # signed once it may go: a wait for a slot must not age its timestamp past
+            # a receiver's tolerance (Standard Webhooks' verifiers allow 5 minutes)
+            signed = headers(hook.secret, message_id(event.id or 0), int(time.time()), body)
             try:
                 answer = await self.http.request(
                     "POST",
