@@ -147,6 +147,10 @@ class HookPusher:
         )
         if hook is None:
             return 0  # another dispatcher's now, or no longer due
+        if hook.tenant_wide and not await self._still_admin(hook):
+            # an admin's hook hears the workspace while its owner is an admin: one no
+            # longer an admin hears their own schedules only, as a member's hook does
+            hook.tenant_wide = False
         events, read_through = await self.store.hook_batch(hook, limit=BATCH)
         through: tuple[int, int] | None = None
         delivered = 0
@@ -183,6 +187,15 @@ class HookPusher:
         if failed is not None and after is not None:
             await self._maybe_disable(after, failed, now)
         return delivered
+
+    async def _still_admin(self, hook: EventHook) -> bool:
+        """Whether a hook's owner is an admin of its tenant now (``HERALD_ADMINS``, their
+        role, or the platform's say, as the members table has it)."""
+        if hook.owner in self.config.admins:
+            return True
+        people = await self.store.people_now({hook.tenant: [hook.owner]})
+        person = people.get((hook.tenant, hook.owner))
+        return person is not None and person.admin
 
     async def _maybe_disable(self, hook: EventHook, failed: Sent, now: datetime) -> None:
         since = hook.failing_since or now

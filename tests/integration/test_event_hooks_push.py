@@ -97,6 +97,13 @@ async def receiver() -> Any:
         await found.stop()
 
 
+@pytest.fixture(autouse=True)
+async def _ada_is_an_admin(store: Any, clock: ManualClock) -> None:
+    """Ada's admin standing as the Slack adapter keeps it in the members table (what a
+    pusher reads of a tenant-wide hook's owner before every push)."""
+    await store.save_member(TENANT, ADA.id, now=clock.now(), platform_admin=True)
+
+
 def provider(delivery: Delivery) -> DeliveryResult:
     """Delivers to the ok URL; the other fails until its job is dead."""
     if "fail" in str(delivery.destination):
@@ -324,3 +331,26 @@ async def test_a_filtered_hook_moves_past_the_events_it_does_not_hear(
     assert await p.push() == 1
     [(_, body, _)] = receiver.got
     assert json.loads(body)["data"]["schedule_id"] == later.id
+
+
+async def test_an_admins_hook_hears_only_their_schedules_once_they_are_no_admin(
+    herald: Herald, clock: ManualClock, receiver: Receiver
+) -> None:
+    """A hook registered by an admin hears the workspace only while its owner is one:
+    demoted, they hear their own schedules, as a member's hook does."""
+    made = await herald.register_hook(ADA, receiver.url, TYPES)
+    assert made.hook.tenant_wide
+    await herald.store.save_member(TENANT, ADA.id, now=clock.now(), platform_admin=False)
+    d = dispatcher(herald)
+    p = pusher(herald, d)
+    await p.refresh()
+    await outcomes(herald, clock, d)  # Anna's schedules only
+    await settled(herald.store)
+    assert await p.push() == 0 and receiver.got == []
+    own, _ = await herald.create_schedule(ADA, to=OK, when="in 1 hour", text="ada's own")
+    clock.advance(timedelta(hours=1))
+    await d.drain(retry_window=600)
+    await settled(herald.store)
+    assert await p.push() >= 1
+    schedules = {json.loads(body)["data"]["schedule_id"] for _, body, _ in receiver.got}
+    assert schedules == {own.id}
