@@ -29,6 +29,7 @@ async def housekeeping(
     retention = timedelta(days=config.retention_days)
     moved = await store.archive_finished(before=now - retention)
     pruned = {"archived_jobs": moved["jobs"], "archived_attempts": moved["attempts"]}
+    await store.vacuum_after_archive(moved["jobs"] + moved["attempts"])
     if config.archive_days:
         horizon = now - retention - timedelta(days=config.archive_days)
         gone = await store.prune_archive(before=horizon)

@@ -31,11 +31,29 @@ _JOB_COLUMNS = [c.name for c in JOB.columns]
 _ATTEMPT_COLUMNS = [c.name for c in ATTEMPT.columns]
 
 
+#: Rows moved out of the active tables in one housekeeping after which PostgreSQL's
+#: job and attempt tables are vacuumed at once (:meth:`ArchiveQueries.vacuum_after_archive`).
+VACUUM_AFTER = 50_000
+
 class ArchiveQueries(Gateway):
     """Finished history moved to the archive tables past the retention, read back when
     asked, pruned after HERALD_ARCHIVE_DAYS."""
 
     # --- moving and pruning (the housekeeping) --------------------------------------
+
+    async def vacuum_after_archive(self, moved: int) -> bool:
+        """On PostgreSQL, after ``moved`` rows left the job and attempt tables, vacuum
+        and analyze them at once when that is many (:data:`VACUUM_AFTER`) rather than
+        leave the claim to walk the dead rows until autovacuum comes: measured right
+        after a million were archived, a claim took 1.15x and a schedule's jobs 1.71x
+        their time on a vacuumed table (bench/RESULTS.md, Archive). VACUUM takes no lock
+        that stops reads or writes. Whether it ran."""
+        if self.backend != "postgresql" or moved < VACUUM_AFTER:
+            return False
+        async with self._engine.connect() as conn:
+            conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
+            await conn.exec_driver_sql("VACUUM (ANALYZE) job, attempt")
+        return True
 
     async def archive_finished(self, *, before: datetime, batch: int = 5000) -> dict[str, int]:
         """Move jobs that finished before ``before`` (delivered, expired, cancelled,

@@ -185,6 +185,10 @@ class DispatchStore(ChannelStore, Protocol):
         """Discard dead letters too old or beyond the newest ``keep``, audited."""
         ...
 
+    async def vacuum_after_archive(self, moved: int) -> bool:
+        """On PostgreSQL, vacuum the job and attempt tables after many rows left them."""
+        ...
+
     async def optimize(self) -> None:
         """Refresh the query planner's statistics where the database needs it."""
         ...

@@ -274,3 +274,22 @@ async def test_archived_history_is_read_only_within_its_tenant(
         await herald.show_schedule(STRANGER, sid, archived=True)
     with pytest.raises(InvalidInput):
         await herald.timeline(STRANGER, job_id=job_id, archived=True)
+
+
+async def test_postgresql_vacuums_the_queue_after_a_large_archive(herald: Herald) -> None:
+    """Many rows archived at once: PostgreSQL's job and attempt tables are vacuumed then,
+    not when autovacuum comes (the claim would walk the dead rows meanwhile)."""
+    store = herald.store
+    assert not await store.vacuum_after_archive(10)
+    ran = await store.vacuum_after_archive(1_000_000)
+    assert ran == (store.backend == "postgresql")
+    if ran:
+        async with store._read() as conn:
+            vacuumed = await conn.execute(
+                sa.text(
+                    "SELECT count(*) FROM pg_stat_user_tables "
+                    "WHERE relname IN ('job', 'attempt') AND schemaname = current_schema() "
+                    "AND last_vacuum IS NOT NULL"
+                )
+            )
+            assert vacuumed.scalar() == 2
