@@ -73,11 +73,19 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
 def fill(disk: Path) -> Path:
     """Fill ``disk`` to its last byte; the filler file, to remove to free it."""
     filler = disk / "filler"
-    with filler.open("wb") as f:
+    # unbuffered: a write the disk took only part of leaves nothing for close() to
+    # flush (buffered, the rest raised ENOSPC again on close, whenever the free space
+    # was not a multiple of the chunk: it turned on the database's size)
+    with filler.open("wb", buffering=0) as f:
+        chunk = b"\0" * 65536
         try:
-            while True:
-                f.write(b"\0" * 65536)
-                f.flush()
+            while f.write(chunk):
+                pass
+        except OSError:
+            pass
+        try:
+            while f.write(b"\0"):  # the last bytes a chunk did not fit in
+                pass
         except OSError:
             pass
     stat = os.statvfs(disk)
