@@ -221,7 +221,9 @@ async def test_one_feeder_starts_what_several_claims_took(
         concurrency=2, batch_size=10, rate_limits=RateLimits.parse("log:=1000/s:1000")
     )
     d = Dispatcher(herald.store, {"log": channel}, clock=clock, config=config)
-    assert await d.pump() == 20  # two claims of ten
+    # two claims of ten; a third when the first sends were recorded while the second
+    # claim waited for its database (a PostgreSQL round trip lets them run)
+    assert await d.pump() in (20, 30)
     assert d._feeder.running
     await settle(d)
     assert not d._feeder.running
