@@ -9,6 +9,7 @@ written by :func:`record_events` in their own transaction, when someone listens.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Sequence
 from datetime import datetime
@@ -217,14 +218,14 @@ def write_notices(db: Db, notices: list[NoticeRow]) -> None:
 _PG_EVENTS = """
 INSERT INTO event (tx, tenant, type, at, schedule_id, job_id, owner, key, data)
 SELECT pg_current_xact_id()::text::bigint, e.*
-FROM unnest(%(tenant)s::text[], %(type)s::text[], %(at)s::timestamptz[], %(sid)s::int[],
-    %(jid)s::bigint[], %(owner)s::text[], %(key)s::text[], %(data)s::text[])
+FROM unnest(%(tenant)s::text[], %(type)s::text[], %(at)s::timestamptz[], %(schedule_id)s::int[],
+    %(job_id)s::bigint[], %(owner)s::text[], %(key)s::text[], %(data)s::text[])
     AS e(tenant, type, at, schedule_id, job_id, owner, key, data)
 """
 _PG_NOTICES = """
 INSERT INTO notice (tenant, owner, kind, schedule_id, job_id, reason, at)
 SELECT * FROM unnest(%(tenant)s::text[], %(owner)s::text[], %(kind)s::text[],
-    %(sid)s::int[], %(jid)s::bigint[], %(reason)s::text[], %(at)s::timestamptz[])
+    %(schedule_id)s::int[], %(job_id)s::bigint[], %(reason)s::text[], %(at)s::timestamptz[])
 """
 _PG_STREAKS = """
 UPDATE schedule SET failed_streak = failed_streak + 1, failed_through = n.occurrence
@@ -300,35 +301,17 @@ async def record_pg(
                 )
     await write_events_pg(conn, events)
     if notices:
-        await conn.exec_driver_sql(
-            _PG_NOTICES,
-            {
-                "tenant": [n.tenant for n in notices],
-                "owner": [n.owner for n in notices],
-                "kind": [n.kind for n in notices],
-                "sid": [n.schedule_id for n in notices],
-                "jid": [n.job_id for n in notices],
-                "reason": [n.reason for n in notices],
-                "at": [n.at for n in notices],
-            },
-        )
+        await conn.exec_driver_sql(_PG_NOTICES, columns(notices))
 
 
 async def write_events_pg(conn: AsyncConnection, events: list[EventRow]) -> None:
     if events:
-        await conn.exec_driver_sql(
-            _PG_EVENTS,
-            {
-                "tenant": [e.tenant for e in events],
-                "type": [e.type for e in events],
-                "at": [e.at for e in events],
-                "sid": [e.schedule_id for e in events],
-                "jid": [e.job_id for e in events],
-                "owner": [e.owner for e in events],
-                "key": [e.key for e in events],
-                "data": [e.data for e in events],
-            },
-        )
+        await conn.exec_driver_sql(_PG_EVENTS, columns(events))
+
+
+def columns(rows: Sequence[EventRow] | Sequence[NoticeRow]) -> dict[str, list[Any]]:
+    """Rows of one kind as one array per field (PostgreSQL's ``unnest`` parameters)."""
+    return {f.name: [getattr(r, f.name) for r in rows] for f in dataclasses.fields(rows[0])}
 
 
 # --- events recorded outside the dispatcher ---------------------------------------------
@@ -341,21 +324,9 @@ async def record_notices(conn: AsyncConnection, rows: Sequence[NoticeRow]) -> No
     """Write chat authors' notices in the caller's transaction (outside the
     dispatcher's batch: a receipt that made a dead letter)."""
     if rows:
-        await conn.execute(
-            _NOTICE.insert(),
-            [
-                {
-                    "tenant": n.tenant,
-                    "owner": n.owner,
-                    "kind": n.kind,
-                    "schedule_id": n.schedule_id,
-                    "job_id": n.job_id,
-                    "reason": n.reason,
-                    "at": n.at,
-                }
-                for n in rows
-            ],
-        )
+        await conn.execute(_NOTICE.insert(), [dataclasses.asdict(n) for n in rows])
+
+
 _HEARD = sa.text("SELECT types FROM event_hook WHERE tenant = :t AND state = 'active'")
 
 
@@ -390,22 +361,7 @@ async def record_events(conn: AsyncConnection, rows: Sequence[EventRow]) -> int:
         if conn.dialect.name == "postgresql"
         else 0
     )
-    await conn.execute(
-        _EVENT.insert().values(tx=tx),
-        [
-            {
-                "tenant": e.tenant,
-                "type": e.type,
-                "at": e.at,
-                "schedule_id": e.schedule_id,
-                "job_id": e.job_id,
-                "owner": e.owner,
-                "key": e.key,
-                "data": e.data,
-            }
-            for e in wanted
-        ],
-    )
+    await conn.execute(_EVENT.insert().values(tx=tx), [dataclasses.asdict(e) for e in wanted])
     return len(wanted)
 
 
@@ -421,7 +377,7 @@ def ended_events(ended: Sequence[tuple[int, str, str]], now: datetime) -> list[E
             job_id=None,
             owner=owner,
             key=None,
-            data=schedule_data(schedule_id, "its last occurrence was sent", now),
+            data=schedule_data(schedule_id, "its last occurrence was tried", now),
         )
         for schedule_id, tenant, owner in ended
     ]
