@@ -280,6 +280,14 @@ class Schedule(SQLModel, table=True):
     failed_through: datetime | None = _utc(default=None)
     #: False: never paused for failing (``--no-auto-pause``).
     auto_pause: bool = Field(default=True, sa_column_kwargs={"server_default": sa.true()})
+    #: The named template its text comes from (core.render), and the version it sends:
+    #: ``body`` and the template's parts in ``options`` are that version's, copied when
+    #: it was saved or the template was edited, so a claim reads nothing more. None:
+    #: its own text.
+    template_id: int | None = Field(
+        default=None, foreign_key="template.id", ondelete="SET NULL", index=True
+    )
+    template_version: int | None = Field(default=None)
     created_at: datetime = _utc()
     updated_at: datetime = _utc()
 
@@ -294,6 +302,57 @@ class Schedule(SQLModel, table=True):
         from core.routing import from_json
 
         return [d for r in from_json(self.recipients, self.destination) for d in r.to]
+
+
+class Template(SQLModel, table=True):
+    """A named message of a tenant, written once and scheduled many times with data
+    (core.render): its current version's parts; every version is kept in
+    :class:`TemplateVersion`."""
+
+    model_config = {"defer_build": True}  # validators built on first use
+
+    __table_args__ = (sa.UniqueConstraint("tenant", "name", name="uq_template_tenant_name"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    tenant: str = Field(max_length=200)
+    name: str = Field(max_length=64)
+    description: str = Field(default="", max_length=500)
+    #: The current version's parts (a copy of its TemplateVersion row).
+    version: int = Field(default=1)
+    body: str = Field(sa_type=sa.Text)
+    subject: str | None = Field(default=None, max_length=1000)
+    blocks: list[dict[str, Any]] | None = Field(default=None, sa_type=JSON)
+    embeds: list[dict[str, Any]] | None = Field(default=None, sa_type=JSON)
+    #: Its declared variables, name → kind (core.render.KINDS).
+    variables: dict[str, str] = Field(
+        default_factory=dict, sa_type=JSON, sa_column_kwargs={"server_default": "{}"}
+    )
+    created_by: str = Field(max_length=200)
+    updated_by: str = Field(max_length=200)
+    created_at: datetime = _utc()
+    updated_at: datetime = _utc()
+
+
+class TemplateVersion(SQLModel, table=True):
+    """One version of a template, as it was saved: what a schedule kept on it sends."""
+
+    __tablename__ = "template_version"
+    model_config = {"defer_build": True}  # validators built on first use
+
+    __table_args__ = (sa.UniqueConstraint("template_id", "version", name="uq_template_version"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    template_id: int = Field(foreign_key="template.id", ondelete="CASCADE")
+    version: int
+    body: str = Field(sa_type=sa.Text)
+    subject: str | None = Field(default=None, max_length=1000)
+    blocks: list[dict[str, Any]] | None = Field(default=None, sa_type=JSON)
+    embeds: list[dict[str, Any]] | None = Field(default=None, sa_type=JSON)
+    variables: dict[str, str] = Field(
+        default_factory=dict, sa_type=JSON, sa_column_kwargs={"server_default": "{}"}
+    )
+    author: str = Field(max_length=200)
+    created_at: datetime = _utc()
 
 
 #: How long the reason for turning down a retry request may be.

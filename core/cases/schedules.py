@@ -19,11 +19,12 @@ from typing import Any
 import core.cases.consent as consent
 import core.cases.recipient_cap as recipient_cap
 import core.cases.recipients as recipients
-from core import calendars, limits, routing, templates, tenancy, timeexpr, views
+from core import calendars, limits, render, routing, templates, tenancy, timeexpr, views
 from core.actors import Actor, ActorRef
 from core.cases.base import principal_of
 from core.cases.calendars import RESERVED_KEY_PREFIX
 from core.cases.recipients import RecipientCases, To
+from core.cases.templates import LIQUID, PART_OPTIONS, TemplateCases
 from core.channels import parse_destination
 from core.errors import Conflict, InvalidInput
 from core.events import EventRow, EventType, schedule_data
@@ -134,7 +135,7 @@ def check_key(key: str | None) -> str | None:
     return key
 
 
-class ScheduleCases(RecipientCases):
+class ScheduleCases(RecipientCases, TemplateCases):
     """Schedules (and the calendars they skip, :class:`CalendarCases`)."""
 
     def read_when(self, when: str, tz: str, *, actor: ActorRef | None = None) -> timeexpr.When:
@@ -158,13 +159,15 @@ class ScheduleCases(RecipientCases):
         options: Mapping[str, Any] | None = None,
         step_timeout: float | None = None,
         priority: str | None = None,
+        templated: bool = False,
     ) -> dict[str, Any]:
         """Validate one request and return its schedule row's values, unstored (create
-        and import share it). ``to`` is one destination or several recipients
-        (:func:`~core.cases.recipients.wanted_of`); each destination is checked as a
-        schedule to it alone would be. Recipients reading the time in their own zone get
-        it from :meth:`with_zones` afterwards. ``priority``: urgent, normal (None) or
-        bulk."""
+        and import share it). ``templated``: ``text`` is a named template's body, whose
+        fit is checked by :meth:`template_values` with its data. ``to`` is one
+        destination or several recipients (:func:`~core.cases.recipients.wanted_of`);
+        each destination is checked as a schedule to it alone would be. Recipients
+        reading the time in their own zone get it from :meth:`with_zones` afterwards.
+        ``priority``: urgent, normal (None) or bulk."""
         chosen = priority_name(priority_rank(priority))
         wanted = recipients.canonical(recipients.wanted_of(to, step_timeout=step_timeout))
         recipients.check_count(actor, wanted)
@@ -180,8 +183,8 @@ class ScheduleCases(RecipientCases):
             tenancy.check_mentions(actor, destination, body, checked, self.settings)
             tenancy.check_interval(actor, destination, reading.rule, self.settings)
         now = self.clock.now()
-        options_checked = _with_template_flag(checked, body)
-        for step in (d for w in wanted for d in w.to):
+        options_checked = checked if templated else _with_template_flag(checked, body)
+        for step in (d for w in wanted for d in w.to if not templated):
             limits.check_message(parse_destination(step), body, options_checked)
         numbered = routing.numbered(list(wanted))
         return {
@@ -223,6 +226,9 @@ class ScheduleCases(RecipientCases):
         step_timeout: float | None = None,
         priority: str | None = None,
         auto_pause: bool = True,
+        template: str | None = None,
+        data: Mapping[str, Any] | None = None,
+        data_by_recipient: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> tuple[Schedule, bool]:
         """Schedule ``text`` to ``to`` (one destination, or several recipients and
         chains: :func:`~core.cases.recipients.wanted_of`) at ``when``; with
@@ -242,8 +248,17 @@ class ScheduleCases(RecipientCases):
         actor is an operator or an admin (:mod:`core.cases.consent`); the read-back
         (:func:`core.views.read_back`) says when a person's quiet hours hold its next
         send. With ``auto_pause`` False, a recurring schedule is never paused by the
-        system for failing (``--no-auto-pause``)."""
+        system for failing (``--no-auto-pause``).
+
+        ``template`` names a template of the actor's tenant to send instead of ``text``,
+        filled in with ``data`` and ``data_by_recipient`` (:meth:`template_values`)."""
         actor = await self.actor(actor_id)
+        if template is not None:
+            if text.strip():
+                raise InvalidInput("Give a message or a template, not both.")
+            text = (await self._template(actor, template)).body
+        elif data or data_by_recipient:
+            raise InvalidInput("Data fill in a template's variables: name the template too.")
         when, urls = calendars.split_skip_phrase(when)
         wanted = recipients.wanted_of(to, their_time=their_time, step_timeout=step_timeout)
         recipients.check_count(actor, wanted)
@@ -261,9 +276,19 @@ class ScheduleCases(RecipientCases):
                 max_lateness=max_lateness,
                 options=options,
                 priority=priority,
+                templated=template is not None,
             ),
         )
         values["auto_pause"] = auto_pause
+        if template is not None:
+            values |= await self.template_values(
+                actor,
+                template,
+                data=data,
+                data_by_recipient=data_by_recipient,
+                recipients=routing.from_json(values["recipients"], values["destination"]),
+                options=values["options"],
+            )
         if their_time:
             values = await self.zoned(actor, values, named)
         values = await self.with_asker(actor, values)
@@ -588,19 +613,49 @@ class ScheduleCases(RecipientCases):
         remove: Sequence[str] = (),
         priority: str | None = None,
         auto_pause: bool | None = None,
+        template: str | None = None,
+        data: Mapping[str, Any] | None = None,
+        data_by_recipient: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> Schedule:
         """Change a schedule's time, text or recipients: ``to`` replaces them all,
         ``add`` and ``remove`` (destinations, a chain by its first) change some; the
         recipients it keeps keep their jobs; ``priority`` (urgent, normal, bulk) its
         place in the queue; ``auto_pause`` whether the system may pause it for failing.
         A stale ``expected_version`` (or a concurrent edit) is refused with Conflict;
-        its people's refusals as :meth:`create_schedule`'s."""
+        its people's refusals as :meth:`create_schedule`'s.
+
+        ``template`` moves it to a template (its current version) and ``data`` or
+        ``data_by_recipient`` replace its data; ``template="none"`` with a ``text``
+        gives it its own text again. A schedule using a template takes no ``text``."""
         actor = await self.actor(actor_id)
         schedule = await self._changeable(actor, schedule_id, expected_version)
         if add or remove:
             to = await self._edited_recipients(actor, schedule, to, add, remove)
-        if (when, text, to, priority, auto_pause) == (None, None, None, None, None):
+        asked = (when, text, to, priority, auto_pause, template, data, data_by_recipient)
+        if asked == (None,) * 8:
             raise InvalidInput("Nothing to change: give a new time, text, destination or priority.")
+        using = (schedule.options or {}).get(LIQUID)
+        detach = template is not None and template.strip().lower() in ("", "none")
+        if detach and text is None:
+            raise InvalidInput("To stop using a template, give the schedule its own text too.")
+        if template is not None and not detach and text is not None:
+            raise InvalidInput("Give a message or a template, not both.")
+        if using and text is not None and not detach:
+            raise InvalidInput(
+                f"Schedule {schedule_id} sends template {using.get('template')!r}: edit the "
+                "template, or give --template none with the new text to stop using it."
+            )
+        if (
+            (data is not None or data_by_recipient is not None)
+            and not using
+            and (template is None or detach)
+        ):
+            raise InvalidInput("Data fill in a template's variables: name the template too.")
+        templated = (template is not None and not detach) or (
+            bool(using)
+            and not detach
+            and (to is not None or data is not None or data_by_recipient is not None)
+        )
         if tz is not None and when is None:
             raise InvalidInput("A new time zone needs a new time too (--when).")
         _require_state(schedule, ScheduleState.ACTIVE, ScheduleState.PAUSED, verb="edited")
@@ -628,10 +683,42 @@ class ScheduleCases(RecipientCases):
             changed["recipients"] = [
                 routing.describe(r, lambda d: parse_destination(d).redacted()) for r in new
             ]
-        if text is not None or to is not None:
+        if detach:
+            values["template_id"] = values["template_version"] = None
+            changed["template"] = None
+        if templated:
+            options = dict(schedule.options or {})
+            if to is not None:  # who asked is said again for the new recipients
+                options = {k: v for k, v in options.items() if k not in ASKER_KEYS} | asker
+            kept = render.Use.of(using)
+            current = routing.from_json(
+                values.get("recipients", schedule.recipients),
+                values.get("destination", schedule.destination),
+            )
+            ids = {str(r.id) for r in current}
+            name = template if template is not None else str((using or {}).get("template"))
+            values |= await self.template_values(
+                actor,
+                name,
+                data=kept.data if data is None else data,
+                data_by_recipient=(
+                    {k: v for k, v in kept.by_recipient.items() if k in ids}
+                    if data_by_recipient is None
+                    else data_by_recipient
+                ),
+                recipients=current,
+                options=options
+                if template is None
+                else {k: v for k, v in options.items() if k not in PART_OPTIONS},
+            )
+            changed["template"] = name
+        elif text is not None or to is not None:
             # whom the message may notify is the editor's to say, as of this edit
             body = values.get("body", schedule.body)
-            options = _with_template_flag(dict(schedule.options or {}), body)
+            options = dict(schedule.options or {})
+            if detach:
+                options = {k: v for k, v in options.items() if k not in (LIQUID, *PART_OPTIONS)}
+            options = _with_template_flag(options, body)
             if to is not None:  # who asked is said again for the new recipients
                 options = {k: v for k, v in options.items() if k not in ASKER_KEYS} | asker
             every = recipients.destinations_of({**_values_of(schedule), **values})

@@ -270,6 +270,7 @@ class Dispatcher:
             return unsent
         try:
             destination, key = self._parsed(job)
+            delivery = message.delivery(job, destination, self.config)
         except HeraldError as exc:
             return verdicts.dead(job, None, self.scrub(str(exc)), now)
         channel = self.channels.get(destination.kind)
@@ -287,7 +288,6 @@ class Dispatcher:
         if wait > 0:
             self.metrics.channel(destination.kind).rate_limit_waits.inc()
             await clock.sleep(wait)
-        delivery = message.delivery(job, destination, self.config)
         return await self._deliver(job, delivery, channel, key, slot)
 
     async def _deliver(

@@ -1,17 +1,20 @@
-"""What is sent for a claimed job: its text, its variables filled in, and who it says
-scheduled it."""
+"""What is sent for a claimed job: its text, its variables filled in (a named
+template's with its data, core.render), and who it says scheduled it."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+from typing import Any
 from zoneinfo import ZoneInfoNotFoundError
 
-from core import templates
+from core import render, templates
 from core.channels.base import Channel, Delivery, DeliveryResult
 from core.destinations import Destination
 from core.dispatcher.config import DispatcherConfig
 from core.errors import HeraldError
+from core.events import recipient_shown
 from core.routing import step_key
 from core.store import ClaimedJob
 
@@ -19,20 +22,58 @@ log = logging.getLogger("core.dispatcher")
 
 
 def delivery(job: ClaimedJob, destination: Destination, config: DispatcherConfig) -> Delivery:
-    """The delivery a channel sends for ``job`` to its (parsed) ``destination``."""
+    """The delivery a channel sends for ``job`` to its (parsed) ``destination``.
+    Raises :class:`core.render.RenderError` for a named template that cannot be filled
+    in (checked when saved, so only when its data or the renderer changed since): the
+    job is a dead letter saying why, rather than a message sent half written."""
+    text, options = body(job), job.options
+    used = options.get(LIQUID)
+    if used is not None:
+        text, options = templated(job, destination, used)
     return Delivery(
         job_id=job.id,
         schedule_id=job.schedule_id,
         destination=destination,
-        body=body(job),
+        body=text,
         idempotency_key=step_key(job.idempotency_key, job.step),
         attempt=job.attempts,
         occurrence_at=job.occurrence_at,
         due_at=job.due_at,
-        options=job.options,
+        options=options,
         scheduled_by=config.scheduled_by_name(job, destination),
         tenant=job.tenant,
     )
+
+
+#: The option holding a templated schedule's data (core.cases.templates.LIQUID).
+LIQUID = "liquid"
+
+
+def templated(
+    job: ClaimedJob, destination: Destination, used: dict[str, Any]
+) -> tuple[str, dict[str, Any]]:
+    """A templated job's text and options, its parts filled in for its recipient and
+    occurrence (in the recipient's own zone when it has one)."""
+    parts = render.Parts(
+        job.body, job.options.get("subject"), job.options.get("blocks"), job.options.get("embeds")
+    )
+    use = _use(used)
+    zone = job.timezone
+    if job.route is not None:
+        zone = json.loads(job.route).get("zone") or zone
+    name = use.names.get(str(job.recipient)) or recipient_shown(str(destination)).partition(":")[2]
+    occurrence = render.Occurrence(job.schedule_id, job.occurrence_at, zone, name)
+    filled = render.render_job(parts, use, occurrence, job.recipient)
+    options = {k: v for k, v in job.options.items() if k != LIQUID}
+    for part in ("subject", "blocks", "embeds"):
+        value = getattr(filled, part)
+        if value is not None:
+            options[part] = value
+    return filled.body, options
+
+
+def _use(used: dict[str, Any]) -> render.Use:
+    return render.Use.of(used)
 
 
 def body(job: ClaimedJob) -> str:

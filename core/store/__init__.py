@@ -57,6 +57,7 @@ from core.store.queue import (
 )
 from core.store.rate_buckets import RateBucketQueries, Slots
 from core.store.schedules import ScheduleQueries, ScheduleQuery
+from core.store.templates import Moved, TemplateQueries
 from core.store.tokens import TokenQueries
 from core.store.workers import Backlog, KeptAlive, WorkerQueries
 
@@ -77,6 +78,7 @@ class Store(
     NoticeQueries,
     LatenessQueries,
     ArchiveQueries,
+    TemplateQueries,
 ):
     """Every named query, over one engine."""
 
@@ -87,6 +89,8 @@ def _dispatches(store: Store) -> DispatchStore:
 
 
 __all__ = [
+    "Moved",
+    "TemplateQueries",
     "ArchiveQueries",
     "EventQueries",
     "EventScope",

@@ -1,0 +1,163 @@
+"""Named templates (issue 39) through the use cases, over real SQLite and PostgreSQL:
+who may manage them, a schedule with data, the checks when saved for every
+destination, an edit that moves (or keeps) the schedules using it, and what was sent
+as the delivery log keeps it. The dispatcher drains against a recording channel; time
+is a ManualClock."""
+
+from __future__ import annotations
+
+import random
+from datetime import timedelta
+
+import pytest
+
+from core.actors import Principal
+from core.cases import Herald
+from core.clock import ManualClock
+from core.dispatcher import Dispatcher, DispatcherConfig
+from core.errors import Conflict, InvalidInput, NotFound, PermissionDenied
+from tests.support.channels import RecordingChannel
+from tests.support.store import audit_trail
+
+A, B = "slack:TA", "slack:TB"
+ANNA = Principal("slack:UANNA", A)  # a member of A
+ADA = Principal("slack:UADA", A, platform_admin=True)  # an admin of A
+BEA = Principal("slack:UBEA", B, platform_admin=True)  # an admin of B
+DEPLOY = "Deploy {{ service }} v{{ version }} on {{ date | date: '%A' }} (#{{ schedule.id }})"
+
+
+def dispatcher(herald: Herald, channel: RecordingChannel) -> Dispatcher:
+    config = DispatcherConfig(max_attempts=2, backoff_base=5, backoff_cap=30, max_lateness=3600)
+    return Dispatcher(
+        herald.store,
+        {"log": channel, "discord": RecordingChannel(kind="discord")},
+        clock=herald.clock,
+        config=config,
+        rng=random.Random(7),
+    )
+
+
+async def deploy(herald: Herald) -> None:
+    await herald.add_template(
+        ADA, "deploy", DEPLOY, variables={"service": "text", "version": "number"}
+    )
+
+
+async def test_members_use_templates_and_admins_manage_them(herald: Herald) -> None:
+    with pytest.raises(PermissionDenied):
+        await herald.add_template(ANNA, "deploy", DEPLOY, variables={"service": "text"})
+    await deploy(herald)
+    [(template, used)] = await herald.list_templates(ANNA)
+    assert (template.name, template.version, used) == ("deploy", 1, 0)
+    with pytest.raises(NotFound):  # invisible to another tenant
+        await herald.show_template(BEA, "deploy")
+    assert await herald.list_templates(BEA) == []
+    with pytest.raises(Conflict):
+        await deploy(herald)
+    [entry] = await audit_trail(herald.store, "template", str(template.id))
+    assert (entry.action, entry.actor) == ("template.create", ADA.id)
+
+
+async def test_a_template_that_uses_an_undeclared_variable_is_refused(herald: Herald) -> None:
+    with pytest.raises(InvalidInput, match=r"\{\{ version \}\}, which is not declared"):
+        await herald.add_template(ADA, "deploy", DEPLOY, variables={"service": "text"})
+    with pytest.raises(InvalidInput, match="cannot be read"):
+        await herald.add_template(ADA, "x", "{% include 'secrets' %}")
+    assert await herald.list_templates(ADA) == []
+
+
+async def test_a_schedule_sends_its_template_filled_in(herald: Herald, clock: ManualClock) -> None:
+    await deploy(herald)
+    s, _ = await herald.create_schedule(
+        ANNA,
+        to="log:",
+        when="in 1 hour",
+        text="",
+        template="deploy",
+        data={"service": "api", "version": "1.4"},
+    )
+    assert (s.template_version, s.options["liquid"]["data"]) == (
+        1,
+        {"service": "api", "version": 1.4},
+    )
+    channel = RecordingChannel()
+    clock.advance(timedelta(hours=1))
+    await dispatcher(herald, channel).drain(retry_window=60)
+    [sent] = channel.deliveries
+    day = clock.now().strftime("%A")
+    assert sent.body == f"Deploy api v1.4 on {day} (#{s.id})"
+    detail = await herald.show_schedule(ANNA, s.id)
+    assert detail.attempts[0].body == sent.body  # the log shows the text as sent
+
+
+async def test_missing_unknown_and_wrong_kind_values_are_refused(herald: Herald) -> None:
+    await deploy(herald)
+    for data, said in (
+        ({"service": "api"}, "needs a value for 'version'"),
+        ({"service": "api", "version": "1.4.2"}, "'version' must be a number"),
+        ({"service": "api", "version": 1, "region": "eu"}, "no variable 'region'"),
+    ):
+        with pytest.raises(InvalidInput, match=said):
+            await herald.create_schedule(
+                ANNA, to="log:", when="in 1 hour", text="", template="deploy", data=data
+            )
+    assert await herald.list_schedules(ANNA) == []
+
+
+async def test_a_value_too_long_for_discord_is_refused_when_saved(herald: Herald) -> None:
+    await herald.add_template(
+        ADA, "note", "{{ text }} {{ text }} {{ text }}", variables={"text": "text"}
+    )
+    with pytest.raises(InvalidInput, match="Discord allows 2,000 characters in a message"):
+        await herald.create_schedule(
+            ANNA,
+            to=["log:", "discord:123456789012345678"],
+            when="in 1 hour",
+            text="",
+            template="note",
+            data={"text": "short"},
+            data_by_recipient={"discord:123456789012345678": {"text": "x" * 1000}},
+        )
+    s, _ = await herald.create_schedule(
+        ANNA,
+        to=["log:", "discord:123456789012345678"],
+        when="in 1 hour",
+        text="",
+        template="note",
+        data={"text": "x" * 600},
+    )
+    assert s.template_id is not None
+
+
+async def test_an_edit_that_would_break_a_schedule_is_refused_naming_it(
+    herald: Herald, clock: ManualClock
+) -> None:
+    await deploy(herald)
+    s, _ = await herald.create_schedule(
+        ANNA,
+        to="log:",
+        when="every day at 9am",
+        text="",
+        template="deploy",
+        data={"service": "api", "version": 2},
+    )
+    with pytest.raises(InvalidInput, match=rf"would break 1 schedule using it \(#{s.id}\)"):
+        await herald.edit_template(
+            ADA,
+            "deploy",
+            body="{{ service }} {{ region }}",
+            variables={"service": "text", "version": "number", "region": "text"},
+        )
+    kept = await herald.edit_template(
+        ADA,
+        "deploy",
+        body="{{ service }} {{ region }}",
+        variables={"service": "text", "version": "number", "region": "text"},
+        force_version=True,
+    )
+    assert (kept.template.version, kept.moved, [i for i, _ in kept.kept]) == (2, [], [s.id])
+    moved = await herald.edit_template(ADA, "deploy", expected_version=2, body="Now {{ service }}")
+    assert moved.moved == []  # it stays on version 1, where it was kept
+    assert (await herald.show_schedule(ANNA, s.id)).schedule.template_version == 1
+    with pytest.raises(InvalidInput, match=rf"used by 1 schedule \(#{s.id}\)"):
+        await herald.remove_template(ADA, "deploy")
