@@ -173,6 +173,11 @@ def job_data(item: Settled, now: datetime, policy: OutcomePolicy) -> dict[str, A
             data["status_code"] = attempt.status_code
         if attempt.provider is not None:
             data["provider"] = attempt.provider
+        if attempt.body is not None:  # the text as this try sent it
+            data["text"] = attempt.body
+    used = job.options.get("liquid")
+    if used is not None:  # a named template's (core.render): which, and which version
+        data["template"] = {"name": used.get("template"), "version": used.get("version")}
     if item.state != "delivered" and item.error:
         data["error"] = item.error[:REASON_CHARS]
     if item.retry_at is not None and item.state == "retrying":

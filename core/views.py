@@ -222,6 +222,21 @@ def last_failure(jobs: Sequence[Job], zone: str) -> str | None:
     return f"last failure: job {job.id} ({job.state}) at {when}: {why} ({then})"
 
 
+def template_of(schedule: Schedule) -> dict[str, Any] | None:
+    """The named template a schedule sends (core.render) as lists and the API show it:
+    its name, the version it is on, its data and each recipient's own (by recipient
+    id); None for a schedule with its own text."""
+    used = (schedule.options or {}).get("liquid")
+    if used is None or schedule.template_version is None:
+        return None
+    return {
+        "name": used.get("template"),
+        "version": schedule.template_version,
+        "data": used.get("data") or {},
+        "data_by_recipient": used.get("by_recipient") or {},
+    }
+
+
 def schedule_dict(schedule: Schedule) -> dict[str, Any]:
     return {
         "id": schedule.id,
@@ -245,7 +260,8 @@ def schedule_dict(schedule: Schedule) -> dict[str, Any]:
         "failed_streak": schedule.failed_streak,
         "key": schedule.idempotency_key,
         "max_lateness_s": schedule.max_lateness_s,
-        "options": schedule.options,
+        "options": {k: v for k, v in schedule.options.items() if k != "liquid"},
+        "template": template_of(schedule),
         "version": schedule.version,
         "created_at": iso(schedule.created_at),
         "updated_at": iso(schedule.updated_at),

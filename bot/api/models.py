@@ -363,6 +363,15 @@ _DEAD_EXAMPLE: dict[str, Any] = {
 }
 
 
+class TemplateUseOut(_Out):
+    name: str = Field(description="The template's name.")
+    version: int = Field(description="The version it sends (an edit moves it, unless kept).")
+    data: dict[str, Any] = Field(description="The values of the template's variables.")
+    data_by_recipient: dict[str, dict[str, Any]] = Field(
+        description="Each recipient's own values, by recipient id (ScheduleOut.recipients)."
+    )
+
+
 class ScheduleOut(_Out):
     model_config = _example(SCHEDULE_EXAMPLE)
 
@@ -406,6 +415,11 @@ class ScheduleOut(_Out):
     key: str | None
     max_lateness_s: float | None
     options: dict[str, Any]
+    template: TemplateUseOut | None = Field(
+        default=None,
+        description="The named template it sends, the version it is on and its data "
+        "(null: its own text).",
+    )
     version: int = Field(description="Send it back in If-Match to edit safely.")
     created_at: AwareDatetime | None
     updated_at: AwareDatetime | None

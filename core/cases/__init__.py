@@ -64,6 +64,7 @@ from core.cases.importer import (
     import_schedules,
     more_invalid,
 )
+from core.cases.messages import OPTIONS, check_text
 from core.cases.notices import NOTICE_LEASE_SECONDS, AuthorNotices, NoticeLine
 from core.cases.preferences import (
     MAX_MEMBER_REF,
@@ -73,7 +74,7 @@ from core.cases.preferences import (
     prefs_json,
 )
 from core.cases.recipients import To, canonical, check_count, wanted_of
-from core.cases.schedules import MAX_KEY, OPTIONS, check_text
+from core.cases.schedules import MAX_KEY
 from core.cases.tokens import Unauthorized, scope_allows
 from core.views import ScheduleDetail
 

@@ -10,8 +10,6 @@ person can read, and changes nothing.
 from __future__ import annotations
 
 import asyncio
-import json
-import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
@@ -23,6 +21,7 @@ from core import calendars, limits, render, routing, templates, tenancy, timeexp
 from core.actors import Actor, ActorRef
 from core.cases.base import principal_of
 from core.cases.calendars import RESERVED_KEY_PREFIX
+from core.cases.messages import check_options, check_text
 from core.cases.recipients import RecipientCases, To
 from core.cases.templates import LIQUID, PART_OPTIONS, TemplateCases
 from core.channels import parse_destination
@@ -47,55 +46,7 @@ from core.views import ScheduleDetail
 #: (``HERALD_RATE_LIMITS``) and the minimum interval instead.
 UNCAPPED_KINDS = frozenset({"webhook"})
 
-MAX_TEXT = limits.HERALD_TEXT.size
 MAX_KEY = 200
-#: Herald's own action and block ids: user-supplied blocks may not carry them.
-_HERALD_IDS = re.compile(r'"(action_id|block_id)"\s*:\s*"(herald|schedule:|dead:)')
-
-
-def check_text(text: str) -> str:
-    """The message body, refused when empty or over the limit."""
-    if not text.strip():
-        raise InvalidInput("The message is empty: say what to send.")
-    if len(text) > MAX_TEXT:
-        raise limits.HERALD_TEXT.refuse(len(text))
-    return text
-
-
-#: Presentation options a schedule may carry, and the JSON type each must have.
-OPTIONS: dict[str, type] = {
-    "username": str,  # Slack (chat:write.customize) and Discord webhooks
-    "icon_url": str,
-    "icon_emoji": str,
-    "avatar_url": str,
-    "subject": str,  # email
-    "blocks": list,  # Slack Block Kit
-    "embeds": list,  # Discord webhooks
-}
-
-
-def check_options(options: Mapping[str, Any] | None) -> dict[str, Any]:
-    """Per-schedule channel options, refused when unknown or of the wrong type."""
-    if not options:
-        return {}
-    checked: dict[str, Any] = {}
-    for name, value in options.items():
-        expected = OPTIONS.get(name)
-        if expected is None:
-            known = ", ".join(sorted(OPTIONS))
-            raise InvalidInput(f"Unknown option {name!r}: use {known}.")
-        if not isinstance(value, expected):
-            kind = "a list (JSON array)" if expected is list else "text"
-            raise InvalidInput(f"Option {name!r} must be {kind}.")
-        if isinstance(value, list) and not all(isinstance(item, dict) for item in value):
-            raise InvalidInput(f"Option {name!r} must be a JSON array of objects.")
-        if name == "blocks" and _HERALD_IDS.search(json.dumps(value)):
-            raise InvalidInput(
-                "Blocks may not use Herald's own action or block ids (herald_…, schedule:…, "
-                "dead:…): a click on them would act on Herald's objects."
-            )
-        checked[name] = value
-    return checked
 
 
 def _refuse_skip_phrase(when: str) -> None:

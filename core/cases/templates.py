@@ -22,6 +22,7 @@ from typing import Any
 from core import limits, render, routing, tenancy
 from core.actors import Actor, ActorRef
 from core.cases.base import CaseBase
+from core.cases.messages import check_options, check_text
 from core.channels import parse_destination
 from core.errors import InvalidInput, NotFound, PermissionDenied
 from core.events import recipient_shown
@@ -64,8 +65,6 @@ def _checked_parts(
 ) -> tuple[render.Parts, dict[str, str]]:
     """Parts and declarations as saved, refused in one sentence when Liquid cannot
     read them, they use an undeclared variable, or a part is of the wrong shape."""
-    from core.cases.schedules import check_options, check_text
-
     declared = render.check_variables(variables)
     check_text(body)
     shaped = check_options(
@@ -88,7 +87,7 @@ def template_options(
         value = getattr(template, part)
         if value:
             out[part] = value
-    out[LIQUID] = {"template": name, **use.as_json()}
+    out[LIQUID] = {"template": name, "version": template.version, **use.as_json()}
     return out
 
 

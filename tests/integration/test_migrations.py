@@ -32,6 +32,8 @@ TABLES = {
     "lateness",
     "job_archive",
     "attempt_archive",
+    "template",
+    "template_version",
 }
 
 
