@@ -35,6 +35,7 @@ _ATTEMPT_COLUMNS = [c.name for c in ATTEMPT.columns]
 #: job and attempt tables are vacuumed at once (:meth:`ArchiveQueries.vacuum_after_archive`).
 VACUUM_AFTER = 50_000
 
+
 class ArchiveQueries(Gateway):
     """Finished history moved to the archive tables past the retention, read back when
     asked, pruned after HERALD_ARCHIVE_DAYS."""
