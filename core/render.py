@@ -23,6 +23,7 @@ The older ``{date}`` syntax of a schedule's own text stays with :mod:`core.templ
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
@@ -423,34 +424,75 @@ _SAMPLES = tuple(
 )
 
 
-def longest_occurrence(source: str, values: Mapping[str, Any]) -> datetime:
+#: The most seconds the checks of one save may render for (a template with loops,
+#: 366 sample days and hundreds of recipients): past it the save is refused, said so.
+CHECK_SECONDS = 2.0
+
+
+def _in_time(deadline: float | None) -> None:
+    if deadline is not None and time.monotonic() > deadline:
+        raise RenderError(
+            f"Checking this template took over {CHECK_SECONDS:g} s (its loops, days and "
+            "recipients): make it simpler, or send it to fewer recipients per schedule."
+        )
+
+
+def longest_occurrence(
+    source: str, values: Mapping[str, Any], deadline: float | None = None
+) -> datetime:
     """The sample occurrence (:data:`_SAMPLES`, in UTC) at which ``source`` renders
     longest with ``values``: its date and time fields at their longest. The first
-    sample when it uses neither."""
+    sample when it uses neither. RenderError past ``deadline`` (time.monotonic)."""
     part = compiled(source)
     if not part.roots & {"date", "time"}:
         return _SAMPLES[0]
-    lengths = []
+    best, best_at = -1, _SAMPLES[0]
     for at in _SAMPLES:
+        _in_time(deadline)
         filled = {**values, **builtins(part.roots, Occurrence(LONGEST_ID, at, "UTC"))}
-        lengths.append((len(part.render(filled)), at))
-    return max(lengths, key=lambda pair: pair[0])[1]
+        size = len(part.render(filled))
+        if size > best:
+            best, best_at = size, at
+    return best_at
 
 
-def longest(parts: Parts, use: Use, recipient: int, name: str) -> Parts:
+@dataclass(frozen=True)
+class Worst:
+    """The sample occurrences at which a template's body and subject render longest
+    (:func:`worst`): found once per schedule, with one recipient's values."""
+
+    body_at: datetime
+    subject_at: datetime
+
+
+def worst(parts: Parts, values: Mapping[str, Any], deadline: float | None = None) -> Worst:
+    body_at = longest_occurrence(parts.body, values, deadline)
+    subject_at = body_at
+    if parts.subject is not None:
+        subject_at = longest_occurrence(parts.subject, values, deadline)
+    return Worst(body_at, subject_at)
+
+
+def longest(
+    parts: Parts,
+    use: Use,
+    recipient: int,
+    name: str,
+    at: Worst | None = None,
+    deadline: float | None = None,
+) -> Parts:
     """``parts`` rendered as long as they get for ``recipient`` with ``use``'s data:
     the largest schedule id, its name, and the date and time at which the body (and
-    the subject) are longest (RenderError when a value is missing)."""
-    values = use.values(recipient)
-    body_at = longest_occurrence(parts.body, values)
-    out = render_job(parts, use, Occurrence(LONGEST_ID, body_at, "UTC", name), recipient)
-    if parts.subject is not None:
-        subject_at = longest_occurrence(parts.subject, values)
-        if subject_at != body_at:
-            again = render_job(
-                parts, use, Occurrence(LONGEST_ID, subject_at, "UTC", name), recipient
-            )
-            out = Parts(out.body, again.subject, out.blocks, out.embeds)
+    the subject) are longest (``at``: found by :func:`worst` for this recipient when
+    not given). RenderError when a value is missing or past ``deadline``."""
+    if at is None:
+        at = worst(parts, use.values(recipient), deadline)
+    _in_time(deadline)
+    out = render_job(parts, use, Occurrence(LONGEST_ID, at.body_at, "UTC", name), recipient)
+    if parts.subject is not None and at.subject_at != at.body_at:
+        occurrence = Occurrence(LONGEST_ID, at.subject_at, "UTC", name)
+        again = render_job(parts, use, occurrence, recipient)
+        out = Parts(out.body, again.subject, out.blocks, out.embeds)
     return out
 
 

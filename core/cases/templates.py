@@ -15,6 +15,8 @@ move to the new one.
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -119,6 +121,8 @@ def fit(
     passed at the longest its fields render (:func:`core.render.longest`), or a
     mention its author may not make. Returns ``options`` with the mentions allowed
     (``actor`` None: a template edit, checked for limits and values only)."""
+    deadline = time.monotonic() + render.CHECK_SECONDS
+    at: render.Worst | None = None
     for recipient in recipients:
         values = use.values(recipient.id)
         missing = [v for v in variables if v not in values]
@@ -130,7 +134,9 @@ def fit(
             )
         who = use.names.get(str(recipient.id)) or recipient_name(first, {})
         try:
-            rendered = render.longest(parts, use, recipient.id, who)
+            if at is None:  # the longest date and time, found once per schedule
+                at = render.worst(parts, values, deadline)
+            rendered = render.longest(parts, use, recipient.id, who, at, deadline)
         except render.RenderError as exc:
             raise InvalidInput(f"Template {name!r} v{version}: {exc}") from None
         for step in recipient.to:
@@ -284,7 +290,8 @@ class TemplateCases(CaseBase):
                 use = render.Use.of((schedule.options or {}).get(LIQUID))
                 options = template_options(schedule.options or {}, template, template.name, use)
                 try:
-                    fit(
+                    await asyncio.to_thread(
+                        fit,
                         None,
                         self.settings,
                         name=template.name,
@@ -422,7 +429,8 @@ class TemplateCases(CaseBase):
         names = await self._recipient_names(actor, recipients)
         use = render.Use(shared, by_recipient, names)
         merged = template_options(options, template, name, use)
-        merged = fit(
+        merged = await asyncio.to_thread(
+            fit,
             actor,
             self.settings,
             name=name,
