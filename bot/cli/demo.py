@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TextIO
 
 from core.cases import Herald
+from core.models import Schedule
 from core.settings import Settings
 from core.store import Settled
 from core.views import local
@@ -69,9 +70,31 @@ async def seed(herald: Herald, actor: str, out: TextIO) -> None:
         ),
         ("in 5 seconds", FAILING, "This webhook has no receiver: it will fail."),
     ]
+
+    def said(s: Schedule, when: str, to: str) -> None:
+        out.write(f"  #{s.id:<3} {when:<14} -> {to:<31} next {local(s.next_run_at, 'UTC')} UTC\n")
+
     for when, to, text in plan:
         s, _ = await herald.create_schedule(actor, to=to, when=when, text=text, tz="UTC")
-        out.write(f"  #{s.id:<3} {when:<14} -> {to:<31} next {local(s.next_run_at, 'UTC')} UTC\n")
+        said(s, when, to)
+    # a named template, written once and scheduled with data (README: Templates)
+    await herald.add_template(
+        actor,
+        "standup",
+        "Stand-up for {{ team }} in {{ minutes }} minutes ({{ date | date: '%A' }}).",
+        variables={"team": "text", "minutes": "number"},
+        description="the daily stand-up call",
+    )
+    s, _ = await herald.create_schedule(
+        actor,
+        to="log:",
+        when="in 10 seconds",
+        text="",
+        tz="UTC",
+        template="standup",
+        data={"team": "platform", "minutes": 5},
+    )
+    said(s, "in 10 seconds", "log: (template standup)")
 
 
 def _observer(out: TextIO) -> object:
