@@ -161,3 +161,84 @@ async def test_an_edit_that_would_break_a_schedule_is_refused_naming_it(
     assert (await herald.show_schedule(ANNA, s.id)).schedule.template_version == 1
     with pytest.raises(InvalidInput, match=rf"used by 1 schedule \(#{s.id}\)"):
         await herald.remove_template(ADA, "deploy")
+
+
+async def test_a_schedule_is_moved_onto_a_template_given_new_data_and_back_off(
+    herald: Herald,
+) -> None:
+    await deploy(herald)
+    s, _ = await herald.create_schedule(ANNA, to="log:", when="every day at 9am", text="plain")
+    with pytest.raises(InvalidInput, match="name the template too"):
+        await herald.edit_schedule(ANNA, s.id, data={"service": "api"})
+    moved = await herald.edit_schedule(
+        ANNA, s.id, template="deploy", data={"service": "api", "version": 1}
+    )
+    assert (moved.template_version, moved.body) == (1, DEPLOY)
+    with pytest.raises(InvalidInput, match="edit the template, or give --template none"):
+        await herald.edit_schedule(ANNA, s.id, text="new words")
+    again = await herald.edit_schedule(ANNA, s.id, data={"service": "web", "version": 2})
+    assert again.options["liquid"]["data"] == {"service": "web", "version": 2}
+    with pytest.raises(InvalidInput, match="needs a value for 'version'"):
+        await herald.edit_schedule(ANNA, s.id, data={"service": "web"})
+    with pytest.raises(InvalidInput, match="its own text too"):
+        await herald.edit_schedule(ANNA, s.id, template="none")
+    off = await herald.edit_schedule(ANNA, s.id, template="none", text="plain again")
+    assert (off.template_id, off.body, "liquid" in off.options) == (None, "plain again", False)
+    [(_, used)] = await herald.list_templates(ADA)
+    assert used == 0
+    await herald.remove_template(ADA, "deploy")
+    assert await herald.list_templates(ADA) == []
+
+
+async def test_another_tenant_can_neither_see_nor_use_a_template(herald: Herald) -> None:
+    await deploy(herald)
+    bob = Principal("slack:UBOB", B)
+    for who in (BEA, bob):
+        with pytest.raises(NotFound):
+            await herald.create_schedule(
+                who,
+                to="log:",
+                when="in 1 hour",
+                text="",
+                template="deploy",
+                data={"service": "api", "version": 1},
+            )
+        with pytest.raises(NotFound):
+            await herald.preview_template(who, "deploy")
+    with pytest.raises(NotFound):
+        await herald.edit_template(BEA, "deploy", body="hijacked")
+    with pytest.raises(NotFound):
+        await herald.remove_template(BEA, "deploy")
+    assert (await herald.show_template(ADA, "deploy")).template.body == DEPLOY
+
+
+async def test_a_template_edit_moves_the_schedules_using_it_and_the_log_keeps_the_old_text(
+    herald: Herald, clock: ManualClock
+) -> None:
+    await herald.add_template(ADA, "hello", "Hello {{ who }}", variables={"who": "text"})
+    s, _ = await herald.create_schedule(
+        ANNA, to="log:", when="every hour", text="", template="hello", data={"who": "team"}
+    )
+    channel = RecordingChannel()
+    d = dispatcher(herald, channel)
+    clock.advance(timedelta(hours=1))
+    await d.drain(retry_window=60)
+    edited = await herald.edit_template(
+        ADA, "hello", body="Good morning {{ who }}", expected_version=1
+    )
+    assert (edited.moved, edited.kept) == ([s.id], [])
+    with pytest.raises(Conflict):
+        await herald.edit_template(ADA, "hello", body="stale", expected_version=1)
+    clock.advance(timedelta(hours=1))
+    await d.drain(retry_window=60)
+    assert [x.body for x in channel.deliveries] == ["Hello team", "Good morning team"]
+    detail = await herald.show_schedule(ANNA, s.id)
+    assert sorted(a.body for a in detail.attempts) == ["Good morning team", "Hello team"]
+    assert detail.schedule.template_version == 2
+    versions = (await herald.show_template(ANNA, "hello")).versions
+    assert [(v.version, v.body) for v in versions] == [
+        (2, "Good morning {{ who }}"),
+        (1, "Hello {{ who }}"),
+    ]
+    trail = [e.action for e in await audit_trail(herald.store, "template", str(edited.template.id))]
+    assert trail == ["template.create", "template.edit"]
