@@ -16,6 +16,7 @@ move to the new one.
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -33,6 +34,9 @@ from core.settings import Settings
 from core.store import AuditEntry, Moved
 
 DESCRIPTION_MAX = 500
+#: The most bytes of data (as JSON: shared, each recipient's, their names) a schedule
+#: keeps: every job of it reads them with its options when claimed.
+MAX_DATA_BYTES = 32_768
 #: The options a template's parts fill in (the rest are the schedule's own).
 PART_OPTIONS = ("subject", "blocks", "embeds")
 #: The option holding a schedule's data (core.render.Use) and its template's name.
@@ -428,6 +432,13 @@ class TemplateCases(CaseBase):
             )
         names = await self._recipient_names(actor, recipients)
         use = render.Use(shared, by_recipient, names)
+        size = len(json.dumps(use.as_json(), separators=(",", ":")).encode())
+        if size > MAX_DATA_BYTES:
+            raise InvalidInput(
+                f"This schedule's data come to {size:,} bytes; the most a schedule keeps is "
+                f"{MAX_DATA_BYTES:,} (every send reads them): give fewer or shorter values, "
+                "or split the recipients over several schedules."
+            )
         merged = template_options(options, template, name, use)
         merged = await asyncio.to_thread(
             fit,

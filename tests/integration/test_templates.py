@@ -242,3 +242,18 @@ async def test_a_template_edit_moves_the_schedules_using_it_and_the_log_keeps_th
     ]
     trail = [e.action for e in await audit_trail(herald.store, "template", str(edited.template.id))]
     assert trail == ["template.create", "template.edit"]
+
+
+async def test_a_schedule_keeps_at_most_32_kb_of_data(herald: Herald) -> None:
+    await herald.add_template(ADA, "note", "{{ text }}", variables={"text": "text"})
+    hooks = [f"webhook:https://example.com/h{n}" for n in range(40)]
+    with pytest.raises(InvalidInput, match=r"data come to [\d,]+ bytes; the most a schedule keeps"):
+        await herald.create_schedule(
+            ADA,
+            to=hooks,
+            when="in 1 hour",
+            text="",
+            template="note",
+            data_by_recipient={hook: {"text": "x" * 1000} for hook in hooks},
+        )
+    assert await herald.list_schedules(ADA) == []
