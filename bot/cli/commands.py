@@ -25,6 +25,7 @@ from bot.cli import hooks as cli_hooks
 from bot.cli import info as cli_info
 from bot.cli import prefs as cli_prefs
 from bot.cli import schedules as cli_schedules
+from bot.cli import templates as cli_templates
 from bot.cli.options import TABLE_WIDTH, one_line, open_text, table_lines
 from bot.cli.parser import EXIT_ERROR
 from bot.logs import configure_logging
@@ -525,6 +526,7 @@ export = over_herald(cli_calendars.cmd_export)
 prefs = over_herald(cli_prefs.cmd_prefs)
 hooks = over_herald(cli_hooks.cmd_hooks)
 events = over_herald(cli_hooks.cmd_events)
+template = over_herald(cli_templates.cmd_template)
 database = Handler(Cli.cmd_db, database=True)
 housekeeping = Handler(Cli.cmd_housekeeping, database=True)
 run_service = Handler(Cli.cmd_run, database=True, log_level="INFO")

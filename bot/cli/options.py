@@ -134,3 +134,38 @@ def one_line(text: str, width: int) -> str:
 def _cut(text: str, width: int) -> str:
     """``text`` cut to ``width`` characters, the last of them "…" when cut."""
     return text if len(text) <= width else text[: max(0, width - 1)] + "…"
+
+
+def data_arg(pairs: Sequence[str] | None, option: str = "--data") -> dict[str, str]:
+    """``--data service=api --data version=1.4`` as a template's data (values as text:
+    core reads a number or a date of the variable's kind)."""
+    data: dict[str, str] = {}
+    for pair in pairs or ():
+        name, sign, value = pair.partition("=")
+        name = name.strip()
+        if not sign or not name:
+            raise InvalidInput(
+                f"{option} takes NAME=VALUE (e.g. {option} service=api), not {pair[:60]!r}."
+            )
+        if name in data:
+            raise InvalidInput(f"{option} gives {name!r} twice: give each value once.")
+        data[name] = value
+    return data
+
+
+def data_for_arg(given: Sequence[Sequence[str]] | None) -> dict[str, dict[str, str]]:
+    """``--data-for DEST NAME=VALUE`` (repeatable) as a template's data per recipient,
+    keyed by the recipient's first destination."""
+    by: dict[str, list[str]] = {}
+    for destination, pair in given or ():
+        by.setdefault(destination, []).append(pair)
+    return {d: data_arg(pairs, f"--data-for {d}") for d, pairs in by.items()}
+
+
+def template_data(
+    a: argparse.Namespace,
+) -> tuple[dict[str, str] | None, dict[str, dict[str, str]] | None]:
+    """``herald schedule``/``edit``'s --data and --data-for (None: not given)."""
+    data = data_arg(a.data) if a.data else None
+    by = data_for_arg(a.data_for) if a.data_for else None
+    return data, by

@@ -10,6 +10,7 @@ from typing import Any
 from bot.cli import devices as cli_devices
 from bot.cli import hooks as cli_hooks
 from bot.cli import prefs as cli_prefs
+from bot.cli import templates as cli_templates
 from core import verbs
 from core.verbs import offered, verb
 
@@ -140,7 +141,8 @@ def build_parser() -> argparse.ArgumentParser:
         "until it fails for good)",
     )
     c.add_argument("--when", required=True, help='when, e.g. "2026-04-01 08:00"')
-    c.add_argument("--text", required=True, help="the message")
+    c.add_argument("--text", help="the message (or --template NAME)")
+    _add_template_use(c, edit=False)
     c.add_argument(
         "--tz", help="zone to read --when in: a city (Berlin) or Europe/Berlin (default: yours)"
     )
@@ -189,6 +191,7 @@ def build_parser() -> argparse.ArgumentParser:
     versioned(c)
     c.add_argument("--when")
     c.add_argument("--text")
+    _add_template_use(c, edit=True)
     _add_routes(c)
     c.add_argument(
         "--add-to",
@@ -269,6 +272,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_devices.add_parser(msub, _Parser)
     cli_prefs.add_parser(sub, _Parser)
     cli_hooks.add_parser(sub, _Parser)
+    cli_templates.add_parser(sub, _Parser)
 
     c = add("admin", "Herald's first admin, on a database that has none.")
     asub = c.add_subparsers(dest="admin_command", required=True, parser_class=_Parser)
@@ -435,6 +439,35 @@ def _add_calendar_commands(add: AddParser) -> None:
         help="print your calendar's subscription URL (served by herald run) instead",
     )
     e.add_argument("--rotate", action="store_true", help="with --feed-url: a new secret URL")
+
+
+def _add_template_use(cmd: argparse.ArgumentParser, *, edit: bool) -> None:
+    """``--template NAME``, ``--data NAME=VALUE`` and ``--data-for DEST NAME=VALUE``
+    (bot/cli/options.py's ``template_data`` reads them)."""
+    cmd.add_argument(
+        "--template",
+        metavar="NAME",
+        help=(
+            "send this template instead (its current version), or none to give it its own "
+            "text again (with --text)"
+            if edit
+            else "send this named template (herald template list) instead of --text"
+        ),
+    )
+    cmd.add_argument(
+        "--data",
+        action="append",
+        metavar="NAME=VALUE",
+        help="a value of the template's variables (repeatable)"
+        + ("; given, they replace its data" if edit else ""),
+    )
+    cmd.add_argument(
+        "--data-for",
+        action="append",
+        nargs=2,
+        metavar=("DEST", "NAME=VALUE"),
+        help="a value for one recipient only, named by its first destination (repeatable)",
+    )
 
 
 def _add_priority(cmd: argparse.ArgumentParser, default: str | None) -> None:

@@ -20,13 +20,16 @@ from bot.cli.options import (
     say_not_created,
     schedule_options,
     step_timeout_arg,
+    template_data,
 )
 from core import calendars, db, reminders, routing, timeexpr, verbs, views
+from core.errors import InvalidInput
 from core.models import Attempt, Job, Schedule
 from core.routing import Recipient
 from core.send_check import send_warnings
 
 if TYPE_CHECKING:
+    import argparse
     from collections.abc import Callable
 
     from bot.cli.commands import Cli
@@ -64,14 +67,50 @@ def read_back_recipients(cli: Cli, s: Schedule, label: str) -> None:
         cli.emit(f"  their time: {times}")
 
 
+def template_words(s: Schedule, *, full: bool = True) -> list[str]:
+    """What ``herald show`` and a create's read-back say of a schedule's template:
+    ``template: deploy v3``, its data, and each recipient's own (by first destination)."""
+    used = views.template_of(s)
+    if used is None:
+        return []
+    lines = [f"template: {used['name']} v{used['version']}"]
+    if used["data"]:
+        lines.append(f"data:     {_data_text(used['data'])}")
+    firsts = {str(r.id): r.first for r in views.recipients_of(s)}
+    for key, own in used["data_by_recipient"].items():
+        where = views.destination(firsts.get(key, f"recipient {key}"), full=full)
+        lines.append(f"data for {where}: {_data_text(own)}")
+    return lines
+
+
+def _data_text(data: dict[str, object]) -> str:
+    return ", ".join(f"{name}={one_line(str(value), 60)}" for name, value in data.items())
+
+
+def _text_or_template(a: argparse.Namespace) -> None:
+    """``herald schedule`` sends --text or --template, one of them (core refuses both
+    too; the CLI names its own options)."""
+    if a.template is not None and a.text is not None:
+        raise InvalidInput("Give --text or --template, not both: the template is the message.")
+    if a.template is None and a.text is None:
+        raise InvalidInput("Give the message with --text, or a template with --template NAME.")
+    if a.template is None and (a.data or a.data_for):
+        raise InvalidInput("--data fills in a template's variables: name it with --template.")
+
+
 async def cmd_schedule(cli: Cli, herald: Herald) -> None:
     a = cli.args
+    _text_or_template(a)
+    data, data_by_recipient = template_data(a)
     urls, files = await cli_calendars.skip_sources(cli)
     schedule, created = await herald.create_schedule(
         cli.actor,
         to=recipients_arg(a.to),
         when=a.when,
-        text=a.text,
+        text=a.text or "",
+        template=a.template,
+        data=data,
+        data_by_recipient=data_by_recipient,
         tz=a.tz,
         key=a.key,
         max_lateness=a.max_lateness,
@@ -98,6 +137,8 @@ async def cmd_schedule(cli: Cli, herald: Herald) -> None:
     if schedule.rrule is not None and not schedule.auto_pause:
         cli.emit("  auto-pause: off")
     read_back_recipients(cli, schedule, "  to:   ")
+    for line in template_words(schedule):
+        cli.emit(f"  {line}")
     if schedule.options.get(reminders.ASKED_BY):  # someone else's reminder
         cli.emit(f"  (a direct message; it says {cli.actor.id} asked)")
     upcoming, _ = calendars.schedule_upcoming(schedule, 3)
@@ -201,6 +242,8 @@ def show_schedule(cli: Cli, s: Schedule, *, full: bool = True) -> None:
     if s.skip_calendars:
         ids = ", ".join(str(i) for i in s.skip_calendars)
         cli.emit(f"  skips:   the event dates of calendar {ids}")
+    for line in template_words(s, full=full):
+        cli.emit(f"  {line}")
     cli.emit(f"  text:    {s.body}")
 
 
@@ -269,11 +312,15 @@ def _attempt_to(s: Schedule, at: Attempt, job: Job | None, full: bool) -> str:
 
 async def cmd_edit(cli: Cli, herald: Herald) -> None:
     a = cli.args
+    data, data_by_recipient = template_data(a)
     schedule = await herald.edit_schedule(
         cli.actor,
         a.id,
         when=a.when,
         text=a.text,
+        template=a.template,
+        data=data,
+        data_by_recipient=data_by_recipient,
         to=recipients_arg(a.to) if a.to else None,
         add=recipients_arg(a.add_to),
         remove=list(a.remove_to),
@@ -285,3 +332,5 @@ async def cmd_edit(cli: Cli, herald: Herald) -> None:
     cli.changed(schedule, verbs.verb("edit").past)
     if not a.json:
         read_back_recipients(cli, schedule, "  to: ")
+        for line in template_words(schedule):
+            cli.emit(f"  {line}")
