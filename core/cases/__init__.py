@@ -75,6 +75,7 @@ from core.cases.preferences import (
 )
 from core.cases.recipients import To, canonical, check_count, wanted_of
 from core.cases.schedules import MAX_KEY
+from core.cases.templates import Edited, TemplateDetail
 from core.cases.tokens import Unauthorized, scope_allows
 from core.views import ScheduleDetail
 
@@ -89,6 +90,8 @@ __all__ = [
     "PAGE_MAX",
     "URL_MAX",
     "EventPage",
+    "Edited",
+    "TemplateDetail",
     "Registered",
     "shown_url",
     "FIELDS",

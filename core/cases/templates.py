@@ -133,8 +133,9 @@ def fit(
         first = recipient.first
         if missing:
             raise InvalidInput(
-                f"Template {name!r} needs a value for {missing[0]!r} for {recipient_shown(first)}: "
-                "give it in data, or in that recipient's data."
+                f"Template {name!r} needs a value for {missing[0]!r} for "
+                f"{recipient_shown(first).rstrip(':')}: give it in data, or in that "
+                "recipient's data."
             )
         who = use.names.get(str(recipient.id)) or recipient_name(first, {})
         try:
@@ -165,8 +166,8 @@ def fit(
                 limits.check_message(destination, rendered.body, shown)
             except InvalidInput as exc:
                 raise InvalidInput(
-                    f"Template {name!r} v{version} filled in for {recipient_shown(step)} at its "
-                    f"longest: {exc}"
+                    f"Template {name!r} v{version} filled in for "
+                    f"{recipient_shown(step).rstrip(':')} at its longest: {exc}"
                 ) from None
     return options
 
@@ -426,7 +427,7 @@ class TemplateCases(CaseBase):
             recipient = await self._recipient_of(actor, recipients, str(key))
             if not isinstance(own, Mapping):
                 raise InvalidInput(f"The data for {key} must be an object of variables.")
-            where = f" for {recipient_shown(recipient.first)}"
+            where = f" for {recipient_shown(recipient.first).rstrip(':')}"
             by_recipient[str(recipient.id)] = render.check_data(
                 template.variables, own, template=name, where=where, needs=()
             )
