@@ -4,6 +4,7 @@ and dead-letter alerts. Named ``discord_bot`` so it does not shadow the library.
 - :mod:`.actions` what each command and button does, as plain functions over ``Herald``
 - :mod:`.choices` autocomplete for ``when``, ``id`` and ``timezone``
 - :mod:`.targets` the ``to`` option: several channels, members and emails, ``or`` chains
+- :mod:`.templates` named templates: ``template:`` autocomplete, ``data:``, ``/schedule templates``
 - :mod:`.render` the text of replies, cards, autocomplete entries and alerts
 - :mod:`.interact` what every callback shares: the actor, ephemeral answers, errors
 - :mod:`.commands` the application commands, transformers and autocomplete (glue)

@@ -8,12 +8,13 @@ No discord.py here, so all of it is testable without Discord.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from bot.discord_bot import render
 from bot.discord_bot.choices import EXAMPLES
-from core import verbs
+from core import verbs, views
 from core.actors import ActorRef, Principal, discord_tenant
 from core.cases import Herald, To
 from core.errors import InvalidInput, PermissionDenied
@@ -122,6 +123,13 @@ def _answer(
 # --- commands --------------------------------------------------------------------------
 
 
+def templated(template: str | None, data: Mapping[str, str] | None) -> dict[str, Any]:
+    """The arguments of ``create_schedule`` naming a template (none without one)."""
+    if template is None:
+        return {}
+    return {"template": template, "data": dict(data or {})}
+
+
 async def create(
     herald: Herald,
     actor: ActorRef,
@@ -134,13 +142,16 @@ async def create(
     skip: Sequence[str] = (),
     their_time: bool = False,
     priority: str | None = None,
+    template: str | None = None,
+    data: Mapping[str, str] | None = None,
 ) -> Reply:
-    """``/schedule create``: schedule ``text`` into the channel, or to every recipient of
-    ``to`` (destinations and chains, :func:`core.cases.recipients.wanted_of`; with
-    ``their_time``, each person at that hour in their own zone), skipping the event
-    dates of the ``skip`` calendars (URLs; or ``when`` ends ``except … from URL``).
-    Without a zone of the command or of the member, the server default is used, and
-    the reply says so."""
+    """``/schedule create``: schedule ``text`` (or the named ``template`` filled in with
+    ``data``) into the channel, or to every recipient of ``to`` (destinations and
+    chains, :func:`core.cases.recipients.wanted_of`; with ``their_time``, each person at
+    that hour in their own zone), skipping the event dates of the ``skip`` calendars
+    (URLs; or ``when`` ends ``except … from URL``). Without a zone of the command or of
+    the member, the server default is used, and the reply says so. A template's reply
+    says which one, its version, where and when, and shows the next send filled in."""
     if to is None:
         if channel_id is None:
             raise ValueError("create needs a channel or recipients")
@@ -155,10 +166,12 @@ async def create(
         skip=skip,
         their_time=their_time,
         priority=priority,
+        **templated(template, data),
     )
-    text_out = render.card(
-        schedule, "Scheduled." if created else "Already scheduled.", read_back=created
-    )
+    heading = "Scheduled." if created else "Already scheduled."
+    if created and template is not None:
+        heading = render.template_heading(schedule) or heading
+    text_out = render.card(schedule, heading, read_back=created)
     if tz is None and member.timezone is None:
         text_out += (
             f"\n-# You have not set a time zone, so Herald read this in **{schedule.timezone}** "
@@ -229,11 +242,17 @@ async def edit(
     channel_id: int | None = None,
     to: To | None = None,
     expected_version: int | None = None,
+    template: str | None = None,
+    data: Mapping[str, str] | None = None,
 ) -> Reply:
     """``/schedule edit`` (and the Edit form): a new time, text, channel or recipients
-    (``to`` replaces them all). A new time is read in the schedule's own zone."""
+    (``to`` replaces them all). A new time is read in the schedule's own zone.
+    ``template`` moves it to that template (``none``, with a ``text``: its own text
+    again); ``data`` replaces its template's values."""
     if to is None and channel_id is not None:
         to = destination(channel_id)
+    if text is not None and template is None:
+        await check_own_text(herald, actor, schedule_id)
     schedule = await herald.edit_schedule(
         actor,
         schedule_id,
@@ -241,8 +260,21 @@ async def edit(
         text=text,
         to=to,
         expected_version=expected_version,
+        template=template,
+        data=None if data is None else dict(data),
     )
     return _answer(schedule, "Changed.", read_back=when is not None)
+
+
+async def check_own_text(herald: Herald, actor: ActorRef, schedule_id: int) -> None:
+    """Refuse, in Discord's words, a new text for a schedule that sends a template."""
+    schedule = (await herald.show_schedule(actor, schedule_id)).schedule
+    used = views.template_of(schedule)
+    if used is not None:
+        raise InvalidInput(
+            f"Schedule #{schedule_id} sends template {used['name']!r}: change its values "
+            "with `data:`, or give `template:none` with the new message to stop using it."
+        )
 
 
 async def edit_from_form(
@@ -306,34 +338,34 @@ def help_reply(default_tz: str) -> Reply:
             [
                 "**Herald** sends a message later, once or on a rule, in your time zone.",
                 "`/schedule create when: message: [channel:] [timezone:] [skip_calendar:]` "
-                "— schedule in this channel or another. `when` reads " + examples + "; "
+                "— in this channel or another. `when` reads " + examples + "; "
                 "end it with `except holidays from https://…/holidays.ics` (or give "
                 "`skip_calendar:`) to skip the dates of a calendar's events.",
                 "Also `in an hour and a half`, `at 9am on weekdays`, `every hour between 9 "
                 "and 17 on weekdays`; `tonight` is 20:00, `eod` 17:00 (tomorrow once past), "
                 "`end of month` its last day. A rule without a time (`every monday`) is sent "
-                "at the default time (09:00 unless Herald's admins chose another), and the "
-                "reply says so.",
-                "`/schedule create when: message: to:me` (or `to:@member`) — a reminder "
-                "by direct message, with Snooze and Done buttons; a member of this server "
-                "sees that you asked.",
+                "at the default time (09:00 unless changed); the reply says so.",
+                "`to:me` (or `to:@member`) — a reminder by direct message, with Snooze and "
+                "Done buttons; a member sees that you asked.",
                 "`to:#ops #dev @alice` — one schedule to several places (channels, members, "
-                "email addresses); `to:@alice or alice@example.com` tries the email when the "
+                "emails); `to:@alice or alice@example.com` tries the email when the "
                 "direct message fails; `their_time:True` sends at that hour in each "
                 "person's own zone.",
+                '`template:deploy data:service=api note="big day"` instead of `message:` — '
+                "a template of this server; `/schedule templates` lists them.",
                 "`/schedule list` — your active and paused schedules.",
                 "`/schedule show id:` · `edit id: [when:] [message:] [channel: or to:]` · "
                 "`cancel id:` (or `delete`, `remove`) · `pause id:` · `resume id:` · "
-                "`skip id:` (a recurring schedule's next send only).",
+                "`skip id:` (a rule's next send only).",
                 f"`/schedule timezone [zone:]` — your time zone (until set: {default_tz}): "
-                "a city (Berlin, New York) or an IANA name (Europe/Berlin).",
+                "a city (Berlin) or an IANA name (Europe/Berlin).",
                 "`/schedule prefs` — how reminders reach you. Admins: `tenant:True`; "
                 "`urgent:True` on create.",
                 "`/schedule feed add calendar: [before:] [channel:] [template:]` · "
                 "`feed list` · `feed remove id:` — admins: a reminder before each event "
                 "of an iCalendar feed.",
-                "Replies are visible only to you. You can schedule into channels where you "
-                "and Herald can both send messages; admins can manage everyone's schedules.",
+                "Replies are visible only to you. You schedule into channels where you and "
+                "Herald can post; admins manage everyone's schedules.",
             ]
         )
     )

@@ -17,7 +17,7 @@ import discord
 from discord import app_commands
 from discord.app_commands import Choice, Range, Transform
 
-from bot.discord_bot import actions, choices, prefs, reminders, targets
+from bot.discord_bot import actions, choices, prefs, reminders, targets, templates
 from bot.discord_bot.components import respond
 from bot.discord_bot.interact import (
     herald_of,
@@ -100,11 +100,28 @@ async def when_autocomplete(
     return [Choice(name=name, value=value) for name, value in pairs]
 
 
+async def template_autocomplete(
+    interaction: discord.Interaction[Any], current: str
+) -> list[Choice[str]]:
+    """The ``template`` option: this server's templates whose names start with what was
+    typed (at most 25, :func:`bot.discord_bot.templates.choices`)."""
+    try:
+        pairs = await templates.choices(herald_of(interaction), _actor(interaction), current)
+    except HeraldError:
+        return []
+    return [Choice(name=name, value=value) for name, value in pairs]
+
+
 _ID = Transform[int, ScheduleId]
 _ZONE = Transform[str, Zone]
 _WHEN = Range[str, 1, 500]
 _TEXT = Range[str, 1, 2000]
 _URL = Range[str, 8, 1000]
+#: A template's name (core.render.NAME: at most 64 characters).
+_TEMPLATE = Range[str, 1, 64]
+#: ``data``: up to 30 values (core.render.MAX_VARIABLES) with their names, well within
+#: a string option's 6,000 characters.
+_DATA = Range[str, 1, 4000]
 #: ``to``: up to 50 targets (a member's most recipients) of about 20 characters each.
 #: Discord takes a string option of at most 6,000 characters (max_length, 1 to 6000:
 #: https://discord.com/developers/docs/interactions/application-commands#application-command-object-application-command-option-structure).
@@ -146,7 +163,9 @@ class ScheduleGroup(
     @app_commands.command(description="Schedule a message in this channel or another")
     @app_commands.describe(
         when='When to send: "tomorrow at 9am", "every weekday at 09:00", "0 9 * * 1-5"',
-        message="What to send (up to 2,000 characters)",
+        message="What to send (up to 2,000 characters), or pick a template instead",
+        template=templates.TEMPLATE_HELP,
+        data=templates.DATA_HELP,
         channel="Where to send it (default: this channel)",
         timezone="The zone to read the time in (default: yours, see /schedule timezone)",
         skip_calendar="An iCalendar (.ics) URL, e.g. public holidays: nothing is sent on "
@@ -157,12 +176,14 @@ class ScheduleGroup(
         their_time="Send at that hour in each person's own zone (channels keep yours)",
         urgent="Admins and operators: before anything else waiting, through quiet hours",
     )
-    @app_commands.autocomplete(when=when_autocomplete)
+    @app_commands.autocomplete(when=when_autocomplete, template=template_autocomplete)
     async def create(
         self,
         interaction: discord.Interaction[Any],
         when: _WHEN,
-        message: _TEXT,
+        message: _TEXT | None = None,
+        template: _TEMPLATE | None = None,
+        data: _DATA | None = None,
         channel: discord.TextChannel | None = None,
         timezone: _ZONE | None = None,
         skip_calendar: _URL | None = None,
@@ -171,6 +192,9 @@ class ScheduleGroup(
         urgent: bool = False,
     ) -> None:
         async def work(actor: Principal) -> actions.Reply:
+            text, name, values = templates.content(message, template, data)
+            if name is not None:
+                await templates.check_known(herald_of(interaction), actor, name)
             priority = await prefs.urgency(herald_of(interaction), actor, urgent)
             if to is not None:  # several places, or one person (a reminder by DM)
                 return await targets.create(
@@ -179,11 +203,13 @@ class ScheduleGroup(
                     to,
                     channel,
                     when=when,
-                    text=message,
+                    text=text,
                     tz=timezone,
                     skip_calendar=skip_calendar,
                     their_time=their_time,
                     priority=priority,
+                    template=name,
+                    data=values,
                 )
             target, perms = postable(interaction, channel)
             # whom the message may notify: whom the member could, in that channel
@@ -193,11 +219,13 @@ class ScheduleGroup(
                 author,
                 channel_id=target,
                 when=when,
-                text=message,
+                text=text,
                 tz=timezone,
                 skip=[skip_calendar.strip()] if skip_calendar else [],
                 their_time=their_time,
                 priority=priority,
+                template=name,
+                data=values,
             )
 
         await respond(interaction, work)
@@ -237,8 +265,10 @@ class ScheduleGroup(
         message="A new message",
         channel="A new channel",
         to="New places instead of all of them: #channels, @members, emails; `or` for fallbacks",
+        template="Send this template instead (none, with a message: its own text again)",
+        data="New values for its template: name=value, spaces between",
     )
-    @app_commands.autocomplete(when=when_autocomplete)
+    @app_commands.autocomplete(when=when_autocomplete, template=template_autocomplete)
     async def edit(
         self,
         interaction: discord.Interaction[Any],
@@ -247,10 +277,15 @@ class ScheduleGroup(
         message: _TEXT | None = None,
         channel: discord.TextChannel | None = None,
         to: _TO | None = None,
+        template: _TEMPLATE | None = None,
+        data: _DATA | None = None,
     ) -> None:
         async def work(actor: Principal) -> actions.Reply:
             if to is not None and channel is not None:
                 raise InvalidInput(reminders.NOT_BOTH)
+            name, values = templates.edited(template, data)
+            if name is not None and name != templates.NONE:
+                await templates.check_known(herald_of(interaction), actor, name)
             if to is not None:
                 found = await targets.places(interaction, actor, to)
                 return await actions.edit(
@@ -260,6 +295,8 @@ class ScheduleGroup(
                     when=when,
                     text=message,
                     to=found.to,
+                    template=name,
+                    data=values,
                 )
             target, perms = (None, interaction.permissions)
             if channel is not None:
@@ -267,7 +304,14 @@ class ScheduleGroup(
             # a new text notifies whom the editor could (in the new channel, or here)
             author = replace(actor, mentions=mentions_in(interaction, perms))
             return await actions.edit(
-                herald_of(interaction), author, id, when=when, text=message, channel_id=target
+                herald_of(interaction),
+                author,
+                id,
+                when=when,
+                text=message,
+                channel_id=target,
+                template=name,
+                data=values,
             )
 
         await respond(interaction, work)
@@ -391,6 +435,26 @@ class ScheduleGroup(
         await respond(
             interaction, lambda actor: actions.feed_remove(herald_of(interaction), actor, id)
         )
+
+    @app_commands.command(
+        name="templates", description="This server's templates: their values and who uses them"
+    )
+    @app_commands.describe(
+        template="One template, previewed (type to search)",
+        data="Sample values for the preview: name=value, spaces between",
+    )
+    @app_commands.autocomplete(template=template_autocomplete)
+    async def templates_(
+        self,
+        interaction: discord.Interaction[Any],
+        template: _TEMPLATE | None = None,
+        data: _DATA | None = None,
+    ) -> None:
+        async def work(actor: Principal) -> actions.Reply:
+            text = await templates.templates_reply(herald_of(interaction), actor, template, data)
+            return actions.Reply(text)
+
+        await respond(interaction, work)
 
     @app_commands.command(name="help", description="What Herald can do and how to say when")
     async def help_(self, interaction: discord.Interaction[Any]) -> None:

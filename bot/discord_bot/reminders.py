@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -103,6 +104,9 @@ async def create(
     skip_calendar: str | None,
     their_time: bool = False,
     priority: str | None = None,
+    *,
+    template: str | None = None,
+    data: Mapping[str, str] | None = None,
 ) -> actions.Reply:
     """``/schedule create`` with ``to`` naming one person: refuse a channel alongside
     it, find the person, schedule the reminder (with ``their_time``, at that hour in
@@ -121,6 +125,8 @@ async def create(
         skip=skip,
         their_time=their_time,
         priority=priority,
+        template=template,
+        data=data,
     )
     if found is None:
         return reply
@@ -158,8 +164,11 @@ async def remind(
     skip: list[str] | None = None,
     their_time: bool = False,
     priority: str | None = None,
+    template: str | None = None,
+    data: Mapping[str, str] | None = None,
 ) -> actions.Reply:
-    """Schedule a reminder by direct message to ``user_id`` (the actor or a member)."""
+    """Schedule a reminder by direct message to ``user_id`` (the actor or a member):
+    ``text``, or ``template`` filled in with ``data``."""
     schedule, created = await herald.create_schedule(
         actor,
         to=f"discord:@{user_id}",
@@ -169,6 +178,7 @@ async def remind(
         skip=skip or (),
         their_time=their_time,
         priority=priority,
+        **actions.templated(template, data),
     )
     mine = actor.id == actions.actor_id(user_id)
     whom = "you" if mine else f"<@{user_id}>"

@@ -7,14 +7,18 @@ Autocomplete labels cannot hold those, so they show the schedule's own zone inst
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
+from typing import Any
 from zoneinfo import ZoneInfo
 
 from core import calendars, limits, routing, timeexpr, views
+from core import render as filling
 from core.actors import Actor
 from core.cases import ScheduleDetail, describe_before
 from core.channels import parse_destination
 from core.errors import HeraldError
+from core.events import recipient_shown
 from core.models import Feed, Schedule, ScheduleState
 from core.preferences import NORMAL
 from core.store import Settled
@@ -159,8 +163,78 @@ def card(schedule: Schedule, heading: str | None = None, *, read_back: bool = Fa
         lines.append("**Next:** none while paused (`/schedule resume` starts it again)")
     if (skips := skipping(schedule, skipped)) is not None:
         lines.append(skips)
-    lines.append(quote(schedule.body))
+    if (used := template_line(schedule)) is not None:
+        lines.append(used)
+        lines.append(quote(sent_text(schedule, times[0] if times else None)))
+    else:
+        lines.append(quote(schedule.body))
     return "\n".join(lines)
+
+
+# --- named templates (issue 39) ------------------------------------------------------------
+
+
+def data_text(data: Mapping[str, Any]) -> str:
+    """Data as the ``data`` option takes it: ``service=api note="big release"`` (a value
+    holding a space, a comma or a quote in quotes)."""
+    pairs = []
+    for name, value in data.items():
+        shown = str(value)
+        if not shown or any(c.isspace() or c in ",\"'" for c in shown):
+            shown = f"'{shown}'" if '"' in shown else f'"{shown}"'
+        pairs.append(f"{name}={shown}")
+    return " ".join(pairs)
+
+
+def template_line(schedule: Schedule) -> str | None:
+    """``**Template:** `deploy` v3 · service=api version=1.4`` for a schedule sending a
+    named template (:func:`core.views.template_of`); None for one with its own text."""
+    used = views.template_of(schedule)
+    if used is None:
+        return None
+    line = f"**Template:** `{used['name']}` v{used['version']}"
+    if used["data"]:
+        line += f" · {clip(data_text(used['data']), 300)}"
+    if used["data_by_recipient"]:
+        count = len(used["data_by_recipient"])
+        line += f" · own data for {count} recipient{'s' if count != 1 else ''}"
+    return line
+
+
+def template_heading(schedule: Schedule) -> str | None:
+    """A templated schedule's confirmation: "Scheduled template **deploy** v3 to <#1>
+    every Monday at 09:00 (UTC)."; None for one with its own text."""
+    used = views.template_of(schedule)
+    if used is None:
+        return None
+    return (
+        f"Scheduled template **{used['name']}** v{used['version']} to {recipients(schedule)} "
+        f"{describe(schedule)}."
+    )
+
+
+def sent_text(schedule: Schedule, at: datetime | None = None) -> str:
+    """What the schedule sends: its own text, or its template filled in as the
+    dispatcher fills it (core.dispatcher's ``templated``) for its first recipient at
+    ``at`` (its next send; else when it starts). The template's source when it cannot
+    be filled in (checked when saved: only if the renderer changed since)."""
+    used = (schedule.options or {}).get("liquid")
+    if used is None:
+        return schedule.body
+    options = schedule.options or {}
+    parts = filling.Parts(
+        schedule.body, options.get("subject"), options.get("blocks"), options.get("embeds")
+    )
+    use = filling.Use.of(used)
+    first = views.recipients_of(schedule)[0]
+    name = use.names.get(str(first.id)) or recipient_shown(first.first).partition(":")[2]
+    occurrence = filling.Occurrence(
+        schedule.id or 0, at or schedule.starts_at, first.zone or schedule.timezone, name
+    )
+    try:
+        return filling.render_job(parts, use, occurrence, first.id).body
+    except HeraldError:
+        return schedule.body
 
 
 _JOB_MARK = {
@@ -208,7 +282,7 @@ def line(schedule: Schedule, viewer: Actor | None = None) -> str:
     place = places(schedule, full=views.sees_destination(viewer, schedule.owner))
     return (
         f"**#{schedule.id}** · {when} · {clip(describe(schedule), 60)} · "
-        f"{place} · {clip(schedule.body, 50)}"
+        f"{place} · {clip(sent_text(schedule, times[0] if times else None), 50)}"
     )
 
 
@@ -253,7 +327,8 @@ def choice_label(schedule: Schedule) -> str:
         when = f"next {wall(times[0], schedule.timezone)}"
     else:
         when = schedule.shown_state
-    return clip(f"#{schedule.id} · {when} · {schedule.body}", MAX_CHOICE)
+    text = sent_text(schedule, times[0] if times else None)
+    return clip(f"#{schedule.id} · {when} · {text}", MAX_CHOICE)
 
 
 def when_label(reading: timeexpr.When) -> str:

@@ -16,6 +16,7 @@ recorded in its tenant). One target naming a person keeps the reminder flow of
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -229,14 +230,27 @@ async def create(
     skip_calendar: str | None,
     their_time: bool = False,
     priority: str | None = None,
+    template: str | None = None,
+    data: Mapping[str, str] | None = None,
 ) -> actions.Reply:
     """``/schedule create`` with ``to``: one schedule to every target (one person alone:
-    a reminder, as before)."""
+    a reminder, as before); ``text``, or ``template`` filled in with ``data``."""
     if channel is not None:
         raise InvalidInput(reminders.NOT_BOTH)
     if one_person(chains(to), interaction):
         return await reminders.create(
-            interaction, actor, to, channel, when, text, tz, skip_calendar, their_time, priority
+            interaction,
+            actor,
+            to,
+            channel,
+            when,
+            text,
+            tz,
+            skip_calendar,
+            their_time,
+            priority,
+            template=template,
+            data=data,
         )
     found = await places(interaction, actor, to)
     return await actions.create(
@@ -249,4 +263,6 @@ async def create(
         skip=[skip_calendar.strip()] if skip_calendar else [],
         their_time=their_time,
         priority=priority,
+        template=template,
+        data=data,
     )

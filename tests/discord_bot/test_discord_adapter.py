@@ -119,6 +119,7 @@ async def test_start_logs_in_syncs_commands_and_connects(
         "timezone",
         "prefs",
         "feed",
+        "templates",
         "help",
     ]
     # Discord allows 25 subcommands (and groups) in a group
