@@ -339,10 +339,7 @@ def check_data(
         checked[name] = _value(name, kind, value, where)
     for name in variables if needs is None else needs:
         if name not in checked:
-            raise InvalidInput(
-                f"Template {template!r} needs a value for {name!r}{where}: give "
-                f'--data {name}=… (API: "data").'
-            )
+            raise InvalidInput(f"Template {template!r} needs a value for {name!r}{where}.")
     return checked
 
 

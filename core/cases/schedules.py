@@ -594,7 +594,7 @@ class ScheduleCases(RecipientCases, TemplateCases):
         if using and text is not None and not detach:
             raise InvalidInput(
                 f"Schedule {schedule_id} sends template {using.get('template')!r}: edit the "
-                "template, or give --template none with the new text to stop using it."
+                "template, or stop using it (template none) and give the new text."
             )
         if (
             (data is not None or data_by_recipient is not None)

@@ -192,7 +192,8 @@ class TemplateCases(CaseBase):
         template = await self.store.get_template(actor.tenant, str(name)[:64])
         if template is None:
             raise NotFound(
-                f"There is no template named {str(name)[:64]!r} here: see herald template list."
+                f"There is no template named {str(name)[:64]!r} here (the list of templates "
+                "shows those there are)."
             )
         return template
 

@@ -239,7 +239,9 @@ async def test_edit_moves_a_schedule_onto_a_template_and_back_off(
     again = await cli(herald, settings, "edit", schedule_id, "--data", "service=web",
                       "--data", "version=3")  # fmt: skip
     assert "  data:     service=web, version=3" in again.splitlines()
-    with pytest.raises(InvalidInput, match="give --template none with the new text"):
+    with pytest.raises(
+        InvalidInput, match=r"stop using it \(template none\) and give the new text"
+    ):
         await cli(herald, settings, "edit", schedule_id, "--text", "words")
     off = await cli(herald, settings, "edit", schedule_id, "--template", "none", "--text", "own")
     assert "template:" not in off

@@ -174,7 +174,7 @@ async def test_a_schedule_is_moved_onto_a_template_given_new_data_and_back_off(
         ANNA, s.id, template="deploy", data={"service": "api", "version": 1}
     )
     assert (moved.template_version, moved.body) == (1, DEPLOY)
-    with pytest.raises(InvalidInput, match="edit the template, or give --template none"):
+    with pytest.raises(InvalidInput, match="edit the template, or stop using it"):
         await herald.edit_schedule(ANNA, s.id, text="new words")
     again = await herald.edit_schedule(ANNA, s.id, data={"service": "web", "version": 2})
     assert again.options["liquid"]["data"] == {"service": "web", "version": 2}
