@@ -53,6 +53,16 @@ async def _same_recipients(call: Call, schedule: Schedule, to: To) -> bool:
     return asked == [r.to for r in views.recipients_of(schedule)]
 
 
+def _same_message(schedule: Schedule, body: m.ScheduleCreate) -> bool:
+    """Whether a create repeated with its key asks for the message ``schedule`` sends:
+    its text, or the same template (its data as saved may read differently: "1.4" is
+    kept as 1.4)."""
+    used = views.template_of(schedule)
+    if body.template is None:
+        return used is None and schedule.body == body.text
+    return used is not None and used["name"] == body.template
+
+
 def _etag(s: Schedule) -> dict[str, str]:
     return {"ETag": f'"{s.version}"'}
 
@@ -99,11 +109,16 @@ async def create_schedule(call: Call) -> Reply:
         step_timeout=body.step_timeout,
         priority=body.priority,
         auto_pause=body.auto_pause,
+        template=body.template,
+        data=body.data,
+        data_by_recipient=body.data_by_recipient,
     )
     headers = {**_etag(schedule), "Location": f"{PREFIX}/schedules/{schedule.id}"}
     if created:
         return Reply(_schedule(schedule), 201, headers)
-    if schedule.body != body.text or not await _same_recipients(call, schedule, _to(body.to)):
+    if not _same_message(schedule, body) or not await _same_recipients(
+        call, schedule, _to(body.to)
+    ):
         raise ApiProblem(
             422,
             f"The idempotency key {key!r} was used for a different schedule ({schedule.id}); "
@@ -171,6 +186,9 @@ async def edit_schedule(call: Call) -> Reply:
             remove=body.remove or (),
             priority=body.priority,
             auto_pause=body.auto_pause,
+            template=body.template,
+            data=body.data,
+            data_by_recipient=body.data_by_recipient,
         ),
     )
     return Reply(_schedule(schedule), headers=_etag(schedule))

@@ -14,7 +14,15 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AwareDatetime, Field, Strict, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    AwareDatetime,
+    Field,
+    Strict,
+    WithJsonSchema,
+    field_validator,
+    model_validator,
+)
 from pydantic_core import PydanticCustomError
 
 from bot.api.model_base import In as _In
@@ -30,7 +38,7 @@ from bot.api.recipients import (
     time_of_field,
     to_field,
 )
-from core import limits, routing
+from core import limits, render, routing
 from core.cases import MAX_KEY, OPTIONS
 
 __all__ = ["FirstOf", "RecipientOut"]
@@ -114,6 +122,64 @@ _OPTIONS_SCHEMA: dict[str, Any] = {
 
 #: A schedule's priority (core.preferences.PRIORITIES).
 Priority = Literal["urgent", "normal", "bulk"]
+#: A true or false that is one (not "yes", 1 or "true").
+StrictFlag = Annotated[bool, Strict()]
+
+
+def _scalar(value: Any) -> Any:
+    """A template variable's value: text or a number (its kind is checked by core)."""
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise PydanticCustomError("data_value", "a value is text or a number")
+    if isinstance(value, str) and len(value) > render.MAX_VALUE:
+        raise PydanticCustomError(
+            "data_value_long", "a value is at most {most} characters", {"most": render.MAX_VALUE}
+        )
+    return value
+
+
+#: One value of a template's variable (core.render.check_data reads it by its kind:
+#: a number may come as text, "1.4"; a date as YYYY-MM-DD).
+DataValue = Annotated[
+    Any,
+    AfterValidator(_scalar),
+    WithJsonSchema(
+        {"anyOf": [{"type": "string", "maxLength": render.MAX_VALUE}, {"type": "number"}]}
+    ),
+]
+#: A template's data: variable name -> value.
+DataValues = Annotated[dict[str, DataValue], Field(max_length=render.MAX_VARIABLES)]
+
+
+def _template_field(edit: bool) -> Any:
+    detach = ' "none" (with a text) stops using one.' if edit else ""
+    return Field(
+        default=None,
+        min_length=1,
+        max_length=64,
+        description="A named template of the tenant to send instead of a text (GET "
+        f"/v1/templates), filled in with data.{detach}",
+        examples=["deploy"],
+    )
+
+
+def _data_field() -> Any:
+    return Field(
+        default=None,
+        description="The values of the template's variables, each of its kind (text, a "
+        'number, a date as YYYY-MM-DD): {"service": "api", "version": 1.4}. A value '
+        "missing, of the wrong kind or for no variable is refused.",
+        examples=[{"service": "api", "version": 1.4}],
+    )
+
+
+def _data_by_recipient_field() -> Any:
+    return Field(
+        default=None,
+        max_length=routing.ADMIN_CAP,
+        description="A recipient's own values, by its first destination as given "
+        '({"email:ann@example.com": {"service": "web"}}); they override data.',
+        examples=[{"email:ann@example.com": {"service": "web"}}],
+    )
 
 
 def _priority(description: str) -> Any:
@@ -151,7 +217,14 @@ class ScheduleCreate(_Zoned):
     time_of: Literal["author", "recipient"] = time_of_field()
     step_timeout: int | None = step_timeout_field()
     tz: str | None = _zone()
-    text: str = Field(max_length=limits.HERALD_TEXT.size, description=_text_description())
+    text: str = Field(
+        default="",
+        max_length=limits.HERALD_TEXT.size,
+        description=_text_description() + " Required unless a template is named.",
+    )
+    template: str | None = _template_field(edit=False)
+    data: DataValues | None = _data_field()
+    data_by_recipient: dict[str, DataValues] | None = _data_by_recipient_field()
     key: str | None = Field(
         default=None,
         max_length=MAX_KEY,
@@ -186,10 +259,17 @@ class ScheduleCreate(_Zoned):
 
     _to = field_validator("to", mode="wrap")(staticmethod(recipients_field))
 
+    @model_validator(mode="before")
+    @classmethod
+    def _text_or_template(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "text" not in data and data.get("template") is None:
+            raise PydanticCustomError("text_missing", "text: required, unless a template is named")
+        return data
+
 
 class ScheduleEdit(_Zoned):
     """What to change (at least one of when, text, to, add, remove, priority,
-    auto_pause)."""
+    auto_pause, template, data, data_by_recipient)."""
 
     model_config = _example(
         {"when": "every weekday at 9:30am", "timezone": "Europe/Berlin"}, zoned=True
@@ -218,6 +298,9 @@ class ScheduleEdit(_Zoned):
     auto_pause: Annotated[bool, Strict()] | None = Field(
         default=None, description="Whether Herald may pause it for failing (see create)."
     )
+    template: str | None = _template_field(edit=True)
+    data: DataValues | None = _data_field()
+    data_by_recipient: dict[str, DataValues] | None = _data_by_recipient_field()
 
     _to = field_validator("to", "add", mode="wrap")(staticmethod(recipients_field))
 
@@ -364,11 +447,24 @@ _DEAD_EXAMPLE: dict[str, Any] = {
 
 
 class TemplateUseOut(_Out):
-    name: str = Field(description="The template's name.")
-    version: int = Field(description="The version it sends (an edit moves it, unless kept).")
+    model_config = _example(
+        {
+            "name": "deploy",
+            "version": 2,
+            "data": {"service": "api", "version": 1.4},
+            "data_by_recipient": {"1": {"service": "web"}},
+        }
+    )
+
+    name: str = Field(description="The template's name (GET /v1/templates/{name}).")
+    version: int = Field(
+        description="The version it sends: a template edit moves it to the new one, "
+        "unless it was kept on this one (force_version)."
+    )
     data: dict[str, Any] = Field(description="The values of the template's variables.")
     data_by_recipient: dict[str, dict[str, Any]] = Field(
-        description="Each recipient's own values, by recipient id (ScheduleOut.recipients)."
+        description="Each recipient's own values, by recipient id (ScheduleOut.recipients); "
+        "they override data."
     )
 
 
@@ -390,7 +486,10 @@ class ScheduleOut(_Out):
         description="With time_of recipient: when each person gets the next run, in their "
         "zone and in UTC ('<@U1> 09:00 Europe/Berlin = 08:00Z, ...'); null otherwise.",
     )
-    text: str
+    text: str = Field(
+        description="Its message; with a template, that version's text, its variables "
+        "unfilled (the text as sent is each attempt's)."
+    )
     expression: str
     timezone: str
     recurring: bool

@@ -17,6 +17,7 @@ from bot.api import models as m
 from bot.api.problems import PROBLEM, PROBLEM_SLUGS, STATUS_SLUGS, STATUS_TITLES
 from bot.api.requests import PREFIX, Route
 from bot.api.routes import ROUTES
+from bot.api.templates import NAME_PATTERN
 from core.cases import FIELDS as IMPORT_FIELDS
 
 _REF = "#/components/schemas/{model}"
@@ -29,7 +30,7 @@ _STATUS_TEXT = {
     403: "The token's scope, the member's role or a quota refuses it",
     404: "Not found within the token's tenant",
     405: "Method not allowed",
-    409: "Conflict with the schedule's state",
+    409: "Conflict with the schedule's state (or a name taken)",
     412: "If-Match names an older version",
     413: "Body too large",
     415: "Unsupported media type",
@@ -42,7 +43,17 @@ _STATUS_TEXT = {
 
 
 #: The ids the examples use in paths (the models' examples name the same ones).
-PATH_EXAMPLES = {"schedule_id": 42, "job_id": 9, "device_id": 7, "hook_id": 3}
+PATH_EXAMPLES: dict[str, int | str] = {
+    "schedule_id": 42,
+    "job_id": 9,
+    "device_id": 7,
+    "hook_id": 3,
+    "name": "deploy",
+}
+#: Path parameters that are not ids (a number from 1): their schema.
+PATH_SCHEMAS: dict[str, dict[str, Any]] = {
+    "name": {"type": "string", "pattern": NAME_PATTERN, "maxLength": 64},
+}
 #: The fields an import line must have; the others (core.cases.importer.FIELDS) may be.
 _IMPORT_REQUIRED = ("to", "when", "text")
 IMPORT_EXAMPLE = "\n".join(
@@ -89,7 +100,7 @@ def _parameters(route: Route) -> list[dict[str, Any]]:
                 "name": name,
                 "in": "path",
                 "required": True,
-                "schema": {"type": "integer", "minimum": 1},
+                "schema": PATH_SCHEMAS.get(name, {"type": "integer", "minimum": 1}),
                 "example": PATH_EXAMPLES[name],
             }
         )

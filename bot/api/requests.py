@@ -62,7 +62,8 @@ class Call:
         return int(raw)
 
     def if_match(self, *, required: bool = False) -> int | None:
-        """The schedule version ``If-Match`` names (``"3"``); None for none or ``*``."""
+        """The version (a schedule's, a template's) ``If-Match`` names (``"3"``); None
+        for none or ``*``."""
         raw = self.request.headers.get("If-Match")
         if raw is None or raw.strip() == "*":
             if required and raw is None:
@@ -70,7 +71,7 @@ class Call:
             return None
         tag = raw.strip().removeprefix("W/").strip('"')
         if not tag.isdigit() or len(tag) > 9:
-            raise ApiProblem(400, f"If-Match {raw!r} is not a schedule version: send its ETag.")
+            raise ApiProblem(400, f"If-Match {raw!r} is not a version: send the ETag you read.")
         return int(tag)
 
 

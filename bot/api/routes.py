@@ -5,7 +5,7 @@ its query, body and answer). :mod:`bot.api.server` serves the table and
 
 from __future__ import annotations
 
-from bot.api import devices, hooks, preferences
+from bot.api import devices, hooks, preferences, templates
 from bot.api import models as m
 from bot.api.handlers import (
     approve_dead,
@@ -221,4 +221,5 @@ ROUTES: tuple[Route, ...] = (
     *devices.ROUTES,
     *hooks.ROUTES,
     *preferences.ROUTES,
+    *templates.ROUTES,
 )

@@ -115,6 +115,7 @@ def test_the_live_document_and_its_page(service: Service) -> None:
     ],
     indirect=True,
 )
+@pytest.mark.timeout(360)  # its run's own bound (300 s) and the service's start, not 120 s
 def test_schemathesis_finds_nothing_wrong(service: Service, tmp_path: Path) -> None:
     """By default on PostgreSQL, where a value the handlers forgot to bound is most
     likely to become a 5xx: it refuses a NUL character in text and, in an INTEGER column

@@ -127,7 +127,8 @@ def test_the_docs_page_shows_fields_and_examples(document: dict[str, Any]) -> No
             assert f"<code>{field.alias or name}</code>" in section
     create = shown["POST /v1/schedules"]
     assert "<code>timezone</code> (string or null, at most 64 characters)" in create
-    assert "<code>text</code> (string, required, at most 4,000 characters)" in create
+    assert "<code>text</code> (string, at most 4,000 characters)" in create  # or a template
+    assert "Required unless a template is named" in create
     assert '"timezone": "Europe/Berlin"' in create.split("Example request")[1]
     assert (
         "GET /v1/when?when=every+weekday+at+9am&timezone=Europe%2FBerlin" in shown["GET /v1/when"]
