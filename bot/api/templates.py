@@ -22,17 +22,15 @@ from bot.api.models import DataValues, StrictFlag
 from bot.api.problems import ApiProblem
 from bot.api.requests import PREFIX, Call, Reply, Route
 from core import render
+from core.cases import TEMPLATE_DESCRIPTION_MAX, TEMPLATE_SUBJECT_MAX
 from core.errors import Conflict, InvalidInput
 from core.models import Template, TemplateVersion
 
 #: What a variable may be declared as (core.render.KINDS).
 Kind = Literal["text", "number", "date"]
-#: A template's description, as core.cases.templates checks it (DESCRIPTION_MAX there,
-#: not exported) and its column holds it.
-DESCRIPTION_MAX = 500
-#: The most an email subject may have: what its column holds (core.models.Template;
-#: core checks it against render.MAX_SOURCE, which is longer).
-SUBJECT_MAX = 1000
+#: A template's description and subject at most, as core checks them.
+DESCRIPTION_MAX = TEMPLATE_DESCRIPTION_MAX
+SUBJECT_MAX = TEMPLATE_SUBJECT_MAX
 #: A template's name in a path (core.render.NAME).
 NAME_PATTERN = f"^{render.NAME.pattern}$"
 

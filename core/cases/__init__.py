@@ -75,6 +75,8 @@ from core.cases.preferences import (
 )
 from core.cases.recipients import To, canonical, check_count, wanted_of
 from core.cases.schedules import MAX_KEY
+from core.cases.templates import DESCRIPTION_MAX as TEMPLATE_DESCRIPTION_MAX
+from core.cases.templates import SUBJECT_MAX as TEMPLATE_SUBJECT_MAX
 from core.cases.templates import Edited, TemplateDetail
 from core.cases.tokens import Unauthorized, scope_allows
 from core.views import ScheduleDetail
@@ -91,6 +93,8 @@ __all__ = [
     "URL_MAX",
     "EventPage",
     "Edited",
+    "TEMPLATE_DESCRIPTION_MAX",
+    "TEMPLATE_SUBJECT_MAX",
     "TemplateDetail",
     "Registered",
     "shown_url",

@@ -34,6 +34,9 @@ from core.settings import Settings
 from core.store import AuditEntry, Moved
 
 DESCRIPTION_MAX = 500
+#: The most characters of a template's subject (its column's size; an email's own limit,
+#: 78 in a line, is checked per schedule on the filled-in subject).
+SUBJECT_MAX = 1000
 #: The most bytes of data (as JSON: shared, each recipient's, their names) a schedule
 #: keeps: every job of it reads them with its options when claimed.
 MAX_DATA_BYTES = 32_768
@@ -76,8 +79,8 @@ def _checked_parts(
     shaped = check_options(
         {k: v for k, v in (("subject", subject), ("blocks", blocks), ("embeds", embeds)) if v}
     )
-    if "subject" in shaped and len(shaped["subject"]) > render.MAX_SOURCE:
-        raise InvalidInput(f"A template's subject is over {render.MAX_SOURCE:,} characters.")
+    if "subject" in shaped and len(shaped["subject"]) > SUBJECT_MAX:
+        raise InvalidInput(f"A template's subject is over {SUBJECT_MAX:,} characters.")
     parts = render.Parts(body, shaped.get("subject"), shaped.get("blocks"), shaped.get("embeds"))
     render.check_parts(parts, declared)
     return parts, declared
