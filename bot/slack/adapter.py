@@ -78,6 +78,8 @@ def register(app: AsyncApp, handlers: Actions) -> None:
     app.view(CALLBACK)(handlers.on_submit)
     app.view(PREFS_CALLBACK)(handlers.on_prefs_submit)
     app.action({"block_id": "when", "action_id": "when"})(handlers.on_preview)
+    app.action({"block_id": "template", "action_id": "template"})(handlers.on_template_picked)
+    app.options({"action_id": "template"})(handlers.on_template_options)
     app.action(_one_of(SCHEDULE_ACTIONS))(handlers.on_schedule_button)
     app.action("herald_open_modal")(handlers.on_open_modal)
     app.action(re.compile(f"^({PAGE_PREVIOUS}|{PAGE_NEXT})$"))(handlers.on_list_page)

@@ -12,7 +12,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
@@ -20,8 +20,15 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.slack.blocks import Reply, notice, refusal
 from bot.slack.directory import ChannelNames, Directory, error_code
 from bot.slack.home import home_view
-from bot.slack.modal import MAX_PICKED, ModalMeta, fingerprint, fits_input, schedule_modal
-from core import views
+from bot.slack.modal import (
+    MAX_PICKED,
+    ModalMeta,
+    data_text,
+    fingerprint,
+    fits_input,
+    schedule_modal,
+)
+from core import limits, views
 from core.actors import Actor, ActorRef, Principal, Surface, slack_tenant
 from core.cases import Herald
 from core.channels import parse_destination
@@ -203,23 +210,35 @@ class Base:
         channel: str | None = None,
         schedule: Schedule | None = None,
     ) -> None:
-        """Open the schedule modal, empty (in ``channel``) or filled with ``schedule``."""
-        text = None
+        """Open the schedule modal, empty (in ``channel``) or filled with ``schedule``
+        (one sending a template: that template picked, its data filled in, and no
+        message)."""
+        text = data = None
         if schedule is None:
             meta = ModalMeta(channels=(channel,) if channel and channel[0] in "CG" else ())
         else:
             channels = _picked_channels(schedule)
+            used = views.template_of(schedule)
             meta = ModalMeta(
                 schedule_id=schedule.id,
                 version=schedule.version,
                 channels=channels or (),
                 when=schedule.expression,
-                text_fp=fingerprint(schedule.body),
+                text_fp=fingerprint(schedule.body if used is None else ""),
                 fixed=None if channels else views.recipients_text(schedule),
-                long_text=not fits_input(schedule.body),
+                long_text=used is None and not fits_input(schedule.body),
             )
-            text = schedule.body
-        view = schedule_modal(zone=person.zone, meta=meta, text=text)
+            if used is None:
+                text = schedule.body
+            else:
+                data = data_text(used["data"])
+                if len(data) > limits.SLACK_INPUT_MAX_LENGTH.size:
+                    data = ""  # more than the field holds: kept as it is unless typed anew
+                meta = replace(meta, template=str(used["name"]), data_fp=fingerprint(data.strip()))
+        names = [t.name for t, _ in await self.herald.list_templates(person.principal)]
+        view = schedule_modal(
+            zone=person.zone, meta=meta, text=text, templates=names, data=data or None
+        )
         await self.client.views_open(trigger_id=trigger_id, view=view)
 
     # --- App Home -----------------------------------------------------------------

@@ -14,13 +14,14 @@ from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from bot.slack import templated
 from bot.slack.grammar import escape, unescape
 from core import calendars, limits, routing, verbs, views
 from core.actors import Actor
 from core.cases import ScheduleDetail, describe_before
 from core.channels import parse_destination
 from core.errors import HeraldError, InvalidInput
-from core.models import Feed, Schedule, ScheduleState
+from core.models import Feed, Schedule, ScheduleState, Template
 from core.preferences import NORMAL
 from core.views import describe
 
@@ -158,8 +159,22 @@ def summary(
         lines.append(f"Priority: *{escape(schedule.priority)}*")
     if owner:
         lines.append(f"Owner: <@{schedule.owner.partition(':')[2]}>")
-    lines.append(quote(schedule.body))
+    lines.extend(message_lines(schedule))
     return "\n".join(lines)
+
+
+def message_lines(schedule: Schedule) -> list[str]:
+    """What a schedule sends, quoted: its own text; or for a template (issue 39) the
+    template, its version and data, and its next message as it will be sent (the
+    template's source, said to be one, when it has no next message)."""
+    used = templated.line(schedule)
+    if used is None:
+        return [quote(schedule.body)]
+    rendered = templated.next_text(schedule)
+    if rendered is None:
+        return [f"{used}; its text, filled in when sent:", quote(schedule.body)]
+    several = len(views.recipients_of(schedule)) > 1
+    return [f"{used}; its next message{' to the first' if several else ''}:", quote(rendered)]
 
 
 def button(
@@ -386,6 +401,45 @@ def detail_reply(detail: ScheduleDetail) -> Reply:
         lines.append(line)
     blocks.append(context("\n".join(lines)))
     return f"Schedule #{schedule.id}", blocks
+
+
+def templates_reply(templates: list[tuple[Template, int]]) -> Reply:
+    """``/schedule templates``: each template's name, description, variables and how
+    many live schedules use it, with how to schedule one."""
+    if not templates:
+        return notice(
+            "This workspace has no templates yet. Operators and admins add them with "
+            "`herald template add` (or the API, or the console)."
+        )
+    lines = [f"*Templates* ({len(templates)})"]
+    for template, count in templates:
+        variables = ", ".join(f"{escape(n)} ({k})" for n, k in template.variables.items())
+        line = f"• *{escape(template.name)}* v{template.version}"
+        if template.description:
+            line += f": {escape(template.description[:150])}"
+        line += f" · variables: {variables or 'none'}"
+        line += f" · used by {count} schedule{'s' if count != 1 else ''}"
+        lines.append(line)
+    first = templates[0][0]
+    example = " ".join([f"template:{first.name}", *(f"{n}=…" for n in list(first.variables)[:5])])
+    lines.append(f"Schedule one: `/schedule #general every monday at 9am {escape(example)}`.")
+    return f"Templates: {len(templates)}", [section(p) for p in _runs(lines)]
+
+
+def _runs(lines: list[str]) -> list[str]:
+    """``lines`` joined into as few sections as hold them, within a message's blocks
+    (the last cut short, "…", when they do not all fit)."""
+    parts: list[str] = []
+    for line in lines:
+        line = clip(line)
+        if parts and len(parts[-1]) + 1 + len(line) <= limits.SLACK_SECTION_TEXT.size:
+            parts[-1] += "\n" + line
+        else:
+            parts.append(line)
+    most = limits.SLACK_MESSAGE_BLOCKS.size
+    if len(parts) > most:
+        parts = [*parts[: most - 1], clip(parts[most - 1] + "\n…")]
+    return parts
 
 
 def feed_line(feed: Feed) -> str:

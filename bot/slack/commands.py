@@ -11,7 +11,7 @@ from typing import Any
 from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.context.respond.async_respond import AsyncRespond
 
-from bot.slack import grammar
+from bot.slack import grammar, templated
 from bot.slack.base import ACK_BUDGET, SORRY, Person, Send
 from bot.slack.blocks import (
     Page,
@@ -27,6 +27,7 @@ from bot.slack.blocks import (
     recipients_line,
     schedule_reply,
     shown,
+    templates_reply,
     where,
 )
 from bot.slack.grammar import escape
@@ -34,16 +35,14 @@ from bot.slack.modal import (
     ModalMeta,
     Submission,
     fingerprint,
-    kept_text,
     read_submission,
-    schedule_modal,
 )
-from bot.slack.prefs import Prefs
 from bot.slack.reminders import urgency
+from bot.slack.template_modal import TemplateModal
 from core import calendars, limits, verbs
 from core.cases import PreferenceChanges, check_text
 from core.channels import parse_destination
-from core.errors import HeraldError, InvalidInput
+from core.errors import Conflict, HeraldError, InvalidInput, NotFound
 from core.models import Schedule
 
 log = logging.getLogger(__name__)
@@ -77,7 +76,7 @@ def responder(respond: AsyncRespond, *, replace: bool = False) -> Send:
     return send
 
 
-class Commands(Prefs):
+class Commands(TemplateModal):
     """The slash command, the modal's submission and its preview."""
 
     # --- /schedule ----------------------------------------------------------------
@@ -126,6 +125,8 @@ class Commands(Prefs):
                 await send(await self._feed_add(person, command, channel))
             case grammar.FeedList():
                 await send(feeds_reply(await self.herald.list_feeds(actor)))
+            case grammar.TemplateList():
+                await send(templates_reply(await self.herald.list_templates(actor)))
             case grammar.FeedRemove(feed_id=fid):
                 count = await self.herald.remove_feed(actor, fid)
                 cancelled = f"{count} waiting reminder{'s' if count != 1 else ''} cancelled"
@@ -160,6 +161,8 @@ class Commands(Prefs):
         self, person: Person, command: grammar.Create, here: str, body: dict[str, Any]
     ) -> Reply:
         priority = urgency(person, command)
+        if command.template is not None:
+            await self.check_template(person, command.template)
         if command.person is not None or command.targets:
             when, text = self._reading(person, command)
             read = dataclasses.replace(command, when=when, text=text, alternatives=())
@@ -180,8 +183,10 @@ class Commands(Prefs):
             key=f"slack-trigger:{body['trigger_id']}" if body.get("trigger_id") else None,
             their_time=command.their_time,
             priority=priority,
+            **templated.create_args(command.template, command.data),
         )
         headline = ":white_check_mark: Scheduled" if created else "Already scheduled"
+        headline += templated.named(schedule)
         return schedule_reply(
             schedule, f"{headline} for {where(schedule.destination)}.", read_back=created
         )
@@ -253,7 +258,7 @@ class Commands(Prefs):
     ) -> tuple[dict[str, str], tuple[Schedule, str] | None]:
         """Check each field (errors by block id), then create or edit."""
         errors = dict(sub.errors)
-        if "text" not in errors and not meta.long_text:
+        if "text" not in errors and not meta.long_text and sub.template is None:
             try:
                 check_text(sub.text)
                 if sub.channels:  # every Slack channel takes the same
@@ -288,29 +293,46 @@ class Commands(Prefs):
                 loaded = await self.herald.load_calendars(actor, sub.skip) if sub.skip else []
             except HeraldError as exc:
                 return {"skip": plain(exc)}, None
-            schedule, _ = await self.herald.create_schedule(
-                actor,
-                to=to[0] if len(to) == 1 else to,
-                when=sub.when,
-                text=sub.text,
-                tz=person.zone,
-                key=f"slack-view:{view.get('id')}" if view.get("id") else None,
-                skip_loaded=loaded,
-            )
-            return {}, (schedule, ":white_check_mark: Scheduled")
+            try:
+                schedule, _ = await self.herald.create_schedule(
+                    actor,
+                    to=to[0] if len(to) == 1 else to,
+                    when=sub.when,
+                    text=sub.text,
+                    tz=person.zone,
+                    key=f"slack-view:{view.get('id')}" if view.get("id") else None,
+                    skip_loaded=loaded,
+                    **templated.create_args(sub.template, tuple(sub.data.items())),
+                )
+            except HeraldError as exc:
+                if sub.template is None:
+                    raise
+                return {_template_field(exc): plain(exc)}, None
+            return {}, (schedule, ":white_check_mark: Scheduled" + templated.named(schedule))
         text = None if meta.long_text or fingerprint(sub.text) == meta.text_fp else sub.text
-        if not (changed_when or changed_channel or text is not None):
+        template, data = _template_change(meta, sub)
+        if template is not None or sub.template is not None:
+            text = sub.text if template == "none" else None
+        changed_template = template is not None or data is not None
+        if not (changed_when or changed_channel or text is not None or changed_template):
             return {}, None
-        schedule = await self.herald.edit_schedule(
-            actor,
-            meta.schedule_id,
-            when=sub.when if changed_when else None,
-            text=text,
-            to=to if changed_channel else None,
-            tz=person.zone if changed_when else None,
-            expected_version=meta.version,
-        )
-        return {}, (schedule, ":white_check_mark: Saved")
+        try:
+            schedule = await self.herald.edit_schedule(
+                actor,
+                meta.schedule_id,
+                when=sub.when if changed_when else None,
+                text=text,
+                to=to if changed_channel else None,
+                tz=person.zone if changed_when else None,
+                expected_version=meta.version,
+                template=template,
+                data=data,
+            )
+        except HeraldError as exc:
+            if not changed_template or isinstance(exc, Conflict):
+                raise
+            return {_template_field(exc): plain(exc)}, None
+        return {}, (schedule, ":white_check_mark: Saved" + templated.named(schedule))
 
     async def _check_channels(self, person: Person, channels: list[str]) -> str | None:
         """Why the person may not post in one of ``channels`` (the first problem, as
@@ -358,7 +380,6 @@ class Commands(Prefs):
 
     async def _preview(self, body: dict[str, Any], view: dict[str, Any]) -> None:
         person = await self._who(body)
-        sub = read_submission(view)
         typed = ((view.get("state") or {}).get("values") or {}).get("when", {}).get("when", {})
         expression = (typed.get("value") or "").strip()
         try:  # the use case every preview is, in the zone the save would use
@@ -374,11 +395,26 @@ class Commands(Prefs):
             if read.calendars:
                 named = ", ".join(escape(url) for url in read.calendars)
                 preview += f"\nSkips the event dates of {named} (read when you save)."
-        meta = ModalMeta.loads(view.get("private_metadata"))
-        rebuilt = schedule_modal(
-            zone=person.zone, meta=meta, text=sub.text, preview=preview, kept=kept_text(view)
-        )
-        await self.client.views_update(view_id=view["id"], hash=view.get("hash"), view=rebuilt)
+        await self.rebuild_modal(person, view, when_preview=preview)
+
+
+def _template_change(meta: ModalMeta, sub: Submission) -> tuple[str | None, dict[str, str] | None]:
+    """What an edit changes of a schedule's template: ``(template, data)`` for
+    :meth:`core.cases.Herald.edit_schedule` (``"none"``: back to a message of its own;
+    None: unchanged)."""
+    if sub.template is None:
+        return ("none" if meta.template is not None else None), None
+    if sub.template != meta.template:
+        return sub.template, sub.data
+    if fingerprint(sub.data_text) != meta.data_fp:
+        return None, sub.data
+    return None, None
+
+
+def _template_field(error: HeraldError) -> str:
+    """The modal field a refusal of a templated schedule is shown on: the picker for
+    a template this workspace lacks, else the data."""
+    return "template" if isinstance(error, NotFound) else "data"
 
 
 async def _nowhere(reply: Reply) -> None:

@@ -12,6 +12,9 @@ Grammar (the first word decides; keywords are not case-sensitive)::
                                            a colon right after a word does too, "in 5
                                            minutes:hi", when it is the only such colon)
     /schedule [#channel] "MESSAGE" WHEN    the /remind form (straight or curly quotes)
+    /schedule [#channel] WHEN template:NAME [name=value …]
+                                           a named template with its data, in place of
+                                           a message (bot/slack/template_words.py)
     /schedule remind [#channel] [to] MESSAGE WHEN
                                            /remind's own order, without quotes: WHEN
                                            starts at the first time word from which the
@@ -25,6 +28,7 @@ Grammar (the first word decides; keywords are not case-sensitive)::
                                            next tried when one fails (bot/slack/targets.py)
     … WHEN their time: MESSAGE             the time read in each person's own zone
     /schedule list [all] [STATE]
+    /schedule templates                    the workspace's templates
     /schedule show|edit|cancel|pause|resume|skip ID    (delete and remove: cancel)
     /schedule timezone [ZONE]
     /schedule prefs [tenant]               your preferences (admins: the tenant's defaults)
@@ -54,7 +58,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from bot.slack import targets
+from bot.slack import targets, template_words
 from bot.slack.targets import ME as ME
 from bot.slack.targets import Chain
 from bot.slack.words import Refusal as Refusal
@@ -84,14 +88,14 @@ _ACTS = tuple(
 VERBS = tuple(v.name for v in _ACTS)
 #: Other words for a verb, as /remind and other bots say it.
 ALIASES = verbs.aliases(_ACTS)
-KEYWORDS = frozenset({*VERBS, *ALIASES, "list", "timezone", "help", "feed", "feeds"})
+KEYWORDS = frozenset({*VERBS, *ALIASES, "list", "timezone", "help", "feed", "feeds", "templates"})
 #: ``/schedule prefs``: the preferences modal (issue 37).
 PREFS = frozenset({"prefs", "preferences"})
 URGENT = "urgent"
 URGENT_EXAMPLE = "/schedule urgent #ops in 5 minutes: the database is down"
 COMMANDS = (
     "list, show, edit, pause, resume, skip, cancel (delete, remove), timezone, feed, prefs, "
-    "remind, urgent, help"
+    "remind, urgent, templates, help"
 )
 
 HELP = f"""*How to use /schedule*
@@ -101,6 +105,9 @@ time (`in 5 minutes:hi` works too).
 • `/schedule #general "MESSAGE" WHEN`: the same, in /remind's order; or without \
 quotes, `/schedule remind #general to MESSAGE WHEN`. A channel may be typed as plain \
 text (`#general`): Herald finds it by name.
+• A template instead of a message: `{template_words.EXAMPLE}` (data as name=value, \
+quoted when it has spaces: `title="Release notes"`). `/schedule templates` lists the \
+workspace's templates and what they need.
 • `/schedule me in 10 minutes: stretch` reminds you by direct message; \
 `/schedule @someone tomorrow at 9: send the deck` reminds a member of this workspace \
 (they see that you asked). A reminder has Snooze and Done buttons.
@@ -162,6 +169,10 @@ class Create:
     #: ``/schedule urgent …``: sent before anything else waiting, through quiet hours
     #: (admins and operators; the Slack layer refuses anyone else).
     urgent: bool = False
+    #: ``template:NAME``: the tenant's template sent in place of ``text`` (then ""),
+    #: filled in with ``data`` (``name=value`` words, Slack's escaped form).
+    template: str | None = None
+    data: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -223,12 +234,27 @@ class FeedList:
 
 
 @dataclass(frozen=True)
+class TemplateList:
+    """``/schedule templates``: the tenant's templates."""
+
+
+@dataclass(frozen=True)
 class FeedRemove:
     feed_id: int
 
 
 Command = (
-    Create | Act | Listing | Timezone | Help | OpenModal | FeedAdd | FeedList | FeedRemove | Prefs
+    Create
+    | Act
+    | Listing
+    | Timezone
+    | Help
+    | OpenModal
+    | FeedAdd
+    | FeedList
+    | FeedRemove
+    | Prefs
+    | TemplateList
 )
 
 _CHANNEL = re.compile(r"<#([CG][A-Z0-9]+)(?:\|[^>]*)?>")
@@ -313,6 +339,13 @@ def _their_time(create: Create) -> Create:
 def _keyword(keyword: str, args: list[str]) -> Command:
     if keyword == "help":
         return Help()
+    if keyword == "templates":
+        if args:
+            raise Refusal(
+                f"`/schedule templates` takes nothing, not `{escape(' '.join(args))}`: "
+                f"schedule one with `{template_words.EXAMPLE}`."
+            )
+        return TemplateList()
     if keyword == "list":
         words = [a.lower() for a in args]
         everyone = bool(words) and words[0] in ("all", "everyone")
@@ -349,7 +382,7 @@ def _create(raw: str) -> Create:
         if not after:
             raise Refusal(f"Say when and what to send after them, e.g. `{SEVERAL_EXAMPLE}`.")
         found = _create_in(after, None)
-        return Create(found.when, found.text, targets=chains)
+        return replace(found, channel=None, channel_name=None, targets=chains)
     person, rest = _person(raw)
     if person is not None:
         if not rest:
@@ -359,7 +392,7 @@ def _create(raw: str) -> Create:
             raise Refusal(
                 "A reminder goes by direct message: name a person or a channel, not both."
             )
-        return Create(found.when, found.text, person=person)
+        return replace(found, channel_name=None, alternatives=(), person=person)
     channel: str | None = None
     name: str | None = None
     if match := _CHANNEL.match(rest):
@@ -382,6 +415,14 @@ def _create_in(rest: str, channel: str | None) -> Create:
     """The schedule after the channel (if any): ``WHEN: MESSAGE`` or ``"MESSAGE" WHEN``."""
     if not rest:
         raise Refusal(f"Say when and what to send after the channel, e.g. `{EXAMPLE}`.")
+    if (templated := template_words.find(rest)) is not None:
+        when = plain(templated.before).strip()
+        if not when:
+            raise Refusal(
+                f"Say when before `template:{escape(templated.name)}`, "
+                f"e.g. `{template_words.EXAMPLE}`."
+            )
+        return Create(when, "", channel, template=templated.name, data=templated.data)
     if rest[0] in _QUOTES:
         return _quoted(rest, channel)
     found = _split(rest)
@@ -396,6 +437,9 @@ def _create_in(rest: str, channel: str | None) -> Create:
         raise Refusal(f"Say when before the colon, e.g. `{EXAMPLE}`.")
     if not message:
         raise Refusal(f"The message after the colon is empty: say what to send, e.g. `{EXAMPLE}`.")
+    if template_words.names_a_template(message):
+        raise Refusal(template_words.BOTH)
+    template_words.check_when(when)
     return Create(when, message, channel)
 
 
@@ -420,7 +464,7 @@ _WHEN_TO = re.compile(r"\s+to\s+", re.I)
 
 
 def _named(create: Create, name: str) -> Create:
-    return Create(create.when, create.text, None, name, create.alternatives)
+    return replace(create, channel=None, channel_name=name)
 
 
 def _refuse_unknown(head: str, tail: str) -> None:
@@ -474,6 +518,8 @@ def _remind(tail: str) -> Create:
                 "Herald reminds a channel or one person, not a group: name a channel, "
                 f"`me` or `@someone`, e.g. `{REMIND_EXAMPLE}`."
             )
+    if template_words.mentions(rest):
+        raise Refusal(f"A template goes after the time, e.g. `{template_words.EXAMPLE}`.")
     if (first := _FIRST_TO.match(rest)) is not None:
         rest = rest[first.end() :]
     rest = rest.strip()

@@ -3,15 +3,23 @@ with a preview, or date and time pickers with a repeat choice. Building the view
 reading what was submitted; the handlers decide what to do with it.
 
 Block ids are stable (``channel``, ``text``, ``when``, ``date``, ``time``, ``repeat``,
-and for a new schedule ``skip``: calendars whose event dates are skipped) so
-``views.update`` keeps what the person typed, and inline errors name them.
+and for a new schedule ``skip``: calendars whose event dates are skipped; when the
+tenant has templates, ``template`` and ``data``, issue 39) so ``views.update`` keeps
+what the person typed, and inline errors name them.
+
+Templates: a picker of the tenant's templates (a ``static_select``; an
+``external_select`` past the 100 options Slack allows a static one,
+https://docs.slack.dev/reference/block-kit/block-elements/select-menu-element), its
+first option "no template"; and the template's data, ``name=value`` one per line.
+With a template picked the message may stay empty (both given are refused).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, replace
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, replace
 from datetime import date
 from typing import Any
 
@@ -29,6 +37,13 @@ REPEATS = {
     "monthly": "Every month on that date",
 }
 _NO_PREVIEW = "Press Enter in the field to preview the next times."
+#: The template picker's option for "no template: the message above" (no template's
+#: name: a name starts with a letter or a digit, core.render.NAME).
+NO_TEMPLATE = "-"
+NO_TEMPLATE_LABEL = "None: send the message above"
+DATA_EXAMPLE = "service=api\nversion=1.4"
+#: The most characters a template preview shows in the modal.
+PREVIEW_CHARS = 1500
 #: The most channels the modal's picker starts with (a schedule with more is shown
 #: fixed): they and the metadata fit Slack's limits.
 MAX_PICKED = 100
@@ -71,6 +86,10 @@ class ModalMeta:
     long_text: bool = False
     #: ``when`` as a fingerprint, when the expression itself does not fit the metadata.
     when_fp: str | None = None
+    #: The template the schedule sends (an edit), and its data as a fingerprint of the
+    #: data field's text as opened (:func:`data_text`).
+    template: str | None = None
+    data_fp: str | None = None
 
     def dumps(self) -> str:
         """The metadata, within Slack's 3,000 characters of ``private_metadata``."""
@@ -128,12 +147,20 @@ def schedule_modal(
     text: str | None = None,
     preview: str | None = None,
     kept: str | None = None,
+    templates: Sequence[str] = (),
+    data: str | None = None,
+    template_preview: str | None = None,
+    picked: str | None = None,
 ) -> dict[str, Any]:
     """The modal view. ``text`` is the message in Slack's escaped form (shown
     unescaped); ``preview`` is mrkdwn for the preview line. ``kept``: for a message
     longer than the field (``meta.long_text``), what the view already says of it
-    (:func:`kept_text`), when the view is rebuilt without the message at hand."""
+    (:func:`kept_text`), when the view is rebuilt without the message at hand.
+    ``templates``: the names of the tenant's templates (none: no template fields);
+    ``picked`` (default ``meta.template``; :data:`NO_TEMPLATE`: none) starts picked,
+    with ``data`` (the data field's text); ``template_preview`` is mrkdwn under them."""
     editing = meta.schedule_id is not None
+    offers = bool(templates) or meta.template is not None
     blocks: list[dict[str, Any]] = []
     if meta.fixed is not None:
         blocks.append(
@@ -185,7 +212,15 @@ def schedule_modal(
         }
         if text is not None:
             message["initial_value"] = unescape(text)
-        blocks.append(_input("text", "Message", message))
+        if offers:
+            hint = _text("Or pick a template below instead.")
+            blocks.append(_input("text", "Message", message, optional=True, hint=hint))
+        else:
+            blocks.append(_input("text", "Message", message))
+    if offers:
+        chosen = meta.template if picked is None else picked
+        chosen = None if chosen == NO_TEMPLATE else chosen
+        blocks.extend(template_blocks(templates, chosen, data, template_preview))
     when: dict[str, Any] = {
         "type": "plain_text_input",
         "placeholder": _text("every weekday at 9am, tomorrow at 14:00, in 2 hours…"),
@@ -252,6 +287,94 @@ def schedule_modal(
     }
 
 
+def option(name: str) -> dict[str, Any]:
+    label = NO_TEMPLATE_LABEL if name == NO_TEMPLATE else name
+    return {"text": _text(limits.clip(label, limits.SLACK_OPTION_TEXT.size)), "value": name}
+
+
+def template_blocks(
+    templates: Sequence[str],
+    picked: str | None,
+    data: str | None,
+    preview: str | None,
+) -> list[dict[str, Any]]:
+    """The template picker (``template``), its data (``data``) and a preview line
+    (``template_preview``). Picking a template sends an action (``dispatch_action``):
+    the view comes back with its variables and its text filled in."""
+    names = list(dict.fromkeys(templates))
+    if picked is not None and picked not in names:
+        names.insert(0, picked)
+    first = option(picked or NO_TEMPLATE)
+    picker: dict[str, Any]
+    if len(names) + 1 <= limits.SLACK_SELECT_OPTIONS.size:
+        options = [option(NO_TEMPLATE), *(option(n) for n in names)]
+        picker = {"type": "static_select", "options": options, "initial_option": first}
+    else:  # more than Slack lists: typed, and looked up (Herald's options handler)
+        picker = {"type": "external_select", "min_query_length": 0, "initial_option": first}
+    picker["placeholder"] = _text("Pick a template")
+    values: dict[str, Any] = {
+        "type": "plain_text_input",
+        "multiline": True,
+        "max_length": limits.SLACK_INPUT_MAX_LENGTH.size,
+        "placeholder": _text(DATA_EXAMPLE.replace("\n", ", ")),
+    }
+    if data:
+        values["initial_value"] = limits.clip(data, limits.SLACK_INPUT_MAX_LENGTH.size)
+    return [
+        _input(
+            "template",
+            "Template",
+            picker,
+            optional=True,
+            dispatch_action=True,
+            hint=_text("A message written once, filled in with the data below."),
+        ),
+        _input(
+            "data",
+            "Template data",
+            values,
+            optional=True,
+            hint=_text(
+                "One name=value per line, for the template's variables (`/schedule "
+                "templates` lists them)."
+            ),
+        ),
+        {
+            "type": "context",
+            "block_id": "template_preview",
+            "elements": [
+                {
+                    "type": "mrkdwn",
+                    "text": clip(preview or "Pick a template to see its variables and text."),
+                }
+            ],
+        },
+    ]
+
+
+def data_text(data: dict[str, Any]) -> str:
+    """A schedule's data as the data field shows it: ``name=value`` one per line."""
+    return "\n".join(f"{k}={unescape(str(v))}" for k, v in data.items())
+
+
+def read_data(text: str) -> tuple[dict[str, str], str | None]:
+    """The data field read: ``name=value`` per line (blank lines skipped), values in
+    Slack's escaped form; and what is wrong with it, or None."""
+    found: dict[str, str] = {}
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line:
+            continue
+        name, equals, value = line.partition("=")
+        name = name.strip().lower()
+        if not equals or not name:
+            return found, f"Write each value as name=value on its own line, not {line[:60]!r}."
+        if name in found:
+            return found, f"{name[:40]!r} is given twice: give each value once."
+        found[name] = escape(value.strip())
+    return found, None
+
+
 def kept_text(view: dict[str, Any]) -> str | None:
     """What a view (as Slack sends it back with an action) says of a message too long
     for its field (the ``text_kept`` section), or None. Slack sends only inputs in the
@@ -298,6 +421,10 @@ class Submission:
     errors: dict[str, str]
     #: Calendar URLs from the "Skip dates from calendars" field.
     skip: tuple[str, ...] = ()
+    #: The template picked (None: the message), its data, and the data field's text.
+    template: str | None = None
+    data: dict[str, str] = field(default_factory=dict)
+    data_text: str = ""
 
 
 def _value(values: dict[str, Any], block: str) -> dict[str, Any]:
@@ -317,8 +444,23 @@ def read_submission(view: dict[str, Any]) -> Submission:
     if "channel" in values and not channels:
         errors["channel"] = "Pick the channels to post in (one or more)."
     text = (_value(values, "text").get("value") or "").strip()
-    if not text and not ModalMeta.loads(view.get("private_metadata")).long_text:
-        errors["text"] = "Say what to send."
+    chosen_template = (_value(values, "template").get("selected_option") or {}).get("value")
+    template = None if chosen_template in (None, "", NO_TEMPLATE) else str(chosen_template)
+    typed_data = (_value(values, "data").get("value") or "").strip()
+    data, wrong = read_data(typed_data)
+    if wrong is not None:
+        errors["data"] = wrong
+    elif data and template is None:
+        errors["data"] = "Pick a template for these values, or leave them out."
+    long_text = ModalMeta.loads(view.get("private_metadata")).long_text
+    if template is not None and text:
+        errors["text"] = "Give a message or a template, not both: empty one of them."
+    elif not text and template is None and not long_text:
+        errors["text"] = (
+            "Say what to send, or pick a template."
+            if "template" in values
+            else ("Say what to send.")
+        )
     when = (_value(values, "when").get("value") or "").strip() or None
     day = _value(values, "date").get("selected_date")
     clock = _value(values, "time").get("selected_time")
@@ -341,4 +483,4 @@ def read_submission(view: dict[str, Any]) -> Submission:
             f"{bad[0][:80]!r} is not a calendar URL: paste the https:// address of an "
             "iCalendar (.ics) file, one per line."
         )
-    return Submission(channels, escape(text), when, errors, skip)
+    return Submission(channels, escape(text), when, errors, skip, template, data, typed_data)

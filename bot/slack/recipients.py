@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.slack import grammar
+from bot.slack import grammar, templated
 from bot.slack.base import Person
 from bot.slack.blocks import Reply, recipients_line, schedule_reply
 from bot.slack.reminders import Reminders, urgency
@@ -42,6 +42,7 @@ class Recipients(Reminders):
             key=f"slack-trigger:{body['trigger_id']}" if body.get("trigger_id") else None,
             their_time=command.their_time,
             priority=urgency(person, command),
+            **templated.create_args(command.template, command.data),
         )
         headline = routed_headline(schedule, created)
         if created:
@@ -80,4 +81,4 @@ def _other(step: str, person: Person) -> bool:
 def routed_headline(schedule: Schedule, created: bool) -> str:
     """The first line of the reply: every recipient, in order."""
     start = ":white_check_mark: Scheduled" if created else "Already scheduled"
-    return f"{start} for {recipients_line(schedule)}."
+    return f"{start}{templated.named(schedule)} for {recipients_line(schedule)}."

@@ -17,7 +17,7 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.context.respond.async_respond import AsyncRespond
 from slack_sdk.errors import SlackApiError
 
-from bot.slack import grammar
+from bot.slack import grammar, templated
 from bot.slack.base import Base, Person, request_team
 from bot.slack.blocks import Reply, context, date_token, schedule_reply
 from bot.slack.directory import error_code
@@ -70,6 +70,7 @@ class Reminders(Base):
             key=f"slack-trigger:{body['trigger_id']}" if body.get("trigger_id") else None,
             their_time=command.their_time,
             priority=urgency(person, command),
+            **templated.create_args(command.template, command.data),
         )
         whom = "you" if user == person.user_id else f"<@{user}>"
         headline = (

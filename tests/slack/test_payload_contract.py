@@ -21,7 +21,7 @@ from bot.slack import blocks as b
 from bot.slack import grammar
 from bot.slack.dead import Letter, decided, digest_blocks, digest_chunks, letter_blocks
 from bot.slack.home import home_view
-from bot.slack.modal import ModalMeta, fingerprint, fits_input, schedule_modal
+from bot.slack.modal import ModalMeta, fingerprint, fits_input, schedule_modal, template_blocks
 from core import limits
 from core.cases import Herald, Overview
 from core.channels import parse_destination
@@ -244,3 +244,71 @@ def test_the_modal_picks_several_channels() -> None:
     assert isinstance(picker.element, ConversationMultiSelectElement)
     assert list(picker.element.initial_conversations or []) == list(channels)
     assert ModalMeta.loads(view["private_metadata"]).channels == channels
+
+
+async def test_template_payloads(herald: Herald) -> None:
+    """Issue 39: the modal's template picker (none, a few, the most a static menu
+    lists, more: an external_select) with the longest names, data and previews; a
+    schedule sending a template at its extremes (its line, its next message); and
+    ``/schedule templates`` with the most templates, variables and descriptions."""
+    from core.models import Template
+
+    names = [f"{n:03d}" + "n" * 61 for n in range(250)]  # 64 characters, the most
+    data = "name=" + "ü&<>" * 2000
+    for count in (0, 1, 99, 100, 250):
+        for meta in (
+            ModalMeta(channels=("C0123",)),
+            ModalMeta(schedule_id=x.BIG, version=2**31 - 1, template="z" * 64, data_fp="f"),
+        ):
+            view = schedule_modal(
+                zone=x.ZONE,
+                meta=meta,
+                templates=names[:count],
+                data=data,
+                template_preview="*preview* &amp; " * 900,
+            )
+            valid_view(view)
+            assert len(view["private_metadata"]) <= limits.SLACK_PRIVATE_METADATA.size
+            pickers = [bl for bl in view["blocks"] if bl.get("block_id") == "template"]
+            if not count and meta.template is None:
+                assert pickers == []  # no template: the modal as before
+                continue
+            [picker] = pickers
+            static = count + (meta.template is not None) < limits.SLACK_SELECT_OPTIONS.size
+            kind = "static_select" if static else "external_select"
+            assert picker["element"]["type"] == kind, count
+    valid_view(
+        {"type": "modal", "title": {"type": "plain_text", "text": "t"},
+         "blocks": template_blocks(names[:99], names[98], None, None)}
+    )  # fmt: skip
+    admin = "local:root-admin"
+    variables = {f"v{n:02d}" + "_" * 36: "text" for n in range(30)}  # 30 names of 40
+    body = "".join("{{ " + name + " }}" for name in variables)
+    await herald.add_template(admin, "z" * 64, body, variables=variables, description="d" * 500)
+    made, _ = await herald.create_schedule(
+        admin,
+        to="log:",
+        when="every day at 9am",
+        text="",
+        template="z" * 64,
+        data={name: "&lt;x&gt; " * 13 for name in variables},  # 3,900 characters
+    )
+    for schedule in (made, made.model_copy(update={"id": x.BIG, "state": "paused"})):
+        valid_message(b.schedule_reply(schedule, "Scheduled template *z* v1.", read_back=True))
+        valid_message(b.detail_reply(x.detail_of(schedule)))
+    page = b.Page("slack:T1", "U1")
+    valid_message(
+        b.list_reply([made.model_copy(update={"id": x.BIG - n}) for n in range(20)], page)
+    )
+    template = Template(
+        tenant="slack:T1",
+        name="z" * 64,
+        description="d&<>" * 125,
+        version=2**31 - 1,
+        body=body,
+        variables=variables,
+        created_by=admin,
+        updated_by=admin,
+    )
+    for count in (0, 1, 300):
+        valid_message(b.templates_reply([(template, 2**31)] * count))
