@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from importlib import import_module
 from typing import TYPE_CHECKING, NamedTuple, NoReturn, cast
 
-from bot.cli.parser import EXIT_ERROR, build_parser
+from bot.cli.parser import build_parser
 from core.verbs import CLI, STATE_VERBS, offered
 
 if TYPE_CHECKING:
@@ -102,9 +102,6 @@ def main(argv: Sequence[str] | None = None, *, settings: Settings | None = None)
 
             found = endpoint()
             if found is not None:  # a running service answers: no database here
-                if _templated(args):
-                    sys.stderr.write(f"herald: error: {NOT_REMOTE}\n")
-                    return EXIT_ERROR
                 _loaded()
                 return run_remote(args, *found)
         run = handler(command)
@@ -119,18 +116,6 @@ def main(argv: Sequence[str] | None = None, *, settings: Settings | None = None)
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return EXIT_BROKEN_PIPE
-
-
-#: What a command naming a template says while it cannot go over the HTTP API.
-NOT_REMOTE = (
-    "--template, --data and --data-for are not sent over the HTTP API yet: run the "
-    "command where Herald's database is, without HERALD_API_URL set."
-)
-
-
-def _templated(args: argparse.Namespace) -> bool:
-    """Whether ``herald schedule`` or ``edit`` names a template or gives its data."""
-    return any(getattr(args, name, None) for name in ("template", "data", "data_for"))
 
 
 def _loaded() -> None:

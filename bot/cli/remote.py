@@ -262,11 +262,15 @@ class Remote:
     def change(self, a: argparse.Namespace) -> None:
         headers = {} if a.version is None else {"If-Match": f'"{a.version}"'}
         if a.command == "edit":
-            from bot.cli.options import recipients_arg
+            from bot.cli.options import recipients_arg, template_data
 
+            data, by = template_data(a)
             fields = (
                 ("when", a.when),
                 ("text", a.text),
+                ("template", a.template),
+                ("data", data),
+                ("data_by_recipient", by),
                 ("to", recipients_arg(a.to) if a.to else None),
                 ("add", recipients_arg(a.add_to) or None),
                 ("remove", list(a.remove_to) or None),
@@ -322,14 +326,23 @@ def run_remote(args: argparse.Namespace, url: str, token: str) -> int:
 def _schedule_body(a: argparse.Namespace) -> dict[str, Any]:
     """``herald schedule``'s request to POST /v1/schedules: its recipients, time, text,
     options and skip calendars (files read here)."""
-    from bot.cli.options import recipients_arg, schedule_options, step_timeout_arg
+    from bot.cli.options import (
+        recipients_arg,
+        schedule_options,
+        step_timeout_arg,
+        template_data,
+    )
 
     to = recipients_arg(a.to)
     timeout = step_timeout_arg(a.step_timeout)
+    data, by = template_data(a)
     fields = {
         "to": to[0] if len(to) == 1 else to,
         "when": a.when,
         "text": a.text,
+        "template": a.template,
+        "data": data,
+        "data_by_recipient": by,
         "time_of": "recipient" if a.their_time else None,
         "step_timeout": None if timeout is None else round(timeout),
         "tz": a.tz,

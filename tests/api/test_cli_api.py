@@ -189,3 +189,49 @@ def test_a_calendar_file_to_skip_goes_with_the_request(service: Service, tmp_pat
         **api,
     )
     assert missing.returncode == 2 and "Cannot read" in missing.stderr
+
+
+def test_the_cli_schedules_a_template_with_data_through_a_running_service(
+    service: Service,
+) -> None:
+    added = herald(
+        service,
+        "template",
+        "add",
+        "hello",
+        "--text",
+        "Hello {{ who }}, v{{ version }}",
+        "--var",
+        "who",
+        "--var",
+        "version:number",
+    )
+    assert added.returncode == 0, added.stderr
+    api = {"HERALD_API_URL": service.base, "HERALD_API_TOKEN": service.token("local:cli-t")}
+    nowhere = {**api, "HERALD_DATABASE_URL": "sqlite:////nonexistent/dir/herald.db"}
+    made = herald(
+        service,
+        "schedule",
+        "--to",
+        "log:",
+        "--when",
+        "tomorrow at 9am",
+        "--template",
+        "hello",
+        "--data",
+        "who=team",
+        "--data",
+        "version=2",
+        "--json",
+        **nowhere,
+    )
+    assert made.returncode == 0, made.stderr
+    record = json.loads(made.stdout)
+    assert record["template"]["name"] == "hello"
+    assert record["template"]["data"] == {"who": "team", "version": 2}
+    edited = herald(
+        service, "edit", str(record["id"]), "--data", "who=all", "--data", "version=3", **nowhere
+    )
+    assert edited.returncode == 0, edited.stderr
+    missing = herald(service, "edit", str(record["id"]), "--data", "who=all", **nowhere)
+    assert missing.returncode == 2 and "needs a value for 'version'" in missing.stderr

@@ -394,20 +394,6 @@ async def test_a_workspaces_templates_follow_its_roles_and_stay_in_it(
     assert preview == "Stand-up!\n"
 
 
-def test_a_template_is_not_sent_over_the_api_yet(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """With HERALD_API_URL set, --template is refused before anything is sent (the
-    remote commands do not carry it yet)."""
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("HERALD_API_URL", "http://127.0.0.1:9")
-    monkeypatch.setenv("HERALD_API_TOKEN", "hk_test")
-    assert main([*SCHEDULE, "--template", "deploy", "--data", "service=api"]) == 2
-    out, err = capsys.readouterr()
-    assert out == "" and err.startswith("herald: error: --template, --data and --data-for are")
-    assert not list(tmp_path.iterdir())
-
-
 async def test_the_text_of_a_template_may_come_from_standard_input(
     herald: Herald, settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
