@@ -417,3 +417,40 @@ async def test_0018_refuses_to_go_down_while_a_schedule_uses_one_naming_the_coun
     assert db.current_revision(db_url) == db.head_revision()
     assert _count(db_url, query) == 2
     assert _count(db_url, "SELECT count(*) FROM template_version") == 1
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=pytest.fail.Exception,  # DID NOT RAISE
+    reason="core.cases.templates.fit finds the longest date once, with the first "
+    "recipient's data (render.worst), and checks every other recipient at that date "
+    "(reported with a diff)",
+)
+async def test_each_recipient_is_checked_at_its_own_longest_date(herald: Herald) -> None:
+    """The first recipient's text does not depend on the date's length (``%a``: three
+    letters), so any date is its longest; the Discord recipient's does (``%A %B``): at
+    the first sample date (Saturday January, 16 characters) it fits, at Wednesday
+    September (19) it is one over."""
+    await herald.add_template(
+        ADA,
+        "styled",
+        "x" * (DISCORD_ROOM - 18) + "{% if style == 'long' %}{{ date | date: '%A %B' }}{% else %}"
+        "{{ date | date: '%a' }}{% endif %}",
+        variables={"style": "text"},
+    )
+    # alone, the Discord recipient is refused
+    with pytest.raises(InvalidInput, match="Discord allows 2,000 characters"):
+        await herald.create_schedule(
+            ANNA, to=DISCORD, when="in 1 hour", text="", template="styled", data={"style": "long"}
+        )
+    # after a recipient whose longest date is another, it must be refused too
+    with pytest.raises(InvalidInput, match="Discord allows 2,000 characters"):
+        await herald.create_schedule(
+            ANNA,
+            to=["log:", DISCORD],
+            when="in 1 hour",
+            text="",
+            template="styled",
+            data={"style": "short"},
+            data_by_recipient={DISCORD: {"style": "long"}},
+        )
