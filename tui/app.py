@@ -15,7 +15,7 @@ from typing import Any, TextIO, TypeVar
 
 from textual import work
 from textual.actions import parse
-from textual.app import App, SystemCommand
+from textual.app import App, ScreenStackError, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 
@@ -27,13 +27,14 @@ from core.errors import HeraldError
 from core.settings import Settings
 from core.store import Store
 from tui.screens.audit import AuditScreen
-from tui.screens.base import screen_keys
+from tui.screens.base import SCREENS, screen_keys
 from tui.screens.calendars import CalendarsScreen
 from tui.screens.dead_letters import DeadLettersScreen
 from tui.screens.deliveries import DeliveriesScreen
 from tui.screens.overview import OverviewScreen
 from tui.screens.queue import QueueScreen
 from tui.screens.schedules import SchedulesScreen
+from tui.screens.templates import TemplatesScreen
 from tui.widgets.keys import KeysHelp
 
 T = TypeVar("T")
@@ -49,7 +50,16 @@ SCREEN_CLASSES: dict[str, type[Screen[Any]]] = {
     "dead": DeadLettersScreen,
     "audit": AuditScreen,
     "calendars": CalendarsScreen,
+    "templates": TemplatesScreen,
 }
+
+#: 8 · Templates, beside the number keys of tui.screens.base.SCREEN_KEYS; hidden on a
+#: screen whose own keys fill its footer (it binds the number keys again, hidden), where
+#: the same key works through the hidden twin.
+TEMPLATES_KEYS = [
+    Binding("8", "switch_mode('templates')", "Templates", id="screen-templates", group=SCREENS),
+    Binding("8", "templates", "Templates", id="screen-templates-hidden", show=False),
+]
 
 
 class HeraldConsole(App[int]):
@@ -60,6 +70,7 @@ class HeraldConsole(App[int]):
     MODES = SCREEN_CLASSES
     BINDINGS = [
         *screen_keys(),
+        *TEMPLATES_KEYS,
         Binding("question_mark", "toggle_keys", "Keys", id="keys"),
         Binding("q", "quit", "Quit", id="quit"),
         # Textual's own, named and described so that the keys panel (?) lists it: the
@@ -147,6 +158,14 @@ class HeraldConsole(App[int]):
         self.sub_title = self._who(actor)
         return True
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "switch_mode" and parameters == ("templates",):
+            return not _footer_full(self)
+        return True
+
+    async def action_templates(self) -> None:
+        await self.switch_mode("templates")
+
     def action_toggle_keys(self) -> None:
         if self.screen.query("HelpPanel"):
             self.action_hide_help_panel()
@@ -192,6 +211,18 @@ class HeraldConsole(App[int]):
             result = method(*params)
             if hasattr(result, "__await__"):
                 await result
+
+
+def _footer_full(app: App[Any]) -> bool:
+    """The screen shown binds the number keys again, hidden (its footer is full)."""
+    try:
+        screen = app.screen
+    except ScreenStackError:  # no screen yet
+        return False
+    return any(
+        isinstance(b, Binding) and b.id == "screen-overview" and not b.show
+        for b in type(screen).BINDINGS
+    )
 
 
 def make_app(
