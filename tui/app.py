@@ -1,4 +1,4 @@
-"""The operator console: seven screens over the use cases, live, keyboard first.
+"""The operator console: eight screens over the use cases, live, keyboard first.
 
 Build it with :func:`make_app` (tests and the CLI alike); :func:`run_console` runs it
 in this terminal, :func:`run_console_served` in a browser through textual-serve.
@@ -15,7 +15,7 @@ from typing import Any, TextIO, TypeVar
 
 from textual import work
 from textual.actions import parse
-from textual.app import App, ScreenStackError, SystemCommand
+from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 
@@ -27,7 +27,7 @@ from core.errors import HeraldError
 from core.settings import Settings
 from core.store import Store
 from tui.screens.audit import AuditScreen
-from tui.screens.base import SCREENS, screen_keys
+from tui.screens.base import screen_keys
 from tui.screens.calendars import CalendarsScreen
 from tui.screens.dead_letters import DeadLettersScreen
 from tui.screens.deliveries import DeliveriesScreen
@@ -53,14 +53,6 @@ SCREEN_CLASSES: dict[str, type[Screen[Any]]] = {
     "templates": TemplatesScreen,
 }
 
-#: 8 · Templates, beside the number keys of tui.screens.base.SCREEN_KEYS; hidden on a
-#: screen whose own keys fill its footer (it binds the number keys again, hidden), where
-#: the same key works through the hidden twin.
-TEMPLATES_KEYS = [
-    Binding("8", "switch_mode('templates')", "Templates", id="screen-templates", group=SCREENS),
-    Binding("8", "templates", "Templates", id="screen-templates-hidden", show=False),
-]
-
 
 class HeraldConsole(App[int]):
     """The console, acting as one member (``actor_id``) through ``herald``."""
@@ -70,7 +62,6 @@ class HeraldConsole(App[int]):
     MODES = SCREEN_CLASSES
     BINDINGS = [
         *screen_keys(),
-        *TEMPLATES_KEYS,
         Binding("question_mark", "toggle_keys", "Keys", id="keys"),
         Binding("q", "quit", "Quit", id="quit"),
         # Textual's own, named and described so that the keys panel (?) lists it: the
@@ -158,14 +149,6 @@ class HeraldConsole(App[int]):
         self.sub_title = self._who(actor)
         return True
 
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "switch_mode" and parameters == ("templates",):
-            return not _footer_full(self)
-        return True
-
-    async def action_templates(self) -> None:
-        await self.switch_mode("templates")
-
     def action_toggle_keys(self) -> None:
         if self.screen.query("HelpPanel"):
             self.action_hide_help_panel()
@@ -211,18 +194,6 @@ class HeraldConsole(App[int]):
             result = method(*params)
             if hasattr(result, "__await__"):
                 await result
-
-
-def _footer_full(app: App[Any]) -> bool:
-    """The screen shown binds the number keys again, hidden (its footer is full)."""
-    try:
-        screen = app.screen
-    except ScreenStackError:  # no screen yet
-        return False
-    return any(
-        isinstance(b, Binding) and b.id == "screen-overview" and not b.show
-        for b in type(screen).BINDINGS
-    )
 
 
 def make_app(

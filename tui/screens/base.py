@@ -63,6 +63,7 @@ SCREEN_KEYS = (
     ("dead", "5", "Dead letters"),
     ("audit", "6", "Audit log"),
     ("calendars", "7", "Calendars"),
+    ("templates", "8", "Templates"),
 )
 SCREENS = Binding.Group("Screens", compact=True)
 
