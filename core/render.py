@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from functools import lru_cache
@@ -63,7 +63,7 @@ MAX_VARIABLES = 30
 #: The most characters of one text value, and of a part's source.
 MAX_VALUE = 1000
 MAX_SOURCE = 4000
-#: The most characters one render may write (Liquid stops there): room for the
+#: The most bytes (UTF-8) one render may write (Liquid stops there): room for the
 #: largest message Herald sends (4,000) and Slack's blocks, nothing like a flood.
 MAX_OUTPUT = 50_000
 
@@ -107,10 +107,8 @@ class Compiled:
     #: Every variable path it reads from outside (``service``, ``schedule.id``).
     paths: frozenset[str]
     plain: tuple[str | tuple[str, ...], ...] | None
-
-    @property
-    def roots(self) -> frozenset[str]:
-        return frozenset(path.partition(".")[0] for path in self.paths)
+    #: The names those paths start with (``schedule`` of ``schedule.id``).
+    roots: frozenset[str]
 
     def render(self, values: Mapping[str, Any]) -> str:
         """This part with ``values``; RenderError when a value is missing or Liquid
@@ -127,11 +125,22 @@ class Compiled:
                         raise RenderError(f"{'.'.join(piece)} has no value.")
                     value = value[segment]
                 out.append(to_liquid_string(value, False))
-            return "".join(out)
+            text = "".join(out)
+            # as Liquid writes it: its output stream reads "\r\n" and "\r" as "\n"
+            return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
         try:
             return str(self.template.render(**values))
         except LiquidError as exc:
             raise RenderError(f"The template could not be filled in: {_said(exc)}.") from None
+
+
+#: What Liquid reads after a dot as a property of any value (a text's size), not a key.
+_PROPERTIES = frozenset({"size", "first", "last"})
+
+
+def root(path: str) -> str:
+    """The name a variable path starts with: ``items`` of ``items[0].name``."""
+    return re.split(r"[.\[]", path, maxsplit=1)[0]
 
 
 def _plain(template: Any) -> tuple[str | tuple[str, ...], ...] | None:
@@ -148,6 +157,8 @@ def _plain(template: Any) -> tuple[str | tuple[str, ...], ...] | None:
         left = expression.left
         if not isinstance(left, Path) or not all(isinstance(s, str) for s in left.path):
             return None
+        if any(segment in _PROPERTIES for segment in left.path[1:]):
+            return None
         pieces.append(tuple(str(s) for s in left.path))
     return tuple(pieces)
 
@@ -163,7 +174,8 @@ def compiled(source: str) -> Compiled:
         paths = frozenset(str(p) for p in template.global_variable_paths())
     except LiquidError as exc:
         raise RenderError(f"The template cannot be read: {_said(exc)}.") from None
-    return Compiled(source, template, paths, _plain(template))
+    roots = frozenset(root(path) for path in paths)
+    return Compiled(source, template, paths, _plain(template), roots)
 
 
 # --- a template's parts -------------------------------------------------------------
@@ -192,6 +204,12 @@ class Parts:
     def paths(self) -> frozenset[str]:
         return frozenset(p for source in self.sources() for p in compiled(source).paths)
 
+    def roots(self) -> frozenset[str]:
+        """The names its parts read (remembered for a body and subject alone)."""
+        if self.blocks is None and self.embeds is None:
+            return _roots(self.body, self.subject)
+        return frozenset(root(p) for p in self.paths())
+
     def render(self, values: Mapping[str, Any]) -> Parts:
         """Every part filled in from ``values`` (RenderError as :meth:`Compiled.render`)."""
         return Parts(
@@ -200,6 +218,12 @@ class Parts:
             None if self.blocks is None else _filled(self.blocks, values),
             None if self.embeds is None else _filled(self.embeds, values),
         )
+
+
+@lru_cache(maxsize=1024)
+def _roots(body: str, subject: str | None) -> frozenset[str]:
+    roots = compiled(body).roots
+    return roots if subject is None else roots | compiled(subject).roots
 
 
 def _strings(tree: Any) -> Iterator[str]:
@@ -403,9 +427,35 @@ class Use:
 
 
 def render_job(parts: Parts, use: Use, occurrence: Occurrence, recipient: int) -> Parts:
-    """``parts`` filled in for one job."""
-    roots = frozenset(p.partition(".")[0] for p in parts.paths())
-    values = {**builtins(roots, occurrence), **use.values(recipient)}
+    """``parts`` filled in for one job (the checks when saved)."""
+    values = {**builtins(parts.roots(), occurrence), **use.values(recipient)}
+    return parts.render(values)
+
+
+#: The roots of the built-in fields (:data:`BUILTINS`).
+_BUILTIN_ROOTS = frozenset({"date", "time", "schedule", "recipient"})
+
+
+def fill(
+    parts: Parts,
+    used: Mapping[str, Any],
+    recipient: int,
+    occurrence: Callable[[str], Occurrence],
+) -> Parts:
+    """``parts`` filled in for one job, from a schedule's stored ``options["liquid"]``
+    as it is (nothing copied): the job's recipient's data over the shared, and the
+    built-in fields only when the parts read one (``occurrence(name)`` gives them, the
+    recipient's name as the schedule keeps it). The dispatcher's path: per job it
+    costs a lookup or two beside the rendering itself."""
+    data = used.get("data") or {}
+    by = used.get("by_recipient")
+    own = by.get(str(recipient)) if by else None
+    values = {**data, **own} if own else data
+    wanted = parts.roots() & _BUILTIN_ROOTS
+    if wanted:
+        names = used.get("names") or {}
+        at = occurrence(names.get(str(recipient), ""))
+        values = {**values, **builtins(wanted, at)}
     return parts.render(values)
 
 
@@ -423,7 +473,7 @@ _SAMPLES = tuple(
 
 #: The most seconds the checks of one save may render for (a template with loops,
 #: 366 sample days and hundreds of recipients): past it the save is refused, said so.
-CHECK_SECONDS = 2.0
+CHECK_SECONDS = 5.0
 
 
 def _in_time(deadline: float | None) -> None:

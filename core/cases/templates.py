@@ -129,7 +129,9 @@ def fit(
     mention its author may not make. Returns ``options`` with the mentions allowed
     (``actor`` None: a template edit, checked for limits and values only)."""
     deadline = time.monotonic() + render.CHECK_SECONDS
-    at: render.Worst | None = None
+    #: The longest date and time, found once per distinct data (a recipient's own data
+    #: may take another branch of the template, whose longest date is another).
+    worst: dict[str, render.Worst] = {}
     for recipient in recipients:
         values = use.values(recipient.id)
         missing = [v for v in variables if v not in values]
@@ -142,8 +144,10 @@ def fit(
             )
         who = use.names.get(str(recipient.id)) or recipient_name(first, {})
         try:
-            if at is None:  # the longest date and time, found once per schedule
-                at = render.worst(parts, values, deadline)
+            key = json.dumps(values, sort_keys=True, default=str)
+            at = worst.get(key)
+            if at is None:
+                at = worst[key] = render.worst(parts, values, deadline)
             rendered = render.longest(parts, use, recipient.id, who, at, deadline)
         except render.RenderError as exc:
             raise InvalidInput(f"Template {name!r} v{version}: {exc}") from None

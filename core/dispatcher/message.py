@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections.abc import Mapping
 from typing import Any
 from zoneinfo import ZoneInfoNotFoundError
 
@@ -26,7 +27,8 @@ def delivery(job: ClaimedJob, destination: Destination, config: DispatcherConfig
     Raises :class:`core.render.RenderError` for a named template that cannot be filled
     in (checked when saved, so only when its data or the renderer changed since): the
     job is a dead letter saying why, rather than a message sent half written."""
-    text, options = body(job), job.options
+    text = body(job)
+    options: Mapping[str, Any] = job.options
     used = options.get(LIQUID)
     if used is not None:
         text, options = templated(job, destination, used)
@@ -51,29 +53,29 @@ LIQUID = "liquid"
 
 def templated(
     job: ClaimedJob, destination: Destination, used: dict[str, Any]
-) -> tuple[str, dict[str, Any]]:
+) -> tuple[str, Mapping[str, Any]]:
     """A templated job's text and options, its parts filled in for its recipient and
     occurrence (in the recipient's own zone when it has one)."""
-    parts = render.Parts(
-        job.body, job.options.get("subject"), job.options.get("blocks"), job.options.get("embeds")
-    )
-    use = _use(used)
-    zone = job.timezone
-    if job.route is not None:
-        zone = json.loads(job.route).get("zone") or zone
-    name = use.names.get(str(job.recipient)) or recipient_shown(str(destination)).partition(":")[2]
-    occurrence = render.Occurrence(job.schedule_id, job.occurrence_at, zone, name)
-    filled = render.render_job(parts, use, occurrence, job.recipient)
-    options = {k: v for k, v in job.options.items() if k != LIQUID}
+    options = job.options
+    subject, blocks, embeds = options.get("subject"), options.get("blocks"), options.get("embeds")
+
+    def occurrence(name: str) -> render.Occurrence:
+        zone = job.timezone
+        if job.route is not None:
+            zone = json.loads(job.route).get("zone") or zone
+        shown = name or recipient_shown(str(destination)).partition(":")[2]
+        return render.Occurrence(job.schedule_id, job.occurrence_at, zone, shown)
+
+    parts = render.Parts(job.body, subject, blocks, embeds)
+    filled = render.fill(parts, used, job.recipient, occurrence)
+    if subject is None and blocks is None and embeds is None:
+        return filled.body, options
+    options = dict(options)
     for part in ("subject", "blocks", "embeds"):
         value = getattr(filled, part)
         if value is not None:
             options[part] = value
     return filled.body, options
-
-
-def _use(used: dict[str, Any]) -> render.Use:
-    return render.Use.of(used)
 
 
 def body(job: ClaimedJob) -> str:

@@ -12,6 +12,7 @@ puts off what is past a cap, then the claim, in one transaction.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import operator
 import sqlite3
@@ -842,11 +843,19 @@ def _claimed(row: Sequence[Any], at: Callable[[Any], datetime] | None = None) ->
 
 
 def _options(text: str | None) -> dict[str, Any]:
-    """A schedule's options column read as text (JSON), as a fresh dict."""
+    """A schedule's options column read as text (JSON), as a fresh dict (its values
+    shared with every job of the same options: nothing changes them in place)."""
     if not text or text in ("{}", "null"):
         return {}
+    return dict(_decoded(text))
+
+
+@functools.lru_cache(maxsize=256)
+def _decoded(text: str) -> dict[str, Any]:
+    """Options decoded once per distinct text: a burst's jobs share their schedules'
+    options, and a templated schedule's hold its data (up to 32 KB)."""
     value = json.loads(text)
-    return dict(value) if isinstance(value, dict) else {}
+    return value if isinstance(value, dict) else {}
 
 
 class QueueQueries(Gateway):

@@ -93,7 +93,8 @@ def downgrade() -> None:
     ).scalar_one()
     if using:
         raise RuntimeError(
-            f"Cannot go below revision 0018: {using} schedules use a named template, which "
+            f"Cannot go below revision 0018: {using} schedule{'s' if using != 1 else ''} "
+            f"use{'s' if using == 1 else ''} a named template, which "
             "the older schema would send as written. Cancel them or give them their own "
             "text first (herald edit ID --template none --text ...)."
         )

@@ -419,13 +419,6 @@ async def test_0018_refuses_to_go_down_while_a_schedule_uses_one_naming_the_coun
     assert _count(db_url, "SELECT count(*) FROM template_version") == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=pytest.fail.Exception,  # DID NOT RAISE
-    reason="core.cases.templates.fit finds the longest date once, with the first "
-    "recipient's data (render.worst), and checks every other recipient at that date "
-    "(reported with a diff)",
-)
 async def test_each_recipient_is_checked_at_its_own_longest_date(herald: Herald) -> None:
     """The first recipient's text does not depend on the date's length (``%a``: three
     letters), so any date is its longest; the Discord recipient's does (``%A %B``): at
