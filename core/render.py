@@ -113,25 +113,29 @@ class Compiled:
     def render(self, values: Mapping[str, Any]) -> str:
         """This part with ``values``; RenderError when a value is missing or Liquid
         stops (a limit reached)."""
-        if self.plain is not None:
-            out: list[str] = []
-            for piece in self.plain:
-                if isinstance(piece, str):
-                    out.append(piece)
-                    continue
-                value: Any = values
-                for segment in piece:
-                    if not isinstance(value, Mapping) or segment not in value:
-                        raise RenderError(f"{'.'.join(piece)} has no value.")
+        plain = self.plain
+        if plain is None:
+            try:
+                return str(self.template.render(**values))
+            except LiquidError as exc:
+                raise RenderError(f"The template could not be filled in: {_said(exc)}.") from None
+        out: list[Any] = [plain[0]]  # text, then (path, text) pairs: a value, then text
+        for i in range(1, len(plain), 2):
+            path = plain[i]
+            try:
+                value: Any = values[path[0]]
+                for segment in path[1:]:
                     value = value[segment]
-                out.append(to_liquid_string(value, False))
-            text = "".join(out)
-            # as Liquid writes it: its output stream reads "\r\n" and "\r" as "\n"
-            return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
-        try:
-            return str(self.template.render(**values))
-        except LiquidError as exc:
-            raise RenderError(f"The template could not be filled in: {_said(exc)}.") from None
+            except (KeyError, TypeError, IndexError):
+                raise RenderError(f"{'.'.join(path)} has no value.") from None
+            kind = type(value)
+            if kind is not str:
+                value = str(value) if kind is int else to_liquid_string(value, False)
+            out.append(value)
+            out.append(plain[i + 1])
+        text = "".join(out)
+        # as Liquid writes it: its output stream reads "\r\n" and "\r" as "\n"
+        return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
 
 
 #: What Liquid reads after a dot as a property of any value (a text's size), not a key.
@@ -144,10 +148,12 @@ def root(path: str) -> str:
 
 
 def _plain(template: Any) -> tuple[str | tuple[str, ...], ...] | None:
-    pieces: list[str | tuple[str, ...]] = []
+    """A template that only fills in variables as text and paths, alternating and
+    starting and ending with text (``"Hi ", ("name",), "!"``); None for any other."""
+    pieces: list[str | tuple[str, ...]] = [""]
     for node in template.nodes:
         if type(node).__name__ == "ContentNode":
-            pieces.append(node.text)
+            pieces[-1] = str(pieces[-1]) + node.text
             continue
         if not isinstance(node, OutputNode):
             return None
@@ -160,6 +166,7 @@ def _plain(template: Any) -> tuple[str | tuple[str, ...], ...] | None:
         if any(segment in _PROPERTIES for segment in left.path[1:]):
             return None
         pieces.append(tuple(str(s) for s in left.path))
+        pieces.append("")
     return tuple(pieces)
 
 
@@ -436,6 +443,23 @@ def render_job(parts: Parts, use: Use, occurrence: Occurrence, recipient: int) -
 _BUILTIN_ROOTS = frozenset({"date", "time", "schedule", "recipient"})
 
 
+def _job_values(
+    roots: frozenset[str],
+    used: Mapping[str, Any],
+    recipient: int,
+    occurrence: Callable[[str], Occurrence],
+) -> Mapping[str, Any]:
+    data = used.get("data") or {}
+    by = used.get("by_recipient")
+    own = by.get(str(recipient)) if by else None
+    values = {**data, **own} if own else data
+    wanted = roots & _BUILTIN_ROOTS
+    if wanted:
+        names = used.get("names") or {}
+        values = {**values, **builtins(wanted, occurrence(names.get(str(recipient), "")))}
+    return values
+
+
 def fill(
     parts: Parts,
     used: Mapping[str, Any],
@@ -445,18 +469,20 @@ def fill(
     """``parts`` filled in for one job, from a schedule's stored ``options["liquid"]``
     as it is (nothing copied): the job's recipient's data over the shared, and the
     built-in fields only when the parts read one (``occurrence(name)`` gives them, the
-    recipient's name as the schedule keeps it). The dispatcher's path: per job it
-    costs a lookup or two beside the rendering itself."""
-    data = used.get("data") or {}
-    by = used.get("by_recipient")
-    own = by.get(str(recipient)) if by else None
-    values = {**data, **own} if own else data
-    wanted = parts.roots() & _BUILTIN_ROOTS
-    if wanted:
-        names = used.get("names") or {}
-        at = occurrence(names.get(str(recipient), ""))
-        values = {**values, **builtins(wanted, at)}
-    return parts.render(values)
+    recipient's name as the schedule keeps it)."""
+    return parts.render(_job_values(parts.roots(), used, recipient, occurrence))
+
+
+def fill_text(
+    body: str,
+    used: Mapping[str, Any],
+    recipient: int,
+    occurrence: Callable[[str], Occurrence],
+) -> str:
+    """:func:`fill` of a template that is only a body: the dispatcher's common path,
+    per job a lookup or two beside the rendering itself."""
+    part = compiled(body)
+    return part.render(_job_values(part.roots, used, recipient, occurrence))
 
 
 # --- the longest a template can render, for the checks when saved -----------------------

@@ -66,10 +66,10 @@ def templated(
         shown = name or recipient_shown(str(destination)).partition(":")[2]
         return render.Occurrence(job.schedule_id, job.occurrence_at, zone, shown)
 
+    if subject is None and blocks is None and embeds is None:
+        return render.fill_text(job.body, used, job.recipient, occurrence), options
     parts = render.Parts(job.body, subject, blocks, embeds)
     filled = render.fill(parts, used, job.recipient, occurrence)
-    if subject is None and blocks is None and embeds is None:
-        return filled.body, options
     options = dict(options)
     for part in ("subject", "blocks", "embeds"):
         value = getattr(filled, part)
