@@ -222,6 +222,46 @@ def last_failure(jobs: Sequence[Job], zone: str) -> str | None:
     return f"last failure: job {job.id} ({job.state}) at {when}: {why} ({then})"
 
 
+def filled_text(schedule: Schedule, at: datetime | None = None) -> str | None:
+    """What a templated schedule sends its first recipient at ``at`` (default its next
+    send, else its start), filled in as the dispatcher fills it in (its id, that
+    occurrence in the recipient's zone, the recipient's data and name): what a reply or
+    a list quotes instead of the template's source. None for a schedule with its own
+    text, or a template that cannot be filled in (the dispatcher then refuses it)."""
+    from core import render
+    from core.events import recipient_shown
+
+    used = (schedule.options or {}).get("liquid")
+    if used is None:
+        return None
+    options = schedule.options or {}
+    parts = render.Parts(
+        schedule.body, options.get("subject"), options.get("blocks"), options.get("embeds")
+    )
+    first = recipients_of(schedule)[0]
+
+    def occurrence(name: str) -> render.Occurrence:
+        shown = name or recipient_shown(first.first).partition(":")[2]
+        when = at or schedule.next_run_at or schedule.starts_at
+        zone = first.zone or schedule.timezone
+        return render.Occurrence(schedule.id or 0, when, zone, shown)
+
+    try:
+        return render.fill(parts, used, first.id, occurrence).body
+    except HeraldError:
+        return None
+
+
+def shown_text(schedule: Schedule) -> str:
+    """A schedule's text as a list shows it: its own, or its template's name and
+    version before the next message filled in (``deploy v3: Deploy api v1.4``)."""
+    used = template_of(schedule)
+    if used is None:
+        return schedule.body
+    filled = filled_text(schedule)
+    return f"{used['name']} v{used['version']}: {schedule.body if filled is None else filled}"
+
+
 def template_of(schedule: Schedule) -> dict[str, Any] | None:
     """The named template a schedule sends (core.render) as lists and the API show it:
     its name, the version it is on, its data and each recipient's own (by recipient

@@ -22,8 +22,8 @@ from bot.api.models import DataValues, StrictFlag
 from bot.api.problems import ApiProblem
 from bot.api.requests import PREFIX, Call, Reply, Route
 from core import render
-from core.cases import TEMPLATE_DESCRIPTION_MAX, TEMPLATE_SUBJECT_MAX
-from core.errors import Conflict, InvalidInput
+from core.cases import TEMPLATE_DESCRIPTION_MAX, TEMPLATE_SUBJECT_MAX, WouldBreak
+from core.errors import Conflict
 from core.models import Template, TemplateVersion
 
 #: What a variable may be declared as (core.render.KINDS).
@@ -356,10 +356,6 @@ async def show_template(call: Call) -> Reply:
     return Reply(out, headers=_etag(detail.template))
 
 
-#: The CLI's words for keeping schedules on their version, and the API's.
-_FORCE_CLI, _FORCE_API = "--force-version", '"force_version": true'
-
-
 async def edit_template(call: Call) -> Reply:
     """A new version at the version If-Match names (a stale one is 412, as a
     schedule's is); an edit that would break schedules using it is refused naming them
@@ -383,11 +379,8 @@ async def edit_template(call: Call) -> Reply:
         if version is not None:
             raise ApiProblem(412, str(exc)) from None
         raise
-    except InvalidInput as exc:
-        said = str(exc)
-        if _FORCE_CLI not in said:
-            raise
-        raise ApiProblem(422, said.replace(_FORCE_CLI, _FORCE_API)) from None
+    except WouldBreak as exc:
+        raise ApiProblem(422, exc.said('"force_version": true')) from None
     detail = await call.herald.show_template(call.principal, edited.template.name)
     used = [s.id for s in detail.used_by if s.id is not None]
     out = TemplateEdited(

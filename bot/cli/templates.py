@@ -277,6 +277,7 @@ def _data_hint(template: Template) -> str:
 
 
 async def _edit(cli: Cli, herald: Herald) -> None:
+    from core.cases import WouldBreak
     from core.errors import InvalidInput
 
     a = cli.args
@@ -284,18 +285,21 @@ async def _edit(cli: Cli, herald: Herald) -> None:
         raise InvalidInput("Give --var or --no-vars, not both.")
     variables = {} if a.no_vars else variables_arg(a.variables)
     before = await herald.show_template(cli.actor, a.name)
-    edited = await herald.edit_template(
-        cli.actor,
-        a.name,
-        body=_text_arg(a),
-        subject=a.subject,
-        blocks=_part("blocks", a.blocks),
-        embeds=_part("embeds", a.embeds),
-        variables=variables,
-        description=a.description,
-        expected_version=a.if_version,
-        force_version=a.force_version,
-    )
+    try:
+        edited = await herald.edit_template(
+            cli.actor,
+            a.name,
+            body=_text_arg(a),
+            subject=a.subject,
+            blocks=_part("blocks", a.blocks),
+            embeds=_part("embeds", a.embeds),
+            variables=variables,
+            description=a.description,
+            expected_version=a.if_version,
+            force_version=a.force_version,
+        )
+    except WouldBreak as exc:
+        raise InvalidInput(exc.said("--force-version")) from None
     t = edited.template
     if a.json:
         cli.emit_json(

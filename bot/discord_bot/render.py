@@ -13,12 +13,10 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from core import calendars, limits, routing, timeexpr, views
-from core import render as filling
 from core.actors import Actor
 from core.cases import ScheduleDetail, describe_before
 from core.channels import parse_destination
 from core.errors import HeraldError
-from core.events import recipient_shown
 from core.models import Feed, Schedule, ScheduleState
 from core.preferences import NORMAL
 from core.store import Settled
@@ -218,23 +216,8 @@ def sent_text(schedule: Schedule, at: datetime | None = None) -> str:
     dispatcher fills it (core.dispatcher's ``templated``) for its first recipient at
     ``at`` (its next send; else when it starts). The template's source when it cannot
     be filled in (checked when saved: only if the renderer changed since)."""
-    used = (schedule.options or {}).get("liquid")
-    if used is None:
-        return schedule.body
-    options = schedule.options or {}
-    parts = filling.Parts(
-        schedule.body, options.get("subject"), options.get("blocks"), options.get("embeds")
-    )
-    use = filling.Use.of(used)
-    first = views.recipients_of(schedule)[0]
-    name = use.names.get(str(first.id)) or recipient_shown(first.first).partition(":")[2]
-    occurrence = filling.Occurrence(
-        schedule.id or 0, at or schedule.starts_at, first.zone or schedule.timezone, name
-    )
-    try:
-        return filling.render_job(parts, use, occurrence, first.id).body
-    except HeraldError:
-        return schedule.body
+    filled = views.filled_text(schedule, at or schedule.starts_at)
+    return schedule.body if filled is None else filled
 
 
 _JOB_MARK = {

@@ -7,8 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from bot.slack.words import escape, unescape
-from core import render, views
-from core.events import recipient_shown
+from core import views
 from core.models import Schedule
 
 #: How many values of a schedule's data its summary names before "…".
@@ -67,20 +66,6 @@ def next_text(schedule: Schedule) -> str | None:
     the dispatcher will fill it in (its id, its next occurrence in its zone, that
     recipient's data and name); None when it has no next occurrence or is no templated
     schedule, or the template cannot be filled in (the dispatcher then refuses it)."""
-    stored = (schedule.options or {}).get("liquid")
-    if not stored or schedule.next_run_at is None or schedule.id is None:
+    if schedule.next_run_at is None or schedule.id is None:
         return None
-    options = schedule.options or {}
-    parts = render.Parts(
-        schedule.body, options.get("subject"), options.get("blocks"), options.get("embeds")
-    )
-    use = render.Use.of(stored)
-    first = views.recipients_of(schedule)[0]
-    name = use.names.get(str(first.id)) or recipient_shown(first.first).partition(":")[2]
-    occurrence = render.Occurrence(
-        schedule.id, schedule.next_run_at, first.zone or schedule.timezone, name
-    )
-    try:
-        return render.render_job(parts, use, occurrence, first.id).body
-    except render.RenderError:
-        return None
+    return views.filled_text(schedule, schedule.next_run_at)

@@ -77,7 +77,7 @@ from core.cases.recipients import To, canonical, check_count, wanted_of
 from core.cases.schedules import MAX_KEY
 from core.cases.templates import DESCRIPTION_MAX as TEMPLATE_DESCRIPTION_MAX
 from core.cases.templates import SUBJECT_MAX as TEMPLATE_SUBJECT_MAX
-from core.cases.templates import Edited, TemplateDetail
+from core.cases.templates import Edited, TemplateDetail, WouldBreak
 from core.cases.tokens import Unauthorized, scope_allows
 from core.views import ScheduleDetail
 
@@ -96,6 +96,7 @@ __all__ = [
     "TEMPLATE_DESCRIPTION_MAX",
     "TEMPLATE_SUBJECT_MAX",
     "TemplateDetail",
+    "WouldBreak",
     "Registered",
     "shown_url",
     "FIELDS",

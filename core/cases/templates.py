@@ -46,6 +46,30 @@ PART_OPTIONS = ("subject", "blocks", "embeds")
 LIQUID = "liquid"
 
 
+class WouldBreak(InvalidInput):
+    """A template edit refused because it would break schedules using it: ``kept``
+    (each schedule's id and why), ``version`` (the one they would stay on if the edit
+    were forced). Its sentence says what, not how to force it: each surface adds its
+    own way (``--force-version``, ``"force_version": true``, a key)."""
+
+    def __init__(self, template: Template, before: int, kept: list[tuple[int, str]]) -> None:
+        ids = ", ".join(f"#{i}" for i, _ in kept[:10])
+        more = f" and {len(kept) - 10} more" if len(kept) > 10 else ""
+        plural = "s" if len(kept) > 1 else ""
+        self.what = (
+            f"Version {template.version} of template {template.name!r} would break "
+            f"{len(kept)} schedule{plural} using it ({ids}{more}): {kept[0][1]}"
+        )
+        self.kept = kept
+        self.version = before
+        super().__init__(self.said())
+
+    def said(self, how: str | None = None) -> str:
+        """The refusal, with the surface's way to force it (``how``: ``--force-version``)."""
+        force = "force the new version" if how is None else f"force the new version ({how})"
+        return f"{self.what} Change it, or {force} to keep those on version {self.version}."
+
+
 @dataclass(frozen=True)
 class TemplateDetail:
     """A template, its versions (newest first) and the live schedules using it."""
@@ -320,14 +344,7 @@ class TemplateCases(CaseBase):
                     continue
                 moved.append(Moved(_id(schedule), before, template.body, options))
             if kept and not force_version:
-                ids = ", ".join(f"#{i}" for i, _ in kept[:10])
-                more = f" and {len(kept) - 10} more" if len(kept) > 10 else ""
-                raise InvalidInput(
-                    f"Version {template.version} of template {template.name!r} would break "
-                    f"{len(kept)} schedule{'s' if len(kept) > 1 else ''} using it ({ids}{more}): "
-                    f"{kept[0][1]} Change it, or save with --force-version to keep those on "
-                    f"version {before}."
-                )
+                raise WouldBreak(template, before, kept)
             changed |= {"moved": [m.schedule_id for m in moved], "kept": [i for i, _ in kept]}
         saved = await self.store.save_template_version(
             template,

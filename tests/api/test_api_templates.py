@@ -211,7 +211,7 @@ async def test_an_edit_that_would_break_a_schedule_is_refused_naming_it_unless_f
     refused = await client.patch("/v1/templates/deploy", json=change, headers=ada)
     detail = await problem(refused, 422)
     assert f"would break 1 schedule using it (#{s['id']})" in detail
-    assert "--force-version" not in detail  # the API's word is force_version
+    assert "--force-version" not in detail and '("force_version": true)' in detail
     assert (await ok(await client.get("/v1/templates/deploy", headers=ada)))["version"] == 1
 
     forced = await ok(

@@ -217,7 +217,7 @@ async def test_an_edit_over_a_dependants_limit_is_refused_naming_it_and_force_ke
     said = str(caught.value)
     assert f"Version 2 of template 'note' would break 1 schedule using it (#{long.id})" in said
     assert "Discord allows 2,000 characters in a message" in said
-    assert "--force-version to keep those on version 1" in said
+    assert "force the new version to keep those on version 1" in said
     assert f"#{short.id}" not in said
     assert await schedules(herald) == before  # nothing changed
     detail = await herald.show_template(ADA, "note")

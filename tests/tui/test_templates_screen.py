@@ -168,7 +168,7 @@ async def test_an_edit_that_would_break_a_schedule_is_refused_then_kept_on_its_v
             f"Not saved: Version 2 of template 'deploy' would break 2 schedules using it "
             f"(#{a}, #{b}): Template 'deploy' needs a value for 'region'"
         )
-        assert error.endswith("press ctrl+o to keep those on version 1.")
+        assert error.endswith("force the new version (ctrl+o) to keep those on version 1.")
         assert form.query_one("#keep").display
         # nothing changed
         detail = await herald.show_template(OPERATOR, "deploy")

@@ -15,6 +15,7 @@ from textual.widgets import DataTable, Header, Static
 from core.cases import RecipientState, Timeline
 from core.models import Job, Schedule
 from core.preferences import HELD
+from core.views import shown_text
 from tui.format import CELL, clip, span, stamp
 from tui.screens.base import ConsoleScreen, footer
 from tui.widgets.table import Col, PageTable
@@ -100,7 +101,7 @@ class DetailScreen(ConsoleScreen):
             *self.recipient_lines(t),
             f"When [i]{escape(s.expression)}[/] → {escape(t.description)}",
             f"Next {upcoming}",
-            f"Text {escape(s.body)}",
+            f"Text {escape(shown_text(s))}",
         ]
         self.query_one("#content-text", Static).update("\n".join(lines))
         self.events = {str(i): e for i, e in enumerate(t.events)}

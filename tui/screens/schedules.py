@@ -151,7 +151,7 @@ class SchedulesScreen(ConsoleScreen):
                         views.when_column(s),
                         s.owner,
                         self.recipients_cell(s),
-                        clip(s.body, CELL),
+                        clip(views.shown_text(s), CELL),
                         s.tenant,
                     ),
                 )
@@ -170,7 +170,7 @@ class SchedulesScreen(ConsoleScreen):
         when = stamp(s.next_run_at, self.zone, seconds=False)
         urgency = "" if s.priority == "normal" else f" · {s.priority}"
         about = f"Schedule {s.id} · {s.shown_state}{urgency} · next {when} · {s.owner} → "
-        return f"{s.body}\n{about}{self.recipients(s)} · {s.tenant}"
+        return f"{views.shown_text(s)}\n{about}{self.recipients(s)} · {s.tenant}"
 
     def recipients(self, s: Schedule) -> str:
         """Every recipient, as the console's member may see them (a chain's steps

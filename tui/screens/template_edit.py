@@ -7,7 +7,6 @@ version they had (``force_version``)."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -19,12 +18,9 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static, TextArea
 
 from core.actors import Principal
-from core.cases import Edited, Herald
+from core.cases import Edited, Herald, WouldBreak
 from core.errors import HeraldError
 from core.models import Template
-
-#: How core's refusal of an edit that would break schedules starts (it names them).
-WOULD_BREAK = re.compile(r"would break \d+ schedules? using it")
 
 
 def variables_field(variables: Mapping[str, str]) -> str:
@@ -167,19 +163,20 @@ class TemplateEditScreen(ModalScreen[Edited | Template | None]):
                     who, t.name, expected_version=t.version, force_version=force, **changes
                 )
         except HeraldError as exc:
-            self._refused(str(exc))
+            if isinstance(exc, WouldBreak):
+                self._refused(exc.said("ctrl+o"), would_break=True)
+            else:
+                self._refused(str(exc))
             return
         self.dismiss(saved)
 
-    def _refused(self, why: str) -> None:
+    def _refused(self, why: str, would_break: bool = False) -> None:
         """Core's sentence in the form, nothing saved; for an edit that would break
         schedules, the way to save keeping them on the version they have."""
-        self.would_break = self.template is not None and WOULD_BREAK.search(why) is not None
+        self.would_break = self.template is not None and would_break
         keep = self.query_one("#keep", Button)
         keep.display = self.would_break
         if self.would_break and self.template is not None:
-            # core writes the CLI's flag; here it is the button
-            why = why.replace("save with --force-version", "press ctrl+o")
             keep.label = f"Save, keep those on v{self.template.version} (ctrl+o)"
         self.query_one("#error", Static).update(f"Not saved: {why}")
         self.refresh_bindings()
