@@ -9,6 +9,8 @@ rounds (the order rotating each round):
 - ``plain``: the burst as ``make bench`` runs it (``bench {i}``);
 - ``template``: every schedule uses the template ``{{ a }} {{ b }} {{ c }}`` (text,
   number, text) with data of its own: the fast path of core.render (``Compiled.plain``);
+- ``shared``: the same template, every schedule with the same data (one template
+  written once, scheduled many times with the same values);
 - ``filter``: ``{{ a }} {{ b }} {{ c }} on {{ date | date: '%A' }}``: a filter, so
   Liquid renders every message (the slow path).
 
@@ -36,12 +38,13 @@ from typing import Any
 
 from bench.peers import BURST, HERE, scaled
 
-MODES = ("plain", "template", "filter")
+MODES = ("plain", "template", "shared", "filter")
 KEYS = ("drain_per_s", "p50_ms", "last_ms", "cpu_ms_per_msg", "dropped")
 #: Each mode's template body (None: plain text) and its declared variables.
 BODIES: dict[str, str | None] = {
     "plain": None,
     "template": "{{ a }} {{ b }} {{ c }}",
+    "shared": "{{ a }} {{ b }} {{ c }}",
     "filter": "{{ a }} {{ b }} {{ c }} on {{ date | date: '%A' }}",
 }
 VARIABLES = {"a": "text", "b": "number", "c": "text"}
@@ -74,7 +77,7 @@ async def _template(url: str, body: str) -> int:
         await store.close()
 
 
-def _templated_rows(body: str, template_id: int) -> None:
+def _templated_rows(body: str, template_id: int, shared: bool = False) -> None:
     """Make the benchmark's bulk schedules use template ``template_id`` (``body``), each
     with its own data (the warm-up's too)."""
     import bot.cli.bench as harness
@@ -84,7 +87,9 @@ def _templated_rows(body: str, template_id: int) -> None:
     def rows(*args: Any, **kwargs: Any) -> list[dict[str, Any]]:
         made = original(*args, **kwargs)
         for i, row in enumerate(made):
-            data = {"a": f"service-{i}", "b": i, "c": "eu-west-1"}
+            data = {"a": "service-api", "b": 14, "c": "eu-west-1"}
+            if not shared:  # each schedule its own data
+                data = {"a": f"service-{i}", "b": i, "c": "eu-west-1"}
             row["body"] = body
             row["options"] = {"liquid": {"template": "bench", "version": 1, "data": data}}
             row["template_id"] = template_id
@@ -106,7 +111,7 @@ async def one(mode: str) -> dict[str, Any]:
         db.upgrade(url)
         body = BODIES[mode]
         if body is not None:
-            _templated_rows(body, await _template(url, body))
+            _templated_rows(body, await _template(url, body), shared=mode == "shared")
         row = await peers.herald_dispatch(scaled(BURST), 0.0, path)
         row.pop("samples", None)
         return {**{k: row.get(k) for k in KEYS}, "sent_as": await _sent_as(url)}
