@@ -22,6 +22,8 @@ The older ``{date}`` syntax of a schedule's own text stays with :mod:`core.templ
 
 from __future__ import annotations
 
+import functools
+import json
 import re
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -34,7 +36,7 @@ from zoneinfo import ZoneInfo
 from liquid import Environment, StrictUndefined
 from liquid.builtin.expressions import FilteredExpression, Path
 from liquid.builtin.output import OutputNode
-from liquid.exceptions import LiquidError
+from liquid.exceptions import LiquidError, ResourceLimitError
 from liquid.stringify import to_liquid_string
 
 from core.errors import InvalidInput
@@ -72,6 +74,35 @@ class RenderError(InvalidInput):
     """A template that cannot be read, or rendered with the values it was given."""
 
 
+#: The most items a filter may take or give (a range, a list, a split text).
+MAX_ITEMS = 50_000
+
+
+def _big(value: Any) -> bool:
+    if isinstance(value, str):
+        return len(value) > MAX_OUTPUT
+    return isinstance(value, range | list | tuple) and len(value) > MAX_ITEMS
+
+
+def _bounded(filter_: Any) -> Any:
+    """``filter_`` refusing an input or a result over Herald's bounds: Liquid bounds
+    loops and output, not the work inside one filter (``{{ (1..30000000) | join }}``
+    builds 229 MB before anything is written)."""
+
+    def bounded(*args: Any, **kwargs: Any) -> Any:
+        if any(_big(a) for a in (*args, *kwargs.values())):
+            raise ResourceLimitError("a filter's input is over Herald's bound", token=None)
+        out = filter_(*args, **kwargs)
+        if _big(out):
+            raise ResourceLimitError("a filter's result is over Herald's bound", token=None)
+        return out
+
+    for attr in ("with_context", "with_environment"):
+        if hasattr(filter_, attr):
+            setattr(bounded, attr, getattr(filter_, attr))
+    return functools.update_wrapper(bounded, filter_, updated=())
+
+
 class _Sandbox(Environment):
     """Liquid with its resource limits set, undefined names refused, and no tag that
     loads another template."""
@@ -86,12 +117,14 @@ class _Sandbox(Environment):
         super().setup_tags_and_filters(extra=extra)
         for tag in ("include", "render"):
             self.tags.pop(tag, None)
+        for name, filter_ in list(self.filters.items()):
+            self.filters[name] = _bounded(filter_)
 
 
 _ENV = _Sandbox(undefined=StrictUndefined, autoescape=False)
 
 
-def _said(exc: LiquidError) -> str:
+def _said(exc: Exception) -> str:
     """Liquid's error as one line (it adds the source and a caret below)."""
     return str(exc).splitlines()[0].rstrip(".")
 
@@ -117,7 +150,7 @@ class Compiled:
         if plain is None:
             try:
                 return str(self.template.render(**values))
-            except LiquidError as exc:
+            except (LiquidError, ArithmeticError, ValueError, TypeError, RecursionError) as exc:
                 raise RenderError(f"The template could not be filled in: {_said(exc)}.") from None
         out: list[Any] = [plain[0]]  # text, then (path, text) pairs: a value, then text
         for i in range(1, len(plain), 2):
@@ -264,6 +297,8 @@ def check_name(name: str) -> str:
             "A template's name is 1 to 64 lower-case letters, digits, - and _ "
             f"(e.g. standup), not {str(name)[:70]!r}."
         )
+    if name == "none":
+        raise InvalidInput("'none' means no template (a schedule's own text): choose another.")
     return name
 
 
@@ -321,7 +356,9 @@ def _value(name: str, kind: str, value: Any, where: str) -> Any:
     if kind == "number":
         if isinstance(value, bool):
             raise InvalidInput(f"{name!r}{where} must be a number, not {value!r}.")
-        if isinstance(value, int | float):
+        if isinstance(value, int):
+            return value
+        if isinstance(value, float) and value == value and abs(value) != float("inf"):
             return value
         if isinstance(value, str):
             try:
@@ -497,6 +534,11 @@ _SAMPLES = tuple(
 )
 
 
+#: The most CPU seconds one rendering of a saved template may take (its loops and
+#: filters over its data): the dispatcher, every list and every preview fill it in, on
+#: their event loops. A plain template takes some microseconds, one with a date filter
+#: tens of them; past this the save is refused, said so.
+RENDER_SECONDS = 0.005
 #: The most seconds the checks of one save may render for (a template with loops,
 #: 366 sample days and hundreds of recipients): past it the save is refused, said so.
 CHECK_SECONDS = 5.0
@@ -536,6 +578,8 @@ class Worst:
 
     body_at: datetime
     subject_at: datetime
+    #: Where its blocks and embeds (as JSON) are longest.
+    parts_at: datetime | None = None
 
 
 def worst(parts: Parts, values: Mapping[str, Any], deadline: float | None = None) -> Worst:
@@ -543,7 +587,18 @@ def worst(parts: Parts, values: Mapping[str, Any], deadline: float | None = None
     subject_at = body_at
     if parts.subject is not None:
         subject_at = longest_occurrence(parts.subject, values, deadline)
-    return Worst(body_at, subject_at)
+    parts_at = None
+    trees = Parts("", None, parts.blocks, parts.embeds)
+    if (parts.blocks or parts.embeds) and trees.roots() & {"date", "time"}:
+        best = -1
+        for at in _SAMPLES:
+            _in_time(deadline)
+            filled = {**values, **builtins(trees.roots(), Occurrence(LONGEST_ID, at, "UTC"))}
+            out = trees.render(filled)
+            size = len(json.dumps([out.blocks, out.embeds], ensure_ascii=False))
+            if size > best:
+                best, parts_at = size, at
+    return Worst(body_at, subject_at, parts_at)
 
 
 def longest(
@@ -561,11 +616,23 @@ def longest(
     if at is None:
         at = worst(parts, use.values(recipient), deadline)
     _in_time(deadline)
+    started = time.thread_time()
     out = render_job(parts, use, Occurrence(LONGEST_ID, at.body_at, "UTC", name), recipient)
+    spent = time.thread_time() - started
+    if spent > RENDER_SECONDS:
+        raise RenderError(
+            f"Filling this template in with this data takes {spent * 1000:,.0f} ms of CPU; "
+            f"the most is {RENDER_SECONDS * 1000:g} ms (every send, list and preview does "
+            "it): make its loops and filters simpler."
+        )
     if parts.subject is not None and at.subject_at != at.body_at:
         occurrence = Occurrence(LONGEST_ID, at.subject_at, "UTC", name)
         again = render_job(parts, use, occurrence, recipient)
         out = Parts(out.body, again.subject, out.blocks, out.embeds)
+    if at.parts_at is not None and at.parts_at != at.body_at:
+        occurrence = Occurrence(LONGEST_ID, at.parts_at, "UTC", name)
+        again = render_job(parts, use, occurrence, recipient)
+        out = Parts(out.body, out.subject, again.blocks, again.embeds)
     return out
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -60,7 +60,33 @@ def _same_message(schedule: Schedule, body: m.ScheduleCreate) -> bool:
     used = views.template_of(schedule)
     if body.template is None:
         return used is None and schedule.body == body.text
-    return used is not None and used["name"] == body.template
+    if used is None or used["name"] != body.template:
+        return False
+    if not _same_data(body.data or {}, used["data"]):
+        return False
+    ids = {r.first: str(r.id) for r in views.recipients_of(schedule)}
+    given = {ids.get(k, k): v for k, v in (body.data_by_recipient or {}).items()}
+    stored = used["data_by_recipient"]
+    return given.keys() == stored.keys() and all(_same_data(v, stored[k]) for k, v in given.items())
+
+
+def _same_data(given: Mapping[str, Any], stored: Mapping[str, Any]) -> bool:
+    """Whether data as a request gives them are those saved (a number given as text,
+    "1.4", is saved as 1.4)."""
+    if given.keys() != stored.keys():
+        return False
+    for name, value in given.items():
+        kept = stored[name]
+        if value == kept:
+            continue
+        if isinstance(kept, int | float) and not isinstance(kept, bool):
+            try:
+                if float(value) == float(kept):
+                    continue
+            except (TypeError, ValueError):
+                pass
+        return False
+    return True
 
 
 def _etag(s: Schedule) -> dict[str, str]:

@@ -437,8 +437,6 @@ def _create_in(rest: str, channel: str | None) -> Create:
         raise Refusal(f"Say when before the colon, e.g. `{EXAMPLE}`.")
     if not message:
         raise Refusal(f"The message after the colon is empty: say what to send, e.g. `{EXAMPLE}`.")
-    if template_words.names_a_template(message):
-        raise Refusal(template_words.BOTH)
     template_words.check_when(when)
     return Create(when, message, channel)
 

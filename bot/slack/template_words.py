@@ -35,7 +35,6 @@ _QUOTED = re.compile(r"\"[^\"]*\"|“[^”]*”")
 _SEPARATOR = re.compile(r":(?:\s|$)")
 _QUOTES = ('"', "“", "”")
 #: A message that ends naming a template: ``…: Hello template:deploy service=api``.
-_TRAILING = re.compile(r"(?:^|\s)template:[a-z0-9][\w-]*(?:\s+[^\s=]+=\S*)*\s*$", re.I)
 
 
 @dataclass(frozen=True)
@@ -111,12 +110,6 @@ def check_when(when: str) -> None:
     right after the colon."""
     if when.lower().split()[-1:] == ["template"]:
         raise Refusal(f"Write the template's name right after `template:`, e.g. `{EXAMPLE}`.")
-
-
-def names_a_template(message: str) -> bool:
-    """Whether a message ends naming a template (``Hello template:deploy``): a
-    message and a template given together."""
-    return _TRAILING.search(message) is not None
 
 
 def mentions(text: str) -> bool:

@@ -658,9 +658,8 @@ class ScheduleCases(RecipientCases, TemplateCases):
                     else data_by_recipient
                 ),
                 recipients=current,
-                options=options
-                if template is None
-                else {k: v for k, v in options.items() if k not in PART_OPTIONS},
+                # the parts in its options are its template's (its own are refused)
+                options={k: v for k, v in options.items() if k not in PART_OPTIONS},
             )
             changed["template"] = name
         elif text is not None or to is not None:

@@ -220,7 +220,8 @@ class TemplateCases(CaseBase):
     async def _template(self, actor: Actor, name: str) -> Template:
         """The template ``name`` of the actor's tenant (NotFound: never says whether
         another tenant has one)."""
-        template = await self.store.get_template(actor.tenant, str(name)[:64])
+        name = str(name)
+        template = None if len(name) > 64 else await self.store.get_template(actor.tenant, name)
         if template is None:
             raise NotFound(
                 f"There is no template named {str(name)[:64]!r} here (the list of templates "
@@ -342,7 +343,7 @@ class TemplateCases(CaseBase):
                 except InvalidInput as exc:
                     kept.append((_id(schedule), str(exc)))
                     continue
-                moved.append(Moved(_id(schedule), before, template.body, options))
+                moved.append(Moved(_id(schedule), before, schedule.version, template.body, options))
             if kept and not force_version:
                 raise WouldBreak(template, before, kept)
             changed |= {"moved": [m.schedule_id for m in moved], "kept": [i for i, _ in kept]}
@@ -400,7 +401,9 @@ class TemplateCases(CaseBase):
             template = found
         given = render.check_data(template.variables, data or {}, template=name, needs=())
         zone = self._zone_for(actor, None)
-        return render.sample(parts_of(template), given, template.variables, self.clock.now(), zone)
+        parts, now = parts_of(template), self.clock.now()
+        # off the event loop: a preview's data are whatever was typed
+        return await asyncio.to_thread(render.sample, parts, given, template.variables, now, zone)
 
     async def remove_template(self, actor_id: ActorRef, name: str) -> Template:
         """Remove a template and its versions; refused (InvalidInput, naming them)
@@ -441,10 +444,11 @@ class TemplateCases(CaseBase):
         destination, as given or as saved): its body, options and template columns,
         checked by :func:`fit`. NotFound for a template this tenant lacks."""
         template = await self._template(actor, name)
-        clash = [p for p in PART_OPTIONS if p in options and getattr(template, p)]
+        clash = [p for p in PART_OPTIONS if p in options]
         if clash:
             raise InvalidInput(
-                f"Template {name!r} gives the {clash[0]} itself: leave it out of the options."
+                f"A schedule using template {name!r} takes its {clash[0]} from the template: "
+                "leave it out of the options, or put it in the template."
             )
         shared = render.check_data(template.variables, data or {}, template=name, needs=())
         by_recipient: dict[str, dict[str, Any]] = {}

@@ -35,6 +35,8 @@ class Moved:
 
     schedule_id: int
     from_version: int
+    #: The schedule's own version when read (an edit of it since: Conflict).
+    schedule_version: int
     body: str
     options: dict[str, Any]
 
@@ -193,6 +195,7 @@ class TemplateQueries(Gateway):
                         SCHEDULE.c.tenant == template.tenant,
                         SCHEDULE.c.template_id == template.id,
                         SCHEDULE.c.template_version == one.from_version,
+                        SCHEDULE.c.version == one.schedule_version,
                         SCHEDULE.c.state.in_(LIVE),
                     )
                     .values(

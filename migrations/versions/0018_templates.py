@@ -88,15 +88,23 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     bind = op.get_bind()
+    # a schedule that was saved with a template and may still send: live, or with a job
+    # not yet finished (a dead letter may be retried), its template removed or not
     using = bind.execute(
-        sa.text("SELECT count(*) FROM schedule WHERE template_id IS NOT NULL")
+        sa.text(
+            "SELECT count(*) FROM schedule WHERE template_version IS NOT NULL AND ("
+            "state IN ('active', 'paused') OR EXISTS (SELECT 1 FROM job WHERE "
+            "job.schedule_id = schedule.id AND job.state IN "
+            "('pending', 'claimed', 'retrying', 'dead')))"
+        )
     ).scalar_one()
     if using:
         raise RuntimeError(
             f"Cannot go below revision 0018: {using} schedule{'s' if using != 1 else ''} "
-            f"use{'s' if using == 1 else ''} a named template, which "
-            "the older schema would send as written. Cancel them or give them their own "
-            "text first (herald edit ID --template none --text ...)."
+            f"use{'s' if using == 1 else ''} a named template and may still send, which "
+            "the older schema would send as written. Give them their own text first "
+            "(herald edit ID --template none --text ...), or cancel them and discard "
+            "their dead letters."
         )
     with op.batch_alter_table("schedule", schema=None) as batch_op:
         batch_op.drop_constraint(batch_op.f("fk_schedule_template_id_template"), type_="foreignkey")

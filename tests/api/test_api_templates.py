@@ -438,3 +438,31 @@ def test_the_document_names_the_kinds_and_the_template_routes() -> None:
         assert {"template", "data", "data_by_recipient"} <= set(schemas[model]["properties"])
     assert "text" not in schemas["ScheduleCreate"].get("required", [])
     assert schemas["TemplateEdit"]["properties"]["force_version"]["type"] == "boolean"
+
+
+async def test_a_templated_create_repeated_with_its_key_must_ask_for_the_same_data(
+    herald: Herald, client: TestClient[Any, Any]
+) -> None:
+    ada = await operator(herald)
+    anna = await bearer(herald, "slack:UANNA")
+    await add_deploy(client, ada)
+    body = {
+        "to": ["log:", DISCORD],
+        "when": "in 1 hour",
+        "template": "deploy",
+        "data": {"service": "api", "version": 3},
+        "data_by_recipient": {DISCORD: {"service": "web"}},
+    }
+    keyed = {**anna, "Idempotency-Key": "deploy-1"}
+    first = await ok(await client.post("/v1/schedules", json=body, headers=keyed), 201)
+    again = await client.post(
+        "/v1/schedules", json={**body, "data": {"service": "api", "version": "3"}}, headers=keyed
+    )
+    assert again.status == 200 and again.headers["Idempotent-Replayed"] == "true"
+    assert (await again.json())["id"] == first["id"]
+    for changed in (
+        {**body, "data": {"service": "api", "version": 4}},
+        {**body, "data_by_recipient": {DISCORD: {"service": "db"}}},
+    ):
+        other = await client.post("/v1/schedules", json=changed, headers=keyed)
+        assert "different schedule" in await problem(other, 422)

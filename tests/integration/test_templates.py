@@ -257,3 +257,80 @@ async def test_a_schedule_keeps_at_most_32_kb_of_data(herald: Herald) -> None:
             data_by_recipient={hook: {"text": "x" * 1000} for hook in hooks},
         )
     assert await herald.list_schedules(ADA) == []
+
+
+async def test_a_template_too_slow_to_fill_in_with_its_data_is_refused(herald: Herald) -> None:
+    """Its loops and filters over a long value would cost every send, list and
+    preview hundreds of milliseconds: refused when saved (its CPU time, not the wall's)."""
+    heavy = "{% for i in (1..999) %}{{ v | split: '' | reverse | join: '' | size }}{% endfor %}"
+    await herald.add_template(ADA, "heavy", heavy, variables={"v": "text"})
+    with pytest.raises(InvalidInput, match=r"takes [\d,]+ ms of CPU; the most is 5 ms"):
+        await herald.create_schedule(
+            ANNA, to="log:", when="in 1 hour", text="", template="heavy", data={"v": "x" * 1000}
+        )
+    assert await herald.list_schedules(ANNA) == []
+    light = "{% for i in (1..20) %}{{ v | upcase | size }}{% endfor %}"
+    await herald.add_template(ADA, "light", light, variables={"v": "text"})
+    s, _ = await herald.create_schedule(
+        ANNA, to="log:", when="in 1 hour", text="", template="light", data={"v": "x" * 1000}
+    )
+    assert s.template_id is not None
+
+
+async def test_a_schedule_whose_template_has_a_subject_takes_new_data(herald: Herald) -> None:
+    await herald.add_template(
+        ADA,
+        "mail",
+        "Body {{ service }}",
+        subject="Deploy {{ service }}",
+        variables={"service": "text"},
+    )
+    with pytest.raises(InvalidInput, match="takes its subject from the template"):
+        await herald.create_schedule(
+            ANNA,
+            to="email:ops@example.com",
+            when="in 1 hour",
+            text="",
+            template="mail",
+            data={"service": "api"},
+            options={"subject": "My own"},
+        )
+    s, _ = await herald.create_schedule(
+        ANNA,
+        to="email:ops@example.com",
+        when="in 1 hour",
+        text="",
+        template="mail",
+        data={"service": "api"},
+    )
+    edited = await herald.edit_schedule(ANNA, s.id, data={"service": "web"})
+    assert edited.options["liquid"]["data"] == {"service": "web"}
+    assert edited.options["subject"] == "Deploy {{ service }}"
+
+
+async def test_names_past_64_characters_and_none_are_no_template(herald: Herald) -> None:
+    await herald.add_template(ADA, "a" * 64, "x")
+    with pytest.raises(NotFound):
+        await herald.remove_template(ADA, "a" * 64 + "x")
+    with pytest.raises(InvalidInput, match="'none' means no template"):
+        await herald.add_template(ADA, "none", "x")
+
+
+async def test_embeds_are_checked_at_their_own_longest_date(herald: Herald) -> None:
+    """The body does not read the date; an embed does, and is one character over
+    Discord's 4,096 only on a Wednesday in September: refused when saved."""
+    tail = "{{ date | date: '%A %B' }}"  # at its longest "Wednesday September"
+    embed = {"description": "a" * 3000 + "{{ x }}{{ y }}" + tail}
+    await herald.add_template(
+        ADA, "card", "See below {{ x }}", embeds=[embed], variables={"x": "text", "y": "text"}
+    )
+    hook = "discord-webhook:https://discord.com/api/webhooks/1/abc"
+    data = {"x": "x" * 1000, "y": "y" * 78}  # 4,097 on a Wednesday in September
+    with pytest.raises(InvalidInput, match="4,096"):
+        await herald.create_schedule(
+            ANNA, to=hook, when="in 1 hour", text="", template="card", data=data
+        )
+    s, _ = await herald.create_schedule(
+        ANNA, to=hook, when="in 1 hour", text="", template="card", data={**data, "y": "y" * 77}
+    )
+    assert s.template_id is not None

@@ -116,7 +116,6 @@ async def test_a_command_schedules_a_template_with_its_data(env: SlackEnv) -> No
             "Template 'deploy' has no variable 'colour' (its variables: service, version).",
         ),
         ("every monday at 9am template:deploy service=api: Hello", "not both"),
-        ("every monday at 9am: Hello template:deploy", "not both"),
         ('"Hello" every monday at 9am template:deploy', "not both"),
         ("every monday at 9am template:deploy service", "give data as name=value"),
         ("template:deploy service=api version=1", "Say when before `template:deploy`"),
@@ -301,3 +300,12 @@ async def test_past_a_hundred_templates_the_picker_looks_them_up(env: SlackEnv) 
     assert answer.status == 200
     values = [o["value"] for o in answer.json()["options"]]
     assert values == ["-", *(f"t{n:03d}" for n in range(110, 120))]  # not t11-theirs
+
+
+async def test_a_message_that_mentions_template_colon_is_sent_as_written(env: SlackEnv) -> None:
+    """After ": " everything is the message, as it was before templates: a message
+    ending in ``template:onboarding`` is text, not a template."""
+    said = await command(env, "<#C0123|general> every monday at 9am: Review template:onboarding")
+    assert "Scheduled" in said, said
+    [s] = await env.schedules()
+    assert (s.body, s.template_id) == ("Review template:onboarding", None)

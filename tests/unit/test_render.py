@@ -456,3 +456,34 @@ def test_a_preview_shows_a_variable_without_a_value_as_written() -> None:
     at = datetime(2026, 3, 2, 9, tzinfo=UTC)
     shown = render.sample(parts, {"service": "api"}, {"service": "text", "version": "number"}, at)
     assert shown.body == "api v{{ version }} for Ann #123"
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        '{{ (1..30000000) | join: "" | size }}',
+        '{{ "aaaaaaaaaa" | split: "" | join: "'
+        + "a" * 60
+        + '" | split: "" | join: "'
+        + "a" * 60
+        + '" | split: "" | join: "'
+        + "a" * 60
+        + '" | size }}',
+        "{{ n | floor }}",
+    ],
+)
+def test_the_work_inside_a_filter_is_bounded_too(source: str) -> None:
+    """Liquid bounds loops and output, not what one filter builds: a range or a text
+    past Herald's bounds, or arithmetic that overflows, is refused in one sentence."""
+    with pytest.raises(RenderError) as caught:
+        compiled(source).render({"n": 1e308 * 10})
+    one_sentence(str(caught.value))
+
+
+def test_a_number_that_is_not_finite_is_refused() -> None:
+    from core.errors import InvalidInput
+    from core.render import check_data
+
+    for value in (float("nan"), float("inf")):
+        with pytest.raises(InvalidInput, match="must be a number"):
+            check_data({"n": "number"}, {"n": value}, template="t")
