@@ -202,7 +202,7 @@ async def cmd_list(cli: Cli, herald: Herald) -> None:
             _when_column(s, words),
             views.local_short(s.next_run_at, s.timezone),
             to_cell(s, full=views.sees_destination(viewer, s.owner), least=to_least),
-            one_line(s.body, 200),
+            one_line(views.shown_text(s), 200),
         ]
         for s in rows
     ]
@@ -244,7 +244,11 @@ def show_schedule(cli: Cli, s: Schedule, *, full: bool = True) -> None:
         cli.emit(f"  skips:   the event dates of calendar {ids}")
     for line in template_words(s, full=full):
         cli.emit(f"  {line}")
-    cli.emit(f"  text:    {s.body}")
+    if views.template_of(s) is None:
+        cli.emit(f"  text:    {s.body}")
+    else:  # the template's source, and the next message as it will be sent
+        cli.emit(f"  template text: {s.body}")
+        cli.emit(f"  next message:  {views.filled_text(s) or '(filled in when sent)'}")
 
 
 async def cmd_show(cli: Cli, herald: Herald) -> None:

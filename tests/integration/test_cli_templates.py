@@ -217,7 +217,8 @@ async def test_a_templated_schedule_sends_its_text_filled_in_and_show_says_so(
     assert "  template: deploy v1" in shown
     assert "  data:     service=api, version=1.4" in shown
     assert f"  data for {DISCORD}: service=bot" in shown
-    assert f"  text:    {DEPLOY}" in shown
+    assert f"  template text: {DEPLOY}" in shown
+    assert any(line.startswith("  next message:  Deploy api v1.4 on ") for line in shown)
     assert any(f'sent "{to_log.body}"' in line for line in shown)  # the text as sent
     record = json.loads(await cli(herald, settings, "show", str(schedule_id), "--json"))
     assert record["template"]["name"] == "deploy"
