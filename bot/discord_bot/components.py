@@ -18,7 +18,7 @@ from discord import ui
 
 from bot.discord_bot import actions, render
 from bot.discord_bot.interact import NO_MENTIONS, herald_of, member_of, principal_of, report
-from core import limits, verbs
+from core import limits, verbs, views
 from core.actors import Principal
 from core.models import Schedule
 
@@ -254,7 +254,15 @@ class EditForm(ui.Modal):
         self.add_item(ui.Label(text="When", description=zone, component=self.when))
         holds = message_field_size(schedule)
         self.text: ui.TextInput[Any] | None = None
-        if len(schedule.body) <= holds:
+        used = views.template_of(schedule)
+        if used is not None:  # its text is its template's: not a message to edit here
+            note = (
+                f"Sends template `{used['name']}` v{used['version']}: change its values "
+                "with `/schedule edit id: data:`, or give it its own text with "
+                "`template:none message:`."
+            )
+            self.add_item(ui.TextDisplay(limits.clip(note, limits.DISCORD_TEXT_DISPLAY)))
+        elif len(schedule.body) <= holds:
             self.text = ui.TextInput(
                 default=schedule.body,
                 max_length=holds,

@@ -9,6 +9,7 @@ import discord
 
 from bot.discord_bot import DiscordAdapter
 from bot.discord_bot.components import EditForm
+from core.actors import Principal
 from core.cases import Herald
 from core.store import AuditEntry
 from tests.discord_bot.doubles import OWNER, Interaction, submit, who
@@ -94,3 +95,29 @@ async def test_the_edit_form_holds_what_every_recipient_allows(herald: Herald) -
         text="short",
     )
     assert fields(EditForm(schedule))["text"].max_length == 2000
+
+
+async def test_the_edit_form_offers_no_template_source_as_the_message(
+    adapter: DiscordAdapter, interaction: Make, herald: Herald
+) -> None:
+    actor = who(OWNER)
+    admin = Principal("discord:UADMIN", actor.tenant, platform_admin=True)
+    await herald.add_template(admin, "hello", "Hello {{ who }}", variables={"who": "text"})
+    schedule, _ = await herald.create_schedule(
+        actor,
+        to=WEBHOOK,
+        when="every day at 10:00",
+        text="",
+        template="hello",
+        data={"who": "team"},
+    )
+    form = EditForm(schedule)
+    assert "text" not in fields(form)
+    [note] = [c for c in form.children if isinstance(c, discord.ui.TextDisplay)]
+    assert "Sends template `hello` v1" in note.content and "data:" in note.content
+
+    await submit(adapter.client, interaction(), form, when="every day at 11:00")
+
+    after = (await herald.show_schedule(actor, schedule.id)).schedule
+    assert after.expression == "every day at 11:00" and after.body == "Hello {{ who }}"
+    assert after.options["liquid"]["data"] == {"who": "team"}
