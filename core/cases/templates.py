@@ -194,6 +194,8 @@ def fit(
                     },
                 }
             try:
+                if shown.get("blocks"):  # data may not fill in Herald's own action ids
+                    check_options({"blocks": shown["blocks"]})
                 limits.check_message(destination, rendered.body, shown)
             except InvalidInput as exc:
                 raise InvalidInput(

@@ -334,3 +334,37 @@ async def test_embeds_are_checked_at_their_own_longest_date(herald: Herald) -> N
         ANNA, to=hook, when="in 1 hour", text="", template="card", data={**data, "y": "y" * 77}
     )
     assert s.template_id is not None
+
+
+async def test_data_may_not_fill_in_herald_s_own_action_ids(herald: Herald) -> None:
+    blocks = [
+        {
+            "type": "actions",
+            "elements": [
+                {
+                    "type": "button",
+                    "text": {"type": "plain_text", "text": "Open"},
+                    "action_id": "{{ action }}",
+                }
+            ],
+        }
+    ]
+    await herald.add_template(ADA, "button", "Click", blocks=blocks, variables={"action": "text"})
+    with pytest.raises(InvalidInput, match="Herald's own action or block ids"):
+        await herald.create_schedule(
+            ANNA,
+            to="slack:C0123",
+            when="in 1 hour",
+            text="",
+            template="button",
+            data={"action": "herald_retry"},
+        )
+    s, _ = await herald.create_schedule(
+        ANNA,
+        to="slack:C0123",
+        when="in 1 hour",
+        text="",
+        template="button",
+        data={"action": "open_docs"},
+    )
+    assert s.template_id is not None
