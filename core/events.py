@@ -148,6 +148,12 @@ def recipient_shown(destination: str) -> str:
         return destination.partition(":")[0] + ":…"
 
 
+def recipient_label(destination: str) -> str:
+    """A destination as ``{{ recipient.name }}`` reads when Herald knows no name for
+    it: its address as shown, without its kind (``ann@example.com``, ``#…``)."""
+    return recipient_shown(destination).partition(":")[2] or destination
+
+
 def job_data(item: Settled, now: datetime, policy: OutcomePolicy) -> dict[str, Any]:
     """The ``data`` of a job event: which schedule, job and recipient, the try and
     its times (ISO 8601, UTC), and why when it failed."""

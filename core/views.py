@@ -229,7 +229,7 @@ def filled_text(schedule: Schedule, at: datetime | None = None) -> str | None:
     a list quotes instead of the template's source. None for a schedule with its own
     text, or a template that cannot be filled in (the dispatcher then refuses it)."""
     from core import render
-    from core.events import recipient_shown
+    from core.events import recipient_label
 
     used = (schedule.options or {}).get("liquid")
     if used is None:
@@ -241,7 +241,7 @@ def filled_text(schedule: Schedule, at: datetime | None = None) -> str | None:
     first = recipients_of(schedule)[0]
 
     def occurrence(name: str) -> render.Occurrence:
-        shown = name or recipient_shown(first.first).partition(":")[2]
+        shown = name or recipient_label(first.first)
         when = at or schedule.next_run_at or schedule.starts_at
         zone = first.zone or schedule.timezone
         return render.Occurrence(schedule.id or 0, when, zone, shown)

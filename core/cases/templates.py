@@ -27,8 +27,8 @@ from core.actors import Actor, ActorRef
 from core.cases.base import CaseBase
 from core.cases.messages import check_options, check_text
 from core.channels import parse_destination
-from core.errors import InvalidInput, NotFound, PermissionDenied
-from core.events import recipient_shown
+from core.errors import Conflict, InvalidInput, NotFound, PermissionDenied
+from core.events import recipient_label, recipient_shown
 from core.models import Schedule, Template, TemplateVersion
 from core.settings import Settings
 from core.store import AuditEntry, Moved
@@ -132,7 +132,7 @@ def recipient_name(destination: str, members: Mapping[str, str]) -> str:
         known = members.get(f"{kind}:{target[1:]}")
         if known:
             return known
-    return recipient_shown(destination).partition(":")[2] or destination
+    return recipient_label(destination)
 
 
 def fit(
@@ -183,16 +183,11 @@ def fit(
                 if value:
                     shown[part] = value
             if actor is not None:
-                options = {
-                    **options,
-                    **{
-                        k: v
-                        for k, v in tenancy.check_mentions(
-                            actor, destination, rendered.body, dict(shown), settings
-                        ).items()
-                        if k == "allowed_mentions"
-                    },
-                }
+                checked = tenancy.check_mentions(
+                    actor, destination, rendered.body, dict(shown), settings
+                )
+                if "allowed_mentions" in checked:  # the one option the check decides
+                    options = {**options, "allowed_mentions": checked["allowed_mentions"]}
             try:
                 if shown.get("blocks"):  # data may not fill in Herald's own action ids
                     check_options({"blocks": shown["blocks"]})
@@ -294,7 +289,10 @@ class TemplateCases(CaseBase):
         await self._managing(actor, "template.edit", str(name)[:64])
         template = await self._template(actor, name)
         if expected_version is not None and expected_version != template.version:
-            raise_stale(template, expected_version)
+            raise Conflict(
+                f"Template {template.name!r} is at version {template.version}, not "
+                f"{expected_version}: read it again and redo your edit."
+            )
         if (body, subject, blocks, embeds, variables, description) == (None,) * 6:
             raise InvalidInput(
                 "Nothing to change: give a new text, subject, variables or description."
@@ -523,15 +521,6 @@ class TemplateCases(CaseBase):
                 if member is not None and member.display_name:
                     known[f"{kind}:{target[1:]}"] = member.display_name
         return {str(r.id): recipient_name(r.first, known) for r in recipients}
-
-
-def raise_stale(template: Template, expected: int) -> None:
-    from core.errors import Conflict
-
-    raise Conflict(
-        f"Template {template.name!r} is at version {template.version}, not {expected}: "
-        "read it again and redo your edit."
-    )
 
 
 def _description(text: str) -> str:

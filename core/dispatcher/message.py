@@ -15,7 +15,7 @@ from core.channels.base import Channel, Delivery, DeliveryResult
 from core.destinations import Destination
 from core.dispatcher.config import DispatcherConfig
 from core.errors import HeraldError
-from core.events import recipient_shown
+from core.events import recipient_label
 from core.routing import step_key
 from core.store import ClaimedJob
 
@@ -63,7 +63,7 @@ def templated(
         zone = job.timezone
         if job.route is not None:
             zone = json.loads(job.route).get("zone") or zone
-        shown = name or recipient_shown(str(destination)).partition(":")[2]
+        shown = name or recipient_label(str(destination))
         return render.Occurrence(job.schedule_id, job.occurrence_at, zone, shown)
 
     if subject is None and blocks is None and embeds is None:
