@@ -33,12 +33,6 @@ from functools import lru_cache
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from liquid import Environment, StrictUndefined
-from liquid.builtin.expressions import FilteredExpression, Path
-from liquid.builtin.output import OutputNode
-from liquid.exceptions import LiquidError, ResourceLimitError
-from liquid.stringify import to_liquid_string
-
 from core.errors import InvalidInput
 
 #: The kinds a variable may be declared as, and what a value of each is.
@@ -89,6 +83,8 @@ def _bounded(filter_: Any) -> Any:
     loops and output, not the work inside one filter (``{{ (1..30000000) | join }}``
     builds 229 MB before anything is written)."""
 
+    from liquid.exceptions import ResourceLimitError
+
     def bounded(*args: Any, **kwargs: Any) -> Any:
         if any(_big(a) for a in (*args, *kwargs.values())):
             raise ResourceLimitError("a filter's input is over Herald's bound", token=None)
@@ -103,25 +99,34 @@ def _bounded(filter_: Any) -> Any:
     return functools.update_wrapper(bounded, filter_, updated=())
 
 
-class _Sandbox(Environment):
+@functools.cache
+def _env() -> Any:
     """Liquid with its resource limits set, undefined names refused, and no tag that
-    loads another template."""
+    loads another template; built on first use (python-liquid takes ~160 ms to import:
+    every command that loads the use cases would pay it)."""
+    from liquid import Environment, StrictUndefined
 
-    loop_iteration_limit = 1000
-    output_stream_limit = MAX_OUTPUT
-    context_depth_limit = 10
-    local_namespace_limit = 20_000
-    block_nesting_limit = 10
+    class Sandbox(Environment):
+        loop_iteration_limit = 1000
+        output_stream_limit = MAX_OUTPUT
+        context_depth_limit = 10
+        local_namespace_limit = 20_000
+        block_nesting_limit = 10
 
-    def setup_tags_and_filters(self, *, extra: bool = False) -> None:
-        super().setup_tags_and_filters(extra=extra)
-        for tag in ("include", "render"):
-            self.tags.pop(tag, None)
-        for name, filter_ in list(self.filters.items()):
-            self.filters[name] = _bounded(filter_)
+        def setup_tags_and_filters(self, *, extra: bool = False) -> None:
+            super().setup_tags_and_filters(extra=extra)
+            for tag in ("include", "render"):
+                self.tags.pop(tag, None)
+            for name, filter_ in list(self.filters.items()):
+                self.filters[name] = _bounded(filter_)
+
+    return Sandbox(undefined=StrictUndefined, autoescape=False)
 
 
-_ENV = _Sandbox(undefined=StrictUndefined, autoescape=False)
+def _liquid_error() -> type[Exception]:
+    from liquid.exceptions import LiquidError
+
+    return LiquidError
 
 
 def _said(exc: Exception) -> str:
@@ -150,7 +155,7 @@ class Compiled:
         if plain is None:
             try:
                 return str(self.template.render(**values))
-            except (LiquidError, ArithmeticError, ValueError, TypeError, RecursionError) as exc:
+            except (_liquid_error(), ArithmeticError, ValueError, TypeError, RecursionError) as exc:
                 raise RenderError(f"The template could not be filled in: {_said(exc)}.") from None
         out: list[Any] = [plain[0]]  # text, then (path, text) pairs: a value, then text
         for i in range(1, len(plain), 2):
@@ -163,7 +168,7 @@ class Compiled:
                 raise RenderError(f"{'.'.join(path)} has no value.") from None
             kind = type(value)
             if kind is not str:
-                value = str(value) if kind is int else to_liquid_string(value, False)
+                value = str(value) if kind is int else _as_text(value)
             out.append(value)
             out.append(plain[i + 1])
         text = "".join(out)
@@ -180,9 +185,18 @@ def root(path: str) -> str:
     return re.split(r"[.\[]", path, maxsplit=1)[0]
 
 
+def _as_text(value: Any) -> str:
+    from liquid.stringify import to_liquid_string
+
+    return str(to_liquid_string(value, False))
+
+
 def _plain(template: Any) -> tuple[str | tuple[str, ...], ...] | None:
     """A template that only fills in variables as text and paths, alternating and
     starting and ending with text (``"Hi ", ("name",), "!"``); None for any other."""
+    from liquid.builtin.expressions import FilteredExpression, Path
+    from liquid.builtin.output import OutputNode
+
     pieces: list[str | tuple[str, ...]] = [""]
     for node in template.nodes:
         if type(node).__name__ == "ContentNode":
@@ -210,9 +224,9 @@ def compiled(source: str) -> Compiled:
     if len(source) > MAX_SOURCE:
         raise RenderError(f"A template part is over {MAX_SOURCE:,} characters.")
     try:
-        template = _ENV.from_string(source)
+        template = _env().from_string(source)
         paths = frozenset(str(p) for p in template.global_variable_paths())
-    except LiquidError as exc:
+    except _liquid_error() as exc:
         raise RenderError(f"The template cannot be read: {_said(exc)}.") from None
     roots = frozenset(root(path) for path in paths)
     return Compiled(source, template, paths, _plain(template), roots)

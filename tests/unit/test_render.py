@@ -200,7 +200,7 @@ def test_deep_nesting_is_refused(depth: int) -> None:
 
 
 def test_nesting_up_to_the_limit_renders() -> None:
-    depth = render._Sandbox.block_nesting_limit
+    depth = render._env().block_nesting_limit
     source = "{% if true %}" * depth + "x" + "{% endif %}" * depth
     assert compiled(source).render({}) == "x"
 
