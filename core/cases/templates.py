@@ -378,8 +378,8 @@ class TemplateCases(CaseBase):
 
     async def template_names(self, actor_id: ActorRef, prefix: str = "") -> list[str]:
         """Names of the actor's tenant's templates starting with ``prefix`` (autocomplete)."""
-        wanted = prefix.strip().lower()
-        return [t.name for t, _ in await self.list_templates(actor_id) if t.name.startswith(wanted)]
+        actor = await self.actor(actor_id)
+        return await self.store.template_names(actor.tenant, prefix.strip().lower()[:64])
 
     async def preview_template(
         self,

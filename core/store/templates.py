@@ -20,6 +20,7 @@ from sqlmodel import col, select
 from core.errors import Conflict
 from core.models import Schedule, ScheduleState, Template, TemplateVersion
 from core.store.base import AuditEntry, Gateway
+from core.store.paging import has_prefix
 
 SCHEDULE = Schedule.__table__  # type: ignore[attr-defined]
 TEMPLATE = Template.__table__  # type: ignore[attr-defined]
@@ -81,6 +82,15 @@ class TemplateQueries(Gateway):
         stmt = select(Template).where(col(Template.tenant) == tenant, col(Template.name) == name)
         async with self._read_session() as s:
             return (await s.execute(stmt)).scalars().first()
+
+    async def template_names(self, tenant: str, prefix: str = "") -> list[str]:
+        """The names of ``tenant``'s templates starting with ``prefix``, in order (no
+        use counts: what autocomplete asks at every key)."""
+        stmt = sa.select(TEMPLATE.c.name).where(TEMPLATE.c.tenant == tenant)
+        if prefix:
+            stmt = stmt.where(has_prefix(TEMPLATE.c.name, prefix))
+        async with self._read() as conn:
+            return [str(n) for n in (await conn.execute(stmt.order_by(TEMPLATE.c.name))).scalars()]
 
     async def list_templates(self, tenant: str) -> list[tuple[Template, int]]:
         """The templates of ``tenant`` by name, each with how many live schedules
