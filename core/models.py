@@ -96,6 +96,9 @@ class ScheduleState(StrEnum):
     PAUSED = "paused"
     CANCELLED = "cancelled"
     COMPLETED = "completed"
+    #: A member's message that a second person approves before anything is sent
+    #: (core.approvals): no job waits until it is approved.
+    AWAITING = "awaiting"
 
 
 class Outcome(StrEnum):
@@ -116,6 +119,7 @@ OUTCOME_OF_JOB = {
     "expired": Outcome.FAILED.value,
     "discarded": Outcome.FAILED.value,
     "skipped": Outcome.SKIPPED.value,
+    "acknowledged": Outcome.DELIVERED.value,
 }
 
 
@@ -130,6 +134,7 @@ STATE_FILTERS = (
     "skipped",
     "active",
     "paused",
+    "awaiting",
     "ended",
     "completed",
     "cancelled",
@@ -141,6 +146,8 @@ def describe_state(state: str, recurring: bool, last_outcome: str | None) -> str
     (delivered, failed, retrying, or pending before anything was tried), never
     "completed" when nothing was sent; a recurring one says active, paused, ended or
     cancelled and its last outcome ("active, last failed")."""
+    if state == ScheduleState.AWAITING.value:
+        return "awaiting approval"
     if state in (ScheduleState.CANCELLED.value, ScheduleState.PAUSED.value) and not recurring:
         return state
     if not recurring:
@@ -161,6 +168,10 @@ class JobState(StrEnum):
     #: An occurrence that fell on a blackout date of one of the schedule's skip
     #: calendars: never sent, kept so the timeline shows it (``last_error`` names why).
     SKIPPED = "skipped"
+    #: A delivered occurrence of a schedule sent "until done" that someone marked done
+    #: (``done_by``, ``done_at``): its ladder of nags and escalations stops
+    #: (core.until_done).
+    ACKNOWLEDGED = "acknowledged"
 
 
 #: Waiting jobs as SQL, exactly as the partial index ``ix_job_waiting_due`` says it.
@@ -366,7 +377,7 @@ class Job(SQLModel, table=True):
 
     __table_args__ = (
         sa.UniqueConstraint(
-            "schedule_id", "recipient", "occurrence_at", name="uq_job_schedule_recipient"
+            "schedule_id", "recipient", "occurrence_at", "ladder", name="uq_job_schedule_ladder"
         ),
         # On PostgreSQL the indexes on state hold only the rows their queries read:
         # claiming a job or recording its outcome then adds no entry to two of them
@@ -429,14 +440,15 @@ class Job(SQLModel, table=True):
     lease_expires_at: datetime | None = _utc(default=None)
     idempotency_key: str = Field(max_length=64, unique=True)
     last_error: str | None = Field(default=None, sa_type=sa.Text)
-    #: A dead letter's pending retry request (by a member or operator), until an
-    #: admin approves or rejects it.
-    retry_requested_by: str | None = Field(default=None, max_length=200)
-    retry_requested_at: datetime | None = _utc(default=None)
-    #: The last retry request an admin turned down, and why: kept while the job stays
-    #: dead, so whoever asked can read the answer; a new request or a retry clears it.
-    retry_rejected_by: str | None = Field(default=None, max_length=200)
-    retry_reject_reason: str | None = Field(default=None, max_length=REJECT_REASON_CHARS)
+    #: "" for an occurrence's message; for a step of its ladder (a schedule sent until
+    #: done, core.until_done) which step: ``nag 3``, ``escalate 1.0``, ``done``.
+    ladder: str = Field(default="", max_length=24, sa_column_kwargs={"server_default": ""})
+    #: A ladder step's message it answers: the provider's id of the occurrence's message
+    #: (a Slack ``CHANNEL/TS``, a Discord message id), replied to or edited.
+    thread: str | None = Field(default=None, max_length=200)
+    #: Who marked a delivered occurrence done, and when (state ``acknowledged``).
+    done_by: str | None = Field(default=None, max_length=200)
+    done_at: datetime | None = _utc(default=None)
     created_at: datetime = _utc()
     updated_at: datetime = _utc()
     finished_at: datetime | None = _utc(default=None)
@@ -480,6 +492,70 @@ class Attempt(SQLModel, table=True):
     late_ms: int | None = Field(default=None)
     #: Started more than ``HERALD_LATE_AFTER`` after it was due (a catch-up send).
     delayed: bool = Field(default=False, sa_column_kwargs={"server_default": sa.false()})
+
+
+class ApprovalKind(StrEnum):
+    """What a second person decides (core.approvals): one table for every kind."""
+
+    #: A dead letter sent again: asked by a member or an operator, decided by an admin.
+    RETRY = "retry"
+    #: A member's message with broadcast mentions, or into an announcement channel,
+    #: before it is sent: decided by the tenant's approvers.
+    SEND = "send"
+
+
+class ApprovalState(StrEnum):
+    PENDING = "pending"
+    APPROVED = "approved"
+    REJECTED = "rejected"
+    #: Not decided before the message was due (a one-off: it is not sent).
+    EXPIRED = "expired"
+    #: Made moot before a decision: the dead letter was retried or discarded, the
+    #: schedule edited or cancelled.
+    WITHDRAWN = "withdrawn"
+
+
+class Approval(SQLModel, table=True):
+    """A request that a second person decides: a dead letter's retry, or a member's
+    message before it is sent (core.approvals, core/cases/approvals.py)."""
+
+    model_config = {"defer_build": True}  # validators built on first use
+
+    __table_args__ = (
+        sa.Index("ix_approval_tenant_state", "tenant", "state", "id"),
+        sa.Index("ix_approval_job", "job_id"),
+        sa.Index("ix_approval_schedule", "schedule_id"),
+        sa.Index("ix_approval_due", "state", "expires_at"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    tenant: str = Field(max_length=200)
+    #: :class:`ApprovalKind`
+    kind: str = Field(max_length=16)
+    #: The dead letter to retry (kind ``retry``).
+    job_id: int | None = Field(
+        default=None, sa_type=BigId, foreign_key="job.id", ondelete="CASCADE"
+    )
+    #: The schedule to send (kind ``send``), at the version asked about.
+    schedule_id: int | None = Field(default=None, foreign_key="schedule.id", ondelete="CASCADE")
+    schedule_version: int | None = Field(default=None)
+    #: :class:`ApprovalState`
+    state: str = Field(default=ApprovalState.PENDING.value, max_length=16)
+    requested_by: str = Field(max_length=200)
+    requested_at: datetime = _utc()
+    #: Why it needs a decision, in words ("@channel in a member's message").
+    why: str = Field(default="", max_length=500)
+    decided_by: str | None = Field(default=None, max_length=200)
+    decided_at: datetime | None = _utc(default=None)
+    #: A rejection's reason (or an expiry's), as the author reads it.
+    reason: str | None = Field(default=None, max_length=REJECT_REASON_CHARS)
+    #: Kind ``send``: the occurrence it must be decided before; past it undecided, a
+    #: one-off expires and a recurring schedule's request waits for its next.
+    expires_at: datetime | None = _utc(default=None)
+    #: The request or answer its subject shows now (a dead letter's latest request, or
+    #: the rejection read while it stays dead); a retry, a discard or a new request
+    #: closes it.
+    shown: bool = Field(default=True, sa_column_kwargs={"server_default": sa.true()})
 
 
 class Receipt(StrEnum):

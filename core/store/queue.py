@@ -340,7 +340,7 @@ SELECT %s, %s, %s, %s, %s, %s, 'pending', 0, %s, %s, %s, {_RANK_SQL}
 FROM schedule WHERE id = %s AND state = 'active' AND rrule = %s
     AND EXISTS (SELECT 1 FROM json_each(schedule.recipients) WHERE value ->> 'id' = %s
         UNION ALL SELECT 1 WHERE json_array_length(schedule.recipients) = 0)
-ON CONFLICT (schedule_id, recipient, occurrence_at) DO NOTHING
+ON CONFLICT (schedule_id, recipient, occurrence_at, ladder) DO NOTHING
 """
 # A job falling back to its recipient's next step: its tries counted afresh.
 # (after the job's own update: the step begins when it falls due, its due_at)
@@ -612,7 +612,7 @@ CROSS JOIN LATERAL (
         AND (schedule.recipients::jsonb @> jsonb_build_array(jsonb_build_object('id', n.recipient))
             OR json_array_length(schedule.recipients) = 0)
 ) AS s
-ON CONFLICT (schedule_id, recipient, occurrence_at) DO NOTHING
+ON CONFLICT (schedule_id, recipient, occurrence_at, ladder) DO NOTHING
 """
 _PG_NEXT_STEPS = """
 UPDATE job SET destination = n.destination, step = job.step + 1, attempts = 0,
