@@ -174,6 +174,12 @@ def steps(rule: UntilDone, posted_at: datetime, thread: str | None) -> list[Step
     return made
 
 
+def opens(ladder: str, options: Mapping[str, Any]) -> bool:
+    """Whether a job is an occurrence's message sent until done (its delivery writes
+    its ladder's steps)."""
+    return not ladder and OPTION in options
+
+
 def step_kind(ladder: str) -> str:
     """``nag``, ``escalate`` or ``done`` for a step; "" for an occurrence's message."""
     return ladder.split(" ", 1)[0]
@@ -196,6 +202,18 @@ def mention(member: str) -> str:
     """A member as their platform shows them (``<@U0123>``), else their id."""
     kind, _, user = member.partition(":")
     return f"<@{user}>" if kind in ("slack", "discord") and user else member
+
+
+def where(destination: str) -> str:
+    """Where a message went, as an escalation names it: a chat channel as its platform
+    links it (``<#C0123>``), a person's direct messages by their mention, else the
+    address without its kind."""
+    kind, _, target = destination.partition(":")
+    if kind in ("slack", "discord") and target:
+        if target.startswith("@"):
+            return f"<{target}>'s direct messages"
+        return f"<#{target.split('/', 1)[0]}>"
+    return target or destination
 
 
 def nag_text(body: str, k: int) -> str:

@@ -7,9 +7,8 @@ and a flusher records the outcomes (:mod:`.verdicts`) in batches. A lease guards
 claimed job and a job is sent only while it still holds with a margin
 (:mod:`.liveness`): a dispatcher that stalled past it drops the job. A job whose
 worker died is reclaimed, at start-up and by every sweep, and sent again with the same
-idempotency key. APScheduler (3.x) is only the service's alarm clock (:mod:`.alarms`):
-the database is the queue and the source of truth.
-"""
+idempotency key. APScheduler (3.x) is only the alarm clock (:mod:`.alarms`): the
+database is the queue and the source of truth."""
 
 from __future__ import annotations
 
@@ -43,7 +42,6 @@ from core.dispatcher.housekeeping import housekeeping
 from core.dispatcher.liveness import Liveness
 from core.dispatcher.rates import ParsedDestinations, RateSlots
 from core.dispatcher.recipients import Recipients
-from core.dispatcher.verdicts import DELIVERED
 from core.errors import HeraldError
 from core.events import OutcomePolicy
 from core.metrics import Metrics
@@ -405,8 +403,8 @@ class Dispatcher:
         for item in batch:
             self._inflight.pop(item.job.id, None)
             self._leases.forget(item.job.id)
-            if item.state != DELIVERED or item.next_run is not None:
-                requeued = True  # to try again, or a next occurrence: due when?
+            if verdicts.requeues(item):
+                requeued = True  # to try again, a next occurrence or a ladder: due when?
         if self._saturated or requeued:
             # room for the next claim, which can start while these are counted (with
             # nothing due left unclaimed, a claim would only find nothing, holding

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 from zoneinfo import ZoneInfoNotFoundError
 
-from core import render, templates
+from core import reminders, render, templates, until_done
 from core.channels.base import Channel, Delivery, DeliveryResult
 from core.destinations import Destination
 from core.dispatcher.config import DispatcherConfig
@@ -32,6 +32,9 @@ def delivery(job: ClaimedJob, destination: Destination, config: DispatcherConfig
     used = options.get(LIQUID)
     if used is not None:
         text, options = templated(job, destination, used)
+    credit = config.scheduled_by_name(job, destination)
+    if until_done.OPTION in options:
+        text, options, credit = laddered(job, text, options, credit)
     return Delivery(
         job_id=job.id,
         schedule_id=job.schedule_id,
@@ -42,9 +45,45 @@ def delivery(job: ClaimedJob, destination: Destination, config: DispatcherConfig
         occurrence_at=job.occurrence_at,
         due_at=job.due_at,
         options=options,
-        scheduled_by=config.scheduled_by_name(job, destination),
+        scheduled_by=credit,
         tenant=job.tenant,
     )
+
+
+#: What a channel reads in a delivery's options for a schedule sent until done
+#: (core/channels/slack.py, discord.py): the occurrence's message carries a Done button
+#: (its job id), a nag replies to it, the ``done`` step edits it.
+DONE_BUTTON = "done_button"
+REPLY_TO = "reply_to"
+EDIT_OF = "edit_of"
+
+
+def laddered(
+    job: ClaimedJob, text: str, options: Mapping[str, Any], credit: str | None
+) -> tuple[str, Mapping[str, Any], str | None]:
+    """A message sent until done (core.until_done): the occurrence's own with its Done
+    button; a nag as a reply under it; an escalation as a message of its own saying
+    what is not done where; the ``done`` step as the edit of the message, its button
+    gone. Steps carry no reminder buttons in a direct message (``notice``)."""
+    kind = until_done.step_kind(job.ladder)
+    if not kind:
+        return text, {**options, DONE_BUTTON: job.id}, credit
+    steps: dict[str, Any] = {**options, reminders.NOTICE: True}
+    for part in ("blocks", "embeds", until_done.OPTION):
+        steps.pop(part, None)
+    if kind == until_done.NAG:
+        if job.thread:
+            steps[REPLY_TO] = job.thread
+        return until_done.nag_text(text, int(job.ladder.split(" ", 1)[1])), steps, None
+    if kind == until_done.ESCALATE:
+        rule = until_done.of_options(options)
+        assert rule is not None
+        level = until_done.level_of(job.ladder)
+        where = until_done.where(job.thread) if job.thread else "its channel"
+        return until_done.escalation_text(text, rule, level, where, job.owner), steps, None
+    steps[EDIT_OF] = job.thread
+    at = job.done_at or job.occurrence_at
+    return until_done.done_text(text, job.done_by or "someone", at, job.timezone), steps, credit
 
 
 #: The option holding a templated schedule's data (core.cases.templates.LIQUID).

@@ -13,7 +13,7 @@ import logging
 import random
 from datetime import datetime, timedelta
 
-from core import calendars, timeexpr
+from core import calendars, timeexpr, until_done
 from core.calendars import Blackouts
 from core.channels.base import DeliveryResult, Outcome
 from core.dispatcher.config import DispatcherConfig, backoff_delay
@@ -21,7 +21,7 @@ from core.dispatcher.fallback import fall_back, step_deadline
 from core.errors import HeraldError
 from core.models import JobState
 from core.preferences import REFUSED
-from core.store import AttemptRecord, ClaimedJob, HandBack, Verdict
+from core.store import AttemptRecord, ClaimedJob, HandBack, Settled, Verdict
 
 log = logging.getLogger("core.dispatcher")
 
@@ -172,10 +172,23 @@ def lapsed(job: ClaimedJob) -> HandBack:
     )
 
 
+def requeues(item: Settled) -> bool:
+    """Whether recording ``item`` may leave something due (a retry, a recurring
+    schedule's next occurrence, a message's ladder sent until done): the dispatcher
+    then asks when."""
+    job = item.job
+    return (
+        item.state != DELIVERED
+        or item.next_run is not None
+        or until_done.opens(job.ladder, job.options)
+    )
+
+
 def next_run(job: ClaimedJob, now: datetime) -> datetime | None:
     """A recurring schedule's next occurrence after this one and after now (no
-    burst of stale repeats after downtime)."""
-    if job.rrule is None:
+    burst of stale repeats after downtime). None for a ladder's step: the occurrence's
+    own message plans the next."""
+    if job.rrule is None or job.ladder:
         return None
     try:
         after = max(job.occurrence_at, now)

@@ -40,6 +40,7 @@ from core.store.events import (
     encode_cursor,
     last_position,
 )
+from core.store.ladders import Awaiting, Done, DoneJob, LadderQueries
 from core.store.lateness import LatenessQueries
 from core.store.notices import NoticeQueries, TakenNotice
 from core.store.preferences import PersonNow, PreferenceQueries
@@ -79,6 +80,7 @@ class Store(
     LatenessQueries,
     ArchiveQueries,
     TemplateQueries,
+    LadderQueries,
 ):
     """Every named query, over one engine."""
 
@@ -91,6 +93,10 @@ def _dispatches(store: Store) -> DispatchStore:
 __all__ = [
     "Moved",
     "TemplateQueries",
+    "LadderQueries",
+    "Awaiting",
+    "Done",
+    "DoneJob",
     "ArchiveQueries",
     "EventQueries",
     "EventScope",

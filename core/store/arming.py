@@ -158,7 +158,7 @@ class Arming(Gateway):
                     self._insert()(JOB)
                     .values(**job)
                     .on_conflict_do_nothing(
-                        index_elements=["schedule_id", "recipient", "occurrence_at"]
+                        index_elements=["schedule_id", "recipient", "occurrence_at", "ladder"]
                     )
                 )
         await s.execute(

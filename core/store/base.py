@@ -25,7 +25,16 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession
 from core import db
 from core.actors import Actor
 from core.errors import DatabaseError, HeraldError
-from core.models import LOCAL_TENANT, Attempt, Audit, Job, JobState, Member, Schedule
+from core.models import (
+    LOCAL_TENANT,
+    Approval,
+    Attempt,
+    Audit,
+    Job,
+    JobState,
+    Member,
+    Schedule,
+)
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +57,7 @@ JOB = Job.__table__  # type: ignore[attr-defined]
 JOB_DESTINATION = sa.func.coalesce(JOB.c.destination, SCHEDULE.c.destination)
 ATTEMPT = Attempt.__table__  # type: ignore[attr-defined]
 AUDIT = Audit.__table__  # type: ignore[attr-defined]
+APPROVAL = Approval.__table__  # type: ignore[attr-defined]
 MEMBER = Member.__table__  # type: ignore[attr-defined]
 
 T = TypeVar("T")

@@ -23,6 +23,7 @@ from typing import Any, ClassVar, TypeAlias
 
 import sqlalchemy as sa
 
+import core.store.ladders as ladders
 import core.store.outcomes as outcomes
 from core import routing
 from core.events import TOLD_STATES, EventRow, EventType, OutcomePolicy, late_ms
@@ -38,6 +39,7 @@ from core.models import (
 from core.preferences import NORMAL, RANK
 from core.ratelimit import ClaimCaps
 from core.store.base import (
+    APPROVAL,
     ATTEMPT,
     JOB,
     SCHEDULE,
@@ -100,6 +102,13 @@ class ClaimedJob:
     #: Its rank in the queue (core.preferences.RANK: 0 urgent, 1 normal, 2 bulk): what
     #: the feeder starts first and whose send slots go ahead (core.dispatcher.rates).
     priority: int = 1
+    #: "" for an occurrence's message; a step of its ladder otherwise (core.until_done:
+    #: ``nag 2``, ``escalate 1.0``, ``done``), the message it answers (``thread``) and,
+    #: for the ``done`` edit, who marked it done and when.
+    ladder: str = ""
+    thread: str | None = None
+    done_by: str | None = None
+    done_at: datetime | None = None
 
 
 @dataclass(slots=True)
@@ -204,6 +213,10 @@ CLAIM_COLUMNS: tuple[tuple[str, str], ...] = (
     ("route", "job.route"),
     ("step_since", "job.step_since"),
     ("priority", "job.priority"),
+    ("ladder", "job.ladder"),
+    ("thread", "job.thread"),
+    ("done_by", "job.done_by"),
+    ("done_at", "job.done_at"),
 )
 #: Where each label of :data:`CLAIM_COLUMNS` sits in a claim row.
 CLAIM_INDEX = {label: i for i, (label, _) in enumerate(CLAIM_COLUMNS)}
@@ -702,7 +715,13 @@ _WAITING_BY_RANK = (
     .group_by(JOB.c.priority)
 )
 _AWAITING = sa.select(sa.func.count()).where(
-    JOB.c.state == JobState.DEAD.value, JOB.c.retry_requested_by.is_not(None)
+    JOB.c.state == JobState.DEAD.value,
+    sa.exists().where(
+        APPROVAL.c.job_id == JOB.c.id,
+        APPROVAL.c.shown,
+        APPROVAL.c.state == "pending",
+        APPROVAL.c.kind == "retry",
+    ),
 )
 
 
@@ -759,10 +778,12 @@ class _Plan:
 
     @classmethod
     def of(cls, mine: Sequence[Settled]) -> _Plan:
-        done = [r for r in mine if r.state in TERMINAL_FOR_SCHEDULE]
+        # a ladder's step (a nag, an escalation) is no occurrence: it neither plans the
+        # next one nor ends the schedule nor says what its occurrence did
+        done = [r for r in mine if r.state in TERMINAL_FOR_SCHEDULE and not r.job.ladder]
         latest: dict[int, Settled] = {}
         for r in mine:
-            if r.state in OUTCOME_OF_JOB:
+            if r.state in OUTCOME_OF_JOB and not r.job.ladder:
                 seen = latest.get(r.job.schedule_id)
                 if seen is None or seen.job.occurrence_at <= r.job.occurrence_at:
                     latest[r.job.schedule_id] = r
@@ -832,6 +853,8 @@ def _claimed(row: Sequence[Any], at: Callable[[Any], datetime] | None = None) ->
         job.due_at = at(job.due_at)
         if job.step_since is not None:
             job.step_since = at(job.step_since)
+        if job.done_at is not None:
+            job.done_at = at(job.done_at)
     job.options = _options(job.options)  # type: ignore[arg-type]
     if job.tenant is None:
         job.tenant = ""
@@ -1083,6 +1106,9 @@ class QueueQueries(Gateway):
                     db.run(_COMPLETED, (at, db.ids(plan.ended)))
             if plan.tells(policy):
                 outcomes.record(db, results, owned, plan.failed, now, policy)
+            sent = ladders.sent_until_done(results, owned)
+            if sent:
+                ladders.write_sqlite(db, sent, now)
             return owned
 
         return await self._sqlite_run(record)
@@ -1175,6 +1201,9 @@ class QueueQueries(Gateway):
                     await outcomes.write_events_pg(conn, plan.ended_events(completed, heard, now))
             if plan.tells(policy):
                 await outcomes.record_pg(conn, results, owned, plan.failed, now, policy)
+            sent = ladders.sent_until_done(results, owned)
+            if sent:
+                await ladders.write_pg(conn, sent, now)
         return owned
 
     async def release(self, job_ids: Sequence[int], *, worker: str, now: datetime) -> int:
