@@ -74,6 +74,16 @@ class NoticeKind(StrEnum):
     PAUSED = "paused"
     #: An event hook failed for a day and was disabled.
     HOOK_DISABLED = "hook_disabled"
+    #: An approver is asked to decide a held message (``approval_id``); to the owner
+    #: ``<platform>:#alert`` it is posted to that platform's alert channel instead.
+    APPROVAL = "approval"
+    #: The author is told what became of their held message (``reason`` says it).
+    DECIDED = "decided"
+
+
+#: The owner of a notice meant for a platform's alert channel, not a person:
+#: ``slack:#alert``.
+ALERT_OWNER = "#alert"
 
 
 #: Characters of a notice's reason at most (a provider's words, already scrubbed).

@@ -873,6 +873,9 @@ class Notice(SQLModel, table=True):
     kind: str = Field(max_length=16)
     schedule_id: int | None = Field(default=None)
     job_id: int | None = Field(default=None, sa_type=sa.BigInteger)
+    #: The approval an approver is asked to decide (kind ``approval``), or whose
+    #: decision the author is told (core.approvals).
+    approval_id: int | None = Field(default=None)
     #: Why, in one sentence (the job's last error, or the pause's reason).
     reason: str = Field(default="", sa_type=sa.Text)
     at: datetime = _utc()

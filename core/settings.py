@@ -217,6 +217,21 @@ class Settings(ChannelSettings):
     #: Tenants whose members (not only admins) may use Slack's <!channel>, <!here>,
     #: <!everyone> and user-group mentions.
     broadcast_tenants: frozenset[str] = Field(default=frozenset(), alias="HERALD_BROADCAST_TENANTS")
+    #: Tenants whose members' broadcast mentions (Slack's <!channel>, <!here>,
+    #: <!everyone> and user groups; Discord's @everyone, @here and roles they may not
+    #: mention) are held for approval instead of refused (core.approvals); ``all``: every
+    #: tenant's.
+    approve_broadcasts: frozenset[str] = Field(
+        default=frozenset(), alias="HERALD_APPROVE_BROADCASTS"
+    )
+    #: Announcement channels (destinations, ``slack:C0123``, ``discord:1234…``): a
+    #: member's message into one waits for an approver.
+    announcement_channels: frozenset[str] = Field(
+        default=frozenset(), alias="HERALD_ANNOUNCEMENT_CHANNELS"
+    )
+    #: Members (``slack:U0123``) who approve their tenant's held messages besides its
+    #: admins.
+    approvers: frozenset[str] = Field(default=frozenset(), alias="HERALD_APPROVERS")
     #: Tenants whose members (not only admins) may post into Slack under another name or
     #: icon (``username``, ``icon_url``, ``icon_emoji``): by default the terminal's.
     custom_sender_tenants: frozenset[str] = Field(
@@ -250,6 +265,9 @@ class Settings(ChannelSettings):
     @field_validator(
         "slack_team_ids",
         "broadcast_tenants",
+        "approve_broadcasts",
+        "announcement_channels",
+        "approvers",
         "custom_sender_tenants",
         "quota_exempt_tenants",
         "quota_exempt_tokens",

@@ -135,7 +135,7 @@ def check_mentions(
     if destination.kind == "slack":
         broadcasts = slack_broadcasts(body, options)
         allowed = actor.is_admin or actor.tenant in settings.broadcast_tenants
-        if broadcasts and not allowed:
+        if broadcasts and not allowed and not holds_broadcasts(actor.tenant, settings):
             raise MentionRefused(
                 f"Only admins can notify a whole channel or a user group ({broadcasts[0]}): "
                 "Herald posts as the bot, which could reach people you cannot. Remove it, "
@@ -144,6 +144,14 @@ def check_mentions(
     elif destination.kind in DISCORD_KINDS:
         options["allowed_mentions"] = discord_allowed_mentions(actor, body)
     return options
+
+
+def holds_broadcasts(tenant: str, settings: Settings) -> bool:
+    """Whether ``tenant`` holds its members' broadcast mentions for an approver
+    (core.approvals) instead of refusing them (``HERALD_APPROVE_BROADCASTS``: its
+    name, or ``all``)."""
+    held = settings.approve_broadcasts
+    return "all" in held or tenant in held
 
 
 def check_sender(

@@ -120,7 +120,7 @@ def parse(
     for a nag below the floor (:data:`NAG_FLOOR`; :data:`NAG_FLOOR_STAFF` for
     operators and admins), a level without destinations or with too many, delays not
     increasing, or more than :data:`MAX_LEVELS` levels."""
-    interval = None if nag in (None, "") else _duration(nag, "The nag interval")  # type: ignore[arg-type]
+    interval = None if nag is None or nag == "" else _duration(nag, "The nag interval")
     floor = NAG_FLOOR_STAFF if staff else NAG_FLOOR
     if interval is not None and interval < floor:
         raise InvalidInput(

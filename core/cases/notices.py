@@ -42,6 +42,9 @@ class NoticeLine:
     resumable: bool
     #: The schedule is live (active or paused): its author may edit it.
     editable: bool
+    #: An approver is asked to decide it (kind ``approval``): the surfaces show
+    #: Approve and Reject buttons for this approval.
+    approval_id: int | None = None
 
     @property
     def hint(self) -> str | None:
@@ -88,6 +91,8 @@ def notice_text(n: TakenNotice) -> str:
             if why
             else f"{what.capitalize()} was paused by Herald for failing."
         )
+    if n.kind in (NoticeKind.APPROVAL, NoticeKind.DECIDED):
+        return n.reason  # written whole when the request was made or decided
     if n.kind == NoticeKind.HOOK_DISABLED:
         return f"Your event hook was disabled: {why}" if why else "Your event hook was disabled."
     to = f" to {recipient_shown(n.destination)}" if n.destination else ""
@@ -107,6 +112,7 @@ def _line(n: TakenNotice) -> NoticeLine:
         retryable=n.kind == NoticeKind.DEAD and n.job_state == JobState.DEAD.value,
         resumable=n.kind == NoticeKind.PAUSED and n.schedule_state == ScheduleState.PAUSED.value,
         editable=live,
+        approval_id=n.approval_id if n.kind == NoticeKind.APPROVAL else None,
     )
 
 

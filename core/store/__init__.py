@@ -9,6 +9,7 @@ and the surfaces use are imported from here, never from a sub-module (an import-
 contract in ``pyproject.toml`` keeps the sub-modules private).
 """
 
+from core.store.approvals import ApprovalRow, Held, Tell
 from core.store.archive import ArchiveQueries
 from core.store.base import AuditEntry, new_idempotency_key
 from core.store.calendars import (
@@ -94,6 +95,9 @@ __all__ = [
     "Moved",
     "TemplateQueries",
     "LadderQueries",
+    "ApprovalRow",
+    "Held",
+    "Tell",
     "Awaiting",
     "Done",
     "DoneJob",

@@ -123,7 +123,9 @@ class Arming(Gateway):
             recipient
             for recipient, state in await s.execute(
                 sa.select(JOB.c.recipient, JOB.c.state).where(
-                    JOB.c.schedule_id == schedule_id, JOB.c.occurrence_at == occurrence
+                    JOB.c.schedule_id == schedule_id,
+                    JOB.c.occurrence_at == occurrence,
+                    JOB.c.ladder == "",  # the occurrence's message, not its ladder's steps
                 )
             )
             if state != JobState.CANCELLED.value
@@ -138,6 +140,7 @@ class Arming(Gateway):
                     JOB.c.schedule_id == schedule_id,
                     JOB.c.recipient == recipient.id,
                     JOB.c.occurrence_at == occurrence,
+                    JOB.c.ladder == "",
                     JOB.c.state == JobState.CANCELLED.value,
                 )
                 .values(

@@ -178,7 +178,8 @@ async def write_pg(conn: AsyncConnection, sent: Sequence[Settled], now: datetime
         "SELECT id, done_by, done_at FROM job WHERE id = ANY(%s) AND done_at IS NOT NULL",
         (ids,),
     )
-    marked = {row[0]: (row[1], row[2]) for row in found}
+    rows_found: list[Any] = list(found.all())
+    marked: dict[int, tuple[str, datetime]] = {r[0]: (r[1], r[2]) for r in rows_found}
     if marked:
         await conn.exec_driver_sql(
             "UPDATE job SET state = 'acknowledged' WHERE id = ANY(%s) AND state = 'delivered'",
@@ -203,7 +204,7 @@ async def write_pg(conn: AsyncConnection, sent: Sequence[Settled], now: datetime
         for s in _rows(sent, marked, now)
     ]
     if rows:
-        await conn.exec_driver_sql(_STEP, rows)  # type: ignore[arg-type]
+        await conn.exec_driver_sql(_STEP, rows)
 
 
 def _as_time(value: Any) -> datetime:
@@ -284,7 +285,7 @@ class LadderQueries(Gateway):
         if row is None:
             return None
         options = row[7] if isinstance(row[7], dict) else json.loads(row[7] or "{}")
-        return DoneJob(*row[:7], options, row[8], row[9])  # type: ignore[arg-type]
+        return DoneJob(*row[:7], options, row[8], row[9])
 
     async def mark_done(self, job_id: int, *, by: str, now: datetime, audit: AuditEntry) -> Done:
         """Done on occurrence ``job_id``, in one transaction: acknowledged with who and
@@ -441,7 +442,7 @@ class LadderQueries(Gateway):
             query = query.where(SCHEDULE.c.owner == owner)
         async with self._read() as conn:
             rows = (await conn.execute(query)).all()
-        return [Awaiting(*row) for row in rows]  # type: ignore[arg-type]
+        return [Awaiting(*row) for row in rows]
 
     async def ack_seconds(
         self, *, tenant: str | None, since: datetime, limit: int = 10_000

@@ -40,6 +40,8 @@ class TakenNotice:
     job_state: str | None
     #: The schedule's state now (None: no schedule, or it is gone).
     schedule_state: str | None
+    #: The approval an approver is asked to decide, or the author told of.
+    approval_id: int | None = None
 
 
 def _due(prefix: str, now: datetime) -> sa.ColumnElement[bool]:
@@ -123,6 +125,7 @@ class NoticeQueries(Gateway):
                 destination=r.destination,
                 job_state=r.job_state,
                 schedule_state=states.get(r.schedule_id),
+                approval_id=r.approval_id,
             )
             for r in rows
         ]

@@ -26,7 +26,8 @@ from core.models import (
     Role,
     Schedule,
 )
-from core.store.arming import Arming, rank_of
+from core.store.approvals import ApprovalQueries, Held
+from core.store.arming import rank_of
 from core.store.base import JOB, JOB_DESTINATION, SCHEDULE, AuditEntry
 from core.store.outcomes import record_events
 from core.store.states import state_condition
@@ -115,7 +116,7 @@ def _matching(query: ScheduleQuery) -> list[Any]:
     return where
 
 
-class ScheduleQueries(Arming):
+class ScheduleQueries(ApprovalQueries):
     """Members, schedules and their jobs as people see them."""
 
     # --- members ----------------------------------------------------------------
@@ -209,11 +210,19 @@ class ScheduleQueries(Arming):
             return result.scalars().first()
 
     async def create_schedule(
-        self, schedule: Schedule, *, first_run: datetime | None, audit: AuditEntry, now: datetime
+        self,
+        schedule: Schedule,
+        *,
+        first_run: datetime | None,
+        audit: AuditEntry,
+        now: datetime,
+        held: Held | None = None,
     ) -> tuple[Schedule, bool]:
         """Insert ``schedule``, its first job (when ``first_run`` is set) and the audit
-        row in one transaction. Returns ``(schedule, created)``: when the owner already
-        has a schedule with the same idempotency key, that one and ``False``."""
+        row in one transaction; ``held``: the request an approver decides before it is
+        sent (core/store/approvals.py), in the same transaction. Returns ``(schedule,
+        created)``: when the owner already has a schedule with the same idempotency
+        key, that one and ``False``."""
         if schedule.idempotency_key is not None:
             existing = await self.find_schedule_by_key(
                 schedule.tenant, schedule.owner, schedule.idempotency_key
@@ -229,6 +238,12 @@ class ScheduleQueries(Arming):
                 assert schedule.id is not None
                 if first_run is not None:
                     await self._arm(s, schedule.id, first_run, now)
+                if held is not None:
+                    await self._hold(
+                        s,
+                        **held.as_kwargs(schedule.tenant, schedule.id, 1, schedule.owner),
+                        now=now,
+                    )
                 entry = replace(
                     audit,
                     object_type="schedule",
@@ -502,11 +517,16 @@ class ScheduleQueries(Arming):
         cancel_open_jobs: bool = False,
         arm_at: datetime | None = None,
         events: Sequence[EventRow] = (),
+        held: Held | None = None,
+        withdraw: bool = False,
     ) -> Schedule:
         """Apply ``values`` to a schedule if it is still at ``expected_version``, bump
         the version, optionally cancel its waiting jobs and arm a job at ``arm_at``,
         and write the audit row and the ``events`` someone listens to
         (:func:`core.store.outcomes.record_events`): all in one transaction.
+
+        ``held``: the edited schedule waits for an approver again (its request written,
+        any earlier one withdrawn); ``withdraw``: its pending request is moot (cancelled).
 
         Raises Conflict when the schedule changed since it was read.
         """
@@ -552,6 +572,21 @@ class ScheduleQueries(Arming):
                 await self._arm(s, schedule_id, arm_at, now)
             elif "recipients" in values and not cancel_open_jobs:
                 await self._reroute(s, schedule_id, now)
+            if held is not None:
+                tenant, owner = (
+                    await s.execute(
+                        sa.select(SCHEDULE.c.tenant, SCHEDULE.c.owner).where(
+                            SCHEDULE.c.id == schedule_id
+                        )
+                    )
+                ).one()
+                await self._hold(
+                    s,
+                    **held.as_kwargs(tenant, schedule_id, expected_version + 1, owner),
+                    now=now,
+                )
+            elif withdraw:
+                await self._withdraw(s, schedule_id, now)
             entry = replace(audit, object_type="schedule", object_id=str(schedule_id))
             await self._audit(s, entry, now)
             if events:

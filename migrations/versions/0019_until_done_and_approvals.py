@@ -12,7 +12,8 @@ member's message awaiting approval before it is sent (``schedule.state`` ``await
 A job is one step of its occurrence's ladder (core.until_done): ``job.ladder`` is ""
 for the occurrence's message and names a nag, an escalation or the "done" edit
 otherwise; the unique key becomes (schedule_id, recipient, occurrence_at, ladder).
-``job.thread`` is the message a step answers; ``done_by``/``done_at`` who marked an
+``job.thread`` is the message a step answers; ``notice.approval_id`` the approval an
+approver is asked to decide or an author told of; ``done_by``/``done_at`` who marked an
 occurrence done (state ``acknowledged``).
 
 Down again only while no schedule awaits approval and no ladder step waits to be sent:
@@ -107,6 +108,8 @@ def upgrade() -> None:
         batch_op.create_index("ix_approval_schedule", ["schedule_id"], unique=False)
         batch_op.create_index("ix_approval_tenant_state", ["tenant", "state", "id"], unique=False)
     op.execute(_MOVE_REQUESTS)
+    with op.batch_alter_table("notice", schema=None) as batch_op:
+        batch_op.add_column(sa.Column("approval_id", sa.Integer(), nullable=True))
 
     with op.batch_alter_table("job", schema=None) as batch_op:
         batch_op.add_column(
@@ -241,6 +244,9 @@ def downgrade() -> None:
     op.execute(_REQUESTS_BACK_PENDING)
     op.execute(_REQUESTS_BACK_REJECTED)
 
+    op.execute("DELETE FROM notice WHERE approval_id IS NOT NULL")
+    with op.batch_alter_table("notice", schema=None) as batch_op:
+        batch_op.drop_column("approval_id")
     with op.batch_alter_table("approval", schema=None) as batch_op:
         batch_op.drop_index("ix_approval_tenant_state")
         batch_op.drop_index("ix_approval_schedule")
