@@ -24,6 +24,8 @@ log = logging.getLogger(__name__)
 
 #: How often iCalendar feeds and skip calendars are fetched again (ETag-conditional).
 CALENDAR_REFRESH_SECONDS = 15 * 60
+#: How often held messages' requests past their due time lapse (expire, or wait on).
+APPROVALS_LAPSE_SECONDS = 30
 
 T = TypeVar("T")
 
@@ -173,7 +175,12 @@ async def serve(
         if ready is not None:
             ready(herald, dispatcher)
         await dispatcher.serve(
-            stop, periodic={"calendars": (herald.refresh_calendars, CALENDAR_REFRESH_SECONDS)}
+            stop,
+            periodic={
+                "calendars": (herald.refresh_calendars, CALENDAR_REFRESH_SECONDS),
+                # held messages' requests not decided by their due time (core.approvals)
+                "approvals": (herald.lapse_approvals, APPROVALS_LAPSE_SECONDS),
+            },
         )
     finally:
         if runner is not None:

@@ -22,8 +22,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from core.actors import Actor
-from core.models import Role
 from core.destinations import Destination
+from core.models import Role
 from core.settings import Settings
 from core.tenancy import DISCORD_KINDS, holds_broadcasts, slack_broadcasts
 
@@ -61,21 +61,21 @@ def why_held(
     options: Mapping[str, Any],
     settings: Settings,
 ) -> str | None:
-    """Why a message by ``actor`` waits for an approver, in words ("#C0123 is an
-    announcement channel", "<!channel> in a member's message"), or None when it does
+    """Why a message by ``actor`` waits for an approver, in words ("it goes to
+    slack:C0123, an announcement channel", "it mentions <!channel>, …"), or None when it does
     not: operators and admins are never held, nor a tenant that holds nothing."""
     if actor.role is not Role.MEMBER or actor.herald_wide:
         return None
     places = list(destinations)
     for destination in places:
         if str(destination) in settings.announcement_channels:
-            return f"{destination} is an announcement channel"
+            return f"it goes to {destination}, an announcement channel"
     if not holds_broadcasts(actor.tenant, settings):
         return None
     for destination in places:
         found = _broadcasts(actor, destination, body, options)
         if found is not None:
-            return f"{found} in a member's message"
+            return f"it mentions {found}, which notifies many people"
     return None
 
 

@@ -229,6 +229,12 @@ class Metrics:
             ["outcome"],
             registry=r,
         )
+        self.acknowledged = Histogram(
+            "herald_ack_seconds",
+            "Seconds from a message sent until done to someone marking it done.",
+            buckets=(60, 300, 900, 1800, 3600, 7200, 14400, 43200, 86400),
+            registry=r,
+        )
         self.claims = Histogram(
             "herald_claim_batch_size",
             "Jobs per claim statement.",
@@ -320,6 +326,10 @@ class Metrics:
         for child, n in zip(self._claimed_by_rank, by_rank, strict=True):
             if n:
                 child.inc(n)
+
+    def observe_ack(self, seconds: float) -> None:
+        """A message sent until done was marked done ``seconds`` after its delivery."""
+        self.acknowledged.observe(seconds)
 
     def set_waiting(self, by_rank: Mapping[int, int]) -> None:
         """Jobs waiting by rank (core.preferences.RANK), as the database counts them."""

@@ -238,7 +238,7 @@ def done_text(body: str, by: str, at: datetime, zone: str) -> str:
         local = at.astimezone(ZoneInfo(zone))
     except (KeyError, ValueError):
         local = at
-    return f"{body}\n\n:white_check_mark: Done by {mention(by)} at {local:%H:%M}"
+    return f"{body}\n\n✅ Done by {mention(by)} at {local:%H:%M}"
 
 
 def describe(rule: UntilDone) -> str:

@@ -23,7 +23,9 @@ from typing import Any, Literal
 from core.errors import InvalidInput
 
 Who = Literal["owner", "operator", "admin"]
-Takes = Literal["filters", "schedule_id", "schedule_id+version", "job_ids", "schedule_filter"]
+Takes = Literal[
+    "filters", "schedule_id", "schedule_id+version", "job_ids", "schedule_filter", "approval_ids"
+]
 
 CLI = "cli"
 SLACK = "slack"
@@ -205,33 +207,31 @@ VERBS: tuple[Verb, ...] = (
     Verb(
         "approve",
         (),
-        "approve_dead_retry",
-        "job_ids",
+        "approve",
+        "approval_ids",
         "admin",
         past="approved",
-        help="approve retry requests (admins)",
-        surfaces=frozenset({CONSOLE}),
+        help="approve requests: held messages and dead-letter retries (approvers)",
         label="Approve",
         done="Approved",
-        refused="Only an admin can approve retry requests.",
+        refused="Only an approver decides requests (an admin, for a retry).",
         key="a",
-        told="Approved the retry request of {count} dead letter(s).",
+        told="Approved {count} request(s).",
     ),
     Verb(
         "reject",
         (),
-        "reject_dead_retry",
-        "job_ids",
+        "reject",
+        "approval_ids",
         "admin",
         past="rejected",
-        help="turn down retry requests (admins)",
-        surfaces=frozenset({CLI, CONSOLE}),
+        help="turn down requests, saying why (approvers)",
         label="Reject",
         done="Rejected",
         options=("reason",),
-        refused="Only an admin can decide on retry requests.",
+        refused="Only an approver decides requests (an admin, for a retry).",
         key="x",
-        told="Rejected the retry request of {count} dead letter(s).",
+        told="Rejected {count} request(s).",
     ),
     Verb(
         "discard",
@@ -253,12 +253,20 @@ VERBS: tuple[Verb, ...] = (
 STATE_VERBS: tuple[Verb, ...] = tuple(
     v for v in VERBS if v.takes == "schedule_id+version" and v.name != "edit"
 )
+#: The verbs deciding requests of every kind (core.approvals): a held message, a dead
+#: letter's retry. They take approval ids; a surface acting on dead letters gives their
+#: requests' (:meth:`core.cases.Herald.retry_approvals`).
+APPROVAL_VERBS: tuple[Verb, ...] = tuple(v for v in VERBS if v.takes == "approval_ids")
 #: The verbs on dead letters: retry (or ask for one), approve, reject, discard. Slack's
 #: and Discord's alerts offer theirs as buttons, an admin's decision.
-DEAD_VERBS: tuple[Verb, ...] = tuple(v for v in VERBS if v.takes == "job_ids")
+DEAD_VERBS: tuple[Verb, ...] = tuple(
+    v for v in VERBS if v.takes == "job_ids" or v in APPROVAL_VERBS
+)
 #: The verbs on dead letters a chat alert offers as buttons (retry, discard): an admin's
 #: decision (:meth:`core.cases.Herald.decide_dead_letters`).
-DECISIONS: tuple[Verb, ...] = tuple(v for v in DEAD_VERBS if v.surfaces & {SLACK, DISCORD})
+DECISIONS: tuple[Verb, ...] = tuple(
+    v for v in DEAD_VERBS if v.takes == "job_ids" and v.surfaces & {SLACK, DISCORD}
+)
 
 _BY_WORD: dict[str, Verb] = {word: v for v in VERBS for word in v.words}
 

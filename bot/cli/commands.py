@@ -304,7 +304,7 @@ class Cli:
                     self.emit("No dead letter matches.")
                     return
             options = {option: getattr(a, option) for option in chosen.options}
-            done = await verbs.perform(herald, chosen, self.actor, ids, **options)
+            done = await herald.on_dead_letters(chosen, self.actor, ids, **options)
             what, count = done if isinstance(done, tuple) else (chosen.past, done)
             if what == "requested":
                 self.emit(f"Asked an admin to approve retrying {count} dead letter(s).")

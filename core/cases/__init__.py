@@ -21,6 +21,10 @@ settings, channels and the helpers the concerns share, all given to its construc
   (whether they accept its author, urgent over quiet hours, the read-back's notes);
 - :mod:`core.cases.event_hooks`: applications' event hooks and the pull feed;
 - :mod:`core.cases.notices`: authors told of their failures (chat adapters);
+- :mod:`core.cases.holds`: whether a message waits for an approver when saved;
+- :mod:`core.cases.approvals`: requests of every kind (held messages, dead-letter
+  retries) listed and decided;
+- :mod:`core.cases.until_done`: messages sent until done: their ladders, Done;
 - :mod:`core.cases.herald`: :class:`Herald`, the classes above composed;
 - :mod:`core.cases.importer`: bulk import (a function over :class:`Herald`).
 
@@ -28,6 +32,7 @@ This module is the package's face: the surfaces import what they use from here, 
 from a sub-module (an import-linter contract in ``pyproject.toml`` keeps them private).
 """
 
+from core.cases.approvals import Decided
 from core.cases.calendars import describe_before
 from core.cases.console import (
     SCHEDULE_BULK,
@@ -79,9 +84,12 @@ from core.cases.templates import DESCRIPTION_MAX as TEMPLATE_DESCRIPTION_MAX
 from core.cases.templates import SUBJECT_MAX as TEMPLATE_SUBJECT_MAX
 from core.cases.templates import Edited, TemplateDetail, WouldBreak
 from core.cases.tokens import Unauthorized, scope_allows
+from core.cases.until_done import AckFigures
 from core.views import ScheduleDetail
 
 __all__ = [
+    "AckFigures",
+    "Decided",
     "DEVICE_LABEL_MAX",
     "DEVICE_PLATFORMS",
     "DEVICE_TOKEN_MAX",

@@ -15,10 +15,9 @@ from typing import Any, TypeVar
 
 from core import timeexpr, verbs, views
 from core.actors import Actor, ActorRef
-from core.cases.dead_letters import DeadLetterCases
+from core.cases.approvals import ApprovalCases
 from core.cases.held import SEND_NOW_REFUSED, HeldCases, priority_ranks
 from core.cases.providers import ProviderCases, ProviderState
-from core.cases.schedules import ScheduleCases
 from core.channels import parse_destination
 from core.errors import Conflict, HeraldError, InvalidInput, NotFound
 from core.lateness import WINDOWS, LatenessFigures
@@ -177,9 +176,9 @@ class Timeline:
     fared: str | None = None
 
 
-class ConsoleCases(ScheduleCases, DeadLetterCases, ProviderCases, HeldCases):
-    """The console's use cases, built on the schedule, dead-letter, provider and
-    held-job ones."""
+class ConsoleCases(ApprovalCases, ProviderCases, HeldCases):
+    """The console's use cases, built on the schedule, dead-letter (through the
+    approvals), provider and held-job ones."""
 
     # --- overview -------------------------------------------------------------------
 
@@ -448,7 +447,7 @@ class ConsoleCases(ScheduleCases, DeadLetterCases, ProviderCases, HeldCases):
         options: dict[str, Any] = {"reason": reason} if "reason" in chosen.options else {}
         verb, total = chosen.past, 0
         for chunk in chunks:
-            done = await verbs.perform(self, chosen, actor_id, chunk, **options)
+            done = await self.on_dead_letters(chosen, actor_id, chunk, **options)
             if isinstance(done, tuple):  # a retry: ("retried" | "requested", count)
                 verb, n = done
             else:

@@ -18,12 +18,15 @@ import core.cases.consent as consent
 import core.cases.recipient_cap as recipient_cap
 import core.cases.recipients as recipients
 from core import calendars, limits, render, routing, templates, tenancy, timeexpr, views
+from core import until_done as ladders
 from core.actors import Actor, ActorRef
 from core.cases.base import principal_of
 from core.cases.calendars import RESERVED_KEY_PREFIX
+from core.cases.holds import HoldCases
 from core.cases.messages import check_options, check_text
 from core.cases.recipients import RecipientCases, To
 from core.cases.templates import LIQUID, PART_OPTIONS, TemplateCases
+from core.cases.until_done import LadderCases
 from core.channels import parse_destination
 from core.errors import Conflict, InvalidInput
 from core.events import EventRow, EventType, schedule_data
@@ -38,7 +41,7 @@ from core.preferences import priority_name, priority_rank
 from core.preview import Preview, ZoneSource, build_preview
 from core.reminders import ASKER_KEYS
 from core.scrub import Scrubber
-from core.store import AuditEntry, ScheduleQuery
+from core.store import AuditEntry, Held, ScheduleQuery
 from core.views import ScheduleDetail
 
 #: Destinations the hourly cap per recipient leaves alone: a webhook is a program's
@@ -86,7 +89,7 @@ def check_key(key: str | None) -> str | None:
     return key
 
 
-class ScheduleCases(RecipientCases, TemplateCases):
+class ScheduleCases(RecipientCases, TemplateCases, HoldCases, LadderCases):
     """Schedules (and the calendars they skip, :class:`CalendarCases`)."""
 
     def read_when(self, when: str, tz: str, *, actor: ActorRef | None = None) -> timeexpr.When:
@@ -180,6 +183,7 @@ class ScheduleCases(RecipientCases, TemplateCases):
         template: str | None = None,
         data: Mapping[str, Any] | None = None,
         data_by_recipient: Mapping[str, Mapping[str, Any]] | None = None,
+        until_done: Mapping[str, Any] | None = None,
     ) -> tuple[Schedule, bool]:
         """Schedule ``text`` to ``to`` (one destination, or several recipients and
         chains: :func:`~core.cases.recipients.wanted_of`) at ``when``; with
@@ -202,7 +206,14 @@ class ScheduleCases(RecipientCases, TemplateCases):
         system for failing (``--no-auto-pause``).
 
         ``template`` names a template of the actor's tenant to send instead of ``text``,
-        filled in with ``data`` and ``data_by_recipient`` (:meth:`template_values`)."""
+        filled in with ``data`` and ``data_by_recipient`` (:meth:`template_values`).
+
+        ``until_done`` (``{"nag": "15m", "escalate": [{"to": [...], "after": "1h"}]}``)
+        sends each occurrence with a Done button, nagging and escalating until someone
+        presses it (core.until_done). A member's message into an announcement channel,
+        or with broadcast mentions their tenant holds, is saved awaiting approval
+        (state ``awaiting``): nothing is sent until an approver approves it
+        (core/cases/approvals.py)."""
         actor = await self.actor(actor_id)
         if template is not None:
             if text.strip():
@@ -231,6 +242,11 @@ class ScheduleCases(RecipientCases, TemplateCases):
             ),
         )
         values["auto_pause"] = auto_pause
+        escalations: list[str] = []
+        if until_done is not None:
+            ladder = self._ladder_option(actor, until_done)
+            values["options"] = {**values["options"], ladders.OPTION: ladder}
+            escalations = ladders.UntilDone.from_json(ladder).escalates_to
         if template is not None:
             values |= await self.template_values(
                 actor,
@@ -246,14 +262,17 @@ class ScheduleCases(RecipientCases, TemplateCases):
         people = await consent.check_people(
             self,
             actor,
-            recipients.destinations_of(values),
+            [*recipients.destinations_of(values), *escalations],
             priority=values["priority"],
             action="schedule.create",
         )
         await self.check_quota(actor, adding=len(values["recipients"]))
         await self.check_recipient_cap(actor, [values])
-        for destination in recipients.destinations_of(values):
+        for destination in [*recipients.destinations_of(values), *escalations]:
             await self.check_reachable(destination)
+        held = await self._held(actor, values)
+        if held is not None:
+            values["state"] = ScheduleState.AWAITING.value
         sources = [*urls, *skip]
         if sources or skip_files:
             skip_loaded = [*skip_loaded, *await self.load_calendars(actor, sources, skip_files)]
@@ -261,7 +280,8 @@ class ScheduleCases(RecipientCases, TemplateCases):
         skips = await self._skip_from_the_start(schedule, skip_loaded) if skip_loaded else None
         stored, created = await self.store.create_schedule(
             schedule,
-            first_run=schedule.next_run_at,
+            first_run=None if held is not None else schedule.next_run_at,
+            held=held,
             now=self.clock.now(),
             audit=AuditEntry.by(
                 actor,
@@ -270,7 +290,7 @@ class ScheduleCases(RecipientCases, TemplateCases):
                 details=audit_summary(values),
             ),
         )
-        if created:
+        if created and held is None:
             self._due(schedule.next_run_at)
             if skip_loaded and stored.id is not None:
                 # the skipped occurrences, by event name, for the timeline
@@ -567,6 +587,7 @@ class ScheduleCases(RecipientCases, TemplateCases):
         template: str | None = None,
         data: Mapping[str, Any] | None = None,
         data_by_recipient: Mapping[str, Mapping[str, Any]] | None = None,
+        until_done: Mapping[str, Any] | bool | None = None,
     ) -> Schedule:
         """Change a schedule's time, text or recipients: ``to`` replaces them all,
         ``add`` and ``remove`` (destinations, a chain by its first) change some; the
@@ -577,13 +598,27 @@ class ScheduleCases(RecipientCases, TemplateCases):
 
         ``template`` moves it to a template (its current version) and ``data`` or
         ``data_by_recipient`` replace its data; ``template="none"`` with a ``text``
-        gives it its own text again. A schedule using a template takes no ``text``."""
+        gives it its own text again. A schedule using a template takes no ``text``.
+
+        ``until_done`` sets its ladder (as :meth:`create_schedule` takes it), False
+        sends it plainly again. A held message's edit asks for approval again, as does
+        an edit of an approved one's text or destinations that would be held."""
         actor = await self.actor(actor_id)
         schedule = await self._changeable(actor, schedule_id, expected_version)
         if add or remove:
             to = await self._edited_recipients(actor, schedule, to, add, remove)
-        asked = (when, text, to, priority, auto_pause, template, data, data_by_recipient)
-        if asked == (None,) * 8:
+        asked = (
+            when,
+            text,
+            to,
+            priority,
+            auto_pause,
+            template,
+            data,
+            data_by_recipient,
+            until_done,
+        )
+        if asked == (None,) * 9:
             raise InvalidInput("Nothing to change: give a new time, text, destination or priority.")
         using = (schedule.options or {}).get(LIQUID)
         detach = template is not None and template.strip().lower() in ("", "none")
@@ -609,7 +644,13 @@ class ScheduleCases(RecipientCases, TemplateCases):
         )
         if tz is not None and when is None:
             raise InvalidInput("A new time zone needs a new time too (--when).")
-        _require_state(schedule, ScheduleState.ACTIVE, ScheduleState.PAUSED, verb="edited")
+        _require_state(
+            schedule,
+            ScheduleState.ACTIVE,
+            ScheduleState.PAUSED,
+            ScheduleState.AWAITING,
+            verb="edited",
+        )
         values: dict[str, Any] = {}
         changed: dict[str, Any] = {}
         if priority is not None:
@@ -726,16 +767,73 @@ class ScheduleCases(RecipientCases, TemplateCases):
                 await self.check_recipient_cap(
                     actor, [sends], action="schedule.edit", exclude=schedule.id
                 )
+        if until_done is not None:
+            options = dict(values.get("options", schedule.options or {}))
+            options.pop(ladders.OPTION, None)
+            if until_done is not False and until_done is not True:
+                options[ladders.OPTION] = self._ladder_option(actor, until_done)
+                for destination in ladders.UntilDone.from_json(
+                    options[ladders.OPTION]
+                ).escalates_to:
+                    await self.check_reachable(destination)
+            values["options"] = options
+            changed["until_done"] = ladders.OPTION in options
+        message = (text, to, template, data, data_by_recipient) != (None,) * 5
+        held, withdraw = await self._held_again(actor, schedule, values, message)
+        cancel = when is not None
+        if held is not None:
+            values["state"] = ScheduleState.AWAITING.value
+            cancel, arm_at = True, None
+        elif withdraw:  # no longer held: sent from its next occurrence on
+            values["state"] = ScheduleState.ACTIVE.value
+            arm_at = values.get("next_run_at", schedule.next_run_at)
         # without a new time, the recipients kept keep their jobs, the removed lose
         # theirs and the added get the next occurrence (the store's reroute)
         updated = await self._change(
-            actor, schedule, "edit", values, changed, cancel=when is not None, arm_at=arm_at
+            actor,
+            schedule,
+            "edit",
+            values,
+            changed,
+            cancel=cancel,
+            arm_at=arm_at,
+            held=held,
+            withdraw=withdraw,
         )
         if to is not None and arm_at is None:
             self._due(updated.next_run_at)
         return views.add_save_notes(
             updated, await consent.quiet_notes(self, actor, updated, people)
         )
+
+    async def _held_again(
+        self, actor: Actor, schedule: Schedule, values: Mapping[str, Any], message: bool
+    ) -> tuple[Held | None, bool]:
+        """An edit's request for approval: a held message's every edit asks again (the
+        request is of its version), an approved one's when its text or destinations
+        change and would be held. ``(request, withdraw)``: withdraw is True when a held
+        message's edit no longer needs one (its pending request withdrawn)."""
+        awaiting = schedule.state == ScheduleState.AWAITING.value
+        if not awaiting and not message:
+            return None, False
+        merged = {
+            "destination": schedule.destination,
+            "recipients": schedule.recipients,
+            "body": schedule.body,
+            "options": schedule.options or {},
+            "expression": schedule.expression,
+            "template_version": schedule.template_version,
+            "timezone": schedule.timezone,
+            "next_run_at": schedule.next_run_at,
+            "starts_at": schedule.starts_at,
+            "rrule": schedule.rrule,
+            "owner": schedule.owner,
+            "tenant": schedule.tenant,
+            "id": schedule.id,
+            **values,
+        }
+        held = await self._held(actor, merged)  # an approver's edit is not held
+        return held, held is None and awaiting
 
     async def _check_intervals(
         self, actor: Actor, schedule: Schedule, values: Mapping[str, Any], rule: str | None
@@ -836,8 +934,20 @@ class ScheduleCases(RecipientCases, TemplateCases):
         """Stop for good; waiting jobs are cancelled."""
         actor = await self.actor(actor_id)
         schedule = await self._changeable(actor, schedule_id, expected_version)
-        _require_state(schedule, ScheduleState.ACTIVE, ScheduleState.PAUSED, verb="cancelled")
-        return await self._set_state(actor, schedule, ScheduleState.CANCELLED, cancel=True)
+        _require_state(
+            schedule,
+            ScheduleState.ACTIVE,
+            ScheduleState.PAUSED,
+            ScheduleState.AWAITING,
+            verb="cancelled",
+        )
+        return await self._set_state(
+            actor,
+            schedule,
+            ScheduleState.CANCELLED,
+            cancel=True,
+            withdraw=schedule.state == ScheduleState.AWAITING.value,
+        )
 
     async def _set_state(
         self,
@@ -848,6 +958,7 @@ class ScheduleCases(RecipientCases, TemplateCases):
         cancel: bool = False,
         arm_at: datetime | None = None,
         events: Sequence[EventRow] = (),
+        withdraw: bool = False,
     ) -> Schedule:
         values: dict[str, Any] = {"state": state.value}
         if cancel:
@@ -865,6 +976,7 @@ class ScheduleCases(RecipientCases, TemplateCases):
             cancel=cancel,
             arm_at=arm_at,
             events=events,
+            withdraw=withdraw,
         )
 
     async def _change(
@@ -878,6 +990,8 @@ class ScheduleCases(RecipientCases, TemplateCases):
         cancel: bool,
         arm_at: datetime | None,
         events: Sequence[EventRow] = (),
+        held: Held | None = None,
+        withdraw: bool = False,
     ) -> Schedule:
         """Store a change read at ``schedule.version`` with its audit row
         (``schedule.<verb>``) and its ``events`` (written when someone listens), then
@@ -891,6 +1005,8 @@ class ScheduleCases(RecipientCases, TemplateCases):
             cancel_open_jobs=cancel,
             arm_at=arm_at,
             events=events,
+            held=held,
+            withdraw=withdraw,
             audit=AuditEntry.by(
                 actor,
                 f"schedule.{verb}",

@@ -224,6 +224,8 @@ class Done:
     stopped: int
     #: Where the occurrence's message went (its job's destination).
     destination: str
+    #: Seconds from its delivery to this Done (None: done while being sent, or again).
+    waited: float | None = None
 
 
 @dataclass(frozen=True)
@@ -307,6 +309,7 @@ class LadderQueries(Gateway):
                         JOB.c.done_at,
                         sa.func.coalesce(JOB.c.destination, SCHEDULE.c.destination),
                         JOB.c.priority,
+                        JOB.c.finished_at,
                     )
                     .join(SCHEDULE, SCHEDULE.c.id == JOB.c.schedule_id)
                     .where(JOB.c.id == job_id)
@@ -315,7 +318,7 @@ class LadderQueries(Gateway):
             ).first()
             if row is None:
                 raise NotFound(f"There is no message {job_id}.")
-            schedule_id, recipient, occurrence, state, done_by, done_at, dest, rank = row
+            schedule_id, recipient, occurrence, state, done_by, done_at, dest, rank, sent = row
             if done_by is not None:
                 return Done(job_id, schedule_id, done_by, done_at, True, 0, dest)
             if state not in (JobState.DELIVERED.value, JobState.CLAIMED.value):
@@ -368,7 +371,8 @@ class LadderQueries(Gateway):
                 details={**audit.details, "stopped": stopped},
             )
             await self._audit(s, entry, now)
-        return Done(job_id, schedule_id, by, now, False, stopped, dest)
+        waited = None if sent is None else max((now - sent).total_seconds(), 0.0)
+        return Done(job_id, schedule_id, by, now, False, stopped, dest, waited)
 
     @staticmethod
     async def _message_of(conn: AsyncConnection, job_id: int) -> str | None:
@@ -377,7 +381,7 @@ class LadderQueries(Gateway):
             sa.select(ATTEMPT.c.provider_message_id)
             .where(
                 ATTEMPT.c.job_id == job_id,
-                ATTEMPT.c.outcome == "delivered",
+                ATTEMPT.c.outcome == "ok",
                 ATTEMPT.c.provider_message_id.is_not(None),
             )
             .order_by(ATTEMPT.c.started_at.desc())
@@ -429,9 +433,7 @@ class LadderQueries(Gateway):
             .where(
                 JOB.c.state == JobState.DELIVERED.value,
                 JOB.c.ladder == "",
-                SCHEDULE.c.options.like(f'%"{until_done.OPTION}"%')
-                if self.backend == "sqlite"
-                else sa.cast(SCHEDULE.c.options, sa.Text).like(f'%"{until_done.OPTION}"%'),
+                sa.cast(SCHEDULE.c.options, sa.Text).like(f'%"{until_done.OPTION}"%'),
             )
             .order_by(JOB.c.finished_at, JOB.c.id)
             .limit(limit)
