@@ -17,6 +17,18 @@ with the bot or does not take direct messages: 50007, "Cannot send messages to t
 (``?wait=true``), which also allows a custom sender: options ``username``, ``avatar_url``,
 ``embeds``, ``allowed_mentions`` and ``thread_id``. Webhooks take no nonce.
 
+A message sent until done (:mod:`core.until_done`) uses three more options, which the
+dispatcher sets: ``done_button`` (the occurrence's job id: an action row with one Done
+button, ``custom_id`` :data:`DONE_CUSTOM_PREFIX` and the job id; in a direct message it
+replaces Snooze and Done, whose Done means "seen" to a reminder), ``reply_to`` (a
+message id, as ``send`` returns it: the nag is a reply to it, ``message_reference``,
+https://discord.com/developers/docs/resources/message#message-reference-structure) and
+``edit_of`` (a message id: instead of posting, ``PATCH`` gives that message the
+delivery's text and no components,
+https://discord.com/developers/docs/resources/message#edit-message). A webhook carries
+no Done button and replies to nothing (see :class:`DiscordWebhookChannel`); it edits its
+own messages (https://discord.com/developers/docs/resources/webhook#edit-webhook-message).
+
 Both keep Discord's rate-limit state: per bucket (``X-RateLimit-Bucket``, ``-Remaining``,
 ``-Reset-After``; a 429's ``retry_after``), and the global 50 requests/s. Before sending
 into an exhausted bucket they wait, or, when the wait is longer than ``max_wait``, return
@@ -62,8 +74,15 @@ _WEBHOOK_PATH = re.compile(r"/webhooks/(\d+)/[^/]+/?$")
 #: Channels a bot posts in: GUILD_TEXT and GUILD_ANNOUNCEMENT
 #: (https://discord.com/developers/docs/resources/channel#channel-object-channel-types).
 TEXT_CHANNEL_TYPES = (0, 5)
-#: A channel's or a user's id (a snowflake).
+#: A channel's, a user's or a message's id (a snowflake).
 _SNOWFLAKE = re.compile(r"^\d{17,20}$")
+#: The ``Delivery.options`` of a message sent until done (the module's docstring).
+DONE_BUTTON = "done_button"
+REPLY_TO = "reply_to"
+EDIT_OF = "edit_of"
+#: The ``custom_id`` of the Done button under a message sent until done is this and the
+#: occurrence's job id (``herald:done:42``; at most 32 characters of Discord's 100).
+DONE_CUSTOM_PREFIX = "herald:done:"
 
 
 def _check_target(raw: str, target: str) -> None:
@@ -229,6 +248,9 @@ CODE_ADVICE: dict[int, str] = {
     "it, or turned off direct messages from server members).",
     10013: "{what} does not exist; check the user id.",
     50033: "{what} cannot get a direct message (not a valid recipient); check the user id.",
+    # the edit of a message sent until done, once it is done
+    10008: "the message to mark done in {what} is gone (deleted); there is nothing to edit.",
+    50005: "the message in {what} was posted by someone else; it cannot be marked done there.",
 }
 
 
@@ -247,6 +269,34 @@ def reminder_row(schedule_id: int) -> dict[str, Any]:
             for choice in reminders.CHOICES
         ],
     }
+
+
+def done_row(job_id: int) -> dict[str, Any]:
+    """The action row under a message sent until done: one Done button (style success,
+    https://discord.com/developers/docs/components/reference#button)."""
+    return {
+        "type": 1,
+        "components": [
+            {"type": 2, "style": 3, "label": "Done", "custom_id": f"{DONE_CUSTOM_PREFIX}{job_id}"}
+        ],
+    }
+
+
+def _not_an_id(options: Mapping[str, Any]) -> DeliveryResult | None:
+    """The permanent result for a ``reply_to``, ``edit_of`` or ``done_button`` option
+    that is no id (a snowflake; a job id), else None."""
+    for key, what in ((REPLY_TO, "The message to reply to"), (EDIT_OF, "The message to edit")):
+        value = options.get(key)
+        if value is not None and not _SNOWFLAKE.match(str(value)):
+            return DeliveryResult.permanent(
+                f"{what} {str(value)[:40]!r} is not a Discord message id: the message "
+                "cannot be found again."
+            )
+    job = options.get(DONE_BUTTON)
+    if job is not None and (isinstance(job, bool) or not str(job).isdigit()):
+        said = str(job)[:40]
+        return DeliveryResult.permanent(f"The Done button's job id {said!r} is not a number.")
+    return None
 
 
 class _DiscordHTTP(Channel):
@@ -436,31 +486,53 @@ class DiscordChannel(_DiscordHTTP):
 
     def payload(self, delivery: Delivery) -> dict[str, Any]:
         """The JSON body of the create-message request for ``delivery``."""
+        options = delivery.options
         body: dict[str, Any] = {
             "content": credited(delivery.body, delivery.scheduled_by),
             "nonce": discord_nonce(delivery.idempotency_key),
             "enforce_nonce": True,
             "allowed_mentions": allowed_mentions(delivery),
         }
-        if delivery.options.get("embeds") is not None:
-            body["embeds"] = delivery.options["embeds"]
-        if delivery.destination.is_dm and not delivery.options.get(reminders.NOTICE):
-            prefix = reminders.asked_prefix(delivery.destination, delivery.options)
+        if options.get("embeds") is not None:
+            body["embeds"] = options["embeds"]
+        reply_to = options.get(REPLY_TO)
+        # a nag in a direct message is no reminder: no Snooze, no "asked me to remind you"
+        if delivery.destination.is_dm and not options.get(reminders.NOTICE) and not reply_to:
+            prefix = reminders.asked_prefix(delivery.destination, options)
             body["content"] = prefix + delivery.body
             body["components"] = [reminder_row(delivery.schedule_id)]
+        if options.get(DONE_BUTTON) is not None:
+            body["components"] = [done_row(int(options[DONE_BUTTON]))]
+        if reply_to:
+            # not failing: a nag whose message was deleted still reaches the channel
+            body["message_reference"] = {"message_id": str(reply_to), "fail_if_not_exists": False}
         return body
 
+    def edit_payload(self, delivery: Delivery) -> dict[str, Any]:
+        """The JSON body of the edit-message request of an ``edit_of`` delivery: its
+        text (with its "scheduled by" line, as the message had it) and no components."""
+        return {
+            "content": credited(delivery.body, delivery.scheduled_by),
+            "components": [],
+            "allowed_mentions": allowed_mentions(delivery),
+        }
+
     async def send(self, delivery: Delivery) -> DeliveryResult:
-        """Create one message. Returns ok with the message id; retry for 429 (with
-        ``retry_after``), 5xx, timeouts and network failures; permanent for 401/403/404,
-        other 4xx and a message over 2,000 characters. Never raises for what Discord does."""
+        """Create one message (or, with ``edit_of``, edit one). Returns ok with the
+        message id; retry for 429 (with ``retry_after``), 5xx, timeouts and network
+        failures; permanent for 401/403/404, other 4xx, an option that is no id and a
+        message over 2,000 characters. Never raises for what Discord does."""
         if not self._configured:
             return DeliveryResult.permanent(
                 "Discord is not configured: an admin must set DISCORD_BOT_TOKEN."
             )
+        refused = _not_an_id(delivery.options)
+        if refused is not None:
+            return refused
         channel = delivery.destination.target
         what = f"Discord channel {channel}"
-        payload = self.payload(delivery)
+        edit_of = delivery.options.get(EDIT_OF)
+        payload = self.edit_payload(delivery) if edit_of else self.payload(delivery)
         if len(payload["content"]) > MAX_CONTENT:
             return _too_long(payload["content"], credited=delivery.scheduled_by is not None)
         if delivery.destination.is_dm:
@@ -471,9 +543,13 @@ class DiscordChannel(_DiscordHTTP):
                 return opened
             channel = opened
         url = f"{self._base}/channels/{channel}/messages"
-        answer = await self._request(
-            "POST", url, "POST /channels/{id}/messages", channel, what, json=payload
-        )
+        if edit_of:
+            url = f"{url}/{edit_of}"
+            route = "PATCH /channels/{id}/messages/{id}"
+            answer = await self._request("PATCH", url, route, channel, what, json=payload)
+        else:
+            route = "POST /channels/{id}/messages"
+            answer = await self._request("POST", url, route, channel, what, json=payload)
         if isinstance(answer, DeliveryResult):
             return answer
         result = self._classify(answer, what, url)
@@ -583,7 +659,15 @@ class DiscordWebhookChannel(_DiscordHTTP):
     """Executes Discord channel webhooks; the URL (with its token) is the destination.
 
     Error texts name the webhook by id only: the URL's token never appears. Takes the
-    keyword arguments of :class:`DiscordChannel` but no token and no base URL. Every
+    keyword arguments of :class:`DiscordChannel` but no token and no base URL.
+
+    A message sent until done goes without its Done button: a webhook made in a
+    channel's settings is no application's, and Discord drops the interactive
+    components such a webhook sends (execute-webhook, ``components``:
+    https://discord.com/developers/docs/resources/webhook#execute-webhook), so it is
+    marked done elsewhere (the console, another destination's button). Its nags are
+    plain messages (execute-webhook takes no ``message_reference``); its Done edit
+    edits the webhook's own message. Every
     connection goes through the network guard: ``http``'s, else ``guard``, else the
     one with ``allow_private`` (which lets internal addresses through: tests, private
     deployments).
@@ -644,7 +728,8 @@ class DiscordWebhookChannel(_DiscordHTTP):
         return body
 
     async def send(self, delivery: Delivery) -> DeliveryResult:
-        """Execute the webhook (``?wait=true``). Same classification as
+        """Execute the webhook (``?wait=true``), or with ``edit_of`` edit the message it
+        sent (``PATCH …/messages/{id}``). Same classification as
         :meth:`DiscordChannel.send`. Never raises for what Discord does."""
         url = delivery.destination.target
         webhook_id = _webhook_id(url)
@@ -653,21 +738,29 @@ class DiscordWebhookChannel(_DiscordHTTP):
                 "The destination is not a Discord webhook URL: copy it from the channel "
                 "settings (https://discord.com/api/webhooks/ID/TOKEN)."
             )
+        refused = _not_an_id(delivery.options)
+        if refused is not None:
+            return refused
         what = f"Discord webhook {webhook_id}"
         if len(delivery.body) > MAX_CONTENT:
             return _too_long(delivery.body)
         params: dict[str, str] = {"wait": "true"}
         if delivery.options.get("thread_id"):
             params["thread_id"] = str(delivery.options["thread_id"])
-        answer = await self._request(
-            "POST",
-            url,
-            "POST /webhooks/{id}/{token}",
-            webhook_id,
-            what,
-            params=params,
-            json=self.payload(delivery),
-        )
+        edit_of = delivery.options.get(EDIT_OF)
+        if edit_of:
+            del params["wait"]
+            url = f"{url.rstrip('/')}/messages/{edit_of}"
+            body = {"content": delivery.body, "allowed_mentions": allowed_mentions(delivery)}
+            route = "PATCH /webhooks/{id}/{token}/messages/{id}"
+            answer = await self._request(
+                "PATCH", url, route, webhook_id, what, params=params, json=body
+            )
+        else:
+            route = "POST /webhooks/{id}/{token}"
+            answer = await self._request(
+                "POST", url, route, webhook_id, what, params=params, json=self.payload(delivery)
+            )
         if isinstance(answer, DeliveryResult):
             return answer
         return self._classify(answer, what, url)

@@ -19,6 +19,15 @@ user for the life of the process, then posts into it. It carries Snooze and Done
 buttons (:mod:`core.reminders`; an ``actions`` block,
 https://api.slack.com/reference/block-kit/blocks#actions) under the text, in section
 blocks of at most 3,000 characters each.
+
+A message sent until done (:mod:`core.until_done`) uses three more options, which the
+dispatcher sets: ``done_button`` (the occurrence's job id: a Done button,
+:data:`DONE_ACTION_ID`, under the message; in a direct message it replaces Snooze and
+Done, whose Done means "seen" to a reminder), ``reply_to`` (a message id ``CHANNEL/TS``:
+a nag posted in that message's thread, into the channel the id names, so a direct
+message needs no ``conversations.open``) and ``edit_of`` (a message id: instead of
+posting, ``chat.update`` gives that message the delivery's text as sections and no
+buttons; https://docs.slack.dev/reference/methods/chat.update).
 """
 
 from __future__ import annotations
@@ -53,6 +62,16 @@ PASSED_OPTIONS = (
     "unfurl_media",
     "reply_broadcast",
 )
+#: The ``Delivery.options`` of a message sent until done (the module's docstring).
+DONE_BUTTON = "done_button"
+REPLY_TO = "reply_to"
+EDIT_OF = "edit_of"
+#: The ``action_id`` of the Done button under a message sent until done; its ``value``
+#: is the occurrence's job id, its block's ``block_id`` ``herald_done:<job id>``.
+#: Members' own blocks may not use ``herald…`` ids (core.cases.messages), so a click on
+#: it is always Herald's button.
+DONE_ACTION_ID = "herald_done"
+DONE_BLOCK_PREFIX = "herald_done:"
 #: Slack error codes worth another try (the rest are permanent).
 TRANSIENT = frozenset(
     {"ratelimited", "internal_error", "fatal_error", "service_unavailable", "request_timeout"}
@@ -106,6 +125,14 @@ ADVICE: dict[str, str] = {
     "user_disabled": "Slack user {channel} is deactivated: nobody reads their messages.",
     "cannot_dm_bot": "Slack user {channel} is a bot: Herald can only remind people.",
     "not_allowed_token_type": _AUTH,
+    # chat.update (https://docs.slack.dev/reference/methods/chat.update#errors), the
+    # edit of a message sent until done once it is done
+    "message_not_found": "The Slack message to mark done in {channel} is gone (deleted): "
+    "there is nothing to edit.",
+    "cant_update_message": "Slack does not let the bot edit that message in {channel} "
+    "(another author posted it): it cannot be marked done there.",
+    "edit_window_closed": "The Slack message in {channel} can no longer be edited (the "
+    "workspace's editing window has closed): it cannot be marked done there.",
 }
 #: Where each direct-message answer points: a user, not a channel.
 _DM_USER_ERRORS = frozenset(
@@ -120,6 +147,8 @@ MAX_BLOCKS = limits.SLACK_MESSAGE_BLOCKS.size
 MAX_LIST_PAGES = 50
 
 _CHANNEL_ID = re.compile(r"^[CGD][A-Z0-9]{2,}(/\d{10}\.\d{6})?$")
+#: A message's id as :meth:`SlackChannel.send` returns it: ``CHANNEL/TS``.
+_MESSAGE_ID = re.compile(r"^([CGD][A-Z0-9]{2,})/(\d{10}\.\d{6})$")
 #: A Slack user id (``U…``, or ``W…`` for an Enterprise Grid org user).
 _USER_ID = re.compile(r"^[UW][A-Z0-9]{1,30}$")
 #: Seconds a member's profile zone (``users.info``) is kept.
@@ -144,10 +173,67 @@ def _check_target(raw: str, target: str) -> None:
         )
 
 
-class NoRoomForCredit(ValueError):
+class Unsendable(ValueError):
+    """A delivery Herald cannot turn into a message Slack would take; the text says why,
+    in one sentence. ``send`` makes it a permanent result."""
+
+
+class NoRoomForCredit(Unsendable):
     """A message with blocks has no room left for its "scheduled by" line (Slack's 50
     blocks): it is not sent without it. core.limits refuses such a message when it is
     saved; only one saved before that check can get here."""
+
+
+def message_ref(value: object, what: str) -> tuple[str, str]:
+    """The channel and ``ts`` of a message id ``CHANNEL/TS`` (what ``send`` returns).
+    Raises Unsendable naming ``what`` when it is not one."""
+    match = _MESSAGE_ID.match(str(value))
+    if match is None:
+        raise Unsendable(
+            f"{what} {str(value)[:60]!r} is not a Slack message id (CHANNEL/TS): "
+            "the message cannot be found again."
+        )
+    return match.group(1), match.group(2)
+
+
+def done_actions(job_id: int) -> dict[str, Any]:
+    """The actions block with the Done button under a message sent until done
+    (https://docs.slack.dev/reference/block-kit/blocks/actions-block); the value is the
+    occurrence's job id, which :meth:`core.cases.Herald.mark_done` is given."""
+    return {
+        "type": "actions",
+        "block_id": f"{DONE_BLOCK_PREFIX}{job_id}",
+        "elements": [
+            {
+                "type": "button",
+                "action_id": DONE_ACTION_ID,
+                "text": {"type": "plain_text", "text": "Done"},
+                "style": "primary",
+                "value": str(job_id),
+            }
+        ],
+    }
+
+
+def _done_job(value: object) -> int:
+    """The job id a ``done_button`` option carries; Unsendable when it is none."""
+    if isinstance(value, bool) or not isinstance(value, int | str) or not str(value).isdigit():
+        raise Unsendable(f"The Done button's job id {str(value)[:40]!r} is not a number.")
+    return int(value)
+
+
+def _room_for_done(blocks: list[Any], credited: bool) -> None:
+    """Refuse blocks that leave no room for the Done button (and the "scheduled by"
+    line when ``credited``) within Slack's 50, in one sentence saying how many fit."""
+    added = 2 if credited else 1
+    if len(blocks) + added <= MAX_BLOCKS:
+        return
+    what = 'the Done button and the "scheduled by" line' if credited else "the Done button"
+    raise Unsendable(
+        f"The message has {len(blocks)} blocks, leaving no room for {what} Herald adds "
+        f"(Slack allows {MAX_BLOCKS}): schedule it again with at most "
+        f"{MAX_BLOCKS - added} blocks."
+    )
 
 
 def credit(args: dict[str, Any], name: str) -> None:
@@ -232,7 +318,9 @@ class SlackChannel(Channel):
         """The ``chat.postMessage`` arguments for ``delivery``.
 
         Raises ValueError when ``options["blocks"]`` is text that is not JSON, and
-        NoRoomForCredit (a ValueError) when its blocks leave no room for its credit."""
+        Unsendable (a ValueError, NoRoomForCredit among them) when its blocks leave no
+        room for what Herald adds or a ``reply_to`` / ``done_button`` option is not what
+        it should be."""
         channel, _, thread_ts = delivery.destination.target.partition("/")
         options = delivery.options
         args: dict[str, Any] = {
@@ -247,18 +335,32 @@ class SlackChannel(Channel):
                 },
             },
         }
+        reply_to = options.get(REPLY_TO)
+        if reply_to:
+            # a thread's own ts, never a reply's: a destination that is a thread already
+            # had its message posted as a reply there
+            args["channel"], parent = message_ref(reply_to, "The message to reply to")
+            thread_ts = thread_ts or parent
         if thread_ts:
             args["thread_ts"] = thread_ts
         blocks = options.get("blocks")
         if blocks:
             args["blocks"] = json.loads(blocks) if isinstance(blocks, str) else blocks
-        if delivery.destination.is_dm and not options.get(reminders.NOTICE):
-            text = reminders.asked_prefix(delivery.destination, options) + delivery.body
-            args["text"] = text
-            args["blocks"] = [
-                *(args.get("blocks") or _sections(text)),
-                reminder_actions(delivery.schedule_id),
-            ]
+        # a nag in a direct message is no reminder: no Snooze, no "asked me to remind you"
+        reminder = delivery.destination.is_dm and not options.get(reminders.NOTICE)
+        reminder = reminder and not reply_to
+        if reminder:
+            args["text"] = reminders.asked_prefix(delivery.destination, options) + delivery.body
+        added: dict[str, Any] | None = None
+        if options.get(DONE_BUTTON) is not None:
+            added = done_actions(_done_job(options[DONE_BUTTON]))
+        elif reminder:
+            added = reminder_actions(delivery.schedule_id)
+        if added is not None:
+            own = args.get("blocks") or _sections(args["text"])
+            if options.get(DONE_BUTTON) is not None:
+                _room_for_done(own, bool(delivery.scheduled_by))
+            args["blocks"] = [*own, added]
         if delivery.scheduled_by:
             credit(args, delivery.scheduled_by)
         for name in PASSED_OPTIONS:
@@ -266,23 +368,43 @@ class SlackChannel(Channel):
                 args[name] = options[name]
         return args
 
+    def edit_payload(self, delivery: Delivery) -> dict[str, Any]:
+        """The ``chat.update`` arguments of an ``edit_of`` delivery: the message it names
+        gets the delivery's text, as section blocks (replacing its blocks, the Done
+        button with them), and its "scheduled by" line again when it had one. Raises
+        Unsendable when ``edit_of`` is not a message id."""
+        channel, ts = message_ref(delivery.options[EDIT_OF], "The message to edit")
+        args: dict[str, Any] = {
+            "channel": channel,
+            "ts": ts,
+            "text": delivery.body,
+            "blocks": _sections(delivery.body),
+        }
+        if delivery.scheduled_by:
+            credit(args, delivery.scheduled_by)
+        return args
+
     async def send(self, delivery: Delivery) -> DeliveryResult:
-        """Post one message. Returns ok with message id ``CHANNEL/TS``; retry for rate
-        limits (with ``Retry-After``), 5xx, Slack's transient errors and network failures;
-        permanent, with advice, for everything else. Never raises for what Slack does."""
+        """Post one message (or, with ``edit_of``, edit one). Returns ok with message id
+        ``CHANNEL/TS``; retry for rate limits (with ``Retry-After``), 5xx, Slack's
+        transient errors and network failures; permanent, with advice, for everything
+        else. Never raises for what Slack does."""
         if not self._token:
             return DeliveryResult.permanent(
                 "Slack is not configured: an admin must set SLACK_BOT_TOKEN."
             )
+        if delivery.options.get(EDIT_OF):
+            return await self._edit(delivery)
         try:
             args = self.payload(delivery)
-        except NoRoomForCredit as exc:
+        except Unsendable as exc:
             return DeliveryResult.permanent(str(exc))
         except ValueError:
             return DeliveryResult.permanent(
                 "The schedule's Block Kit blocks are not valid JSON: edit them."
             )
-        if delivery.destination.is_dm:
+        opens_dm = delivery.destination.is_dm and not delivery.options.get(REPLY_TO)
+        if opens_dm:
             opened = await self.open_dm(delivery.destination.target[1:])
             if isinstance(opened, DeliveryResult):
                 return opened
@@ -294,8 +416,23 @@ class SlackChannel(Channel):
         if data.get("ok") is True:
             channel = str(data.get("channel") or args["channel"])
             return DeliveryResult.ok(status, f"{channel}/{data.get('ts', '')}")
-        if delivery.destination.is_dm:  # the conversation may be gone: open it again
+        if opens_dm:  # the conversation may be gone: open it again
             self._dm_channels.pop(delivery.destination.target[1:], None)
+        return self._failure(status, data, args["channel"])
+
+    async def _edit(self, delivery: Delivery) -> DeliveryResult:
+        """``chat.update`` the message ``edit_of`` names; classified as a post is."""
+        try:
+            args = self.edit_payload(delivery)
+        except Unsendable as exc:
+            return DeliveryResult.permanent(str(exc))
+        answer = await self._call("chat.update", args)
+        if isinstance(answer, DeliveryResult):
+            return answer
+        status, data, _ = answer
+        if data.get("ok") is True:
+            channel = str(data.get("channel") or args["channel"])
+            return DeliveryResult.ok(status, f"{channel}/{data.get('ts') or args['ts']}")
         return self._failure(status, data, args["channel"])
 
     async def validate(self, destination: Destination) -> None:

@@ -18,6 +18,9 @@ Routes (under ``/api/v10`` and, for webhooks, also ``/api``):
   403 ``Cannot send messages to this user`` (50007), as Discord does.
 - ``POST|GET /webhooks/{id}/{token}``: execute (``?wait=true`` returns the message, else
   204) or read a webhook; 404 ``Unknown Webhook`` (10015), 401 ``Invalid Webhook Token``.
+  Components are dropped, as Discord drops them from a webhook no application owns.
+- ``PATCH /webhooks/{id}/{token}/messages/{message}``: edit a message the webhook sent
+  (recorded in :attr:`FakeDiscord.edits`).
 
 Time for the rate limits comes from ``clock`` (monotonic seconds), so tests can move it.
 """
@@ -80,6 +83,8 @@ class FakeDiscord(FakeHTTPServer):
         self.users: dict[str, bool] = {}
         #: user id -> their DM channel's id.
         self.dms: dict[str, str] = {}
+        #: Every edit: the JSON plus ``channel_id`` and ``message_id``.
+        self.edits: list[dict[str, Any]] = []
 
     @property
     def api_url(self) -> str:
@@ -118,6 +123,10 @@ class FakeDiscord(FakeHTTPServer):
         router.add_get("/api/v10/guilds/{id}/channels", self._guild_channels)
         for prefix in ("/api/v10", "/api"):
             router.add_route("*", prefix + "/webhooks/{id}/{token}", self._webhook)
+            router.add_patch(
+                prefix + "/webhooks/{id}/{token}/messages/{message}", self._edit_webhook_message
+            )
+        router.add_patch("/api/v10/channels/{id}/messages/{message}", self._edit_message)
 
     # -- bot routes ----------------------------------------------------------------------
     def _authorized(self, request: web.Request) -> bool:
@@ -229,8 +238,37 @@ class FakeDiscord(FakeHTTPServer):
             for existing in channel.messages:
                 if existing.get("nonce") == nonce:
                     return web.json_response(existing, headers=headers)
-        message = self._store(channel, payload, {"id": "1", "username": "Herald", "bot": True})
+        reference = payload.get("message_reference")
+        if isinstance(reference, dict) and reference.get("fail_if_not_exists", True):
+            if not any(m["id"] == str(reference.get("message_id")) for m in channel.messages):
+                return _form_error("message_reference", "REPLIES_UNKNOWN_MESSAGE")
+        message = self._store(channel, payload, {"id": BOT_ID, "username": "Herald", "bot": True})
         return web.json_response(message, headers=headers)
+
+    async def _edit_message(self, request: web.Request) -> web.Response:
+        channel = self._channel(request)
+        if isinstance(channel, web.Response):
+            return channel
+        found = _find(channel, request.match_info["message"])
+        if found is None:
+            return _error(404, "Unknown Message", 10008)
+        if found["author"]["id"] != BOT_ID:
+            return _error(403, "Cannot edit a message authored by another user", 50005)
+        return self._edit(channel, found, self.requests[-1].json())
+
+    def _edit(
+        self, channel: DiscordChannelState, message: dict[str, Any], payload: dict[str, Any]
+    ) -> web.Response:
+        invalid = _check_components(payload.get("components") or [])
+        if invalid is not None:
+            return invalid
+        if len(str(payload.get("content") or "")) > 2000:
+            return _form_error("content", "BASE_TYPE_MAX_LENGTH")
+        for key in ("content", "components", "embeds"):
+            if key in payload:
+                message[key] = payload[key]
+        self.edits.append({**payload, "channel_id": channel.id, "message_id": message["id"]})
+        return web.json_response(message)
 
     def _store(
         self, channel: DiscordChannelState, payload: dict[str, Any], author: dict[str, Any]
@@ -244,6 +282,11 @@ class FakeDiscord(FakeHTTPServer):
             "nonce": payload.get("nonce"),
             "author": author,
         }
+        if payload.get("message_reference") is not None:
+            message["message_reference"] = {
+                "channel_id": channel.id,
+                **payload["message_reference"],
+            }
         channel.messages.append(message)
         return message
 
@@ -269,13 +312,65 @@ class FakeDiscord(FakeHTTPServer):
             "avatar_url": payload.get("avatar_url"),
             "bot": True,
         }
+        # a webhook no application owns: Discord drops its interactive components
+        payload = {k: v for k, v in payload.items() if k != "components"}
         message = self._store(self.channels[channel_id], payload, author)
         if request.query.get("wait") == "true":
             return web.json_response(message)
         return web.Response(status=204)
 
+    async def _edit_webhook_message(self, request: web.Request) -> web.Response:
+        webhook_id, token = request.match_info["id"], request.match_info["token"]
+        if webhook_id not in self.webhooks:
+            return _error(404, "Unknown Webhook", 10015)
+        known_token, channel_id = self.webhooks[webhook_id]
+        if token != known_token:
+            return _error(401, "Invalid Webhook Token", 50027)
+        channel = self.channels[channel_id]
+        found = _find(channel, request.match_info["message"])
+        if found is None or found["author"]["id"] != webhook_id:
+            return _error(404, "Unknown Message", 10008)
+        payload = {k: v for k, v in self.requests[-1].json().items() if k != "components"}
+        return self._edit(channel, found, payload)
+
+
+#: The author id of the bot's own messages.
+BOT_ID = "1"
+
+
+def _find(channel: DiscordChannelState, message_id: str) -> dict[str, Any] | None:
+    return next((m for m in channel.messages if m["id"] == message_id), None)
+
+
+def _form_error(field: str, code: str) -> web.Response:
+    return _error(400, "Invalid Form Body", 50035, errors={field: {"_errors": [{"code": code}]}})
+
+
+def _check_components(rows: Any) -> web.Response | None:
+    """Discord's limits on a message's action rows and their buttons (other kinds of
+    component pass unchecked)."""
+    if not isinstance(rows, list) or len(rows) > 5:
+        return _form_error("components", "BASE_TYPE_BAD_LENGTH")
+    for row in rows:
+        if not isinstance(row, dict) or row.get("type") != 1:
+            continue
+        inside = row.get("components")
+        if not isinstance(inside, list) or not 1 <= len(inside) <= 5:
+            return _form_error("components", "BASE_TYPE_BAD_LENGTH")
+        for button in inside:
+            if not isinstance(button, dict) or button.get("type") != 2 or "url" in button:
+                continue
+            if not 1 <= len(str(button.get("custom_id") or "")) <= 100:
+                return _form_error("components", "BASE_TYPE_BAD_LENGTH")
+            if len(str(button.get("label") or "")) > 80:
+                return _form_error("components", "BASE_TYPE_MAX_LENGTH")
+    return None
+
 
 def _check_content(payload: dict[str, Any]) -> web.Response | None:
+    invalid = _check_components(payload.get("components") or [])
+    if invalid is not None:
+        return invalid
     content = str(payload.get("content") or "")
     if not content and not payload.get("embeds"):
         return _error(400, "Cannot send an empty message", 50006)

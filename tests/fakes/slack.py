@@ -3,7 +3,9 @@
 Speaks enough of the real protocol for Herald's channel and for slack_sdk's
 ``AsyncWebClient``: HTTP 200 with ``{"ok": true, ...}`` or ``{"ok": false, "error": code}``,
 ``X-OAuth-Scopes`` on every answer, JSON, form or query arguments. Methods:
-``chat.postMessage``, ``conversations.info``, ``conversations.open`` (a direct message
+``chat.postMessage`` (a reply in a thread with ``thread_ts``), ``chat.update`` (of a
+message it posted, https://docs.slack.dev/reference/methods/chat.update: recorded in
+:attr:`FakeSlack.edits`), ``conversations.info``, ``conversations.open`` (a direct message
 with one user, https://api.slack.com/methods/conversations.open: ``users`` in, the IM
 channel ``D…`` out, the same one each time), ``conversations.list`` (paged by
 :attr:`FakeSlack.list_page_size`, as https://api.slack.com/methods/conversations.list
@@ -11,7 +13,8 @@ documents it) and ``auth.test``.
 
 Use :attr:`FakeSlack.api_url` as the client's base URL; add channels with
 :meth:`FakeSlack.add_channel`; read what was posted in :attr:`FakeSlack.messages`; script
-failures with :meth:`FakeSlack.script` and :func:`slack_error`.
+failures with :meth:`FakeSlack.script` and :func:`slack_error`. Like Slack, it answers
+``invalid_blocks`` to more than 50 blocks (a message, or an edit).
 """
 
 from __future__ import annotations
@@ -24,6 +27,9 @@ from aiohttp import web
 
 from tests.fakes.http import FakeHTTPServer, Scripted
 
+#: The most blocks Slack takes in a message
+#: (https://docs.slack.dev/reference/methods/chat.postMessage).
+MAX_BLOCKS = 50
 DEFAULT_SCOPES = (
     "chat:write",
     "chat:write.customize",
@@ -72,6 +78,8 @@ class FakeSlack(FakeHTTPServer):
         self.channels: dict[str, SlackChannelState] = {}
         #: Every message posted: the arguments plus ``ts`` and ``channel``.
         self.messages: list[dict[str, Any]] = []
+        #: ``chat.update`` calls: the arguments.
+        self.edits: list[dict[str, Any]] = []
         #: Users a direct message can be opened with (add them with add_person).
         self.people: dict[str, SlackUserState] = {}
         #: user id -> the IM channel opened with them.
@@ -121,6 +129,8 @@ class FakeSlack(FakeHTTPServer):
             return self._conversations_info(args)
         if method == "chat.postMessage":
             return self._post_message(args)
+        if method == "chat.update":
+            return self._update(args)
         if method == "conversations.open":
             return self._conversations_open(args)
         if method == "conversations.list":
@@ -227,6 +237,8 @@ class FakeSlack(FakeHTTPServer):
         blocks = args.get("blocks")
         if blocks is not None and not isinstance(blocks, list):
             return self._error("invalid_blocks_format")
+        if blocks is not None and len(blocks) > MAX_BLOCKS:
+            return self._error("invalid_blocks")
         text = str(args.get("text") or "")
         if not text and not blocks:
             return self._error("no_text")
@@ -241,3 +253,19 @@ class FakeSlack(FakeHTTPServer):
         self.messages.append({**args, "channel": channel.id, "ts": ts})
         message = {"type": "message", "text": text, "ts": ts, "bot_id": "BHERALD"}
         return self._answer({"ok": True, "channel": channel.id, "ts": ts, "message": message})
+
+    def _update(self, args: dict[str, Any]) -> web.Response:
+        """Edit a message the fake posted (by ``channel`` and ``ts``): recorded in
+        :attr:`edits`; ``message_not_found`` for any other."""
+        channel = str(args.get("channel", ""))
+        ts = str(args.get("ts", ""))
+        posted = [m for m in self.messages if (m["channel"], m["ts"]) == (channel, ts)]
+        if not posted:
+            return self._error("message_not_found")
+        blocks = args.get("blocks")
+        if not args.get("text") and not blocks:
+            return self._error("no_text")
+        if isinstance(blocks, list) and len(blocks) > MAX_BLOCKS:
+            return self._error("invalid_blocks")
+        self.edits.append(args)
+        return self._answer({"ok": True, "channel": channel, "ts": ts})
