@@ -449,7 +449,9 @@ class CalendarQueries(Gateway):
         await s.execute(
             self._insert()(JOB)
             .values(rows)
-            .on_conflict_do_nothing(index_elements=["schedule_id", "recipient", "occurrence_at"])
+            .on_conflict_do_nothing(
+                index_elements=["schedule_id", "recipient", "occurrence_at", "ladder"]
+            )
         )
 
     # --- feeds --------------------------------------------------------------------------
