@@ -357,7 +357,7 @@ def check_message(
     if kind == "discord" and shared_channel(destination):
         _discord_credit_fits(longest, bool(options.get("template")))
     if kind == "slack" and options.get("blocks"):
-        check_slack_blocks(options["blocks"], adds=slack_added_block(destination, options))
+        check_slack_blocks(options["blocks"], adds=slack_added_blocks(destination, options))
     if kind in ("discord", "discord-webhook") and options.get("embeds"):
         check_discord_embeds(options["embeds"])
     if kind == "discord-webhook" and isinstance(options.get("username"), str):
@@ -398,16 +398,27 @@ def shared_channel(destination: Destination) -> bool:
     return False
 
 
-def slack_added_block(destination: Destination, options: Mapping[str, Any]) -> str | None:
-    """The block Herald adds under a Slack message's own blocks, named as a refusal
-    says it: the Snooze and Done buttons of a direct message
-    (core.channels.slack.reminder_actions) or the "scheduled by" line of a channel
-    (core.channels.slack.credit); None where it adds none."""
+#: The option of a schedule sent until done (core.until_done.OPTION): its messages
+#: carry a Done button.
+_UNTIL_DONE = "until_done"
+
+
+def slack_added_blocks(destination: Destination, options: Mapping[str, Any]) -> list[str]:
+    """The blocks Herald adds under a Slack message's own blocks, named as a refusal
+    says them: the Snooze and Done buttons of a direct message
+    (core.channels.slack.reminder_actions; a message sent until done has its Done
+    button alone there), the "scheduled by" line of a channel
+    (core.channels.slack.credit) and a message sent until done's Done button
+    (core.channels.slack.done_actions)."""
     if destination.kind != "slack":
-        return None
+        return []
+    done = _UNTIL_DONE in options
     if destination.is_dm:
-        return None if options.get(reminders.NOTICE) else "the Snooze and Done buttons Herald adds"
-    return 'the "scheduled by" line Herald adds' if shared_channel(destination) else None
+        if done:
+            return ["the Done button Herald adds"]
+        return [] if options.get(reminders.NOTICE) else ["the Snooze and Done buttons Herald adds"]
+    added = ['the "scheduled by" line Herald adds'] if shared_channel(destination) else []
+    return [*added, "the Done button Herald adds"] if done else added
 
 
 def _discord_credit_fits(longest: int, template: bool) -> None:
@@ -459,17 +470,19 @@ _BLOCK_ID_PAGE = f"{_SLACK_BLOCKS}/actions-block"
 _ACTION_ID_PAGE = f"{_SLACK_ELEMENTS}/button-element"
 
 
-def check_slack_blocks(blocks: Any, *, adds: str | None = None) -> None:
-    """Refuse Block Kit blocks Slack would refuse: too many (with the block Herald
-    ``adds``, named as :func:`slack_added_block` names it), an unknown type, a text,
+def check_slack_blocks(blocks: Any, *, adds: Sequence[str] = ()) -> None:
+    """Refuse Block Kit blocks Slack would refuse: too many (with the blocks Herald
+    ``adds``, named as :func:`slack_added_blocks` names them), an unknown type, a text,
     button value, action_id or confirm dialog over its limit (the numbers slack_sdk
     validates), a block_id used twice, an action_id used twice in one block, markdown
     blocks over 12,000 characters together."""
     if not isinstance(blocks, list):
         raise _bad("The Slack blocks must be a JSON array of blocks.")
     _at_most(SLACK_MESSAGE_BLOCKS, blocks, "this message")
-    if adds is not None and len(blocks) + 1 > SLACK_MESSAGE_BLOCKS.size:
-        raise SLACK_MESSAGE_BLOCKS.refuse(len(blocks) + 1, f"with {adds}, this message has")
+    if adds and len(blocks) + len(adds) > SLACK_MESSAGE_BLOCKS.size:
+        raise SLACK_MESSAGE_BLOCKS.refuse(
+            len(blocks) + len(adds), f"with {' and '.join(adds)}, this message has"
+        )
     block_ids: dict[str, int] = {}
     markdown = 0
     for number, block in enumerate(blocks, start=1):

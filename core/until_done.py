@@ -180,6 +180,16 @@ def opens(ladder: str, options: Mapping[str, Any]) -> bool:
     return not ladder and OPTION in options
 
 
+#: The channels whose messages Herald edits once done (core/channels/slack.py,
+#: discord.py); elsewhere Done stops the ladder and edits nothing.
+EDITABLE = ("slack", "discord", "discord-webhook")
+
+
+def edits(destination: str | None) -> bool:
+    """Whether Done edits a message sent to ``destination``."""
+    return destination is not None and destination.partition(":")[0] in EDITABLE
+
+
 def step_kind(ladder: str) -> str:
     """``nag``, ``escalate`` or ``done`` for a step; "" for an occurrence's message."""
     return ladder.split(" ", 1)[0]

@@ -247,6 +247,10 @@ class ScheduleCases(RecipientCases, TemplateCases, HoldCases, LadderCases):
             ladder = self._ladder_option(actor, until_done)
             values["options"] = {**values["options"], ladders.OPTION: ladder}
             escalations = ladders.UntilDone.from_json(ladder).escalates_to
+            for step in recipients.destinations_of(values) if template is None else ():
+                # with its Done button, the message must still fit (a template's fit
+                # is checked with its data below, the option included)
+                limits.check_message(parse_destination(step), values["body"], values["options"])
         if template is not None:
             values |= await self.template_values(
                 actor,
@@ -778,6 +782,10 @@ class ScheduleCases(RecipientCases, TemplateCases, HoldCases, LadderCases):
                     await self.check_reachable(destination)
             values["options"] = options
             changed["until_done"] = ladders.OPTION in options
+            if not (options.get(LIQUID) or templated):
+                body = values.get("body", schedule.body)
+                for step in recipients.destinations_of({**_values_of(schedule), **values}):
+                    limits.check_message(parse_destination(step), body, options)
         message = (text, to, template, data, data_by_recipient) != (None,) * 5
         held, withdraw = await self._held_again(actor, schedule, values, message)
         cancel = when is not None

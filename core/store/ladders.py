@@ -98,7 +98,7 @@ def _rows(
         job = r.job
         message = r.attempt.message_id if r.attempt is not None else None
         if job.id in marked:
-            if message is not None:
+            if message is not None and until_done.edits(job.destination):
                 by, at = marked[job.id]
                 rows.append(_done_row(job, message, by, at, now))
             continue
@@ -343,7 +343,7 @@ class LadderQueries(Gateway):
                     )
                 ).rowcount
                 message = await self._message_of(conn, job_id)
-                if message is not None:
+                if message is not None and until_done.edits(dest):
                     await conn.execute(
                         sa.insert(JOB).values(
                             schedule_id=schedule_id,
