@@ -38,6 +38,13 @@ NAG_FLOOR_STAFF = timedelta(minutes=1)
 #: Escalation levels at most, destinations per level at most.
 MAX_LEVELS = 2
 MAX_ESCALATE_TO = 5
+#: What a channel reads in a delivery's options for a schedule sent until done
+#: (core/channels/slack.py, discord.py; core/dispatcher/message.py sets them): the
+#: occurrence's message carries a Done button (its job id), a nag replies to it (its
+#: provider id), the ``done`` step edits it.
+DONE_BUTTON = "done_button"
+REPLY_TO = "reply_to"
+EDIT_OF = "edit_of"
 #: What ``ladder`` says of a step (:func:`step_kind`).
 NAG = "nag"
 ESCALATE = "escalate"

@@ -66,6 +66,7 @@ from core.errors import InvalidInput
 from core.http_client import Answer, HTTPClient, TimedOut, Timeout, Unreachable
 from core.netguard import Guard, Refused
 from core.ratelimit import RateLimit
+from core.until_done import DONE_BUTTON, EDIT_OF, REPLY_TO
 
 DEFAULT_BASE_URL = "https://discord.com/api/v10"
 MAX_CONTENT = limits.DISCORD_CONTENT.size
@@ -76,10 +77,6 @@ _WEBHOOK_PATH = re.compile(r"/webhooks/(\d+)/[^/]+/?$")
 TEXT_CHANNEL_TYPES = (0, 5)
 #: A channel's, a user's or a message's id (a snowflake).
 _SNOWFLAKE = re.compile(r"^\d{17,20}$")
-#: The ``Delivery.options`` of a message sent until done (the module's docstring).
-DONE_BUTTON = "done_button"
-REPLY_TO = "reply_to"
-EDIT_OF = "edit_of"
 #: The ``custom_id`` of the Done button under a message sent until done is this and the
 #: occurrence's job id (``herald:done:42``; at most 32 characters of Discord's 100).
 DONE_CUSTOM_PREFIX = "herald:done:"

@@ -49,6 +49,7 @@ from core.destinations import ChannelName, Destination, UriSyntax, names_need_co
 from core.errors import InvalidInput
 from core.http_client import HTTPClient, TimedOut, Timeout, Unreachable
 from core.ratelimit import RateLimit
+from core.until_done import DONE_BUTTON, EDIT_OF, REPLY_TO
 
 log = logging.getLogger(__name__)
 
@@ -62,10 +63,6 @@ PASSED_OPTIONS = (
     "unfurl_media",
     "reply_broadcast",
 )
-#: The ``Delivery.options`` of a message sent until done (the module's docstring).
-DONE_BUTTON = "done_button"
-REPLY_TO = "reply_to"
-EDIT_OF = "edit_of"
 #: The ``action_id`` of the Done button under a message sent until done; its ``value``
 #: is the occurrence's job id, its block's ``block_id`` ``herald_done:<job id>``.
 #: Members' own blocks may not use ``herald…`` ids (core.cases.messages), so a click on

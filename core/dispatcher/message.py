@@ -50,14 +50,6 @@ def delivery(job: ClaimedJob, destination: Destination, config: DispatcherConfig
     )
 
 
-#: What a channel reads in a delivery's options for a schedule sent until done
-#: (core/channels/slack.py, discord.py): the occurrence's message carries a Done button
-#: (its job id), a nag replies to it, the ``done`` step edits it.
-DONE_BUTTON = "done_button"
-REPLY_TO = "reply_to"
-EDIT_OF = "edit_of"
-
-
 def laddered(
     job: ClaimedJob, text: str, options: Mapping[str, Any], credit: str | None
 ) -> tuple[str, Mapping[str, Any], str | None]:
@@ -67,13 +59,13 @@ def laddered(
     gone. Steps carry no reminder buttons in a direct message (``notice``)."""
     kind = until_done.step_kind(job.ladder)
     if not kind:
-        return text, {**options, DONE_BUTTON: job.id}, credit
+        return text, {**options, until_done.DONE_BUTTON: job.id}, credit
     steps: dict[str, Any] = {**options, reminders.NOTICE: True}
     for part in ("blocks", "embeds", until_done.OPTION):
         steps.pop(part, None)
     if kind == until_done.NAG:
         if job.thread:
-            steps[REPLY_TO] = job.thread
+            steps[until_done.REPLY_TO] = job.thread
         return until_done.nag_text(text, int(job.ladder.split(" ", 1)[1])), steps, None
     if kind == until_done.ESCALATE:
         rule = until_done.of_options(options)
@@ -81,7 +73,7 @@ def laddered(
         level = until_done.level_of(job.ladder)
         where = until_done.where(job.thread) if job.thread else "its channel"
         return until_done.escalation_text(text, rule, level, where, job.owner), steps, None
-    steps[EDIT_OF] = job.thread
+    steps[until_done.EDIT_OF] = job.thread
     at = job.done_at or job.occurrence_at
     return until_done.done_text(text, job.done_by or "someone", at, job.timezone), steps, credit
 
