@@ -25,7 +25,7 @@ def action_id(v: verbs.Verb) -> str:
 
 #: The alerts' buttons, an admin's decision: the verbs on dead letters that Slack offers
 #: (core/verbs.py), by action id.
-DECISIONS = {action_id(v): v for v in verbs.offered(verbs.SLACK, verbs.DEAD_VERBS)}
+DECISIONS = {action_id(v): v for v in verbs.offered(verbs.SLACK, verbs.DECISIONS)}
 #: How a decision's button looks (a style and a question first); others are plain.
 _LOOKS: dict[str, tuple[str | None, str | None]] = {
     "retry": ("primary", None),

@@ -48,6 +48,10 @@ def test_a_row_is_read_by_its_labels() -> None:
         "route": '{"id":2,"to":["slack:@U1","email:a@example.com"]}',
         "step_since": "2026-01-02 10:00:07.000000",
         "priority": 0,
+        "ladder": "nag 2",
+        "thread": "C0123/1700000000.000100",
+        "done_by": "slack:U2",
+        "done_at": "2026-01-02 10:20:00.000000",
     }
     row = tuple(values[label] for label, _ in CLAIM_COLUMNS)
     job = queue._claimed(row, sqlite_datetime)
@@ -72,10 +76,21 @@ def test_a_row_is_read_by_its_labels() -> None:
         '{"id":2,"to":["slack:@U1","email:a@example.com"]}',
         datetime(2026, 1, 2, 10, 0, 7, tzinfo=UTC),
         0,
+        "nag 2",
+        "C0123/1700000000.000100",
+        "slack:U2",
+        datetime(2026, 1, 2, 10, 20, tzinfo=UTC),
     )
     at = datetime(2026, 1, 2, tzinfo=UTC)
     pg_row = tuple(
-        {**values, "occurrence_at": at, "due_at": at, "options": "{}", "step_since": at}[label]
+        {
+            **values,
+            "occurrence_at": at,
+            "due_at": at,
+            "options": "{}",
+            "step_since": at,
+            "done_at": at,
+        }[label]
         for label, _ in CLAIM_COLUMNS
     )
     pg_job = queue._claimed(pg_row)

@@ -78,7 +78,7 @@ def test_the_cli_offers_what_the_table_says() -> None:
     parser = build_parser()
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     commands = set(sub.choices)
-    schedule_verbs = tuple(v for v in VERBS if v.takes != "job_ids")
+    schedule_verbs = tuple(v for v in VERBS if v.takes not in ("job_ids", "approval_ids"))
     table = _words(verbs.CLI, schedule_verbs)
     assert table <= commands
     others = {w for v in schedule_verbs if not v.offered_on(verbs.CLI) for w in v.words}
@@ -89,6 +89,9 @@ def test_the_cli_offers_what_the_table_says() -> None:
     for v in verbs.offered(verbs.CLI, verbs.STATE_VERBS):
         for word in v.words:
             assert parser.parse_args([word, "1"]).command == v.name
+    approvals = sub.choices["approvals"]
+    asub = next(a for a in approvals._actions if isinstance(a, argparse._SubParsersAction))
+    assert set(asub.choices) - {"list"} == _words(verbs.CLI, verbs.APPROVAL_VERBS)
 
 
 def test_slack_offers_what_the_table_says() -> None:
@@ -109,10 +112,10 @@ def test_slacks_buttons_are_the_tables() -> None:
         v.name for v in verbs.offered(verbs.SLACK) if v.takes == "schedule_id+version" and v.label
     }
     assert {v.name for v in blocks.SCHEDULE_ACTIONS.values()} == on_one
-    assert set(dead.DECISIONS.values()) == set(verbs.offered(verbs.SLACK, verbs.DEAD_VERBS))
+    assert set(dead.DECISIONS.values()) == set(verbs.offered(verbs.SLACK, verbs.DECISIONS))
     [row] = [dead.decision_buttons([7])]
     labels = [e["text"]["text"] for e in row["elements"]]
-    assert labels == [v.label for v in verbs.offered(verbs.SLACK, verbs.DEAD_VERBS)]
+    assert labels == [v.label for v in verbs.offered(verbs.SLACK, verbs.DECISIONS)]
 
 
 def test_discord_offers_what_the_table_says() -> None:
@@ -121,7 +124,7 @@ def test_discord_offers_what_the_table_says() -> None:
 
     group = ScheduleGroup()
     commands = {c.name for c in group.commands}
-    schedule_verbs = tuple(v for v in VERBS if v.takes != "job_ids")
+    schedule_verbs = tuple(v for v in VERBS if v.takes not in ("job_ids", "approval_ids"))
     assert _words(verbs.DISCORD, schedule_verbs) <= commands
     others = {w for v in schedule_verbs if not v.offered_on(verbs.DISCORD) for w in v.words}
     assert not (others & commands)
@@ -133,7 +136,7 @@ def test_discord_offers_what_the_table_says() -> None:
         v.name for v in verbs.offered(verbs.DISCORD) if v.takes == "schedule_id+version" and v.label
     ]
     assert list(components.SCHEDULE_ACTIONS) == on_one
-    dead = [v.name for v in verbs.offered(verbs.DISCORD, verbs.DEAD_VERBS)]
+    dead = [v.name for v in verbs.offered(verbs.DISCORD, verbs.DECISIONS)]
     assert list(components.DEAD_ACTIONS) == list(actions.DECISIONS) == dead
 
 
@@ -146,7 +149,9 @@ def test_the_console_offers_what_the_table_says() -> None:
     }
     offered |= {a for a in actions if a in ("edit", "skip")}
     table = {
-        v.name for v in verbs.offered(verbs.CONSOLE) if v.takes != "job_ids" and v.name != "list"
+        v.name
+        for v in verbs.offered(verbs.CONSOLE)
+        if v.takes not in ("job_ids", "approval_ids") and v.name != "list"
     }
     assert offered == table
     for name in schedules.BULK:
