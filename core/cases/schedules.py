@@ -247,6 +247,8 @@ class ScheduleCases(RecipientCases, TemplateCases, HoldCases, LadderCases):
             ladder = self._ladder_option(actor, until_done)
             values["options"] = {**values["options"], ladders.OPTION: ladder}
             escalations = ladders.UntilDone.from_json(ladder).escalates_to
+            for step in escalations:  # a person is escalated to by DM: as one reminded
+                await self.check_recipient(actor, parse_destination(step), "schedule.create")
             for step in recipients.destinations_of(values) if template is None else ():
                 # with its Done button, the message must still fit (a template's fit
                 # is checked with its data below, the option included)
@@ -776,9 +778,11 @@ class ScheduleCases(RecipientCases, TemplateCases, HoldCases, LadderCases):
             options.pop(ladders.OPTION, None)
             if until_done is not False and until_done is not True:
                 options[ladders.OPTION] = self._ladder_option(actor, until_done)
-                for destination in ladders.UntilDone.from_json(
-                    options[ladders.OPTION]
-                ).escalates_to:
+                rule = ladders.UntilDone.from_json(options[ladders.OPTION])
+                for destination in rule.escalates_to:  # a person by DM: as one reminded
+                    await self.check_recipient(
+                        actor, parse_destination(destination), "schedule.edit"
+                    )
                     await self.check_reachable(destination)
             values["options"] = options
             changed["until_done"] = ladders.OPTION in options

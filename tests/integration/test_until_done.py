@@ -166,6 +166,11 @@ class Place:
     mention: Callable[[Principal], str]
 
     @property
+    def lead_member(self) -> str:
+        """The lead as a member id (``slack:ULEAD``), not a destination."""
+        return self.lead.replace(":@", ":", 1)
+
+    @property
     def sent(self) -> list[Sent]:
         return self.fake.sent
 
@@ -240,13 +245,21 @@ def discord_place(fake: TimedDiscord) -> Place:
 
 
 @pytest.fixture(params=["slack", "discord"])
-async def place(request: pytest.FixtureRequest, clock: ManualClock) -> AsyncIterator[Place]:
+async def place(
+    request: pytest.FixtureRequest, clock: ManualClock, herald: Herald
+) -> AsyncIterator[Place]:
+    """One platform's side, its lead a member Herald knows in the tenant (they have used
+    Herald there): escalated to by DM as a reminder to them would be."""
     if request.param == "slack":
         async with TimedSlack(clock, token=SLACK_TOKEN, team_id="TA") as slack:
-            yield slack_place(slack)
+            made = slack_place(slack)
+            await herald.store.save_member(made.tenant, made.lead_member, now=clock.now())
+            yield made
     else:
         async with TimedDiscord(clock, DISCORD_TOKEN, bucket_limit=10_000) as discord:
-            yield discord_place(discord)
+            made = discord_place(discord)
+            await herald.store.save_member(made.tenant, made.lead_member, now=clock.now())
+            yield made
 
 
 def channels_for(place: Place) -> dict[str, Channel]:
@@ -546,21 +559,18 @@ async def test_done_of_a_direct_message_is_its_recipients(
     assert edit.text.endswith(f"Done by {place.mention(place.bob)} at 09:20")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core: escalation destinations go through consent.check_people and "
-    "check_reachable, not RecipientCases._known_recipient, so a member's ladder "
-    "escalates by DM to a person Herald does not know in the tenant, which a direct "
-    "message to them is refused (core/cases/schedules.py create_schedule and "
-    "edit_schedule)",
-)
 async def test_escalation_to_someone_herald_does_not_know_is_refused_like_a_dm(
     herald: Herald, place: Place
 ) -> None:
-    with pytest.raises(PermissionDenied):  # as to=place.lead would be
-        await herald.create_schedule(place.owner, to=place.lead, when="in 1 hour", text="x")
+    nobody = place.lead.replace("LEAD", "NOBODY").replace("671", "679")
+    with pytest.raises(PermissionDenied):  # as to=nobody would be
+        await herald.create_schedule(place.owner, to=nobody, when="in 1 hour", text="x")
+    rule = {"nag": "15m", "escalate": [{"to": [nobody], "after": "1h"}]}
     with pytest.raises(PermissionDenied):
-        await until_done_schedule(herald, place)
+        await herald.create_schedule(
+            place.owner, to=place.channel, when="every weekday at 9am", text="x", until_done=rule
+        )
+    assert await herald.list_schedules(place.owner) == []
 
 
 async def test_nags_have_their_own_floor_not_the_channel_interval(
