@@ -29,12 +29,13 @@ from typing import Any
 import sqlalchemy as sa
 
 from core import db
-from core.models import Attempt, Audit, Job, Schedule
+from core.models import Approval, Attempt, Audit, Job, Schedule
 
 SCHEDULE = Schedule.__table__
 JOB = Job.__table__
 ATTEMPT = Attempt.__table__
 AUDIT = Audit.__table__
+APPROVAL = Approval.__table__
 
 CHUNK = 20_000
 ADMIN = "local:bench-admin"
@@ -151,8 +152,6 @@ def build(
                 "lease_expires_at": now + timedelta(seconds=60) if state == "claimed" else None,
                 "idempotency_key": f"k{jid:012d}",
                 "last_error": rnd.choice(ERRORS) if state in ("dead", "retrying") else None,
-                "retry_requested_by": owners[0] if state == "dead" and jid % 7 == 0 else None,
-                "retry_requested_at": now if state == "dead" and jid % 7 == 0 else None,
                 "created_at": due - timedelta(hours=1),
                 "updated_at": finished or due,
                 "finished_at": finished,
@@ -199,6 +198,18 @@ def build(
             conn.execute(sa.insert(JOB), chunk)
             if i % 10 == 0:
                 say(f"jobs: {counts['jobs']:,}")
+        # one dead letter in seven asked to be retried: a pending approval of its own
+        asked = sa.select(
+            sa.literal("local"),
+            sa.literal("retry"),
+            JOB.c.id,
+            sa.literal("pending"),
+            sa.literal(owners[0]),
+            sa.literal(now, APPROVAL.c.requested_at.type),
+            sa.literal("a dead letter sent again"),
+        ).where(JOB.c.state == "dead", JOB.c.id % 7 == 0)
+        columns = ("tenant", "kind", "job_id", "state", "requested_by", "requested_at", "why")
+        conn.execute(sa.insert(APPROVAL).from_select(columns, asked))
     with engine.connect() as conn:
         tried = [
             tuple(row)

@@ -18,6 +18,7 @@ import sqlalchemy as sa
 from core.models import WAITING_SQL, Audit, Job, JobState, Schedule, ScheduleState, Worker
 from core.preferences import HELD
 from core.store.base import ATTEMPT, AUDIT, JOB, JOB_DESTINATION, SCHEDULE, AuditEntry
+from core.store.dead_letters import RETRY_REQUESTED_BY, SHOWN_RETRY
 
 # Re-exported where callers import them from (their queries: core.store.dead_letters).
 from core.store.dead_letters import DeadFilter as DeadFilter
@@ -200,9 +201,9 @@ class ConsoleQueries(HeldQueries):
             .where(WAITING, JOB.c.due_at <= now, *mine)
             .order_by(JOB.c.due_at)
             .limit(1),
-            "dead": sa.select(sa.func.count(), sa.func.count(JOB.c.retry_requested_by)).where(
-                JOB.c.state == JobState.DEAD.value, *mine
-            ),
+            "dead": sa.select(sa.func.count(), sa.func.count(RETRY_REQUESTED_BY))
+            .select_from(SHOWN_RETRY)
+            .where(JOB.c.state == JobState.DEAD.value, *mine),
         }
         rates_q = (
             sa.select(minute, sa.func.sum(sa.case((ATTEMPT.c.outcome == "ok", 1), else_=0)))

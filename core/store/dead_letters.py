@@ -3,13 +3,16 @@ retry requests, their answers, retries and discards; the cap on how many are kep
 
 A job is dead when it failed for good or ran out of attempts (the dispatcher records
 that, :mod:`core.store.queue`); from here it goes back to the queue only by an
-admin's approval.
+admin's approval. A retry request and its answer are rows of ``approval`` (kind
+``retry``, the one table of what a second person decides): a dead letter shows at most
+one, its ``shown`` row (pending while it waits, rejected once an admin said no); a new
+request, a retry or a discard closes it.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -18,8 +21,8 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from core import routing
-from core.models import LOCAL_TENANT, JobState, Outcome
-from core.store.base import JOB, JOB_DESTINATION, SCHEDULE, AuditEntry, Gateway
+from core.models import LOCAL_TENANT, ApprovalKind, ApprovalState, JobState, Outcome
+from core.store.base import APPROVAL, JOB, JOB_DESTINATION, SCHEDULE, AuditEntry, Gateway
 from core.store.paging import has_prefix, keyset_after, reason_key
 
 
@@ -40,6 +43,8 @@ class DeadLetter:
     #: The admin who turned the last retry request down, and why (None: no answer yet).
     retry_rejected_by: str | None = None
     retry_reject_reason: str | None = None
+    #: The pending retry request's approval row (None: nobody is asking).
+    approval_id: int | None = None
 
     @property
     def retry_note(self) -> str | None:
@@ -51,6 +56,28 @@ class DeadLetter:
             return f"rejected by {self.retry_rejected_by}{why}"
         return None
 
+
+#: Why a dead letter's retry needs a decision, in an approval's words (as migration
+#: 0019 wrote it for the requests it moved).
+RETRY_WHY = "a dead letter sent again"
+_RETRY = ApprovalKind.RETRY.value
+_PENDING = ApprovalState.PENDING.value
+_REJECTED = ApprovalState.REJECTED.value
+#: A job and the retry request or answer it shows (at most one row: a job's shown
+#: row is closed before another is written, under the job's row lock).
+SHOWN_RETRY = JOB.outerjoin(
+    APPROVAL,
+    sa.and_(APPROVAL.c.job_id == JOB.c.id, APPROVAL.c.shown, APPROVAL.c.kind == _RETRY),
+)
+
+
+def _when(state: str, column: Any) -> Any:
+    """``column`` of the shown approval while it is in ``state``, else NULL."""
+    return sa.case((APPROVAL.c.state == state, column))
+
+
+#: Who asks for a retry now (NULL: nobody), in a query over :data:`SHOWN_RETRY`.
+RETRY_REQUESTED_BY = _when(_PENDING, APPROVAL.c.requested_by)
 
 #: A dead letter's columns, as :class:`DeadLetter` names them.
 DEAD_COLUMNS = (
@@ -64,13 +91,59 @@ DEAD_COLUMNS = (
     JOB.c.last_error,
     JOB.c.occurrence_at,
     JOB.c.finished_at,
-    JOB.c.retry_requested_by,
-    JOB.c.retry_requested_at,
-    JOB.c.retry_rejected_by,
-    JOB.c.retry_reject_reason,
+    RETRY_REQUESTED_BY.label("retry_requested_by"),
+    _when(_PENDING, APPROVAL.c.requested_at).label("retry_requested_at"),
+    _when(_REJECTED, APPROVAL.c.decided_by).label("retry_rejected_by"),
+    _when(_REJECTED, APPROVAL.c.reason).label("retry_reject_reason"),
+    _when(_PENDING, APPROVAL.c.id).label("approval_id"),
 )
-#: No answer to a retry request (a new request, or a retry, clears the last one).
-_NO_ANSWER = {"retry_rejected_by": None, "retry_reject_reason": None}
+
+
+def _dead_from(q: Any, *, shown: bool) -> Any:
+    """``q`` over jobs and their schedules, and each job's shown approval when ``shown``
+    (a query that reads no approval column joins none: a count stays on the job index)."""
+    jobs = SHOWN_RETRY if shown else JOB
+    return q.select_from(jobs.join(SCHEDULE, SCHEDULE.c.id == JOB.c.schedule_id))
+
+
+def _shown_of(job_ids: Sequence[int]) -> Any:
+    """The retry approvals these jobs show."""
+    return sa.and_(
+        APPROVAL.c.job_id.in_(list(job_ids)), APPROVAL.c.shown, APPROVAL.c.kind == _RETRY
+    )
+
+
+def _new_requests(job_ids: list[int], actor: str, now: datetime) -> Any:
+    """Pending retry approvals of ``actor``'s for these jobs, each in its schedule's
+    tenant (where every tenant's list of pending approvals finds it)."""
+    columns = ("tenant", "kind", "job_id", "state", "requested_by", "requested_at", "why")
+    rows = (
+        sa.select(
+            SCHEDULE.c.tenant,
+            sa.literal(_RETRY, APPROVAL.c.kind.type),
+            JOB.c.id,
+            sa.literal(_PENDING, APPROVAL.c.state.type),
+            sa.literal(actor, APPROVAL.c.requested_by.type),
+            sa.literal(now, APPROVAL.c.requested_at.type),
+            sa.literal(RETRY_WHY, APPROVAL.c.why.type),
+        )
+        .select_from(JOB.join(SCHEDULE, SCHEDULE.c.id == JOB.c.schedule_id))
+        .where(JOB.c.id.in_(job_ids))
+    )
+    return sa.insert(APPROVAL).from_select(columns, rows)
+
+
+async def _close(
+    conn: AsyncConnection, job_ids: list[int], pending_to: str, **decided: Any
+) -> None:
+    """Close what these jobs show: a pending request becomes ``pending_to`` (with
+    ``decided``), and no row of theirs is shown any more."""
+    await conn.execute(
+        sa.update(APPROVAL)
+        .where(_shown_of(job_ids), APPROVAL.c.state == _PENDING)
+        .values(state=pending_to, **decided)
+    )
+    await conn.execute(sa.update(APPROVAL).where(_shown_of(job_ids)).values(shown=False))
 
 
 @dataclass(frozen=True)
@@ -95,13 +168,6 @@ class DeadLetterQueries(Gateway):
 
     # --- reads ------------------------------------------------------------------------
 
-    def _dead_query(self) -> sa.Select[Any]:
-        return (
-            sa.select(*DEAD_COLUMNS)
-            .join(SCHEDULE, SCHEDULE.c.id == JOB.c.schedule_id)
-            .where(JOB.c.state == JobState.DEAD.value)
-        )
-
     async def dead_letters(
         self,
         *,
@@ -111,7 +177,9 @@ class DeadLetterQueries(Gateway):
         limit: int = 200,
     ) -> list[DeadLetter]:
         """Dead jobs, newest first (optionally one owner's, one tenant's, or the given ids)."""
-        q = self._dead_query()
+        q = _dead_from(sa.select(*DEAD_COLUMNS), shown=True).where(
+            JOB.c.state == JobState.DEAD.value
+        )
         if owner is not None:
             q = q.where(SCHEDULE.c.owner == owner)
         if tenant is not None:
@@ -124,6 +192,7 @@ class DeadLetterQueries(Gateway):
 
     @staticmethod
     def _dead_where(f: DeadFilter) -> list[Any]:
+        """``f`` as conditions (``requested`` reads the approval of :data:`SHOWN_RETRY`)."""
         where: list[Any] = [JOB.c.state == JobState.DEAD.value]
         if f.owner is not None:
             where.append(SCHEDULE.c.owner == f.owner)
@@ -133,23 +202,24 @@ class DeadLetterQueries(Gateway):
             where.append(reason_key(JOB.c.last_error) == f.reason)
         if f.destination:
             where.append(has_prefix(JOB_DESTINATION, f.destination))
-        if f.requested is not None:
-            requested = JOB.c.retry_requested_by.is_not(None)
-            where.append(requested if f.requested else sa.not_(requested))
+        if f.requested:
+            # a plain equality makes the outer join an inner one, so the databases
+            # start from the few pending requests, not from every dead letter
+            where.append(APPROVAL.c.state == _PENDING)
+        elif f.requested is not None:
+            where.append(RETRY_REQUESTED_BY.is_(None))
         return where
-
-    def _dead_from(self, q: Any) -> Any:
-        return q.select_from(JOB.join(SCHEDULE, SCHEDULE.c.id == JOB.c.schedule_id))
 
     async def dead_groups(self, f: DeadFilter, *, limit: int = 50) -> list[DeadGroup]:
         """Dead letters matching ``f`` grouped by reason, biggest group first."""
         reason = reason_key(JOB.c.last_error)
-        q = self._dead_from(
+        q = _dead_from(
             sa.select(
                 reason.label("reason"),
                 sa.func.count().label("total"),
-                sa.func.count(JOB.c.retry_requested_by).label("requested"),
-            )
+                sa.func.count(RETRY_REQUESTED_BY).label("requested"),
+            ),
+            shown=True,
         )
         q = (
             q.where(
@@ -176,7 +246,7 @@ class DeadLetterQueries(Gateway):
     ) -> list[DeadLetter]:
         """One page of dead letters matching ``f``, newest first (keyset: ``before``)."""
         q = (
-            self._dead_from(sa.select(*DEAD_COLUMNS))
+            _dead_from(sa.select(*DEAD_COLUMNS), shown=True)
             .where(*self._dead_where(f))
             .where(keyset_after((JOB.c.finished_at, JOB.c.id), before, desc=True))
             .order_by(JOB.c.finished_at.desc(), JOB.c.id.desc())
@@ -186,14 +256,14 @@ class DeadLetterQueries(Gateway):
             return [DeadLetter(**row._mapping) for row in await conn.execute(q)]
 
     async def count_dead(self, f: DeadFilter) -> int:
-        q = self._dead_from(sa.select(sa.func.count())).where(*self._dead_where(f))
+        q = _dead_from(sa.select(sa.func.count()), shown=f.requested is not None)
         async with self._read() as conn:
-            return int(await conn.scalar(q) or 0)
+            return int(await conn.scalar(q.where(*self._dead_where(f))) or 0)
 
     async def dead_ids(self, f: DeadFilter, *, after_id: int = 0, limit: int = 500) -> list[int]:
         """Ids of dead letters matching ``f`` in id order, one chunk."""
         q = (
-            self._dead_from(sa.select(JOB.c.id))
+            _dead_from(sa.select(JOB.c.id), shown=f.requested is not None)
             .where(*self._dead_where(f), JOB.c.id > after_id)
             .order_by(JOB.c.id)
             .limit(limit)
@@ -206,9 +276,28 @@ class DeadLetterQueries(Gateway):
     async def request_dead_retry(
         self, job_ids: Sequence[int], *, actor: str, now: datetime, audit: AuditEntry
     ) -> int:
-        """Mark dead letters as awaiting an admin's decision (an earlier answer goes)."""
-        values = {"retry_requested_by": actor, "retry_requested_at": now, **_NO_ANSWER}
-        return await self._dead_update(job_ids, values, now, audit)
+        """Mark dead letters as awaiting an admin's decision: a pending retry approval in
+        their schedule's tenant (a letter already asked about stays one request, now
+        ``actor``'s; an earlier answer is no longer shown)."""
+
+        async def ask(conn: AsyncConnection, changed: list[int]) -> None:
+            await conn.execute(
+                sa.update(APPROVAL)
+                .where(_shown_of(changed), APPROVAL.c.state != _PENDING)
+                .values(shown=False)
+            )
+            again = await conn.execute(
+                sa.update(APPROVAL)
+                .where(_shown_of(changed), APPROVAL.c.state == _PENDING)
+                .values(requested_by=actor, requested_at=now)
+                .returning(APPROVAL.c.job_id)
+            )
+            asked = {row[0] for row in again}
+            new = [job_id for job_id in changed if job_id not in asked]
+            if new:
+                await conn.execute(_new_requests(new, actor, now))
+
+        return await self._dead_update(job_ids, {}, now, audit, then=ask)
 
     async def reject_dead_retry(
         self,
@@ -219,39 +308,63 @@ class DeadLetterQueries(Gateway):
         now: datetime,
         audit: AuditEntry,
     ) -> int:
-        """Turn pending retry requests down; the jobs stay dead and keep who turned them
-        down (``by``) and why, for whoever asked."""
-        values = {
-            "retry_requested_by": None,
-            "retry_requested_at": None,
-            "retry_rejected_by": by,
-            "retry_reject_reason": reason,
-        }
-        return await self._dead_update(job_ids, values, now, audit)
+        """Turn pending retry requests down; the jobs stay dead and keep showing who
+        turned them down (``by``) and why, for whoever asked. Letters nobody asked
+        about are left as they are (and not counted)."""
+
+        async def reject(conn: AsyncConnection, changed: list[int]) -> None:
+            await conn.execute(
+                sa.update(APPROVAL)
+                .where(_shown_of(changed), APPROVAL.c.state == _PENDING)
+                .values(state=_REJECTED, decided_by=by, decided_at=now, reason=reason)
+            )
+
+        asked = sa.select(APPROVAL.c.job_id).where(_shown_of(job_ids), APPROVAL.c.state == _PENDING)
+        return await self._dead_update(
+            job_ids, {}, now, audit, then=reject, where=JOB.c.id.in_(asked)
+        )
 
     async def retry_dead(self, job_ids: Sequence[int], *, now: datetime, audit: AuditEntry) -> int:
         """Put dead letters back in the queue, due now, with a fresh attempt budget and
-        the same idempotency key, at the first step of their recipient's chain."""
+        the same idempotency key, at the first step of their recipient's chain. A
+        pending request is approved by the retry's actor; nothing shows any more."""
         values = {
             "state": JobState.PENDING.value,
             "attempts": 0,
             "due_at": now,
             "last_error": None,
             "finished_at": None,
-            "retry_requested_by": None,
-            "retry_requested_at": None,
-            **_NO_ANSWER,
         }
+
+        async def approve(conn: AsyncConnection, changed: list[int]) -> None:
+            await _close(
+                conn,
+                changed,
+                ApprovalState.APPROVED.value,
+                decided_by=audit.actor,
+                decided_at=now,
+            )
+
         return await self._dead_update(
-            job_ids, values, now, audit, notify=True, outcome=Outcome.RETRYING.value
+            job_ids,
+            values,
+            now,
+            audit,
+            then=approve,
+            notify=True,
+            outcome=Outcome.RETRYING.value,
         )
 
     async def discard_dead(
         self, job_ids: Sequence[int], *, now: datetime, audit: AuditEntry
     ) -> int:
-        """Give up on dead letters for good."""
-        values = {"state": JobState.DISCARDED.value, "retry_requested_by": None}
-        return await self._dead_update(job_ids, values, now, audit)
+        """Give up on dead letters for good (a pending request is withdrawn)."""
+
+        async def withdraw(conn: AsyncConnection, changed: list[int]) -> None:
+            await _close(conn, changed, ApprovalState.WITHDRAWN.value, decided_at=now)
+
+        values = {"state": JobState.DISCARDED.value}
+        return await self._dead_update(job_ids, values, now, audit, then=withdraw)
 
     async def _dead_update(
         self,
@@ -260,23 +373,31 @@ class DeadLetterQueries(Gateway):
         now: datetime,
         audit: AuditEntry,
         *,
+        then: Callable[[AsyncConnection, list[int]], Awaitable[None]],
+        where: Any = None,
         notify: bool = False,
         outcome: str | None = None,
     ) -> int:
+        """Change the dead ones of ``job_ids`` (and matching ``where``), then their
+        approvals (``then``), in one transaction: the jobs' row locks, taken first, keep
+        two requests for one letter from writing two shown rows."""
         if not job_ids:
             return 0
+        dead = [JOB.c.id.in_(list(job_ids)), JOB.c.state == JobState.DEAD.value]
+        if where is not None:
+            dead.append(where)
         async with self._tx() as conn:
             result = await conn.execute(
-                sa.update(JOB)
-                .where(JOB.c.id.in_(list(job_ids)), JOB.c.state == JobState.DEAD.value)
-                .values(**values, updated_at=now)
-                .returning(JOB.c.id)
+                sa.update(JOB).where(*dead).values(**values, updated_at=now).returning(JOB.c.id)
             )
             changed = sorted(row[0] for row in result)
-            if notify and changed:
+            if not changed:
+                return 0
+            await then(conn, changed)
+            if notify:
                 await self._first_steps(conn, changed, now)
                 await self._notify_due(conn)
-            if outcome is not None and changed:
+            if outcome is not None:
                 await conn.execute(
                     sa.update(SCHEDULE)
                     .where(
@@ -284,9 +405,8 @@ class DeadLetterQueries(Gateway):
                     )
                     .values(last_outcome=outcome)
                 )
-            if changed:
-                entry = dataclasses.replace(audit, object_type="job")
-                await self._audit_each(conn, entry, now, [(str(i), {}) for i in changed])
+            entry = dataclasses.replace(audit, object_type="job")
+            await self._audit_each(conn, entry, now, [(str(i), {}) for i in changed])
             return len(changed)
 
     async def _first_steps(self, conn: AsyncConnection, job_ids: list[int], now: datetime) -> None:

@@ -9,6 +9,7 @@ import asyncio
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 
 from bot.cli import main
 from bot.slack.dead import Letter, letter_blocks
@@ -16,7 +17,7 @@ from core.actors import Principal, Surface
 from core.cases import Herald
 from core.clock import ManualClock
 from core.errors import InvalidInput, PermissionDenied
-from core.models import REJECT_REASON_CHARS
+from core.models import REJECT_REASON_CHARS, Approval
 from core.settings import load_settings
 from core.store import AuditFilter, DeadFilter
 from tests.tui.conftest import ADMIN, MEMBER, OPERATOR, seed
@@ -53,7 +54,36 @@ async def test_the_reason_is_audited_and_kept_for_whoever_asked(
     await herald.retry_dead_letters(ADMIN, asked)
     job = await herald.store.get_job(asked[0])
     assert job is not None and job.state == "pending"
-    assert (job.retry_rejected_by, job.retry_reject_reason) == (None, None)
+    # each answer is kept as its approval row; the retry leaves none shown
+    assert await _approvals(herald, asked[0]) == [
+        ("rejected", MEMBER, ADMIN, SAID, False),
+        ("rejected", MEMBER, ADMIN, None, False),
+    ]
+
+
+async def test_a_request_is_one_approval_of_its_tenant_that_a_retry_or_discard_closes(
+    herald: Herald, clock: ManualClock, asked: list[int]
+) -> None:
+    """A retry request is an approval row (kind retry, in the letter's tenant, where a
+    tenant's pending approvals list it): asking again keeps the one pending row, now the
+    latest asker's; approving it retries the letter; a discard withdraws a request."""
+    [letter] = await herald.dead_letter(MEMBER, asked[0])
+    assert letter.approval_id is not None
+    assert await herald.retry_dead_letters(OPERATOR, asked) == ("requested", 1)
+    [again] = await herald.dead_letter(MEMBER, asked[0])
+    assert (again.approval_id, again.retry_requested_by) == (letter.approval_id, OPERATOR)
+    assert await _approvals(herald, asked[0]) == [("pending", OPERATOR, None, None, True)]
+    [pending] = await herald.store.approvals(tenant=letter.tenant, kind="retry")
+    assert (pending.id, pending.job_id) == (letter.approval_id, asked[0])
+    assert (await herald.store.queue_stats(now=clock.now())).dead_awaiting == 1
+    assert await herald.approve_dead_retry(ADMIN, asked) == 1
+    assert await _approvals(herald, asked[0]) == [("approved", OPERATOR, ADMIN, None, False)]
+    assert (await herald.store.queue_stats(now=clock.now())).dead_awaiting == 0
+    # another dead letter asked about, then discarded: the request is withdrawn
+    [other] = [d.job_id for d in await herald.dead_letters(ADMIN) if d.owner == OPERATOR]
+    await herald.retry_dead_letters(OPERATOR, [other])
+    assert await herald.discard_dead_letters(OPERATOR, [other]) == 1
+    assert await _approvals(herald, other) == [("withdrawn", OPERATOR, None, None, False)]
 
 
 async def test_the_consoles_reject_all_matching_says_it_too(
@@ -139,7 +169,7 @@ async def test_the_clis_dead_letter_verbs_say_what_they_did(
     assert code != 0 and "Only operators and admins can discard" in out
     assert await cli(admin, "dead", "reject", str(asked[0]), "--reason", "no") == (
         0,
-        "Rejected the retry request of 1 dead letter(s).\n",
+        "Rejected 1 request(s).\n",
     )
     assert await cli(admin, "dead", "retry", str(asked[0])) == (
         0,
@@ -151,3 +181,20 @@ async def test_the_clis_dead_letter_verbs_say_what_they_did(
     )
     [letter] = await herald.dead_letter(MEMBER, gone)
     assert letter.retry_note == f"asked by {MEMBER}"
+
+
+async def _approvals(herald: Herald, job_id: int) -> list[tuple[object, ...]]:
+    approval = Approval.__table__  # type: ignore[attr-defined]
+    q = (
+        sa.select(
+            approval.c.state,
+            approval.c.requested_by,
+            approval.c.decided_by,
+            approval.c.reason,
+            approval.c.shown,
+        )
+        .where(approval.c.job_id == job_id)
+        .order_by(approval.c.id)
+    )
+    async with herald.store._read() as conn:
+        return [tuple(row) for row in await conn.execute(q)]
