@@ -16,7 +16,7 @@ from typing import Any
 from bot.api import models as m
 from bot.api.problems import ApiProblem
 from bot.api.requests import PREFIX, Call, Handler, Reply
-from core import verbs, views
+from core import until_done, verbs, views
 from core.actors import Actor
 from core.cases import To, canonical, import_schedules, wanted_of
 from core.errors import Conflict, InvalidInput
@@ -30,8 +30,21 @@ def _schedule(s: Schedule, jobs: list[Job] | None = None) -> m.ScheduleOut:
     recipients fared (views.fared)."""
     fared = None if jobs is None else views.fared(s, jobs)
     return m.ScheduleOut.model_validate(
-        {**views.schedule_dict(s), "fared": fared, "recipient_times": views.recipient_times(s)}
+        {
+            **views.schedule_dict(s),
+            "fared": fared,
+            "recipient_times": views.recipient_times(s),
+            "until_done": _ladder(s),
+        }
     )
+
+
+def _ladder(s: Schedule) -> m.UntilDoneOut | None:
+    """A schedule's ladder as answers carry it (None: sent plainly)."""
+    rule = until_done.of_options(s.options)
+    if rule is None:
+        return None
+    return m.UntilDoneOut.model_validate({**rule.to_json(), "words": until_done.describe(rule)})
 
 
 def _to(value: str | list[str | m.FirstOf]) -> To:
@@ -138,6 +151,7 @@ async def create_schedule(call: Call) -> Reply:
         template=body.template,
         data=body.data,
         data_by_recipient=body.data_by_recipient,
+        until_done=None if body.until_done is None else body.until_done.spec(),
     )
     headers = {**_etag(schedule), "Location": f"{PREFIX}/schedules/{schedule.id}"}
     if created:
@@ -187,10 +201,16 @@ async def schedule_jobs(call: Call) -> Reply:
         call.principal, call.path_int("schedule_id"), archived=query.archived
     )
     data = views.detail_dict(detail)
+    jobs = [*detail.jobs, *detail.archived_jobs]  # in detail_dict's order
     out = m.ScheduleJobs(
         schedule_id=data["id"],
         fared=views.fared(detail.schedule, detail.jobs),
-        jobs=[m.JobOut.model_validate(j) for j in data["jobs"]],
+        jobs=[
+            m.JobOut.model_validate(
+                {**j, "ladder": job.ladder, "done_by": job.done_by, "done_at": job.done_at}
+            )
+            for j, job in zip(data["jobs"], jobs, strict=True)
+        ],
         attempts=[m.AttemptOut.model_validate(a) for a in data["attempts"]],
     )
     return Reply(out)
@@ -215,9 +235,15 @@ async def edit_schedule(call: Call) -> Reply:
             template=body.template,
             data=body.data,
             data_by_recipient=body.data_by_recipient,
+            until_done=_ladder_change(body.until_done),
         ),
     )
     return Reply(_schedule(schedule), headers=_etag(schedule))
+
+
+def _ladder_change(given: m.UntilDoneIn | bool | None) -> dict[str, Any] | bool | None:
+    """An edit's until_done as the use case takes it: a ladder, False, or None."""
+    return given.spec() if isinstance(given, m.UntilDoneIn) else given
 
 
 async def _versioned(call: Call, change: Callable[[int | None], Awaitable[Schedule]]) -> Schedule:

@@ -39,6 +39,7 @@ from bot.api.recipients import (
     to_field,
 )
 from core import limits, render, routing
+from core import until_done as ladders
 from core.cases import MAX_KEY, OPTIONS
 
 __all__ = ["FirstOf", "RecipientOut"]
@@ -186,6 +187,90 @@ def _priority(description: str) -> Any:
     return Field(default=None, description=description, examples=["urgent"])
 
 
+# --- sent until done (core.until_done) ------------------------------------------------
+
+#: A duration as the ladder takes it: 15m, 1h, 90m.
+Duration = Annotated[str, Field(min_length=1, max_length=20, examples=["15m"])]
+
+
+class EscalationIn(_In):
+    """One escalation level: whom to message, and how long after the message."""
+
+    model_config = _example({"to": ["slack:@U0LEAD"], "after": "1h"})
+
+    to: (
+        Destination
+        | Annotated[list[Destination], Field(min_length=1, max_length=ladders.MAX_ESCALATE_TO)]
+    ) = Field(
+        description=f"A destination, or up to {ladders.MAX_ESCALATE_TO}: a person "
+        "(slack:@U…, discord:@…) or a channel."
+    )
+    after: Duration = Field(
+        description="How long after the message, if nobody pressed Done: 1h, 90m (a "
+        "minute to 24 hours; each level later than the one before)."
+    )
+
+    def spec(self) -> dict[str, Any]:
+        return {"to": [self.to] if isinstance(self.to, str) else list(self.to), "after": self.after}
+
+
+class UntilDoneIn(_In):
+    """A message sent until done: a Done button, nags in its thread, escalations."""
+
+    model_config = _example({"nag": "15m", "escalate": [{"to": ["slack:@U0LEAD"], "after": "1h"}]})
+
+    nag: Duration | None = Field(
+        default=None,
+        description="Reply under the message this often until someone presses Done: "
+        f"15m, 1h (at least {ladders.NAG_FLOOR.seconds // 60} minutes for members, "
+        f"{ladders.NAG_FLOOR_STAFF.seconds // 60} for operators and admins; at most "
+        f"{ladders.MAX_NAGS} nags). Null: no nags.",
+    )
+    escalate: list[EscalationIn] = Field(
+        default_factory=list,
+        max_length=ladders.MAX_LEVELS,
+        description=f"Up to {ladders.MAX_LEVELS} escalation levels, in order.",
+    )
+
+    def spec(self) -> dict[str, Any]:
+        """The ladder as the use cases take it."""
+        return {"nag": self.nag, "escalate": [level.spec() for level in self.escalate]}
+
+
+def _until_done_field(edit: bool) -> Any:
+    plain = (
+        " false sends it plainly again; absent or null: unchanged. A ladder given replaces "
+        "the one it had."
+        if edit
+        else ""
+    )
+    return Field(
+        default=None,
+        description="Send each occurrence until someone presses its Done button: nag in "
+        f"its thread and escalate to others meanwhile (core.until_done).{plain}",
+        examples=[{"nag": "15m", "escalate": [{"to": ["slack:@U0LEAD"], "after": "1h"}]}],
+    )
+
+
+class LevelOut(_Out):
+    to: list[str]
+    after: int = Field(description="Seconds after the message.")
+
+
+class UntilDoneOut(_Out):
+    model_config = _example(
+        {
+            "nag": 900,
+            "levels": [{"to": ["slack:@U0LEAD"], "after": 3600}],
+            "words": "until done, nag every 15 minutes, escalate to slack:@U0LEAD after 1 hour",
+        }
+    )
+
+    nag: int | None = Field(description="Seconds between nags (null: no nags).")
+    levels: list[LevelOut] = Field(description="The escalation levels, in order.")
+    words: str = Field(description="The ladder in words.")
+
+
 class ScheduleCreate(_Zoned):
     """A new schedule: the same fields as ``herald schedule``."""
 
@@ -256,6 +341,7 @@ class ScheduleCreate(_Zoned):
         "HERALD_AUTO_PAUSE_AFTER occurrences all failed (its author is told; resume "
         "starts it again).",
     )
+    until_done: UntilDoneIn | None = _until_done_field(edit=False)
 
     _to = field_validator("to", mode="wrap")(staticmethod(recipients_field))
 
@@ -269,7 +355,7 @@ class ScheduleCreate(_Zoned):
 
 class ScheduleEdit(_Zoned):
     """What to change (at least one of when, text, to, add, remove, priority,
-    auto_pause, template, data, data_by_recipient)."""
+    auto_pause, template, data, data_by_recipient, until_done)."""
 
     model_config = _example(
         {"when": "every weekday at 9:30am", "timezone": "Europe/Berlin"}, zoned=True
@@ -301,8 +387,18 @@ class ScheduleEdit(_Zoned):
     template: str | None = _template_field(edit=True)
     data: DataValues | None = _data_field()
     data_by_recipient: dict[str, DataValues] | None = _data_by_recipient_field()
+    until_done: UntilDoneIn | Literal[False] | None = _until_done_field(edit=True)
 
     _to = field_validator("to", "add", mode="wrap")(staticmethod(recipients_field))
+
+    @field_validator("until_done", mode="before")
+    @classmethod
+    def _ladder_or_false(cls, value: Any) -> Any:
+        if value is not False and not isinstance(value, dict | None):  # not 0, not true
+            raise PydanticCustomError(
+                "until_done", "a ladder ({nag, escalate}), or false to send it plainly"
+            )
+        return value
 
 
 class RejectRetry(_In):
@@ -497,8 +593,14 @@ class ScheduleOut(_Out):
     description: str
     starts_at: AwareDatetime | None
     next_run_at: AwareDatetime | None
-    state: str = Field(description="What people read: pending, delivered, failed, active…")
-    lifecycle: str
+    state: str = Field(
+        description="What people read: pending, delivered, failed, active…; 'awaiting "
+        "approval' for a member's message an approver has to approve first."
+    )
+    lifecycle: str = Field(
+        description="active, paused, completed, cancelled, or awaiting (held for an "
+        "approver: nothing is sent until approved; GET /v1/approvals)."
+    )
     priority: Priority = Field(
         default="normal", description="urgent, normal or bulk: its place in the queue."
     )
@@ -518,6 +620,10 @@ class ScheduleOut(_Out):
         default=None,
         description="The named template it sends, the version it is on and its data "
         "(null: its own text).",
+    )
+    until_done: UntilDoneOut | None = Field(
+        default=None,
+        description="Its ladder when each occurrence is sent until done (null: sent plainly).",
     )
     version: int = Field(description="Send it back in If-Match to edit safely.")
     created_at: AwareDatetime | None
@@ -547,6 +653,16 @@ class JobOut(_Out):
     idempotency_key: str
     last_error: str | None
     finished_at: AwareDatetime | None
+    ladder: str = Field(
+        default="",
+        description="A step of its occurrence's ladder (sent until done): 'nag 2', "
+        "'escalate 1.0' (level 1, its first destination), 'done' (the edit saying who "
+        "did it); empty for the occurrence's message.",
+    )
+    done_by: str | None = Field(
+        default=None, description="Who marked the occurrence's message done (state acknowledged)."
+    )
+    done_at: AwareDatetime | None = None
     archived: bool = Field(
         default=False,
         description="Moved to the archive after HERALD_RETENTION_DAYS (listed only with "

@@ -46,6 +46,7 @@ _STATUS_TEXT = {
 PATH_EXAMPLES: dict[str, int | str] = {
     "schedule_id": 42,
     "job_id": 9,
+    "approval_id": 5,
     "device_id": 7,
     "hook_id": 3,
     "name": "deploy",
@@ -53,6 +54,7 @@ PATH_EXAMPLES: dict[str, int | str] = {
 #: Path parameters that are not ids (a number from 1): their schema.
 PATH_SCHEMAS: dict[str, dict[str, Any]] = {
     "name": {"type": "string", "pattern": NAME_PATTERN, "maxLength": 64},
+    "approval_id": {"type": "integer", "minimum": 1, "maximum": 2**31 - 1},
 }
 #: The fields an import line must have; the others (core.cases.importer.FIELDS) may be.
 _IMPORT_REQUIRED = ("to", "when", "text")

@@ -5,7 +5,7 @@ its query, body and answer). :mod:`bot.api.server` serves the table and
 
 from __future__ import annotations
 
-from bot.api import devices, hooks, preferences, templates
+from bot.api import approvals, devices, hooks, preferences, templates, until_done
 from bot.api import models as m
 from bot.api.handlers import (
     approve_dead,
@@ -222,4 +222,6 @@ ROUTES: tuple[Route, ...] = (
     *hooks.ROUTES,
     *preferences.ROUTES,
     *templates.ROUTES,
+    *until_done.ROUTES,
+    *approvals.ROUTES,
 )

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
+from bot.cli import approvals as cli_approvals
 from bot.cli import calendars as cli_calendars
 from bot.cli import devices as cli_devices
 from bot.cli import hooks as cli_hooks
@@ -26,6 +27,7 @@ from bot.cli import info as cli_info
 from bot.cli import prefs as cli_prefs
 from bot.cli import schedules as cli_schedules
 from bot.cli import templates as cli_templates
+from bot.cli import until_done as cli_until_done
 from bot.cli.options import TABLE_WIDTH, one_line, open_text, table_lines
 from bot.cli.parser import EXIT_ERROR
 from bot.logs import configure_logging
@@ -527,6 +529,9 @@ prefs = over_herald(cli_prefs.cmd_prefs)
 hooks = over_herald(cli_hooks.cmd_hooks)
 events = over_herald(cli_hooks.cmd_events)
 template = over_herald(cli_templates.cmd_template)
+done = over_herald(cli_until_done.cmd_done)
+awaiting = over_herald(cli_until_done.cmd_awaiting)
+approvals = over_herald(cli_approvals.cmd_approvals)
 database = Handler(Cli.cmd_db, database=True)
 housekeeping = Handler(Cli.cmd_housekeeping, database=True)
 run_service = Handler(Cli.cmd_run, database=True, log_level="INFO")

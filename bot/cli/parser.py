@@ -7,10 +7,12 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from bot.cli import approvals as cli_approvals
 from bot.cli import devices as cli_devices
 from bot.cli import hooks as cli_hooks
 from bot.cli import prefs as cli_prefs
 from bot.cli import templates as cli_templates
+from bot.cli import until_done as cli_until_done
 from core import verbs
 from core.verbs import offered, verb
 
@@ -163,12 +165,14 @@ def build_parser() -> argparse.ArgumentParser:
     _add_priority(c, "normal")
     _add_auto_pause(c, True)
     _add_skip_option(c)
+    cli_until_done.add_options(c, edit=False)
 
     c = add("list", verb("list").help)
     c.add_argument("--all", action="store_true", help="everyone's (operators and admins)")
     c.add_argument(
         "--state",
-        help="pending, retrying, delivered, failed, skipped, active, paused, ended or cancelled",
+        help="pending, retrying, delivered, failed, skipped, active, paused, awaiting "
+        "(approval), ended or cancelled",
     )
     c.add_argument(
         "--tenant", help="one tenant's (slack:T…, discord:<server>, local; Herald-wide only)"
@@ -209,6 +213,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--tz", help="a city (Berlin) or an IANA zone (Europe/Berlin)")
     _add_priority(c, None)
     _add_auto_pause(c, None)
+    cli_until_done.add_options(c, edit=True)
 
     for v in offered(verbs.CLI, verbs.STATE_VERBS):  # pause, resume, skip, cancel
         also = f" (also: {', '.join(v.aliases)})" if v.aliases else ""
@@ -273,6 +278,8 @@ def build_parser() -> argparse.ArgumentParser:
     cli_prefs.add_parser(sub, _Parser)
     cli_hooks.add_parser(sub, _Parser)
     cli_templates.add_parser(sub, _Parser)
+    cli_until_done.add_parsers(add)
+    cli_approvals.add_parser(sub, _Parser)
 
     c = add("admin", "Herald's first admin, on a database that has none.")
     asub = c.add_subparsers(dest="admin_command", required=True, parser_class=_Parser)

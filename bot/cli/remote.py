@@ -2,7 +2,8 @@
 
 With ``HERALD_API_URL`` and ``HERALD_API_TOKEN`` set (in the environment or ``.env``),
 ``herald schedule``, ``list``, ``show``, ``edit``, ``pause``, ``resume``, ``skip``,
-``cancel`` and ``prefs`` (bot/cli/prefs.py) ask ``herald run`` over ``/v1`` as the
+``cancel``, ``prefs`` (bot/cli/prefs.py), ``done``, ``awaiting`` (bot/cli/until_done.py)
+and ``approvals`` (bot/cli/approvals.py) ask ``herald run`` over ``/v1`` as the
 token's member. Such a command imports neither the store nor SQLAlchemy: it starts in
 a few tens of milliseconds and waits on no database lock, so many scripts can schedule
 at once while the dispatcher drains a burst. Every other command (and every command
@@ -26,8 +27,10 @@ from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from bot.cli.approvals import remote_approvals
 from bot.cli.parser import EXIT_ERROR
 from bot.cli.prefs import remote_prefs
+from bot.cli.until_done import ladder_arg, remote_awaiting, remote_done, step_label
 from core.verbs import CLI, STATE_VERBS, offered, verb
 
 TIMEOUT = 30.0
@@ -155,6 +158,7 @@ class Remote:
             return
         zone = s["timezone"]
         self.emit(f"Schedule {s['id']}: {s['description']}, in {zone}.")
+        self._held_and_ladder(s)
         if s.get("priority", "normal") != "normal":
             self.emit(f"  priority: {s['priority']}")
         self.emit(f"  to:   {_recipients_text(s)}")
@@ -162,6 +166,17 @@ class Remote:
             self.emit(f"  their time: {times}")
         if s["next_run_at"]:
             self.emit(f"  next: {_local(s['next_run_at'], zone)} {zone}   ({s['next_run_at']})")
+
+    def _held_and_ladder(self, s: dict[str, Any]) -> None:
+        """What a read-back says of a schedule held for approval or sent until done
+        (bot/cli/schedules.py's held_and_ladder, from the API's fields)."""
+        if s.get("lifecycle") == "awaiting":
+            self.emit(
+                "  awaiting approval: nothing is sent until an approver approves it "
+                "(herald approvals list shows the request)"
+            )
+        if s.get("until_done"):
+            self.emit(f"  sent {s['until_done']['words']}")
 
     def list(self, a: argparse.Namespace) -> None:
         if a.limit < 1:
@@ -234,6 +249,8 @@ class Remote:
         self.emit(f"  owner:   {s['owner']}")
         if s["tenant"] != "local":
             self.emit(f"  tenant:  {s['tenant']}")
+        if s.get("until_done"):
+            self.emit(f"  sent:    {s['until_done']['words']}")
         self.emit(f"  text:    {s['text']}")
         if s.get("fared"):
             self.emit(f"  fared:   {s['fared']}")
@@ -241,9 +258,15 @@ class Remote:
         for job in detail["jobs"]:
             err = f"  {job['last_error']}" if job["last_error"] else ""
             mark = "  archived" if job.get("archived") else ""
+            step = step_label(job.get("ladder") or "")
+            step = f"  ({step})" if step else ""
+            if job.get("done_by"):
+                step += f"  done by {job['done_by']} at {job['done_at']}"
+            if job.get("ladder") and job["destination"]:
+                step += f"  to {job['destination']}"
             self.emit(
                 f"    {job['id']:>6}  {job['state']:<9}  due {job['due_at']}  "
-                f"attempts {job['attempts']}{err}{mark}"
+                f"attempts {job['attempts']}{step}{err}{mark}"
             )
         if detail["attempts"]:
             providers = any(at.get("handoff") for at in detail["attempts"])
@@ -277,6 +300,7 @@ class Remote:
                 ("tz", a.tz),
                 ("priority", a.priority),
                 ("auto_pause", a.auto_pause),
+                ("until_done", ladder_arg(a)),
             )
             body = {name: value for name, value in fields if value is not None}
             _, _, s = self.call("PATCH", f"/schedules/{a.id}", body, headers=headers)
@@ -293,6 +317,7 @@ class Remote:
             nxt = _local(s["next_run_at"], s["timezone"])
             self.emit(f"Schedule {s['id']} {what}; next: {nxt} {s['timezone']}.")
         if a.command == "edit":
+            self._held_and_ladder(s)
             self.emit(f"  to: {_recipients_text(s)}")
 
 
@@ -304,6 +329,9 @@ SERVED: dict[str, Callable[[Remote, argparse.Namespace], None]] = {
     "edit": Remote.change,
     **{v.name: Remote.change for v in offered(CLI, STATE_VERBS)},
     "prefs": remote_prefs,
+    "done": remote_done,
+    "awaiting": remote_awaiting,
+    "approvals": remote_approvals,
 }
 
 
@@ -351,6 +379,7 @@ def _schedule_body(a: argparse.Namespace) -> dict[str, Any]:
         "options": schedule_options(a) or None,
         "priority": a.priority,
         "auto_pause": False if a.auto_pause is False else None,
+        "until_done": ladder_arg(a) or None,
     }
     body = {name: value for name, value in fields.items() if value is not None}
     sources = list(a.skip_calendar or [])

@@ -22,9 +22,11 @@ from bot.cli.options import (
     step_timeout_arg,
     template_data,
 )
+from bot.cli.until_done import ladder_arg, ladder_words, step_label
 from core import calendars, db, reminders, routing, timeexpr, verbs, views
+from core import until_done as ladders
 from core.errors import InvalidInput
-from core.models import Attempt, Job, Schedule
+from core.models import Attempt, Job, Schedule, ScheduleState
 from core.routing import Recipient
 from core.send_check import send_warnings
 
@@ -83,6 +85,20 @@ def template_words(s: Schedule, *, full: bool = True) -> list[str]:
     return lines
 
 
+def held_and_ladder(s: Schedule) -> list[str]:
+    """What a create's or an edit's read-back says of a schedule waiting for an approver
+    and of one sent until done."""
+    lines = []
+    if s.state == ScheduleState.AWAITING.value:
+        lines.append(
+            "awaiting approval: nothing is sent until an approver approves it "
+            "(herald approvals list shows the request)"
+        )
+    if ladder := ladder_words(s.options):
+        lines.append(f"sent {ladder}")
+    return lines
+
+
 def _data_text(data: dict[str, object]) -> str:
     return ", ".join(f"{name}={one_line(str(value), 60)}" for name, value in data.items())
 
@@ -121,6 +137,7 @@ async def cmd_schedule(cli: Cli, herald: Herald) -> None:
         step_timeout=step_timeout_arg(a.step_timeout),
         priority=a.priority,
         auto_pause=a.auto_pause,
+        until_done=ladder_arg(a) or None,
     )
     if a.json:
         cli.emit_json({**views.schedule_dict(schedule), "created": created})
@@ -132,6 +149,8 @@ async def cmd_schedule(cli: Cli, herald: Herald) -> None:
         return
     zone = schedule.timezone
     cli.emit(f"Schedule {schedule.id}: {views.read_back(schedule)}, in {zone}.")
+    for line in held_and_ladder(schedule):
+        cli.emit(f"  {line}")
     if schedule.priority != "normal":
         cli.emit(f"  priority: {schedule.priority}")
     if schedule.rrule is not None and not schedule.auto_pause:
@@ -199,7 +218,7 @@ async def cmd_list(cli: Cli, herald: Herald) -> None:
             *([s.tenant] if tenants else []),
             str(s.id),
             priority_marked(_state_column(s, cli.settings.auto_pause_after), s.priority),
-            _when_column(s, words),
+            _when_column(s, words) + ("; until done" if ladders.OPTION in s.options else ""),
             views.local_short(s.next_run_at, s.timezone),
             to_cell(s, full=views.sees_destination(viewer, s.owner), least=to_least),
             one_line(views.shown_text(s), 200),
@@ -239,6 +258,8 @@ def show_schedule(cli: Cli, s: Schedule, *, full: bool = True) -> None:
     cli.emit(f"  owner:   {s.owner}")
     if s.tenant != "local":
         cli.emit(f"  tenant:  {s.tenant}")
+    if ladder := ladder_words(s.options):
+        cli.emit(f"  sent:    {ladder}")
     if s.skip_calendars:
         ids = ", ".join(str(i) for i in s.skip_calendars)
         cli.emit(f"  skips:   the event dates of calendar {ids}")
@@ -273,14 +294,18 @@ async def cmd_show(cli: Cli, herald: Herald) -> None:
     archived = "  archived"
     cli.emit("  jobs:")
     for job, mark in [
-        *((j, "") for j in detail.jobs),
+        *((j, "") for j in _in_order(detail.jobs)),
         *((j, archived) for j in detail.archived_jobs),
     ]:
         err = f"  {views.error_text(job.last_error)}" if job.last_error else ""
-        to = f"  to {_job_to(s, job, full)}" if several else ""
+        to = f"  to {_job_to(s, job, full)}" if several or job.ladder else ""
+        step = step_label(job.ladder)
+        step = f"  ({step})" if step else ""
+        if job.done_by:
+            step += f"  done by {job.done_by} at {views.iso(job.done_at)}"
         cli.emit(
             f"    {job.id:>6}  {job.state:<9}  due {views.iso(job.due_at)}  "
-            f"attempts {job.attempts}{to}{err}{mark}"
+            f"attempts {job.attempts}{step}{to}{err}{mark}"
         )
     tried = [
         *((a, "") for a in detail.attempts),
@@ -302,6 +327,13 @@ async def cmd_show(cli: Cli, herald: Herald) -> None:
                 f"    {views.iso(at.started_at)}  job {at.job_id}  {at.outcome}{code}{how}"
                 f"{to}{sent}{mark}"
             )
+
+
+def _in_order(jobs: list[Job]) -> list[Job]:
+    """A schedule's jobs, latest occurrence first (as the store reads them), and within
+    an occurrence each recipient's message, then its ladder's steps as they come due."""
+    ordered = sorted(jobs, key=lambda j: (j.recipient, bool(j.ladder), j.due_at, j.id or 0))
+    return sorted(ordered, key=lambda j: j.occurrence_at or j.due_at, reverse=True)
 
 
 def _job_to(s: Schedule, job: Job, full: bool) -> str:
@@ -331,10 +363,13 @@ async def cmd_edit(cli: Cli, herald: Herald) -> None:
         tz=a.tz,
         priority=a.priority,
         auto_pause=a.auto_pause,
+        until_done=ladder_arg(a),
         expected_version=a.version,
     )
     cli.changed(schedule, verbs.verb("edit").past)
     if not a.json:
+        for line in held_and_ladder(schedule):
+            cli.emit(f"  {line}")
         read_back_recipients(cli, schedule, "  to: ")
         for line in template_words(schedule):
             cli.emit(f"  {line}")
