@@ -34,6 +34,7 @@ TABLES = {
     "attempt_archive",
     "template",
     "template_version",
+    "approval",
 }
 
 
