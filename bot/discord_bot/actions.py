@@ -144,6 +144,7 @@ async def create(
     priority: str | None = None,
     template: str | None = None,
     data: Mapping[str, str] | None = None,
+    until_done: Mapping[str, Any] | None = None,
 ) -> Reply:
     """``/schedule create``: schedule ``text`` (or the named ``template`` filled in with
     ``data``) into the channel, or to every recipient of ``to`` (destinations and
@@ -151,7 +152,9 @@ async def create(
     that hour in their own zone), skipping the event dates of the ``skip`` calendars
     (URLs; or ``when`` ends ``except … from URL``). Without a zone of the command or of
     the member, the server default is used, and the reply says so. A template's reply
-    says which one, its version, where and when, and shows the next send filled in."""
+    says which one, its version, where and when, and shows the next send filled in.
+    ``until_done``: the ladder (:func:`bot.discord_bot.ladders.ladder`). A message held
+    for an approver says so."""
     if to is None:
         if channel_id is None:
             raise ValueError("create needs a channel or recipients")
@@ -166,6 +169,7 @@ async def create(
         skip=skip,
         their_time=their_time,
         priority=priority,
+        until_done=until_done,
         **templated(template, data),
     )
     heading = "Scheduled." if created else "Already scheduled."
@@ -178,7 +182,19 @@ async def create(
             "(the server default). Set yours with `/schedule timezone`; it applies to your "
             "next schedules."
         )
+    text_out += await held_note(herald, actor, schedule)
     return Reply(render.fit(text_out), buttons_for(schedule))
+
+
+async def held_note(herald: Herald, actor: ActorRef, schedule: Schedule) -> str:
+    """For a schedule saved awaiting approval (issue 40): why, and that nothing is
+    sent until approved ("" for any other)."""
+    if schedule.state != ScheduleState.AWAITING.value:
+        return ""
+    rows = await herald.approvals(actor, kind="send")
+    why = next((r.why for r in rows if r.schedule_id == schedule.id), None)
+    because = f": {render.said(why)}" if why else ""
+    return f"\nHeld for approval{because}. Nothing is sent until an approver approves it."
 
 
 async def list_schedules(
@@ -244,11 +260,13 @@ async def edit(
     expected_version: int | None = None,
     template: str | None = None,
     data: Mapping[str, str] | None = None,
+    until_done: Mapping[str, Any] | bool | None = None,
 ) -> Reply:
     """``/schedule edit`` (and the Edit form): a new time, text, channel or recipients
     (``to`` replaces them all). A new time is read in the schedule's own zone.
     ``template`` moves it to that template (``none``, with a ``text``: its own text
-    again); ``data`` replaces its template's values."""
+    again); ``data`` replaces its template's values; ``until_done`` its ladder (False:
+    sent plainly again). A message held for an approver again says so."""
     if to is None and channel_id is not None:
         to = destination(channel_id)
     if text is not None and template is None:
@@ -262,8 +280,11 @@ async def edit(
         expected_version=expected_version,
         template=template,
         data=None if data is None else dict(data),
+        until_done=until_done,
     )
-    return _answer(schedule, "Changed.", read_back=when is not None)
+    reply = _answer(schedule, "Changed.", read_back=when is not None)
+    note = await held_note(herald, actor, schedule)
+    return replace(reply, text=render.fit(reply.text + note)) if note else reply
 
 
 async def check_own_text(herald: Herald, actor: ActorRef, schedule_id: int) -> None:
@@ -415,7 +436,7 @@ async def feed_remove(herald: Herald, actor: ActorRef, feed_id: int) -> Reply:
 
 
 #: The alerts' decisions: the verbs on dead letters Discord offers (core/verbs.py).
-DECISIONS = {v.name: v for v in verbs.offered(verbs.DISCORD, verbs.DEAD_VERBS)}
+DECISIONS = {v.name: v for v in verbs.offered(verbs.DISCORD, verbs.DECISIONS)}
 
 
 def alert(item: Settled) -> Reply:

@@ -3,7 +3,8 @@
 Intents are minimal (``guilds`` only: the channel and role cache that channel
 permissions need; no privileged intent). Commands are synced at start-up, globally or,
 with ``DISCORD_GUILD_IDS``, to those servers (instant, for testing). Dead letters are
-posted to ``HERALD_DISCORD_ALERT_CHANNEL`` with Retry / Discard buttons.
+posted to ``HERALD_DISCORD_ALERT_CHANNEL`` with Retry / Discard buttons, and requests
+for approval with Approve / Reject.
 """
 
 from __future__ import annotations
@@ -21,9 +22,11 @@ import yarl
 
 from bot.adapter_start import PlatformDown, Starter, probe
 from bot.discord_bot import actions
+from bot.discord_bot.approvals import ApprovalButton
 from bot.discord_bot.commands import HeraldTree, ScheduleGroup
 from bot.discord_bot.components import DeadLetterButton, PageButton, ScheduleButton, view_for
 from bot.discord_bot.interact import NO_MENTIONS
+from bot.discord_bot.ladders import DoneButton
 from bot.discord_bot.notices import DiscordNotices, NoticeButton
 from bot.discord_bot.reminders import ReminderButton
 from bot.discord_bot.skips import SkipNotices
@@ -90,7 +93,13 @@ class HeraldClient(discord.Client):
         # Persistent buttons: a click on any message with these custom_ids is handled,
         # also on messages posted before this process started.
         self.add_dynamic_items(
-            ScheduleButton, DeadLetterButton, PageButton, ReminderButton, NoticeButton
+            ScheduleButton,
+            DeadLetterButton,
+            PageButton,
+            ReminderButton,
+            NoticeButton,
+            DoneButton,
+            ApprovalButton,
         )
 
 
@@ -120,6 +129,7 @@ class DiscordAdapter:
             frozenset(self.guild_ids),
             self.alert_tenant,
             every=settings.sweep_seconds,
+            alert=self._tell_alert_channel,
         )
         self._gateway: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[object]] = set()
@@ -282,6 +292,17 @@ class DiscordAdapter:
         mentions no one), with ``view``'s buttons."""
         opened = await self.client.http.start_private_message(user_id)
         channel = self.client.get_partial_messageable(int(opened["id"]))
+        if view is None:
+            await channel.send(text, allowed_mentions=NO_MENTIONS)
+        else:
+            await channel.send(text, allowed_mentions=NO_MENTIONS, view=view)
+
+    async def _tell_alert_channel(self, text: str, view: discord.ui.View | None = None) -> None:
+        """A message to the alert channel that mentions no one (a request for approval),
+        with ``view``'s buttons; Discord's refusal propagates (the sweep tries again)."""
+        if self.alert_channel is None:
+            return
+        channel = self.client.get_partial_messageable(self.alert_channel)
         if view is None:
             await channel.send(text, allowed_mentions=NO_MENTIONS)
         else:

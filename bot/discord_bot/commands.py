@@ -17,9 +17,19 @@ import discord
 from discord import app_commands
 from discord.app_commands import Choice, Range, Transform
 
-from bot.discord_bot import actions, choices, prefs, reminders, targets, templates
+from bot.discord_bot import (
+    actions,
+    approvals,
+    choices,
+    ladders,
+    prefs,
+    reminders,
+    targets,
+    templates,
+)
 from bot.discord_bot.components import respond
 from bot.discord_bot.interact import (
+    NO_MENTIONS,
     herald_of,
     member_of,
     mentions_in,
@@ -127,6 +137,19 @@ _DATA = Range[str, 1, 4000]
 #: https://discord.com/developers/docs/interactions/application-commands#application-command-object-application-command-option-structure).
 _TO = Range[str, 1, 1200]
 _ID_HELP = "The schedule (type to search yours)"
+#: ``nag``, ``escalate_after``: a duration (15m, 1h, 90m).
+_DURATION = Range[str, 1, 20]
+#: ``escalate_to``: up to 5 members or channels (core.until_done.MAX_ESCALATE_TO).
+_ESCALATE_TO = Range[str, 1, 300]
+#: The ladder's options of create and edit, described (issue 40).
+_LADDER_HELP = {
+    "until_done": ladders.UNTIL_DONE_HELP,
+    "nag": ladders.NAG_HELP,
+    "escalate_to": ladders.ESCALATE_TO_HELP,
+    "escalate_after": ladders.ESCALATE_AFTER_HELP,
+    "escalate2_to": ladders.ESCALATE2_TO_HELP,
+    "escalate2_after": ladders.ESCALATE2_AFTER_HELP,
+}
 
 
 def _state_command(word: str, verb: verbs.Verb) -> app_commands.Command[Any, ..., None]:
@@ -175,6 +198,7 @@ class ScheduleGroup(
         # characters (https://discord.com/developers/docs/interactions/application-commands#application-command-object-application-command-option-structure)
         their_time="Send at that hour in each person's own zone (channels keep yours)",
         urgent="Admins and operators: before anything else waiting, through quiet hours",
+        **_LADDER_HELP,
     )
     @app_commands.autocomplete(when=when_autocomplete, template=template_autocomplete)
     async def create(
@@ -190,9 +214,18 @@ class ScheduleGroup(
         to: _TO | None = None,
         their_time: bool = False,
         urgent: bool = False,
+        until_done: bool | None = None,
+        nag: _DURATION | None = None,
+        escalate_to: _ESCALATE_TO | None = None,
+        escalate_after: _DURATION | None = None,
+        escalate2_to: _ESCALATE_TO | None = None,
+        escalate2_after: _DURATION | None = None,
     ) -> None:
         async def work(actor: Principal) -> actions.Reply:
             text, name, values = templates.content(message, template, data)
+            levels = [(escalate_to, escalate_after), (escalate2_to, escalate2_after)]
+            spec = await ladders.from_options(interaction, actor, until_done, nag, levels)
+            ladder = spec if isinstance(spec, dict) else None
             if name is not None:
                 await templates.check_known(herald_of(interaction), actor, name)
             priority = await prefs.urgency(herald_of(interaction), actor, urgent)
@@ -210,6 +243,7 @@ class ScheduleGroup(
                     priority=priority,
                     template=name,
                     data=values,
+                    until_done=ladder,
                 )
             target, perms = postable(interaction, channel)
             # whom the message may notify: whom the member could, in that channel
@@ -226,6 +260,7 @@ class ScheduleGroup(
                 priority=priority,
                 template=name,
                 data=values,
+                until_done=ladder,
             )
 
         await respond(interaction, work)
@@ -267,6 +302,7 @@ class ScheduleGroup(
         to="New places instead of all of them: #channels, @members, emails; `or` for fallbacks",
         template="Send this template instead (none, with a message: its own text again)",
         data="New values for its template: name=value, spaces between",
+        **{**_LADDER_HELP, "until_done": "True: send it until done; False: plainly again"},
     )
     @app_commands.autocomplete(when=when_autocomplete, template=template_autocomplete)
     async def edit(
@@ -279,10 +315,20 @@ class ScheduleGroup(
         to: _TO | None = None,
         template: _TEMPLATE | None = None,
         data: _DATA | None = None,
+        until_done: bool | None = None,
+        nag: _DURATION | None = None,
+        escalate_to: _ESCALATE_TO | None = None,
+        escalate_after: _DURATION | None = None,
+        escalate2_to: _ESCALATE_TO | None = None,
+        escalate2_after: _DURATION | None = None,
     ) -> None:
         async def work(actor: Principal) -> actions.Reply:
             if to is not None and channel is not None:
                 raise InvalidInput(reminders.NOT_BOTH)
+            levels = [(escalate_to, escalate_after), (escalate2_to, escalate2_after)]
+            ladder = await ladders.from_options(
+                interaction, actor, until_done, nag, levels, schedule_id=id
+            )
             name, values = templates.edited(template, data)
             if name is not None and name != templates.NONE:
                 await templates.check_known(herald_of(interaction), actor, name)
@@ -297,6 +343,7 @@ class ScheduleGroup(
                     to=found.to,
                     template=name,
                     data=values,
+                    until_done=ladder,
                 )
             target, perms = (None, interaction.permissions)
             if channel is not None:
@@ -312,6 +359,7 @@ class ScheduleGroup(
                 channel_id=target,
                 template=name,
                 data=values,
+                until_done=ladder,
             )
 
         await respond(interaction, work)
@@ -455,6 +503,19 @@ class ScheduleGroup(
             return actions.Reply(text)
 
         await respond(interaction, work)
+
+    @app_commands.command(
+        name="approvals", description="Messages waiting for approval: approvers decide them here"
+    )
+    async def approvals_(self, interaction: discord.Interaction[Any]) -> None:
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        try:
+            text, view = await approvals.pending(herald_of(interaction), _actor(interaction))
+        except Exception as exc:
+            await report(interaction, exc)
+            return
+        extra: dict[str, Any] = {} if view is None else {"view": view}
+        await interaction.followup.send(text, ephemeral=True, allowed_mentions=NO_MENTIONS, **extra)
 
     @app_commands.command(name="help", description="What Herald can do and how to say when")
     async def help_(self, interaction: discord.Interaction[Any]) -> None:

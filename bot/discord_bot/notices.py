@@ -6,7 +6,11 @@ in the server: the edit form acts in the server's tenant, a direct message has n
 
 A button's custom_id carries the tenant the schedule belongs to (``herald:notice:retry:
 <server>:<job id>``): a click in a direct message comes with no server, and core then
-checks that the clicker owns the job or schedule there."""
+checks that the clicker owns the job or schedule there.
+
+A request for approval (issue 40) carries Approve and Reject (:mod:`.approvals`); the
+one meant for the alert channel (owner ``discord:#alert``) is posted there, when the
+channel belongs to the request's server (another server's requests are not shown)."""
 
 from __future__ import annotations
 
@@ -18,7 +22,7 @@ import discord
 import discord.utils
 from discord import ui
 
-from bot.discord_bot import actions, render
+from bot.discord_bot import actions, approvals, render
 from bot.discord_bot.components import update
 from bot.discord_bot.interact import herald_of
 from bot.discord_bot.skips import MESSAGE_CHARS, owner_here
@@ -26,6 +30,7 @@ from bot.notices import NoticeSweeper, Unreachable, message
 from bot.skip_notices import MAX_LINES
 from core.actors import Principal, Surface
 from core.cases import AuthorNotices, Herald
+from core.events import ALERT_OWNER, NoticeKind
 
 #: Buttons one message carries at most (Discord: five rows of five).
 MOST_BUTTONS = 25
@@ -49,6 +54,10 @@ def notice_view(group: AuthorNotices) -> ui.View | None:
         for action, target, which in wanted:
             if len(view.children) < MOST_BUTTONS:
                 view.add_item(NoticeButton(action, place, target, which if many else ""))
+        if line.approval_id is not None and len(view.children) + 2 <= MOST_BUTTONS:
+            which = f" #{line.approval_id}" if many else ""
+            for button in approvals.buttons(place, line.approval_id, which):
+                view.add_item(button)
     return view if view.children else None
 
 
@@ -115,10 +124,25 @@ class NoticeButton(
         return f"Dead letter {self.target} is being sent again."
 
 
+#: Notices core writes whole, their mentions already neutralized (issue 40).
+_WRITTEN = frozenset({NoticeKind.APPROVAL.value, NoticeKind.DECIDED.value})
+_BROADCAST = re.compile(r"@(everyone|here|&[0-9]{17,20})")
+
+
+def _escape(group: AuthorNotices) -> Callable[[str], str]:
+    """How a group's lines are shown: every mention escaped, or for requests and
+    decisions (core's own words) members shown as their mentions and destinations as
+    Discord links, only broadcasts and roles escaped (nothing is pinged either way:
+    no mention is allowed)."""
+    if all(x.kind in _WRITTEN for x in group.lines):
+        return lambda text: render.said(_BROADCAST.sub("@\u200b\\1", text))
+    return discord.utils.escape_mentions
+
+
 class DiscordNotices(NoticeSweeper):
     """Discord's: ``post(user_id, text, view)``; ``guilds`` the servers served
-    (DISCORD_GUILD_IDS; empty: any); ``alert_tenant()`` the alert channel's server.
-    Closed direct messages (403) drop the notices."""
+    (DISCORD_GUILD_IDS; empty: any); ``alert_tenant()`` the alert channel's server,
+    ``alert(text, view)`` posts there. Closed direct messages (403) drop the notices."""
 
     def __init__(
         self,
@@ -128,6 +152,7 @@ class DiscordNotices(NoticeSweeper):
         alert_tenant: Callable[[], Awaitable[str | None]],
         *,
         every: float,
+        alert: Callable[[str, ui.View | None], Awaitable[None]] | None = None,
     ) -> None:
         super().__init__(
             herald,
@@ -139,12 +164,23 @@ class DiscordNotices(NoticeSweeper):
         )
         self.post = post
         self.guilds = guilds
+        self.alert = alert
 
     async def _tell(self, group: AuthorNotices) -> None:
+        if group.owner == f"discord:{ALERT_OWNER}":
+            await self._tell_alert_channel(group)
+            return
         user = owner_here(group.owner, group.tenant, self.guilds)
         if user is None:
             raise Unreachable("not a member of a server this bot serves")
         hints = dict.fromkeys(x.hint for x in group.lines if x.hint)
         note = "".join(f"\n-# {h}" for h in hints)
-        text = message(group, MESSAGE_CHARS - len(note), discord.utils.escape_mentions) + note
+        text = message(group, MESSAGE_CHARS - len(note), _escape(group)) + note
         await self.post(user, text, notice_view(group))
+
+    async def _tell_alert_channel(self, group: AuthorNotices) -> None:
+        """Requests for the alert channel: posted there when it is of their server."""
+        tenant = await self.alert_tenant() if self.alert_tenant is not None else None
+        if self.alert is None or tenant != group.tenant:
+            raise Unreachable("no alert channel in this server")
+        await self.alert(message(group, MESSAGE_CHARS, _escape(group)), notice_view(group))

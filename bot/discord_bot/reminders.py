@@ -107,10 +107,11 @@ async def create(
     *,
     template: str | None = None,
     data: Mapping[str, str] | None = None,
+    until_done: Mapping[str, Any] | None = None,
 ) -> actions.Reply:
     """``/schedule create`` with ``to`` naming one person: refuse a channel alongside
     it, find the person, schedule the reminder (with ``their_time``, at that hour in
-    the person's zone)."""
+    the person's zone; with ``until_done``, its ladder)."""
     if channel is not None:
         raise InvalidInput(NOT_BOTH)
     user_id, found = await recipient(interaction, to)
@@ -127,6 +128,7 @@ async def create(
         priority=priority,
         template=template,
         data=data,
+        until_done=until_done,
     )
     if found is None:
         return reply
@@ -166,9 +168,10 @@ async def remind(
     priority: str | None = None,
     template: str | None = None,
     data: Mapping[str, str] | None = None,
+    until_done: Mapping[str, Any] | None = None,
 ) -> actions.Reply:
     """Schedule a reminder by direct message to ``user_id`` (the actor or a member):
-    ``text``, or ``template`` filled in with ``data``."""
+    ``text``, or ``template`` filled in with ``data``; ``until_done``: its ladder."""
     schedule, created = await herald.create_schedule(
         actor,
         to=f"discord:@{user_id}",
@@ -178,6 +181,7 @@ async def remind(
         skip=skip or (),
         their_time=their_time,
         priority=priority,
+        until_done=until_done,
         **actions.templated(template, data),
     )
     mine = actor.id == actions.actor_id(user_id)
@@ -188,6 +192,7 @@ async def remind(
     else:
         heading = f"Reminder for {whom} already scheduled."
     card = render.card(schedule, heading, read_back=created)
+    card += await actions.held_note(herald, actor, schedule)
     return actions.Reply(render.fit(card), actions.buttons_for(schedule))
 
 

@@ -7,12 +7,13 @@ Autocomplete labels cannot hold those, so they show the schedule's own zone inst
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from core import calendars, limits, routing, timeexpr, views
+from core import calendars, limits, routing, timeexpr, until_done, views
 from core.actors import Actor
 from core.cases import ScheduleDetail, describe_before
 from core.channels import parse_destination
@@ -99,6 +100,22 @@ def mention(destination: str) -> str:
     return views.destination(destination)
 
 
+def ladder(rule: until_done.UntilDone) -> str:
+    """A schedule's ladder in words (:func:`core.until_done.describe`), each
+    escalation's members and channels as their mentions: "until done, nag every 15
+    minutes, escalate to <@1> after 1 hour"."""
+    levels = tuple(
+        until_done.Level(tuple(mention(d) for d in level.to), level.after) for level in rule.levels
+    )
+    return until_done.describe(until_done.UntilDone(rule.nag, levels))
+
+
+def said(text: str) -> str:
+    """Core's words with each Discord destination in them (``discord:123``,
+    ``discord:@456``) as its mention (``<#123>``, ``<@456>``)."""
+    return re.sub(r"discord:@?[0-9]{1,20}\b", lambda m: mention(m.group(0)), text)
+
+
 def their_times(schedule: Schedule) -> str | None:
     """:func:`core.views.recipient_times` (each person's hour, when the schedule reads
     it in their zone), a direct message said as its mention."""
@@ -151,6 +168,8 @@ def card(schedule: Schedule, heading: str | None = None, *, read_back: bool = Fa
         lines.append(f"**Their time:** {times_theirs}")
     if (schedule.priority or NORMAL) != NORMAL:  # issue 37: urgent or bulk
         lines.append(f"**Priority:** {schedule.priority}")
+    if (rule := until_done.of_options(schedule.options)) is not None:  # issue 40
+        lines.append(f"**Until done:** {ladder(rule)}")
     times, skipped = calendars.schedule_upcoming(schedule, 3)
     if times:
         lines.append(f"**Next:** {stamp(times[0])}")

@@ -232,9 +232,11 @@ async def create(
     priority: str | None = None,
     template: str | None = None,
     data: Mapping[str, str] | None = None,
+    until_done: Mapping[str, Any] | None = None,
 ) -> actions.Reply:
     """``/schedule create`` with ``to``: one schedule to every target (one person alone:
-    a reminder, as before); ``text``, or ``template`` filled in with ``data``."""
+    a reminder, as before); ``text``, or ``template`` filled in with ``data``;
+    ``until_done``: its ladder."""
     if channel is not None:
         raise InvalidInput(reminders.NOT_BOTH)
     if one_person(chains(to), interaction):
@@ -251,6 +253,7 @@ async def create(
             priority,
             template=template,
             data=data,
+            until_done=until_done,
         )
     found = await places(interaction, actor, to)
     return await actions.create(
@@ -265,4 +268,22 @@ async def create(
         priority=priority,
         template=template,
         data=data,
+        until_done=until_done,
     )
+
+
+async def escalation(interaction: discord.Interaction[Any], text: str) -> list[str]:
+    """``escalate_to`` (issue 40): the members and channels an escalation goes to,
+    each checked as a target of ``to`` is (a channel where the member and the bot can
+    send, a member of this server); [] for ``none`` (the level removed)."""
+    if text.strip().lower() in ("none", "off"):
+        return []
+    words = chains(text)
+    if any(len(chain) > 1 for chain in words):
+        raise InvalidInput("An escalation goes to every place it names: no `or` there.")
+    found = Places()
+    to = [await _destination(interaction, read(chain[0]), found) for chain in words]
+    _once(list(to))
+    for person in found.people.values():
+        await reminders.record(interaction, person)
+    return to

@@ -120,6 +120,7 @@ async def test_start_logs_in_syncs_commands_and_connects(
         "prefs",
         "feed",
         "templates",
+        "approvals",
         "help",
     ]
     # Discord allows 25 subcommands (and groups) in a group
