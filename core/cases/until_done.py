@@ -19,7 +19,7 @@ from datetime import timedelta
 from typing import Any
 
 from core import until_done
-from core.actors import Actor, ActorRef
+from core.actors import Actor, ActorRef, Principal
 from core.cases.base import CaseBase
 from core.channels import parse_destination
 from core.errors import InvalidInput, NotFound
@@ -91,7 +91,11 @@ class LadderCases(CaseBase):
         if found is None:
             raise NotFound(refusal)
         if not actor.owns_tenant_of(found.tenant):
-            raise await self.denied(actor, "job.done", "job", str(job_id), refusal, NotFound)
+            if not _its_recipient_in_a_dm(actor, found.destination, seen_in):
+                raise await self.denied(actor, "job.done", "job", str(job_id), refusal, NotFound)
+            # a Discord direct message carries no server: the person it was sent to
+            # acts in the message's tenant (as a reminder's buttons do)
+            actor = await self.actor(Principal(actor.id, found.tenant, mentions=actor.mentions))
         if found.ladder or until_done.OPTION not in found.options:
             raise InvalidInput(f"Message {job_id} was not sent until done: it has no Done.")
         if not self._may_mark(actor, found.owner, found.destination, seen_in):
@@ -148,6 +152,15 @@ class LadderCases(CaseBase):
         since = self.clock.now() - ACK_WINDOW
         seconds = sorted(await self.store.ack_seconds(tenant=actor.scope, since=since))
         return AckFigures(len(seconds), _percentile(seconds, 0.5), _percentile(seconds, 0.95))
+
+
+def _its_recipient_in_a_dm(actor: Actor, destination: str, seen_in: str | None) -> bool:
+    """A click in a direct message (its personal tenant, ``discord:@<user>``) by the
+    person the message was sent to, from that direct message."""
+    platform, _, user = actor.id.partition(":")
+    personal = actor.tenant == f"{platform}:@{user}"
+    target = parse_destination(destination)
+    return personal and target.is_dm and target.recipient == actor.id and seen_in is not None
 
 
 def _channel(destination: str) -> str:

@@ -551,8 +551,17 @@ async def test_done_of_a_direct_message_is_its_recipients(
         await herald.mark_done(place.carol, job_id, seen_in=f"{place.name}:@{carol}")
     with pytest.raises(PermissionDenied):  # the DM is not a channel of the tenant
         await herald.mark_done(place.carol, job_id, seen_in=place.channel)
-    done = await herald.mark_done(place.bob, job_id, seen_in=dm)
+    # a Discord direct message carries no server: its click comes from the clicker's
+    # personal tenant, and counts for the person it was sent to, from that DM only
+    personal = Principal(place.bob.id, dm)
+    stranger_dm = Principal(place.carol.id, f"{place.name}:@{carol}")
+    with pytest.raises(NotFound):
+        await herald.mark_done(stranger_dm, job_id, seen_in=f"{place.name}:@{carol}")
+    with pytest.raises(NotFound):  # no DM to have seen it in
+        await herald.mark_done(personal, job_id)
+    done = await herald.mark_done(personal, job_id, seen_in=dm)
     assert (done.by, done.already) == (place.bob.id, False)
+    assert (await herald.mark_done(place.bob, job_id, seen_in=dm)).already
     await run_until(dispatcher, clock, NINE + timedelta(hours=3))
     [edit] = place.sent[2:]
     assert (edit.edit, edit.channel, edit.id) == (True, first.channel, first.id)
