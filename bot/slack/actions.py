@@ -10,8 +10,9 @@ from slack_bolt.context.respond.async_respond import AsyncRespond
 
 from bot.slack.base import Person, Send
 from bot.slack.blocks import Page, Reply, date_token, notice, schedule_reply
-from bot.slack.commands import DONE, Commands, responder
+from bot.slack.commands import DONE, responder
 from bot.slack.dead import DECISIONS, decided
+from bot.slack.decisions import Decisions
 from bot.slack.notices import EDIT, RESUME, RETRY
 from core.errors import InvalidInput, PermissionDenied
 
@@ -60,7 +61,7 @@ def _ids(value: str) -> list[int]:
     return ids
 
 
-class Actions(Commands):
+class Actions(Decisions):
     """Block actions and App Home events."""
 
     def _alert_surface(self, body: dict[str, Any]) -> bool:

@@ -38,6 +38,7 @@ from bot.http_guard import (
     read_body,
     start_guarded,
 )
+from bot.slack import approvals
 from bot.slack.actions import Actions
 from bot.slack.base import Tracker
 from bot.slack.blocks import PAGE_NEXT, PAGE_PREVIOUS, SCHEDULE_ACTIONS, Blocks
@@ -51,6 +52,7 @@ from bot.slack.skips import SkipNotices
 from core.actors import slack_tenant
 from core.cases import Herald
 from core.channels.answers import shown_url
+from core.channels.slack import DONE_ACTION_ID
 from core.errors import ConfigError
 from core.http_client import failure
 from core.settings import Settings
@@ -86,6 +88,9 @@ def register(app: AsyncApp, handlers: Actions) -> None:
     app.action(re.compile(REMINDER_ACTIONS))(handlers.on_reminder_button)
     app.action(_one_of(DECISIONS))(handlers.on_dead_letter_button)
     app.action(_one_of(NOTICE_ACTIONS))(handlers.on_notice_button)
+    app.action(DONE_ACTION_ID)(handlers.on_done)
+    app.action(_one_of(approvals.ACTIONS))(handlers.on_approval_button)
+    app.view(approvals.REJECT_CALLBACK)(handlers.on_reject_submit)
     app.event("app_home_opened")(handlers.on_home_opened)
 
     async def on_error(error: Exception) -> None:
@@ -139,6 +144,7 @@ class SlackAdapter:
             lambda: self.teams,
             self._alert_tenant,
             every=settings.sweep_seconds,
+            alert=self._post_alert if settings.slack_alert_channel else None,
         )
         self._attached = False
         #: The tenant of the bot token's workspace (auth.test), once known.

@@ -17,6 +17,7 @@ from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.slack.approvals import held_reply
 from bot.slack.blocks import Reply, notice, refusal
 from bot.slack.directory import ChannelNames, Directory, error_code
 from bot.slack.home import home_view
@@ -244,12 +245,25 @@ class Base:
     # --- App Home -----------------------------------------------------------------
 
     async def live_schedules(self, actor_id: ActorRef, *, everyone: bool = False) -> list[Schedule]:
-        """Active and paused schedules, soonest first (paused last)."""
+        """Active, awaiting approval and paused schedules, soonest first (the active
+        ones first)."""
         found: list[Schedule] = []
-        for state in (ScheduleState.ACTIVE.value, ScheduleState.PAUSED.value):
-            found += await self.herald.list_schedules(actor_id, everyone=everyone, state=state)
+        live = (ScheduleState.ACTIVE, ScheduleState.AWAITING, ScheduleState.PAUSED)
+        for state in live:
+            found += await self.herald.list_schedules(
+                actor_id, everyone=everyone, state=state.value
+            )
         far = self.herald.clock.now().replace(year=9999)
         return sorted(found, key=lambda s: (s.state != "active", s.next_run_at or far, s.id))
+
+    async def held(self, person: Person, schedule: Schedule, reply: Reply) -> Reply:
+        """``reply`` to a create or an edit, saying plainly when the message waits for
+        an approver (and why) instead of that it is scheduled."""
+        if schedule.state != ScheduleState.AWAITING.value:
+            return reply
+        requests = await self.herald.approvals(person.principal, kind="send")
+        why = next((r.why for r in requests if r.schedule_id == schedule.id), None)
+        return held_reply(reply, why or "it needs a second person's approval")
 
     async def publish_home(self, person: Person, notice_text: str | None = None) -> None:
         actor = person.actor

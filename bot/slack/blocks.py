@@ -16,7 +16,7 @@ from zoneinfo import ZoneInfo
 
 from bot.slack import templated
 from bot.slack.grammar import escape, unescape
-from core import calendars, limits, routing, verbs, views
+from core import calendars, limits, routing, until_done, verbs, views
 from core.actors import Actor
 from core.cases import ScheduleDetail, describe_before
 from core.channels import parse_destination
@@ -110,6 +110,27 @@ def _mention(destination: str) -> str:
     return escape(views.destination(destination))
 
 
+def ladder_line(rule: until_done.UntilDone) -> str:
+    """A schedule's ladder in words (:func:`core.until_done.describe`), its people and
+    channels as mentions and links: "Until done, nag every 15 minutes, escalate to
+    <@U1> after 1 hour"."""
+    words = escape(until_done.describe(rule))
+    words = _SLACK_USER.sub(lambda m: f"<@{m[1]}>", words)
+    words = _SLACK_CHANNEL.sub(lambda m: f"<#{m[1]}>", words)
+    return ":bell: " + words[:1].upper() + words[1:]
+
+
+def step_label(ladder: str) -> str:
+    """What a job of an until-done ladder is, in words: "nag 2", "escalation, level 1",
+    "Done edit"."""
+    kind = until_done.step_kind(ladder)
+    if kind == until_done.ESCALATE:
+        return f"escalation, level {until_done.level_of(ladder)}"
+    if kind == until_done.DONE:
+        return "Done edit"
+    return ladder
+
+
 def skipping(schedule: Schedule, skipped: list[tuple[datetime, str]]) -> str | None:
     """A line about the schedule's skip calendars: the next occurrences they skip
     (``skipped``, from :func:`core.calendars.schedule_upcoming`), each with the event's
@@ -157,6 +178,8 @@ def summary(
         lines.append(theirs)
     if (schedule.priority or NORMAL) != NORMAL:  # issue 37: urgent or bulk
         lines.append(f"Priority: *{escape(schedule.priority)}*")
+    if (rule := until_done.of_options(schedule.options)) is not None:
+        lines.append(ladder_line(rule))
     if owner:
         lines.append(f"Owner: <@{schedule.owner.partition(':')[2]}>")
     lines.extend(message_lines(schedule))
@@ -392,6 +415,8 @@ def detail_reply(detail: ScheduleDetail) -> Reply:
     ]
     for job in jobs[:5]:
         line = f"• {date_token(job.occurrence_at, zone)}: {job.state}"
+        if job.ladder:  # a step of a message sent until done (issue 40)
+            line += f" ({step_label(job.ladder)})"
         if several:
             line += f" to {where(job.destination or schedule.destination)}"
         if job.attempts:

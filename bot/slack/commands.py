@@ -11,7 +11,7 @@ from typing import Any
 from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.context.respond.async_respond import AsyncRespond
 
-from bot.slack import grammar, templated
+from bot.slack import approvals, grammar, ladder_words, templated
 from bot.slack.base import ACK_BUDGET, SORRY, Person, Send
 from bot.slack.blocks import (
     Page,
@@ -26,6 +26,7 @@ from bot.slack.blocks import (
     plain,
     recipients_line,
     schedule_reply,
+    section,
     shown,
     templates_reply,
     where,
@@ -40,6 +41,7 @@ from bot.slack.modal import (
 from bot.slack.reminders import urgency
 from bot.slack.template_modal import TemplateModal
 from core import calendars, limits, verbs
+from core.approvals import is_approver
 from core.cases import PreferenceChanges, check_text
 from core.channels import parse_destination
 from core.errors import Conflict, HeraldError, InvalidInput, NotFound
@@ -127,10 +129,22 @@ class Commands(TemplateModal):
                 await send(feeds_reply(await self.herald.list_feeds(actor)))
             case grammar.TemplateList():
                 await send(templates_reply(await self.herald.list_templates(actor)))
+            case grammar.Approvals():
+                await send(await self.approvals_now(person))
             case grammar.FeedRemove(feed_id=fid):
                 count = await self.herald.remove_feed(actor, fid)
                 cancelled = f"{count} waiting reminder{'s' if count != 1 else ''} cancelled"
                 await send(notice(f":wastebasket: Feed #{fid} removed; {cancelled}."))
+
+    async def approvals_now(self, person: Person, headline: str | None = None) -> Reply:
+        """``/schedule approvals``: the pending requests the person may see, with Approve
+        and Reject when they are an approver; ``headline`` first (a decision just made)."""
+        rows = await self.herald.approvals(person.principal)
+        approver = is_approver(person.actor, self.settings)
+        text, blocks = approvals.list_reply(rows, approver=approver, me=person.actor.id)
+        if headline is None:
+            return text, blocks
+        return headline, [section(headline), *blocks][: limits.SLACK_MESSAGE_BLOCKS.size]
 
     def _zone_text(self, person: Person) -> str:
         return (
@@ -174,6 +188,7 @@ class Commands(TemplateModal):
             channel = await self.channel_names.find(person.principal.tenant, command.channel_name)
         when, text = self._reading(person, command)
         await self.directory.check_member(person.user_id, channel)
+        await self.check_ladder(person, command.until_done, body)
         schedule, created = await self.herald.create_schedule(
             person.principal,
             to=f"slack:{channel}",
@@ -184,12 +199,14 @@ class Commands(TemplateModal):
             their_time=command.their_time,
             priority=priority,
             **templated.create_args(command.template, command.data),
+            **ladder_words.create_args(command.until_done, person.user_id),
         )
         headline = ":white_check_mark: Scheduled" if created else "Already scheduled"
         headline += templated.named(schedule)
-        return schedule_reply(
+        reply = schedule_reply(
             schedule, f"{headline} for {where(schedule.destination)}.", read_back=created
         )
+        return await self.held(person, schedule, reply)
 
     def _reading(self, person: Person, command: grammar.Create) -> tuple[str, str]:
         """``(when, text)`` of a create: in /remind's order the first reading whose WHEN
@@ -348,9 +365,9 @@ class Commands(TemplateModal):
     async def _confirm(self, person: Person, schedule: Schedule, headline: str) -> None:
         """After the modal closed: an ephemeral note in the (first) channel, and the
         Home tab."""
-        text, blocks = schedule_reply(
-            schedule, f"{headline} for {recipients_line(schedule)}.", read_back=True
-        )
+        said = f"{headline} for {recipients_line(schedule)}."
+        reply = schedule_reply(schedule, said, read_back=True)
+        text, blocks = await self.held(person, schedule, reply)
         destination = schedule.destination
         if destination.startswith("slack:"):
             channel = destination.removeprefix("slack:").partition("/")[0]

@@ -27,6 +27,12 @@ Grammar (the first word decides; keywords are not case-sensitive)::
                                            ``@alice or alice@example.com``: a chain, the
                                            next tried when one fails (bot/slack/targets.py)
     … WHEN their time: MESSAGE             the time read in each person's own zone
+    … WHEN until done[, nag every D][, escalate to @a[, #b] after D
+         [, then escalate to … after D]]: MESSAGE
+                                           a Done button, nags in its thread and
+                                           escalations until pressed
+                                           (bot/slack/ladder_words.py)
+    /schedule approvals                    held messages waiting for an approver
     /schedule list [all] [STATE]
     /schedule templates                    the workspace's templates
     /schedule show|edit|cancel|pause|resume|skip ID    (delete and remove: cancel)
@@ -58,7 +64,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from bot.slack import targets, template_words
+from bot.slack import ladder_words, targets, template_words
+from bot.slack.ladder_words import Ladder
 from bot.slack.targets import ME as ME
 from bot.slack.targets import Chain
 from bot.slack.words import Refusal as Refusal
@@ -88,14 +95,16 @@ _ACTS = tuple(
 VERBS = tuple(v.name for v in _ACTS)
 #: Other words for a verb, as /remind and other bots say it.
 ALIASES = verbs.aliases(_ACTS)
-KEYWORDS = frozenset({*VERBS, *ALIASES, "list", "timezone", "help", "feed", "feeds", "templates"})
+KEYWORDS = frozenset(
+    {*VERBS, *ALIASES, "list", "timezone", "help", "feed", "feeds", "templates", "approvals"}
+)
 #: ``/schedule prefs``: the preferences modal (issue 37).
 PREFS = frozenset({"prefs", "preferences"})
 URGENT = "urgent"
 URGENT_EXAMPLE = "/schedule urgent #ops in 5 minutes: the database is down"
 COMMANDS = (
     "list, show, edit, pause, resume, skip, cancel (delete, remove), timezone, feed, prefs, "
-    "remind, urgent, templates, help"
+    "remind, urgent, templates, approvals, help"
 )
 
 HELP = f"""*How to use /schedule*
@@ -128,6 +137,12 @@ and date and time pickers.
 `pause ID`, `resume ID`, `skip ID` (skip the next occurrence only).
 • End WHEN with `except holidays from URL` to skip the dates of an iCalendar (.ics) \
 file's events, e.g. `{SKIP_EXAMPLE}` (the form has a field for it too).
+• End WHEN with `until done` to post the message with a Done button and keep at it \
+until someone presses it: `{ladder_words.EXAMPLE}` (nags are replies in its thread; \
+`then escalate to @boss after 2h` adds a second level).
+• A message into an announcement channel, or one mentioning `@channel` or `@here` \
+where the workspace holds those, waits for an approver (the reply says so); \
+`/schedule approvals` lists the requests, with Approve and Reject for approvers.
 • `/schedule prefs` opens your preferences: where reminders to you go (here, a DM, email, \
 SMS, push), who may remind you, whom you block, and your quiet hours (reminders due then \
 wait until they end). Admins: `/schedule prefs tenant` sets the workspace's defaults. \
@@ -173,6 +188,9 @@ class Create:
     #: filled in with ``data`` (``name=value`` words, Slack's escaped form).
     template: str | None = None
     data: tuple[tuple[str, str], ...] = ()
+    #: ``… until done, nag every 15m, escalate to @lead after 1h``: sent with a Done
+    #: button, nagging and escalating until someone presses it (None: sent plainly).
+    until_done: Ladder | None = None
 
 
 @dataclass(frozen=True)
@@ -243,6 +261,11 @@ class FeedRemove:
     feed_id: int
 
 
+@dataclass(frozen=True)
+class Approvals:
+    """``/schedule approvals``: the held messages waiting for an approver."""
+
+
 Command = (
     Create
     | Act
@@ -255,6 +278,7 @@ Command = (
     | FeedRemove
     | Prefs
     | TemplateList
+    | Approvals
 )
 
 _CHANNEL = re.compile(r"<#([CG][A-Z0-9]+)(?:\|[^>]*)?>")
@@ -294,9 +318,9 @@ def parse(text: str) -> Command:
     if keyword in KEYWORDS:
         return _keyword(keyword, tail.split())
     if keyword == "remind":
-        return _their_time(_remind(tail.strip()))
+        return _their_time(_ladder(_remind(tail.strip())))
     _refuse_unknown(head, tail)
-    return _their_time(_create(raw))
+    return _their_time(_ladder(_create(raw)))
 
 
 def _prefs(args: list[str]) -> Prefs:
@@ -325,6 +349,21 @@ def _urgent(rest: str) -> Create:
     return replace(found, urgent=True)
 
 
+def _ladder(create: Create) -> Create:
+    """``create`` with its ``until done …`` clause taken out of WHEN (``until_done``
+    set); /remind's other readings kept only where WHEN holds the same clause."""
+    when, ladder = ladder_words.split(create.when)
+    if ladder is None:
+        return create
+    others = tuple(
+        (other, text)
+        for w, text in create.alternatives
+        for other, same in [ladder_words.split(w)]
+        if same == ladder
+    )
+    return replace(create, when=when, alternatives=others, until_done=ladder)
+
+
 def _their_time(create: Create) -> Create:
     """``create`` with "their time" taken out of WHEN (``their_time`` set)."""
     when, said = targets.their_time(create.when)
@@ -339,6 +378,10 @@ def _their_time(create: Create) -> Create:
 def _keyword(keyword: str, args: list[str]) -> Command:
     if keyword == "help":
         return Help()
+    if keyword == "approvals":
+        if args:
+            raise Refusal(f"`/schedule approvals` takes nothing, not `{escape(' '.join(args))}`.")
+        return Approvals()
     if keyword == "templates":
         if args:
             raise Refusal(

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.slack import grammar, templated
+from bot.slack import grammar, ladder_words, templated
 from bot.slack.base import Person
 from bot.slack.blocks import Reply, recipients_line, schedule_reply
 from bot.slack.reminders import Reminders, urgency
@@ -33,6 +33,7 @@ class Recipients(Reminders):
             steps = [await self._destination(person, target, body) for target in chain]
             to.append(steps[0] if len(steps) == 1 else {"first_of": steps})
             others += [s.removeprefix("slack:@") for s in steps if _other(s, person)]
+        await self.check_ladder(person, command.until_done, body)
         schedule, created = await self.herald.create_schedule(
             person.principal,
             to=to,
@@ -43,12 +44,14 @@ class Recipients(Reminders):
             their_time=command.their_time,
             priority=urgency(person, command),
             **templated.create_args(command.template, command.data),
+            **ladder_words.create_args(command.until_done, person.user_id),
         )
         headline = routed_headline(schedule, created)
         if created:
             for user in dict.fromkeys(others):
                 headline += await self._tell(user, person.user_id)
-        return schedule_reply(schedule, headline, read_back=created)
+        reply = schedule_reply(schedule, headline, read_back=created)
+        return await self.held(person, schedule, reply)
 
     async def _destination(self, person: Person, target: str, body: dict[str, Any]) -> str:
         """One target as a destination, checked as a single one is: Refusal (or

@@ -17,10 +17,12 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.context.respond.async_respond import AsyncRespond
 from slack_sdk.errors import SlackApiError
 
-from bot.slack import grammar, templated
+from bot.slack import grammar, ladder_words, templated
 from bot.slack.base import Base, Person, request_team
 from bot.slack.blocks import Reply, context, date_token, schedule_reply
 from bot.slack.directory import error_code
+from bot.slack.ladder_words import Ladder
+from bot.slack.targets import ME
 from core import reminders
 from core.actors import Principal
 from core.errors import InvalidInput, PermissionDenied
@@ -61,6 +63,7 @@ class Reminders(Base):
         user = person.user_id if command.person == grammar.ME else command.person
         if user != person.user_id:
             await self._record_colleague(user, body)
+        await self.check_ladder(person, command.until_done, body)
         schedule, created = await self.herald.create_schedule(
             person.principal,
             to=f"slack:@{user}",
@@ -71,6 +74,7 @@ class Reminders(Base):
             their_time=command.their_time,
             priority=urgency(person, command),
             **templated.create_args(command.template, command.data),
+            **ladder_words.create_args(command.until_done, person.user_id),
         )
         whom = "you" if user == person.user_id else f"<@{user}>"
         headline = (
@@ -104,6 +108,20 @@ class Reminders(Base):
                 "may not reach them either."
             )
         return ""
+
+    async def check_ladder(
+        self, person: Person, ladder: Ladder | None, body: dict[str, Any]
+    ) -> None:
+        """The people and channels an ``until done`` ladder escalates to, checked as a
+        reminder's person and a message's channel are: each person a member of this
+        workspace (recorded, so core knows them), each channel one the person is in."""
+        for to, _ in ladder.levels if ladder is not None else ():
+            for destination in to:
+                target = destination.removeprefix("slack:")
+                if target.startswith("@") and target[1:] != person.user_id:
+                    await self._record_colleague(target[1:], body)
+                elif not target.startswith("@") and target != ME:
+                    await self.directory.check_member(person.user_id, target)
 
     async def _record_colleague(self, user: str, body: dict[str, Any]) -> None:
         """Record ``user`` as a member of this workspace's tenant when Slack says they
