@@ -59,7 +59,7 @@ async def held(env: SlackEnv, user: str, text: str = "Big news") -> int:
     assert HELD in text_of(reply) and "awaiting approval" in text_of(reply)
     valid_message((reply["text"], reply["blocks"]))
     env.clock.advance(env.settings.notice_digest_seconds)
-    assert await env.adapter.notices.sweep() >= 1
+    await env.adapter.notices.sweep()
     return max(r.id for r in await env.herald.approvals("slack:UADMIN"))
 
 
@@ -178,3 +178,19 @@ async def test_the_approvals_command_lists_them_with_buttons(env: SlackEnv) -> N
     await handled(env)
     [schedule] = await env.schedules()
     assert schedule.state == "active"
+
+
+async def test_without_an_alert_channel_its_request_is_dropped(
+    slack: FakeSlackApp, sqlite_url: str, clock: ManualClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    extra = {
+        "HERALD_ANNOUNCEMENT_CHANNELS": "slack:C0123",
+        "HERALD_SLACK_ALERT_CHANNEL": "",
+        "HERALD_SWEEP_SECONDS": 3600,
+    }
+    async with slack_env(slack, sqlite_url, clock, extra) as env:
+        await held(env, "U1")
+        await held(env, "U1", "More news")
+        assert alerts(env) == [] and await env.herald.pending_notices("slack") == 0
+    said = [r for r in caplog.records if "alert channel are dropped" in r.getMessage()]
+    assert len(said) == 1  # said once

@@ -7,12 +7,15 @@ dispatcher's drain, on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import Any
 
 import pytest
 
+from bot.slack import grammar
+from bot.slack.ladder_words import Ladder
 from core import until_done
 from core.channels import build_channels
 from core.channels.base import Channel
@@ -214,3 +217,68 @@ async def test_done_in_a_direct_message_is_its_recipients(
     await handled(env)
     assert len(env.slack.responses) == 1  # the create's
     assert await env.herald.awaiting_done("slack:UADMIN") == []
+
+
+async def test_without_done_it_nags_on_time_and_escalates_once(
+    env: SlackEnv, channels: dict[str, Channel]
+) -> None:
+    _, message = await posted(env, channels)
+    for _ in range(4):  # 15, 30, 45 and 60 minutes after the message
+        env.clock.advance(timedelta(minutes=15))
+        await drain(env, channels)
+    nags = [m for m in in_channel(env) if m.get("thread_ts") == message["ts"]]
+    assert [n["text"].split(":")[0] for n in nags] == [
+        "Still not done",
+        "Still not done (reminder 2)",
+        "Still not done (reminder 3)",
+        "Still not done (reminder 4)",
+    ]
+    [escalation] = in_channel(env, env.slack.ims["U2"])
+    assert escalation["text"].startswith("Not done after 1 hour: Check the backups")
+
+
+@pytest.mark.parametrize(
+    ("text", "ladder"),
+    [
+        ("every day at 9 until done: x", Ladder()),
+        (
+            "every day at 9 until done, nag every 15 minutes and escalate to <@U1|a> and "
+            "<#C2|ops> after 1h, then escalate to me after 2h: x",
+            Ladder("15 minutes", ((("slack:@U1", "slack:C2"), "1h"), (("me",), "2h"))),
+        ),
+        (
+            "every day at 9 until done escalate to <@U1|a b> after 90m: x",
+            Ladder(None, ((("slack:@U1",), "90m"),)),
+        ),
+    ],
+)
+def test_the_clause_reads(text: str, ladder: Ladder) -> None:
+    found = grammar.parse(text)
+    assert isinstance(found, grammar.Create)
+    assert (found.when, found.text, found.until_done) == ("every day at 9", "x", ladder)
+    assert Ladder(None, ((("me",), "1h"),)).request("U7") == {
+        "nag": None,
+        "escalate": [{"to": ["slack:@U7"], "after": "1h"}],
+    }
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("until done: x", "Say when before “until done”"),
+        ("every day until done, nag 15m: x", "Could not read `nag 15m`"),
+        ("every day until done, escalate to @lead after 1h: x", "did not turn `@lead`"),
+        ("every day until done, escalate to <@U1>: x", "Say after how long to escalate"),
+        ("every day until done, escalate to bob after 1h: x", "not `bob`"),
+        ("every day until done, nag every 5m, nag every 9m: x", "Say “nag every …” once."),
+    ],
+)
+def test_a_clause_it_cannot_read_is_refused(text: str, said: str) -> None:
+    with pytest.raises(grammar.Refusal, match=re.escape(said)):
+        grammar.parse(text)
+
+
+def test_until_a_date_is_still_a_time() -> None:
+    found = grammar.parse("every friday at 5pm until june 30: x")
+    assert isinstance(found, grammar.Create) and found.until_done is None
+    assert found.when == "every friday at 5pm until june 30"
