@@ -144,7 +144,11 @@ class Decisions(Commands):
         blocks: Blocks | None = place.get("blocks")
         answer = respond or (AsyncRespond(response_url=place["url"]) if place.get("url") else None)
         if not blocks:
-            if answer is not None:
+            if answer is None:
+                return
+            if place.get("channel"):  # a posted message too long to carry: said beside it
+                await responder(answer)(notice(said))
+            else:
                 await responder(answer, replace=True)(await self.approvals_now(person, said))
             return
         updated = approvals.decided(blocks, approval_id, said)

@@ -194,3 +194,24 @@ async def test_without_an_alert_channel_its_request_is_dropped(
         assert alerts(env) == [] and await env.herald.pending_notices("slack") == 0
     said = [r for r in caplog.records if "alert channel are dropped" in r.getMessage()]
     assert len(said) == 1  # said once
+
+
+async def test_a_reject_from_the_list_replaces_the_list(env: SlackEnv) -> None:
+    request = await held(env, "U1")
+    await env.send.command("approvals", user="UADMIN")
+    await env.reply(2)
+    await env.send.click(REJECT, str(request), user="UADMIN", message=None)
+    await env.slack.until(lambda: env.slack.opened)
+    opened = env.slack.opened[0]["view"]
+    typed = {"reason": {"reason": {"type": "plain_text_input", "value": "Not today"}}}
+    view = {**opened, "id": "V9", "state": {"values": typed}}
+    answer = await env.send.submit(view, user="UADMIN")
+    assert answer.status == 200 and answer.text == ""
+    replaced = await env.reply(3)
+    assert replaced["replace_original"] is True
+    shown = text_of(replaced)
+    assert "Rejected by <@UADMIN>: Not today" in shown
+    assert "No request waits for an approver." in shown
+    valid_message((replaced["text"], replaced["blocks"]))
+    [schedule] = await env.schedules()
+    assert schedule.state == "cancelled"
