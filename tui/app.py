@@ -1,4 +1,4 @@
-"""The operator console: eight screens over the use cases, live, keyboard first.
+"""The operator console: ten screens over the use cases, live, keyboard first.
 
 Build it with :func:`make_app` (tests and the CLI alike); :func:`run_console` runs it
 in this terminal, :func:`run_console_served` in a browser through textual-serve.
@@ -26,7 +26,9 @@ from core.clock import SystemClock
 from core.errors import HeraldError
 from core.settings import Settings
 from core.store import Store
+from tui.screens.approvals import ApprovalsScreen
 from tui.screens.audit import AuditScreen
+from tui.screens.awaiting import AwaitingDoneScreen
 from tui.screens.base import screen_keys
 from tui.screens.calendars import CalendarsScreen
 from tui.screens.dead_letters import DeadLettersScreen
@@ -51,6 +53,8 @@ SCREEN_CLASSES: dict[str, type[Screen[Any]]] = {
     "audit": AuditScreen,
     "calendars": CalendarsScreen,
     "templates": TemplatesScreen,
+    "awaiting": AwaitingDoneScreen,
+    "approvals": ApprovalsScreen,
 }
 
 

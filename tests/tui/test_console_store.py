@@ -8,8 +8,9 @@ from datetime import timedelta
 
 import pytest
 
+from core import verbs
 from core.actors import Principal, Surface
-from core.cases import Herald, parse_shift, unavailable
+from core.cases import Herald, parse_shift, unavailable, verb_rule
 from core.clock import ManualClock
 from core.errors import InvalidInput, PermissionDenied
 from core.store import AttemptFilter, AuditFilter, DeadFilter, ScheduleFilter
@@ -195,7 +196,7 @@ async def test_operators_bulk_only_their_own_and_a_refusal_is_audited(
 async def test_dead_letter_decisions(herald: Herald, clock: ManualClock) -> None:
     ids = await seed(herald, clock)
     requested = ids["requested"]
-    with pytest.raises(PermissionDenied, match="Only an admin"):
+    with pytest.raises(PermissionDenied, match="Only an approver decides requests"):
         await herald.dead_letter_action(OPERATOR, "approve", ids=requested)
     [refusal] = await herald.audit_log(ADMIN, AuditFilter(action="dead.approve.denied"))
     assert refusal.actor == OPERATOR
@@ -273,7 +274,9 @@ def test_durations_and_rules() -> None:
 
     member, operator, admin = (Actor("local:x", r, None) for r in Role)
     assert unavailable(member, "dead.discard") and not unavailable(operator, "dead.discard")
-    assert unavailable(operator, "dead.approve") and not unavailable(admin, "dead.approve")
+    # the decisions on requests of every kind (core/verbs.py APPROVAL_VERBS): admins
+    approve = verb_rule(verbs.verb("approve"))
+    assert unavailable(operator, approve) and not unavailable(admin, approve)
 
 
 async def test_calendars_page_counts_uses_and_redacts(herald: Herald, clock: ManualClock) -> None:

@@ -22,7 +22,7 @@ SIZE = (80, 24)
 
 #: What each screen's footer must show whole at 80 columns.
 FOOTERS = {
-    "overview": ["12345678 Screens", "? Keys", "q Quit"],
+    "overview": ["1234567890 Screens", "? Keys", "q Quit"],
     "schedules": [
         "space Select",
         "n New",
@@ -35,7 +35,7 @@ FOOTERS = {
         "q Quit",
     ],
     "queue": ["d Due", "p Pending", "i In flight", "r Retrying", "? Keys", "q Quit"],
-    "deliveries": ["/ Filter", "f Follow", "12345678 Screens", "? Keys", "q Quit"],
+    "deliveries": ["/ Filter", "f Follow", "1234567890 Screens", "? Keys", "q Quit"],
     "dead": [
         "space Select",
         "/ Filter",
@@ -46,14 +46,23 @@ FOOTERS = {
         "? Keys",
         "q Quit",
     ],
-    "audit": ["/ Filter", "12345678 Screens", "? Keys", "q Quit"],
-    "calendars": ["a All", "f Failing", "12345678 Screens", "? Keys", "q Quit"],
+    "audit": ["/ Filter", "1234567890 Screens", "? Keys", "q Quit"],
+    "calendars": ["a All", "f Failing", "1234567890 Screens", "? Keys", "q Quit"],
+    "awaiting": ["d Mark done", "1234567890 Screens", "? Keys", "q Quit"],
+    "approvals": [
+        "space Select",
+        "a Approve",
+        "x Reject",
+        "h Decided too",
+        "? Keys",
+        "q Quit",
+    ],
     "templates": [
         "n New",
         "e Edit",
         "d Remove",
         "s Sample data",
-        "12345678 Screens",
+        "1234567890 Screens",
         "? Keys",
         "q Quit",
     ],
@@ -117,7 +126,9 @@ async def test_a_long_message_keeps_30_characters_and_the_pane_shows_it_all(
         assert_footer_fits(app, mode)
 
 
-@pytest.mark.parametrize("mode", ["overview", "audit", "calendars", "templates"])
+@pytest.mark.parametrize(
+    "mode", ["overview", "audit", "calendars", "templates", "awaiting", "approvals"]
+)
 async def test_the_other_screens_footers_fit(
     console: Any, seeded: dict[str, Any], mode: str
 ) -> None:

@@ -173,7 +173,9 @@ async def test_dead_letters_operator_requests_and_cannot_approve(
         screen = app.screen
         assert screen.check_action("act", ("approve",)) is None  # greyed out
         assert screen.check_action("act", ("discard",)) is True
-        assert "Only an admin can approve retry requests." in flat(screen_text(app))
+        assert "Only an approver decides requests (an admin, for a retry)." in flat(
+            screen_text(app)
+        )
         await pilot.press("a")  # a greyed-out key does nothing
         await settle(pilot)
         assert await herald.audit_log(ADMIN, AuditFilter(action="dead.approve")) == []
@@ -182,10 +184,10 @@ async def test_dead_letters_operator_requests_and_cannot_approve(
         await settle(pilot)
         await pilot.press(*"Approve")
         await settle(pilot)
-        assert "unavailable: Only an admin" in screen_text(app)
+        assert "unavailable: Only an approver" in screen_text(app)
         await pilot.press("enter")
         await settle(pilot)
-        assert any("Refused: Only an admin can approve" in n for n in notes(app))
+        assert any("Refused: Only an approver decides requests" in n for n in notes(app))
         [denied] = await herald.audit_log(ADMIN, AuditFilter(action="dead.approve.denied"))
         assert denied.actor == OPERATOR
         # a retry from an operator is a request an admin decides on

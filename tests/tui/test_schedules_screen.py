@@ -39,6 +39,9 @@ async def test_number_keys_switch_screens_and_help_lists_keys(
             ("5", "Dead letters"),
             ("6", "Audit log"),
             ("7", "Calendars"),
+            ("8", "Templates"),
+            ("9", "Awaiting done"),
+            ("0", "Approvals"),
             ("1", "Overview"),
         ]:
             await pilot.press(key)

@@ -64,6 +64,8 @@ SCREEN_KEYS = (
     ("audit", "6", "Audit log"),
     ("calendars", "7", "Calendars"),
     ("templates", "8", "Templates"),
+    ("awaiting", "9", "Awaiting done"),
+    ("approvals", "0", "Approvals"),
 )
 SCREENS = Binding.Group("Screens", compact=True)
 

@@ -3,6 +3,7 @@ timeline of everything that happened to it."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
@@ -12,8 +13,10 @@ from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import DataTable, Header, Static
 
+from core import until_done
 from core.cases import RecipientState, Timeline
-from core.models import Job, Schedule
+from core.cases.console import TimelineEvent
+from core.models import Job, JobState, Schedule, ScheduleState
 from core.preferences import HELD
 from core.views import shown_text
 from tui.format import CELL, clip, span, stamp
@@ -27,6 +30,39 @@ COLUMNS = (
     Col("job", 10, keep=5),
     Col("detail", CELL, keep=6, least=20, flex=True),
 )
+
+
+def step_label(ladder: str) -> str:
+    """A ladder step as people call it: ``nag 2``, ``escalation`` (``escalation 2`` for
+    the second level), ``done edit``; "" for an occurrence's own message."""
+    kind = until_done.step_kind(ladder)
+    if kind == until_done.ESCALATE:
+        level = until_done.level_of(ladder)
+        return "escalation" if level == 1 else f"escalation {level}"
+    if kind == until_done.DONE:
+        return "done edit"
+    return ladder
+
+
+def ladder_events(t: Timeline, zone: str) -> list[TimelineEvent]:
+    """The timeline's events with each ladder step named ("nag 2 · job 14 planned
+    …"), and a message marked done told twice: delivered when it was, acknowledged
+    (by whom) when it was marked done."""
+    jobs = {j.id: j for j in t.jobs}
+    events: list[TimelineEvent] = []
+    for e in t.events:
+        job = jobs.get(e.job_id)
+        if job is None:
+            events.append(e)
+        elif job.ladder:
+            events.append(replace(e, text=f"{step_label(job.ladder)} · {e.text}"))
+        elif e.kind == JobState.ACKNOWLEDGED.value and job.done_at is not None:
+            events.append(replace(e, kind=JobState.DELIVERED.value, text="delivered"))
+            done = f"done by {job.done_by} at {stamp(job.done_at, zone, seconds=False)}"
+            events.append(replace(e, at=job.done_at, text=done))
+        else:
+            events.append(e)
+    return sorted(events, key=lambda e: e.at)
 
 
 def hold_of(job: Job | None) -> str | None:
@@ -91,7 +127,11 @@ class DetailScreen(ConsoleScreen):
         s = t.schedule
         zone = s.timezone
         self.schedule_id = s.id
-        subject = f"Job {t.focus_job} of schedule {s.id}" if t.focus_job else f"Schedule {s.id}"
+        focus = next((j for j in t.jobs if j.id == t.focus_job), None)
+        subject = f"Schedule {s.id}"
+        if focus is not None:
+            step = f" ({step_label(focus.ladder)})" if focus.ladder else ""
+            subject = f"Job {focus.id}{step} of schedule {s.id}"
         self.title = subject
         table = self.query_one("#timeline", PageTable)
         table.border_title = "Timeline with archived history" if self.archived else "Timeline"
@@ -100,11 +140,13 @@ class DetailScreen(ConsoleScreen):
             f"[b]{subject}[/] · {s.shown_state} · version {s.version} · owner {escape(s.owner)}",
             *self.recipient_lines(t),
             f"When [i]{escape(s.expression)}[/] → {escape(t.description)}",
+            *self.ladder_lines(s, focus),
             f"Next {upcoming}",
             f"Text {escape(shown_text(s))}",
         ]
         self.query_one("#content-text", Static).update("\n".join(lines))
-        self.events = {str(i): e for i, e in enumerate(t.events)}
+        events = ladder_events(t, zone)
+        self.events = {str(i): e for i, e in enumerate(events)}
         rows = [
             (
                 str(i),
@@ -115,9 +157,26 @@ class DetailScreen(ConsoleScreen):
                     clip(f"{e.text}{' — ' + e.detail if e.detail else ''}", CELL),
                 ),
             )
-            for i, e in enumerate(t.events)
+            for i, e in enumerate(events)
         ]
         self.query_one("#timeline", PageTable).show(rows)
+
+    def ladder_lines(self, s: Schedule, focus: Job | None) -> list[str]:
+        """What waits on people: approval before anything is sent, the ladder of a
+        schedule sent until done, and who marked the job shown done."""
+        lines = []
+        if s.state == ScheduleState.AWAITING.value:
+            lines.append(
+                "[b]Awaiting approval[/]: nothing is sent until an approver approves it "
+                "(Approvals, key 0)"
+            )
+        rule = until_done.of_options(s.options)
+        if rule is not None:
+            lines.append(f"Sent {escape(until_done.describe(rule))}")
+        if focus is not None and focus.done_by is not None:
+            at = stamp(focus.done_at, s.timezone, seconds=False)
+            lines.append(f"Done by {escape(focus.done_by)} at {at}")
+        return lines
 
     def recipient_lines(self, t: Timeline) -> list[str]:
         """Where it goes: "To #ops · zone UTC" for one plain recipient; else a line

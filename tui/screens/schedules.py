@@ -9,10 +9,10 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Header, Input, Static
 
-from core import verbs, views
+from core import until_done, verbs, views
 from core.cases import SCHEDULE_BULK, parse_shift
 from core.errors import HeraldError
-from core.models import Schedule
+from core.models import Schedule, ScheduleState
 from core.store import ScheduleFilter
 from tui.filters import FilterError, schedule_filter
 from tui.format import CELL, ago, clip, span, stamp
@@ -27,7 +27,7 @@ from tui.widgets.table import Col, PageTable
 #: The columns, and how they give way at 80 columns: the text keeps at least 30.
 COLUMNS = (
     Col("id", 10, keep=7),
-    Col("state", 12, keep=9),
+    Col("state", 17, keep=9),  # "awaiting approval" whole
     Col("next run", 9, keep=8),
     Col("when", 24, keep=7, least=10),  # the rule in words ("once" beside a next run)
     Col("owner", 24, keep=4, least=8),
@@ -170,7 +170,13 @@ class SchedulesScreen(ConsoleScreen):
         when = stamp(s.next_run_at, self.zone, seconds=False)
         urgency = "" if s.priority == "normal" else f" · {s.priority}"
         about = f"Schedule {s.id} · {s.shown_state}{urgency} · next {when} · {s.owner} → "
-        return f"{views.shown_text(s)}\n{about}{self.recipients(s)} · {s.tenant}"
+        lines = [views.shown_text(s), f"{about}{self.recipients(s)} · {s.tenant}"]
+        rule = until_done.of_options(s.options)
+        if rule is not None:
+            lines.append(f"Sent {until_done.describe(rule)}")
+        if s.state == ScheduleState.AWAITING.value:
+            lines.append("Nothing is sent until an approver approves it (Approvals, key 0).")
+        return "\n".join(lines)
 
     def recipients(self, s: Schedule) -> str:
         """Every recipient, as the console's member may see them (a chain's steps

@@ -23,7 +23,7 @@ from textual import events
 from textual.binding import Binding
 from textual.message import Message
 from textual.widgets import DataTable
-from textual.widgets.data_table import RowDoesNotExist
+from textual.widgets.data_table import CellDoesNotExist, RowDoesNotExist
 
 MARK = "●"
 
@@ -203,6 +203,13 @@ class PageTable(DataTable[Any]):
         finally:
             self._live = False
 
+    def use_columns(self, columns: Sequence[Col]) -> None:
+        """Other columns from the next :meth:`show` on (a view that shows other things:
+        the decided requests' state where the pending ones' expiry was)."""
+        if tuple(columns) != self.specs:
+            self.specs = tuple(columns)
+            self.widths = []  # the next drawing adds the columns anew
+
     def show(self, rows: Sequence[tuple[str, Sequence[Any]]]) -> None:
         """Replace the rows, keeping the cursor on the same key (or the same place)."""
         self.rows_given = [(key, [one_line(cell) for cell in cells]) for key, cells in rows]
@@ -328,9 +335,10 @@ class PageTable(DataTable[Any]):
         self.post_message(self.SelectionChanged(self, len(self.selected)))
 
     def _mark(self, key: str) -> None:
+        # a row that went meanwhile (a screen read again while an action ran) has no mark
         try:
             self.update_cell(key, "mark", Text(MARK if key in self.selected else ""))
-        except (RowDoesNotExist, KeyError):
+        except (RowDoesNotExist, CellDoesNotExist, KeyError):
             pass
 
 
