@@ -346,11 +346,13 @@ async def approve_dead(call: Call) -> Reply:
 
 
 async def reject_dead(call: Call) -> Reply:
-    """Turn a retry request down, with a reason: core/verbs.py's reject."""
+    """Turn a retry request down, with a reason: core/verbs.py's reject, on the dead
+    letter's request (the dead-letter desk, as the CLI's ``herald dead reject``)."""
     job_id = call.path_int("job_id")
     body: m.RejectRetry | None = call.body
     reason = None if body is None else body.reason
-    count = await perform(call.herald, "reject", call.principal, [job_id], reason=reason)
+    chosen = verbs.verb("reject")
+    count = await call.herald.on_dead_letters(chosen, call.principal, [job_id], reason=reason)
     return Reply(m.DeadDecisionOut(job_id=job_id, result=verbs.verb("reject").past, count=count))
 
 

@@ -277,7 +277,13 @@ async def cmd_show(cli: Cli, herald: Herald) -> None:
     s = detail.schedule
     fared = views.fared(s, detail.jobs)
     if cli.args.json:
-        cli.emit_json({**views.detail_dict(detail), "fared": fared})
+        data = views.detail_dict(detail)
+        listed = [*detail.jobs, *detail.archived_jobs]  # in detail_dict's order
+        data["jobs"] = [  # each job's ladder step and Done, as the API's JobOut says them
+            {**j, "ladder": job.ladder, "done_by": job.done_by, "done_at": views.iso(job.done_at)}
+            for j, job in zip(data["jobs"], listed, strict=True)
+        ]
+        cli.emit_json({**data, "fared": fared})
         return
     viewer = await herald.actor(cli.actor)
     full = views.sees_destination(viewer, s.owner)
