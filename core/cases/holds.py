@@ -57,10 +57,9 @@ class HoldCases(CaseBase):
         return Held(why, values.get("next_run_at"), tell)
 
     async def _approvers(self, tenant: str) -> list[str]:
-        """Who decides ``tenant``'s held messages: its admins, and the members of
-        ``HERALD_APPROVERS`` Herald knows in it."""
+        """Who is asked to decide ``tenant``'s held messages: its admins, and the
+        members of ``HERALD_APPROVERS`` and ``HERALD_ADMINS`` Herald knows in it."""
         admins = await self.store.admins_of(tenant, limit=MOST_ASKED)
-        listed = [
-            m for m in sorted(self.settings.approvers) if await self.store.get_member(tenant, m)
-        ]
+        named = sorted(self.settings.approvers | self.settings.admins)
+        listed = [m for m in named if await self.store.get_member(tenant, m)]
         return list(dict.fromkeys([*admins, *listed]))

@@ -140,7 +140,9 @@ class NoticeCases(CaseBase):
 
         A digest: ``told`` is when the adapter last messaged each author; an author
         messaged within ``HERALD_NOTICE_DIGEST`` seconds waits (their notices held)
-        until that window has passed, then hears of them all in one message."""
+        until that window has passed, then hears of them all in one message; a request
+        for approval is never held (its author waits on it), and takes the held ones
+        with it."""
         taken = await self.store.take_notices(f"{platform}:", now=now, lease=NOTICE_LEASE_SECONDS)
         groups: dict[tuple[str, str], list[TakenNotice]] = {}
         for n in taken:
@@ -154,7 +156,8 @@ class NoticeCases(CaseBase):
             if not keep:
                 continue
             last = (told or {}).get(owner)
-            if last is not None and now < last + window:
+            asking = any(n.kind == NoticeKind.APPROVAL for n in keep)  # an approver waits
+            if last is not None and now < last + window and not asking:
                 await self.store.hold_notices([n.id for n in keep], until=last + window)
                 continue
             ready.append(AuthorNotices(tenant, owner, tuple(_line(n) for n in keep)))

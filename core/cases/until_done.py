@@ -26,8 +26,9 @@ from core.errors import InvalidInput, NotFound
 from core.models import Role
 from core.store import AuditEntry, Awaiting, Done
 
-#: How far back the console's time-to-acknowledge figures look.
-ACK_WINDOW = timedelta(days=7)
+#: How far back the console's time-to-acknowledge figures look, and how long a message
+#: nobody marked done is listed as awaiting it (a ladder runs a day at most).
+ACK_WINDOW = AWAITING_WINDOW = timedelta(days=7)
 
 
 @dataclass(frozen=True)
@@ -140,11 +141,15 @@ class LadderCases(CaseBase):
         return _channel(seen_in) == _channel(destination)
 
     async def awaiting_done(self, actor_id: ActorRef, *, limit: int = 200) -> list[Awaiting]:
-        """Delivered messages nobody marked done yet, oldest first: the tenant's for
-        operators and admins (every tenant's, Herald-wide), a member's own."""
+        """Messages delivered in the last week that nobody marked done yet, oldest
+        first: the tenant's for operators and admins (every tenant's, Herald-wide), a
+        member's own."""
         actor = await self.actor(actor_id)
         owner = None if actor.sees_everything else actor.id
-        return await self.store.awaiting_done(tenant=actor.scope, owner=owner, limit=limit)
+        since = self.clock.now() - AWAITING_WINDOW
+        return await self.store.awaiting_done(
+            tenant=actor.scope, since=since, owner=owner, limit=limit
+        )
 
     async def ack_figures(self, actor_id: ActorRef) -> AckFigures:
         """How long messages waited for their Done over the last week (p50, p95)."""

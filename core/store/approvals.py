@@ -119,10 +119,6 @@ _FROM = APPROVAL.outerjoin(JOB, JOB.c.id == APPROVAL.c.job_id).outerjoin(
 )
 
 
-def _row(row: Sequence[Any]) -> ApprovalRow:
-    return ApprovalRow(*row)
-
-
 class ApprovalQueries(Arming):
     """Approvals of every kind, and the held messages' requests and decisions."""
 
@@ -155,9 +151,11 @@ class ApprovalQueries(Arming):
             query = query.where(APPROVAL.c.id.in_(list(ids)))
         if schedule_id is not None:
             query = query.where(APPROVAL.c.schedule_id == schedule_id)
+        return await self._approval_rows(query)
+
+    async def _approval_rows(self, query: sa.Select[Any]) -> list[ApprovalRow]:
         async with self._read() as conn:
-            rows = (await conn.execute(query)).all()
-        return [_row(r) for r in rows]
+            return [ApprovalRow(*r) for r in (await conn.execute(query)).all()]
 
     async def _hold(
         self,
@@ -311,9 +309,7 @@ class ApprovalQueries(Arming):
             .order_by(APPROVAL.c.expires_at, APPROVAL.c.id)
             .limit(limit)
         )
-        async with self._read() as conn:
-            rows = (await conn.execute(query)).all()
-        return [_row(r) for r in rows]
+        return await self._approval_rows(query)
 
     async def lapse_approval(
         self,

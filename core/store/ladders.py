@@ -23,7 +23,7 @@ import sqlalchemy as sa
 
 from core import until_done
 from core.errors import InvalidInput, NotFound
-from core.models import JobState
+from core.models import OPEN_STATE_VALUES, JobState
 from core.store.base import (
     ATTEMPT,
     JOB,
@@ -260,6 +260,24 @@ class Awaiting:
     steps_waiting: int
 
 
+#: The other steps of a message's occurrence (its ladder), beside the job read.
+STEP = JOB.alias("step")
+
+
+def _steps_counted(*where: sa.ColumnElement[bool]) -> sa.ScalarSelect[int]:
+    """How many steps of the read job's ladder match ``where``."""
+    return (
+        sa.select(sa.func.count())
+        .where(
+            STEP.c.schedule_id == JOB.c.schedule_id,
+            STEP.c.recipient == JOB.c.recipient,
+            STEP.c.occurrence_at == JOB.c.occurrence_at,
+            *where,
+        )
+        .scalar_subquery()
+    )
+
+
 class LadderQueries(Gateway):
     """Done, and what waits for it."""
 
@@ -390,32 +408,23 @@ class LadderQueries(Gateway):
         return found.scalar()
 
     async def awaiting_done(
-        self, *, tenant: str | None, limit: int = 200, owner: str | None = None
+        self,
+        *,
+        tenant: str | None,
+        since: datetime,
+        limit: int = 200,
+        owner: str | None = None,
     ) -> list[Awaiting]:
-        """Delivered messages of schedules sent until done that nobody marked done yet,
-        the oldest first (a tenant's, or every tenant's with None; an owner's)."""
-        steps = JOB.alias("step")
-        sent = (
-            sa.select(sa.func.count())
-            .where(
-                steps.c.schedule_id == JOB.c.schedule_id,
-                steps.c.recipient == JOB.c.recipient,
-                steps.c.occurrence_at == JOB.c.occurrence_at,
-                steps.c.ladder.like(f"{until_done.NAG} %"),
-                steps.c.state == JobState.DELIVERED.value,
-            )
-            .scalar_subquery()
+        """Messages of schedules sent until done delivered since ``since`` that nobody
+        marked done yet, the oldest first (a tenant's, or every tenant's with None; an
+        owner's)."""
+        sent = _steps_counted(
+            STEP.c.ladder.like(f"{until_done.NAG} %"),
+            STEP.c.state == JobState.DELIVERED.value,
         )
-        waiting = (
-            sa.select(sa.func.count())
-            .where(
-                steps.c.schedule_id == JOB.c.schedule_id,
-                steps.c.recipient == JOB.c.recipient,
-                steps.c.occurrence_at == JOB.c.occurrence_at,
-                steps.c.ladder != "",
-                steps.c.state.in_((JobState.PENDING.value, JobState.RETRYING.value, "claimed")),
-            )
-            .scalar_subquery()
+        waiting = _steps_counted(
+            STEP.c.ladder != "",
+            STEP.c.state.in_((*OPEN_STATE_VALUES, JobState.CLAIMED.value)),
         )
         query = (
             sa.select(
@@ -432,6 +441,7 @@ class LadderQueries(Gateway):
             .join(SCHEDULE, SCHEDULE.c.id == JOB.c.schedule_id)
             .where(
                 JOB.c.state == JobState.DELIVERED.value,
+                JOB.c.finished_at >= since,  # ix_job_state_finished: recent ones only
                 JOB.c.ladder == "",
                 sa.cast(SCHEDULE.c.options, sa.Text).like(f'%"{until_done.OPTION}"%'),
             )

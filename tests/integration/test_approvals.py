@@ -426,3 +426,17 @@ async def test_retry_requests_are_decided_by_the_same_verbs(
     assert (still.retry_rejected_by, still.retry_reject_reason) == (ADA.id, "it is gone")
     states = {r.job_id: r.state for r in await herald.approvals(ADA, kind="retry", state=None)}
     assert states == {letters[one.id]: "approved", letters[two.id]: "rejected"}
+
+
+async def test_a_request_for_approval_is_not_held_back_by_the_digest(
+    herald: Herald, world: World, clock: ManualClock
+) -> None:
+    """An approver messaged a minute ago (their other notices wait for the digest window,
+    HERALD_NOTICE_DIGEST) is asked at once: the author waits on the answer."""
+    told = {VERA.id: clock.now() - timedelta(minutes=1)}
+    schedule, _ = await herald.create_schedule(ANNA, to=ANNOUNCE, when="in 2 hours", text="hi")
+    assert schedule.state == ScheduleState.AWAITING.value
+    taken = await herald.take_notices("slack", clock.now(), told=told)
+    asked = {group.owner: group for group in taken}
+    [line] = asked[VERA.id].lines
+    assert line.approval_id is not None and "asks to send to" in line.text
