@@ -9,12 +9,14 @@ from typing import Any
 
 from textual.widgets._footer import FooterKey
 
+from core import verbs
 from core.cases import Herald
 from core.clock import ManualClock
 from tests.tui.conftest import ADMIN, MEMBER, deliver, run, screen_text, settle
 
 APPROVE = "act('approve')"
-NOT_ADMIN = "Only an admin can approve retry requests."
+#: Why a member may not decide requests (the verb's sentence, core/verbs.py).
+NOT_ADMIN = verbs.verb("approve").refused
 
 
 def approve_greyed(app: Any) -> bool:
@@ -35,7 +37,7 @@ async def test_a_member_made_admin_gets_the_admins_keys_on_the_next_refresh(
     async with run(app, size=(80, 24)) as pilot:
         await settle(pilot)
         before = screen_text(app)
-        assert "local:bob · member" in before and NOT_ADMIN in before
+        assert "local:bob · member" in before and NOT_ADMIN in app.screen.role_note()
         assert approve_greyed(app)
 
         await herald.set_role(ADMIN, MEMBER, "admin")  # in another process, say
@@ -43,7 +45,7 @@ async def test_a_member_made_admin_gets_the_admins_keys_on_the_next_refresh(
         await settle(pilot)
 
         after = screen_text(app)
-        assert "local:bob · admin" in after and NOT_ADMIN not in after
+        assert "local:bob · admin" in after and NOT_ADMIN not in app.screen.role_note()
         assert "You are local:bob (admin)." in after
         assert not approve_greyed(app)
         assert app.screen.check_action("act", ("approve",)) is True
