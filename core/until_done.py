@@ -197,6 +197,19 @@ def edits(destination: str | None) -> bool:
     return destination is not None and destination.partition(":")[0] in EDITABLE
 
 
+def step_label(ladder: str) -> str:
+    """A job's place in its ladder as lists and timelines say it: "nag 3",
+    "escalation" (level 1), "escalation 2", "done edit"; "" for an occurrence's
+    message."""
+    kind = step_kind(ladder)
+    if kind == ESCALATE:
+        level = level_of(ladder)
+        return "escalation" if level == 1 else f"escalation {level}"
+    if kind == DONE:
+        return "done edit"
+    return ladder
+
+
 def step_kind(ladder: str) -> str:
     """``nag``, ``escalate`` or ``done`` for a step; "" for an occurrence's message."""
     return ladder.split(" ", 1)[0]
@@ -260,12 +273,21 @@ def done_text(body: str, by: str, at: datetime, zone: str) -> str:
 
 def describe(rule: UntilDone) -> str:
     """The ladder in words: "until done, nag every 15 minutes, escalate to slack:@U1
-    after 1 hour"."""
+    after 1 hour" (a URL destination by its host alone: its path may hold a token)."""
     said = ["until done"]
     if rule.nag is not None:
         said.append(f"nag every {timeexpr.describe_duration(rule.nag)}")
     for level in rule.levels:
-        said.append(
-            f"escalate to {', '.join(level.to)} after {timeexpr.describe_duration(level.after)}"
-        )
+        to = ", ".join(_shown(d) for d in level.to)
+        said.append(f"escalate to {to} after {timeexpr.describe_duration(level.after)}")
     return ", ".join(said)
+
+
+def _shown(destination: str) -> str:
+    """A destination as a description shows it: a URL's kind, scheme and host, the
+    rest (a webhook's token) left out."""
+    kind, _, target = destination.partition(":")
+    scheme, sep, rest = target.partition("://")
+    if not sep:
+        return destination
+    return f"{kind}:{scheme}://{rest.split('/', 1)[0].rpartition('@')[2]}/…"

@@ -132,6 +132,7 @@ def fared(
     recipients = recipients_of(schedule)
     if len(recipients) < 2:
         return None
+    jobs = [j for j in jobs if not j.ladder]  # a ladder's steps are not its occurrences
     tried = [j for j in jobs if j.state in _FAILED or j.state in ("delivered", "retrying")]
     if not tried:
         return None

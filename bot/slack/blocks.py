@@ -120,17 +120,6 @@ def ladder_line(rule: until_done.UntilDone) -> str:
     return ":bell: " + words[:1].upper() + words[1:]
 
 
-def step_label(ladder: str) -> str:
-    """What a job of an until-done ladder is, in words: "nag 2", "escalation, level 1",
-    "Done edit"."""
-    kind = until_done.step_kind(ladder)
-    if kind == until_done.ESCALATE:
-        return f"escalation, level {until_done.level_of(ladder)}"
-    if kind == until_done.DONE:
-        return "Done edit"
-    return ladder
-
-
 def skipping(schedule: Schedule, skipped: list[tuple[datetime, str]]) -> str | None:
     """A line about the schedule's skip calendars: the next occurrences they skip
     (``skipped``, from :func:`core.calendars.schedule_upcoming`), each with the event's
@@ -416,7 +405,7 @@ def detail_reply(detail: ScheduleDetail) -> Reply:
     for job in jobs[:5]:
         line = f"• {date_token(job.occurrence_at, zone)}: {job.state}"
         if job.ladder:  # a step of a message sent until done (issue 40)
-            line += f" ({step_label(job.ladder)})"
+            line += f" ({until_done.step_label(job.ladder)})"
         if several:
             line += f" to {where(job.destination or schedule.destination)}"
         if job.attempts:

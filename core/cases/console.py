@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
-from core import timeexpr, verbs, views
+from core import timeexpr, until_done, verbs, views
 from core.actors import Actor, ActorRef
 from core.cases.approvals import ApprovalCases
 from core.cases.held import SEND_NOW_REFUSED, HeldCases, priority_ranks
@@ -21,7 +21,7 @@ from core.cases.providers import ProviderCases, ProviderState
 from core.channels import parse_destination
 from core.errors import Conflict, HeraldError, InvalidInput, NotFound
 from core.lateness import WINDOWS, LatenessFigures
-from core.models import Audit, Job, Schedule, ScheduleState
+from core.models import Audit, Job, JobState, Schedule, ScheduleState
 from core.routing import Recipient
 from core.scrub import calendar_source, scrub, scrub_credentials
 from core.store import (
@@ -598,6 +598,8 @@ def _latest_jobs(schedule: Schedule, jobs: list[Job]) -> list[RecipientState]:
     """Each recipient of ``schedule`` with its latest job of ``jobs`` (by occurrence)."""
     latest: dict[int, Job] = {}
     for job in jobs:
+        if job.ladder:  # a nag or an escalation is no occurrence of its recipient's
+            continue
         held = latest.get(job.recipient)
         if held is None or (job.occurrence_at, job.id or 0) > (held.occurrence_at, held.id or 0):
             latest[job.recipient] = job
@@ -649,12 +651,12 @@ def _attempt_event(a: Any, to: str, zone: str) -> TimelineEvent:
 
 
 def _job_events(job: Job) -> list[TimelineEvent]:
+    label = until_done.step_label(job.ladder)
+    what = f"job {job.id} ({label})" if label else f"job {job.id}"
+    planned = job.due_at if label else job.occurrence_at  # a step is due at its own time
     events = [
         TimelineEvent(
-            job.created_at,
-            "planned",
-            f"job {job.id} planned for {job.occurrence_at:%Y-%m-%d %H:%M} UTC",
-            job.id,
+            job.created_at, "planned", f"{what} planned for {planned:%Y-%m-%d %H:%M} UTC", job.id
         )
     ]
     if job.state == "claimed":
@@ -672,10 +674,15 @@ def _job_events(job: Job) -> list[TimelineEvent]:
                 job.last_error or "",
             )
         )
-    if job.finished_at is not None:
-        events.append(
-            TimelineEvent(job.finished_at, job.state, job.state, job.id, job.last_error or "")
-        )
+    if job.state == JobState.ACKNOWLEDGED.value and job.finished_at is not None:
+        # delivered when it was sent, then marked done (core.until_done)
+        events.append(TimelineEvent(job.finished_at, "delivered", "delivered", job.id))
+        done = f"done by {job.done_by}" if job.done_by else "done"
+        at = job.done_at or job.finished_at
+        events.append(TimelineEvent(at, job.state, f"acknowledged: {done}", job.id))
+    elif job.finished_at is not None:
+        said = f"{label} · {job.state}" if label else job.state
+        events.append(TimelineEvent(job.finished_at, job.state, said, job.id, job.last_error or ""))
     return events
 
 

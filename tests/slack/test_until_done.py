@@ -159,8 +159,8 @@ async def test_done_by_a_member_in_the_channel_stops_the_ladder(
     assert text_of(reply).startswith("Already done by <@U2> at 13:16.")  # U1 reads Berlin time
     await env.send.command("show 1", user="U1")
     shown = text_of(await env.reply(3))  # the ladder's steps, each labelled
-    assert ": delivered (nag 1)" in shown and ": cancelled (escalation, level 1)" in shown
-    assert ": acknowledged" in shown and ": delivered (Done edit)" in shown
+    assert ": delivered (nag 1)" in shown and ": cancelled (escalation)" in shown
+    assert ": acknowledged" in shown and ": delivered (done edit)" in shown
 
 
 async def test_done_from_another_workspace_is_refused(

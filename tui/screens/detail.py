@@ -3,7 +3,6 @@ timeline of everything that happened to it."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
@@ -15,8 +14,7 @@ from textual.widgets import DataTable, Header, Static
 
 from core import until_done
 from core.cases import RecipientState, Timeline
-from core.cases.console import TimelineEvent
-from core.models import Job, JobState, Schedule, ScheduleState
+from core.models import Job, Schedule, ScheduleState
 from core.preferences import HELD
 from core.views import shown_text
 from tui.format import CELL, clip, span, stamp
@@ -30,39 +28,6 @@ COLUMNS = (
     Col("job", 10, keep=5),
     Col("detail", CELL, keep=6, least=20, flex=True),
 )
-
-
-def step_label(ladder: str) -> str:
-    """A ladder step as people call it: ``nag 2``, ``escalation`` (``escalation 2`` for
-    the second level), ``done edit``; "" for an occurrence's own message."""
-    kind = until_done.step_kind(ladder)
-    if kind == until_done.ESCALATE:
-        level = until_done.level_of(ladder)
-        return "escalation" if level == 1 else f"escalation {level}"
-    if kind == until_done.DONE:
-        return "done edit"
-    return ladder
-
-
-def ladder_events(t: Timeline, zone: str) -> list[TimelineEvent]:
-    """The timeline's events with each ladder step named ("nag 2 · job 14 planned
-    …"), and a message marked done told twice: delivered when it was, acknowledged
-    (by whom) when it was marked done."""
-    jobs = {j.id: j for j in t.jobs}
-    events: list[TimelineEvent] = []
-    for e in t.events:
-        job = jobs.get(e.job_id)
-        if job is None:
-            events.append(e)
-        elif job.ladder:
-            events.append(replace(e, text=f"{step_label(job.ladder)} · {e.text}"))
-        elif e.kind == JobState.ACKNOWLEDGED.value and job.done_at is not None:
-            events.append(replace(e, kind=JobState.DELIVERED.value, text="delivered"))
-            done = f"done by {job.done_by} at {stamp(job.done_at, zone, seconds=False)}"
-            events.append(replace(e, at=job.done_at, text=done))
-        else:
-            events.append(e)
-    return sorted(events, key=lambda e: e.at)
 
 
 def hold_of(job: Job | None) -> str | None:
@@ -130,7 +95,7 @@ class DetailScreen(ConsoleScreen):
         focus = next((j for j in t.jobs if j.id == t.focus_job), None)
         subject = f"Schedule {s.id}"
         if focus is not None:
-            step = f" ({step_label(focus.ladder)})" if focus.ladder else ""
+            step = f" ({until_done.step_label(focus.ladder)})" if focus.ladder else ""
             subject = f"Job {focus.id}{step} of schedule {s.id}"
         self.title = subject
         table = self.query_one("#timeline", PageTable)
@@ -145,7 +110,7 @@ class DetailScreen(ConsoleScreen):
             f"Text {escape(shown_text(s))}",
         ]
         self.query_one("#content-text", Static).update("\n".join(lines))
-        events = ladder_events(t, zone)
+        events = t.events
         self.events = {str(i): e for i, e in enumerate(events)}
         rows = [
             (
