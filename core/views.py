@@ -324,6 +324,10 @@ def job_dict(job: Job) -> dict[str, Any]:
         "idempotency_key": job.idempotency_key,
         "last_error": error_text(job.last_error),
         "finished_at": iso(job.finished_at),
+        # a step of its occurrence's ladder, and who marked the message done (core.until_done)
+        "ladder": job.ladder,
+        "done_by": job.done_by,
+        "done_at": iso(job.done_at),
     }
 
 

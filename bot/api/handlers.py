@@ -201,16 +201,10 @@ async def schedule_jobs(call: Call) -> Reply:
         call.principal, call.path_int("schedule_id"), archived=query.archived
     )
     data = views.detail_dict(detail)
-    jobs = [*detail.jobs, *detail.archived_jobs]  # in detail_dict's order
     out = m.ScheduleJobs(
         schedule_id=data["id"],
         fared=views.fared(detail.schedule, detail.jobs),
-        jobs=[
-            m.JobOut.model_validate(
-                {**j, "ladder": job.ladder, "done_by": job.done_by, "done_at": job.done_at}
-            )
-            for j, job in zip(data["jobs"], jobs, strict=True)
-        ],
+        jobs=[m.JobOut.model_validate(j) for j in data["jobs"]],
         attempts=[m.AttemptOut.model_validate(a) for a in data["attempts"]],
     )
     return Reply(out)

@@ -30,7 +30,8 @@ from zoneinfo import ZoneInfo
 from bot.cli.approvals import remote_approvals
 from bot.cli.parser import EXIT_ERROR
 from bot.cli.prefs import remote_prefs
-from bot.cli.until_done import ladder_arg, remote_awaiting, remote_done, step_label
+from bot.cli.until_done import ladder_arg, remote_awaiting, remote_done
+from core.until_done import step_label
 from core.verbs import CLI, STATE_VERBS, offered, verb
 
 TIMEOUT = 30.0

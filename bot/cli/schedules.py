@@ -22,13 +22,14 @@ from bot.cli.options import (
     step_timeout_arg,
     template_data,
 )
-from bot.cli.until_done import ladder_arg, ladder_words, step_label
+from bot.cli.until_done import ladder_arg, ladder_words
 from core import calendars, db, reminders, routing, timeexpr, verbs, views
 from core import until_done as ladders
 from core.errors import InvalidInput
 from core.models import Attempt, Job, Schedule, ScheduleState
 from core.routing import Recipient
 from core.send_check import send_warnings
+from core.until_done import step_label
 
 if TYPE_CHECKING:
     import argparse
@@ -277,13 +278,7 @@ async def cmd_show(cli: Cli, herald: Herald) -> None:
     s = detail.schedule
     fared = views.fared(s, detail.jobs)
     if cli.args.json:
-        data = views.detail_dict(detail)
-        listed = [*detail.jobs, *detail.archived_jobs]  # in detail_dict's order
-        data["jobs"] = [  # each job's ladder step and Done, as the API's JobOut says them
-            {**j, "ladder": job.ladder, "done_by": job.done_by, "done_at": views.iso(job.done_at)}
-            for j, job in zip(data["jobs"], listed, strict=True)
-        ]
-        cli.emit_json({**data, "fared": fared})
+        cli.emit_json({**views.detail_dict(detail), "fared": fared})
         return
     viewer = await herald.actor(cli.actor)
     full = views.sees_destination(viewer, s.owner)

@@ -264,17 +264,6 @@ def add_parsers(add: Any) -> None:
     c.add_argument("--json", action="store_true")
 
 
-def step_label(ladder: str) -> str:
-    """A job's place in its occurrence's ladder, as ``herald show`` labels it: ``nag 2``,
-    ``escalation 1``, ``done edit``; "" for the occurrence's message itself."""
-    kind, _, rest = ladder.partition(" ")
-    if kind == "escalate":
-        return f"escalation {rest.split('.', 1)[0]}"
-    if kind == "done":
-        return "done edit"
-    return ladder
-
-
 def ladder_words(options: dict[str, Any] | None) -> str | None:
     """A schedule's ladder in words (core.until_done.describe), None when it is not
     sent until done."""

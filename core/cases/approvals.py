@@ -42,6 +42,10 @@ class Decided:
         return self.sends + self.retries
 
 
+#: The largest id an approval can have (its column is a 32-bit integer).
+MAX_ID = 2**31 - 1
+
+
 class ApprovalCases(ScheduleCases, DeadLetterCases):
     """Requests of every kind, listed and decided."""
 
@@ -51,6 +55,7 @@ class ApprovalCases(ScheduleCases, DeadLetterCases):
         *,
         state: str | None = ApprovalState.PENDING.value,
         kind: str | None = None,
+        schedule_id: int | None = None,
         limit: int = 200,
     ) -> list[ApprovalRow]:
         """The requests the actor may see, oldest first: an approver (or an operator)
@@ -68,7 +73,12 @@ class ApprovalCases(ScheduleCases, DeadLetterCases):
             else actor.id
         )
         return await self.store.approvals(
-            tenant=actor.scope, state=state, kind=kind, requested_by=mine, limit=limit
+            tenant=actor.scope,
+            state=state,
+            kind=kind,
+            requested_by=mine,
+            schedule_id=schedule_id,
+            limit=limit,
         )
 
     async def on_dead_letters(
@@ -103,11 +113,13 @@ class ApprovalCases(ScheduleCases, DeadLetterCases):
         if not approval_ids:
             raise InvalidInput("Name at least one request (its id, as `approvals list` shows).")
         why = check_reason(reason)
+        asked = list(approval_ids)
+        approval_ids = [i for i in asked if 0 < i <= MAX_ID]  # past the column: not found
         rows = await self.store.approvals(
             tenant=actor.scope, state=None, ids=list(approval_ids), limit=len(approval_ids)
         )
         found = {r.id: r for r in rows}
-        missing = [i for i in approval_ids if i not in found]
+        missing = [i for i in asked if i not in found]
         if missing:
             raise await self.denied(
                 actor,
