@@ -360,26 +360,28 @@ def help_reply(default_tz: str) -> Reply:
                 "**Herald** sends a message later, once or on a rule, in your time zone.",
                 "`/schedule create when: message: [channel:] [timezone:] [skip_calendar:]` "
                 "— in this channel or another. `when` reads " + examples + "; "
-                "end it with `except holidays from https://…/holidays.ics` (or give "
-                "`skip_calendar:`) to skip the dates of a calendar's events.",
-                "Also `in an hour and a half`, `at 9am on weekdays`, `every hour between 9 "
-                "and 17 on weekdays`; `tonight` is 20:00, `eod` 17:00 (tomorrow once past), "
-                "`end of month` its last day. A rule without a time (`every monday`) is sent "
-                "at the default time (09:00 unless changed); the reply says so.",
+                "add `except holidays from https://…/holidays.ics` (or `skip_calendar:`) "
+                "to skip a calendar's dates.",
+                "Also `in an hour and a half`, `every hour between 9 and 17 on weekdays`, "
+                "`tonight` (20:00), `eod` (17:00). A rule without a time is sent at the "
+                "default time; the reply says so.",
                 "`to:me` (or `to:@member`) — a reminder by direct message, with Snooze and "
-                "Done buttons; a member sees that you asked.",
-                "`to:#ops #dev @alice` — one schedule to several places (channels, members, "
-                "emails); `to:@alice or alice@example.com` tries the email when the "
-                "direct message fails; `their_time:True` sends at that hour in each "
-                "person's own zone.",
-                '`template:deploy data:service=api note="big day"` instead of `message:` — '
-                "a template of this server; `/schedule templates` lists them.",
-                "`/schedule list` — your active and paused schedules.",
+                "Done buttons.",
+                "`to:#ops #dev @alice` — several places; `to:@alice or alice@example.com` "
+                "tries the email when the direct message fails; `their_time:True` sends at "
+                "that hour in each person's zone.",
+                "`template:deploy data:service=api` instead of `message:` — a template of "
+                "this server (`/schedule templates`).",
+                "`until_done:True [nag:15m] [escalate_to:@lead escalate_after:1h]` — posted "
+                "with a Done button, nagged in a reply and escalated by direct message until "
+                "someone presses it.",
+                "`/schedule list` — your active and paused schedules. `/schedule approvals` — "
+                "messages held for an approver (a member's broadcast or announcement).",
                 "`/schedule show id:` · `edit id: [when:] [message:] [channel: or to:]` · "
-                "`cancel id:` (or `delete`, `remove`) · `pause id:` · `resume id:` · "
+                "`cancel id:` · `pause id:` · `resume id:` · "
                 "`skip id:` (a rule's next send only).",
                 f"`/schedule timezone [zone:]` — your time zone (until set: {default_tz}): "
-                "a city (Berlin) or an IANA name (Europe/Berlin).",
+                "a city (Berlin) or an IANA name.",
                 "`/schedule prefs` — how reminders reach you. Admins: `tenant:True`; "
                 "`urgent:True` on create.",
                 "`/schedule feed add calendar: [before:] [channel:] [template:]` · "

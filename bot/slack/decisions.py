@@ -23,7 +23,8 @@ from bot.slack import approvals
 from bot.slack.base import ACK_BUDGET, SORRY, Person
 from bot.slack.blocks import Blocks, notice, plain
 from bot.slack.commands import Commands, responder
-from core import limits
+from bot.slack.words import escape
+from core import limits, until_done
 from core.channels.slack import DONE_ACTION_ID
 from core.errors import HeraldError, InvalidInput
 
@@ -78,9 +79,10 @@ class Decisions(Commands):
         seen_in = f"slack:@{person.user_id}" if channel.startswith("D") else f"slack:{channel}"
         done = await self.herald.mark_done(person.principal, job_id, seen_in=seen_in)
         if done.already:
-            who = done.by.partition(":")[2] or done.by
+            who = until_done.mention(done.by)  # a Slack member's mention, else their id
+            who = who if who.startswith("<@") else escape(who)
             at = done.at.astimezone(ZoneInfo(person.zone))
-            await responder(respond)(notice(f"Already done by <@{who}> at {at:%H:%M}."))
+            await responder(respond)(notice(f"Already done by {who} at {at:%H:%M}."))
 
     # --- Approve and Reject -----------------------------------------------------------
 

@@ -358,6 +358,8 @@ async def test_help(adapter: DiscordAdapter, interaction: Make) -> None:
     for name in ("create", "list", "show", "edit", "cancel", "pause", "resume", "skip"):
         assert f"{name} " in text or f"/schedule {name}" in text
     assert "`/schedule timezone [zone:]`" in text and "until set: UTC" in text
+    assert "`until_done:True [nag:15m] [escalate_to:" in text  # issue 40's two features
+    assert "`/schedule approvals`" in text
 
 
 async def test_an_unexpected_failure_is_logged_not_shown(

@@ -38,7 +38,10 @@ COMMAND = (
 async def env(slack: FakeSlackApp, db_url: str, clock: ManualClock) -> AsyncIterator[SlackEnv]:
     """The adapter over SQLite and PostgreSQL, serving a second workspace too."""
     slack.add_user("UX", team=OTHER_TEAM, name="Stranger")
-    extra = {"HERALD_SLACK_TEAM_IDS": f"T0HERALD,{OTHER_TEAM}"}
+    extra = {
+        "HERALD_SLACK_TEAM_IDS": f"T0HERALD,{OTHER_TEAM}",
+        "HERALD_ADMINS": "slack:UADMIN,local:root",  # an operator at the terminal too
+    }
     async with slack_env(slack, db_url, clock, extra) as built:
         yield built
 
@@ -161,6 +164,20 @@ async def test_done_by_a_member_in_the_channel_stops_the_ladder(
     shown = text_of(await env.reply(3))  # the ladder's steps, each labelled
     assert ": delivered (nag 1)" in shown and ": cancelled (escalation)" in shown
     assert ": acknowledged" in shown and ": delivered (done edit)" in shown
+
+
+async def test_done_from_the_terminal_first_is_named_as_it_is_known(
+    env: SlackEnv, channels: dict[str, Channel]
+) -> None:
+    """Done by an operator from the CLI (a member no Slack mention names): a later click
+    says who by their id, never as a broken ``<@root>``."""
+    job_id, message = await posted(env, channels)
+    await env.herald.mark_done("local:root", job_id)
+    await env.send.click(
+        "herald_done", str(job_id), user="U2", channel="C0123", message=clicked(message)
+    )
+    said = text_of(await env.reply(2))
+    assert said.startswith("Already done by local:root at ") and "<@" not in said
 
 
 async def test_done_from_another_workspace_is_refused(
