@@ -565,6 +565,9 @@ class ScheduleCases(RecipientCases, TemplateCases, HoldCases, LadderCases):
         assert schedule.id is not None
         # the latest occurrences of every recipient (views.fared reads the last tried)
         per_occurrence = len(recipients.destinations_of(_values_of(schedule)))
+        rule = ladders.of_options(schedule.options)
+        if rule is not None:  # each occurrence's ladder too: nags, escalations, the edit
+            per_occurrence *= 2 + ladders.MAX_NAGS + len(rule.escalates_to)
         limit = max(50, 3 * per_occurrence)
         jobs = await self.store.schedule_jobs(schedule.id, limit=limit)
         attempts = await self.store.job_attempts([job.id for job in jobs if job.id is not None])
@@ -607,7 +610,9 @@ class ScheduleCases(RecipientCases, TemplateCases, HoldCases, LadderCases):
         gives it its own text again. A schedule using a template takes no ``text``.
 
         ``until_done`` sets its ladder (as :meth:`create_schedule` takes it), False
-        sends it plainly again. A held message's edit asks for approval again, as does
+        sends it plainly again; either way the nags and escalations a delivered
+        message still waits for (the old rule's) are cancelled, and its Done still
+        edits it. A held message's edit asks for approval again, as does
         an edit of an approved one's text or destinations that would be held."""
         actor = await self.actor(actor_id)
         schedule = await self._changeable(actor, schedule_id, expected_version)
@@ -773,6 +778,7 @@ class ScheduleCases(RecipientCases, TemplateCases, HoldCases, LadderCases):
                 await self.check_recipient_cap(
                     actor, [sends], action="schedule.edit", exclude=schedule.id
                 )
+        stop_ladders = False
         if until_done is not None:
             options = dict(values.get("options", schedule.options or {}))
             options.pop(ladders.OPTION, None)
@@ -786,6 +792,10 @@ class ScheduleCases(RecipientCases, TemplateCases, HoldCases, LadderCases):
                     await self.check_reachable(destination)
             values["options"] = options
             changed["until_done"] = ladders.OPTION in options
+            # the ladder in flight was written by the old rule: it stops (Done still works)
+            stop_ladders = options.get(ladders.OPTION) != (schedule.options or {}).get(
+                ladders.OPTION
+            )
             if not (options.get(LIQUID) or templated):
                 body = values.get("body", schedule.body)
                 for step in recipients.destinations_of({**_values_of(schedule), **values}):
@@ -811,6 +821,7 @@ class ScheduleCases(RecipientCases, TemplateCases, HoldCases, LadderCases):
             arm_at=arm_at,
             held=held,
             withdraw=withdraw,
+            stop_ladders=stop_ladders,
         )
         if to is not None and arm_at is None:
             self._due(updated.next_run_at)
@@ -1004,6 +1015,7 @@ class ScheduleCases(RecipientCases, TemplateCases, HoldCases, LadderCases):
         events: Sequence[EventRow] = (),
         held: Held | None = None,
         withdraw: bool = False,
+        stop_ladders: bool = False,
     ) -> Schedule:
         """Store a change read at ``schedule.version`` with its audit row
         (``schedule.<verb>``) and its ``events`` (written when someone listens), then
@@ -1019,6 +1031,7 @@ class ScheduleCases(RecipientCases, TemplateCases, HoldCases, LadderCases):
             events=events,
             held=held,
             withdraw=withdraw,
+            stop_ladders=stop_ladders,
             audit=AuditEntry.by(
                 actor,
                 f"schedule.{verb}",

@@ -7,6 +7,7 @@ import asyncio
 import json
 import logging
 from collections.abc import Mapping
+from datetime import timedelta
 from typing import Any
 from zoneinfo import ZoneInfoNotFoundError
 
@@ -33,7 +34,8 @@ def delivery(job: ClaimedJob, destination: Destination, config: DispatcherConfig
     if used is not None:
         text, options = templated(job, destination, used)
     credit = config.scheduled_by_name(job, destination)
-    if until_done.OPTION in options:
+    if job.ladder or until_done.OPTION in options:
+        # a step is one even when its schedule was edited to send plainly since
         text, options, credit = laddered(job, text, options, credit)
     return Delivery(
         job_id=job.id,
@@ -69,8 +71,11 @@ def laddered(
         return until_done.nag_text(text, int(job.ladder.split(" ", 1)[1])), steps, None
     if kind == until_done.ESCALATE:
         rule = until_done.of_options(options)
-        assert rule is not None
         level = until_done.level_of(job.ladder)
+        if rule is None or level > len(rule.levels):
+            # its rule edited while the step was being sent: its delay as written
+            after = until_done.Level((), max(job.due_at - job.occurrence_at, timedelta(0)))
+            rule, level = until_done.UntilDone(None, (after,)), 1
         where = until_done.where(job.thread) if job.thread else "its channel"
         return until_done.escalation_text(text, rule, level, where, job.owner), steps, None
     steps[until_done.EDIT_OF] = job.thread

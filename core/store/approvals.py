@@ -239,6 +239,16 @@ class ApprovalQueries(Arming):
                 ],
             )
 
+    @staticmethod
+    async def _lock_schedule(s: AsyncSession, schedule_id: int) -> None:
+        """The schedule's row lock, taken before its request's: an edit changes the
+        schedule, then writes its new request (:meth:`_hold`), so a decision or a lapse
+        taking the request first deadlocked with it on PostgreSQL (SQLite writes one
+        transaction at a time)."""
+        await s.execute(
+            sa.select(SCHEDULE.c.id).where(SCHEDULE.c.id == schedule_id).with_for_update()
+        )
+
     async def decide_send(
         self,
         approval: ApprovalRow,
@@ -258,6 +268,7 @@ class ApprovalQueries(Arming):
         first job armed at ``arm_at``, the audit row and the notices."""
         assert approval.schedule_id is not None
         async with self._session() as s:
+            await self._lock_schedule(s, approval.schedule_id)
             decided = await s.execute(
                 sa.update(APPROVAL)
                 .where(
@@ -327,6 +338,7 @@ class ApprovalQueries(Arming):
         moved meanwhile (nothing changed)."""
         assert approval.schedule_id is not None
         async with self._session() as s:
+            await self._lock_schedule(s, approval.schedule_id)
             values: dict[str, Any] = {"expires_at": until}
             if until is None:
                 values |= {

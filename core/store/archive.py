@@ -21,6 +21,7 @@ NOTICE = Notice.__table__  # type: ignore[attr-defined]
 #: attempts at the next housekeeping after the retention.
 ARCHIVED_STATES = (
     JobState.DELIVERED.value,
+    JobState.ACKNOWLEDGED.value,  # a message sent until done, someone marked it done
     JobState.EXPIRED.value,
     JobState.CANCELLED.value,
     JobState.DISCARDED.value,
@@ -57,11 +58,11 @@ class ArchiveQueries(Gateway):
         return True
 
     async def archive_finished(self, *, before: datetime, batch: int = 5000) -> dict[str, int]:
-        """Move jobs that finished before ``before`` (delivered, expired, cancelled,
-        discarded, skipped: never a dead letter) with their attempts into the archive
-        tables, up to ``batch`` jobs per transaction so no lock is held long. Each
-        batch copies the rows and deletes them in one transaction: a crash leaves a
-        batch moved or not at all, and the next run moves only what is still there.
+        """Move jobs that finished before ``before`` (delivered, acknowledged, expired,
+        cancelled, discarded, skipped: never a dead letter) with their attempts into the
+        archive tables, up to ``batch`` jobs per transaction so no lock is held long.
+        Each batch copies the rows and deletes them in one transaction: a crash leaves
+        a batch moved or not at all, and the next run moves only what is still there.
         Attempts of jobs that stay (dead letters, jobs still retrying) stay with them.
         Returns how many jobs and attempts moved."""
         counts = {"jobs": 0, "attempts": 0}

@@ -8,7 +8,8 @@ escalations) as pending jobs, each with its own idempotency key; one that was ma
 while it was being sent (Done pressed before its outcome was recorded) is acknowledged
 instead and gets only its ``done`` edit. :meth:`LadderQueries.mark_done` is Done: the
 occurrence acknowledged, the steps still waiting cancelled (one already being sent goes
-out: at most that one) and the ``done`` edit written, in one transaction.
+out: at most that one; failing, it is cancelled when its retry is recorded,
+:func:`retried_steps`) and the ``done`` edit written, in one transaction.
 """
 
 from __future__ import annotations
@@ -47,6 +48,22 @@ VALUES (%s, %s, %s, %s, %s, 'pending', 0, %s, %s, %s, %s, %s, %s, %s, %s)
 ON CONFLICT (schedule_id, recipient, occurrence_at, ladder) DO NOTHING
 """
 _MARKED = "SELECT id, done_by, done_at FROM job WHERE id IN {ids} AND done_at IS NOT NULL"
+# A step going back to wait for a retry whose message was marked done meanwhile.
+_STOP_AFTER_DONE = """
+UPDATE job SET state = 'cancelled', finished_at = %s, updated_at = %s
+WHERE id IN {ids} AND state = 'retrying' AND EXISTS (
+    SELECT 1 FROM job AS m WHERE m.schedule_id = job.schedule_id
+        AND m.recipient = job.recipient AND m.occurrence_at = job.occurrence_at
+        AND m.ladder = '' AND m.done_at IS NOT NULL)
+"""
+# PostgreSQL: each such step's message, its row lock shared so that a Done being
+# written is waited for and read (a Done that comes after cancels the step itself).
+_PG_MESSAGES_OF = """
+SELECT s.id, m.done_at FROM job AS s JOIN job AS m ON m.schedule_id = s.schedule_id
+    AND m.recipient = s.recipient AND m.occurrence_at = s.occurrence_at AND m.ladder = ''
+WHERE s.id = ANY(%s)
+FOR SHARE OF m
+"""
 _ACKNOWLEDGE = "UPDATE job SET state = 'acknowledged' WHERE id IN {ids} AND state = 'delivered'"
 
 
@@ -73,6 +90,40 @@ def sent_until_done(results: Sequence[Settled], owned: set[int]) -> list[Settled
         and until_done.OPTION in r.job.options
         and r.job.id in owned
     ]
+
+
+def retried_steps(results: Sequence[Settled], owned: set[int]) -> list[int]:
+    """The batch's nags and escalations, still this worker's, going back to wait for a
+    retry: Done pressed while one was being sent lets that one go out, not come again
+    later (:func:`stop_after_done_sqlite`, :func:`stop_after_done_pg`)."""
+    return [
+        r.job.id
+        for r in results
+        if r.state == JobState.RETRYING.value
+        and r.job.ladder
+        and until_done.step_kind(r.job.ladder) != until_done.DONE
+        and r.job.id in owned
+    ]
+
+
+def stop_after_done_sqlite(db: _Db, retried: Sequence[int], now: datetime) -> None:
+    """Cancel the ``retried`` steps whose message is done (SQLite writes one
+    transaction at a time: a Done is written wholly before or after this)."""
+    at = db.at(now)
+    db.run(_STOP_AFTER_DONE, (at, at, db.ids(retried)))
+
+
+async def stop_after_done_pg(conn: AsyncConnection, retried: Sequence[int], now: datetime) -> None:
+    """Cancel the ``retried`` steps whose message is done, on PostgreSQL."""
+    found = await conn.exec_driver_sql(_PG_MESSAGES_OF, (list(retried),))
+    rows: list[Any] = list(found.all())
+    done = [row[0] for row in rows if row[1] is not None]
+    if done:
+        await conn.exec_driver_sql(
+            "UPDATE job SET state = 'cancelled', finished_at = %s, updated_at = %s "
+            "WHERE id = ANY(%s) AND state = 'retrying'",
+            (now, now, done),
+        )
 
 
 @dataclass(frozen=True, slots=True)

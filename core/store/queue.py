@@ -1109,6 +1109,9 @@ class QueueQueries(Gateway):
             sent = ladders.sent_until_done(results, owned)
             if sent:
                 ladders.write_sqlite(db, sent, now)
+            retried = ladders.retried_steps(results, owned)
+            if retried:
+                ladders.stop_after_done_sqlite(db, retried, now)
             return owned
 
         return await self._sqlite_run(record)
@@ -1204,6 +1207,9 @@ class QueueQueries(Gateway):
             sent = ladders.sent_until_done(results, owned)
             if sent:
                 await ladders.write_pg(conn, sent, now)
+            retried = ladders.retried_steps(results, owned)
+            if retried:
+                await ladders.stop_after_done_pg(conn, retried, now)
         return owned
 
     async def release(self, job_ids: Sequence[int], *, worker: str, now: datetime) -> int:

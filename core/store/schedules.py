@@ -13,7 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlmodel import col, select
 from sqlmodel.sql.expression import SelectOfScalar
 
-from core import routing
+from core import routing, until_done
 from core.errors import Conflict, DatabaseError
 from core.events import EventRow
 from core.models import (
@@ -519,6 +519,7 @@ class ScheduleQueries(ApprovalQueries):
         events: Sequence[EventRow] = (),
         held: Held | None = None,
         withdraw: bool = False,
+        stop_ladders: bool = False,
     ) -> Schedule:
         """Apply ``values`` to a schedule if it is still at ``expected_version``, bump
         the version, optionally cancel its waiting jobs and arm a job at ``arm_at``,
@@ -527,6 +528,9 @@ class ScheduleQueries(ApprovalQueries):
 
         ``held``: the edited schedule waits for an approver again (its request written,
         any earlier one withdrawn); ``withdraw``: its pending request is moot (cancelled).
+        ``stop_ladders``: its until-done rule changed or went, so the nags and escalations
+        its delivered messages still wait to send, written by the old rule, are cancelled.
+        A ``done`` edit is never cancelled: Done was pressed, the message says so.
 
         Raises Conflict when the schedule changed since it was read.
         """
@@ -559,12 +563,14 @@ class ScheduleQueries(ApprovalQueries):
                     .where(JOB.c.schedule_id == schedule_id, JOB.c.state.in_(OPEN_STATE_VALUES))
                     .values(priority=rank_of(values["priority"]))
                 )
-            if cancel_open_jobs:
+            if cancel_open_jobs or stop_ladders:
                 await s.execute(
                     sa.update(JOB)
                     .where(
                         JOB.c.schedule_id == schedule_id,
                         JOB.c.state.in_(OPEN_STATE_VALUES),
+                        JOB.c.ladder != until_done.DONE,
+                        sa.true() if cancel_open_jobs else JOB.c.ladder != "",
                     )
                     .values(state=JobState.CANCELLED.value, updated_at=now, finished_at=now)
                 )

@@ -14,6 +14,7 @@ request is not found; a dead letter's retry request is decided by the same
 
 from __future__ import annotations
 
+import asyncio
 import random
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 from pydantic import SecretStr
 
 from core.actors import Principal
@@ -386,6 +388,48 @@ async def test_decided_by_another_approver_first_is_a_conflict(
         )
     [row] = await herald.approvals(ADA, state=ApprovalState.APPROVED)
     assert row.decided_by == VERA.id  # the first decision stands
+
+
+async def test_a_decision_racing_an_edit_waits_for_it_without_a_deadlock(
+    herald: Herald, world: World, db_url: str
+) -> None:
+    """An edit locks the schedule, then replaces its request; a decision arriving
+    meanwhile waits on the schedule's lock, not the request's (PostgreSQL's deadlock
+    detector aborted one of the two), then finds the request withdrawn: a Conflict."""
+    if not db_url.startswith("postgresql"):
+        pytest.skip("SQLite writes one transaction at a time: nothing to interleave")
+    schedule_id, request = await held(herald, ANNA)
+    engine = herald.store._engine
+    async with engine.connect() as edit, engine.connect() as watch:
+        await edit.execute(sa.text("SET lock_timeout = '10s'"))
+        pid = (await edit.execute(sa.text("SELECT pg_backend_pid()"))).scalar_one()
+        await edit.execute(  # the edit's first write: the schedule's row
+            sa.text("UPDATE schedule SET version = version + 1 WHERE id = :id"),
+            {"id": schedule_id},
+        )
+        deciding = asyncio.create_task(herald.approve(VERA, [request]))
+        blocked = sa.text(
+            "SELECT count(*) FROM pg_stat_activity WHERE :pid = ANY(pg_blocking_pids(pid))"
+        )
+        for _ in range(1000):  # until the decision waits for the edit's lock
+            waiting = (await watch.execute(blocked, {"pid": pid})).scalar_one()
+            await watch.rollback()  # pg_stat_activity is read once a transaction
+            if waiting:
+                break
+            await asyncio.sleep(0.01)
+        else:
+            raise AssertionError("the decision never waited for the edit")
+        await edit.execute(  # the edit's request replaces the pending one (_hold)
+            sa.text(
+                "UPDATE approval SET state = 'withdrawn', shown = false "
+                "WHERE schedule_id = :id AND state = 'pending'"
+            ),
+            {"id": schedule_id},
+        )
+        await edit.commit()
+        with pytest.raises(Conflict):
+            await deciding
+    assert await herald.store.schedule_jobs(schedule_id) == []
 
 
 # --- a dead letter's retry request, decided the same way --------------------------------
