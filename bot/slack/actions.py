@@ -122,12 +122,7 @@ class Actions(Decisions):
     async def on_list_page(
         self, ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond
     ) -> None:
-        with self.tracker.track():
-            await ack()
-            person = await self.entrant(str(body["user"]["id"]), body, responder(respond))
-            if person is None:
-                return
-            await self.guard(self._list_page(body, person, respond), responder(respond))
+        await self.clicked(ack, body, respond, self._list_page)
 
     async def _list_page(self, body: dict[str, Any], person: Person, respond: AsyncRespond) -> None:
         """Previous or Next under a list: the list replaced by that page, for the person
@@ -227,12 +222,7 @@ class Actions(Decisions):
     async def on_notice_button(
         self, ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond
     ) -> None:
-        with self.tracker.track():
-            await ack()
-            person = await self.entrant(str(body["user"]["id"]), body, responder(respond))
-            if person is None:
-                return
-            await self.guard(self._notice_button(body, person, respond), responder(respond))
+        await self.clicked(ack, body, respond, self._notice_button)
 
     async def _notice_button(
         self, body: dict[str, Any], person: Person, respond: AsyncRespond

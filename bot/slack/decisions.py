@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -29,6 +30,9 @@ from core.channels.slack import DONE_ACTION_ID
 from core.errors import HeraldError, InvalidInput
 
 log = logging.getLogger(__name__)
+
+#: What a click does once its clicker is let in.
+Click = Callable[[dict[str, Any], Person, AsyncRespond], Awaitable[None]]
 
 __all__ = ["DONE_ACTION_ID", "Decisions"]
 
@@ -63,13 +67,21 @@ class Decisions(Commands):
 
     # --- Done -----------------------------------------------------------------------
 
-    async def on_done(self, ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond) -> None:
+    async def clicked(
+        self, ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond, work: Click
+    ) -> None:
+        """A button's click: acknowledged at once, the clicker let in by the workspace
+        of the signed payload (never a button's value), then ``work``, its refusal said
+        to the clicker alone."""
         with self.tracker.track():
             await ack()
             person = await self.entrant(str(body["user"]["id"]), body, responder(respond))
             if person is None:
                 return
-            await self.guard(self._done(body, person, respond), responder(respond))
+            await self.guard(work(body, person, respond), responder(respond))
+
+    async def on_done(self, ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond) -> None:
+        await self.clicked(ack, body, respond, self._done)
 
     async def _done(self, body: dict[str, Any], person: Person, respond: AsyncRespond) -> None:
         """Done on an occurrence's message: where it was seen is the message's channel,
@@ -98,12 +110,7 @@ class Decisions(Commands):
     async def on_approval_button(
         self, ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond
     ) -> None:
-        with self.tracker.track():
-            await ack()
-            person = await self.entrant(str(body["user"]["id"]), body, responder(respond))
-            if person is None:
-                return
-            await self.guard(self._approval_button(body, person, respond), responder(respond))
+        await self.clicked(ack, body, respond, self._approval_button)
 
     async def _approval_button(
         self, body: dict[str, Any], person: Person, respond: AsyncRespond
