@@ -17,8 +17,9 @@ approver is asked to decide or an author told of; ``done_by``/``done_at`` who ma
 occurrence done (state ``acknowledged``).
 
 Down again only while no schedule awaits approval and no ladder step waits to be sent:
-the downgrade names them and changes nothing. Sent ladder steps are deleted (the older
-key allows one job per occurrence), acknowledged occurrences read as delivered, and
+the downgrade names them and changes nothing. Sent ladder steps are deleted with their
+attempts (the older key allows one job per occurrence), archived ones too,
+acknowledged occurrences (active and archived) read as delivered, and
 dead letters' current requests go back to their job's columns.
 """
 
@@ -31,7 +32,6 @@ import sqlmodel
 from alembic import op
 
 import core.models
-
 
 revision: str = "0019"
 down_revision: str | None = "0018"
@@ -212,8 +212,17 @@ def downgrade() -> None:
         raise RuntimeError(
             "Cannot go below revision 0019: " + "; ".join(refusals) + ". Nothing was changed."
         )
+    # their attempts first: SQLite migrates with its foreign keys off (nothing cascades),
+    # and a later job given a deleted step's id would inherit them
+    op.execute("DELETE FROM attempt WHERE job_id IN (SELECT id FROM job WHERE ladder <> '')")
     op.execute("DELETE FROM job WHERE ladder <> ''")
     op.execute("UPDATE job SET state = 'delivered' WHERE state = 'acknowledged'")
+    op.execute(
+        "DELETE FROM attempt_archive WHERE job_id IN (SELECT id FROM job_archive"
+        " WHERE ladder <> '')"
+    )
+    op.execute("DELETE FROM job_archive WHERE ladder <> ''")
+    op.execute("UPDATE job_archive SET state = 'delivered' WHERE state = 'acknowledged'")
     with op.batch_alter_table("job_archive", schema=None) as batch_op:
         batch_op.add_column(sa.Column("retry_reject_reason", sa.VARCHAR(length=500), nullable=True))
         batch_op.add_column(sa.Column("retry_requested_by", sa.VARCHAR(length=200), nullable=True))

@@ -7,6 +7,9 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import sqlalchemy as sa
+
+from core import db
 from core.cases import Herald
 from core.channels.base import Delivery, DeliveryResult
 from core.clock import ManualClock
@@ -131,3 +134,75 @@ async def test_a_nag_failing_while_done_is_pressed_is_not_tried_again(
     assert (nag1.at, edit.edit, edit.id) == (NINE + timedelta(minutes=15), True, first.id)
     [nag2] = [j for j in await jobs(herald, sid) if j.ladder == "nag 2"]
     assert nag2.state == JobState.CANCELLED
+
+
+_AT = "2026-03-03 09:00:00"
+_LADDER_JOB = (
+    "INSERT INTO {table} (id, schedule_id, recipient, step, priority, occurrence_at, due_at,"
+    " state, attempts, idempotency_key, created_at, updated_at, finished_at, ladder, done_by,"
+    " done_at) VALUES (:id, 1, 0, 0, 1, :at, :at, :state, 1, :key, :at, :at, :at, :ladder, :by,"
+    " :done_at)"
+)
+_ATTEMPT = (
+    "INSERT INTO {table} (id, job_id, started_at, finished_at, outcome, worker, delayed)"
+    " VALUES (:id, :job, :at, :at, 'ok', 'w', false)"
+)
+
+
+async def test_going_down_from_0019_leaves_no_attempt_of_a_deleted_step(db_url: str) -> None:
+    """Down from 0019, the ladder steps deleted take their attempts with them (SQLite
+    migrates with its foreign keys off: nothing cascades, and a later job given a
+    deleted step's id would inherit its attempts), and an archived acknowledged
+    message reads as delivered, as an active one does."""
+    db.upgrade(db_url, "0019")
+    engine = db.make_sync_engine(db_url)
+    try:
+        with engine.begin() as conn:
+            conn.execute(
+                sa.text(
+                    "INSERT INTO schedule (id, tenant, owner, destination, body, expression,"
+                    " timezone, starts_at, state, version, created_at, updated_at)"
+                    " VALUES (1, 'slack:TA', 'slack:U1', 'slack:C0OPS', 'x', 'x', 'UTC',"
+                    " :at, 'active', 1, :at, :at)"
+                ),
+                {"at": _AT},
+            )
+            for table, base in (("job", 0), ("job_archive", 10)):
+                for n, (ladder, state) in enumerate(
+                    (("", "acknowledged"), ("nag 1", "delivered"), ("done", "delivered"))
+                ):
+                    done = ("slack:U2", _AT) if not ladder else (None, None)
+                    conn.execute(
+                        sa.text(_LADDER_JOB.format(table=table)),
+                        {
+                            "id": base + n + 1,
+                            "at": f"2026-03-0{3 + base // 10} 09:00:00",
+                            "state": state,
+                            "key": f"k{base + n}",
+                            "ladder": ladder,
+                            "by": done[0],
+                            "done_at": done[1],
+                        },
+                    )
+                    attempts = "attempt" if table == "job" else "attempt_archive"
+                    conn.execute(
+                        sa.text(_ATTEMPT.format(table=attempts)),
+                        {"id": base + n + 1, "job": base + n + 1, "at": _AT},
+                    )
+    finally:
+        engine.dispose()
+
+    db.downgrade(db_url, "0018")
+    engine = db.make_sync_engine(db_url)
+    try:
+        with engine.connect() as conn:
+
+            def rows(query: str) -> list[tuple[object, ...]]:
+                return [tuple(r) for r in conn.execute(sa.text(query))]
+
+            assert rows("SELECT id, state FROM job ORDER BY id") == [(1, "delivered")]
+            assert rows("SELECT job_id FROM attempt ORDER BY id") == [(1,)]
+            assert rows("SELECT id, state FROM job_archive ORDER BY id") == [(11, "delivered")]
+            assert rows("SELECT job_id FROM attempt_archive ORDER BY id") == [(11,)]
+    finally:
+        engine.dispose()
