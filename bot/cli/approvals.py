@@ -84,6 +84,7 @@ def show_list(out: Output, items: list[dict[str, Any]], a: argparse.Namespace) -
         return
     from bot.cli.options import one_line, table_lines
     from bot.cli.until_done import utc_minute
+    from core import views
 
     header = ["ID", "KIND", *(["STATE"] if a.all else []), "ASKED BY", "ASKED (UTC)", "TO"]
     header += ["WHY", "TEXT"]
@@ -94,7 +95,7 @@ def show_list(out: Output, items: list[dict[str, Any]], a: argparse.Namespace) -
             *([r["state"]] if a.all else []),
             r["requested_by"],
             utc_minute(r["requested_at"]).removesuffix(" UTC"),
-            r["destination"] or "-",
+            "-" if r["destination"] is None else views.destination(r["destination"], full=True),
             one_line(r["why"] or "-", 80),
             one_line(r["text"] or "", 200),
         ]

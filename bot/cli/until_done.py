@@ -162,6 +162,7 @@ def show_awaiting(out: Output, answer: dict[str, Any], as_json: bool) -> None:
         out.emit_json(answer)
         return
     from bot.cli.options import one_line, table_lines
+    from core import views
 
     items = answer["items"]
     if not items:
@@ -174,7 +175,7 @@ def show_awaiting(out: Output, answer: dict[str, Any], as_json: bool) -> None:
                 utc_minute(w["delivered_at"]).removesuffix(" UTC"),
                 str(w["nags_sent"]),
                 str(w["steps_waiting"]),
-                w["destination"],
+                views.destination(w["destination"], full=True),  # a webhook's token hidden
                 one_line(w["text"], 200),
             ]
             for w in items

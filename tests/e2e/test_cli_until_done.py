@@ -149,3 +149,52 @@ def test_approvals_listed_approved_and_rejected(url: str) -> None:  # noqa: F811
     everything = run(url, "approvals", "list", "--all", user="boss", **HELD).stdout
     states = {line.split()[0]: line.split()[2] for line in everything.splitlines()[1:]}
     assert states == {str(request): "approved", str(own_request): "rejected"}
+
+
+class _Printed:
+    """What a command prints, kept (the CLI's Output)."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def emit(self, text: str = "") -> None:
+        self.lines.append(text)
+
+    def emit_json(self, data: object) -> None:
+        self.lines.append(json.dumps(data))
+
+
+def test_the_tables_hide_a_webhooks_token() -> None:
+    """``herald awaiting`` and ``herald approvals list`` show a webhook as the rest of
+    the CLI does: its host and path, never the token in it."""
+    import argparse
+
+    from bot.cli.approvals import show_list
+    from bot.cli.until_done import show_awaiting
+
+    token = "XXXXXXXXXXXXXXXXXXXXXXXX1234"
+    hook = f"webhook:https://hooks.slack.com/services/T0000/B0000/{token}"
+    printed = _Printed()
+    waiting = {
+        "job_id": 1,
+        "schedule_id": 2,
+        "delivered_at": "2026-03-02T08:00:00+00:00",
+        "nags_sent": 0,
+        "steps_waiting": 3,
+        "destination": hook,
+        "text": "Check the backups",
+    }
+    show_awaiting(printed, {"items": [waiting], "ack": {"count": 0}}, False)
+    request = {
+        "id": 5,
+        "kind": "send",
+        "job_id": None,
+        "requested_by": "local:ada",
+        "requested_at": "2026-03-02T08:00:00+00:00",
+        "destination": hook,
+        "why": "it goes to an announcement channel",
+        "text": "Hello",
+    }
+    show_list(printed, [request], argparse.Namespace(json=False, all=False))
+    shown = "\n".join(printed.lines)
+    assert "hooks.slack.com" in shown and token not in shown
