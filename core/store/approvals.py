@@ -263,9 +263,10 @@ class ApprovalQueries(Arming):
         tell: Sequence[Tell],
     ) -> None:
         """A held message decided, in one transaction: the request approved or rejected
-        (Conflict when someone decided it first, or the schedule changed since it was
-        asked), the schedule changed (``schedule_values``: active, or cancelled), its
-        first job armed at ``arm_at``, the audit row and the notices."""
+        (Conflict when someone decided it first, a lapse moved it to its next occurrence,
+        or the schedule changed since it was asked), the schedule changed
+        (``schedule_values``: active, or cancelled), its first job armed at ``arm_at``,
+        the audit row and the notices."""
         assert approval.schedule_id is not None
         async with self._session() as s:
             await self._lock_schedule(s, approval.schedule_id)
@@ -274,6 +275,9 @@ class ApprovalQueries(Arming):
                 .where(
                     APPROVAL.c.id == approval.id,
                     APPROVAL.c.state == ApprovalState.PENDING.value,
+                    # still for the occurrence the decision was read for (a lapse moves
+                    # a recurring one's to its next and tells its author so)
+                    APPROVAL.c.expires_at.is_not_distinct_from(approval.expires_at),
                 )
                 .values(
                     state=(ApprovalState.APPROVED if approve else ApprovalState.REJECTED).value,
@@ -284,7 +288,10 @@ class ApprovalQueries(Arming):
                 )
             )
             if decided.rowcount != 1:  # type: ignore[attr-defined]
-                raise Conflict(f"Request {approval.id} was decided already; look at it again.")
+                raise Conflict(
+                    f"Request {approval.id} was decided, or moved to its next occurrence, "
+                    "meanwhile; look at it again."
+                )
             changed = await s.execute(
                 sa.update(SCHEDULE)
                 .where(

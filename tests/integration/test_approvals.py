@@ -432,6 +432,34 @@ async def test_a_decision_racing_an_edit_waits_for_it_without_a_deadlock(
     assert await herald.store.schedule_jobs(schedule_id) == []
 
 
+async def test_a_decision_read_before_a_lapse_moved_the_request_is_a_conflict(
+    herald: Herald, clock: ManualClock, world: World
+) -> None:
+    """An approver reads a recurring message's request just before its occurrence; the
+    lapse moves it to the next one and tells the author that one was not sent: the
+    approval then arms nothing at the occurrence gone (sent late, against what the
+    author was told) but is a conflict, and the request waits as it was moved."""
+    sid, request = await held(herald, ANNA, when="every weekday at 9am")
+    [row] = await herald.approvals(ADA)
+    clock.set(TUESDAY_NINE)
+    assert await herald.lapse_approvals() == 1
+    with pytest.raises(Conflict, match="moved to its next occurrence"):
+        await herald.store.decide_send(
+            row,
+            approve=True,
+            by=ADA.id,
+            reason=None,
+            now=clock.now(),
+            schedule_values={"state": ScheduleState.ACTIVE.value, "next_run_at": TUESDAY_NINE},
+            arm_at=TUESDAY_NINE,
+            audit=AuditEntry(ADA.id, "approval.approve", "approval", tenant=A),
+            tell=[],
+        )
+    assert await herald.store.schedule_jobs(sid) == []
+    [row] = await herald.approvals(ADA)
+    assert (row.id, row.state, row.expires_at) == (request, "pending", WEDNESDAY_NINE)
+
+
 # --- a dead letter's retry request, decided the same way --------------------------------
 
 
