@@ -191,10 +191,10 @@ async def held_note(herald: Herald, actor: ActorRef, schedule: Schedule) -> str:
     sent until approved ("" for any other)."""
     if schedule.state != ScheduleState.AWAITING.value:
         return ""
-    rows = await herald.approvals(actor, kind="send")
-    why = next((r.why for r in rows if r.schedule_id == schedule.id), None)
-    because = f": {render.said(why)}" if why else ""
-    return f"\nHeld for approval{because}. Nothing is sent until an approver approves it."
+    rows = await herald.approvals(actor, kind="send", schedule_id=schedule.id)
+    why = next((r.why for r in rows), None) or "it needs a second person's approval"
+    said = render.said(why)
+    return f"\nHeld for approval: {said}. Nothing is sent until an approver approves it."
 
 
 async def list_schedules(

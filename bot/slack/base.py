@@ -261,8 +261,10 @@ class Base:
         an approver (and why) instead of that it is scheduled."""
         if schedule.state != ScheduleState.AWAITING.value:
             return reply
-        requests = await self.herald.approvals(person.principal, kind="send")
-        why = next((r.why for r in requests if r.schedule_id == schedule.id), None)
+        requests = await self.herald.approvals(
+            person.principal, kind="send", schedule_id=schedule.id
+        )
+        why = next((r.why for r in requests), None)
         return held_reply(reply, why or "it needs a second person's approval")
 
     async def publish_home(self, person: Person, notice_text: str | None = None) -> None:
