@@ -97,7 +97,7 @@ class LadderCases(CaseBase):
             # a Discord direct message carries no server: the person it was sent to
             # acts in the message's tenant (as a reminder's buttons do)
             actor = await self.actor(Principal(actor.id, found.tenant, mentions=actor.mentions))
-        if found.ladder or until_done.OPTION not in found.options:
+        if found.ladder or (until_done.OPTION not in found.options and not found.laddered):
             raise InvalidInput(f"Message {job_id} was not sent until done: it has no Done.")
         if not self._may_mark(actor, found.owner, found.destination, seen_in):
             raise await self.denied(

@@ -293,6 +293,9 @@ class DoneJob:
     options: dict[str, Any]
     done_by: str | None
     done_at: datetime | None
+    #: Whether its delivery wrote a ladder (steps of its occurrence exist): it was sent
+    #: with a Done button even if its schedule has been edited to send plainly since.
+    laddered: bool = False
 
 
 @dataclass(frozen=True)
@@ -333,8 +336,8 @@ class LadderQueries(Gateway):
     """Done, and what waits for it."""
 
     async def done_job(self, job_id: int) -> DoneJob | None:
-        """The occurrence ``job_id`` with its schedule's tenant, owner and options (None:
-        no such job)."""
+        """The occurrence ``job_id`` with its schedule's tenant, owner and options, and
+        whether its ladder was written (None: no such job)."""
         query = (
             sa.select(
                 JOB.c.id,
@@ -347,6 +350,7 @@ class LadderQueries(Gateway):
                 SCHEDULE.c.options,
                 JOB.c.done_by,
                 JOB.c.done_at,
+                _steps_counted(STEP.c.ladder != ""),
             )
             .join(SCHEDULE, SCHEDULE.c.id == JOB.c.schedule_id)
             .where(JOB.c.id == job_id)
@@ -356,7 +360,7 @@ class LadderQueries(Gateway):
         if row is None:
             return None
         options = row[7] if isinstance(row[7], dict) else json.loads(row[7] or "{}")
-        return DoneJob(*row[:7], options, row[8], row[9])
+        return DoneJob(*row[:7], options, row[8], row[9], bool(row[10]))
 
     async def mark_done(self, job_id: int, *, by: str, now: datetime, audit: AuditEntry) -> Done:
         """Done on occurrence ``job_id``, in one transaction: acknowledged with who and

@@ -206,3 +206,20 @@ async def test_going_down_from_0019_leaves_no_attempt_of_a_deleted_step(db_url: 
             assert rows("SELECT job_id FROM attempt_archive ORDER BY id") == [(11,)]
     finally:
         engine.dispose()
+
+
+async def test_done_still_works_on_a_message_sent_before_its_schedule_went_plain(
+    herald: Herald, clock: ManualClock, place: Place, dispatcher: Dispatcher
+) -> None:
+    """The message posted with its Done button keeps it after an edit to send plainly:
+    pressing it marks the message done and edits it, it is no refusal."""
+    sid = await until_done_schedule(herald, place)
+    await run_until(dispatcher, clock, NINE + timedelta(minutes=20))
+    first, _nag = place.sent
+    await herald.edit_schedule(place.owner, sid, until_done=False)
+    done = await herald.mark_done(place.carol, int(place.button_of(first)), seen_in=place.channel)
+    assert (done.already, done.by) == (False, place.carol.id)
+    await run_until(dispatcher, clock, NINE + timedelta(hours=2))
+    [edit] = place.sent[2:]
+    assert (edit.edit, edit.id) == (True, first.id)
+    assert edit.text.startswith("Check the backups\n\n")
