@@ -117,6 +117,9 @@ def test_done_through_the_api_and_who_may_press_it(service: Service) -> None:
         assert "no message" in problem(outsider.post(f"/v1/jobs/{job_id}/done"), 404)["detail"]
         denied = problem(stranger.post(f"/v1/jobs/{job_id}/done"), 403)["detail"]
         assert "its author, operators and admins" in denied
+        # where a click was seen is a chat platform's to say, never an API caller's
+        claimed = stranger.post(f"/v1/jobs/{job_id}/done", json={"seen_in": "log:"})
+        assert "its author, operators and admins" in problem(claimed, 403)["detail"]
         jobs = author.get(f"/v1/schedules/{_schedule_of(author, job_id)}/jobs").json()["jobs"]
         nag = next(j for j in jobs if j["ladder"] == "nag 1")
         assert (
