@@ -142,7 +142,7 @@ def say_done(out: Output, done: dict[str, Any], as_json: bool) -> None:
         out.emit(f"Already done by {done['by']} at {utc_minute(done['at'])}.")
     else:
         n = done["stopped"]
-        stopped = f"stopped {n} waiting reminder{'s' if n != 1 else ''}" if n else "none waiting"
+        stopped = f"stopped {n} waiting step{'s' if n != 1 else ''}" if n else "none waiting"
         out.emit(f"Marked message {done['job_id']} done ({stopped}).")
 
 

@@ -149,9 +149,8 @@ async def test_done_by_someone_first_says_who(
         await herald.mark_done(OPERATOR, keys)  # from Slack, say, meanwhile
         await pilot.press("d", "y")
         await settle(pilot)
-        assert (
-            f"Done: Message {keys} was marked done already, by {OPERATOR} at 2026-03-02 12:21."
-            in notes(app)
+        assert f"Done: Message {keys}: already done by {OPERATOR} at 2026-03-02 12:21." in notes(
+            app
         )
 
 

@@ -148,7 +148,7 @@ class AwaitingDoneScreen(ConsoleScreen):
             done = await self.herald.mark_done(self.principal, job_id)
             at = stamp(done.at, self.zone, seconds=False)
             if done.already:
-                return f"Message {job_id} was marked done already, by {done.by} at {at}."
+                return f"Message {job_id}: already done by {done.by} at {at}."
             stopped = f"{done.stopped} waiting step{'s' if done.stopped != 1 else ''}"
             return f"Marked message {job_id} done at {at}; stopped {stopped}."
 
