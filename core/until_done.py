@@ -26,6 +26,7 @@ from zoneinfo import ZoneInfo
 
 from core import timeexpr
 from core.errors import InvalidInput
+from core.tenancy import neutralize_mentions
 
 #: The schedule option holding its ladder (:meth:`UntilDone.to_json`).
 OPTION = "until_done"
@@ -223,9 +224,12 @@ def level_of(ladder: str) -> int:
 
 
 def excerpt(body: str) -> str:
-    """The start of a message, on one line, as a nag or an escalation quotes it."""
+    """The start of a message, on one line, as a nag or an escalation quotes it: its
+    broadcast mentions shown, not sent again (24 nags must not notify a channel 24
+    times)."""
     line = " ".join(body.split())
-    return line if len(line) <= EXCERPT else line[: EXCERPT - 1] + "…"
+    line = line if len(line) <= EXCERPT else line[: EXCERPT - 1] + "…"
+    return neutralize_mentions(line) or ""
 
 
 def mention(member: str) -> str:

@@ -26,7 +26,7 @@ from core.cases.schedules import ScheduleCases
 from core.channels import parse_destination
 from core.errors import InvalidInput, NotFound, PermissionDenied
 from core.events import NoticeKind
-from core.models import ApprovalKind, ApprovalState, ScheduleState
+from core.models import LOCAL_TENANT, ApprovalKind, ApprovalState, ScheduleState
 from core.store import ApprovalRow, AuditEntry, Tell
 
 
@@ -152,7 +152,15 @@ class ApprovalCases(ScheduleCases, DeadLetterCases):
             allowed = actor.is_admin
             who = "Only an admin can decide on retry requests."
         else:
-            allowed = approvals.is_approver(actor, self.settings)
+            # a listed approver decides where Herald knows them (a Discord user id is
+            # the same in every server), or at the terminal's own tenant
+            allowed = actor.is_admin or (
+                actor.id in self.settings.approvers
+                and (
+                    row.tenant == LOCAL_TENANT
+                    or await self.store.get_member(row.tenant, actor.id) is not None
+                )
+            )
             who = (
                 "Only the workspace's approvers (its admins and HERALD_APPROVERS) decide "
                 "held messages."
@@ -179,8 +187,8 @@ class ApprovalCases(ScheduleCases, DeadLetterCases):
             arm_at = self._first_due(row, now)
             if arm_at is None:
                 raise InvalidInput(
-                    f"Request {row.id} came too late: its message was due before now. "
-                    "It expires; its author can schedule it again."
+                    f"Request {row.id} came too late (its message was due before now), so "
+                    "it expires; its author can schedule it again."
                 )
             values = {"state": ScheduleState.ACTIVE.value, "next_run_at": arm_at}
             granted = approvals.approved_mentions(parse_destination(row.destination or ""))

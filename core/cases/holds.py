@@ -4,6 +4,7 @@ held message with it (core/cases/schedules.py); core/cases/approvals.py decides 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -17,6 +18,8 @@ from core.models import Schedule
 from core.store import Held, Tell
 from core.tenancy import neutralize_mentions
 
+#: A person's mention (Slack's ``<@U0123>``, Discord's ``<@123…>``, ``<@!123…>``).
+_USER_MENTION = re.compile(r"<@!?([A-Z0-9]+)(?:\|[^>]*)?>")
 #: Chat platforms whose alert channel is asked too (bot/notices.py posts there).
 _ALERTED = ("slack", "discord")
 #: Approvers asked by direct message at most (the alert channel reaches the rest).
@@ -28,8 +31,9 @@ def _request_text(actor_id: str, values: Mapping[str, Any], why: str) -> str:
     schedule = Schedule(**values)
     text = views.filled_text(schedule) or schedule.body
     where = ", ".join(until_done.where(d) for d in destinations_of(values))
-    # quoted, never sent: its mentions shown as text (an alert channel is not pinged)
-    quoted = neutralize_mentions(until_done.excerpt(text)) or ""
+    # quoted, never sent: its mentions shown as text (an alert channel is not pinged,
+    # nor a person the message names: Slack has no allowed_mentions)
+    quoted = _USER_MENTION.sub(r"@\1", until_done.excerpt(text))
     return (
         f"{until_done.mention(actor_id)} asks to send to {where} ({schedule.expression}):\n"
         f"> {quoted}\n"

@@ -779,10 +779,15 @@ class ScheduleCases(RecipientCases, TemplateCases, HoldCases, LadderCases):
                     actor, [sends], action="schedule.edit", exclude=schedule.id
                 )
         stop_ladders = False
+        if until_done is True:
+            raise InvalidInput(
+                "Say how to send it until done (a nag interval or an escalation), or false "
+                "to send it plainly again."
+            )
         if until_done is not None:
             options = dict(values.get("options", schedule.options or {}))
             options.pop(ladders.OPTION, None)
-            if until_done is not False and until_done is not True:
+            if until_done is not False:
                 options[ladders.OPTION] = self._ladder_option(actor, until_done)
                 rule = ladders.UntilDone.from_json(options[ladders.OPTION])
                 for destination in rule.escalates_to:  # a person by DM: as one reminded

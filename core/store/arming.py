@@ -153,6 +153,8 @@ class Arming(Gateway):
                     attempts=0,
                     last_error=None,
                     finished_at=None,
+                    done_by=None,  # a fresh send: a Done of the one cancelled is not its
+                    done_at=None,
                     updated_at=now,
                 )
             )
