@@ -148,13 +148,15 @@ async def test_two_dispatchers_on_postgresql_serve_urgent_first(pg_url: str) -> 
             for i, c in enumerate(channels)
         ]
         await asyncio.gather(*(d.pump() for d in ds))
-        # each claim of ten: its bulk share (one), then urgent ones; no normal one yet
-        # (read from what each claimed, not from what is still in flight: a busy
-        # machine may have sent and recorded some of them already)
+        # each claim of ten: its bulk share (one), then urgent ones; a normal one only
+        # once every urgent one is taken (read from what each claimed, not from what is
+        # in flight: on a busy machine a pump that sent and recorded its first batch
+        # may claim again, and its fifth claim of the two finds 4 urgent ones left)
         for d in ds:
-            ranks = _claimed(d)
-            assert ranks["normal"] == 0 and ranks["bulk"] >= 1
-            assert ranks["urgent"] == 9 * ranks["bulk"]
+            assert _claimed(d)["bulk"] >= 1
+        taken = _claimed(ds[0]) + _claimed(ds[1])
+        assert taken["normal"] == 0 or taken["urgent"] == 40
+        assert taken["urgent"] >= 9 * len(ds)  # the first claims' nine each
         await asyncio.gather(*(d.drain() for d in ds))
         sent = [d.body.split()[0] for c in channels for d in c.deliveries]
         assert Counter(sent) == {"urgent": 40, "normal": 40, "bulk": 40}
