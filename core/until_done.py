@@ -250,17 +250,26 @@ def where(destination: str) -> str:
     return target or destination
 
 
-def nag_text(body: str, k: int) -> str:
-    """The ``k``-th nag, a reply under the message."""
+def nag_text(body: str, ladder: str) -> str:
+    """A nag (its step ``ladder``: ``nag 3``), a reply under the message."""
+    k = int(ladder.split(" ", 1)[1])
     times = "" if k == 1 else f" (reminder {k})"
     return f"Still not done{times}: {excerpt(body)}\nPress Done on the message once it is."
 
 
-def escalation_text(body: str, rule: UntilDone, level: int, where: str, owner: str) -> str:
+def escalated_after(ladder: str, rule: UntilDone | None, fallback: timedelta) -> timedelta:
+    """How long after its message an escalation step comes: its level's delay, or
+    ``fallback`` when the rule was edited since and no longer has that level."""
+    level = level_of(ladder)
+    if rule is None or not 0 < level <= len(rule.levels):
+        return fallback
+    return rule.levels[level - 1].after
+
+
+def escalation_text(body: str, after: timedelta, where: str, owner: str) -> str:
     """An escalation message: what is not done, where, since when, who scheduled it."""
-    after = timeexpr.describe_duration(rule.levels[level - 1].after)
     return (
-        f"Not done after {after}: {excerpt(body)}\n"
+        f"Not done after {timeexpr.describe_duration(after)}: {excerpt(body)}\n"
         f"Posted to {where} (scheduled by {mention(owner)}); anyone there can press Done."
     )
 

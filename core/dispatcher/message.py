@@ -68,16 +68,13 @@ def laddered(
     if kind == until_done.NAG:
         if job.thread:
             steps[until_done.REPLY_TO] = job.thread
-        return until_done.nag_text(text, int(job.ladder.split(" ", 1)[1])), steps, None
+        return until_done.nag_text(text, job.ladder), steps, None
     if kind == until_done.ESCALATE:
-        rule = until_done.of_options(options)
-        level = until_done.level_of(job.ladder)
-        if rule is None or level > len(rule.levels):
-            # its rule edited while the step was being sent: its delay as written
-            after = until_done.Level((), max(job.due_at - job.occurrence_at, timedelta(0)))
-            rule, level = until_done.UntilDone(None, (after,)), 1
+        # its rule edited while the step was being sent: its delay as written
+        written = max(job.due_at - job.occurrence_at, timedelta(0))
+        after = until_done.escalated_after(job.ladder, until_done.of_options(options), written)
         where = until_done.where(job.thread) if job.thread else "its channel"
-        return until_done.escalation_text(text, rule, level, where, job.owner), steps, None
+        return until_done.escalation_text(text, after, where, job.owner), steps, None
     steps[until_done.EDIT_OF] = job.thread
     at = job.done_at or job.occurrence_at
     return until_done.done_text(text, job.done_by or "someone", at, job.timezone), steps, credit
