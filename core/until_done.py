@@ -241,13 +241,13 @@ def mention(member: str) -> str:
 def where(destination: str) -> str:
     """Where a message went, as an escalation names it: a chat channel as its platform
     links it (``<#C0123>``), a person's direct messages by their mention, else the
-    address without its kind."""
+    address (a URL by its host alone)."""
     kind, _, target = destination.partition(":")
     if kind in ("slack", "discord") and target:
         if target.startswith("@"):
             return f"<{target}>'s direct messages"
         return f"<#{target.split('/', 1)[0]}>"
-    return target or destination
+    return _shown(destination)  # a URL by its host: its path may hold a token
 
 
 def nag_text(body: str, ladder: str) -> str:

@@ -22,6 +22,8 @@ from core.tenancy import neutralize_mentions
 _USER_MENTION = re.compile(r"<@!?([A-Z0-9]+)(?:\|[^>]*)?>")
 #: Chat platforms whose alert channel is asked too (bot/notices.py posts there).
 _ALERTED = ("slack", "discord")
+#: Destinations a request names at most (the rest counted).
+PLACES_SHOWN = 3
 #: Approvers asked by direct message at most (the alert channel reaches the rest).
 MOST_ASKED = 20
 
@@ -30,7 +32,11 @@ def _request_text(actor_id: str, values: Mapping[str, Any], why: str) -> str:
     """What approvers read: who asks to send what, where and when, and why it waits."""
     schedule = Schedule(**values)
     text = views.filled_text(schedule) or schedule.body
-    where = ", ".join(until_done.where(d) for d in destinations_of(values))
+    every = destinations_of(values)
+    # the first few places, so the quote and the reason always fit one Slack section
+    where = ", ".join(until_done.where(d) for d in every[:PLACES_SHOWN])
+    if len(every) > PLACES_SHOWN:
+        where += f" and {len(every) - PLACES_SHOWN} more"
     # quoted, never sent: its mentions shown as text (an alert channel is not pinged,
     # nor a person the message names: Slack has no allowed_mentions)
     quoted = _USER_MENTION.sub(r"@\1", until_done.excerpt(text))
