@@ -163,6 +163,22 @@ class ChannelDirectory(Protocol):
         ...
 
 
+@runtime_checkable
+class ChannelViewers(Protocol):
+    """The port through which Herald asks a platform whether a member can see a
+    channel (its agenda is theirs to read): ``core.channels.slack.SlackChannel`` and
+    ``core.channels.discord.DiscordChannel`` ask their APIs. Implementations raise
+    InvalidInput, in one sentence, when the platform cannot be asked (no token, an
+    error), and answer False for a channel of another workspace or server than
+    ``tenant``."""
+
+    async def member_sees(self, destination: Destination, user: str, *, tenant: str) -> bool:
+        """Whether the platform user ``user`` (``U0123``, a Discord user id) of
+        ``tenant`` (``slack:T…``, ``discord:<guild>``) can see the channel
+        ``destination``."""
+        ...
+
+
 def names_need_connection(kind: str) -> str:
     """Why a ``#name`` is refused where the platform is not connected."""
     if kind == "discord":

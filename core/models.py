@@ -299,6 +299,9 @@ class Schedule(SQLModel, table=True):
         default=None, foreign_key="template.id", ondelete="SET NULL", index=True
     )
     template_version: int | None = Field(default=None)
+    #: Kept out of its channel's agenda (``--private``): only its author, operators and
+    #: admins see it listed, and it is no one else's duplicate.
+    private: bool = Field(default=False, sa_column_kwargs={"server_default": sa.false()})
     created_at: datetime = _utc()
     updated_at: datetime = _utc()
 
@@ -399,6 +402,16 @@ class Job(SQLModel, table=True):
             postgresql_where=sa.text(FINISHED_SQL),
         ),
         sa.Index("ix_job_lease", "state", "lease_expires_at", postgresql_where=sa.text(LEASED_SQL)),
+        # waiting jobs whose destination is not their schedule's own (another
+        # recipient, a fallback step), by destination: the congestion forecast
+        # (core.store.channel_view); most jobs have none and are not in it
+        sa.Index(
+            "ix_job_waiting_destination",
+            "destination",
+            "due_at",
+            sqlite_where=sa.text(WAITING_SQL + " AND destination IS NOT NULL"),
+            postgresql_where=sa.text(WAITING_SQL + " AND destination IS NOT NULL"),
+        ),
         # waiting jobs by priority, then in due order (core.preferences.RANK)
         sa.Index(
             "ix_job_waiting_priority",

@@ -112,7 +112,7 @@ def spacing(limit: RateLimit) -> timedelta:
 
 
 @functools.lru_cache(maxsize=1024)
-def _tolerance(limit: RateLimit) -> timedelta:
+def tolerance(limit: RateLimit) -> timedelta:
     """How far ahead of a bucket's ``tat`` a send may go: its burst less one, in
     intervals (GCRA's tolerance)."""
     return spacing(limit) * (max(limit.burst, 1.0) - 1.0)
@@ -133,13 +133,13 @@ def allocate(
     ``window`` seconds from now. Returns the slots, in order, and the bucket's new
     ``tat``."""
     interval = spacing(limit)
-    tolerance = _tolerance(limit)
+    tol = tolerance(limit)
     horizon = now + timedelta(seconds=window)
     first = now if start is None or start < now else start
     current = first if tat is None or tat < first else tat
     slots = []
     for _ in range(count):
-        slot = current - tolerance
+        slot = current - tol
         slot = first if slot < first else slot
         if slot > horizon:
             break
@@ -174,14 +174,14 @@ def allocate_ahead(
     slots after an urgent one wait for it (or take fresh ones) and the destination
     sees no more than it does without priorities."""
     interval = spacing(limit)
-    tolerance = _tolerance(limit)
+    tol = tolerance(limit)
     horizon = now + timedelta(seconds=window)
     first = now if start is None or start < now else start
     current = first if tat is None or tat < first else tat
     slots = []
     passed = 0
     for _ in range(count):
-        own = current - tolerance
+        own = current - tol
         own = first if own < first else own
         ahead = first if lane is None or lane < first else lane
         passing = ahead < own
@@ -263,13 +263,13 @@ class ClaimCaps:
 def pause(tat: datetime | None, until: datetime, limit: RateLimit) -> datetime:
     """A bucket's ``tat`` once a provider asked for no sends before ``until``: its
     next slot is then no earlier (a later one already taken stays)."""
-    paused = until + _tolerance(limit)
+    paused = until + tolerance(limit)
     return paused if tat is None or tat < paused else tat
 
 
 def next_slot(tat: datetime, now: datetime, limit: RateLimit) -> datetime:
     """When a bucket at ``tat`` next has a slot."""
-    slot = tat - _tolerance(limit)
+    slot = tat - tolerance(limit)
     return now if slot < now else slot
 
 
@@ -302,10 +302,10 @@ class Pacer:
         instead of pushing every later send back by the same delay, which would slow
         a destination to well under its limit (70/s of 100/s, measured)."""
         interval = spacing(limit)
-        tolerance = _tolerance(limit) + interval  # one send more than the bucket's
+        tol = tolerance(limit) + interval  # one send more than the bucket's
         tat = self._tat.get(key)
         current = now if tat is None or tat < now else tat
-        allowed = current - tolerance
+        allowed = current - tol
         if allowed > now and not self._passes(key, now):
             return (allowed - now).total_seconds()
         if len(self._tat) >= 10_000:

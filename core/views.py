@@ -178,6 +178,26 @@ def add_save_notes(schedule: Schedule, notes: list[str]) -> Schedule:
     return schedule
 
 
+#: Where a save's warnings ride (core.cases.channel_view.SaveWarning: duplicates,
+#: congestion), for surfaces to show apart from the read-back (the CLI on stderr).
+_WARNINGS = "herald_save_warnings"
+
+
+def add_warnings(schedule: Schedule, warnings: Sequence[Any]) -> Schedule:
+    """Attach the warnings of the save that returned ``schedule`` (kept on this object
+    only, never stored)."""
+    if warnings:
+        info = orm_state(schedule).info
+        info[_WARNINGS] = [*info.get(_WARNINGS, ()), *warnings]
+    return schedule
+
+
+def warnings_of(schedule: Schedule) -> list[Any]:
+    """The warnings :func:`add_warnings` attached (``SaveWarning``: ``kind``, ``text``,
+    ``as_dict()``); none for a schedule read back."""
+    return list(orm_state(schedule).info.get(_WARNINGS, ()))
+
+
 def save_notes(schedule: Schedule) -> list[str]:
     """The notes :func:`add_save_notes` attached to this object (none for one read back)."""
     return list(orm_state(schedule).info.get(_SAVE_NOTES, ()))
@@ -298,6 +318,7 @@ def schedule_dict(schedule: Schedule) -> dict[str, Any]:
         "priority": schedule.priority,
         "last_outcome": schedule.last_outcome,
         "auto_pause": schedule.auto_pause,
+        "private": schedule.private,
         "failed_streak": schedule.failed_streak,
         "key": schedule.idempotency_key,
         "max_lateness_s": schedule.max_lateness_s,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
 import core.cases.consent as consent
 import core.cases.recipient_cap as recipient_cap
@@ -22,6 +22,7 @@ from core import until_done as ladders
 from core.actors import Actor, ActorRef
 from core.cases.base import principal_of
 from core.cases.calendars import RESERVED_KEY_PREFIX
+from core.cases.channel_view import ChannelViewCases, Duplicated, SaveWarning
 from core.cases.holds import HoldCases
 from core.cases.messages import check_options, check_text
 from core.cases.recipients import RecipientCases, To
@@ -89,7 +90,7 @@ def check_key(key: str | None) -> str | None:
     return key
 
 
-class ScheduleCases(RecipientCases, TemplateCases, HoldCases, LadderCases):
+class ScheduleCases(RecipientCases, TemplateCases, HoldCases, LadderCases, ChannelViewCases):
     """Schedules (and the calendars they skip, :class:`CalendarCases`)."""
 
     def read_when(self, when: str, tz: str, *, actor: ActorRef | None = None) -> timeexpr.When:
@@ -184,6 +185,9 @@ class ScheduleCases(RecipientCases, TemplateCases, HoldCases, LadderCases):
         data: Mapping[str, Any] | None = None,
         data_by_recipient: Mapping[str, Mapping[str, Any]] | None = None,
         until_done: Mapping[str, Any] | None = None,
+        private: bool = False,
+        duplicates: Literal["warn", "refuse", "ignore"] = "warn",
+        seen_in: str | None = None,
     ) -> tuple[Schedule, bool]:
         """Schedule ``text`` to ``to`` (one destination, or several recipients and
         chains: :func:`~core.cases.recipients.wanted_of`) at ``when``; with
@@ -213,7 +217,15 @@ class ScheduleCases(RecipientCases, TemplateCases, HoldCases, LadderCases):
         presses it (core.until_done). A member's message into an announcement channel,
         or with broadcast mentions their tenant holds, is saved awaiting approval
         (state ``awaiting``): nothing is sent until an approver approves it
-        (core/cases/approvals.py)."""
+        (core/cases/approvals.py).
+
+        ``private`` keeps it out of its channel's agenda (core/cases/channel_view.py).
+        The same text already scheduled there within ten minutes of one of its sends
+        is a duplicate: with ``duplicates="refuse"`` nothing is saved (Duplicated,
+        naming them), ``"warn"`` saves it and says so, ``"ignore"`` (create anyway)
+        says nothing of them. A crowded destination is said too: the warnings ride on
+        the returned schedule (:func:`core.views.warnings_of`). ``seen_in`` is the
+        channel a signed chat request came from (its members see its agenda)."""
         actor = await self.actor(actor_id)
         if template is not None:
             if text.strip():
@@ -242,6 +254,7 @@ class ScheduleCases(RecipientCases, TemplateCases, HoldCases, LadderCases):
             ),
         )
         values["auto_pause"] = auto_pause
+        values["private"] = bool(private)
         escalations: list[str] = []
         if until_done is not None:
             ladder = self._ladder_option(actor, until_done)
@@ -283,6 +296,19 @@ class ScheduleCases(RecipientCases, TemplateCases, HoldCases, LadderCases):
         if sources or skip_files:
             skip_loaded = [*skip_loaded, *await self.load_calendars(actor, sources, skip_files)]
         schedule = Schedule(**values)
+        found: list[SaveWarning] = []
+        if held is None:
+            found = await self.save_warnings(
+                actor,
+                schedule,
+                recipients.destinations_of(values),
+                duplicates_too=duplicates != "ignore",
+                seen_in=seen_in,
+                key=key,
+            )
+            dups = [w for w in found if w.kind == "duplicate"]
+            if dups and duplicates == "refuse":
+                raise Duplicated(dups)
         skips = await self._skip_from_the_start(schedule, skip_loaded) if skip_loaded else None
         stored, created = await self.store.create_schedule(
             schedule,
@@ -305,6 +331,7 @@ class ScheduleCases(RecipientCases, TemplateCases, HoldCases, LadderCases):
                     stored, skip_loaded, stored.skip_calendars, actor, after=since, skips=skips
                 )
             views.add_save_notes(stored, await consent.quiet_notes(self, actor, stored, people))
+            views.add_warnings(stored, found)
         return stored, created
 
     async def _audited_refusals(
@@ -597,6 +624,7 @@ class ScheduleCases(RecipientCases, TemplateCases, HoldCases, LadderCases):
         data: Mapping[str, Any] | None = None,
         data_by_recipient: Mapping[str, Mapping[str, Any]] | None = None,
         until_done: Mapping[str, Any] | bool | None = None,
+        private: bool | None = None,
     ) -> Schedule:
         """Change a schedule's time, text or recipients: ``to`` replaces them all,
         ``add`` and ``remove`` (destinations, a chain by its first) change some; the
@@ -628,8 +656,9 @@ class ScheduleCases(RecipientCases, TemplateCases, HoldCases, LadderCases):
             data,
             data_by_recipient,
             until_done,
+            private,
         )
-        if asked == (None,) * 9:
+        if asked == (None,) * 10:
             raise InvalidInput("Nothing to change: give a new time, text, destination or priority.")
         using = (schedule.options or {}).get(LIQUID)
         detach = template is not None and template.strip().lower() in ("", "none")
@@ -668,6 +697,8 @@ class ScheduleCases(RecipientCases, TemplateCases, HoldCases, LadderCases):
             values["priority"] = changed["priority"] = priority_name(priority_rank(priority))
         if auto_pause is not None:
             values["auto_pause"] = changed["auto_pause"] = auto_pause
+        if private is not None:
+            values["private"] = changed["private"] = bool(private)
         if text is not None:
             values["body"] = check_text(text)
             changed["text_chars"] = len(text)
@@ -830,6 +861,12 @@ class ScheduleCases(RecipientCases, TemplateCases, HoldCases, LadderCases):
         )
         if to is not None and arm_at is None:
             self._due(updated.next_run_at)
+        if updated.state == ScheduleState.ACTIVE.value and (when is not None or to is not None):
+            # a new time or place: is it crowded there now? (its own jobs left out)
+            views.add_warnings(
+                updated,
+                await self.congestion_of(updated, recipients.destinations_of(_values_of(updated))),
+            )
         return views.add_save_notes(
             updated, await consent.quiet_notes(self, actor, updated, people)
         )

@@ -19,6 +19,7 @@ from core.store.calendars import (
     CalendarRow,
     FetchRecord,
 )
+from core.store.channel_view import ChannelViewQueries, Planned, SentNow
 from core.store.console import (
     RESPONSE_CHARS,
     TEXT_CHARS,
@@ -82,6 +83,7 @@ class Store(
     ArchiveQueries,
     TemplateQueries,
     LadderQueries,
+    ChannelViewQueries,
 ):
     """Every named query, over one engine."""
 
@@ -92,6 +94,9 @@ def _dispatches(store: Store) -> DispatchStore:
 
 
 __all__ = [
+    "ChannelViewQueries",
+    "Planned",
+    "SentNow",
     "Moved",
     "TemplateQueries",
     "LadderQueries",

@@ -8,7 +8,7 @@ from an index; nothing here loads a whole table into Python.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -367,15 +367,17 @@ class ConsoleQueries(HeldQueries):
         self,
         ids: Sequence[int],
         *,
-        by: timedelta,
+        by: timedelta | Mapping[int, timedelta],
         owner: str | None,
         now: datetime,
         audit: AuditEntry,
         tenant: str | None = None,
     ) -> list[int]:
         """Move the waiting jobs of active schedules (of ``owner``, when given) by
-        ``by`` (never earlier than ``now``); a one-off's start moves with it. Audits
-        each; returns the ids that changed."""
+        ``by`` (never earlier than ``now``), or each by its own (``by`` a mapping of
+        schedule id to shift: the console's spread); a one-off's start moves with it.
+        Audits each; returns the ids that changed."""
+        shift = (lambda sid: by) if isinstance(by, timedelta) else by.__getitem__
         if not ids:
             return []
         where = [SCHEDULE.c.id.in_(list(ids)), SCHEDULE.c.state == ScheduleState.ACTIVE.value]
@@ -404,7 +406,7 @@ class ConsoleQueries(HeldQueries):
             moved: dict[int, datetime] = {}
             job_params = []
             for job in jobs:
-                due = max(job.due_at + by, now)
+                due = max(job.due_at + shift(int(job.schedule_id)), now)
                 job_params.append({"b_id": job.id, "b_due": due})
                 sid = int(job.schedule_id)
                 moved[sid] = min(due, moved.get(sid, due))
@@ -421,7 +423,7 @@ class ConsoleQueries(HeldQueries):
                     "b_start": (
                         schedules[sid].starts_at
                         if schedules[sid].rrule is not None
-                        else max(schedules[sid].starts_at + by, now)
+                        else max(schedules[sid].starts_at + shift(sid), now)
                     ),
                 }
                 for sid, due in moved.items()

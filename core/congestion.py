@@ -1,0 +1,207 @@
+"""When a destination is crowded: how late a message would be sent there.
+
+A destination's rate limit is a token bucket (:mod:`core.ratelimit`); the dispatcher
+hands its jobs slots from it in order of rank, then due time. This module replays that
+arithmetic over the jobs already planned for one destination, the same slots
+:func:`core.ratelimit.allocate` would hand out (its spacing, its burst's tolerance), to
+say how late a new message would be sent (:func:`forecast`) and how late each minute of
+a day runs (:func:`by_minute`: the console's forecast view).
+
+Pure: no store, no clock. What it cannot see, it does not guess: only jobs already
+planned count (each schedule plans its next send), and a provider's own pauses
+(``Retry-After``) or an outage come on top.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from core.ratelimit import RateLimit, spacing, tolerance
+
+#: How far before an occurrence planned jobs are read: a backlog older than this has
+#: been sent (or is an outage, not a crowd) by the time the occurrence falls due.
+LOOKBACK = timedelta(hours=1)
+#: A message expected to wait less than this is not worth a word.
+SAY_AFTER = 30.0
+#: Occurrences of a new schedule looked at when it is saved.
+OCCURRENCES = 3
+#: How far ahead those occurrences are looked for (later ones are not yet planned).
+HORIZON = timedelta(days=7)
+
+#: How people call a kind's provider in "Slack sends about 1 a second there".
+PROVIDERS = {
+    "slack": "Slack",
+    "discord": "Discord",
+    "webhook": "the webhook",
+    "email": "email",
+    "sms": "SMS",
+    "push": "push",
+    "ntfy": "ntfy",
+    "apprise": "Apprise",
+}
+
+#: A planned job: when it is due and its rank (core.preferences.RANK: 0 urgent first).
+Planned = tuple[datetime, int]
+
+
+def _slots(dues: Sequence[datetime], limit: RateLimit) -> list[datetime]:
+    """The moment each of ``dues`` (in sending order) is sent from a bucket full before
+    the first: each no earlier than its due time, spaced as the dispatcher's slots are."""
+    interval = spacing(limit)
+    tol = tolerance(limit)
+    tat: datetime | None = None
+    sent = []
+    for due in dues:
+        current = due if tat is None or tat < due else tat
+        slot = current - tol
+        sent.append(due if slot < due else slot)
+        tat = current + interval
+    return sent
+
+
+def sending_order(planned: Iterable[Planned]) -> list[Planned]:
+    """``planned`` in the order the dispatcher sends them: by due time, and among those
+    due together urgent first (its claims and slots go by rank, then due time)."""
+    return sorted(planned, key=lambda p: (p[0], p[1]))
+
+
+def lateness(planned: Iterable[Planned], due: datetime, rank: int, limit: RateLimit) -> float:
+    """Seconds after ``due`` a message of ``rank`` due then would be sent, after the
+    ``planned`` jobs of its destination that go before it (due earlier, or as early and
+    of the same rank or a higher one). An urgent message passes the slots of every
+    other rank (:func:`core.ratelimit.allocate_ahead`): only urgent ones count then.
+    0.0 for an unlimited destination."""
+    if limit.unlimited:
+        return 0.0
+    ahead = [p for p in planned if (p[0], p[1]) <= (due, rank) and (rank > 0 or p[1] == 0)]
+    order = [p[0] for p in sending_order(ahead)]
+    sent = _slots([*order, due], limit)
+    return max(0.0, (sent[-1] - due).total_seconds())
+
+
+@dataclass(frozen=True)
+class Forecast:
+    """What a message due at ``at`` into ``destination`` would meet there."""
+
+    destination: str
+    at: datetime
+    #: Messages due there within a minute of ``at``, this one included.
+    due_together: int
+    #: Messages planned there in the hour before ``at`` and up to it, this one included.
+    crowd: int
+    #: Seconds it would be sent after ``at``.
+    late: float
+    limit: RateLimit
+
+    @property
+    def worth_saying(self) -> bool:
+        return self.late >= SAY_AFTER
+
+
+def forecast(
+    destination: str,
+    planned: Iterable[Planned],
+    at: datetime,
+    rank: int,
+    limit: RateLimit,
+) -> Forecast:
+    """How late a message of ``rank`` due ``at`` into ``destination`` would be, among
+    the ``planned`` jobs there (read from ``at - LOOKBACK`` up to ``at``)."""
+    rows = [p for p in planned if at - LOOKBACK <= p[0] <= at]
+    together = sum(1 for p in rows if abs((p[0] - at).total_seconds()) < 60)
+    return Forecast(
+        destination,
+        at,
+        due_together=together + 1,
+        crowd=len(rows) + 1,
+        late=lateness(rows, at, rank, limit),
+        limit=limit,
+    )
+
+
+def rate_words(kind: str, limit: RateLimit) -> str:
+    """ "Slack sends about 1 a second there", "the webhook takes about 10 a second"."""
+    who = PROVIDERS.get(kind, kind)
+    per_second = limit.rate
+    if per_second >= 0.95:
+        pace = f"about {round(per_second):,} a second"
+    elif per_second * 60 >= 0.95:
+        pace = f"about {round(per_second * 60):,} a minute"
+    else:
+        pace = f"about {round(per_second * 3600):,} an hour"
+    verb = "sends" if kind in ("slack", "discord", "email", "sms", "push") else "takes"
+    return f"{who} {verb} {pace} there"
+
+
+def duration_words(seconds: float) -> str:
+    """ "≈ 40 s", "≈ 5 min", "≈ 1 h 5 min"."""
+    whole = round(seconds)
+    if whole < 60:
+        return f"≈ {whole} s"
+    minutes = round(seconds / 60)
+    if minutes < 60:
+        return f"≈ {minutes} min"
+    hours, rest = divmod(minutes, 60)
+    return f"≈ {hours} h {rest} min" if rest else f"≈ {hours} h"
+
+
+def words(f: Forecast, where: str, when: str) -> str:
+    """ "312 messages are due into #general at 09:00; Slack sends about 1 a second
+    there: this one ≈ 5 min late" (``where`` and ``when`` as the reader reads them)."""
+    kind = f.destination.partition(":")[0]
+    count = f.due_together if f.due_together > 1 else f.crowd
+    span = f"at {when}" if f.due_together > 1 else f"in the hour up to {when}"
+    noun = "message is" if count == 1 else "messages are"
+    return (
+        f"{count:,} {noun} due into {where} {span}; {rate_words(kind, f.limit)}: "
+        f"this one {duration_words(f.late)} late"
+    )
+
+
+@dataclass(frozen=True)
+class Minute:
+    """One minute of a destination's day: how many are due in it, and how late the
+    last of them is expected to be sent."""
+
+    at: datetime
+    due: int
+    late: float
+
+
+def by_minute(
+    planned: Iterable[Planned], limit: RateLimit, start: datetime, minutes: int
+) -> list[Minute]:
+    """Each minute from ``start`` (``minutes`` of them) in which something is due or a
+    backlog is still being sent: its count and the expected lateness of its last
+    message, from every ``planned`` job in sending order (jobs due before ``start``
+    make the backlog it begins with). Minutes with nothing due and no backlog are left
+    out."""
+    order = sending_order(planned)
+    if not order or limit.unlimited:
+        return []
+    sent = _slots([p[0] for p in order], limit)
+    end = start + timedelta(minutes=minutes)
+    out: dict[datetime, tuple[int, float]] = {}
+    for (due, _), at in zip(order, sent, strict=True):
+        if due >= end or at < start:
+            continue
+        minute = max(due, start).replace(second=0, microsecond=0)
+        count, worst = out.get(minute, (0, 0.0))
+        counted = 1 if due >= start else 0
+        out[minute] = (count + counted, max(worst, (at - due).total_seconds()))
+    return [Minute(m, c, late) for m, (c, late) in sorted(out.items())]
+
+
+def crowded(minutes: Sequence[Minute], over: float = SAY_AFTER) -> list[Minute]:
+    """The minutes whose last message is expected at least ``over`` seconds late."""
+    return [m for m in minutes if m.late >= over]
+
+
+def spread_offsets(count: int, limit: RateLimit) -> list[float]:
+    """Seconds to move each of ``count`` schedules due in one crowded minute so that
+    they fall due one slot apart (the first stays): what the console's "spread" does.
+    Every message is then sent when due, instead of queueing for its slot."""
+    step = spacing(limit).total_seconds() if not limit.unlimited else 0.0
+    return [round(i * step, 3) for i in range(count)]
