@@ -185,7 +185,11 @@ class ChannelViewCases(CaseBase):
                 )
             others = True
         if actor.sees_everything and actor.herald_wide:
-            rows = await self._into_any_tenant(canonical, limit)
+            rows = [
+                s
+                for s in await self._into_any_tenant(canonical, limit)
+                if not s.private or s.owner == actor.id
+            ]
         else:
             rows = await self.store.into(
                 actor.tenant, canonical, viewer=actor.id, others=others, limit=limit
