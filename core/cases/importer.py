@@ -8,8 +8,11 @@ at most :data:`SLICE_SECONDS` each, so the service goes on answering (health che
 deliveries) while a large import is checked. When any line is bad nothing is imported
 (unless ``skip_invalid``); the refusal lists the first :data:`SHOWN_INVALID` bad lines
 and counts the rest. Lines whose ``key`` the owner already used are skipped, so running
-an import again is safe. The rows go in in one transaction: a crash during an import
-leaves all of it or none of it.
+an import again is safe. A line sending the same text to the same place within ten
+minutes of a schedule already there (one the importer can see: core/duplicates.py) or of
+an earlier line is imported all the same, and the report says so
+(:attr:`ImportReport.duplicates`). The rows go in in one transaction: a crash during an
+import leaves all of it or none of it.
 """
 
 from __future__ import annotations
@@ -22,16 +25,23 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from core import duplicates as dups
+from core import views
 from core.actors import Actor, ActorRef
+from core.calendars import schedule_upcoming
 from core.cases.consent import import_refusals
 from core.cases.herald import Herald
 from core.cases.recipients import destinations_of, wanted_of
 from core.cases.schedules import audit_summary
+from core.channels import parse_destination
 from core.destinations import channel_name
 from core.errors import HeraldError, InvalidInput
+from core.limits import shared_channel
+from core.models import Schedule, ScheduleState
 from core.preferences import BULK, priority_name, priority_rank
 from core.store import AuditEntry
 from core.tenancy import QuotaExceeded
+from core.until_done import where as where_words
 
 #: A line's fields; its zone is ``timezone``, as the API names it (``tz``, the older
 #: name, is read too; both only when they agree). ``to`` is one destination or a list
@@ -54,6 +64,11 @@ SLICE_SECONDS = 0.01
 SHOWN_INVALID = 20
 #: The longest reason given for one bad line.
 MAX_REASON = 300
+#: Lines with a duplicate a report lists (the rest are counted).
+SHOWN_DUPLICATES = 20
+#: The schedules already sending to one destination that an import compares its lines
+#: with (as a single create does).
+EXISTING_READ = 2_000
 
 Progress = Callable[[int, int], None]
 
@@ -69,6 +84,12 @@ class ImportReport:
     invalid: list[tuple[int, str]] = field(default_factory=list)
     invalid_count: int = 0
     ids: list[int] = field(default_factory=list)
+    #: The first :data:`SHOWN_DUPLICATES` lines imported although the same text was
+    #: already scheduled there at about the same time: ``(line number, what it
+    #: duplicates in words, the existing schedule's id or None for an earlier line)``.
+    duplicates: list[tuple[int, str, int | None]] = field(default_factory=list)
+    #: Every line with a duplicate.
+    duplicate_count: int = 0
 
 
 def more_invalid(count: int, shown: int) -> str:
@@ -247,6 +268,7 @@ async def import_schedules(
     checked = await _check_lines(herald, actor, taken, report, slices, default)
     del taken
     rows, details, invalid = checked.rows, checked.details, checked.invalid
+    numbers = checked.numbers
     if invalid and not skip_invalid:
         raise ImportRejected(invalid)
     report.invalid = invalid[:SHOWN_INVALID]
@@ -261,11 +283,15 @@ async def import_schedules(
         report.skipped_existing = len(rows) - len(keep)
         rows = [rows[i] for i in keep]
         details = [details[i] for i in keep]
+        numbers = [numbers[i] for i in keep]
     total = len(rows)
     # imports count like one-by-one creates: once per recipient
     await herald.check_quota(actor, adding=sum(len(row["recipients"]) for row in rows))
     # and like them, no more than the hourly cap of messages to one recipient
     await herald.check_recipient_cap(actor, rows, action="schedule.import", tick=slices.tick)
+    found = await _Duplicates(herald, actor, slices).of(rows, numbers)
+    report.duplicates = found[:SHOWN_DUPLICATES]
+    report.duplicate_count = len(found)
     if progress is not None:
         progress(0, total)
     ids = await herald.store.create_schedules_bulk(
@@ -291,6 +317,8 @@ class _Checked:
     rows: list[dict[str, Any]] = field(default_factory=list)
     details: list[dict[str, Any]] = field(default_factory=list)
     invalid: list[tuple[int, str]] = field(default_factory=list)
+    #: Each good line's number (in the order of ``rows``).
+    numbers: list[int] = field(default_factory=list)
 
 
 async def _check_lines(
@@ -349,7 +377,141 @@ async def _check_lines(
         keep = [i for i in range(len(out.rows)) if i not in unreachable]
         out.rows = [out.rows[i] for i in keep]
         out.details = [out.details[i] for i in keep]
+        numbers = [numbers[i] for i in keep]
+    out.numbers = numbers
     return out
+
+
+@dataclass
+class _Line:
+    """An import's line already read, as a later line's duplicate: its number, its row
+    and (once asked) its next sends."""
+
+    number: int
+    row: dict[str, Any]
+    sends: list[Any] | None = None
+
+
+class _Duplicates:
+    """The lines of an import that send the same text (core.duplicates.normalise) to the
+    same place within ten minutes of a schedule already there or of an earlier line, as
+    a single create would warn of them: each destination's schedules read once, a
+    line's next sends worked out only when its text matches another's."""
+
+    def __init__(self, herald: Herald, actor: Actor, slices: _Slices) -> None:
+        self.herald = herald
+        self.actor = actor
+        self.slices = slices
+        #: destination -> normalised text -> the schedules sending it there
+        self.existing: dict[str, dict[str, list[Schedule]]] = {}
+        self.sends: dict[int, list[Any]] = {}
+        self.names: dict[tuple[str, str], str] = {}
+
+    async def of(
+        self, rows: list[dict[str, Any]], numbers: list[int]
+    ) -> list[tuple[int, str, int | None]]:
+        found: list[tuple[int, str, int | None]] = []
+        earlier: dict[tuple[str, str], list[_Line]] = {}
+        for number, row in zip(numbers, rows, strict=True):
+            await self.slices.tick()
+            line = _Line(number, row)
+            text = dups.normalise(row["body"])
+            said: tuple[int, str, int | None] | None = None
+            for destination in dict.fromkeys(destinations_of(row)):
+                canonical = str(parse_destination(destination))
+                alike = earlier.setdefault((canonical, text), [])
+                if said is None:
+                    said = await self._existing(line, canonical, text)
+                if said is None:
+                    said = self._earlier(line, canonical, alike)
+                alike.append(line)
+            if said is not None:
+                found.append(said)
+        return found
+
+    def _next(self, line: _Line) -> list[Any]:
+        if line.sends is None:
+            line.sends = _upcoming(Schedule(**line.row))
+        return line.sends
+
+    async def _existing(
+        self, line: _Line, destination: str, text: str
+    ) -> tuple[int, str, int | None] | None:
+        by_text = self.existing.get(destination)
+        if by_text is None:
+            by_text = self.existing[destination] = await self._read(destination)
+        for other in by_text.get(text, ()):
+            assert other.id is not None
+            if other.id not in self.sends:
+                self.sends[other.id] = _upcoming(other)
+            hit = dups.near(self._next(line), self.sends[other.id])
+            if hit is None:
+                continue
+            author = await self._author(other)
+            dup = dups.Duplicate(
+                other.id,
+                other.owner,
+                author,
+                other.body,
+                destination,
+                views.describe(other),
+                hit[0],
+                hit[1],
+                other.owner == self.actor.id,
+            )
+            return (
+                line.number,
+                f"line {line.number}: {dups.words(dup, where_words(destination))}",
+                other.id,
+            )
+        return None
+
+    def _earlier(
+        self, line: _Line, destination: str, alike: list[_Line]
+    ) -> tuple[int, str, int | None] | None:
+        for other in alike:
+            if dups.near(self._next(line), self._next(other)) is None:
+                continue
+            when = views.describe(Schedule(**other.row))
+            return (
+                line.number,
+                f"line {line.number}: line {other.number} of this import already schedules "
+                f"'{dups.quote(other.row['body'])}' into {where_words(destination)} {when}",
+                None,
+            )
+        return None
+
+    async def _read(self, destination: str) -> dict[str, list[Schedule]]:
+        """The active schedules into ``destination`` a duplicate is looked for among:
+        the importer's own, and in a channel they can see, everyone's not private."""
+        target = parse_destination(destination)
+        try:
+            others = shared_channel(target) and await self.herald.can_see(self.actor, target)
+        except InvalidInput:
+            others = False  # the platform cannot say: the importer's own only
+        rows = await self.herald.store.into(
+            self.actor.tenant,
+            destination,
+            viewer=self.actor.id,
+            others=others,
+            states=(ScheduleState.ACTIVE.value,),
+            limit=EXISTING_READ,
+        )
+        by_text: dict[str, list[Schedule]] = {}
+        for s in rows:
+            by_text.setdefault(dups.normalise(s.body), []).append(s)
+        return by_text
+
+    async def _author(self, s: Schedule) -> str:
+        key = (s.tenant, s.owner)
+        if key not in self.names:
+            member = await self.herald.store.get_member(s.tenant, s.owner)
+            self.names[key] = member.display_name if member and member.display_name else s.owner
+        return self.names[key]
+
+
+def _upcoming(s: Schedule) -> list[Any]:
+    return schedule_upcoming(s, dups.OCCURRENCES)[0]
 
 
 async def _line_values(
