@@ -19,15 +19,21 @@ from bot.api.requests import PREFIX, Call, Handler, Reply
 from core import until_done, verbs, views
 from core.actors import Actor
 from core.cases import To, canonical, import_schedules, wanted_of
+from core.channels import parse_destination
+from core.destinations import channel_name
 from core.errors import Conflict, InvalidInput
+from core.limits import shared_channel
 from core.models import Job, Schedule
 from core.store import DeadFilter
 from core.verbs import Verb, perform
 
 
-def _schedule(s: Schedule, jobs: list[Job] | None = None) -> m.ScheduleOut:
+def _schedule(
+    s: Schedule, jobs: list[Job] | None = None, *, author: str | None = None
+) -> m.ScheduleOut:
     """A schedule as answers carry it; with its ``jobs`` at hand, how several
-    recipients fared (views.fared)."""
+    recipients fared (views.fared); the notes and warnings of the change that returned
+    it (none for one read back); ``author``: in a channel's agenda."""
     fared = None if jobs is None else views.fared(s, jobs)
     return m.ScheduleOut.model_validate(
         {
@@ -35,8 +41,23 @@ def _schedule(s: Schedule, jobs: list[Job] | None = None) -> m.ScheduleOut:
             "fared": fared,
             "recipient_times": views.recipient_times(s),
             "until_done": _ladder(s),
+            "author": author,
+            "notes": views.save_notes(s),
+            "warnings": [w.as_dict() for w in views.warnings_of(s)],
         }
     )
+
+
+def chat_channel(to: str) -> bool:
+    """Whether ``to`` is a Slack or Discord channel (by id or by name; not a direct
+    message): a list filtered by it is the channel's agenda."""
+    if channel_name(to) is not None:
+        return True
+    try:
+        target = parse_destination(to)
+    except InvalidInput:
+        return False
+    return target.kind in ("slack", "discord") and shared_channel(target)
 
 
 def _ladder(s: Schedule) -> m.UntilDoneOut | None:
@@ -133,6 +154,8 @@ async def create_schedule(call: Call) -> Reply:
         raise ApiProblem(422, "The Idempotency-Key header and the key field differ: send one.")
     key = header_key if header_key is not None else body.key
     to = _to(body.to)
+    query: m.ScheduleCreateQuery | None = call.query
+    strict = query is not None and query.strict
     schedule, created = await call.herald.create_schedule(
         call.principal,
         to=to,
@@ -152,6 +175,9 @@ async def create_schedule(call: Call) -> Reply:
         data=body.data,
         data_by_recipient=body.data_by_recipient,
         until_done=None if body.until_done is None else body.until_done.spec(),
+        private=body.private,
+        # a duplicate refused is a 409 problem naming them (bot.api.problems)
+        duplicates="refuse" if strict else "warn",
     )
     headers = {**_etag(schedule), "Location": f"{PREFIX}/schedules/{schedule.id}"}
     if created:
@@ -170,6 +196,8 @@ async def create_schedule(call: Call) -> Reply:
 
 async def list_schedules(call: Call) -> Reply:
     q: m.ScheduleListQuery = call.query
+    if q.to is not None and (q.state, q.search, q.tenant) == (None,) * 3 and chat_channel(q.to):
+        return await _agenda(call, q, q.to)
     cursor = _read_cursor(q.cursor)
     before = cursor.get("before") if cursor else None
     if cursor is not None and not (type(before) is int and 0 < before < 2**31):  # not True
@@ -188,6 +216,25 @@ async def list_schedules(call: Call) -> Reply:
     page, more = rows[: q.limit], len(rows) > q.limit
     after = _cursor({"before": page[-1].id}) if more and page else None
     return Reply(m.SchedulePage(items=[_schedule(s) for s in page], next_cursor=after))
+
+
+#: How far a channel's agenda is paged (its schedules soonest first).
+AGENDA_MOST = 10_000
+
+
+async def _agenda(call: Call, q: m.ScheduleListQuery, to: str) -> Reply:
+    """A channel's agenda (core's ``agenda``: who may see it, private ones left out,
+    audited), paged by its place in the agenda."""
+    cursor = _read_cursor(q.cursor)
+    start = cursor.get("from") if cursor else 0
+    if cursor is not None and not (type(start) is int and 0 < start < AGENDA_MOST):
+        raise ApiProblem(400, _BAD_CURSOR)
+    assert isinstance(start, int)
+    entries = await call.herald.agenda(call.principal, to, limit=start + q.limit + 1)
+    page, end = entries[start : start + q.limit], start + q.limit
+    after = _cursor({"from": end}) if len(entries) > end and end < AGENDA_MOST else None
+    items = [_schedule(e.schedule, author=e.author) for e in page]
+    return Reply(m.SchedulePage(items=items, next_cursor=after))
 
 
 async def get_schedule(call: Call) -> Reply:
@@ -230,6 +277,7 @@ async def edit_schedule(call: Call) -> Reply:
             data=body.data,
             data_by_recipient=body.data_by_recipient,
             until_done=_ladder_change(body.until_done),
+            private=body.private,
         ),
     )
     return Reply(_schedule(schedule), headers=_etag(schedule))
@@ -369,6 +417,11 @@ async def import_lines(call: Call) -> Reply:
         invalid=[m.InvalidLine(line=n, reason=why) for n, why in report.invalid],
         invalid_count=report.invalid_count,
         ids=report.ids,
+        duplicates=[
+            m.DuplicateLine(line=n, message=said, schedule_id=sid)
+            for n, said, sid in report.duplicates
+        ],
+        duplicate_count=report.duplicate_count,
     )
     return Reply(out, 201 if report.imported else 200)
 

@@ -342,6 +342,11 @@ class ScheduleCreate(_Zoned):
         "starts it again).",
     )
     until_done: UntilDoneIn | None = _until_done_field(edit=False)
+    private: Annotated[bool, Strict()] = Field(
+        default=False,
+        description="Keep it out of its channel's agenda (GET /v1/schedules?to=…): only "
+        "its author, operators and admins see it listed, and it is nobody else's duplicate.",
+    )
 
     _to = field_validator("to", mode="wrap")(staticmethod(recipients_field))
 
@@ -355,7 +360,7 @@ class ScheduleCreate(_Zoned):
 
 class ScheduleEdit(_Zoned):
     """What to change (at least one of when, text, to, add, remove, priority,
-    auto_pause, template, data, data_by_recipient, until_done)."""
+    auto_pause, template, data, data_by_recipient, until_done, private)."""
 
     model_config = _example(
         {"when": "every weekday at 9:30am", "timezone": "Europe/Berlin"}, zoned=True
@@ -388,6 +393,11 @@ class ScheduleEdit(_Zoned):
     data: DataValues | None = _data_field()
     data_by_recipient: dict[str, DataValues] | None = _data_by_recipient_field()
     until_done: UntilDoneIn | Literal[False] | None = _until_done_field(edit=True)
+    private: Annotated[bool, Strict()] | None = Field(
+        default=None,
+        description="true keeps it out of its channel's agenda, false shows it there "
+        "again (see create).",
+    )
 
     _to = field_validator("to", "add", mode="wrap")(staticmethod(recipients_field))
 
@@ -423,7 +433,10 @@ class ScheduleListQuery(_In):
         default=None,
         max_length=300,
         description="A destination: schedules any of whose recipients (a chain's step "
-        "too) goes there.",
+        "too) goes there. A Slack or Discord channel (slack:C…, slack:#name, "
+        "discord:<channel id>) without state, search or tenant is its agenda: every "
+        "active schedule into it not marked private, whoever wrote it, soonest first, to "
+        "a member who can see the channel (403 otherwise), each with its author.",
     )
     search: str | None = Field(default=None, max_length=100, description="Words in the text.")
     all: bool = Field(default=False, description="Everyone's (operators and admins).")
@@ -467,6 +480,17 @@ class WhenQuery(_Zoned):
     count: int = Field(default=5, ge=1, le=50, description="How many occurrences to list.")
 
 
+class ScheduleCreateQuery(_In):
+    model_config = _example({"strict": True})
+
+    strict: bool = Field(
+        default=False,
+        description="Refuse (409, nothing created) when the same text is already "
+        "scheduled there within ten minutes of one of its sends; default: create it "
+        "and say so in warnings.",
+    )
+
+
 class ImportQuery(_In):
     model_config = _example({"skip_invalid": True})
 
@@ -501,6 +525,7 @@ SCHEDULE_EXAMPLE: dict[str, Any] = {
     "priority": "normal",
     "last_outcome": None,
     "auto_pause": True,
+    "private": False,
     "failed_streak": 0,
     "key": "standup-2026",
     "max_lateness_s": None,
@@ -564,6 +589,28 @@ class TemplateUseOut(_Out):
     )
 
 
+class SaveWarningOut(_Out):
+    """Something a save found worth saying (core.cases.channel_view.SaveWarning)."""
+
+    model_config = _example(
+        {
+            "kind": "duplicate",
+            "message": "Bob already scheduled 'Stand-up in 5 minutes' into <#C0GENERAL> "
+            "every weekday at 09:00 (UTC) (id 41)",
+            "schedule_id": 41,
+            "at": "2026-03-02T09:00:00Z",
+        }
+    )
+
+    kind: Literal["duplicate", "congestion"]
+    message: str = Field(description="The warning in words.")
+    schedule_id: int | None = Field(default=None, description="The duplicate's id.")
+    at: AwareDatetime | None = Field(default=None, description="The send it is about.")
+    late_seconds: float | None = Field(
+        default=None, description="Congestion: how long that send is expected to wait."
+    )
+
+
 class ScheduleOut(_Out):
     model_config = _example(SCHEDULE_EXAMPLE)
 
@@ -608,6 +655,11 @@ class ScheduleOut(_Out):
     auto_pause: bool = Field(
         default=True, description="Whether Herald may pause it for failing (auto_pause)."
     )
+    private: bool = Field(
+        default=False,
+        description="Kept out of its channel's agenda: only its author, operators and "
+        "admins see it listed.",
+    )
     failed_streak: int = Field(
         default=0,
         description="Its latest occurrences in a row that none of its recipients got; at "
@@ -628,6 +680,22 @@ class ScheduleOut(_Out):
     version: int = Field(description="Send it back in If-Match to edit safely.")
     created_at: AwareDatetime | None
     updated_at: AwareDatetime | None
+    author: str | None = Field(
+        default=None,
+        description="Its author as people read them (their name, else their id): in a "
+        "channel's agenda only.",
+    )
+    notes: list[str] = Field(
+        default_factory=list,
+        description="What the change just made means, in words ('sending its Tue 03 Mar "
+        "2026 09:00 occurrence now; the next ones stay as planned'); empty when read back.",
+    )
+    warnings: list[SaveWarningOut] = Field(
+        default_factory=list,
+        description="What its save found worth saying: the same text already scheduled "
+        "there at about the same time (duplicate), a destination so crowded it would wait "
+        "(congestion). Empty when read back.",
+    )
 
 
 class SchedulePage(_Out):
@@ -845,6 +913,17 @@ class InvalidLine(_Out):
     reason: str
 
 
+class DuplicateLine(_Out):
+    line: int
+    message: str = Field(
+        description="line 4: Bob already scheduled 'Stand-up' into <#C0GENERAL> every "
+        "weekday at 09:00 (UTC) (id 41)"
+    )
+    schedule_id: int | None = Field(
+        default=None, description="The existing schedule (null: an earlier line)."
+    )
+
+
 class ImportOut(_Out):
     model_config = _example(
         {
@@ -854,6 +933,15 @@ class ImportOut(_Out):
             "invalid": [{"line": 3, "reason": "line 3: the message is empty: say what to send."}],
             "invalid_count": 1,
             "ids": [43, 44],
+            "duplicates": [
+                {
+                    "line": 2,
+                    "message": "line 2: You already scheduled 'Hi' into "
+                    "webhook:hooks.example.com at 10:00 today (id 41)",
+                    "schedule_id": 41,
+                }
+            ],
+            "duplicate_count": 1,
         }
     )
 
@@ -865,6 +953,13 @@ class ImportOut(_Out):
     )
     invalid_count: int = Field(description="Every bad line skipped.")
     ids: list[int]
+    duplicates: list[DuplicateLine] = Field(
+        default_factory=list,
+        description="Lines imported although the same text was already scheduled there "
+        "within ten minutes of one of their sends (by an existing schedule or an earlier "
+        "line): said, never refused. The first 20 (duplicate_count counts them all).",
+    )
+    duplicate_count: int = Field(default=0, description="Every line with a duplicate.")
 
 
 class Me(_Out):
@@ -909,4 +1004,9 @@ class Problem(_Out):
     invalid: list[InvalidLine] | None = Field(
         default=None,
         description="A refused import: its first 20 bad lines (the detail counts them all).",
+    )
+    duplicates: list[SaveWarningOut] | None = Field(
+        default=None,
+        description="A create refused with ?strict=true: the schedules already sending "
+        "the same text there at about the same time.",
     )

@@ -51,6 +51,8 @@ PROBLEM_SLUGS: dict[str, str] = {
     "mention-refused": "The text notifies people its author may not notify.",
     "insufficient-scope": "The token's scope does not cover this route.",
     "idempotency-key-reused": "The Idempotency-Key was used for a different schedule.",
+    "duplicate": "The same text is already scheduled there at about the same time "
+    "(a create with ?strict=true); nothing was created.",
 }
 STATUS_SLUGS = {
     400: "bad-request",
@@ -82,6 +84,7 @@ class ApiProblem(Exception):
         headers: dict[str, str] | None = None,
         slug: str | None = None,
         invalid: list[m.InvalidLine] | None = None,
+        duplicates: list[m.SaveWarningOut] | None = None,
     ) -> None:
         super().__init__(detail)
         self.status = status
@@ -89,6 +92,7 @@ class ApiProblem(Exception):
         self.headers = headers or {}
         self.slug = slug
         self.invalid = invalid
+        self.duplicates = duplicates
 
 
 def problem_response(
@@ -100,6 +104,7 @@ def problem_response(
     headers: dict[str, str] | None = None,
     slug: str | None = None,
     invalid: list[m.InvalidLine] | None = None,
+    duplicates: list[m.SaveWarningOut] | None = None,
 ) -> web.Response:
     body = m.Problem(
         type=f"{PROBLEM_DOCS}-{slug or STATUS_SLUGS.get(status, 'error')}",
@@ -109,6 +114,7 @@ def problem_response(
         instance=instance,
         request_id=request_id,
         invalid=invalid,
+        duplicates=duplicates,
     )
     return web.Response(
         status=status,
@@ -138,6 +144,11 @@ def from_error(exc: HeraldError) -> ApiProblem:
     if isinstance(exc, PermissionDenied):
         return ApiProblem(403, str(exc))
     if isinstance(exc, Conflict):
+        # a create refused for its duplicates (core.cases.channel_view.Duplicated)
+        found = getattr(exc, "found", None)
+        if found:
+            listed = [m.SaveWarningOut.model_validate(w.as_dict()) for w in found]
+            return ApiProblem(409, str(exc), slug="duplicate", duplicates=listed)
         return ApiProblem(409, str(exc))
     if isinstance(exc, InvalidInput | CalendarError):  # input Herald cannot read
         return ApiProblem(422, str(exc))

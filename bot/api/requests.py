@@ -253,6 +253,7 @@ class Api:
                     headers=p.headers,
                     slug=p.slug,
                     invalid=p.invalid,
+                    duplicates=p.duplicates,
                 )
             except BodyRefused as exc:
                 status = exc.response.status

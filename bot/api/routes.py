@@ -34,6 +34,22 @@ _DEAD = "/dead-letters/{job_id}"
 #: DELETE on a schedule is the CLI's ``herald delete``: an alias of ``cancel`` (core/verbs.py).
 _DELETE = verbs.verb("delete")
 
+#: What a state route's document says beyond its summary.
+_STATE_DESCRIPTIONS = {
+    "send-now": "Its next occurrence is sent at once, with a fresh idempotency key; a "
+    "recurring rule's later occurrences stay as planned (a one-off is simply sent now). "
+    "The answer's notes say which occurrence. Refused (422) for a paused schedule, one "
+    "awaiting approval or one with nothing left to send; 409 while its next send is "
+    "under way.",
+}
+
+
+def _camel(name: str) -> str:
+    """A verb's name in an operation id: ``send-now`` -> ``sendNow``."""
+    first, *rest = name.split("-")
+    return first + "".join(part.capitalize() for part in rest)
+
+
 ROUTES: tuple[Route, ...] = (
     Route("GET", "/me", "me", "Who this token acts as", "read", me, m.Me, tag="tokens"),
     Route(
@@ -45,12 +61,17 @@ ROUTES: tuple[Route, ...] = (
         create_schedule,
         m.ScheduleOut,
         201,
+        query=m.ScheduleCreateQuery,
         body=m.ScheduleCreate,
         headers={
             "Idempotency-Key": "Repeat a create safely: the same key answers the first "
             "result (200, Idempotent-Replayed: true) instead of making another schedule."
         },
         problems=(404, 409, 422),
+        description="The answer's warnings say what the save found: the same text already "
+        "scheduled there within ten minutes of one of its sends (created anyway), or a "
+        "destination so crowded it would wait. With ?strict=true a duplicate is refused "
+        "instead: 409, its problem's duplicates naming them, nothing created.",
     ),
     Route(
         "GET",
@@ -89,13 +110,14 @@ ROUTES: tuple[Route, ...] = (
         Route(
             "POST",
             f"{_SCHEDULE}/{verb.name}",
-            f"{verb.name}Schedule",
+            f"{_camel(verb.name)}Schedule",
             verb.help.rstrip("."),
             "write",
             state_change(verb),
             m.ScheduleOut,
             headers=_IF_MATCH,
             problems=(404, 409, 412, 422),
+            description=_STATE_DESCRIPTIONS.get(verb.name, ""),
         )
         for verb in STATE_VERBS
     ),
