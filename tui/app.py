@@ -1,4 +1,4 @@
-"""The operator console: ten screens over the use cases, live, keyboard first.
+"""The operator console: eleven screens over the use cases, live, keyboard first.
 
 Build it with :func:`make_app` (tests and the CLI alike); :func:`run_console` runs it
 in this terminal, :func:`run_console_served` in a browser through textual-serve.
@@ -33,6 +33,7 @@ from tui.screens.base import screen_keys
 from tui.screens.calendars import CalendarsScreen
 from tui.screens.dead_letters import DeadLettersScreen
 from tui.screens.deliveries import DeliveriesScreen
+from tui.screens.forecast import ForecastScreen
 from tui.screens.overview import OverviewScreen
 from tui.screens.queue import QueueScreen
 from tui.screens.schedules import SchedulesScreen
@@ -55,6 +56,7 @@ SCREEN_CLASSES: dict[str, type[Screen[Any]]] = {
     "templates": TemplatesScreen,
     "awaiting": AwaitingDoneScreen,
     "approvals": ApprovalsScreen,
+    "forecast": ForecastScreen,
 }
 
 
