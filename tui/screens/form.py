@@ -1,4 +1,6 @@
-"""Create or edit a schedule: a form with a live preview of how the time reads."""
+"""Create or edit a schedule: a form with a live preview of how the time reads. A
+save's warnings (the same text already due there, a crowded destination) follow it as
+notifications."""
 
 from __future__ import annotations
 
@@ -19,6 +21,10 @@ from core.models import Schedule
 from tui.format import stamp
 
 PREVIEW_COUNT = 3
+#: A save's warnings (core.cases.channel_view.SaveWarning), titled by kind.
+WARNINGS = {"duplicate": "Already scheduled", "congestion": "Crowded"}
+#: How long a save's warning stays on screen (the form has closed: it is read after).
+WARNING_SECONDS = 20.0
 
 
 def recipients_field(schedule: Schedule) -> str:
@@ -193,4 +199,18 @@ class ScheduleFormScreen(ModalScreen[Schedule | None]):
         except HeraldError as exc:
             error.update(f"[red]{exc}[/]")
             return
+        self.warn(saved)
         self.dismiss(saved)
+
+    def warn(self, saved: Schedule) -> None:
+        """What the save found worth a warning (core.views.warnings_of): the same text
+        already scheduled there at about the same time, a destination so crowded the
+        message would wait. Each a notification that stays a while (the form closes)."""
+        for found in views.warnings_of(saved):
+            self.notify(
+                found.text,
+                title=WARNINGS.get(found.kind, "Warning"),
+                severity="warning",
+                timeout=WARNING_SECONDS,
+                markup=False,
+            )

@@ -48,7 +48,7 @@ BULK = tuple(name for name in ACTIONS if name in SCHEDULE_BULK)
 #: (skip); the others act through ``bulk``.
 OWN_ACTION = ("edit", "skip")
 #: The verbs the footer shows at 80 columns (with space Select, n New, ? Keys and q
-#: Quit); the rest (shift, the capitals) are in the keys panel (?) and the command
+#: Quit); the rest (shift, send now, the capitals) are in the keys panel (?) and the command
 #: palette, and ``/`` is named by the filter bar itself.
 FOOTER = ("edit", "pause", "resume", "skip", "cancel")
 VERBS = {name: v.label for name, v in ACTIONS.items()}
@@ -261,6 +261,14 @@ class SchedulesScreen(ConsoleScreen):
     def action_bulk(self, action: str) -> None:
         """On the selected rows, or else the row under the cursor."""
         ids = tuple(sorted(int(k) for k in self.table.selected))
+        if ids and action not in BULK:  # send now: one schedule at a time
+            self.notify(
+                f"{VERBS[action]} acts on one schedule, the one under the cursor: "
+                "unselect the rows first (escape).",
+                title=VERBS[action],
+                severity="warning",
+            )
+            return
         if ids:
             self._plan(action, ScheduleFilter(ids=ids), "selected")
             return
@@ -279,6 +287,9 @@ class SchedulesScreen(ConsoleScreen):
             if action == "resume":
                 upcoming = ago(done.next_run_at, self._now())
                 return f"{DONE[action]} schedule {sid}; next run {upcoming}."
+            if action == "send-now":  # which occurrence goes, and that the next ones stay
+                said = "; ".join(views.save_notes(done)) or "sending now"
+                return f"Schedule {sid}: {said}."
             return f"{DONE[action]} schedule {sid}."
 
         text = clip(schedule.body, 40)
@@ -286,6 +297,14 @@ class SchedulesScreen(ConsoleScreen):
             self.act(one)
         elif action == "cancel":
             self.confirm(f"Cancel schedule {sid} ({text})? Its waiting jobs are cancelled.", one)
+        elif action == "send-now":
+            when = ago(schedule.next_run_at, self._now())
+            later = "" if schedule.rrule is None else "; the later ones stay as planned"
+            self.confirm(
+                f"Send schedule {sid} ({text}) now? Its next occurrence ({when}) goes at "
+                f"once{later}.",
+                one,
+            )
         else:
             self.confirm(f"{VERBS[action]} schedule {sid} ({text})?", one)
 
