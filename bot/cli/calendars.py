@@ -113,7 +113,12 @@ async def cmd_export(cli: Any, herald: Any) -> None:
         )
         cli.emit(f"{base.rstrip('/')}/calendar/{token}.ics")
         return
-    data = await herald.export_ics(cli.actor, a.owner)
+    if a.to is not None:
+        if a.owner is not None:
+            raise InvalidInput("Give --to (a channel's agenda) or --owner, not both.")
+        data = await herald.agenda_ics(cli.actor, a.to)
+    else:
+        data = await herald.export_ics(cli.actor, a.owner)
     if a.output:
         await asyncio.to_thread(Path(a.output).write_bytes, data)
     else:

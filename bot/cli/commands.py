@@ -92,11 +92,15 @@ class Cli:
     # --- commands (herald schedule, list, show and edit: bot/cli/schedules.py) ----------
 
     async def cmd_change(self, herald: Herald) -> None:
-        """pause, resume, skip or cancel (core/verbs.py): one use case each."""
+        """pause, resume, skip, send-now or cancel (core/verbs.py): one use case each."""
         chosen = verbs.verb(self.args.command)
         s = await verbs.perform(
             herald, chosen, self.actor, self.args.id, expected_version=self.args.version
         )
+        notes = views.save_notes(s)
+        if notes and not self.args.json:  # send-now: which occurrence goes now
+            self.emit(f"Schedule {s.id}: {'; '.join(notes)}.")
+            return
         self.changed(s, chosen.past)
 
     def changed(self, schedule: Schedule, what: str) -> None:
@@ -143,19 +147,33 @@ class Cli:
             print(f"line {number}: skipped: {why}", file=sys.stderr)  # noqa: T201
         if more := more_invalid(report.invalid_count, len(report.invalid)):
             print(f"… {more} bad lines skipped", file=sys.stderr)  # noqa: T201
+        for _, said, _ in report.duplicates:  # imported all the same
+            print(f"warning: {said}", file=sys.stderr)  # noqa: T201
+        if more := more_invalid(report.duplicate_count, len(report.duplicates)):
+            print(f"warning: … {more} lines with a duplicate", file=sys.stderr)  # noqa: T201
         summary = {
             "imported": report.imported,
             "skipped_existing": report.skipped_existing,
             "skipped_duplicate": report.skipped_duplicate,
             "invalid": report.invalid_count,
+            "duplicates": report.duplicate_count,
         }
         if a.json:
-            self.emit_json({**summary, "ids": report.ids})
+            listed = [
+                {"line": n, "message": said, "schedule_id": sid}
+                for n, said, sid in report.duplicates
+            ]
+            self.emit_json({**summary, "ids": report.ids, "duplicate_lines": listed})
         else:
             self.emit(
                 f"Imported {report.imported:,}; skipped {report.skipped_existing:,} already "
                 f"imported, {report.skipped_duplicate:,} repeated keys, "
                 f"{report.invalid_count:,} invalid."
+                + (
+                    f" {report.duplicate_count:,} imported with a duplicate (see the warnings)."
+                    if report.duplicate_count
+                    else ""
+                )
             )
 
     async def cmd_timezone(self, herald: Herald) -> None:

@@ -162,6 +162,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     c.add_argument("--json", action="store_true", help="print the whole record as JSON")
     c.add_argument("-q", "--quiet", action="store_true", help="print only the schedule's id")
+    _add_private(c, edit=False)
+    c.add_argument(
+        "--strict",
+        action="store_true",
+        help="refuse (nothing created) when the same text is already scheduled there within "
+        "ten minutes of one of its sends; default: create it and warn on stderr",
+    )
     _add_priority(c, "normal")
     _add_auto_pause(c, True)
     _add_skip_option(c)
@@ -177,7 +184,12 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument(
         "--tenant", help="one tenant's (slack:T…, discord:<server>, local; Herald-wide only)"
     )
-    c.add_argument("--to", help="only schedules with this destination among their recipients")
+    c.add_argument(
+        "--to",
+        help="only schedules with this destination among their recipients; a Slack or "
+        "Discord channel (without --state, --search or --tenant) is its agenda: everyone's "
+        "active schedules into it not marked --private, with their authors, if you can see it",
+    )
     c.add_argument("--search", help="only messages containing this text")
     c.add_argument("--limit", type=int, default=200)
     c.add_argument("--json", action="store_true")
@@ -211,6 +223,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="remove the recipient with this destination (repeatable)",
     )
     c.add_argument("--tz", help="a city (Berlin) or an IANA zone (Europe/Berlin)")
+    _add_private(c, edit=True)
     _add_priority(c, None)
     _add_auto_pause(c, None)
     cli_until_done.add_options(c, edit=True)
@@ -437,8 +450,17 @@ def _add_calendar_commands(add: AddParser) -> None:
 
     c = add("export", "Export schedules.")
     es = c.add_subparsers(dest="export_command", required=True)
-    e = es.add_parser("ics", help="a member's schedules as an iCalendar file")
+    e = es.add_parser(
+        "ics", help="a member's schedules, or a channel's agenda (--to), as an iCalendar file"
+    )
     e.add_argument("--owner", help="whose (operators and admins; default: yours)")
+    e.add_argument(
+        "--to",
+        metavar="DEST",
+        help="a channel's agenda instead (slack:C0123, discord:<channel id>): everyone's "
+        "schedules into it not marked private, if you can see it; another destination: "
+        "yours into it",
+    )
     e.add_argument("--output", "-o", help="file to write (default: standard output)")
     e.add_argument(
         "--feed-url",
@@ -489,6 +511,20 @@ def _add_priority(cmd: argparse.ArgumentParser, default: str | None) -> None:
         choices=("urgent", "normal", "bulk"),
         help=f"urgent is served first and not held by quiet hours, bulk last ({said})",
     )
+
+
+def _add_private(cmd: argparse.ArgumentParser, *, edit: bool) -> None:
+    """``--private`` (``herald edit``: ``--private``/``--no-private``, None: unchanged)."""
+    said = "keep it out of its channel's agenda: only you, operators and admins see it listed"
+    if edit:
+        cmd.add_argument(
+            "--private",
+            action=argparse.BooleanOptionalAction,
+            default=None,
+            help=f"{said} (--no-private: show it there again; default: unchanged)",
+        )
+    else:
+        cmd.add_argument("--private", action="store_true", help=said)
 
 
 def _add_auto_pause(cmd: argparse.ArgumentParser, default: bool | None) -> None:

@@ -1,7 +1,7 @@
 """The CLI through a running service's HTTP API instead of the database.
 
 With ``HERALD_API_URL`` and ``HERALD_API_TOKEN`` set (in the environment or ``.env``),
-``herald schedule``, ``list``, ``show``, ``edit``, ``pause``, ``resume``, ``skip``,
+``herald schedule``, ``list``, ``show``, ``edit``, ``pause``, ``resume``, ``skip``, ``send-now``,
 ``cancel``, ``prefs`` (bot/cli/prefs.py), ``done``, ``awaiting`` (bot/cli/until_done.py)
 and ``approvals`` (bot/cli/approvals.py) ask ``herald run`` over ``/v1`` as the
 token's member. Such a command imports neither the store nor SQLAlchemy: it starts in
@@ -147,8 +147,10 @@ class Remote:
         from bot.cli.options import say_not_created
 
         body = _schedule_body(a)
-        status, _, s = self.call("POST", "/schedules", body)
+        query = {"strict": True} if a.strict else None
+        status, _, s = self.call("POST", "/schedules", body, query=query)
         created = status == 201
+        _say_warnings(s)
         if a.json:
             self.emit_json({**s, "created": created})
             return
@@ -203,6 +205,25 @@ class Remote:
             self.emit("No schedules.")
             return
         from bot.cli.options import priority_marked, table_lines
+
+        if any(s.get("author") for s in rows):  # a channel's agenda: whose each is
+            agenda = [
+                [
+                    str(s["id"]),
+                    priority_marked(s["state"], s.get("priority", "normal")),
+                    str(s["author"]),
+                    s["description"],
+                    f"{_local(s['next_run_at'], s['timezone'])} {s['timezone']}"
+                    if s["next_run_at"]
+                    else "-",
+                    " ".join(s["text"].split())[:60],
+                ]
+                for s in rows
+            ]
+            header = ["ID", "STATE", "AUTHOR", "WHEN", "NEXT (in the schedule's zone)", "TEXT"]
+            for line in table_lines(header, agenda):
+                self.emit(line)
+            return
 
         header = ["ID", "STATE", "NEXT (in the schedule's zone)", "TO", "TEXT"]
         table = [
@@ -302,15 +323,20 @@ class Remote:
                 ("priority", a.priority),
                 ("auto_pause", a.auto_pause),
                 ("until_done", ladder_arg(a)),
+                ("private", a.private),
             )
             body = {name: value for name, value in fields if value is not None}
             _, _, s = self.call("PATCH", f"/schedules/{a.id}", body, headers=headers)
             what = "updated"
+            _say_warnings(s)
         else:
             _, _, s = self.call("POST", f"/schedules/{a.id}/{a.command}", headers=headers)
             what = verb(a.command).past
         if a.json:
             self.emit_json(s)
+            return
+        if s.get("notes") and a.command != "edit":  # send-now: which occurrence goes now
+            self.emit(f"Schedule {s['id']}: {'; '.join(s['notes'])}.")
             return
         if s["next_run_at"] is None:
             self.emit(f"Schedule {s['id']} {what}.")
@@ -381,6 +407,7 @@ def _schedule_body(a: argparse.Namespace) -> dict[str, Any]:
         "priority": a.priority,
         "auto_pause": False if a.auto_pause is False else None,
         "until_done": ladder_arg(a) or None,
+        "private": True if a.private else None,
     }
     body = {name: value for name, value in fields.items() if value is not None}
     sources = list(a.skip_calendar or [])
@@ -398,6 +425,13 @@ def _schedule_body(a: argparse.Namespace) -> dict[str, Any]:
         if files:
             body["skip_files"] = files
     return body
+
+
+def _say_warnings(s: dict[str, Any]) -> None:
+    """On stderr, the warnings the service answered with a save (a duplicate, a
+    crowded destination), as the local command says them."""
+    for warning in s.get("warnings") or ():
+        print(f"warning: {warning['message']}", file=sys.stderr)  # noqa: T201 - CLI output
 
 
 def _recipient_words(r: dict[str, Any], *, timeout: bool = True) -> str:

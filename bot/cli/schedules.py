@@ -25,7 +25,10 @@ from bot.cli.options import (
 from bot.cli.until_done import ladder_arg, ladder_words
 from core import calendars, db, reminders, routing, timeexpr, verbs, views
 from core import until_done as ladders
+from core.channels import parse_destination
+from core.destinations import channel_name
 from core.errors import InvalidInput
+from core.limits import shared_channel
 from core.models import Attempt, Job, Schedule, ScheduleState
 from core.routing import Recipient
 from core.send_check import send_warnings
@@ -139,9 +142,15 @@ async def cmd_schedule(cli: Cli, herald: Herald) -> None:
         priority=a.priority,
         auto_pause=a.auto_pause,
         until_done=ladder_arg(a) or None,
+        private=a.private,
+        # --strict: a duplicate is refused (core's Duplicated, one sentence naming them)
+        duplicates="refuse" if a.strict else "warn",
     )
+    say_warnings(schedule)
     if a.json:
-        cli.emit_json({**views.schedule_dict(schedule), "created": created})
+        cli.emit_json(
+            {**views.schedule_dict(schedule), "created": created, **warnings_json(schedule)}
+        )
         return
     if not created:
         say_not_created(schedule.id, a.key)
@@ -176,6 +185,31 @@ async def cmd_schedule(cli: Cli, herald: Herald) -> None:
             print(f"warning: {warning}", file=sys.stderr)  # noqa: T201 - CLI output
 
 
+def say_warnings(schedule: Schedule) -> None:
+    """On stderr, ``warning: …`` for each warning of the save that returned
+    ``schedule`` (a duplicate, a crowded destination): it was saved all the same."""
+    for warning in views.warnings_of(schedule):
+        print(f"warning: {warning.text}", file=sys.stderr)  # noqa: T201 - CLI output
+
+
+def warnings_json(schedule: Schedule) -> dict[str, list[dict[str, object]]]:
+    """``{"warnings": [...]}`` for --json, as the API answers them (none: nothing)."""
+    found = views.warnings_of(schedule)
+    return {"warnings": [w.as_dict() for w in found]} if found else {}
+
+
+def chat_channel(to: str) -> bool:
+    """Whether ``to`` is a Slack or Discord channel (by id or by name; not a direct
+    message): ``herald list --to`` shows its agenda."""
+    if channel_name(to) is not None:
+        return True
+    try:
+        target = parse_destination(to)
+    except InvalidInput:
+        return False
+    return target.kind in ("slack", "discord") and shared_channel(target)
+
+
 def _when_column(schedule: Schedule, words: dict[tuple[str, str], str]) -> str:
     """:func:`core.views.when_column`, a rule's words (a pure function of the rule and
     its zone) read once for every row that repeats them: a list of a thousand schedules
@@ -189,8 +223,50 @@ def _when_column(schedule: Schedule, words: dict[tuple[str, str], str]) -> str:
     return found
 
 
+async def cmd_agenda(cli: Cli, herald: Herald, to: str) -> None:
+    """``herald list --to CHANNEL``: what is scheduled into a Slack or Discord channel,
+    everyone's not marked private, if the member can see it (core's ``agenda``)."""
+    a = cli.args
+    if a.limit < 1:
+        raise InvalidInput("The limit must be at least 1.")
+    entries = await herald.agenda(cli.actor, to, limit=a.limit)
+    if a.json:
+        cli.emit_json(
+            [
+                {**views.schedule_dict(e.schedule), "author": e.author, "when": e.when}
+                for e in entries
+            ]
+        )
+        return
+    if not entries:
+        cli.emit(f"Nothing is scheduled into {to}.")
+        return
+    words: dict[tuple[str, str], str] = {}
+    table = [
+        [
+            str(e.schedule.id),
+            priority_marked(
+                _state_column(e.schedule, cli.settings.auto_pause_after), e.schedule.priority
+            ),
+            one_line(e.author, 30),
+            _when_column(e.schedule, words)
+            + ("; until done" if ladders.OPTION in e.schedule.options else ""),
+            views.local_short(e.next_at, e.schedule.timezone),
+            one_line(views.shown_text(e.schedule), 200),
+        ]
+        for e in entries
+    ]
+    header = ["ID", "STATE", "AUTHOR", "WHEN", "NEXT", "TEXT"]
+    cli.table(header, table, least=[99, 99, 12, 22, 16, 6])
+    if len(entries) >= a.limit:
+        cli.emit(f"The first {len(entries):,} shown; use --limit to see more.")
+
+
 async def cmd_list(cli: Cli, herald: Herald) -> None:
     a = cli.args
+    if a.to is not None and (a.state, a.search, a.tenant) == (None,) * 3 and chat_channel(a.to):
+        await cmd_agenda(cli, herald, a.to)
+        return
     filters = dict(everyone=a.all, state=a.state, destination=a.to, text=a.search)
     rows = await herald.list_schedules(cli.actor, **filters, tenant=a.tenant, limit=a.limit)
     more = ""
@@ -365,8 +441,10 @@ async def cmd_edit(cli: Cli, herald: Herald) -> None:
         priority=a.priority,
         auto_pause=a.auto_pause,
         until_done=ladder_arg(a),
+        private=a.private,
         expected_version=a.version,
     )
+    say_warnings(schedule)
     cli.changed(schedule, verbs.verb("edit").past)
     if not a.json:
         for line in held_and_ladder(schedule):
