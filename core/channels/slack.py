@@ -142,6 +142,9 @@ MAX_BLOCKS = limits.SLACK_MESSAGE_BLOCKS.size
 
 #: The most ``conversations.list`` pages read for one name (999 channels each).
 MAX_LIST_PAGES = 50
+#: The most ``conversations.members`` pages read to find one member (999 each).
+MAX_MEMBER_PAGES = 20
+MEMBER_PAGE = 999
 
 _CHANNEL_ID = re.compile(r"^[CGD][A-Z0-9]{2,}(/\d{10}\.\d{6})?$")
 #: A message's id as :meth:`SlackChannel.send` returns it: ``CHANNEL/TS``.
@@ -504,6 +507,118 @@ class SlackChannel(Channel):
                 break
         return ids
 
+    async def member_sees(self, destination: Destination, user: str, *, tenant: str) -> bool:
+        """Whether Slack member ``user`` (``U0123``) of the workspace ``tenant``
+        (``slack:T…``, ``slack:E…/T…``) can see the channel ``destination``: the
+        :class:`~core.destinations.ChannelViewers` port, for a channel's agenda.
+
+        ``conversations.info`` (https://api.slack.com/methods/conversations.info, scopes
+        ``channels:read``, ``groups:read``) says whose channel it is (``context_team_id``,
+        ``shared_team_ids``; without them, the bot token's workspace, ``auth.test``)
+        and whether it is public. A public channel is seen by every member of its
+        workspace (``users.info``, scope ``users:read``: that workspace's, not
+        deactivated) but a guest, who sees only the channels they are in; a private
+        channel, and a public one to a guest, by its members (``conversations.members``,
+        at most :data:`MAX_MEMBER_PAGES` pages). False for a direct message, another
+        workspace's channel or member. Raises InvalidInput, in one sentence, when Slack
+        cannot be asked (no token, an error, a channel too large to read)."""
+        if destination.kind != "slack" or destination.is_dm or not _USER_ID.match(user):
+            return False
+        kind, _, place = tenant.partition(":")
+        if kind != "slack" or not place:
+            return False
+        org, _, team = place.rpartition("/")
+        channel = destination.target.partition("/")[0]
+        if not self._token:
+            raise InvalidInput(
+                "Herald cannot ask Slack who is in that channel: Slack is not configured "
+                "(SLACK_BOT_TOKEN)."
+            )
+        info = await self._ask("conversations.info", {"channel": channel}, channel)
+        found = info.get("channel") or {}
+        if not isinstance(found, dict) or found.get("is_im") or found.get("is_mpim"):
+            return False
+        if not await self._of_workspace(found, team, org):
+            return False
+        private = bool(found.get("is_private")) or not found.get("is_channel", True)
+        if not private:
+            person = await self._person(user, channel)
+            if person is None or not _in_workspace(person, team, org):
+                return False
+            if not (person.get("is_restricted") or person.get("is_ultra_restricted")):
+                return True  # a full member sees every public channel of the workspace
+        return await self._in_channel(user, channel)
+
+    async def _of_workspace(self, channel: dict[str, Any], team: str, org: str) -> bool:
+        """Whether a ``conversations.info`` channel belongs to (or is shared with) the
+        workspace ``team`` (of Enterprise Grid org ``org``)."""
+        teams = {str(channel.get("context_team_id") or "")}
+        for field in ("shared_team_ids", "internal_team_ids"):
+            teams |= {str(t) for t in channel.get(field) or () if t}
+        teams.discard("")
+        if not teams:  # an answer without them: the bot token's own workspace
+            answer = await self._ask("auth.test", {}, "")
+            teams = {str(answer.get(f) or "") for f in ("team_id", "enterprise_id")} - {""}
+        return team in teams or (bool(org) and org in teams)
+
+    async def _person(self, user: str, channel: str) -> dict[str, Any] | None:
+        """``users.info`` of ``user``: None for a user Slack does not know."""
+        try:
+            answer = await self._ask("users.info", {"user": user}, channel)
+        except _UnknownUser:
+            return None
+        person = answer.get("user")
+        return person if isinstance(person, dict) else None
+
+    async def _in_channel(self, user: str, channel: str) -> bool:
+        """Whether ``user`` is in ``channel``'s members (``conversations.members``,
+        https://api.slack.com/methods/conversations.members, paged by
+        ``response_metadata.next_cursor``)."""
+        cursor = ""
+        for _ in range(MAX_MEMBER_PAGES):
+            args = {"channel": channel, "limit": str(MEMBER_PAGE)}
+            if cursor:
+                args["cursor"] = cursor
+            answer = await self._ask("conversations.members", args, channel)
+            if user in (answer.get("members") or ()):
+                return True
+            cursor = str((answer.get("response_metadata") or {}).get("next_cursor") or "")
+            if not cursor:
+                return False
+        raise InvalidInput(
+            f"Slack channel {channel} has more than {MAX_MEMBER_PAGES * MEMBER_PAGE:,} "
+            "members for Herald to look through: ask in the channel (`/schedule list here`)."
+        )
+
+    async def _ask(self, method: str, args: dict[str, Any], channel: str) -> dict[str, Any]:
+        """A read method's answer (form-encoded), ``ok`` true; InvalidInput saying why
+        Slack could not be asked (_UnknownUser for ``users.info``'s user_not_found)."""
+        answer = await self._call(method, args, form=True)
+        if isinstance(answer, DeliveryResult):
+            why = (answer.error or "no answer").rstrip(".")
+            raise InvalidInput(
+                f"Herald could not ask Slack who is in channel {channel} just now ({why}); "
+                "try again in a minute."
+            )
+        data = answer.data
+        if data.get("ok") is True:
+            return data
+        code = str(data.get("error") or "unknown_error")
+        if code in ("user_not_found", "users_not_found"):
+            raise _UnknownUser(code)
+        if code == "missing_scope":
+            needed = str(data.get("needed") or "channels:read, groups:read and users:read")
+            raise InvalidInput(
+                f"The Slack app lacks the {needed} scope to see who is in channel "
+                f"{channel}: ask an admin to add it and reinstall the app."
+            )
+        if code == "channel_not_found" or code == "account_inactive" or ADVICE.get(code) == _AUTH:
+            raise InvalidInput(ADVICE[code].format(channel=channel))
+        raise InvalidInput(
+            f"Herald could not ask Slack who is in channel {channel} just now ({code}); "
+            "try again in a minute."
+        )
+
     async def open_dm(self, user: str) -> str | DeliveryResult:
         """The id of the bot's direct-message conversation with ``user`` (opened with
         ``conversations.open`` once per process), or the retry/permanent result."""
@@ -615,6 +730,19 @@ class SlackChannel(Channel):
                 status,
             )
         return DeliveryResult.permanent(advice.format(channel=channel, code=code), status)
+
+
+class _UnknownUser(InvalidInput):
+    """``users.info`` knows no such user (in the token's reach)."""
+
+
+def _in_workspace(person: dict[str, Any], team: str, org: str) -> bool:
+    """Whether a ``users.info`` user is a live person of workspace ``team`` (or of its
+    Enterprise Grid org ``org``)."""
+    if person.get("deleted") or person.get("is_bot"):
+        return False
+    of_org = (person.get("enterprise_user") or {}).get("enterprise_id")
+    return person.get("team_id") == team or (bool(org) and of_org == org)
 
 
 def _not_looked_up(name: ChannelName, why: str) -> str:

@@ -5,7 +5,8 @@ Speaks enough of the real protocol for Herald's channel and for slack_sdk's
 ``X-OAuth-Scopes`` on every answer, JSON, form or query arguments. Methods:
 ``chat.postMessage`` (a reply in a thread with ``thread_ts``), ``chat.update`` (of a
 message it posted, https://docs.slack.dev/reference/methods/chat.update: recorded in
-:attr:`FakeSlack.edits`), ``conversations.info``, ``conversations.open`` (a direct message
+:attr:`FakeSlack.edits`), ``conversations.info`` (with the channel's workspace,
+``context_team_id`` and ``shared_team_ids``), ``conversations.open`` (a direct message
 with one user, https://api.slack.com/methods/conversations.open: ``users`` in, the IM
 channel ``D…`` out, the same one each time), ``conversations.list`` (paged by
 :attr:`FakeSlack.list_page_size`, as https://api.slack.com/methods/conversations.list
@@ -52,6 +53,9 @@ class SlackChannelState:
     is_member: bool = True
     is_archived: bool = False
     is_private: bool = False
+    #: The workspace whose channel it is ("": the bot token's own), as
+    #: ``conversations.info`` says it (``context_team_id``, ``shared_team_ids``).
+    team: str = ""
 
 
 @dataclass
@@ -92,8 +96,10 @@ class FakeSlack(FakeHTTPServer):
     def api_url(self) -> str:
         return f"{self.url}/api/"
 
-    def add_channel(self, channel_id: str, name: str = "general", **flags: bool) -> None:
-        self.channels[channel_id] = SlackChannelState(channel_id, name, **flags)
+    def add_channel(
+        self, channel_id: str, name: str = "general", *, team: str = "", **flags: bool
+    ) -> None:
+        self.channels[channel_id] = SlackChannelState(channel_id, name, team=team, **flags)
 
     def add_person(self, user_id: str, **flags: bool) -> None:
         self.people[user_id] = SlackUserState(user_id, **flags)
@@ -186,19 +192,28 @@ class FakeSlack(FakeHTTPServer):
         )
 
     def _conversations_info(self, args: dict[str, Any]) -> web.Response:
+        """A conversation object (https://docs.slack.dev/reference/objects/conversation-object):
+        a public or private channel, or a direct message (``D…``, ``is_im``)."""
         channel = self._visible(str(args.get("channel", "")))
         if channel is None:
             return self._error("channel_not_found")
+        team = channel.team or self.team_id
+        im = channel.id.startswith("D")
         return self._answer(
             {
                 "ok": True,
                 "channel": {
                     "id": channel.id,
                     "name": channel.name,
-                    "is_channel": True,
-                    "is_private": channel.is_private,
+                    "is_channel": not im,
+                    "is_group": False,
+                    "is_im": im,
+                    "is_mpim": False,
+                    "is_private": channel.is_private or im,
                     "is_member": channel.is_member,
                     "is_archived": channel.is_archived,
+                    "context_team_id": team,
+                    "shared_team_ids": [team],
                 },
             }
         )

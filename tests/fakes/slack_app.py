@@ -1,8 +1,9 @@
 """The fake Slack Web API of :mod:`tests.fakes.slack`, grown to what an interactive app
-calls: ``users.info``, ``conversations.members`` (paged), ``conversations.list``
-(paged, as https://api.slack.com/methods/conversations.list documents it), ``views.open``,
-``views.update``, ``views.publish``, ``chat.postEphemeral``, ``chat.update`` (of a
-message it posted), and ``response_url``
+calls: ``users.info`` (a guest is ``is_restricted``), ``conversations.members`` (paged;
+``missing_scope`` without ``channels:read`` / ``groups:read``, as ``conversations.info``),
+``conversations.list`` (paged, as https://api.slack.com/methods/conversations.list
+documents it), ``views.open``, ``views.update``, ``views.publish``,
+``chat.postEphemeral``, ``chat.update`` (of a message it posted), and ``response_url``
 endpoints (``POST /response/<key>``).
 
 Tests wait for what the app does after its acknowledgement with :meth:`FakeSlackApp.until`,
@@ -19,7 +20,7 @@ from typing import Any
 
 from aiohttp import web
 
-from tests.fakes.slack import FakeSlack, SlackUserState
+from tests.fakes.slack import FakeSlack, SlackChannelState, SlackUserState
 
 
 class FakeSlackApp(FakeSlack):
@@ -57,12 +58,17 @@ class FakeSlackApp(FakeSlack):
         team: str | None = None,
         bot: bool = False,
         deleted: bool = False,
+        guest: bool = False,
     ) -> None:
+        """A person ``users.info`` knows; ``guest``: a multi-channel guest
+        (``is_restricted``), who sees only the channels they are in."""
         self.users[user_id] = {
             "id": user_id,
             "team_id": team or self.team_id,
             "is_bot": bot,
             "deleted": deleted,
+            "is_restricted": guest,
+            "is_ultra_restricted": False,
             "name": (name or user_id).lower(),
             "tz": tz,
             "is_admin": admin,
@@ -116,6 +122,7 @@ class FakeSlackApp(FakeSlack):
             handler = {
                 "users.info": self._users_info,
                 "conversations.members": self._conversations_members,
+                "conversations.info": self._conversations_info_scoped,
                 "conversations.list": self._conversations_list,
                 "views.open": self._views_open,
                 "views.update": self._views_update,
@@ -139,10 +146,28 @@ class FakeSlackApp(FakeSlack):
             return self._error("user_not_found")
         return self._answer({"ok": True, "user": user})
 
+    def _scope_for(self, channel: SlackChannelState) -> str | None:
+        """The scope a read of ``channel`` needs that the token lacks (None: it has it):
+        ``channels:read`` for a public channel, ``groups:read`` for a private one."""
+        needed = "groups:read" if channel.is_private else "channels:read"
+        return None if needed in self.scopes else needed
+
+    def _conversations_info_scoped(self, args: dict[str, Any]) -> web.Response:
+        """``conversations.info``, refused with ``missing_scope`` as Slack does."""
+        channel = self._visible(str(args.get("channel", "")))
+        if channel is not None and (needed := self._scope_for(channel)) is not None:
+            return self._error("missing_scope", needed=needed, provided=",".join(self.scopes))
+        return self._conversations_info(args)
+
     def _conversations_members(self, args: dict[str, Any]) -> web.Response:
+        """https://docs.slack.dev/reference/methods/conversations.members: ``limit``
+        (default 100, under 1000; a page holds at most :attr:`page_size`), ``cursor``
+        from ``response_metadata.next_cursor``."""
         channel = self._visible(str(args.get("channel", "")))
         if channel is None:
             return self._error("channel_not_found")
+        if (needed := self._scope_for(channel)) is not None:
+            return self._error("missing_scope", needed=needed, provided=",".join(self.scopes))
         members = self.members.get(channel.id, [])
         start = int(args.get("cursor") or 0)
         size = min(int(args.get("limit") or 100), self.page_size)
