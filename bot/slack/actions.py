@@ -8,9 +8,10 @@ from typing import Any
 from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.context.respond.async_respond import AsyncRespond
 
+from bot.slack import pending
 from bot.slack.base import Person, Send
 from bot.slack.blocks import Page, Reply, date_token, notice, schedule_reply
-from bot.slack.commands import DONE, responder
+from bot.slack.commands import DONE, done_headline, done_reply, responder
 from bot.slack.dead import DECISIONS, decided
 from bot.slack.decisions import Decisions
 from bot.slack.notices import EDIT, RESUME, RETRY
@@ -110,12 +111,38 @@ class Actions(Decisions):
             await self.open_modal(str(body["trigger_id"]), person, schedule=detail.schedule)
             return
         updated = await self.change(person, verb, schedule_id)
-        headline = f"{DONE[verb]} schedule #{schedule_id}."
         if _in_home(body):
-            await self.publish_home(person, headline)
+            await self.publish_home(person, done_headline(verb, schedule_id))
             return
         one = str(action.get("block_id", "")).endswith(":one")
-        await responder(respond, replace=one)(schedule_reply(updated, headline, full=True))
+        await responder(respond, replace=one)(done_reply(updated, verb))
+
+    # --- a create held back by a duplicate ----------------------------------------------
+
+    async def on_duplicate_button(
+        self, ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond
+    ) -> None:
+        await self.clicked(ack, body, respond, self._duplicate_button)
+
+    async def _duplicate_button(
+        self, body: dict[str, Any], person: Person, respond: AsyncRespond
+    ) -> None:
+        """Create anyway (the request held back, again, duplicates let through) or
+        Cancel, by the person who asked only; the question is replaced by the answer."""
+        if not _herald_surface(body):
+            raise InvalidInput("Herald's buttons work only on Herald's own replies.")
+        action = _action(body)
+        token = str(action.get("value", ""))
+        tenant = person.principal.tenant
+        if action.get("action_id") == pending.CANCEL:
+            try:
+                self.pending.take(token, tenant, person.user_id)
+            except InvalidInput:  # expired: nothing was scheduled either
+                pass
+            await responder(respond, replace=True)(notice(pending.CANCELLED))
+            return
+        held = self.pending.take(token, tenant, person.user_id)
+        await responder(respond, replace=True)(await held.rerun(person))
 
     # --- list pages ---------------------------------------------------------------
 

@@ -38,7 +38,7 @@ from bot.http_guard import (
     read_body,
     start_guarded,
 )
-from bot.slack import approvals
+from bot.slack import approvals, pending
 from bot.slack.actions import Actions
 from bot.slack.base import Tracker
 from bot.slack.blocks import PAGE_NEXT, PAGE_PREVIOUS, SCHEDULE_ACTIONS, Blocks
@@ -90,6 +90,7 @@ def register(app: AsyncApp, handlers: Actions) -> None:
     app.action(_one_of(NOTICE_ACTIONS))(handlers.on_notice_button)
     app.action(DONE_ACTION_ID)(handlers.on_done)
     app.action(_one_of(approvals.ACTIONS))(handlers.on_approval_button)
+    app.action(_one_of(pending.ACTIONS))(handlers.on_duplicate_button)
     app.view(approvals.REJECT_CALLBACK)(handlers.on_reject_submit)
     app.event("app_home_opened")(handlers.on_home_opened)
 

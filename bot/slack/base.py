@@ -13,7 +13,7 @@ import logging
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Literal
 
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -29,6 +29,7 @@ from bot.slack.modal import (
     fits_input,
     schedule_modal,
 )
+from bot.slack.pending import Pending
 from core import limits, views
 from core.actors import Actor, ActorRef, Principal, Surface, slack_tenant
 from core.cases import Herald
@@ -44,6 +45,15 @@ SORRY = ":warning: Something went wrong on Herald's side; the operators can see 
 ACK_BUDGET = 2.5
 
 Send = Callable[[Reply], Awaitable[None]]
+#: What a create does about the same message already scheduled there (core's
+#: ``create_schedule(duplicates=…)``).
+Duplicates = Literal["warn", "refuse", "ignore"]
+
+
+def seen_in(channel: str) -> str | None:
+    """The channel a signed request came from as a destination (its members see its
+    agenda), or None when it came from no channel (a direct message, the Home tab)."""
+    return f"slack:{channel}" if channel[:1] in ("C", "G") else None
 
 
 @dataclass(frozen=True)
@@ -140,6 +150,8 @@ class Base:
         #: The workspaces (team ids) this deployment serves: HERALD_SLACK_TEAM_IDS, else
         #: the bot token's own (auth.test). Empty: none known, every request is refused.
         self.teams = teams
+        #: Creates held back by a duplicate, waiting for Create anyway or Cancel.
+        self.pending = Pending()
 
     # --- who ----------------------------------------------------------------------
 

@@ -11,7 +11,7 @@ import json
 import re
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 from zoneinfo import ZoneInfo
 
 from bot.slack import templated
@@ -26,6 +26,28 @@ from core.preferences import NORMAL
 from core.views import describe
 
 Blocks = list[dict[str, Any]]
+
+
+class Warned(Protocol):
+    """A save's warning (core's ``SaveWarning``, :func:`core.views.warnings_of`)."""
+
+    @property
+    def text(self) -> str: ...
+
+
+class AgendaRow(Protocol):
+    """One schedule of a channel's agenda (core's ``AgendaEntry``)."""
+
+    @property
+    def schedule(self) -> Schedule: ...
+    @property
+    def author(self) -> str: ...
+    @property
+    def when(self) -> str: ...
+    @property
+    def next_at(self) -> datetime | None: ...
+
+
 #: A reply: the notification text and its blocks.
 Reply = tuple[str, Blocks]
 
@@ -40,6 +62,13 @@ LIST_PAGE = 15
 PAGE_PREVIOUS = "herald_list_previous"
 PAGE_NEXT = "herald_list_next"
 QUOTE_LIMIT = 300
+#: Warnings (duplicates, congestion) a reply names before "and N more".
+SHOWN_WARNINGS = 5
+#: Schedules a channel's agenda shows, one section each: with its heading and the
+#: "and N more" line, 42 blocks, within a message's 50.
+AGENDA_SHOWN = 40
+#: How much of each message an agenda quotes.
+AGENDA_QUOTE = 150
 #: The verbs a schedule's buttons carry (core/verbs.py: those Slack offers on one
 #: schedule at its version, with a label), by action id: ``herald_pause``.
 SCHEDULE_ACTIONS = {
@@ -225,6 +254,7 @@ def buttons(schedule: Schedule, *, full: bool = False, one: bool = False) -> dic
     elements = [of("edit")]
     if full and state == ScheduleState.ACTIVE.value:
         elements.append(of("pause"))
+        elements.append(of("send-now", confirm=f"Schedule #{sid}'s next message goes out now."))
         if schedule.rrule is not None:
             elements.append(of("skip"))
     if full and state == ScheduleState.PAUSED.value:
@@ -275,14 +305,89 @@ def schedule_blocks(
 def schedule_reply(
     schedule: Schedule, headline: str, *, read_back: bool = False, full: bool = False
 ) -> Reply:
-    """A confirmation: what happened, then the schedule with Edit and Cancel
+    """A confirmation: what happened, what the save found worth warning of (a line
+    each, :func:`warning_blocks`), then the schedule with Edit and Cancel
     (``read_back``: of a time just written, see :func:`summary`; ``full``: with Pause
-    or Resume and Skip too, as after a pause or a resume)."""
+    or Resume, Send now and Skip too, as after a pause or a resume)."""
     blocks = [
         section(headline),
+        *warning_blocks(views.warnings_of(schedule)),
         *schedule_blocks(schedule, full=full, one=True, read_back=read_back),
     ]
     return f"{headline} (#{schedule.id})", blocks
+
+
+def warning_blocks(found: list[Warned]) -> Blocks:
+    """Each warning of a save (:func:`core.views.warnings_of`: the same message already
+    scheduled there, a crowded channel) as a context line starting with :warning:, at
+    most :data:`SHOWN_WARNINGS` and "and N more"."""
+    lines = [context(f":warning: {w.text}") for w in found[:SHOWN_WARNINGS]]
+    if len(found) > SHOWN_WARNINGS:
+        lines.append(context(f":warning: … and {len(found) - SHOWN_WARNINGS} more."))
+    return lines
+
+
+def duplicate_reply(found: list[Warned], token: str) -> Reply:
+    """Nothing saved: the same message is already scheduled there (each duplicate a
+    line), with [Create anyway] and [Cancel], whose value is the held request's
+    ``token`` (bot.slack.pending)."""
+    from bot.slack.pending import ANYWAY, CANCEL
+
+    said = "; ".join(w.text for w in found) + "."
+    blocks: Blocks = [
+        section(":warning: Nothing is scheduled yet: the same message is already there."),
+        *warning_blocks(found),
+        context("Create it anyway, or cancel it."),
+        {
+            "type": "actions",
+            "block_id": "herald_duplicate",
+            "elements": [
+                button("Create anyway", ANYWAY, token, style="primary"),
+                button("Cancel", CANCEL, token),
+            ],
+        },
+    ]
+    return limits.clip(f"Nothing is scheduled yet: {said}", limits.SLACK_TEXT), blocks
+
+
+def agenda_reply(entries: list[AgendaRow], destination: str, viewer: str) -> Reply:
+    """A channel's agenda (:meth:`core.cases.Herald.agenda`): each schedule with its
+    author, its time in words, its next send and its message's start; the first
+    :data:`AGENDA_SHOWN`, then how to read them all. ``viewer``: who asked (their own
+    say "you")."""
+    place = where(destination)
+    if not entries:
+        return notice(
+            f"Nothing is scheduled into {place} that you can see (a schedule marked "
+            "`private` is shown to its author only)."
+        )
+    shown = entries[:AGENDA_SHOWN]
+    blocks: Blocks = [section(f"*Scheduled into {place}* ({len(entries)})")]
+    for entry in shown:
+        blocks.append(section(agenda_line(entry, viewer)))
+    if len(entries) > len(shown):
+        more = len(entries) - len(shown)
+        blocks.append(context(f"… and {more} more: `herald list --to {escape(destination)}`"))
+    return f"Scheduled into {place}: {len(entries)}", blocks
+
+
+def agenda_line(entry: AgendaRow, viewer: str) -> str:
+    """One schedule of an agenda: "*#41* · <@U1> · every weekday at 09:00 (UTC) · next
+    <date>" and its message quoted."""
+    schedule = entry.schedule
+    kind, _, member = schedule.owner.partition(":")
+    if schedule.owner == viewer:
+        author = "you"
+    elif kind == "slack" and member[:1] in ("U", "W"):
+        author = f"<@{member}>"
+    else:
+        author = escape(entry.author)
+    at = entry.next_at
+    upcoming = f"next {date_token(at, schedule.timezone)}" if at is not None else "nothing left"
+    line = f"*#{schedule.id}* · {author} · {escape(entry.when)} · {upcoming}"
+    if schedule.private:
+        line += " · _private_"
+    return f"{line}\n{quote(schedule.body, AGENDA_QUOTE)}"
 
 
 def notice(text: str) -> Reply:

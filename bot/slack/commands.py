@@ -6,18 +6,22 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.context.respond.async_respond import AsyncRespond
+from slack_sdk.errors import SlackApiError
 
 from bot.slack import approvals, grammar, ladder_words, templated
-from bot.slack.base import ACK_BUDGET, SORRY, Person, Send
+from bot.slack.base import ACK_BUDGET, SORRY, Duplicates, Person, Send, seen_in
 from bot.slack.blocks import (
     Page,
     Reply,
+    agenda_reply,
     date_token,
     detail_reply,
+    duplicate_reply,
     feed_added,
     feeds_reply,
     list_reply,
@@ -38,6 +42,7 @@ from bot.slack.modal import (
     fingerprint,
     read_submission,
 )
+from bot.slack.pending import duplicates_found
 from bot.slack.reminders import urgency
 from bot.slack.template_modal import TemplateModal
 from core import calendars, limits, verbs
@@ -61,6 +66,21 @@ NOTICES_OFF = (
 
 #: How a reply starts once a verb is done ("Paused schedule #12."), from core/verbs.py.
 DONE = {v.name: v.done for v in verbs.offered(verbs.SLACK, verbs.STATE_VERBS)}
+
+
+def done_headline(verb: str, schedule_id: int) -> str:
+    """The first line once ``verb`` is done: "Paused schedule #12.", "Sending now:
+    schedule #12." (its read-back says which occurrence)."""
+    if verb == "send-now":
+        return f":outbox_tray: {DONE[verb]}: schedule #{schedule_id}."
+    return f"{DONE[verb]} schedule #{schedule_id}."
+
+
+def done_reply(updated: Schedule, verb: str) -> Reply:
+    """The schedule once ``verb`` is done, with its buttons; after Send now, what was
+    sent and what stays (its save note)."""
+    headline = done_headline(verb, updated.id or 0)
+    return schedule_reply(updated, headline, full=True, read_back=verb == "send-now")
 
 
 def responder(respond: AsyncRespond, *, replace: bool = False) -> Send:
@@ -108,6 +128,8 @@ class Commands(TemplateModal):
             case grammar.Listing(everyone=everyone, state=state):
                 page = Page(actor.tenant, user_id, everyone, state)
                 await send(await self.list_page(person, page))
+            case grammar.Agenda(channel=wanted, channel_name=name):
+                await send(await self.agenda_of(person, wanted, name, channel))
             case grammar.Timezone(zone=None):
                 await send(notice(self._zone_text(person)))
             case grammar.Timezone(zone=str(zone)):
@@ -119,10 +141,9 @@ class Commands(TemplateModal):
                 detail = await self.herald.show_schedule(actor, sid)
                 await self.open_modal(str(body["trigger_id"]), person, schedule=detail.schedule)
             case grammar.Act(verb=verb, schedule_id=sid):
-                updated = await self.change(person, verb, sid)
-                await send(schedule_reply(updated, f"{DONE[verb]} schedule #{sid}.", full=True))
+                await send(done_reply(await self.change(person, verb, sid), verb))
             case grammar.Create():
-                await send(await self._create(person, command, channel, body))
+                await send(await self.create_or_ask(person, command, channel, body))
             case grammar.FeedAdd():
                 await send(await self._feed_add(person, command, channel))
             case grammar.FeedList():
@@ -164,25 +185,68 @@ class Commands(TemplateModal):
             )
         return list_reply(schedules, page, person.actor)
 
+    async def agenda_of(
+        self, person: Person, channel: str | None, name: str | None, here: str
+    ) -> Reply:
+        """``/schedule list here`` (``channel`` and ``name`` None) or ``list #channel``:
+        what is scheduled into that channel, as core lets the person see it (the channel
+        the command was typed in proves they are in it; another one Slack is asked)."""
+        if name is not None:
+            channel = await self.channel_names.find(person.principal.tenant, name)
+        target = channel or here
+        if not target:
+            raise grammar.Refusal(f"Say which channel, e.g. `{grammar.AGENDA_EXAMPLE}`.")
+        destination = f"slack:{target}"
+        entries = await self.herald.agenda(
+            person.principal, destination, seen_in=seen_in(here) if here else None
+        )
+        return agenda_reply(entries, destination, person.actor.id)
+
+    async def create_or_ask(
+        self, person: Person, command: grammar.Create, here: str, body: dict[str, Any]
+    ) -> Reply:
+        """Create, unless the same message is already scheduled there at about the same
+        time: then nothing is saved and the person is asked, with [Create anyway]
+        (the same request again, duplicates let through) and [Cancel]."""
+        try:
+            return await self._create(person, command, here, body, duplicates="refuse")
+        except Conflict as exc:
+            found = duplicates_found(exc)
+            if found is None:
+                raise
+
+            async def again(who: Person) -> Reply:
+                return await self._create(who, command, here, body, duplicates="ignore")
+
+            token = self.pending.hold(person.principal.tenant, person.user_id, again)
+            return duplicate_reply(found, token)
+
     async def change(self, person: Person, verb: str, schedule_id: int) -> Schedule:
-        """Cancel, pause, resume or skip (core/verbs.py): one use case each."""
+        """Cancel, pause, resume, skip or send now (core/verbs.py): one use case each."""
         if verb not in DONE:
             raise ValueError(f"unknown verb {verb!r}")
         updated: Schedule = await verbs.perform(self.herald, verb, person.principal, schedule_id)
         return updated
 
     async def _create(
-        self, person: Person, command: grammar.Create, here: str, body: dict[str, Any]
+        self,
+        person: Person,
+        command: grammar.Create,
+        here: str,
+        body: dict[str, Any],
+        *,
+        duplicates: Duplicates = "warn",
     ) -> Reply:
         priority = urgency(person, command)
         if command.template is not None:
             await self.check_template(person, command.template)
+        seen = seen_in(here)
         if command.person is not None or command.targets:
             when, text = self._reading(person, command)
             read = dataclasses.replace(command, when=when, text=text, alternatives=())
             if command.targets:  # /schedule #ops #dev @alice …, @alice or alice@…
-                return await self.several(person, read, body)
-            return await self.remind(person, read, body)  # /schedule me …, @someone …
+                return await self.several(person, read, body, duplicates, seen)
+            return await self.remind(person, read, body, duplicates, seen)  # me …, @someone …
         channel = command.channel or here
         if command.channel_name is not None:
             channel = await self.channel_names.find(person.principal.tenant, command.channel_name)
@@ -200,6 +264,9 @@ class Commands(TemplateModal):
             priority=priority,
             **templated.create_args(command.template, command.data),
             **ladder_words.create_args(command.until_done, person.user_id),
+            private=command.private,
+            duplicates=duplicates,
+            seen_in=seen,
         )
         headline = ":white_check_mark: Scheduled" if created else "Already scheduled"
         headline += templated.named(schedule)
@@ -267,13 +334,17 @@ class Commands(TemplateModal):
                 await ack(response_action="errors", errors=errors)
                 return
             await ack()
-            if saved is not None:
+            if isinstance(saved, Asked):
+                await self.guard(self._ask_beside(person, saved), self._dm(person))
+            elif saved is not None:
                 await self.guard(self._confirm(person, *saved), self._dm(person))
 
     async def _save(
         self, person: Person, meta: ModalMeta, sub: Submission, view: dict[str, Any]
-    ) -> tuple[dict[str, str], tuple[Schedule, str] | None]:
-        """Check each field (errors by block id), then create or edit."""
+    ) -> tuple[dict[str, str], tuple[Schedule, str] | Asked | None]:
+        """Check each field (errors by block id), then create or edit. A create of a
+        message already scheduled there at about the same time saves nothing: the
+        person is asked (Create anyway, Cancel) beside the closed modal."""
         errors = dict(sub.errors)
         if "text" not in errors and not meta.long_text and sub.template is None:
             try:
@@ -310,18 +381,13 @@ class Commands(TemplateModal):
                 loaded = await self.herald.load_calendars(actor, sub.skip) if sub.skip else []
             except HeraldError as exc:
                 return {"skip": plain(exc)}, None
+            key = f"slack-view:{view.get('id')}" if view.get("id") else None
+            wanted = _ModalCreate(to, sub, key, loaded, meta.channels[:1])
             try:
-                schedule, _ = await self.herald.create_schedule(
-                    actor,
-                    to=to[0] if len(to) == 1 else to,
-                    when=sub.when,
-                    text=sub.text,
-                    tz=person.zone,
-                    key=f"slack-view:{view.get('id')}" if view.get("id") else None,
-                    skip_loaded=loaded,
-                    **templated.create_args(sub.template, tuple(sub.data.items())),
-                )
+                schedule = await self._modal_create(person, wanted, "refuse")
             except HeraldError as exc:
+                if (found := duplicates_found(exc)) is not None:
+                    return {}, self._held_back(person, wanted, found)
                 if sub.template is None:
                     raise
                 return {_template_field(exc): plain(exc)}, None
@@ -350,6 +416,55 @@ class Commands(TemplateModal):
                 raise
             return {_template_field(exc): plain(exc)}, None
         return {}, (schedule, ":white_check_mark: Saved" + templated.named(schedule))
+
+    async def _modal_create(
+        self, person: Person, wanted: _ModalCreate, duplicates: Duplicates
+    ) -> Schedule:
+        """The modal's new schedule, saved (``duplicates``: core's rule for the same
+        message already there). The channel the modal was opened in proves its
+        members see it."""
+        sub, to = wanted.sub, wanted.to
+        assert sub.when is not None
+        schedule, _ = await self.herald.create_schedule(
+            person.principal,
+            to=to[0] if len(to) == 1 else to,
+            when=sub.when,
+            text=sub.text,
+            tz=person.zone,
+            key=wanted.key,
+            skip_loaded=wanted.loaded,
+            duplicates=duplicates,
+            seen_in=seen_in(wanted.opened_in[0]) if wanted.opened_in else None,
+            **templated.create_args(sub.template, tuple(sub.data.items())),
+        )
+        return schedule
+
+    def _held_back(self, person: Person, wanted: _ModalCreate, found: list[Any]) -> Asked:
+        """The modal's create held back by a duplicate: the question to ask, in the
+        first channel picked, and its request kept for Create anyway."""
+
+        async def again(who: Person) -> Reply:
+            schedule = await self._modal_create(who, wanted, "ignore")
+            said = (
+                f":white_check_mark: Scheduled{templated.named(schedule)} for "
+                f"{recipients_line(schedule)}."
+            )
+            return await self.held(who, schedule, schedule_reply(schedule, said, read_back=True))
+
+        token = self.pending.hold(person.principal.tenant, person.user_id, again)
+        channel = wanted.to[0].removeprefix("slack:")
+        return Asked(duplicate_reply(found, token), channel)
+
+    async def _ask_beside(self, person: Person, asked: Asked) -> None:
+        """After the modal closed: the question, visible only to the person, in the
+        channel picked (else in their direct messages with Herald)."""
+        text, blocks = asked.reply
+        try:
+            await self.client.chat_postEphemeral(
+                channel=asked.channel, user=person.user_id, text=text, blocks=blocks
+            )
+        except SlackApiError:
+            await self._dm(person)(asked.reply)
 
     async def _check_channels(self, person: Person, channels: list[str]) -> str | None:
         """Why the person may not post in one of ``channels`` (the first problem, as
@@ -413,6 +528,26 @@ class Commands(TemplateModal):
                 named = ", ".join(escape(url) for url in read.calendars)
                 preview += f"\nSkips the event dates of {named} (read when you save)."
         await self.rebuild_modal(person, view, when_preview=preview)
+
+
+@dataclass(frozen=True)
+class _ModalCreate:
+    """A create from the modal, as it is tried again by Create anyway."""
+
+    to: list[str]
+    sub: Submission
+    key: str | None
+    loaded: list[Any]
+    #: The channel the modal was opened in (from the signed command), if any.
+    opened_in: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Asked:
+    """A question to ask beside a closed modal: the reply and the channel it goes to."""
+
+    reply: Reply
+    channel: str
 
 
 def _template_change(meta: ModalMeta, sub: Submission) -> tuple[str | None, dict[str, str] | None]:

@@ -34,12 +34,17 @@ Grammar (the first word decides; keywords are not case-sensitive)::
                                            (bot/slack/ladder_words.py)
     /schedule approvals                    held messages waiting for an approver
     /schedule list [all] [STATE]
+    /schedule list here|#channel           everything scheduled into a channel (its
+                                           agenda), to anyone in it
     /schedule templates                    the workspace's templates
-    /schedule show|edit|cancel|pause|resume|skip ID    (delete and remove: cancel)
+    /schedule show|edit|cancel|pause|resume|skip|send-now ID
+                                           (delete and remove: cancel; now: send-now)
     /schedule timezone [ZONE]
     /schedule prefs [tenant]               your preferences (admins: the tenant's defaults)
     /schedule prefs notices off|on         a DM when a message you scheduled fails (default on)
     /schedule urgent …                     any schedule above, urgent (admins, operators)
+    /schedule private …                    any schedule above, left out of its channel's
+                                           agenda (``list here``)
     /schedule feed add [#channel] URL [before 10m][: TEMPLATE]     (admins)
     /schedule feed list
     /schedule feed remove ID
@@ -102,9 +107,15 @@ KEYWORDS = frozenset(
 PREFS = frozenset({"prefs", "preferences"})
 URGENT = "urgent"
 URGENT_EXAMPLE = "/schedule urgent #ops in 5 minutes: the database is down"
+#: ``/schedule private …``: a schedule left out of its channel's agenda (issue 41).
+PRIVATE = "private"
+PRIVATE_EXAMPLE = "/schedule private #general every friday at 4pm: Cake in the kitchen"
+#: ``/schedule list here``: the channel typed in.
+HERE = "here"
+AGENDA_EXAMPLE = "/schedule list #general"
 COMMANDS = (
-    "list, show, edit, pause, resume, skip, cancel (delete, remove), timezone, feed, prefs, "
-    "remind, urgent, templates, approvals, help"
+    "list, show, edit, pause, resume, skip, send-now, cancel (delete, remove), timezone, "
+    "feed, prefs, remind, urgent, private, templates, approvals, help"
 )
 
 HELP = f"""*How to use /schedule*
@@ -134,7 +145,14 @@ chose another), and the reply says so.
 and date and time pickers.
 • `/schedule list` (operators and admins: `list all`; one state: `list failed`), \
 `show ID`, `edit ID`, `cancel ID` (or `delete ID`, `remove ID`), \
-`pause ID`, `resume ID`, `skip ID` (skip the next occurrence only).
+`pause ID`, `resume ID`, `skip ID` (skip the next occurrence only), \
+`send-now ID` (send the next occurrence now; a rule's later ones stay).
+• `/schedule list here` shows everything scheduled into this channel, by anyone in it \
+(who, when, next send); `{AGENDA_EXAMPLE}` another channel you can see. Start with \
+`private` (`{PRIVATE_EXAMPLE}`) to leave a schedule out of its channel's list.
+• Herald says when the same message is already scheduled there at about the same \
+time (then [Create anyway] or [Cancel]), or when so much is due into the channel at \
+once that yours would be late.
 • End WHEN with `except holidays from URL` to skip the dates of an iCalendar (.ics) \
 file's events, e.g. `{SKIP_EXAMPLE}` (the form has a field for it too).
 • End WHEN with `until done` to post the message with a Done button and keep at it \
@@ -191,6 +209,8 @@ class Create:
     #: ``… until done, nag every 15m, escalate to @lead after 1h``: sent with a Done
     #: button, nagging and escalating until someone presses it (None: sent plainly).
     until_done: Ladder | None = None
+    #: ``/schedule private …``: left out of its channel's agenda (``list here``).
+    private: bool = False
 
 
 @dataclass(frozen=True)
@@ -199,6 +219,16 @@ class Act:
 
     verb: str
     schedule_id: int
+
+
+@dataclass(frozen=True)
+class Agenda:
+    """``/schedule list here`` (``channel`` and ``channel_name`` None: the channel
+    typed in), ``list <#C0123|general>`` or ``list #general`` (``channel_name``, found
+    by name): every schedule into that channel its members may see."""
+
+    channel: str | None = None
+    channel_name: str | None = None
 
 
 @dataclass(frozen=True)
@@ -270,6 +300,7 @@ Command = (
     Create
     | Act
     | Listing
+    | Agenda
     | Timezone
     | Help
     | OpenModal
@@ -314,6 +345,8 @@ def parse(text: str) -> Command:
         return _prefs(tail.split())
     if keyword == URGENT:
         return _urgent(tail.strip())
+    if keyword == PRIVATE:
+        return _private(tail.strip())
     keyword = ALIASES.get(keyword, keyword)
     if keyword in KEYWORDS:
         return _keyword(keyword, tail.split())
@@ -347,6 +380,18 @@ def _urgent(rest: str) -> Create:
     if not isinstance(found, Create):
         raise Refusal(f"`urgent` goes before a message to schedule, e.g. `{URGENT_EXAMPLE}`.")
     return replace(found, urgent=True)
+
+
+def _private(rest: str) -> Create:
+    """``private`` before a schedule: the schedule, left out of its channel's agenda.
+    Only a schedule may be private (``private list`` is refused)."""
+    if not rest:
+        raise Refusal(f"Say what to schedule after `private`, e.g. `{PRIVATE_EXAMPLE}`.")
+    head = rest.partition(" ")[0].lower()
+    found = parse(rest) if head != PRIVATE else None
+    if not isinstance(found, Create):
+        raise Refusal(f"`private` goes before a message to schedule, e.g. `{PRIVATE_EXAMPLE}`.")
+    return replace(found, private=True)
 
 
 def _ladder(create: Create) -> Create:
@@ -390,6 +435,8 @@ def _keyword(keyword: str, args: list[str]) -> Command:
             )
         return TemplateList()
     if keyword == "list":
+        if args and (agenda := _agenda(args)) is not None:
+            return agenda
         words = [a.lower() for a in args]
         everyone = bool(words) and words[0] in ("all", "everyone")
         rest = words[1:] if everyone else words
@@ -398,8 +445,8 @@ def _keyword(keyword: str, args: list[str]) -> Command:
         if len(rest) == 1 and rest[0] in STATE_FILTERS:
             return Listing(everyone=everyone, state=rest[0])
         raise Refusal(
-            f"`/schedule list` takes nothing, `all`, or a state ({', '.join(STATE_FILTERS)}), "
-            f"not `{escape(' '.join(args))}`."
+            f"`/schedule list` takes nothing, `all`, a state ({', '.join(STATE_FILTERS)}), "
+            f"`here` or a channel (`{AGENDA_EXAMPLE}`), not `{escape(' '.join(args))}`."
         )
     if keyword == "timezone":
         if not args:
@@ -417,6 +464,25 @@ def _keyword(keyword: str, args: list[str]) -> Command:
             "(`/schedule list` shows the numbers)."
         )
     return Act(keyword, int(match.group(1)))
+
+
+def _agenda(args: list[str]) -> Agenda | None:
+    """``list here``, ``list <#C0123|general>``, ``list #general`` (``in`` may come
+    first: ``list in #general``); None for another list."""
+    words = args[1:] if len(args) > 1 and args[0].lower() == "in" else args
+    first = words[0]
+    if first.lower() == HERE or (match := _CHANNEL.fullmatch(first)) or first.startswith("#"):
+        if len(words) > 1:
+            raise Refusal(
+                f"`/schedule list {escape(first)}` takes nothing more, not "
+                f"`{escape(' '.join(words[1:]))}`: e.g. `{AGENDA_EXAMPLE}`."
+            )
+        if first.lower() == HERE:
+            return Agenda()
+        if match:
+            return Agenda(channel=match.group(1))
+        return Agenda(channel_name=targets.channel_name(first))
+    return None
 
 
 def _create(raw: str) -> Create:
@@ -519,7 +585,7 @@ def _refuse_unknown(head: str, tail: str) -> None:
         return  # "me" starts a reminder to yourself
     from core.fuzzy import closest
 
-    commands = sorted({*KEYWORDS, *PREFS, "remind", URGENT} - {"feeds", "preferences"})
+    commands = sorted({*KEYWORDS, *PREFS, "remind", URGENT, PRIVATE} - {"feeds", "preferences"})
     near = closest(word, commands)
     known = timeexpr.vocabulary()
     if near is None and (word in known or closest(word, known) is not None):

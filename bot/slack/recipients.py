@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from bot.slack import grammar, ladder_words, templated
-from bot.slack.base import Person
+from bot.slack.base import Duplicates, Person
 from bot.slack.blocks import Reply, recipients_line, schedule_reply
 from bot.slack.reminders import Reminders, urgency
 from core.channels import parse_destination
@@ -25,8 +25,17 @@ from core.models import Schedule
 class Recipients(Reminders):
     """Creates naming several targets or a chain."""
 
-    async def several(self, person: Person, command: grammar.Create, body: dict[str, Any]) -> Reply:
-        """Schedule ``command`` (its WHEN already chosen) to each of its targets."""
+    async def several(
+        self,
+        person: Person,
+        command: grammar.Create,
+        body: dict[str, Any],
+        duplicates: Duplicates = "warn",
+        seen_in: str | None = None,
+    ) -> Reply:
+        """Schedule ``command`` (its WHEN already chosen) to each of its targets
+        (``duplicates`` and ``seen_in``: as :meth:`core.cases.Herald.create_schedule`
+        takes them)."""
         to: list[str | dict[str, list[str]]] = []
         others: list[str] = []
         for chain in command.targets:
@@ -45,6 +54,9 @@ class Recipients(Reminders):
             priority=urgency(person, command),
             **templated.create_args(command.template, command.data),
             **ladder_words.create_args(command.until_done, person.user_id),
+            private=command.private,
+            duplicates=duplicates,
+            seen_in=seen_in,
         )
         headline = routed_headline(schedule, created)
         if created:

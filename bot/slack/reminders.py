@@ -18,7 +18,7 @@ from slack_bolt.context.respond.async_respond import AsyncRespond
 from slack_sdk.errors import SlackApiError
 
 from bot.slack import grammar, ladder_words, templated
-from bot.slack.base import Base, Person, request_team
+from bot.slack.base import Base, Duplicates, Person, request_team
 from bot.slack.blocks import Reply, context, date_token, schedule_reply
 from bot.slack.directory import error_code
 from bot.slack.ladder_words import Ladder
@@ -57,8 +57,17 @@ class NotColleague(PermissionDenied):
 class Reminders(Base):
     """The reminder commands and buttons."""
 
-    async def remind(self, person: Person, command: grammar.Create, body: dict[str, Any]) -> Reply:
-        """Schedule a reminder for the person typing or for the member they named."""
+    async def remind(
+        self,
+        person: Person,
+        command: grammar.Create,
+        body: dict[str, Any],
+        duplicates: Duplicates = "warn",
+        seen_in: str | None = None,
+    ) -> Reply:
+        """Schedule a reminder for the person typing or for the member they named
+        (``duplicates`` and ``seen_in``: as :meth:`core.cases.Herald.create_schedule`
+        takes them)."""
         assert command.person is not None
         user = person.user_id if command.person == grammar.ME else command.person
         if user != person.user_id:
@@ -75,6 +84,9 @@ class Reminders(Base):
             priority=urgency(person, command),
             **templated.create_args(command.template, command.data),
             **ladder_words.create_args(command.until_done, person.user_id),
+            private=command.private,
+            duplicates=duplicates,
+            seen_in=seen_in,
         )
         whom = "you" if user == person.user_id else f"<@{user}>"
         headline = (

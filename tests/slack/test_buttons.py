@@ -38,7 +38,13 @@ async def test_a_click_in_a_list_answers_beside_it(env: SlackEnv) -> None:
     await env.send.click("herald_resume", str(sid), block_id=f"schedule:{sid}")
     resumed = await env.reply(3)
     assert "Resumed" in text_of(resumed)
-    assert action_ids(resumed) == ["herald_edit", "herald_pause", "herald_skip", "herald_cancel"]
+    assert action_ids(resumed) == [
+        "herald_edit",
+        "herald_pause",
+        "herald_send-now",
+        "herald_skip",
+        "herald_cancel",
+    ]
 
 
 async def test_a_typed_pause_offers_resume(env: SlackEnv) -> None:
@@ -48,7 +54,12 @@ async def test_a_typed_pause_offers_resume(env: SlackEnv) -> None:
     assert f"Paused schedule #{sid}" in text_of(reply)
     assert action_ids(reply) == ["herald_edit", "herald_resume", "herald_cancel"]
     await env.send.command(f"resume {sid}")
-    assert action_ids(await env.reply(3)) == ["herald_edit", "herald_pause", "herald_cancel"]
+    assert action_ids(await env.reply(3)) == [
+        "herald_edit",
+        "herald_pause",
+        "herald_send-now",
+        "herald_cancel",
+    ]
 
 
 async def test_someone_elses_resume_click_changes_nothing(env: SlackEnv) -> None:

@@ -200,7 +200,7 @@ INVALID = [
     ('"unclosed message tomorrow', "no closing quote"),
     ('"" tomorrow', "quoted message is empty"),
     ('"Lunch!"', "Say when after the quoted message"),
-    ("list mine please", "takes nothing, `all`, or a state"),
+    ("list mine please", "takes nothing, `all`, a state"),
     ("show", "Say which schedule"),
     ("show twelve", "not `twelve`"),
     ("cancel 1 2", "Say which schedule"),
