@@ -741,8 +741,13 @@ def _in_workspace(person: dict[str, Any], team: str, org: str) -> bool:
     Enterprise Grid org ``org``)."""
     if person.get("deleted") or person.get("is_bot"):
         return False
-    of_org = (person.get("enterprise_user") or {}).get("enterprise_id")
-    return person.get("team_id") == team or (bool(org) and of_org == org)
+    if person.get("team_id") == team:
+        return True
+    grid = person.get("enterprise_user") or {}
+    if not org or grid.get("enterprise_id") != org:
+        return False
+    teams = grid.get("teams")  # the org's workspaces they belong to
+    return team in teams if isinstance(teams, list) else True
 
 
 def _not_looked_up(name: ChannelName, why: str) -> str:

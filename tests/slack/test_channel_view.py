@@ -6,6 +6,8 @@ by :meth:`core.channels.slack.SlackChannel.member_sees`), duplicates caught with
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -14,16 +16,19 @@ from bot.slack import blocks as b
 from bot.slack import grammar, pending
 from bot.slack.pending import Pending
 from core.actors import Principal
+from core.cases import Herald
 from core.channels import parse_destination
 from core.channels.slack import MAX_MEMBER_PAGES, SlackChannel
 from core.clock import ManualClock
 from core.errors import InvalidInput, PermissionDenied
+from core.models import Schedule
 from core.store import AuditFilter
 from tests.fakes.http import Scripted
 from tests.fakes.slack_app import FakeSlackApp
 from tests.slack.conftest import SlackEnv, slack_env
 from tests.slack.support import TENANT, action_ids, filled, text_of, who
 from tests.slack.test_payload_contract import valid_message
+from tests.support import extremes as x
 
 OTHER_TENANT = "slack:T0OTHER"
 ANYWAY, CANCEL = pending.ANYWAY, pending.CANCEL
@@ -120,6 +125,18 @@ async def test_an_answer_without_its_workspace_is_the_bot_token_s(
     assert await sees(channel, "slack:C0123", "U1")
     assert not await sees(channel, "slack:C0123", "U1", tenant=OTHER_TENANT)
     assert len(slack.calls("auth.test")) == 2
+
+
+async def test_an_enterprise_grid_member_sees_the_workspaces_they_belong_to(
+    slack: FakeSlackApp, channel: SlackChannel
+) -> None:
+    grid = "slack:E0ORG/T0HERALD"
+    for user, teams in (("UIN", ["T0ELSE", "T0HERALD"]), ("UOUT", ["T0ELSE"])):
+        slack.add_user(user, team="T0ELSE")
+        slack.users[user]["enterprise_user"] = {"enterprise_id": "E0ORG", "teams": teams}
+    assert await sees(channel, "slack:C0123", "UIN", tenant=grid)
+    assert not await sees(channel, "slack:C0123", "UOUT", tenant=grid)
+    assert not await sees(channel, "slack:C0123", "UIN")  # not of the org's tenant
 
 
 async def test_a_guest_sees_only_the_public_channels_they_are_in(channel: SlackChannel) -> None:
@@ -369,6 +386,24 @@ async def test_a_crowded_channel_is_said_in_the_reply(env: SlackEnv) -> None:
     assert said.startswith(":warning: 61 messages are due into <#C0123> at 09:00; ")
     assert "Slack sends about 1 a second there: this one ≈" in said
     assert reply["blocks"][0]["type"] == "section" and reply["blocks"][1] is line
+
+
+@dataclass(frozen=True)
+class Row:
+    schedule: Schedule
+    author: str
+    when: str
+    next_at: datetime | None
+
+
+async def test_agendas_of_extreme_schedules_are_valid_payloads(herald: Herald) -> None:
+    many = await x.extreme_schedules(herald)
+    rows = [Row(s, "N<&>" * 100, "w&" * 2000, s.next_run_at) for s in many * 10]
+    rows.append(Row(many[0], "slack:U1", "once", None))
+    for count in (0, 1, len(many), len(rows)):
+        reply = b.agenda_reply(rows[:count], "slack:C" + "9" * 20, many[0].owner)
+        valid_message(reply)
+        assert len(reply[1]) <= b.AGENDA_SHOWN + 2
 
 
 def test_warnings_past_five_are_counted() -> None:
