@@ -198,6 +198,8 @@ def summary(
         lines.append(f"Priority: *{escape(schedule.priority)}*")
     if (rule := until_done.of_options(schedule.options)) is not None:
         lines.append(ladder_line(rule))
+    if schedule.private:
+        lines.append(":lock: Private: left out of its channel's list (`/schedule list here`)")
     if owner:
         lines.append(f"Owner: <@{schedule.owner.partition(':')[2]}>")
     lines.extend(message_lines(schedule))

@@ -130,6 +130,15 @@ class Commands(TemplateModal):
                 await send(await self.list_page(person, page))
             case grammar.Agenda(channel=wanted, channel_name=name):
                 await send(await self.agenda_of(person, wanted, name, channel))
+            case grammar.Privacy(schedule_id=sid, private=hidden):
+                updated = await self.herald.edit_schedule(actor, sid, private=hidden)
+                said = (
+                    f":lock: Schedule #{sid} is private: its channel's list (`/schedule list "
+                    "here`) leaves it out for everyone but you."
+                    if hidden
+                    else f"Schedule #{sid} is in its channel's list again (`/schedule list here`)."
+                )
+                await send(schedule_reply(updated, said))
             case grammar.Timezone(zone=None):
                 await send(notice(self._zone_text(person)))
             case grammar.Timezone(zone=str(zone)):

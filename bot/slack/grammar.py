@@ -45,6 +45,7 @@ Grammar (the first word decides; keywords are not case-sensitive)::
     /schedule urgent …                     any schedule above, urgent (admins, operators)
     /schedule private …                    any schedule above, left out of its channel's
                                            agenda (``list here``)
+    /schedule private|public ID            an existing one left out of it, or in it again
     /schedule feed add [#channel] URL [before 10m][: TEMPLATE]     (admins)
     /schedule feed list
     /schedule feed remove ID
@@ -110,6 +111,7 @@ URGENT_EXAMPLE = "/schedule urgent #ops in 5 minutes: the database is down"
 #: ``/schedule private …``: a schedule left out of its channel's agenda (issue 41).
 PRIVATE = "private"
 PRIVATE_EXAMPLE = "/schedule private #general every friday at 4pm: Cake in the kitchen"
+PUBLIC = "public"
 #: ``/schedule list here``: the channel typed in.
 HERE = "here"
 AGENDA_EXAMPLE = "/schedule list #general"
@@ -149,7 +151,8 @@ and date and time pickers.
 `send-now ID` (send the next occurrence now; a rule's later ones stay).
 • `/schedule list here` shows everything scheduled into this channel, by anyone in it \
 (who, when, next send); `{AGENDA_EXAMPLE}` another channel you can see. Start with \
-`private` (`{PRIVATE_EXAMPLE}`) to leave a schedule out of its channel's list.
+`private` (`{PRIVATE_EXAMPLE}`) to leave a schedule out of its channel's list; \
+`private ID` and `public ID` change one already made.
 • Herald says when the same message is already scheduled there at about the same \
 time (then [Create anyway] or [Cancel]), or when so much is due into the channel at \
 once that yours would be late.
@@ -232,6 +235,15 @@ class Agenda:
 
 
 @dataclass(frozen=True)
+class Privacy:
+    """``/schedule private 12`` (``private`` True) or ``/schedule public 12``: an
+    existing schedule left out of its channel's agenda, or in it again."""
+
+    schedule_id: int
+    private: bool
+
+
+@dataclass(frozen=True)
 class Listing:
     everyone: bool = False
     #: Only schedules in this state (core.models.STATE_FILTERS), else the live ones.
@@ -301,6 +313,7 @@ Command = (
     | Act
     | Listing
     | Agenda
+    | Privacy
     | Timezone
     | Help
     | OpenModal
@@ -345,6 +358,8 @@ def parse(text: str) -> Command:
         return _prefs(tail.split())
     if keyword == URGENT:
         return _urgent(tail.strip())
+    if keyword in (PRIVATE, PUBLIC) and (number := _ID.fullmatch(tail.strip())):
+        return Privacy(int(number.group(1)), keyword == PRIVATE)
     if keyword == PRIVATE:
         return _private(tail.strip())
     keyword = ALIASES.get(keyword, keyword)

@@ -79,6 +79,8 @@ async def sees(channel: SlackChannel, where: str, user: str, tenant: str = TENAN
         ("list all failed", grammar.Listing(everyone=True, state="failed")),
         ("send-now 12", grammar.Act("send-now", 12)),
         ("now #12", grammar.Act("send-now", 12)),
+        ("private 12", grammar.Privacy(12, True)),
+        ("Public #12", grammar.Privacy(12, False)),
     ],
 )
 def test_the_channel_s_commands_read(text: str, command: grammar.Command) -> None:
@@ -423,10 +425,18 @@ async def test_private_keeps_a_schedule_out_of_the_channel_s_list(env: SlackEnv)
     shown = await scheduled(env, "private <#C0123|general> every friday at 4pm: Cake")
     [schedule] = await env.schedules()
     assert schedule.private is True and "Scheduled" in shown
-    assert "Nothing is scheduled into <#C0123>" in text_of(
-        await answer(env, "list here", user="U2")
-    )
+    assert ":lock: Private: left out of its channel's list" in shown
+    nothing = text_of(await answer(env, "list here", user="U2"))
+    assert "Nothing is scheduled into <#C0123>" in nothing
     assert "`private`" in grammar.HELP and grammar.PRIVATE_EXAMPLE in grammar.HELP
+    public = await scheduled(env, f"public {schedule.id}")
+    assert f"Schedule #{schedule.id} is in its channel's list again" in public
+    assert ">Cake" in text_of(await answer(env, "list here", user="U2"))
+    refused = await scheduled(env, f"private {schedule.id}", user="U2")
+    assert "another member's" in refused
+    hidden = await scheduled(env, f"private {schedule.id}")
+    assert f":lock: Schedule #{schedule.id} is private" in hidden
+    assert "Cake" not in text_of(await answer(env, "list here", user="U2"))
 
 
 # --- send now -----------------------------------------------------------------------------
