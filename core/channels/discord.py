@@ -651,6 +651,139 @@ class DiscordChannel(_DiscordHTTP):
             and channel.get("id")
         ]
 
+    async def member_sees(self, destination: Destination, user: str, *, tenant: str) -> bool:
+        """Whether the Discord user ``user`` can see the channel ``destination`` (its
+        agenda is theirs to read): the :class:`~core.destinations.ChannelViewers` of
+        Discord. The channel's server must be ``tenant``'s (``discord:<server id>``;
+        another server's channel, a direct message: False); then the member's View
+        Channel permission there, computed as Discord documents it
+        (:func:`channel_permissions`) from ``GET /channels/{id}``, ``GET /guilds/{id}``
+        (its owner and roles) and ``GET /guilds/{id}/members/{user}`` (not a member:
+        False). A thread is seen through its parent channel; a private one also needs
+        Manage Threads there or to be in it (``GET /channels/{id}/thread-members/{user}``).
+
+        Raises InvalidInput, in one sentence, when no token is configured or Discord
+        cannot be asked (an error, no answer, a refusal)."""
+        if not self._configured:
+            raise InvalidInput(
+                "Herald cannot ask Discord who can see that channel: its Discord connection "
+                "(DISCORD_BOT_TOKEN) is not set up; ask in the channel (`/schedule list`)."
+            )
+        server = tenant.removeprefix("discord:")
+        if destination.is_dm or not _SNOWFLAKE.match(server) or not _SNOWFLAKE.match(user):
+            return False
+        channel_id = destination.target.split("/", 1)[0]
+        channel = await self._lookup(f"/channels/{channel_id}", channel_id, channel_id)
+        if channel is None or str(channel.get("guild_id") or "") != server:
+            return False  # a direct message, or another server's channel
+        thread = channel.get("type") in THREAD_TYPES
+        parent = channel
+        if thread:
+            parent_id = str(channel.get("parent_id") or "")
+            found = None
+            if _SNOWFLAKE.match(parent_id):
+                found = await self._lookup(f"/channels/{parent_id}", parent_id, channel_id)
+            if found is None:
+                return False  # a thread whose channel is gone
+            parent = found
+        guild = await self._lookup(f"/guilds/{server}", server, channel_id)
+        member = await self._lookup(f"/guilds/{server}/members/{user}", server, channel_id)
+        if guild is None or member is None:
+            return False  # not a member of that server
+        perms = channel_permissions(guild, member, user, parent)
+        if not perms & VIEW_CHANNEL:
+            return False
+        if thread and channel.get("type") == PRIVATE_THREAD and not perms & MANAGE_THREADS:
+            path = f"/channels/{channel_id}/thread-members/{user}"
+            return await self._lookup(path, channel_id, channel_id) is not None
+        return True
+
+    async def _lookup(self, path: str, major: str, channel_id: str) -> dict[str, Any] | None:
+        """``GET {base}{path}``: the object Discord answers, None for its 404 (an unknown
+        member, channel or thread member); InvalidInput for anything else."""
+        url = f"{self._base}{path}"
+        route = "GET " + re.sub(r"/\d+", "/{id}", path)
+        sorry = f"Herald could not ask Discord who can see <#{channel_id}>"
+        answer = await self._request("GET", url, route, major, f"Discord channel {channel_id}")
+        if isinstance(answer, DeliveryResult):
+            raise InvalidInput(f"{sorry} just now ({answer.error}): try again in a minute.")
+        data = _json(answer)
+        if answer.status == 404 and data:  # Discord's own "Unknown …", not a page
+            return None
+        if 200 <= answer.status < 300 and data:
+            return data
+        if answer.status == 403 and data:
+            raise InvalidInput(
+                f"Herald cannot see <#{channel_id}> (Discord said {data.get('message')!s:.80}): "
+                "invite the bot there, or ask in the channel (`/schedule list`)."
+            )
+        raise InvalidInput(f"{sorry}: {self._classify(answer, 'that channel', url).error}")
+
+
+#: Permission bits (https://discord.com/developers/docs/topics/permissions#permissions-bitwise-permission-flags).
+ADMINISTRATOR = 1 << 3
+VIEW_CHANNEL = 1 << 10
+MANAGE_THREADS = 1 << 34
+ALL_PERMISSIONS = (1 << 64) - 1
+#: ANNOUNCEMENT_THREAD, PUBLIC_THREAD, PRIVATE_THREAD (channel types).
+THREAD_TYPES = (10, 11, 12)
+PRIVATE_THREAD = 12
+
+
+def _bits(value: Any) -> int:
+    """A permission set as Discord serialises it (a string of digits), as an int."""
+    try:
+        return int(str(value or "0"))
+    except ValueError:
+        return 0
+
+
+def base_permissions(guild: Mapping[str, Any], member: Mapping[str, Any], user: str) -> int:
+    """A member's permissions in the server, before any channel's overwrites, as
+    Discord's "Permissions" topic computes them: the owner has all; else @everyone's
+    (the role whose id is the server's) and each of the member's roles', combined; with
+    Administrator, all."""
+    if str(guild.get("owner_id")) == user:
+        return ALL_PERMISSIONS
+    roles = {str(r.get("id")): _bits(r.get("permissions")) for r in guild.get("roles") or []}
+    permissions = roles.get(str(guild.get("id")), 0)
+    for role in member.get("roles") or []:
+        permissions |= roles.get(str(role), 0)
+    if permissions & ADMINISTRATOR:
+        return ALL_PERMISSIONS
+    return permissions
+
+
+def channel_permissions(
+    guild: Mapping[str, Any], member: Mapping[str, Any], user: str, channel: Mapping[str, Any]
+) -> int:
+    """A member's permissions in ``channel``, as Discord's "Permissions" topic computes
+    them (https://discord.com/developers/docs/topics/permissions#permission-overwrites):
+    the base permissions (:func:`base_permissions`; Administrator: all), then the
+    channel's overwrites in order: @everyone's deny and allow, the member's roles'
+    denies then allows (all of them together), the member's own deny and allow."""
+    permissions = base_permissions(guild, member, user)
+    if permissions & ADMINISTRATOR:
+        return ALL_PERMISSIONS
+    overwrites = {str(o.get("id")): o for o in channel.get("permission_overwrites") or []}
+    everyone = overwrites.get(str(guild.get("id")))
+    if everyone is not None:
+        permissions &= ~_bits(everyone.get("deny"))
+        permissions |= _bits(everyone.get("allow"))
+    allow = deny = 0
+    for role in member.get("roles") or []:
+        found = overwrites.get(str(role))
+        if found is not None and found.get("type", 0) == 0:
+            allow |= _bits(found.get("allow"))
+            deny |= _bits(found.get("deny"))
+    permissions &= ~deny
+    permissions |= allow
+    own = overwrites.get(user)
+    if own is not None and own.get("type", 1) == 1:
+        permissions &= ~_bits(own.get("deny"))
+        permissions |= _bits(own.get("allow"))
+    return permissions
+
 
 class DiscordWebhookChannel(_DiscordHTTP):
     """Executes Discord channel webhooks; the URL (with its token) is the destination.

@@ -7,7 +7,16 @@ Routes (under ``/api/v10`` and, for webhooks, also ``/api``):
   (50013), 400 for an empty or too long message or a nonce over 25 characters; a repeated
   ``nonce`` with ``enforce_nonce`` returns the message already created. Rate limits per
   channel bucket with the real headers, and 429 ``{"retry_after", "global"}`` when spent.
-- ``GET /channels/{id}``: the channel, or 401/403/404 as above.
+- ``GET /channels/{id}``: the channel (https://discord.com/developers/docs/resources/
+  channel#channel-object: ``type``, ``guild_id``, ``parent_id``,
+  ``permission_overwrites`` with ``allow``/``deny`` as strings), or 401/403/404 as above.
+- ``GET /guilds/{id}`` (https://discord.com/developers/docs/resources/guild#get-guild):
+  the server with ``owner_id`` and ``roles`` (each role's ``permissions`` a string;
+  @everyone's id is the server's); ``GET /guilds/{id}/roles`` the roles alone.
+- ``GET /guilds/{id}/members/{user}`` (…/guild#get-guild-member): the member and its
+  role ids, 404 ``Unknown Member`` (10007) for someone not on the server.
+- ``GET /channels/{id}/thread-members/{user}`` (…/channel#get-thread-member): a thread
+  member, 404 ``Unknown Member`` (10007) when the user is not in that thread.
 - ``GET /guilds/{id}/channels`` (https://discord.com/developers/docs/resources/guild#
   get-guild-channels): the server's text channels the bot can view, with their names;
   404 ``Unknown Guild`` (10004) for another server.
@@ -50,6 +59,15 @@ class DiscordChannelState:
     used: int = 0
     #: Its name on the server (``chan-<id>`` when not given).
     name: str | None = None
+    #: Its server (None: the fake's own), type (0 text; 10, 11, 12 threads) and, for a
+    #: thread, its channel.
+    guild_id: str | None = None
+    type: int = 0
+    parent_id: str | None = None
+    #: Discord's overwrites: ``{"id", "type" (0 role, 1 member), "allow", "deny"}``.
+    overwrites: list[dict[str, Any]] = field(default_factory=list)
+    #: A thread's members (user ids).
+    thread_members: set[str] = field(default_factory=set)
 
 
 def _error(status: int, message: str, code: int, **extra: Any) -> web.Response:
@@ -85,6 +103,27 @@ class FakeDiscord(FakeHTTPServer):
         self.dms: dict[str, str] = {}
         #: Every edit: the JSON plus ``channel_id`` and ``message_id``.
         self.edits: list[dict[str, Any]] = []
+        #: The server's owner, its roles (role id -> permissions; @everyone's id is the
+        #: server's: View Channel and Send Messages unless a test changes it) and its
+        #: members (user id -> their role ids).
+        self.owner_id = "1"
+        self.roles: dict[str, int] = {guild_id: (1 << 10) | (1 << 11)}
+        self.members: dict[str, list[str]] = {}
+
+    def add_member(self, user_id: str, *roles: str) -> None:
+        """A member of the server, with ``roles`` (role ids, each added to the server's
+        roles with no permission unless it is there already)."""
+        for role in roles:
+            self.roles.setdefault(role, 0)
+        self.members[user_id] = list(roles)
+
+    def overwrite(self, channel_id: str, target: str, *, allow: int = 0, deny: int = 0) -> None:
+        """A permission overwrite on a channel for a role or a member (a member when
+        ``target`` is one of :attr:`members`, else a role)."""
+        kind = 1 if target in self.members else 0
+        self.channels[channel_id].overwrites.append(
+            {"id": target, "type": kind, "allow": str(allow), "deny": str(deny)}
+        )
 
     @property
     def api_url(self) -> str:
@@ -97,8 +136,19 @@ class FakeDiscord(FakeHTTPServer):
         can_view: bool = True,
         can_send: bool = True,
         name: str | None = None,
+        guild_id: str | None = None,
+        type: int = 0,
+        parent_id: str | None = None,
     ) -> DiscordChannelState:
-        self.channels[channel_id] = DiscordChannelState(channel_id, can_view, can_send, name=name)
+        self.channels[channel_id] = DiscordChannelState(
+            channel_id,
+            can_view,
+            can_send,
+            name=name,
+            guild_id=guild_id,
+            type=type,
+            parent_id=parent_id,
+        )
         return self.channels[channel_id]
 
     def add_webhook(self, webhook_id: str, token: str, channel_id: str) -> str:
@@ -120,6 +170,10 @@ class FakeDiscord(FakeHTTPServer):
         router.add_post("/api/v10/users/@me/channels", self._create_dm)
         router.add_post("/api/v10/channels/{id}/messages", self._create_message)
         router.add_get("/api/v10/channels/{id}", self._get_channel)
+        router.add_get("/api/v10/channels/{id}/thread-members/{user}", self._thread_member)
+        router.add_get("/api/v10/guilds/{id}", self._guild)
+        router.add_get("/api/v10/guilds/{id}/roles", self._guild_roles)
+        router.add_get("/api/v10/guilds/{id}/members/{user}", self._guild_member)
         router.add_get("/api/v10/guilds/{id}/channels", self._guild_channels)
         for prefix in ("/api/v10", "/api"):
             router.add_route("*", prefix + "/webhooks/{id}/{token}", self._webhook)
@@ -161,12 +215,95 @@ class FakeDiscord(FakeHTTPServer):
         channel = self._channel(request)
         if isinstance(channel, web.Response):
             return channel
+        if channel.recipient is not None:  # a DM: no server
+            return web.json_response(
+                {"id": channel.id, "type": 1, "recipients": [{"id": channel.recipient}]}
+            )
+        shown: dict[str, Any] = {
+            "id": channel.id,
+            "type": channel.type,
+            "name": channel.name or f"chan-{channel.id}",
+            "guild_id": channel.guild_id or self.guild_id,
+            "parent_id": channel.parent_id,
+        }
+        if channel.type not in (10, 11, 12):  # a thread has no overwrites of its own
+            shown["permission_overwrites"] = channel.overwrites
+        return web.json_response(shown)
+
+    async def _thread_member(self, request: web.Request) -> web.Response:
+        channel = self._channel(request)
+        if isinstance(channel, web.Response):
+            return channel
+        user = request.match_info["user"]
+        if channel.type not in (10, 11, 12) or user not in channel.thread_members:
+            return _error(404, "Unknown Member", 10007)
         return web.json_response(
             {
                 "id": channel.id,
-                "type": 0,
-                "name": channel.name or f"chan-{channel.id}",
-                "guild_id": self.guild_id,
+                "user_id": user,
+                "join_timestamp": "2026-03-02T12:00:00.000000+00:00",
+                "flags": 0,
+            }
+        )
+
+    def _roles(self) -> list[dict[str, Any]]:
+        return [
+            {
+                "id": role,
+                "name": "@everyone" if role == self.guild_id else f"role-{role}",
+                "color": 0,
+                "hoist": False,
+                "position": position,
+                "permissions": str(permissions),
+                "managed": False,
+                "mentionable": False,
+                "flags": 0,
+            }
+            for position, (role, permissions) in enumerate(self.roles.items())
+        ]
+
+    def _server(self, request: web.Request) -> web.Response | None:
+        if not self._authorized(request):
+            return _error(401, "401: Unauthorized", 0)
+        if request.match_info["id"] != self.guild_id:
+            return _error(404, "Unknown Guild", 10004)
+        return None
+
+    async def _guild(self, request: web.Request) -> web.Response:
+        refused = self._server(request)
+        if refused is not None:
+            return refused
+        return web.json_response(
+            {
+                "id": self.guild_id,
+                "name": "Fake server",
+                "owner_id": self.owner_id,
+                "roles": self._roles(),
+                "emojis": [],
+                "features": [],
+            }
+        )
+
+    async def _guild_roles(self, request: web.Request) -> web.Response:
+        refused = self._server(request)
+        return refused if refused is not None else web.json_response(self._roles())
+
+    async def _guild_member(self, request: web.Request) -> web.Response:
+        refused = self._server(request)
+        if refused is not None:
+            return refused
+        user = request.match_info["user"]
+        if user not in self.members:
+            return _error(404, "Unknown Member", 10007)
+        return web.json_response(
+            {
+                "user": {"id": user, "username": f"user-{user}", "discriminator": "0"},
+                "nick": None,
+                "roles": self.members[user],
+                "joined_at": "2026-03-01T12:00:00.000000+00:00",
+                "deaf": False,
+                "mute": False,
+                "flags": 0,
             }
         )
 
@@ -184,7 +321,7 @@ class FakeDiscord(FakeHTTPServer):
                     "guild_id": self.guild_id,
                 }
                 for c in self.channels.values()
-                if c.recipient is None and c.can_view
+                if c.recipient is None and c.can_view and c.guild_id in (None, self.guild_id)
             ]
         )
 
