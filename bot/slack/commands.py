@@ -442,6 +442,7 @@ class Commands(TemplateModal):
             tz=person.zone,
             key=wanted.key,
             skip_loaded=wanted.loaded,
+            private=sub.private,
             duplicates=duplicates,
             seen_in=seen_in(wanted.opened_in[0]) if wanted.opened_in else None,
             **templated.create_args(sub.template, tuple(sub.data.items())),

@@ -44,6 +44,13 @@ NO_TEMPLATE_LABEL = "None: send the message above"
 DATA_EXAMPLE = "service=api\nversion=1.4"
 #: The most characters a template preview shows in the modal.
 PREVIEW_CHARS = 1500
+#: A new schedule's checkbox (block ``private``): left out of its channel's agenda.
+PRIVATE = "private"
+PRIVATE_OPTION = {
+    "text": {"type": "plain_text", "text": "Private: leave it out of the channel's list"},
+    "description": {"type": "plain_text", "text": "/schedule list here shows it to you only."},
+    "value": PRIVATE,
+}
 #: The most channels the modal's picker starts with (a schedule with more is shown
 #: fixed): they and the metadata fit Slack's limits.
 MAX_PICKED = 100
@@ -276,6 +283,14 @@ def schedule_modal(
                 ),
             )
         )
+        blocks.append(
+            _input(
+                PRIVATE,
+                "Channel's list",
+                {"type": "checkboxes", "options": [PRIVATE_OPTION]},
+                optional=True,
+            )
+        )
     return {
         "type": "modal",
         "callback_id": CALLBACK,
@@ -425,6 +440,8 @@ class Submission:
     template: str | None = None
     data: dict[str, str] = field(default_factory=dict)
     data_text: str = ""
+    #: "Private: leave it out of the channel's list" ticked (a new schedule).
+    private: bool = False
 
 
 def _value(values: dict[str, Any], block: str) -> dict[str, Any]:
@@ -483,4 +500,8 @@ def read_submission(view: dict[str, Any]) -> Submission:
             f"{bad[0][:80]!r} is not a calendar URL: paste the https:// address of an "
             "iCalendar (.ics) file, one per line."
         )
-    return Submission(channels, escape(text), when, errors, skip, template, data, typed_data)
+    ticked = _value(values, PRIVATE).get("selected_options") or ()
+    private = any(isinstance(o, dict) and o.get("value") == PRIVATE for o in ticked)
+    return Submission(
+        channels, escape(text), when, errors, skip, template, data, typed_data, private
+    )

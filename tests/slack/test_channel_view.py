@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from bot.slack import blocks as b
-from bot.slack import grammar, pending
+from bot.slack import grammar, modal, pending
 from bot.slack.pending import Pending
 from core.actors import Principal
 from core.cases import Herald
@@ -27,7 +27,7 @@ from tests.fakes.http import Scripted
 from tests.fakes.slack_app import FakeSlackApp
 from tests.slack.conftest import SlackEnv, slack_env
 from tests.slack.support import TENANT, action_ids, filled, text_of, who
-from tests.slack.test_payload_contract import valid_message
+from tests.slack.test_payload_contract import valid_message, valid_view
 from tests.support import extremes as x
 
 OTHER_TENANT = "slack:T0OTHER"
@@ -437,6 +437,23 @@ async def test_private_keeps_a_schedule_out_of_the_channel_s_list(env: SlackEnv)
     hidden = await scheduled(env, f"private {schedule.id}")
     assert f":lock: Schedule #{schedule.id} is private" in hidden
     assert "Cake" not in text_of(await answer(env, "list here", user="U2"))
+
+
+async def test_the_form_marks_a_new_schedule_private(env: SlackEnv) -> None:
+    await env.send.command("", user="U1")
+    await env.slack.until(lambda: env.slack.opened)
+    opened = env.slack.opened[-1]
+    valid_view(opened["view"])
+    view = filled(opened, channel="C0123", text="Cake", when="every friday at 4pm")
+    ticked = [{"value": modal.PRIVATE, "text": modal.PRIVATE_OPTION["text"]}]
+    view["state"]["values"][modal.PRIVATE] = {
+        modal.PRIVATE: {"type": "checkboxes", "selected_options": ticked}
+    }
+    await env.send.submit(view)
+    await env.slack.until(lambda: env.slack.ephemerals)
+    [schedule] = await env.schedules()
+    assert schedule.private is True
+    assert ":lock: Private" in text_of(env.slack.ephemerals[-1])
 
 
 # --- send now -----------------------------------------------------------------------------
