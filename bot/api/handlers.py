@@ -237,6 +237,13 @@ async def _agenda(call: Call, q: m.ScheduleListQuery, to: str) -> Reply:
     return Reply(m.SchedulePage(items=items, next_cursor=after))
 
 
+async def agenda_calendar(call: Call) -> Reply:
+    """A channel's agenda as an iCalendar file (``herald export ics --to``)."""
+    q: m.AgendaQuery = call.query
+    data = await call.herald.agenda_ics(call.principal, q.to)
+    return Reply(None, raw=data)
+
+
 async def get_schedule(call: Call) -> Reply:
     detail = await call.herald.show_schedule(call.principal, call.path_int("schedule_id"))
     return Reply(_schedule(detail.schedule, detail.jobs), headers=_etag(detail.schedule))

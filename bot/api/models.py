@@ -480,6 +480,18 @@ class WhenQuery(_Zoned):
     count: int = Field(default=5, ge=1, le=50, description="How many occurrences to list.")
 
 
+class AgendaQuery(_In):
+    model_config = _example({"to": "slack:C0GENERAL"})
+
+    to: str = Field(
+        min_length=1,
+        max_length=300,
+        description="A Slack or Discord channel (slack:C…, slack:#name, discord:<channel "
+        "id>): its agenda, as GET /v1/schedules?to= lists it; another destination: your "
+        "schedules into it (operators and admins: everyone's).",
+    )
+
+
 class ScheduleCreateQuery(_In):
     model_config = _example({"strict": True})
 

@@ -172,6 +172,12 @@ def _operation(route: Route) -> dict[str, Any]:
                 "text/plain": {"schema": {"type": "string"}, "example": IMPORT_EXAMPLE},
             },
         }
+    if route.media is not None:
+        op["responses"][str(route.status)] = {
+            "description": _STATUS_TEXT[route.status],
+            "headers": {"X-Request-Id": {"schema": {"type": "string"}}},
+            "content": {route.media: {"schema": {"type": "string"}}},
+        }
     if route.response is not None:
         ok: dict[str, Any] = {
             "description": _STATUS_TEXT[route.status],
@@ -322,8 +328,10 @@ def example_request(path: str, method: str, op: dict[str, Any]) -> str:
 def example_answer(op: dict[str, Any]) -> str:
     """The operation's example answer: its status and example body."""
     status, media = _success(op)
-    example = None if media is None else media.get("example")
-    return f"{status}\n\n{json.dumps(example, indent=2)}"
+    if media is None:  # not JSON: an iCalendar file
+        kinds = [kind for s, a in op["responses"].items() if s == status for kind in a["content"]]
+        return f"{status}\n\n({', '.join(kinds)})"
+    return f"{status}\n\n{json.dumps(media.get('example'), indent=2)}"
 
 
 def _fields(schema: dict[str, Any], schemas: dict[str, Any]) -> str:

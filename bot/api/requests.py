@@ -82,6 +82,8 @@ class Reply:
     body: BaseModel | None
     status: int = 200
     headers: dict[str, str] = field(default_factory=dict)
+    #: An answer that is not JSON (a calendar): its bytes, of the route's ``media``.
+    raw: bytes | None = None
 
 
 Handler = Callable[[Call], Awaitable[Reply]]
@@ -113,6 +115,8 @@ class Route:
     tag: str = "schedules"
     #: What the document says of it beyond its summary (a sentence or two).
     description: str = ""
+    #: An answer that is not JSON: its media type (an iCalendar file); ``response`` None.
+    media: str | None = None
 
 
 class _Buckets:
@@ -269,6 +273,11 @@ class Api:
                     request_id=request_id,
                 )
             headers = {**reply.headers, "X-Request-Id": request_id}
+            if reply.raw is not None:
+                media = route.media or "application/octet-stream"
+                text = media.startswith("text/")
+                headers["Content-Type"] = f"{media}; charset=utf-8" if text else media
+                return web.Response(status=reply.status, body=reply.raw, headers=headers)
             if reply.body is None:
                 return web.Response(status=204, headers=headers)
             return web.Response(

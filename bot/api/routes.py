@@ -8,6 +8,7 @@ from __future__ import annotations
 from bot.api import approvals, devices, hooks, preferences, templates, until_done
 from bot.api import models as m
 from bot.api.handlers import (
+    agenda_calendar,
     approve_dead,
     create_schedule,
     discard_dead,
@@ -83,6 +84,21 @@ ROUTES: tuple[Route, ...] = (
         m.SchedulePage,
         query=m.ScheduleListQuery,
         problems=(404, 422),
+    ),
+    Route(
+        "GET",
+        "/schedules.ics",
+        "getAgendaCalendar",
+        "A channel's agenda as an iCalendar file",
+        "read",
+        agenda_calendar,
+        None,
+        query=m.AgendaQuery,
+        problems=(404, 422),
+        media="text/calendar",
+        description="One event (a recurring one for a rule) per schedule of GET "
+        "/v1/schedules?to=: everyone's into the channel not marked private, to a member "
+        "who can see it (403 otherwise), as `herald export ics --to` writes it.",
     ),
     Route(
         "GET",

@@ -301,3 +301,27 @@ async def test_an_import_reports_its_duplicates_and_imports_them(
         "schedule_id": None,
     }
     assert len(report["ids"]) == 4
+
+
+async def test_a_channels_agenda_as_a_calendar(
+    herald: Herald, client: TestClient[Any, Any]
+) -> None:
+    bob, anna = await bearer(herald, "slack:UBOB"), await bearer(herald, "slack:UANNA")
+    carl = await bearer(herald, "slack:UCARL")
+    await create(client, bob, when="every weekday at 9am", text=STANDUP)
+    await create(client, bob, when="tomorrow at 10am", text="secret", private=True)
+    got = await client.get("/v1/schedules.ics", params={"to": GENERAL}, headers=anna)
+    assert got.status == 200
+    assert got.headers["Content-Type"] == "text/calendar; charset=utf-8"
+    assert got.headers["X-Request-Id"]
+    calendar = (await got.read()).decode()
+    assert calendar.startswith("BEGIN:VCALENDAR") and "RRULE:FREQ=WEEKLY" in calendar
+    assert STANDUP in calendar and "secret" not in calendar
+    refused = await problem(
+        await client.get("/v1/schedules.ics", params={"to": GENERAL}, headers=carl), 403
+    )
+    assert "is not one of yours" in refused["detail"]
+    await problem(await client.get("/v1/schedules.ics", headers=anna), 422)  # to: required
+    await problem(
+        await client.get("/v1/schedules.ics", params={"to": "slack:@UBOB"}, headers=anna), 422
+    )  # a direct message has no agenda
