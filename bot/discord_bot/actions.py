@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Literal
 
 from bot.discord_bot import render
 from bot.discord_bot.choices import EXAMPLES
@@ -48,11 +48,35 @@ class ListPage:
 @dataclass(frozen=True)
 class Reply:
     """What to show the member: text (Discord Markdown) and buttons; ``pages``: the
-    Previous and Next buttons of a list, each with the page it leads to."""
+    Previous and Next buttons of a list, each with the page it leads to; ``asked``: a
+    request kept while its author decides (:mod:`.duplicates`), under Create anyway
+    and Cancel."""
 
     text: str
     buttons: tuple[Button, ...] = ()
     pages: tuple[tuple[str, ListPage], ...] = ()
+    asked: str | None = None
+
+
+@dataclass(frozen=True)
+class Saving:
+    """How ``/schedule create`` saves (issue 41): ``private`` keeps it out of the
+    channel's list; ``duplicates`` what a schedule already sending the same text there
+    does ("refuse": :class:`core.cases.channel_view.Duplicated`, nothing saved;
+    "ignore": Create anyway); ``seen_in`` the channel the interaction came from (Discord
+    signed it: the member is in it)."""
+
+    private: bool = False
+    duplicates: Literal["warn", "refuse", "ignore"] = "warn"
+    seen_in: str | None = None
+
+    def kwargs(self) -> dict[str, Any]:
+        """The keyword arguments of ``create_schedule``."""
+        return {"private": self.private, "duplicates": self.duplicates, "seen_in": self.seen_in}
+
+
+#: A save as core does it when nothing is said: not private, duplicates warned of.
+AS_ASKED = Saving()
 
 
 def actor_id(user_id: int) -> str:
@@ -101,23 +125,42 @@ def check_can_post(channel_id: int, *, member_can: bool, bot_can: bool) -> None:
         )
 
 
-def buttons_for(schedule: Schedule, *, toggle: bool = False) -> tuple[Button, ...]:
+def buttons_for(
+    schedule: Schedule, *, toggle: bool = False, send_now: bool = False
+) -> tuple[Button, ...]:
     """Edit and Cancel, while the schedule can still change; with ``toggle``, Resume
-    for a paused schedule or Pause for an active one between them."""
+    for a paused schedule or Pause for an active one between them; with ``send_now``,
+    Send now before Cancel while it is active with a send ahead (core/verbs.py's
+    send-now). At most four: a row holds five."""
     if schedule.id is None or schedule.state not in render.OPEN_STATES:
         return ()
     middle: tuple[Button, ...] = ()
     if toggle:
         paused = schedule.state == ScheduleState.PAUSED.value
         middle = (Button("resume" if paused else "pause", schedule.id),)
+    active = schedule.state == ScheduleState.ACTIVE.value and schedule.next_run_at is not None
+    if send_now and active:
+        middle += (Button("send-now", schedule.id),)
     return (Button("edit", schedule.id), *middle, Button("cancel", schedule.id))
 
 
 def _answer(
-    schedule: Schedule, heading: str, *, read_back: bool = False, toggle: bool = False
+    schedule: Schedule,
+    heading: str,
+    *,
+    read_back: bool = False,
+    toggle: bool = False,
+    send_now: bool = False,
 ) -> Reply:
     card = render.card(schedule, heading, read_back=read_back)
-    return Reply(render.fit(card), buttons_for(schedule, toggle=toggle))
+    return Reply(render.fit(card), buttons_for(schedule, toggle=toggle, send_now=send_now))
+
+
+def warned(heading: str, schedule: Schedule) -> str:
+    """``heading`` and, under it, what the save found worth a warning (issue 41: a
+    duplicate, a crowded destination), a "⚠️ …" line each."""
+    lines = [f"⚠️ {render.said(w.text)}" for w in views.warnings_of(schedule)]
+    return "\n".join([heading, *lines])
 
 
 # --- commands --------------------------------------------------------------------------
@@ -145,6 +188,7 @@ async def create(
     template: str | None = None,
     data: Mapping[str, str] | None = None,
     until_done: Mapping[str, Any] | None = None,
+    saving: Saving = AS_ASKED,
 ) -> Reply:
     """``/schedule create``: schedule ``text`` (or the named ``template`` filled in with
     ``data``) into the channel, or to every recipient of ``to`` (destinations and
@@ -154,7 +198,8 @@ async def create(
     the member, the server default is used, and the reply says so. A template's reply
     says which one, its version, where and when, and shows the next send filled in.
     ``until_done``: the ladder (:func:`bot.discord_bot.ladders.ladder`). A message held
-    for an approver says so."""
+    for an approver says so. ``saving``: private, duplicates, where it was asked; the
+    save's warnings are said under the heading."""
     if to is None:
         if channel_id is None:
             raise ValueError("create needs a channel or recipients")
@@ -171,11 +216,12 @@ async def create(
         priority=priority,
         until_done=until_done,
         **templated(template, data),
+        **saving.kwargs(),
     )
     heading = "Scheduled." if created else "Already scheduled."
     if created and template is not None:
         heading = render.template_heading(schedule) or heading
-    text_out = render.card(schedule, heading, read_back=created)
+    text_out = render.card(schedule, warned(heading, schedule), read_back=created)
     if tz is None and member.timezone is None:
         text_out += (
             f"\n-# You have not set a time zone, so Herald read this in **{schedule.timezone}** "
@@ -245,7 +291,7 @@ async def turn_page(herald: Herald, actor: Principal, page: ListPage) -> Reply:
 async def show(herald: Herald, actor: ActorRef, schedule_id: int) -> Reply:
     """``/schedule show``: one schedule with its next and latest sends."""
     found = await herald.show_schedule(actor, schedule_id)
-    return Reply(render.detail(found), buttons_for(found.schedule))
+    return Reply(render.detail(found), buttons_for(found.schedule, send_now=True))
 
 
 async def edit(
@@ -261,12 +307,14 @@ async def edit(
     template: str | None = None,
     data: Mapping[str, str] | None = None,
     until_done: Mapping[str, Any] | bool | None = None,
+    private: bool | None = None,
 ) -> Reply:
     """``/schedule edit`` (and the Edit form): a new time, text, channel or recipients
     (``to`` replaces them all). A new time is read in the schedule's own zone.
     ``template`` moves it to that template (``none``, with a ``text``: its own text
     again); ``data`` replaces its template's values; ``until_done`` its ladder (False:
-    sent plainly again). A message held for an approver again says so."""
+    sent plainly again); ``private`` whether the channel's list leaves it out. A
+    message held for an approver again says so; the save's warnings are said."""
     if to is None and channel_id is not None:
         to = destination(channel_id)
     if text is not None and template is None:
@@ -281,8 +329,9 @@ async def edit(
         template=template,
         data=None if data is None else dict(data),
         until_done=until_done,
+        private=private,
     )
-    reply = _answer(schedule, "Changed.", read_back=when is not None)
+    reply = _answer(schedule, warned("Changed.", schedule), read_back=when is not None)
     note = await held_note(herald, actor, schedule)
     return replace(reply, text=render.fit(reply.text + note)) if note else reply
 
@@ -321,13 +370,32 @@ async def edit_from_form(
 
 
 async def change(herald: Herald, actor: ActorRef, verb: str, schedule_id: int) -> Reply:
-    """``/schedule cancel|pause|resume|skip`` (and the buttons): the verb's use case
-    and heading from core/verbs.py."""
+    """``/schedule cancel|pause|resume|skip|send-now`` (and the buttons): the verb's
+    use case and heading from core/verbs.py; what the use case noted (send-now: which
+    occurrence goes now) in the heading. Pause, resume and skip leave Send now on the
+    card (an active schedule's); after Send now, not again."""
     chosen = verbs.verb(verb)
     if not chosen.offered_on(verbs.DISCORD) or chosen not in verbs.STATE_VERBS:
         raise ValueError(f"unknown verb {verb!r}")
     schedule = await verbs.perform(herald, chosen, actor, schedule_id)
-    return _answer(schedule, chosen.heading, toggle=chosen.toggles)
+    heading = chosen.heading
+    notes = "; ".join(views.save_notes(schedule))
+    if notes:
+        said = notes[:1].upper() + notes[1:]
+        heading = f"{said}." if said == chosen.done else f"{chosen.done}: {notes}."
+    sent = chosen.name == "send-now"
+    return _answer(schedule, heading, toggle=chosen.toggles, send_now=not sent)
+
+
+async def agenda(herald: Herald, actor: ActorRef, channel_id: int, *, seen: bool) -> Reply:
+    """``/schedule list channel:`` (issue 41): what is scheduled into that channel, by
+    everyone (not what its authors marked private), to a member who can see it. With
+    ``seen`` (Discord computed the member's View Channel there, in the signed
+    interaction) core takes that channel as seen; else it asks Discord."""
+    where = destination(channel_id)
+    entries = await herald.agenda(actor, where, seen_in=where if seen else None)
+    viewer = await herald.actor(actor)
+    return Reply(render.agenda(entries, channel_id, viewer.id))
 
 
 async def timezone(herald: Herald, actor: ActorRef, zone: str | None) -> Reply:
@@ -352,7 +420,7 @@ async def timezone(herald: Herald, actor: ActorRef, zone: str | None) -> Reply:
 
 
 def help_reply(default_tz: str) -> Reply:
-    """``/schedule help``."""
+    """``/schedule help`` (within one message: 2,000 characters)."""
     examples = ", ".join(f"`{e}`" for e in EXAMPLES)
     return Reply(
         "\n".join(
@@ -360,26 +428,26 @@ def help_reply(default_tz: str) -> Reply:
                 "**Herald** sends a message later, once or on a rule, in your time zone.",
                 "`/schedule create when: message: [channel:] [timezone:] [skip_calendar:]` "
                 "— in this channel or another. `when` reads " + examples + "; "
-                "add `except holidays from https://…/holidays.ics` (or `skip_calendar:`) "
-                "to skip a calendar's dates.",
+                "`except holidays from https://…/holidays.ics` (or `skip_calendar:`) skips "
+                "a calendar's dates.",
                 "Also `in an hour and a half`, `every hour between 9 and 17 on weekdays`, "
-                "`tonight` (20:00), `eod` (17:00). A rule without a time is sent at the "
-                "default time; the reply says so.",
+                "`tonight`, `eod`; a rule without a time goes at the default time (the "
+                "reply says so).",
                 "`to:me` (or `to:@member`) — a reminder by direct message, with Snooze and "
                 "Done buttons.",
                 "`to:#ops #dev @alice` — several places; `to:@alice or alice@example.com` "
-                "tries the email when the direct message fails; `their_time:True` sends at "
-                "that hour in each person's zone.",
+                "emails when the direct message fails; `their_time:True` — that hour in "
+                "each person's zone.",
                 "`template:deploy data:service=api` instead of `message:` — a template of "
                 "this server (`/schedule templates`).",
-                "`until_done:True [nag:15m] [escalate_to:@lead escalate_after:1h]` — posted "
-                "with a Done button, nagged in a reply and escalated by direct message until "
-                "someone presses it.",
-                "`/schedule list` — your active and paused schedules. `/schedule approvals` — "
-                "messages held for an approver (a member's broadcast or announcement).",
+                "`until_done:True [nag:15m] [escalate_to:@lead escalate_after:1h]` — a Done "
+                "button; nags and escalations until someone presses it.",
+                "`/schedule list [channel:]` — yours, or everyone's into a channel you see "
+                "(`private:True` keeps one out). `/schedule approvals` — messages held for "
+                "an approver.",
                 "`/schedule show id:` · `edit id: [when:] [message:] [channel: or to:]` · "
                 "`cancel id:` · `pause id:` · `resume id:` · "
-                "`skip id:` (a rule's next send only).",
+                "`skip id:` (a rule's next send only) · `send-now id:` (the next send, now).",
                 f"`/schedule timezone [zone:]` — your time zone (until set: {default_tz}): "
                 "a city (Berlin) or an IANA name.",
                 "`/schedule prefs` — how reminders reach you. Admins: `tenant:True`; "
@@ -387,8 +455,8 @@ def help_reply(default_tz: str) -> Reply:
                 "`/schedule feed add calendar: [before:] [channel:] [template:]` · "
                 "`feed list` · `feed remove id:` — admins: a reminder before each event "
                 "of an iCalendar feed.",
-                "Replies are visible only to you. You schedule into channels where you and "
-                "Herald can post; admins manage everyone's schedules.",
+                "Replies are yours alone. You schedule where you and Herald can post; admins "
+                "manage everyone's schedules.",
             ]
         )
     )

@@ -24,7 +24,14 @@ from bot.adapter_start import PlatformDown, Starter, probe
 from bot.discord_bot import actions
 from bot.discord_bot.approvals import ApprovalButton
 from bot.discord_bot.commands import HeraldTree, ScheduleGroup
-from bot.discord_bot.components import DeadLetterButton, PageButton, ScheduleButton, view_for
+from bot.discord_bot.components import (
+    DeadLetterButton,
+    DuplicateButton,
+    PageButton,
+    ScheduleButton,
+    view_for,
+)
+from bot.discord_bot.duplicates import Requests
 from bot.discord_bot.interact import NO_MENTIONS
 from bot.discord_bot.ladders import DoneButton
 from bot.discord_bot.notices import DiscordNotices, NoticeButton
@@ -88,6 +95,8 @@ class HeraldClient(discord.Client):
         super().__init__(intents=intents, allowed_mentions=NO_MENTIONS)
         self.herald = herald
         self.settings = settings
+        #: Creates refused for a duplicate, waiting for Create anyway (issue 41).
+        self.requests = Requests()
         self.tree = HeraldTree(self)
         self.tree.add_command(ScheduleGroup())
         # Persistent buttons: a click on any message with these custom_ids is handled,
@@ -100,6 +109,7 @@ class HeraldClient(discord.Client):
             NoticeButton,
             DoneButton,
             ApprovalButton,
+            DuplicateButton,
         )
 
 

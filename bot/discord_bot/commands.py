@@ -21,6 +21,7 @@ from bot.discord_bot import (
     actions,
     approvals,
     choices,
+    duplicates,
     ladders,
     prefs,
     reminders,
@@ -122,7 +123,30 @@ async def template_autocomplete(
     return [Choice(name=name, value=value) for name, value in pairs]
 
 
+class AgendaChannel(app_commands.Transformer[Any]):
+    """``/schedule list channel:``: a text or announcement channel, or a thread, as the
+    interaction resolved it (``AppCommandChannel``, ``AppCommandThread``): with the
+    permissions Discord computed for the member there, in the signed interaction."""
+
+    @property
+    def type(self) -> discord.AppCommandOptionType:
+        return discord.AppCommandOptionType.channel
+
+    @property
+    def channel_types(self) -> list[discord.ChannelType]:
+        kind = discord.ChannelType
+        return [kind.text, kind.news, kind.public_thread, kind.private_thread, kind.news_thread]
+
+    async def transform(self, interaction: discord.Interaction[Any], value: Any, /) -> Any:
+        if not isinstance(value, app_commands.AppCommandChannel | app_commands.AppCommandThread):
+            raise app_commands.TransformerError(value, self.type, self)
+        return value
+
+
 _ID = Transform[int, ScheduleId]
+_AGENDA = Transform[Any, AgendaChannel]
+#: ``private`` on create and edit (issue 41).
+PRIVATE_HELP = "Keep it out of the channel's list (/schedule list channel:): yours to see"
 _ZONE = Transform[str, Zone]
 _WHEN = Range[str, 1, 500]
 _TEXT = Range[str, 1, 2000]
@@ -199,6 +223,7 @@ class ScheduleGroup(
         their_time="Send at that hour in each person's own zone (channels keep yours)",
         urgent="Admins and operators: before anything else waiting, through quiet hours",
         **_LADDER_HELP,
+        private=PRIVATE_HELP,
     )
     @app_commands.autocomplete(when=when_autocomplete, template=template_autocomplete)
     async def create(
@@ -220,8 +245,9 @@ class ScheduleGroup(
         escalate_after: _DURATION | None = None,
         escalate2_to: _ESCALATE_TO | None = None,
         escalate2_after: _DURATION | None = None,
+        private: bool = False,
     ) -> None:
-        async def work(actor: Principal) -> actions.Reply:
+        async def work(actor: Principal, saving: actions.Saving) -> actions.Reply:
             text, name, values = templates.content(message, template, data)
             levels = [(escalate_to, escalate_after), (escalate2_to, escalate2_after)]
             spec = await ladders.from_options(interaction, actor, until_done, nag, levels)
@@ -244,6 +270,7 @@ class ScheduleGroup(
                     template=name,
                     data=values,
                     until_done=ladder,
+                    saving=saving,
                 )
             target, perms = postable(interaction, channel)
             # whom the message may notify: whom the member could, in that channel
@@ -261,14 +288,19 @@ class ScheduleGroup(
                 template=name,
                 data=values,
                 until_done=ladder,
+                saving=saving,
             )
 
-        await respond(interaction, work)
+        await respond(
+            interaction,
+            lambda actor: duplicates.checked(interaction, actor, work, private=private),
+        )
 
     @app_commands.command(name="list", description="Your active and paused schedules")
     @app_commands.describe(
         everyone="Everyone's (operators and admins)",
         state="Only these: what happened (delivered, failed...) or active, paused...",
+        channel="Instead: what everyone scheduled into this channel (one you can see)",
     )
     @app_commands.choices(state=[Choice(name=s, value=s) for s in STATE_FILTERS])
     async def list_(
@@ -276,7 +308,19 @@ class ScheduleGroup(
         interaction: discord.Interaction[Any],
         everyone: bool = False,
         state: str | None = None,
+        channel: _AGENDA | None = None,
     ) -> None:
+        if channel is not None:
+            if everyone or state is not None:
+                await respond(interaction, _agenda_alone)
+                return
+            # Discord computed the member's permissions there, in the signed interaction
+            seen = bool(channel.permissions.view_channel)
+            await respond(
+                interaction,
+                lambda actor: actions.agenda(herald_of(interaction), actor, channel.id, seen=seen),
+            )
+            return
         await respond(
             interaction,
             lambda actor: actions.list_schedules(
@@ -303,6 +347,7 @@ class ScheduleGroup(
         template="Send this template instead (none, with a message: its own text again)",
         data="New values for its template: name=value, spaces between",
         **{**_LADDER_HELP, "until_done": "True: send it until done; False: plainly again"},
+        private="True: out of the channel's list (yours to see); False: in it again",
     )
     @app_commands.autocomplete(when=when_autocomplete, template=template_autocomplete)
     async def edit(
@@ -321,6 +366,7 @@ class ScheduleGroup(
         escalate_after: _DURATION | None = None,
         escalate2_to: _ESCALATE_TO | None = None,
         escalate2_after: _DURATION | None = None,
+        private: bool | None = None,
     ) -> None:
         async def work(actor: Principal) -> actions.Reply:
             if to is not None and channel is not None:
@@ -344,6 +390,7 @@ class ScheduleGroup(
                     template=name,
                     data=values,
                     until_done=ladder,
+                    private=private,
                 )
             target, perms = (None, interaction.permissions)
             if channel is not None:
@@ -360,6 +407,7 @@ class ScheduleGroup(
                 template=name,
                 data=values,
                 until_done=ladder,
+                private=private,
             )
 
         await respond(interaction, work)
@@ -525,6 +573,13 @@ class ScheduleGroup(
             return actions.help_reply(default_tz)
 
         await respond(interaction, work)
+
+
+async def _agenda_alone(_: Principal) -> actions.Reply:
+    raise InvalidInput(
+        "`channel:` lists what everyone scheduled into that channel: leave out "
+        "`everyone:` and `state:` with it."
+    )
 
 
 class HeraldTree(app_commands.CommandTree[Any]):

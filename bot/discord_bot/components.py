@@ -16,7 +16,7 @@ from typing import Any
 import discord
 from discord import ui
 
-from bot.discord_bot import actions, render
+from bot.discord_bot import actions, duplicates, render
 from bot.discord_bot.interact import NO_MENTIONS, herald_of, member_of, principal_of, report
 from core import limits, verbs, views
 from core.actors import Principal
@@ -147,8 +147,46 @@ class PageButton(
         )
 
 
+class DuplicateButton(
+    ui.DynamicItem[ui.Button[Any]],
+    template=r"herald:dup:(?P<choice>create|cancel):(?P<token>[A-Za-z0-9_-]{1,43})",
+):
+    """Create anyway or Cancel under a create refused for a duplicate (issue 41,
+    :mod:`.duplicates`): the request waits in memory under the token; only the member
+    who asked may press them."""
+
+    def __init__(self, choice: str, token: str) -> None:
+        create = choice == "create"
+        super().__init__(
+            ui.Button(
+                label="Create anyway" if create else "Cancel",
+                style=discord.ButtonStyle.primary if create else discord.ButtonStyle.secondary,
+                custom_id=f"herald:dup:{choice}:{token}",
+            )
+        )
+        self.choice = choice
+        self.token = token
+
+    @classmethod
+    async def from_custom_id(
+        cls, interaction: discord.Interaction[Any], item: ui.Item[Any], match: re.Match[str], /
+    ) -> DuplicateButton:
+        return cls(match["choice"], match["token"])
+
+    async def callback(self, interaction: discord.Interaction[Any]) -> None:
+        await update(
+            interaction,
+            lambda actor: duplicates.press(interaction, actor, self.choice, self.token),
+        )
+
+
 def view_for(reply: actions.Reply) -> ui.View | None:
     """The buttons of a reply as a view that never times out (None without buttons)."""
+    if reply.asked is not None:
+        view = ui.View(timeout=None)
+        view.add_item(DuplicateButton("create", reply.asked))
+        view.add_item(DuplicateButton("cancel", reply.asked))
+        return view
     if not reply.buttons and not reply.pages:
         return None
     view = ui.View(timeout=None)

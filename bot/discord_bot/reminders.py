@@ -108,10 +108,11 @@ async def create(
     template: str | None = None,
     data: Mapping[str, str] | None = None,
     until_done: Mapping[str, Any] | None = None,
+    saving: actions.Saving = actions.AS_ASKED,
 ) -> actions.Reply:
     """``/schedule create`` with ``to`` naming one person: refuse a channel alongside
     it, find the person, schedule the reminder (with ``their_time``, at that hour in
-    the person's zone; with ``until_done``, its ladder)."""
+    the person's zone; with ``until_done``, its ladder; ``saving`` as it says)."""
     if channel is not None:
         raise InvalidInput(NOT_BOTH)
     user_id, found = await recipient(interaction, to)
@@ -129,6 +130,7 @@ async def create(
         template=template,
         data=data,
         until_done=until_done,
+        saving=saving,
     )
     if found is None:
         return reply
@@ -169,9 +171,11 @@ async def remind(
     template: str | None = None,
     data: Mapping[str, str] | None = None,
     until_done: Mapping[str, Any] | None = None,
+    saving: actions.Saving = actions.AS_ASKED,
 ) -> actions.Reply:
     """Schedule a reminder by direct message to ``user_id`` (the actor or a member):
-    ``text``, or ``template`` filled in with ``data``; ``until_done``: its ladder."""
+    ``text``, or ``template`` filled in with ``data``; ``until_done``: its ladder;
+    ``saving``: private, duplicates, where it was asked (its warnings are said)."""
     schedule, created = await herald.create_schedule(
         actor,
         to=f"discord:@{user_id}",
@@ -183,6 +187,7 @@ async def remind(
         priority=priority,
         until_done=until_done,
         **actions.templated(template, data),
+        **saving.kwargs(),
     )
     mine = actor.id == actions.actor_id(user_id)
     whom = "you" if mine else f"<@{user_id}>"
@@ -191,7 +196,7 @@ async def remind(
         heading += ")." if mine else "; they will see that you asked)."
     else:
         heading = f"Reminder for {whom} already scheduled."
-    card = render.card(schedule, heading, read_back=created)
+    card = render.card(schedule, actions.warned(heading, schedule), read_back=created)
     card += await actions.held_note(herald, actor, schedule)
     return actions.Reply(render.fit(card), actions.buttons_for(schedule))
 

@@ -8,9 +8,9 @@ Autocomplete labels cannot hold those, so they show the schedule's own zone inst
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 from zoneinfo import ZoneInfo
 
 from core import calendars, limits, routing, timeexpr, until_done, views
@@ -320,6 +320,62 @@ def listing(
     head = f"**{whose} schedules** ({len(shown)}):"
     foot = [f"-# Page {number + 1} of {pages}"] if pages > 1 else []
     return fit("\n".join([head, *rows, *foot])), number, pages
+
+
+class AgendaEntry(Protocol):
+    """One schedule of a channel's agenda (``Herald.agenda``'s entries)."""
+
+    @property
+    def schedule(self) -> Schedule: ...
+    @property
+    def author(self) -> str: ...
+    @property
+    def when(self) -> str: ...
+    @property
+    def next_at(self) -> datetime | None: ...
+
+
+_MARKUP = re.compile(r"([\\*_~`|>#\[\]()<:@-])")
+
+
+def plain(name: str) -> str:
+    """A name as text: its Markdown, mentions and links escaped."""
+    return _MARKUP.sub(r"\\\1", name)
+
+
+def agenda_line(entry: AgendaEntry, viewer: str | None = None) -> str:
+    """One schedule of a channel's agenda: id, next send, rule in words, author, text
+    (``private``: one of the viewer's own they marked private)."""
+    s = entry.schedule
+    when = f"<t:{int(entry.next_at.timestamp())}:R>" if entry.next_at else "no send ahead"
+    mark = " · private" if s.private and s.owner == viewer else ""
+    return (
+        f"**#{s.id}** · {when} · {clip(entry.when, 60)} · by {plain(clip(entry.author, 40))}"
+        f"{mark} · {clip(sent_text(s, entry.next_at), 50)}"
+    )
+
+
+def agenda(entries: Sequence[AgendaEntry], channel_id: int, viewer: str | None = None) -> str:
+    """``/schedule list channel:``: what is scheduled into the channel, soonest first,
+    as many rows as one message holds, then "… and N more"."""
+    if not entries:
+        return (
+            f"Nothing is scheduled into <#{channel_id}> (a schedule its author marked "
+            "private is in their own list only)."
+        )
+    head = f"**Scheduled into <#{channel_id}>** ({len(entries)}):"
+    rows = [agenda_line(e, viewer) for e in entries]
+    kept = [head]
+    size = len(head)
+    for n, row in enumerate(rows):
+        rest = len(rows) - n - 1
+        tail = len(f"\n… and {rest} more") if rest else 0
+        if size + 1 + len(row) + tail > MAX_MESSAGE:
+            kept.append(f"… and {len(rows) - n} more")
+            break
+        kept.append(row)
+        size += 1 + len(row)
+    return "\n".join(kept)
 
 
 def choice_label(schedule: Schedule) -> str:

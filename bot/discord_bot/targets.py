@@ -233,10 +233,11 @@ async def create(
     template: str | None = None,
     data: Mapping[str, str] | None = None,
     until_done: Mapping[str, Any] | None = None,
+    saving: actions.Saving = actions.AS_ASKED,
 ) -> actions.Reply:
     """``/schedule create`` with ``to``: one schedule to every target (one person alone:
     a reminder, as before); ``text``, or ``template`` filled in with ``data``;
-    ``until_done``: its ladder."""
+    ``until_done``: its ladder; ``saving``: private, duplicates, where it was asked."""
     if channel is not None:
         raise InvalidInput(reminders.NOT_BOTH)
     if one_person(chains(to), interaction):
@@ -254,6 +255,7 @@ async def create(
             template=template,
             data=data,
             until_done=until_done,
+            saving=saving,
         )
     found = await places(interaction, actor, to)
     return await actions.create(
@@ -269,6 +271,7 @@ async def create(
         template=template,
         data=data,
         until_done=until_done,
+        saving=saving,
     )
 
 

@@ -113,6 +113,8 @@ async def test_start_logs_in_syncs_commands_and_connects(
         "pause",  # core/verbs.py's order
         "resume",
         "skip",
+        "send-now",  # issue 41, and its alias
+        "now",
         "cancel",
         "delete",
         "remove",

@@ -93,6 +93,7 @@ async def test_pause_offers_resume_and_resume_offers_pause(
     assert resumed.last.custom_ids == [
         "herald:schedule:edit:1",
         "herald:schedule:pause:1",
+        "herald:schedule:send-now:1",  # active again: its next send may go now
         "herald:schedule:cancel:1",
     ]
     assert (await herald.show_schedule(who(OWNER), 1)).schedule.state == "active"

@@ -241,7 +241,11 @@ async def test_list_and_show(adapter: DiscordAdapter, interaction: Make, herald:
     inter = interaction()
     shown = await run(adapter, "show", inter, id=1)
     assert "**Schedule #1** · active" in shown and "every day at 10:00 (UTC)" in shown
-    assert inter.last.custom_ids == ["herald:schedule:edit:1", "herald:schedule:cancel:1"]
+    assert inter.last.custom_ids == [
+        "herald:schedule:edit:1",
+        "herald:schedule:send-now:1",  # issue 41: an active schedule's next send, now
+        "herald:schedule:cancel:1",
+    ]
 
     assert await run(adapter, "show", interaction(STRANGER), id=1) == (SEE)
     assert "list is empty" in await run(adapter, "list", interaction(STRANGER))
@@ -360,6 +364,9 @@ async def test_help(adapter: DiscordAdapter, interaction: Make) -> None:
     assert "`/schedule timezone [zone:]`" in text and "until set: UTC" in text
     assert "`until_done:True [nag:15m] [escalate_to:" in text  # issue 40's two features
     assert "`/schedule approvals`" in text
+    # issue 41: a channel's list, private, send now
+    assert "`/schedule list [channel:]`" in text and "`private:True`" in text
+    assert "`send-now id:`" in text
 
 
 async def test_an_unexpected_failure_is_logged_not_shown(

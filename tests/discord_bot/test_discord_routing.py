@@ -509,7 +509,7 @@ async def test_a_message_to_several_channels_notifies_whom_the_author_could_in_e
         "create",
         interaction(permissions=loud),
         when="in 1 hour",
-        message=message,
+        message=message + " today",  # another text: the same would be a duplicate (issue 41)
         to=f"<#{CHANNEL}> <@{STRANGER}>",
     )
     both, here = sorted(await herald.list_schedules(who(OWNER)), key=lambda s: s.id or 0)

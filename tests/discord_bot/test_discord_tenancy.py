@@ -138,7 +138,7 @@ async def test_a_message_notifies_whom_its_author_could(
         "create",
         interaction(STRANGER, guild=guild, permissions=loud),
         when="in 1 hour",
-        message=text,
+        message=text + " now",  # the same text would be a duplicate (issue 41)
     )
     quiet, boss = (
         await herald.list_schedules(who(OWNER)),

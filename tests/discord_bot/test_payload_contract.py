@@ -18,11 +18,13 @@ import pytest
 from bot.discord_bot import DiscordAdapter, actions, approvals, choices, render
 from bot.discord_bot.components import (
     DeadLetterButton,
+    DuplicateButton,
     EditForm,
     PageButton,
     ScheduleButton,
     view_for,
 )
+from bot.discord_bot.duplicates import Requests
 from bot.discord_bot.ladders import DoneButton
 from bot.discord_bot.notices import notice_view
 from core import limits, until_done
@@ -63,6 +65,8 @@ def components(reply: actions.Reply) -> None:
                 if ":dead:" in custom_id
                 else PageButton
                 if ":list:" in custom_id
+                else DuplicateButton
+                if ":dup:" in custom_id
                 else ScheduleButton
             )
             # a click after a restart finds its handler by this template
@@ -77,6 +81,10 @@ async def test_messages_and_their_buttons(many: list[Schedule]) -> None:
         content(reply.text)
         components(reply)
         components(actions.Reply("Paused.", actions.buttons_for(schedule, toggle=True)))
+        # issue 41: Send now too, at most four in the row
+        every = actions.buttons_for(schedule, toggle=True, send_now=True)
+        assert len(every) <= 4
+        components(actions.Reply("Resumed.", every))
         content(render.detail(x.detail_of(schedule)))
         assert len(render.choice_label(schedule)) <= limits.DISCORD_CHOICE_NAME.size
     for everyone in (False, True):
@@ -100,6 +108,12 @@ async def test_messages_and_their_buttons(many: list[Schedule]) -> None:
     content(render.feeds(feeds))
     content(render.feed_added(feeds[0], "https://example.org/" + "c" * 3000 + ".ics"))
     content(actions.help_reply(x.ZONE).text)
+    # issue 41: Create anyway and Cancel under a duplicate, the request's token kept here
+    components(actions.Reply("⚠️ …", asked=Requests().keep(2**63, 2**63, _nothing)))
+
+
+async def _nothing(_: Any) -> actions.Reply:
+    return actions.Reply("")
 
 
 def walk(node: Any) -> Iterator[dict[str, Any]]:
@@ -189,6 +203,14 @@ def test_the_application_commands(adapter: DiscordAdapter) -> None:
     tree = adapter.client.tree
     registered = tree.get_commands()
     assert registered
+    [group] = [c.to_dict(tree) for c in registered if c.name == "schedule"]
+    options = {o["name"]: o.get("options") or [] for o in group["options"]}
+    # issue 41: send-now (and its alias now) among the 25 a group may hold; private on
+    # create (17 of 25 options) and edit; channel on list
+    assert {"send-now", "now"} <= set(options) and len(options) <= 25
+    assert "private" in {o["name"] for o in options["create"]} and len(options["create"]) <= 25
+    assert "private" in {o["name"] for o in options["edit"]}
+    assert "channel" in {o["name"] for o in options["list"]}
     for command in registered:
         payload = command.to_dict(tree)
         check_command(payload)
