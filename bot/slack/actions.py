@@ -129,7 +129,8 @@ class Actions(Decisions):
     ) -> None:
         """Create anyway (the request held back, again, duplicates let through) or
         Cancel, by the person who asked only; the question is replaced by the answer."""
-        if not _herald_surface(body):
+        channel = str((body.get("channel") or {}).get("id", ""))
+        if not (_herald_surface(body) or channel.startswith("D")):  # a reply, or a DM
             raise InvalidInput("Herald's buttons work only on Herald's own replies.")
         action = _action(body)
         token = str(action.get("value", ""))

@@ -234,15 +234,28 @@ class FakeSlack(FakeHTTPServer):
         if user.deleted:
             return self._error("user_disabled")
         already = user.id in self.ims
-        channel_id = self.ims.setdefault(user.id, f"D{len(self.ims) + 1:08d}")
-        self.channels.setdefault(channel_id, SlackChannelState(channel_id, user.id))
+        channel_id = self._im_of(user.id)
         answer: dict[str, Any] = {"ok": True, "channel": {"id": channel_id}}
         if already:
             answer.update(no_op=True, already_open=True)
         return self._answer(answer)
 
+    def _im_of(self, user_id: str) -> str | None:
+        """The IM channel with ``user_id`` (opened now if need be), None for no person."""
+        user = self.person(user_id)
+        if user is None or user.is_bot or user.deleted:
+            return None
+        channel_id = self.ims.setdefault(user.id, f"D{len(self.ims) + 1:08d}")
+        self.channels.setdefault(channel_id, SlackChannelState(channel_id, user.id))
+        return channel_id
+
     def _post_message(self, args: dict[str, Any]) -> web.Response:
-        channel = self._visible(str(args.get("channel", "")))
+        """https://docs.slack.dev/reference/methods/chat.postMessage: ``channel`` a
+        conversation id, or a user id (``U…``): the app's direct message with them."""
+        wanted = str(args.get("channel", ""))
+        if wanted[:1] in ("U", "W") and (im := self._im_of(wanted)) is not None:
+            wanted = im
+        channel = self._visible(wanted)
         if channel is None:
             return self._error("channel_not_found")
         if channel.is_archived:

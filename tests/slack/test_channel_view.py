@@ -24,6 +24,7 @@ from core.errors import InvalidInput, PermissionDenied
 from core.models import Schedule
 from core.store import AuditFilter
 from tests.fakes.http import Scripted
+from tests.fakes.slack import slack_error
 from tests.fakes.slack_app import FakeSlackApp
 from tests.slack.conftest import SlackEnv, slack_env
 from tests.slack.support import TENANT, action_ids, filled, text_of, who
@@ -344,6 +345,26 @@ async def test_a_duplicate_from_the_modal_is_asked_beside_it(env: SlackEnv) -> N
         (1, "slack:U2"),
         (2, "slack:U1"),
     ]
+
+
+async def test_the_question_goes_to_a_direct_message_when_the_channel_refuses(
+    env: SlackEnv,
+) -> None:
+    await scheduled(env, "timezone Europe/Berlin", user="U2")
+    await scheduled(env, "every friday at 17:00: Retro", user="U2")
+    await env.send.command("", user="U1")
+    await env.slack.until(lambda: env.slack.opened)
+    view = filled(env.slack.opened[-1], channel="C0123", text="retro", when="every friday at 17:00")
+    env.slack.script(slack_error("not_in_channel"), on="chat.postEphemeral")
+    await env.send.submit(view)
+    await env.slack.until(lambda: env.slack.messages)
+    [asked] = env.slack.messages
+    assert asked["channel"].startswith("D") and "Grace already scheduled" in text_of(asked)
+    await env.send.click(
+        ANYWAY, token_of(asked), user="U1", channel=asked["channel"], message=asked
+    )
+    assert ":white_check_mark: Scheduled" in text_of(await env.reply(3))
+    assert len(await env.schedules()) == 2
 
 
 def test_a_held_request_expires_and_only_so_many_are_kept() -> None:
