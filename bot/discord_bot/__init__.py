@@ -5,6 +5,7 @@ and dead-letter alerts. Named ``discord_bot`` so it does not shadow the library.
 - :mod:`.choices` autocomplete for ``when``, ``id`` and ``timezone``
 - :mod:`.targets` the ``to`` option: several channels, members and emails, ``or`` chains
 - :mod:`.templates` named templates: ``template:`` autocomplete, ``data:``, ``/schedule templates``
+- :mod:`.duplicates` a create refused for a duplicate, waiting for Create anyway or Cancel
 - :mod:`.render` the text of replies, cards, autocomplete entries and alerts
 - :mod:`.interact` what every callback shares: the actor, ephemeral answers, errors
 - :mod:`.commands` the application commands, transformers and autocomplete (glue)

@@ -159,7 +159,7 @@ def _answer(
 def warned(heading: str, schedule: Schedule) -> str:
     """``heading`` and, under it, what the save found worth a warning (issue 41: a
     duplicate, a crowded destination), a "⚠️ …" line each."""
-    lines = [f"⚠️ {render.said(w.text)}" for w in views.warnings_of(schedule)]
+    lines = [f"⚠️ {w.text}" for w in views.warnings_of(schedule)]
     return "\n".join([heading, *lines])
 
 

@@ -92,6 +92,11 @@ class Requests:
         self._waiting.pop(token, None)
         return found
 
+    def put_back(self, token: str, waiting: Waiting) -> None:
+        """Keep a request taken again (its Create anyway was refused), as it was."""
+        self._waiting[token] = waiting
+        self._waiting = dict(sorted(self._waiting.items(), key=lambda kv: kv[1].since))
+
     def _forget_expired(self) -> None:
         now = self.clock()
         for token, waiting in list(self._waiting.items()):
@@ -140,7 +145,7 @@ async def checked(
 def warning(found: Sequence[Any]) -> str:
     """What a refused create says: each duplicate found (``SaveWarning``), then the
     choice."""
-    lines = [f"⚠️ {render.said(w.text)}." for w in found]
+    lines = [f"⚠️ {w.text}." for w in found]
     lines.append("Nothing is scheduled yet: **Create anyway**, or **Cancel**.")
     return "\n".join(lines)
 
@@ -156,9 +161,12 @@ async def press(
         return actions.Reply(EXPIRED)
     if (waiting.user, waiting.guild) != (interaction.user.id, interaction.guild_id):
         raise PermissionDenied(NOT_YOURS)
-    if requests.take(token) is None:  # pressed twice at once: the first one acts
-        return actions.Reply(EXPIRED)
+    requests.take(token)  # pressed once: a second press finds it gone
     if choice == "cancel":
         return actions.Reply(CANCELLED)
-    reply = await waiting.again(actor)
+    try:
+        reply = await waiting.again(actor)
+    except Exception:
+        requests.put_back(token, waiting)  # refused (told alone): the buttons still work
+        raise
     return replace(reply, asked=None)

@@ -349,8 +349,9 @@ def agenda_line(entry: AgendaEntry, viewer: str | None = None) -> str:
     s = entry.schedule
     when = f"<t:{int(entry.next_at.timestamp())}:R>" if entry.next_at else "no send ahead"
     mark = " · private" if s.private and s.owner == viewer else ""
+    author = "you" if s.owner == viewer else plain(clip(entry.author, 40))
     return (
-        f"**#{s.id}** · {when} · {clip(entry.when, 60)} · by {plain(clip(entry.author, 40))}"
+        f"**#{s.id}** · {when} · {clip(entry.when, 60)} · by {author}"
         f"{mark} · {clip(sent_text(s, entry.next_at), 50)}"
     )
 

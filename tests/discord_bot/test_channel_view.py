@@ -320,7 +320,7 @@ async def test_a_member_who_sees_the_channel_gets_everyones_schedules_there(
     mine = await run(
         adapter, "list", Interaction(adapter.client), channel=resolved(adapter, CHANNEL, READER)
     )
-    assert f"**#{secret}**" in mine and "· private ·" in mine
+    assert f"**#{secret}**" in mine and "by you · private ·" in mine
     # reading others' schedules is audited
     audits = await store.audit_page(AuditFilter(action="view.channel"), limit=10)
     assert [a.actor for a in audits] == [f"discord:{STRANGER}"]

@@ -279,3 +279,25 @@ async def test_the_send_now_button_on_a_card(
     await run(adapter, "pause", paused, id=1)
     assert "herald:schedule:send-now:1" not in paused.last.custom_ids
     clock.advance(timedelta(minutes=1).total_seconds())
+
+
+async def test_a_refused_create_anyway_leaves_the_buttons_working(
+    adapter: DiscordAdapter, interaction: Make, herald: Herald, clock: ManualClock
+) -> None:
+    await herald.create_schedule(
+        who(OWNER), to=f"discord:{CHANNEL}", when="today at 12:05", text=STANDUP
+    )
+    inter = interaction(STRANGER)
+    await run(adapter, "create", inter, when="today at 12:05", message=STANDUP)
+    create, cancel = inter.last.custom_ids
+    message = as_message(adapter, inter)
+    clock.advance(timedelta(minutes=6).total_seconds())  # 12:05 has passed meanwhile
+
+    pressed = interaction(STRANGER, message=message)
+    await click(adapter.client, pressed, create)
+    assert pressed.last.kind == "followup" and pressed.last.ephemeral
+    assert pressed.last.content != EXPIRED and "past" in str(pressed.last.content)
+    assert await herald.list_schedules(who(STRANGER)) == []
+    later = interaction(STRANGER, message=message)
+    await click(adapter.client, later, cancel)
+    assert later.last.content == CANCELLED
