@@ -53,7 +53,9 @@ async def test_queue_views(
         await pilot.press("r")
         await settle(pilot)
         assert table(app).keys == []
-        await pilot.press("i", "enter")
+        await pilot.press("i")
+        await settle(pilot)  # the view read before Enter opens its row
+        await pilot.press("enter")
         await settle(pilot)
         assert isinstance(app.screen, DetailScreen)
         text = screen_text(app)
@@ -229,7 +231,9 @@ async def test_audit_log_shows_who_did_what_from_where(
         await settle(pilot)
         await pilot.press("6")
         await settle(pilot)
-        paused = [line for line in screen_text(app).splitlines() if "schedule.pause" in line]
+        # the list's rows (the pane under it says the highlighted one again, once drawn)
+        rows = [line for line in screen_text(app).splitlines() if not line.startswith("│")]
+        paused = [line for line in rows if "schedule.pause" in line]
         [console_row] = [line for line in paused if f"schedule {seeded['release']}" in line]
         [cli_row] = [line for line in paused if f"schedule {seeded['standup']}" in line]
         assert " console " in console_row and " cli " in cli_row
