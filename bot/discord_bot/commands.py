@@ -296,7 +296,9 @@ class ScheduleGroup(
             lambda actor: duplicates.checked(interaction, actor, work, private=private),
         )
 
-    @app_commands.command(name="list", description="Your active and paused schedules")
+    @app_commands.command(
+        name="list", description="Your active and paused schedules, or a channel's (channel:)"
+    )
     @app_commands.describe(
         everyone="Everyone's (operators and admins)",
         state="Only these: what happened (delivered, failed...) or active, paused...",

@@ -667,7 +667,8 @@ class DiscordChannel(_DiscordHTTP):
         if not self._configured:
             raise InvalidInput(
                 "Herald cannot ask Discord who can see that channel: its Discord connection "
-                "(DISCORD_BOT_TOKEN) is not set up; ask in the channel (`/schedule list`)."
+                "(DISCORD_BOT_TOKEN) is not set up; ask in the channel "
+                "(`/schedule list channel:` there)."
             )
         server = tenant.removeprefix("discord:")
         if destination.is_dm or not _SNOWFLAKE.match(server) or not _SNOWFLAKE.match(user):
@@ -715,7 +716,7 @@ class DiscordChannel(_DiscordHTTP):
         if answer.status == 403 and data:
             raise InvalidInput(
                 f"Herald cannot see <#{channel_id}> (Discord said {data.get('message')!s:.80}): "
-                "invite the bot there, or ask in the channel (`/schedule list`)."
+                "invite the bot there, or ask in the channel (`/schedule list channel:` there)."
             )
         raise InvalidInput(f"{sorry}: {self._classify(answer, 'that channel', url).error}")
 
