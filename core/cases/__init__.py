@@ -25,6 +25,8 @@ settings, channels and the helpers the concerns share, all given to its construc
 - :mod:`core.cases.approvals`: requests of every kind (held messages, dead-letter
   retries) listed and decided;
 - :mod:`core.cases.until_done`: messages sent until done: their ladders, Done;
+- :mod:`core.cases.channel_view`: a channel's agenda, duplicates, send-now and the
+  congestion forecast;
 - :mod:`core.cases.herald`: :class:`Herald`, the classes above composed;
 - :mod:`core.cases.importer`: bulk import (a function over :class:`Herald`).
 
@@ -34,6 +36,7 @@ from a sub-module (an import-linter contract in ``pyproject.toml`` keeps them pr
 
 from core.cases.approvals import Decided
 from core.cases.calendars import describe_before
+from core.cases.channel_view import AgendaEntry, DestinationDay, Duplicated, SaveWarning
 from core.cases.console import (
     SCHEDULE_BULK,
     Overview,
@@ -88,6 +91,10 @@ from core.cases.until_done import AckFigures
 from core.views import ScheduleDetail
 
 __all__ = [
+    "AgendaEntry",
+    "DestinationDay",
+    "Duplicated",
+    "SaveWarning",
     "AckFigures",
     "Decided",
     "DEVICE_LABEL_MAX",
