@@ -14,6 +14,9 @@ from typing import Any
 import discord
 import pytest
 from discord import app_commands
+from hypothesis import given
+from hypothesis import settings as examples
+from hypothesis import strategies as st
 
 from bot.discord_bot import DiscordAdapter, create_adapter, render
 from core.actors import Principal
@@ -130,6 +133,85 @@ def test_overwrites_apply_everyone_then_roles_together_then_the_member() -> None
     )
     # another member's overwrite is not this one's
     assert not sees(g, member(), channel(hidden, ("6", 1, VIEW_CHANNEL, 0)))
+
+
+_ROLES = ("710000000000000001", "710000000000000002", "710000000000000003")
+_BITS = st.sampled_from([0, VIEW_CHANNEL, SEND, VIEW_CHANNEL | SEND, ADMINISTRATOR])
+_SIDE = st.sampled_from([0, VIEW_CHANNEL])
+_OVERWRITE = st.one_of(st.none(), st.tuples(_SIDE, _SIDE))
+
+
+def _role(role_id: str, bits: int, position: int) -> dict[str, Any]:
+    return {
+        "id": role_id,
+        "name": f"r{position}",
+        "permissions": str(bits),
+        "position": position,
+        "color": 0,
+        "hoist": False,
+        "managed": False,
+        "mentionable": False,
+        "flags": 0,
+    }
+
+
+@examples(max_examples=400, deadline=None)
+@given(
+    everyone=_BITS,
+    roles=st.tuples(_BITS, _BITS, _BITS),
+    has=st.tuples(st.booleans(), st.booleans(), st.booleans()),
+    overwrites=st.tuples(_OVERWRITE, _OVERWRITE, _OVERWRITE, _OVERWRITE, _OVERWRITE),
+    owner=st.booleans(),
+)
+def test_view_channel_is_what_discord_py_computes(
+    everyone: int,
+    roles: tuple[int, int, int],
+    has: tuple[bool, bool, bool],
+    overwrites: tuple[tuple[int, int] | None, ...],
+    owner: bool,
+) -> None:
+    """The same answer as discord.py's own ``permissions_for`` (which follows the same
+    documented algorithm, with its implicit rules) for every mix of @everyone's and
+    three roles' permissions, the member's roles and overwrites on @everyone, each role
+    and the member."""
+    user = "5"
+    g = {
+        "id": SERVER,
+        "name": "server",
+        "owner_id": user if owner else "1",
+        "roles": [_role(SERVER, everyone, 0)]
+        + [_role(r, bits, n + 1) for n, (r, bits) in enumerate(zip(_ROLES, roles, strict=True))],
+        "emojis": [],
+        "stickers": [],
+        "features": [],
+    }
+    m = {
+        "user": {"id": user, "username": "u", "discriminator": "0", "avatar": None},
+        "roles": [r for r, on in zip(_ROLES, has, strict=True) if on],
+        "joined_at": None,
+        "deaf": False,
+        "mute": False,
+        "flags": 0,
+    }
+    targets = [(SERVER, 0), *((r, 0) for r in _ROLES), (user, 1)]
+    c = {
+        "id": str(CHANNEL),
+        "type": 0,
+        "name": "general",
+        "position": 0,
+        "guild_id": SERVER,
+        "permission_overwrites": [
+            {"id": target, "type": kind, "allow": str(o[0]), "deny": str(o[1])}
+            for (target, kind), o in zip(targets, overwrites, strict=True)
+            if o is not None
+        ],
+    }
+    state = discord.Client(intents=discord.Intents.none())._connection
+    server = discord.Guild(data=g, state=state)  # type: ignore[arg-type]
+    theirs = discord.TextChannel(state=state, guild=server, data=c)  # type: ignore[arg-type]
+    person = discord.Member(data=m, guild=server, state=state)  # type: ignore[arg-type]
+    expected = theirs.permissions_for(person).view_channel
+    assert bool(channel_permissions(g, m, user, c) & VIEW_CHANNEL) is expected
 
 
 # --- member_sees over the fake Discord --------------------------------------------------
