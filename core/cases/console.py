@@ -78,6 +78,14 @@ _RULES: dict[str, tuple[Callable[[Actor], bool], str]] = {
         "Members see their own schedules only.",
     ),
     "job.send_now": (lambda a: a.sees_everything, SEND_NOW_REFUSED),
+    "forecast.view": (
+        lambda a: a.sees_everything,
+        "Only operators and admins see the forecast of every destination.",
+    ),
+    "schedule.spread": (
+        lambda a: a.sees_everything,
+        "Only operators and admins spread a destination's crowded minute.",
+    ),
 }
 
 #: The console filters that carry an owner and a tenant.
