@@ -38,6 +38,10 @@ SEEN_FOR = 60.0
 #: Members and channels whose answers are kept at once (the oldest go first).
 SEEN_KEPT = 10_000
 
+#: Why a member is refused the forecast of every destination, and spreading a minute.
+FORECAST_REFUSED = "Only operators and admins see the forecast of every destination."
+SPREAD_REFUSED = "Only operators and admins spread a destination's crowded minute."
+
 #: What a save says it found: a schedule already sending the same text there, or a
 #: destination so crowded the message would wait.
 WarningKind = Literal["duplicate", "congestion"]
@@ -393,7 +397,7 @@ class ChannelViewCases(CaseBase):
                 "forecast.view",
                 "destination",
                 "",
-                "Only operators and admins see the forecast of every destination.",
+                FORECAST_REFUSED,
             )
         if not 1 <= hours <= 168:
             raise InvalidInput("The forecast covers 1 to 168 hours.")
@@ -435,7 +439,7 @@ class ChannelViewCases(CaseBase):
                 "schedule.spread",
                 "destination",
                 destination,
-                "Only operators and admins spread a destination's crowded minute.",
+                SPREAD_REFUSED,
             )
         target = parse_destination(destination)
         if step is not None and not 0 < step <= 3600:

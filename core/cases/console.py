@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 from core import timeexpr, until_done, verbs, views
 from core.actors import Actor, ActorRef
 from core.cases.approvals import ApprovalCases
+from core.cases.channel_view import FORECAST_REFUSED, SPREAD_REFUSED
 from core.cases.held import SEND_NOW_REFUSED, HeldCases, priority_ranks
 from core.cases.providers import ProviderCases, ProviderState
 from core.channels import parse_destination
@@ -78,14 +79,8 @@ _RULES: dict[str, tuple[Callable[[Actor], bool], str]] = {
         "Members see their own schedules only.",
     ),
     "job.send_now": (lambda a: a.sees_everything, SEND_NOW_REFUSED),
-    "forecast.view": (
-        lambda a: a.sees_everything,
-        "Only operators and admins see the forecast of every destination.",
-    ),
-    "schedule.spread": (
-        lambda a: a.sees_everything,
-        "Only operators and admins spread a destination's crowded minute.",
-    ),
+    "forecast.view": (lambda a: a.sees_everything, FORECAST_REFUSED),
+    "schedule.spread": (lambda a: a.sees_everything, SPREAD_REFUSED),
 }
 
 #: The console filters that carry an owner and a tenant.
