@@ -24,7 +24,8 @@ import discord
 
 from bot.discord_bot import actions, render
 from core.actors import Principal
-from core.errors import Conflict, PermissionDenied
+from core.cases import Duplicated, SaveWarning
+from core.errors import PermissionDenied
 
 #: How long a request waits for Create anyway, in seconds.
 EXPIRES = 15 * 60.0
@@ -129,22 +130,18 @@ async def checked(
     seen_in = asked_in(interaction)
     try:
         return await create(actor, actions.Saving(private, "refuse", seen_in))
-    except Conflict as refused:
-        found = getattr(refused, "found", None)  # core.cases.channel_view.Duplicated
-        if found is None:
-            raise
+    except Duplicated as refused:
         anyway = actions.Saving(private, "ignore", seen_in)
 
         async def again(clicker: Principal) -> actions.Reply:
             return await create(clicker, anyway)
 
         token = requests_of(interaction).keep(interaction.guild_id, interaction.user.id, again)
-        return actions.Reply(render.fit(warning(found)), asked=token)
+        return actions.Reply(render.fit(warning(refused.found)), asked=token)
 
 
-def warning(found: Sequence[Any]) -> str:
-    """What a refused create says: each duplicate found (``SaveWarning``), then the
-    choice."""
+def warning(found: Sequence[SaveWarning]) -> str:
+    """What a refused create says: each duplicate found, then the choice."""
     lines = [f"⚠️ {w.text}." for w in found]
     lines.append("Nothing is scheduled yet: **Create anyway**, or **Cancel**.")
     return "\n".join(lines)

@@ -10,12 +10,12 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any
 from zoneinfo import ZoneInfo
 
 from core import calendars, limits, routing, timeexpr, until_done, views
 from core.actors import Actor
-from core.cases import ScheduleDetail, describe_before
+from core.cases import AgendaEntry, ScheduleDetail, describe_before
 from core.channels import parse_destination
 from core.errors import HeraldError
 from core.models import Feed, Schedule, ScheduleState
@@ -320,19 +320,6 @@ def listing(
     head = f"**{whose} schedules** ({len(shown)}):"
     foot = [f"-# Page {number + 1} of {pages}"] if pages > 1 else []
     return fit("\n".join([head, *rows, *foot])), number, pages
-
-
-class AgendaEntry(Protocol):
-    """One schedule of a channel's agenda (``Herald.agenda``'s entries)."""
-
-    @property
-    def schedule(self) -> Schedule: ...
-    @property
-    def author(self) -> str: ...
-    @property
-    def when(self) -> str: ...
-    @property
-    def next_at(self) -> datetime | None: ...
 
 
 _MARKUP = re.compile(r"([\\*_~`|>#\[\]()<:@-])")
