@@ -21,8 +21,9 @@ import asyncio
 import io
 import json
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import Any
 
 from core import duplicates as dups
@@ -384,19 +385,52 @@ async def _check_lines(
 
 @dataclass
 class _Line:
-    """An import's line already read, as a later line's duplicate: its number, its row
-    and (once asked) its next sends."""
+    """An import's line already read, as a later line's duplicate: its number and row."""
 
     number: int
     row: dict[str, Any]
-    sends: list[Any] | None = None
+
+
+class _Sends:
+    """The sends of one text to one destination, by ten-minute slot (core.duplicates'
+    window): a send finds those near it among a few, however many there are."""
+
+    def __init__(self) -> None:
+        self._slots: dict[int, list[tuple[datetime, int, Any]]] = {}
+        self._count = 0
+
+    @staticmethod
+    def _slot(at: datetime) -> int:
+        return int(at.timestamp() // dups.WINDOW.total_seconds())
+
+    def add(self, sends: Sequence[datetime], item: Any) -> None:
+        self._count += 1
+        for at in sends:
+            self._slots.setdefault(self._slot(at), []).append((at, self._count, item))
+
+    def near(self, sends: Sequence[datetime]) -> tuple[Any, datetime, datetime] | None:
+        """The first item (in the order added) with a send within the window of the
+        earliest of ``sends`` that has one, that send of ``sends`` and the item's."""
+        for at in sorted(sends):
+            slot = self._slot(at)
+            found = [
+                (order, theirs, item)
+                for s in (slot - 1, slot, slot + 1)
+                for theirs, order, item in self._slots.get(s, ())
+                if abs(theirs - at) <= dups.WINDOW
+            ]
+            if found:
+                _, theirs, item = min(found, key=lambda f: (f[0], f[1]))
+                return item, at, theirs
+        return None
 
 
 class _Duplicates:
     """The lines of an import that send the same text (core.duplicates.normalise) to the
     same place within ten minutes of a schedule already there or of an earlier line, as
     a single create would warn of them: each destination's schedules read once, a
-    line's next sends worked out only when its text matches another's."""
+    line's next sends worked out only when its text is another's there too, and
+    compared only with the sends near them."""
 
     def __init__(self, herald: Herald, actor: Actor, slices: _Slices) -> None:
         self.herald = herald
@@ -404,82 +438,113 @@ class _Duplicates:
         self.slices = slices
         #: destination -> normalised text -> the schedules sending it there
         self.existing: dict[str, dict[str, list[Schedule]]] = {}
-        self.sends: dict[int, list[Any]] = {}
+        #: (destination, text) -> the existing schedules' sends
+        self.theirs: dict[tuple[str, str], _Sends] = {}
+        #: (destination, text) -> the earlier lines' sends (a line: the only one so
+        #: far, its sends not yet worked out)
+        self.earlier: dict[tuple[str, str], _Sends | _Line] = {}
         self.names: dict[tuple[str, str], str] = {}
 
     async def of(
         self, rows: list[dict[str, Any]], numbers: list[int]
     ) -> list[tuple[int, str, int | None]]:
         found: list[tuple[int, str, int | None]] = []
-        earlier: dict[tuple[str, str], list[_Line]] = {}
         for number, row in zip(numbers, rows, strict=True):
             await self.slices.tick()
             line = _Line(number, row)
             text = dups.normalise(row["body"])
+            mine: list[datetime] | None = None
             said: tuple[int, str, int | None] | None = None
-            for destination in dict.fromkeys(destinations_of(row)):
-                canonical = str(parse_destination(destination))
-                alike = earlier.setdefault((canonical, text), [])
-                if said is None:
-                    said = await self._existing(line, canonical, text)
-                if said is None:
-                    said = self._earlier(line, canonical, alike)
-                alike.append(line)
+            places = dict.fromkeys(str(parse_destination(d)) for d in destinations_of(row))
+            for canonical in places:
+                key = (canonical, text)
+                theirs = await self._theirs(key)
+                before = self.earlier.get(key)
+                if theirs is None and before is None:
+                    self.earlier[key] = line  # the first: its sends when another comes
+                    continue
+                if mine is None:
+                    mine = _row_sends(row)
+                say = len(found) < SHOWN_DUPLICATES  # the rest are counted
+                if said is None and theirs is not None:
+                    said = await self._existing(line, canonical, theirs.near(mine), say)
+                if isinstance(before, _Line):  # the second: the first's sends now
+                    first, before = before, _Sends()
+                    before.add(_row_sends(first.row), first)
+                    self.earlier[key] = before
+                if before is None:
+                    before = self.earlier[key] = _Sends()
+                elif said is None:
+                    said = self._earlier(line, canonical, before.near(mine), say)
+                before.add(mine, line)
             if said is not None:
                 found.append(said)
         return found
 
-    def _next(self, line: _Line) -> list[Any]:
-        if line.sends is None:
-            line.sends = _upcoming(Schedule(**line.row))
-        return line.sends
-
-    async def _existing(
-        self, line: _Line, destination: str, text: str
-    ) -> tuple[int, str, int | None] | None:
+    async def _theirs(self, key: tuple[str, str]) -> _Sends | None:
+        """The sends of the schedules already sending ``key``'s text to its
+        destination (None: none does)."""
+        destination, text = key
         by_text = self.existing.get(destination)
         if by_text is None:
             by_text = self.existing[destination] = await self._read(destination)
-        for other in by_text.get(text, ()):
-            assert other.id is not None
-            if other.id not in self.sends:
-                self.sends[other.id] = _upcoming(other)
-            hit = dups.near(self._next(line), self.sends[other.id])
-            if hit is None:
-                continue
-            author = await self._author(other)
-            dup = dups.Duplicate(
-                other.id,
-                other.owner,
-                author,
-                other.body,
-                destination,
-                views.describe(other),
-                hit[0],
-                hit[1],
-                other.owner == self.actor.id,
-            )
-            return (
-                line.number,
-                f"line {line.number}: {dups.words(dup, where_words(destination))}",
-                other.id,
-            )
-        return None
+        found = by_text.get(text)
+        if not found:
+            return None
+        sends = self.theirs.get(key)
+        if sends is None:
+            sends = self.theirs[key] = _Sends()
+            for other in found:
+                sends.add(_upcoming(other), other)
+        return sends
 
-    def _earlier(
-        self, line: _Line, destination: str, alike: list[_Line]
+    async def _existing(
+        self,
+        line: _Line,
+        destination: str,
+        hit: tuple[Any, datetime, datetime] | None,
+        say: bool,
     ) -> tuple[int, str, int | None] | None:
-        for other in alike:
-            if dups.near(self._next(line), self._next(other)) is None:
-                continue
-            when = views.describe(Schedule(**other.row))
-            return (
-                line.number,
-                f"line {line.number}: line {other.number} of this import already schedules "
-                f"'{dups.quote(other.row['body'])}' into {where_words(destination)} {when}",
-                None,
-            )
-        return None
+        """``line``'s duplicate among the schedules there (``hit``), in words if
+        ``say``."""
+        if hit is None:
+            return None
+        other, at, theirs = hit
+        assert isinstance(other, Schedule) and other.id is not None
+        if not say:
+            return line.number, "", other.id
+        dup = dups.Duplicate(
+            other.id,
+            other.owner,
+            await self._author(other),
+            other.body,
+            destination,
+            views.describe(other),
+            at,
+            theirs,
+            other.owner == self.actor.id,
+        )
+        said = dups.words(dup, where_words(destination))
+        return line.number, f"line {line.number}: {said}", other.id
+
+    @staticmethod
+    def _earlier(
+        line: _Line, destination: str, hit: tuple[Any, datetime, datetime] | None, say: bool
+    ) -> tuple[int, str, int | None] | None:
+        """``line``'s duplicate among the earlier lines (``hit``), in words if ``say``."""
+        if hit is None:
+            return None
+        other = hit[0]
+        assert isinstance(other, _Line)
+        if not say:
+            return line.number, "", None
+        when = views.describe(Schedule(**other.row))
+        return (
+            line.number,
+            f"line {line.number}: line {other.number} of this import already schedules "
+            f"'{dups.quote(other.row['body'])}' into {where_words(destination)} {when}",
+            None,
+        )
 
     async def _read(self, destination: str) -> dict[str, list[Schedule]]:
         """The active schedules into ``destination`` a duplicate is looked for among:
@@ -510,8 +575,18 @@ class _Duplicates:
         return self.names[key]
 
 
-def _upcoming(s: Schedule) -> list[Any]:
+def _upcoming(s: Schedule) -> list[datetime]:
     return schedule_upcoming(s, dups.OCCURRENCES)[0]
+
+
+def _row_sends(row: dict[str, Any]) -> list[datetime]:
+    """A line's next sends, as :func:`_upcoming` reads its schedule (a one-off's from
+    its row: most imports are one-offs, and a row made a schedule costs more)."""
+    if row.get("rrule") is None:
+        first = row.get("next_run_at")
+        active = row.get("state", ScheduleState.ACTIVE.value) == ScheduleState.ACTIVE.value
+        return [first] if active and first is not None else []
+    return _upcoming(Schedule(**row))
 
 
 async def _line_values(

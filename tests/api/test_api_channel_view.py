@@ -325,3 +325,26 @@ async def test_a_channels_agenda_as_a_calendar(
     await problem(
         await client.get("/v1/schedules.ics", params={"to": "slack:@UBOB"}, headers=anna), 422
     )  # a direct message has no agenda
+
+
+async def test_an_import_lists_the_first_20_duplicates_and_counts_them_all(
+    herald: Herald, client: TestClient[Any, Any]
+) -> None:
+    anna = await bearer(herald, "slack:UANNA")
+    lines = [
+        {"to": "log:", "when": f"tomorrow at 8:{i:02d}am", "text": "Water the plants"}
+        for i in range(25)
+    ] + [{"to": "log:", "when": "tomorrow at 9am", "text": "Water the plants"}]  # 25 min on
+    body = "\n".join(json.dumps(line) for line in lines)
+    report = await ok(
+        await client.post(
+            "/v1/imports", data=body, headers={**anna, "Content-Type": "application/jsonl"}
+        ),
+        201,
+    )
+    assert report["imported"] == 26 and report["duplicate_count"] == 24
+    assert [d["line"] for d in report["duplicates"]] == list(range(2, 22))
+    # each names the first earlier line within ten minutes of it
+    said = {d["line"]: d["message"].split(" of this import")[0] for d in report["duplicates"]}
+    assert said[2] == "line 2: line 1" and said[11] == "line 11: line 1"
+    assert said[12] == "line 12: line 2" and said[21] == "line 21: line 11"
