@@ -196,7 +196,7 @@ async def create_schedule(call: Call) -> Reply:
 
 async def list_schedules(call: Call) -> Reply:
     q: m.ScheduleListQuery = call.query
-    if q.to is not None and (q.state, q.search, q.tenant) == (None,) * 3 and chat_channel(q.to):
+    if q.to is not None and await _agenda_wanted(call, q, q.to):
         return await _agenda(call, q, q.to)
     cursor = _read_cursor(q.cursor)
     before = cursor.get("before") if cursor else None
@@ -216,6 +216,22 @@ async def list_schedules(call: Call) -> Reply:
     page, more = rows[: q.limit], len(rows) > q.limit
     after = _cursor({"before": page[-1].id}) if more and page else None
     return Reply(m.SchedulePage(items=[_schedule(s) for s in page], next_cursor=after))
+
+
+async def _agenda_wanted(call: Call, q: m.ScheduleListQuery, to: str) -> bool:
+    """Whether the list filtered by ``to`` is its channel's agenda: a Slack or Discord
+    channel, no other filter, asked by an operator or admin or a member of that
+    platform (one of another, local:…, keeps their own schedules into it: Herald cannot
+    ask the platform about them)."""
+    if (q.state, q.search, q.tenant) != (None, None, None) or not chat_channel(to):
+        return False
+    actor = await call.herald.actor(call.principal)
+    return actor.sees_everything or same_platform(actor.id, to)
+
+
+def same_platform(member: str, to: str) -> bool:
+    """Whether ``member`` (``slack:U…``) is of the platform of the channel ``to``."""
+    return member.partition(":")[0].lower() == to.strip().partition(":")[0].lower()
 
 
 #: How far a channel's agenda is paged (its schedules soonest first).

@@ -435,8 +435,10 @@ class ScheduleListQuery(_In):
         description="A destination: schedules any of whose recipients (a chain's step "
         "too) goes there. A Slack or Discord channel (slack:C…, slack:#name, "
         "discord:<channel id>) without state, search or tenant is its agenda: every "
-        "active schedule into it not marked private, whoever wrote it, soonest first, to "
-        "a member who can see the channel (403 otherwise), each with its author.",
+        "active schedule into it not marked private, whoever wrote it, soonest first, "
+        "each with its author, to a member of that platform who can see the channel (403 "
+        "otherwise) and to operators and admins; a member of another (local:…) lists "
+        "their own into it.",
     )
     search: str | None = Field(default=None, max_length=100, description="Words in the text.")
     all: bool = Field(default=False, description="Everyone's (operators and admins).")

@@ -186,9 +186,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     c.add_argument(
         "--to",
-        help="only schedules with this destination among their recipients; a Slack or "
-        "Discord channel (without --state, --search or --tenant) is its agenda: everyone's "
-        "active schedules into it not marked --private, with their authors, if you can see it",
+        help="only schedules with this destination among their recipients; for operators "
+        "and admins (and a Slack or Discord member who can see it) a Slack or Discord channel, "
+        "without --state, --search or --tenant, is its agenda: everyone's active schedules "
+        "into it not marked --private, with their authors",
     )
     c.add_argument("--search", help="only messages containing this text")
     c.add_argument("--limit", type=int, default=200)

@@ -223,6 +223,19 @@ def _when_column(schedule: Schedule, words: dict[tuple[str, str], str]) -> str:
     return found
 
 
+async def _agenda_wanted(cli: Cli, herald: Herald) -> bool:
+    """Whether ``herald list --to`` is its channel's agenda: a Slack or Discord
+    channel, no other filter, listed by an operator or admin or a member of that
+    platform (a member at the terminal, local:…, keeps their own schedules into it:
+    Herald cannot ask the platform about them)."""
+    a = cli.args
+    if (a.state, a.search, a.tenant) != (None, None, None) or not chat_channel(a.to):
+        return False
+    actor = await herald.actor(cli.actor)
+    platform = a.to.strip().partition(":")[0].lower()
+    return actor.sees_everything or actor.id.partition(":")[0].lower() == platform
+
+
 async def cmd_agenda(cli: Cli, herald: Herald, to: str) -> None:
     """``herald list --to CHANNEL``: what is scheduled into a Slack or Discord channel,
     everyone's not marked private, if the member can see it (core's ``agenda``)."""
@@ -264,7 +277,7 @@ async def cmd_agenda(cli: Cli, herald: Herald, to: str) -> None:
 
 async def cmd_list(cli: Cli, herald: Herald) -> None:
     a = cli.args
-    if a.to is not None and (a.state, a.search, a.tenant) == (None,) * 3 and chat_channel(a.to):
+    if a.to is not None and await _agenda_wanted(cli, herald):
         await cmd_agenda(cli, herald, a.to)
         return
     filters = dict(everyone=a.all, state=a.state, destination=a.to, text=a.search)

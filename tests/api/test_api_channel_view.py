@@ -348,3 +348,17 @@ async def test_an_import_lists_the_first_20_duplicates_and_counts_them_all(
     said = {d["line"]: d["message"].split(" of this import")[0] for d in report["duplicates"]}
     assert said[2] == "line 2: line 1" and said[11] == "line 11: line 1"
     assert said[12] == "line 12: line 2" and said[21] == "line 21: line 11"
+
+
+async def test_a_member_of_no_platform_lists_their_own_into_a_channel(
+    herald: Herald, client: TestClient[Any, Any]
+) -> None:
+    """A local member's token (Herald cannot ask Slack about them): ?to=CHANNEL is the
+    list filter it always was, their own schedules into it, never others'."""
+    bob = await bearer(herald, "slack:UBOB")
+    await create(client, bob, when="every weekday at 9am", text=STANDUP)
+    local = await bearer(herald, "local:lena", tenant="local")
+    mine = await create(client, local, when="tomorrow at 9am", text="mine")
+    page = await ok(await client.get("/v1/schedules", params={"to": GENERAL}, headers=local))
+    assert [s["id"] for s in page["items"]] == [mine["id"]]
+    assert page["items"][0]["author"] is None  # a list, not an agenda

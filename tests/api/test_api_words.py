@@ -87,6 +87,10 @@ def test_every_route_has_an_example_request_and_answer(document: dict[str, Any])
     by_operation = {route.operation: route for route in ROUTES}
     for method, path, op in _operations(document):
         route = by_operation[op["operationId"]]
+        if route.media is not None:  # not JSON (a calendar): its media type, no model
+            assert route.response is None
+            assert list(op["responses"][str(route.status)]["content"]) == [route.media]
+            continue
         ok = op["responses"][str(route.status)]["content"]["application/json"]
         assert ok.get("example") is not None, f"{method} {path} has no example answer"
         assert route.response is not None
@@ -122,6 +126,9 @@ def test_the_docs_page_shows_fields_and_examples(document: dict[str, Any]) -> No
         section = shown[f"{route.method} /v1{route.path}"]
         assert "Example request" in section and "Example answer" in section
         assert f"{route.method} /v1" in section.split("Example request")[1]
+        if route.media is not None:  # a calendar: its media type is the answer shown
+            assert f"({route.media})" in section.split("Example answer")[1]
+            continue
         assert route.response is not None
         for name, field in route.response.model_fields.items():  # the answer's fields
             assert f"<code>{field.alias or name}</code>" in section

@@ -331,8 +331,16 @@ def test_strict_as_typed_refuses_in_one_line_and_creates_nothing(
     assert main([*argv, "--quiet"], settings=alice) == 0
     out, err = capsys.readouterr()
     assert out.strip().isdigit() and err.startswith("warning: You already scheduled")
-    # a member at the terminal is in no Slack channel: refused in a sentence
-    assert main(["list", "--to", GENERAL], settings=alice) == 2
+    # a member at the terminal, in no Slack channel Herald can ask about, lists her own
+    # schedules into a channel as before; its agenda as a calendar is refused in a sentence
+    assert main(["schedule", "--to", GENERAL, "--when", "tomorrow at 9am", "--text", "mine"],
+                settings=alice) == 0  # fmt: skip
+    capsys.readouterr()
+    assert main(["list", "--to", GENERAL], settings=alice) == 0
+    header, row = capsys.readouterr().out.splitlines()
+    assert header.split() == ["ID", "STATE", "WHEN", "NEXT", "TO", "TEXT"]
+    assert row.endswith("mine")
+    assert main(["export", "ics", "--to", GENERAL], settings=alice) == 2
     out, err = capsys.readouterr()
     assert out == "" and err.count("\n") == 1
     assert "<#C0GENERAL> is not one of yours" in err
