@@ -20,9 +20,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlmodel import col, select
 
-from core.models import OPEN_STATE_VALUES, Schedule, ScheduleState
+from core.models import OPEN_STATE_VALUES, WAITING_SQL, Schedule, ScheduleState
 from core.store.base import JOB, SCHEDULE, AuditEntry, Gateway, new_idempotency_key
-from core.store.schedules import sends_to_destination
 
 #: Planned jobs: due time and rank (core.congestion.Planned).
 Planned = tuple[datetime, int]
@@ -52,17 +51,33 @@ class ChannelViewQueries(Gateway):
         states: Sequence[str] = (ScheduleState.ACTIVE.value,),
         limit: int = 200,
     ) -> list[Schedule]:
-        """Schedules of ``tenant`` in ``states`` into ``destination`` (any recipient or
-        chain step): the ``viewer``'s own, and with ``others`` everyone else's not
-        marked private; soonest next run first."""
+        """Schedules of ``tenant`` in ``states`` into ``destination``: the ``viewer``'s
+        own, and with ``others`` everyone else's not marked private; soonest next run
+        first.
+
+        Into it means its first recipient's first step is ``destination``, or one of
+        its waiting jobs goes there (another recipient, a fallback step reached): both
+        found on an index. A chain's step not reached is not counted (the message goes
+        there only if the steps before it fail), nor a recipient whose job is being
+        sent at this moment (its next is planned once it is recorded). Reading the
+        recipients' JSON instead (``sends_to_destination``) scans every active
+        schedule of the tenant: 50-67 ms a save at 100,000 schedules (bench.forecast)."""
         mine = col(Schedule.owner) == viewer
         who = sa.or_(mine, col(Schedule.private).is_(False)) if others else mine
+        ids = sa.union(
+            sa.select(SCHEDULE.c.id).where(SCHEDULE.c.destination == destination),
+            sa.select(JOB.c.schedule_id).where(
+                JOB.c.destination == destination,
+                JOB.c.destination.is_not(None),
+                sa.text("job." + WAITING_SQL),  # as ix_job_waiting_destination says it
+            ),
+        )
         stmt = (
             select(Schedule)
             .where(
+                col(Schedule.id).in_(ids),
                 col(Schedule.tenant) == tenant,
                 col(Schedule.state).in_(list(states)),
-                sends_to_destination(destination),
                 who,
             )
             .order_by(
@@ -86,7 +101,8 @@ class ChannelViewQueries(Gateway):
         """The jobs waiting to be sent to ``destination`` (every tenant's: the
         provider's limit is theirs together) due from ``start`` to ``end``, with their
         rank, in due order; those of the schedule ``exclude`` left out."""
-        waiting = JOB.c.state.in_(OPEN_STATE_VALUES)
+        # the partial indexes' own text: SQLite uses ix_job_waiting_destination only then
+        waiting = sa.text("job." + WAITING_SQL)
         window: tuple[Any, ...] = (JOB.c.due_at >= start, JOB.c.due_at <= end)
         if exclude is not None:
             window = (*window, JOB.c.schedule_id != exclude)
