@@ -270,21 +270,22 @@ class ChannelViewCases(CaseBase):
                 )
             except InvalidInput:
                 others = False  # the platform cannot say: the actor's own only
-            rows = await self.store.into(
+            texts = await self.store.texts_into(
                 schedule.tenant,
                 str(target),
                 viewer=actor.id,
                 others=others,
                 states=(ScheduleState.ACTIVE.value,),
-                limit=2_000,
             )
+            matching = [
+                sid
+                for sid, body in texts
+                if sid not in seen_ids and sid != schedule.id and duplicates.normalise(body) == text
+            ]
             same = [
                 r
-                for r in rows
-                if r.id not in seen_ids
-                and r.id != schedule.id
-                and not (key is not None and r.owner == actor.id and r.idempotency_key == key)
-                and duplicates.normalise(r.body) == text
+                for r in await self.store.schedules_by_id(matching)
+                if not (key is not None and r.owner == actor.id and r.idempotency_key == key)
             ]
             names = await self._authors(actor, same)
             for r in same:
