@@ -9,7 +9,13 @@ from pydantic import ValidationError
 
 from bot.api import models as m
 from core.calendars import CalendarError
-from core.cases import ImportRateExceeded, ImportRejected, ImportTooLarge, Unauthorized
+from core.cases import (
+    Duplicated,
+    ImportRateExceeded,
+    ImportRejected,
+    ImportTooLarge,
+    Unauthorized,
+)
 from core.errors import (
     Conflict,
     DatabaseError,
@@ -143,12 +149,10 @@ def from_error(exc: HeraldError) -> ApiProblem:
         return ApiProblem(404, str(exc))
     if isinstance(exc, PermissionDenied):
         return ApiProblem(403, str(exc))
+    if isinstance(exc, Duplicated):  # a create refused (?strict=true): what it found
+        listed = [m.SaveWarningOut.model_validate(w.as_dict()) for w in exc.found]
+        return ApiProblem(409, str(exc), slug="duplicate", duplicates=listed)
     if isinstance(exc, Conflict):
-        # a create refused for its duplicates (core.cases.channel_view.Duplicated)
-        found = getattr(exc, "found", None)
-        if found:
-            listed = [m.SaveWarningOut.model_validate(w.as_dict()) for w in found]
-            return ApiProblem(409, str(exc), slug="duplicate", duplicates=listed)
         return ApiProblem(409, str(exc))
     if isinstance(exc, InvalidInput | CalendarError):  # input Herald cannot read
         return ApiProblem(422, str(exc))
