@@ -19,10 +19,7 @@ from bot.api.requests import PREFIX, Call, Handler, Reply
 from core import until_done, verbs, views
 from core.actors import Actor
 from core.cases import To, canonical, import_schedules, wanted_of
-from core.channels import parse_destination
-from core.destinations import channel_name
 from core.errors import Conflict, InvalidInput
-from core.limits import shared_channel
 from core.models import Job, Schedule
 from core.store import DeadFilter
 from core.verbs import Verb, perform
@@ -46,18 +43,6 @@ def _schedule(
             "warnings": [w.as_dict() for w in views.warnings_of(s)],
         }
     )
-
-
-def chat_channel(to: str) -> bool:
-    """Whether ``to`` is a Slack or Discord channel (by id or by name; not a direct
-    message): a list filtered by it is the channel's agenda."""
-    if channel_name(to) is not None:
-        return True
-    try:
-        target = parse_destination(to)
-    except InvalidInput:
-        return False
-    return target.kind in ("slack", "discord") and shared_channel(target)
 
 
 def _ladder(s: Schedule) -> m.UntilDoneOut | None:
@@ -219,19 +204,11 @@ async def list_schedules(call: Call) -> Reply:
 
 
 async def _agenda_wanted(call: Call, q: m.ScheduleListQuery, to: str) -> bool:
-    """Whether the list filtered by ``to`` is its channel's agenda: a Slack or Discord
-    channel, no other filter, asked by an operator or admin or a member of that
-    platform (one of another, local:…, keeps their own schedules into it: Herald cannot
-    ask the platform about them)."""
-    if (q.state, q.search, q.tenant) != (None, None, None) or not chat_channel(to):
+    """Whether the list filtered by ``to`` is its channel's agenda: no other filter,
+    and core says so (:meth:`core.cases.Herald.lists_agenda`)."""
+    if (q.state, q.search, q.tenant) != (None, None, None):
         return False
-    actor = await call.herald.actor(call.principal)
-    return actor.sees_everything or same_platform(actor.id, to)
-
-
-def same_platform(member: str, to: str) -> bool:
-    """Whether ``member`` (``slack:U…``) is of the platform of the channel ``to``."""
-    return member.partition(":")[0].lower() == to.strip().partition(":")[0].lower()
+    return await call.herald.lists_agenda(call.principal, to)
 
 
 #: How far a channel's agenda is paged (its schedules soonest first).

@@ -25,10 +25,7 @@ from bot.cli.options import (
 from bot.cli.until_done import ladder_arg, ladder_words
 from core import calendars, db, reminders, routing, timeexpr, verbs, views
 from core import until_done as ladders
-from core.channels import parse_destination
-from core.destinations import channel_name
 from core.errors import InvalidInput
-from core.limits import shared_channel
 from core.models import Attempt, Job, Schedule, ScheduleState
 from core.routing import Recipient
 from core.send_check import send_warnings
@@ -198,18 +195,6 @@ def warnings_json(schedule: Schedule) -> dict[str, list[dict[str, object]]]:
     return {"warnings": [w.as_dict() for w in found]} if found else {}
 
 
-def chat_channel(to: str) -> bool:
-    """Whether ``to`` is a Slack or Discord channel (by id or by name; not a direct
-    message): ``herald list --to`` shows its agenda."""
-    if channel_name(to) is not None:
-        return True
-    try:
-        target = parse_destination(to)
-    except InvalidInput:
-        return False
-    return target.kind in ("slack", "discord") and shared_channel(target)
-
-
 def _when_column(schedule: Schedule, words: dict[tuple[str, str], str]) -> str:
     """:func:`core.views.when_column`, a rule's words (a pure function of the rule and
     its zone) read once for every row that repeats them: a list of a thousand schedules
@@ -224,16 +209,12 @@ def _when_column(schedule: Schedule, words: dict[tuple[str, str], str]) -> str:
 
 
 async def _agenda_wanted(cli: Cli, herald: Herald) -> bool:
-    """Whether ``herald list --to`` is its channel's agenda: a Slack or Discord
-    channel, no other filter, listed by an operator or admin or a member of that
-    platform (a member at the terminal, local:…, keeps their own schedules into it:
-    Herald cannot ask the platform about them)."""
+    """Whether ``herald list --to`` is its channel's agenda: no other filter, and core
+    says so (:meth:`core.cases.Herald.lists_agenda`)."""
     a = cli.args
-    if (a.state, a.search, a.tenant) != (None, None, None) or not chat_channel(a.to):
+    if (a.state, a.search, a.tenant) != (None, None, None):
         return False
-    actor = await herald.actor(cli.actor)
-    platform = a.to.strip().partition(":")[0].lower()
-    return actor.sees_everything or actor.id.partition(":")[0].lower() == platform
+    return await herald.lists_agenda(cli.actor, a.to)
 
 
 async def cmd_agenda(cli: Cli, herald: Herald, to: str) -> None:

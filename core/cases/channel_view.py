@@ -24,7 +24,7 @@ from core.actors import Actor, ActorRef
 from core.calendars import export, schedule_upcoming
 from core.cases.base import CaseBase
 from core.channels import CHANNEL_TYPES, parse_destination
-from core.destinations import ChannelViewers, Destination
+from core.destinations import ChannelViewers, Destination, channel_name
 from core.errors import Conflict, InvalidInput
 from core.limits import shared_channel
 from core.models import Schedule, ScheduleState
@@ -155,6 +155,27 @@ class ChannelViewCases(CaseBase):
         return seen
 
     # --- the agenda ---------------------------------------------------------------------
+
+    async def lists_agenda(self, actor_id: ActorRef, to: str) -> bool:
+        """Whether a list filtered by ``to`` (and nothing else) is its channel's agenda
+        for ``actor_id``: ``to`` is a Slack or Discord channel (by id or by name, not a
+        direct message) and the actor an operator or admin or a member of that
+        platform. A member of another (``local:…`` at the terminal, or their API
+        token) keeps their own schedules into it: Herald cannot ask the platform
+        whether they see it."""
+        found = channel_name(to)
+        if found is not None:
+            kind = found.kind
+        else:
+            try:
+                target = parse_destination(to)
+            except InvalidInput:
+                return False
+            if target.kind not in ("slack", "discord") or not shared_channel(target):
+                return False
+            kind = target.kind
+        actor = await self.actor(actor_id)
+        return actor.sees_everything or actor.id.partition(":")[0].lower() == kind
 
     async def agenda(
         self,
