@@ -206,6 +206,19 @@ class ChannelViewQueries(Gateway):
             ).scalar()
             if occurrence is None:
                 return None
+            # its jobs locked first (PostgreSQL): one claimed since the read above is no
+            # longer waiting, and nothing is written when none is left (being sent)
+            ids = [
+                int(row[0])
+                for row in await conn.execute(
+                    sa.select(JOB.c.id)
+                    .where(waiting, JOB.c.occurrence_at == occurrence)
+                    .order_by(JOB.c.id)
+                    .with_for_update()
+                )
+            ]
+            if not ids:
+                return None
             bumped = await conn.execute(
                 sa.update(SCHEDULE)
                 .where(
@@ -217,15 +230,6 @@ class ChannelViewQueries(Gateway):
             )
             if bumped.rowcount != 1:
                 return None
-            ids = [
-                int(row[0])
-                for row in await conn.execute(
-                    sa.select(JOB.c.id)
-                    .where(waiting, JOB.c.occurrence_at == occurrence)
-                    .order_by(JOB.c.id)
-                    .with_for_update()
-                )
-            ]
             await conn.execute(
                 sa.update(JOB)
                 .where(JOB.c.id == sa.bindparam("b_id"), JOB.c.state.in_(OPEN_STATE_VALUES))

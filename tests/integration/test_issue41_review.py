@@ -3,11 +3,19 @@ failed before its fix, on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
 
 from core import duplicates
 from core.actors import Principal
 from core.cases import Herald
+from core.errors import Conflict
+from core.store import AuditFilter
 from core.views import warnings_of
 
 A = "slack:TA"
@@ -36,3 +44,47 @@ async def test_a_save_next_to_a_hostile_text_is_quick(herald: Herald) -> None:
     )
     assert time.perf_counter() - began < 1.0
     assert [w.kind for w in warnings_of(s)] == ["duplicate"] * 3
+
+
+async def test_send_now_of_a_job_claimed_meanwhile_changes_nothing(
+    herald: Herald, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A dispatcher claims the next send between send-now's read of it and its update:
+    send-now says so (Conflict) and writes nothing, instead of bumping the version and
+    answering "sending now" with no job moved."""
+    s, _ = await herald.create_schedule(BOB, to=GENERAL, when="in 2 hours", text="once")
+    store = herald.store
+    real = store._conn
+
+    class Claiming:
+        """The connection, but a dispatcher claims the job right after the first read."""
+
+        def __init__(self, conn: Any) -> None:
+            self.conn, self.calls = conn, 0
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.conn, name)
+
+        async def execute(self, *args: Any, **kwargs: Any) -> Any:
+            self.calls += 1
+            result = await self.conn.execute(*args, **kwargs)
+            if self.calls == 1:  # the occurrence read: a dispatcher claims its job now
+                await self.conn.execute(
+                    sa.text("UPDATE job SET state = 'claimed' WHERE schedule_id = :s"),
+                    {"s": s.id},
+                )
+            return result
+
+    @contextlib.asynccontextmanager
+    async def claiming() -> AsyncIterator[Any]:
+        async with real() as conn:
+            yield Claiming(conn)
+
+    monkeypatch.setattr(store, "_conn", claiming)
+    with pytest.raises(Conflict, match="already under way"):
+        await herald.send_schedule_now(BOB, s.id)
+    monkeypatch.setattr(store, "_conn", real)
+    after = await store.get_schedule(s.id)
+    assert after is not None and after.version == s.version
+    audits = await store.audit_page(AuditFilter(action="schedule.send_now"), limit=10)
+    assert [a for a in audits if a.action == "schedule.send_now"] == []
