@@ -143,7 +143,12 @@ class Actions(Decisions):
             await responder(respond, replace=True)(notice(pending.CANCELLED))
             return
         held = self.pending.take(token, tenant, person.user_id)
-        await responder(respond, replace=True)(await held.rerun(person))
+        try:
+            created = await held.rerun(person)
+        except Exception:
+            self.pending.put_back(token, held)  # refused (said to them alone): press again
+            raise
+        await responder(respond, replace=True)(created)
 
     # --- list pages ---------------------------------------------------------------
 

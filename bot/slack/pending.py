@@ -9,8 +9,10 @@ carry as their value: a button's value holds at most 2,000 characters
 request does not fit (a message alone may be 4,000), nor should it ride through
 Slack and back to be read again. A request is kept :data:`EXPIRES` seconds, at most
 :data:`KEPT` at once (the oldest go first); one gone (expired, or Herald restarted)
-is answered "That request expired: schedule it again." Only the person who asked,
-in the workspace they asked in, may answer it.
+is answered "That request expired: schedule it again." Only the person who
+asked, in the workspace they asked in, may answer it. A Create anyway that is refused
+(Slack could not be asked just now, the time passed) keeps its request: the buttons
+still answer it.
 """
 
 from __future__ import annotations
@@ -89,6 +91,12 @@ class Pending:
             raise PermissionDenied(NOT_YOURS)
         del self._held[token]
         return held
+
+    def put_back(self, token: str, held: Held) -> None:
+        """Hold a request taken again (its Create anyway was refused), as it was: it
+        expires when it would have."""
+        self._held[token] = held
+        self._held = dict(sorted(self._held.items(), key=lambda kv: kv[1].at))
 
     def _forget_expired(self) -> None:
         now = self.clock()
