@@ -7,7 +7,8 @@ duplicate (:class:`core.cases.channel_view.Duplicated`) nothing is saved and the
 is told who already scheduled it, with [Create anyway] and [Cancel]. A button's
 custom_id holds at most 100 characters, so the request itself waits here, in memory,
 under a random token (``herald:dup:create:<token>``) for :data:`EXPIRES` seconds, at
-most :data:`KEPT` at once (the oldest go first). Only the member who asked, in the
+most :data:`KEPT` at once and :data:`PER_MEMBER` of one member (the oldest go first:
+one member's requests cannot push out everyone else's). Only the member who asked, in the
 server they asked in, may press them; Create anyway runs the same create with
 ``duplicates="ignore"``. A press after the request expired (or after a restart) says so.
 """
@@ -31,6 +32,8 @@ from core.errors import PermissionDenied
 EXPIRES = 15 * 60.0
 #: Requests kept at once.
 KEPT = 1_000
+#: Requests of one member (in one server) kept at once.
+PER_MEMBER = 20
 EXPIRED = "That request expired: schedule it again."
 CANCELLED = "Cancelled: nothing was scheduled."
 NOT_YOURS = (
@@ -61,10 +64,12 @@ class Requests:
         *,
         expires: float = EXPIRES,
         kept: int = KEPT,
+        per_member: int = PER_MEMBER,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.expires = expires
         self.kept = kept
+        self.per_member = per_member
         self.clock = clock
         self._waiting: dict[str, Waiting] = {}
 
@@ -76,6 +81,9 @@ class Requests:
     ) -> str:
         """Keep a request; its token (22 URL-safe characters)."""
         self._forget_expired()
+        theirs = [t for t, w in self._waiting.items() if (w.guild, w.user) == (guild, user)]
+        for old in theirs[: max(0, len(theirs) - self.per_member + 1)]:
+            del self._waiting[old]
         while len(self._waiting) >= self.kept:
             self._waiting.pop(next(iter(self._waiting)))
         token = secrets.token_urlsafe(16)

@@ -8,8 +8,9 @@ carry as their value: a button's value holds at most 2,000 characters
 (https://docs.slack.dev/reference/block-kit/block-elements/button-element) and a
 request does not fit (a message alone may be 4,000), nor should it ride through
 Slack and back to be read again. A request is kept :data:`EXPIRES` seconds, at most
-:data:`KEPT` at once (the oldest go first); one gone (expired, or Herald restarted)
-is answered "That request expired: schedule it again." Only the person who
+:data:`KEPT` at once and :data:`PER_PERSON` of one person (the oldest go first: one
+person's requests cannot push out everyone else's); one gone (expired, or Herald
+restarted) is answered "That request expired: schedule it again." Only the person who
 asked, in the workspace they asked in, may answer it. A Create anyway that is refused
 (Slack could not be asked just now, the time passed) keeps its request: the buttons
 still answer it.
@@ -33,6 +34,8 @@ if TYPE_CHECKING:
 EXPIRES = 15 * 60
 #: The most requests held at once.
 KEPT = 1_000
+#: The most requests of one person (in one workspace) held at once.
+PER_PERSON = 20
 #: The buttons' action ids.
 ANYWAY = "herald_duplicate_anyway"
 CANCEL = "herald_duplicate_cancel"
@@ -61,10 +64,12 @@ class Pending:
         *,
         expires: float = EXPIRES,
         kept: int = KEPT,
+        per_person: int = PER_PERSON,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.expires = expires
         self.kept = kept
+        self.per_person = per_person
         self.clock = clock
         self._held: dict[str, Held] = {}
 
@@ -74,6 +79,9 @@ class Pending:
     def hold(self, tenant: str, user: str, rerun: Rerun) -> str:
         """Keep a request of ``user`` (in ``tenant``); the token its buttons carry."""
         self._forget_expired()
+        theirs = [t for t, h in self._held.items() if (h.tenant, h.user) == (tenant, user)]
+        for old in theirs[: max(0, len(theirs) - self.per_person + 1)]:
+            del self._held[old]
         while len(self._held) >= self.kept:
             self._held.pop(next(iter(self._held)))
         token = secrets.token_urlsafe(16)

@@ -1,19 +1,23 @@
 """Issue 41's review, Slack: a Create anyway that fails for a reason of the moment
 (Slack could not be asked, "try again in a minute") keeps its request, so that trying
-again creates it instead of answering that the request expired."""
+again creates it instead of answering that the request expired; and one person's
+requests cannot push everyone else's out of the held store."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 
 from bot.slack import pending
+from bot.slack.pending import Pending
 from core.clock import ManualClock
+from core.errors import InvalidInput
 from tests.fakes.slack import slack_error
 from tests.fakes.slack_app import FakeSlackApp
 from tests.slack.conftest import SlackEnv, slack_env
-from tests.slack.support import text_of
+from tests.slack.support import TENANT, text_of
 from tests.slack.test_channel_view import answer, scheduled, token_of
 
 
@@ -42,3 +46,17 @@ async def test_create_anyway_refused_for_a_moment_can_be_pressed_again(env: Slac
     assert pending.EXPIRED not in created
     assert ":white_check_mark: Scheduled" in created
     assert len(await env.schedules()) == 2
+
+
+def test_one_person_cannot_push_out_everyone_else_s_requests() -> None:
+    held = Pending(kept=50)
+
+    async def rerun(_: Any) -> Any:
+        return None
+
+    theirs = held.hold(TENANT, "U1", rerun)
+    flood = [held.hold(TENANT, "U2", rerun) for _ in range(200)]
+    assert held.take(theirs, TENANT, "U1").user == "U1"
+    assert held.take(flood[-1], TENANT, "U2").user == "U2"  # their latest still waits
+    with pytest.raises(InvalidInput):
+        held.take(flood[0], TENANT, "U2")  # their oldest went first
