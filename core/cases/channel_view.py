@@ -19,7 +19,8 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 from zoneinfo import ZoneInfo
 
-from core import congestion, duplicates, views
+import core.cases.consent as consent
+from core import congestion, duplicates, routing, views
 from core.actors import Actor, ActorRef
 from core.calendars import export, schedule_upcoming
 from core.cases.base import CaseBase
@@ -28,7 +29,7 @@ from core.destinations import ChannelViewers, Destination, channel_name
 from core.errors import Conflict, InvalidInput
 from core.limits import shared_channel
 from core.models import Schedule, ScheduleState
-from core.preferences import priority_rank
+from core.preferences import URGENT, priority_rank
 from core.ratelimit import UNLIMITED, RateLimit, RateLimits
 from core.store import AuditEntry
 from core.until_done import where as where_words
@@ -529,7 +530,37 @@ class ChannelViewCases(CaseBase):
             if schedule.rrule is None
             else f"sending its {occurrence} occurrence now; the next ones stay as planned"
         )
-        return views.add_save_notes(fresh, [note])
+        return views.add_save_notes(fresh, [note, *await self._held_now(fresh, now)])
+
+    async def _held_now(self, schedule: Schedule, now: datetime) -> list[str]:
+        """Whose quiet hours still hold a send made due ``now`` (only urgent messages
+        pass them, core.dispatcher.recipients): "but Bob's quiet hours hold it: sent at
+        14:00 their time", as the dispatcher reads each person's zone."""
+        if schedule.priority == URGENT:
+            return []
+        firsts = [r.to[0] for r in routing.from_json(schedule.recipients, schedule.destination)]
+        found = consent.people_in(firsts)
+        people = await consent.people_of(self.store, schedule.tenant, found)
+        notes = []
+        for member, destination in found.items():
+            person = people.get(member)
+            if person is None or not person.quiet or person.prefs.quiet is None:
+                continue
+            row = await self.store.get_member(schedule.tenant, member)
+            zone = person.zone or (row.timezone if row is not None else None)
+            zone = zone or self.settings.default_tz
+            opens = person.prefs.quiet.opens(now, zone)
+            if opens is None:
+                continue
+            name = await consent.name_of(self.store, schedule.tenant, member, destination)
+            local = opens.astimezone(ZoneInfo(zone))
+            shown = (
+                f"{local:%H:%M}"
+                if local.date() == now.astimezone(local.tzinfo).date()
+                else f"{local:%a %H:%M}"
+            )
+            notes.append(f"but {name}'s quiet hours hold it: sent at {shown} their time")
+        return notes
 
 
 def _send_now_refusal(schedule: Schedule) -> str | None:

@@ -88,3 +88,34 @@ async def test_send_now_of_a_job_claimed_meanwhile_changes_nothing(
     assert after is not None and after.version == s.version
     audits = await store.audit_page(AuditFilter(action="schedule.send_now"), limit=10)
     assert [a for a in audits if a.action == "schedule.send_now"] == []
+
+
+async def test_send_now_into_quiet_hours_says_it_is_held(herald: Herald, clock: Any) -> None:
+    """Send-now makes the next send due now, but a recipient's quiet hours still hold it
+    (only urgent messages pass them): the answer says so instead of "sending now"."""
+    from core.dispatcher import Dispatcher, DispatcherConfig
+    from core.models import LOCAL_TENANT
+    from core.preferences import Preferences, QuietHours
+    from core.store import AuditEntry
+    from core.views import save_notes
+    from tests.support.channels import RecordingChannel
+
+    bob, admin = "email:bob@example.com", "local:root-admin"
+    now = clock.now()  # 12:00 UTC
+    await herald.store.save_member(LOCAL_TENANT, bob, now=now, timezone="UTC", display_name="Bob")
+    await herald.store.put_preferences(
+        LOCAL_TENANT,
+        bob,
+        Preferences(quiet=QuietHours.parse("11:00-14:00", ())),
+        now=now,
+        by=admin,
+        audit=AuditEntry(admin, "preferences.set", "member", bob),
+    )
+    s, _ = await herald.create_schedule("local:alice", to=bob, when="tomorrow at 3pm", text="hi")
+    sent = await herald.send_schedule_now("local:alice", s.id)
+    email = RecordingChannel(kind="email")
+    config = DispatcherConfig(max_attempts=3, backoff_base=5, backoff_cap=60)
+    await Dispatcher(herald.store, {"email": email}, clock=clock, config=config).drain()
+    held = not email.deliveries
+    said = " ".join(save_notes(sent))
+    assert held and "but Bob's quiet hours hold it: sent at 14:00 their time" in said, said
