@@ -46,17 +46,22 @@ PROVIDERS = {
 Planned = tuple[datetime, int]
 
 
-def _slots(dues: Sequence[datetime], limit: RateLimit) -> list[datetime]:
+def _slots(
+    dues: Sequence[datetime], limit: RateLimit, now: datetime | None = None
+) -> list[datetime]:
     """The moment each of ``dues`` (in sending order) is sent from a bucket full before
-    the first: each no earlier than its due time, spaced as the dispatcher's slots are."""
+    the first: each no earlier than its due time, nor than ``now`` (jobs still waiting
+    are not sent in the past: :func:`core.ratelimit.allocate`'s ``first``), spaced as
+    the dispatcher's slots are."""
     interval = spacing(limit)
     tol = tolerance(limit)
     tat: datetime | None = None
     sent = []
     for due in dues:
-        current = due if tat is None or tat < due else tat
+        first = due if now is None or due >= now else now
+        current = first if tat is None or tat < first else tat
         slot = current - tol
-        sent.append(due if slot < due else slot)
+        sent.append(first if slot < first else slot)
         tat = current + interval
     return sent
 
@@ -67,17 +72,24 @@ def sending_order(planned: Iterable[Planned]) -> list[Planned]:
     return sorted(planned, key=lambda p: (p[0], p[1]))
 
 
-def lateness(planned: Iterable[Planned], due: datetime, rank: int, limit: RateLimit) -> float:
+def lateness(
+    planned: Iterable[Planned],
+    due: datetime,
+    rank: int,
+    limit: RateLimit,
+    now: datetime | None = None,
+) -> float:
     """Seconds after ``due`` a message of ``rank`` due then would be sent, after the
     ``planned`` jobs of its destination that go before it (due earlier, or as early and
     of the same rank or a higher one). An urgent message passes the slots of every
     other rank (:func:`core.ratelimit.allocate_ahead`): only urgent ones count then.
-    0.0 for an unlimited destination."""
+    0.0 for an unlimited destination. ``now``: the planned jobs are still waiting
+    then (those due before it are a backlog sent from then on, not in the past)."""
     if limit.unlimited:
         return 0.0
     ahead = [p for p in planned if (p[0], p[1]) <= (due, rank) and (rank > 0 or p[1] == 0)]
     order = [p[0] for p in sending_order(ahead)]
-    sent = _slots([*order, due], limit)
+    sent = _slots([*order, due], limit, now)
     return max(0.0, (sent[-1] - due).total_seconds())
 
 
@@ -106,9 +118,11 @@ def forecast(
     at: datetime,
     rank: int,
     limit: RateLimit,
+    now: datetime | None = None,
 ) -> Forecast:
     """How late a message of ``rank`` due ``at`` into ``destination`` would be, among
-    the ``planned`` jobs there (read from ``at - LOOKBACK`` up to ``at``)."""
+    the ``planned`` jobs there (read from ``at - LOOKBACK`` up to ``at``; still waiting
+    at ``now``, when given: see :func:`lateness`)."""
     rows = [p for p in planned if at - LOOKBACK <= p[0] <= at]
     together = sum(1 for p in rows if abs((p[0] - at).total_seconds()) < 60)
     return Forecast(
@@ -116,7 +130,7 @@ def forecast(
         at,
         due_together=together + 1,
         crowd=len(rows) + 1,
-        late=lateness(rows, at, rank, limit),
+        late=lateness(rows, at, rank, limit, now),
         limit=limit,
     )
 
@@ -171,17 +185,22 @@ class Minute:
 
 
 def by_minute(
-    planned: Iterable[Planned], limit: RateLimit, start: datetime, minutes: int
+    planned: Iterable[Planned],
+    limit: RateLimit,
+    start: datetime,
+    minutes: int,
+    *,
+    now: datetime | None = None,
 ) -> list[Minute]:
     """Each minute from ``start`` (``minutes`` of them) in which something is due or a
     backlog is still being sent: its count and the expected lateness of its last
     message, from every ``planned`` job in sending order (jobs due before ``start``
-    make the backlog it begins with). Minutes with nothing due and no backlog are left
-    out."""
+    make the backlog it begins with; with ``now``, jobs still waiting then, none sent
+    before it). Minutes with nothing due and no backlog are left out."""
     order = sending_order(planned)
     if not order or limit.unlimited:
         return []
-    sent = _slots([p[0] for p in order], limit)
+    sent = _slots([p[0] for p in order], limit, now)
     end = start + timedelta(minutes=minutes)
     out: dict[datetime, tuple[int, float]] = {}
     for (due, _), at in zip(order, sent, strict=True):

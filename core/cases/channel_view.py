@@ -373,7 +373,7 @@ class ChannelViewCases(CaseBase):
                 exclude=schedule.id,
             )
             for at in upcoming:
-                f = congestion.forecast(canonical, planned, at, rank, limit)
+                f = congestion.forecast(canonical, planned, at, rank, limit, now)
                 if f.worth_saying:
                     when = _short_time(at, schedule.timezone, now)
                     out.append(
@@ -437,7 +437,7 @@ class ChannelViewCases(CaseBase):
             rate = self.limit_of(target)
             if rate.unlimited:
                 continue
-            minutes = congestion.by_minute(rows, rate, now, hours * 60)
+            minutes = congestion.by_minute(rows, rate, now, hours * 60, now=now)
             due = sum(1 for due_at, _ in rows if due_at >= now)
             days.append(DestinationDay(str(target), rate, minutes, due))
         days.sort(key=lambda d: (-(d.worst.late if d.worst else 0.0), -d.due, d.destination))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import AsyncIterator
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -119,3 +120,21 @@ async def test_send_now_into_quiet_hours_says_it_is_held(herald: Herald, clock: 
     held = not email.deliveries
     said = " ".join(save_notes(sent))
     assert held and "but Bob's quiet hours hold it: sent at 14:00 their time" in said, said
+
+
+async def test_a_backlog_still_waiting_is_not_taken_for_sent(herald: Herald, clock: Any) -> None:
+    """Jobs due ten minutes ago and still waiting (the dispatcher was down, or behind)
+    are sent from now on: a save due in a minute waits behind them, and the console's
+    day shows them, instead of taking them for sent when they were due."""
+    for i in range(100):
+        await herald.create_schedule(
+            "local:root-admin", to=GENERAL, when="in 1 minute", text=f"m{i}", duplicates="ignore"
+        )
+    clock.advance(timedelta(minutes=10))  # nothing drained: all 100 still waiting
+    s, _ = await herald.create_schedule(ANNA, to=GENERAL, when="in 1 minute", text="me")
+    [said] = [w for w in warnings_of(s) if w.kind == "congestion"]
+    # 100 from now at 1.07 s each, less the burst's 2.14 s, less the minute it waits
+    assert said.late == pytest.approx(100 * 1.07 - 2.14 - 60, abs=1.5)
+    [day] = await herald.forecast_day("local:root-admin", hours=1)
+    assert day.minutes[0].at == clock.now().replace(second=0, microsecond=0)
+    assert day.worst is not None and day.worst.late > 600
