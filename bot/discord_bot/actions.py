@@ -393,7 +393,9 @@ async def agenda(herald: Herald, actor: ActorRef, channel_id: int, *, seen: bool
     ``seen`` (Discord computed the member's View Channel there, in the signed
     interaction) core takes that channel as seen; else it asks Discord."""
     where = destination(channel_id)
-    entries = await herald.agenda(actor, where, seen_in=where if seen else None)
+    entries = await herald.agenda(
+        actor, where, seen_in=where if seen else None, limit=render.AGENDA_COUNTED + 1
+    )
     viewer = await herald.actor(actor)
     return Reply(render.agenda(entries, channel_id, viewer.id))
 

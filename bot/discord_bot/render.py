@@ -343,26 +343,37 @@ def agenda_line(entry: AgendaEntry, viewer: str | None = None) -> str:
     )
 
 
+#: Schedules of a channel's agenda read to count them: core is asked for one more, and
+#: past this many the reply says "more than" instead of a count it does not know.
+AGENDA_COUNTED = 200
+
+
 def agenda(entries: Sequence[AgendaEntry], channel_id: int, viewer: str | None = None) -> str:
     """``/schedule list channel:``: what is scheduled into the channel, soonest first,
-    as many rows as one message holds, then "… and N more"."""
+    as many rows as one message holds, then "… and N more" (past
+    :data:`AGENDA_COUNTED`, "more than")."""
     if not entries:
         return (
             f"Nothing is scheduled into <#{channel_id}> (a schedule its author marked "
             "private is in their own list only)."
         )
-    head = f"**Scheduled into <#{channel_id}>** ({len(entries)}):"
+    over = "more than " if len(entries) > AGENDA_COUNTED else ""
+    entries = entries[:AGENDA_COUNTED]
+    head = f"**Scheduled into <#{channel_id}>** ({over}{len(entries)}):"
     rows = [agenda_line(e, viewer) for e in entries]
     kept = [head]
     size = len(head)
     for n, row in enumerate(rows):
         rest = len(rows) - n - 1
-        tail = len(f"\n… and {rest} more") if rest else 0
+        tail = len(f"\n… and {over}{rest} more") if rest else 0
         if size + 1 + len(row) + tail > MAX_MESSAGE:
-            kept.append(f"… and {len(rows) - n} more")
+            kept.append(f"… and {over}{len(rows) - n} more")
             break
         kept.append(row)
         size += 1 + len(row)
+    else:
+        if over:  # every row read fits, and core has more
+            kept.append("… and more")
     return "\n".join(kept)
 
 

@@ -69,6 +69,9 @@ SHOWN_WARNINGS = 5
 AGENDA_SHOWN = 40
 #: How much of each message an agenda quotes.
 AGENDA_QUOTE = 150
+#: Schedules of a channel's agenda read to count them: core is asked for one more, and
+#: past this many the reply says "more than" instead of a count it does not know.
+AGENDA_COUNTED = 200
 #: The verbs a schedule's buttons carry (core/verbs.py: those Slack offers on one
 #: schedule at its version, with a label), by action id: ``herald_pause``.
 SCHEDULE_ACTIONS = {
@@ -363,14 +366,17 @@ def agenda_reply(entries: list[AgendaRow], destination: str, viewer: str) -> Rep
             f"Nothing is scheduled into {place} that you can see (a schedule marked "
             "`private` is shown to its author only)."
         )
+    beyond = len(entries) > AGENDA_COUNTED  # core read one more than counted
+    entries = entries[:AGENDA_COUNTED]
+    over = "more than " if beyond else ""
     shown = entries[:AGENDA_SHOWN]
-    blocks: Blocks = [section(f"*Scheduled into {place}* ({len(entries)})")]
+    blocks: Blocks = [section(f"*Scheduled into {place}* ({over}{len(entries)})")]
     for entry in shown:
         blocks.append(section(agenda_line(entry, viewer)))
     if len(entries) > len(shown):
-        more = len(entries) - len(shown)
+        more = f"{over}{len(entries) - len(shown)}"
         blocks.append(context(f"… and {more} more: `herald list --to {escape(destination)}`"))
-    return f"Scheduled into {place}: {len(entries)}", blocks
+    return f"Scheduled into {place}: {over}{len(entries)}", blocks
 
 
 def agenda_line(entry: AgendaRow, viewer: str) -> str:

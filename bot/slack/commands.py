@@ -16,6 +16,7 @@ from slack_sdk.errors import SlackApiError
 from bot.slack import approvals, grammar, ladder_words, templated
 from bot.slack.base import ACK_BUDGET, SORRY, Duplicates, Person, Send, seen_in
 from bot.slack.blocks import (
+    AGENDA_COUNTED,
     Page,
     Reply,
     agenda_reply,
@@ -207,7 +208,10 @@ class Commands(TemplateModal):
             raise grammar.Refusal(f"Say which channel, e.g. `{grammar.AGENDA_EXAMPLE}`.")
         destination = f"slack:{target}"
         entries = await self.herald.agenda(
-            person.principal, destination, seen_in=seen_in(here) if here else None
+            person.principal,
+            destination,
+            seen_in=seen_in(here) if here else None,
+            limit=AGENDA_COUNTED + 1,  # one more: whether there are more than counted
         )
         return agenda_reply(entries, destination, person.actor.id)
 

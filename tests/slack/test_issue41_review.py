@@ -60,3 +60,22 @@ def test_one_person_cannot_push_out_everyone_else_s_requests() -> None:
     assert held.take(flood[-1], TENANT, "U2").user == "U2"  # their latest still waits
     with pytest.raises(InvalidInput):
         held.take(flood[0], TENANT, "U2")  # their oldest went first
+
+
+async def test_an_agenda_longer_than_core_reads_does_not_claim_a_count(env: SlackEnv) -> None:
+    from bot.slack import blocks as b
+    from tests.slack.support import who
+
+    total = b.AGENDA_COUNTED + 5
+    for i in range(total):
+        await env.herald.create_schedule(
+            who("U2" if i % 2 else "UADMIN"),  # each member may have 200
+            to="slack:C0123",
+            when=f"tomorrow at {i % 24}:{i % 60:02d}",
+            text=f"m{i}",
+        )
+    shown = text_of(await answer(env, "list here", user="U1"))
+    assert f"({b.AGENDA_COUNTED})" not in shown  # there are more than that
+    assert f"(more than {b.AGENDA_COUNTED})" in shown
+    assert f"… and {b.AGENDA_COUNTED - b.AGENDA_SHOWN} more" not in shown
+    assert f"… and more than {b.AGENDA_COUNTED - b.AGENDA_SHOWN} more" in shown
