@@ -119,7 +119,7 @@ _DEFAULTS = default_limits()
 class ChannelViewCases(CaseBase):
     # --- who can see a channel ---------------------------------------------------------
 
-    _seen: dict[tuple[str, str], tuple[float, bool]]
+    _seen: dict[tuple[str, str, str], tuple[float, bool]]
 
     async def can_see(
         self, actor: Actor, destination: Destination, *, seen_in: str | None = None
@@ -138,7 +138,9 @@ class ChannelViewCases(CaseBase):
             return False
         if not hasattr(self, "_seen"):
             self._seen = {}
-        key = (actor.id, str(destination))
+        # the tenant too: one Slack user id is a member of several workspaces of an
+        # Enterprise Grid org, and the platform answers for the workspace asked about
+        key = (actor.tenant, actor.id, str(destination))
         kept = self._seen.get(key)
         now = time.monotonic()
         if kept is not None and now - kept[0] < SEEN_FOR:

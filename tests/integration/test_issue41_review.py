@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from core import duplicates
 from core.actors import Principal
 from core.cases import Herald
-from core.errors import Conflict
+from core.errors import Conflict, PermissionDenied
 from core.store import AuditFilter
 from core.views import warnings_of
 
@@ -138,3 +138,22 @@ async def test_a_backlog_still_waiting_is_not_taken_for_sent(herald: Herald, clo
     [day] = await herald.forecast_day("local:root-admin", hours=1)
     assert day.minutes[0].at == clock.now().replace(second=0, microsecond=0)
     assert day.worst is not None and day.worst.late > 600
+
+
+async def test_who_sees_a_channel_is_kept_per_tenant(herald: Herald) -> None:
+    """The same Slack user in two workspaces of one Enterprise Grid org: the answer
+    kept for one workspace is not the other's (member_sees is asked per tenant)."""
+    asked: list[str] = []
+
+    class Viewers:
+        kind = "slack"
+
+        async def member_sees(self, destination: Any, user: str, *, tenant: str) -> bool:
+            asked.append(tenant)
+            return tenant == "slack:E1/TA"
+
+    herald.channels = {"slack": Viewers()}  # type: ignore[dict-item]
+    assert await herald.agenda(Principal("slack:UANNA", "slack:E1/TA"), GENERAL) == []
+    with pytest.raises(PermissionDenied):
+        await herald.agenda(Principal("slack:UANNA", "slack:E1/TB"), GENERAL)
+    assert asked == ["slack:E1/TA", "slack:E1/TB"]
