@@ -98,7 +98,10 @@ class Cli:
             herald, chosen, self.actor, self.args.id, expected_version=self.args.version
         )
         notes = views.save_notes(s)
-        if notes and not self.args.json:  # send-now: which occurrence goes now
+        if notes and self.args.json:  # send-now: which occurrence goes now, as the API says
+            self.emit_json({**views.schedule_dict(s), "notes": notes})
+            return
+        if notes:
             self.emit(f"Schedule {s.id}: {'; '.join(notes)}.")
             return
         self.changed(s, chosen.past)
