@@ -260,8 +260,10 @@ class ChannelViewCases(CaseBase):
     ) -> bytes:
         """:meth:`agenda` as an iCalendar file (one event, or a recurring one, per
         schedule), named after the channel."""
-        entries = await self.agenda(actor_id, destination, seen_in=seen_in, limit=5_000)
-        shown = where_words(str(parse_destination(destination))) if entries else destination
+        # a channel by its name (slack:#general) is looked up once, here
+        found = await self.named_channel(actor_id, destination)
+        entries = await self.agenda(actor_id, found, seen_in=seen_in, limit=5_000)
+        shown = where_words(str(parse_destination(found))) if entries else destination
         return export([e.schedule for e in entries], now=self.clock.now(), name=f"Herald: {shown}")
 
     # --- duplicates -----------------------------------------------------------------------

@@ -157,3 +157,19 @@ async def test_who_sees_a_channel_is_kept_per_tenant(herald: Herald) -> None:
     with pytest.raises(PermissionDenied):
         await herald.agenda(Principal("slack:UANNA", "slack:E1/TB"), GENERAL)
     assert asked == ["slack:E1/TA", "slack:E1/TB"]
+
+
+async def test_a_channels_calendar_by_its_name(herald: Herald) -> None:
+    """`herald export ics --to slack:#general`: the agenda finds the channel by its
+    name, and so does the calendar's title (it refused the name once it had entries)."""
+
+    class Directory:
+        kind = "slack"
+
+        async def channels_named(self, name: Any) -> list[str]:
+            return ["C0GENERAL"] if name.name == "general" else []
+
+    await herald.create_schedule(BOB, to=GENERAL, when="every weekday at 9am", text="Stand-up")
+    herald.channels = {"slack": Directory()}  # type: ignore[dict-item]
+    ics = await herald.agenda_ics("local:root-admin", "slack:#general")
+    assert b"BEGIN:VEVENT" in ics and b"Stand-up" in ics
