@@ -19,6 +19,7 @@ from tests.fakes.slack_app import FakeSlackApp
 from tests.slack.conftest import SlackEnv, slack_env
 from tests.slack.support import TENANT, text_of
 from tests.slack.test_channel_view import answer, scheduled, token_of
+from tests.slack.test_payload_contract import valid_message
 
 
 @pytest.fixture
@@ -74,7 +75,9 @@ async def test_an_agenda_longer_than_core_reads_does_not_claim_a_count(env: Slac
             when=f"tomorrow at {i % 24}:{i % 60:02d}",
             text=f"m{i}",
         )
-    shown = text_of(await answer(env, "list here", user="U1"))
+    reply = await answer(env, "list here", user="U1")
+    valid_message((reply["text"], reply["blocks"]))
+    shown = text_of(reply)
     assert f"({b.AGENDA_COUNTED})" not in shown  # there are more than that
     assert f"(more than {b.AGENDA_COUNTED})" in shown
     assert f"… and {b.AGENDA_COUNTED - b.AGENDA_SHOWN} more" not in shown
