@@ -14,15 +14,21 @@ planned count (each schedule plans its next send), and a provider's own pauses
 
 from __future__ import annotations
 
+import bisect
+import heapq
+from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from core.ratelimit import RateLimit, spacing, tolerance
+from core.ratelimit import RateLimit, claim_cap, spacing, tolerance
 
 #: How far before an occurrence planned jobs are read: a backlog older than this has
 #: been sent (or is an outage, not a crowd) by the time the occurrence falls due.
 LOOKBACK = timedelta(hours=1)
+#: The dispatcher's claim horizon by default (HERALD_CLAIM_HORIZON): a destination's
+#: claims hold what it sends within it.
+CLAIM_HORIZON = 10.0
 #: A message expected to wait less than this is not worth a word.
 SAY_AFTER = 30.0
 #: Occurrences of a new schedule looked at when it is saved.
@@ -46,29 +52,59 @@ PROVIDERS = {
 Planned = tuple[datetime, int]
 
 
-def _slots(
-    dues: Sequence[datetime], limit: RateLimit, now: datetime | None = None
+def _send_times(
+    planned: Sequence[Planned],
+    limit: RateLimit,
+    now: datetime | None = None,
+    horizon: float = CLAIM_HORIZON,
 ) -> list[datetime]:
-    """The moment each of ``dues`` (in sending order) is sent from a bucket full before
-    the first: each no earlier than its due time, nor than ``now`` (jobs still waiting
-    are not sent in the past: :func:`core.ratelimit.allocate`'s ``first``), spaced as
-    the dispatcher's slots are."""
+    """When each of ``planned`` (in due order) is sent from a bucket full before the
+    first, as the dispatcher sends them. Its claims take the jobs due by then, the
+    highest rank first (urgent, normal, bulk), then the earliest due, and hold at most
+    what the destination sends within the claim ``horizon``
+    (:func:`core.ratelimit.claim_cap`); the held ones take the slots in the order
+    claimed, but an urgent job passes them (:func:`core.ratelimit.allocate_ahead`). So a
+    job due while others wait goes after those already held and before the rest of a
+    lower rank. Slots are spaced as the dispatcher's are (:func:`core.ratelimit.spacing`,
+    the burst's tolerance); none is before its job's due time nor before ``now`` (jobs
+    still waiting are not sent in the past). Left out: bulk's share of claims."""
     interval = spacing(limit)
     tol = tolerance(limit)
+    cap = claim_cap(limit, horizon)
+    sent: list[datetime | None] = [None] * len(planned)
+    waiting: list[tuple[int, datetime, int]] = []
+    held: deque[int] = deque()
     tat: datetime | None = None
-    sent = []
-    for due in dues:
-        first = due if now is None or due >= now else now
-        current = first if tat is None or tat < first else tat
-        slot = current - tol
-        sent.append(first if slot < first else slot)
-        tat = current + interval
-    return sent
+    clock = now
+    i = 0
+    while i < len(planned) or waiting or held:
+        # the bucket's next slot, not before the last send (nor now)
+        free = None if tat is None else tat - tol
+        slot = free if clock is None else clock if free is None else max(free, clock)
+        if not waiting and not held and (slot is None or planned[i][0] > slot):
+            slot = planned[i][0]  # idle until the next one falls due
+        assert slot is not None  # a job waits only after a send, which set the bucket
+        while i < len(planned) and planned[i][0] <= slot:
+            heapq.heappush(waiting, (planned[i][1], planned[i][0], i))
+            i += 1
+        while waiting and len(held) < cap:
+            held.append(heapq.heappop(waiting)[2])
+        urgent = next((j for j in held if planned[j][1] <= 0), None)
+        if urgent is not None:
+            held.remove(urgent)
+            chosen = urgent
+        elif waiting and waiting[0][0] <= 0:
+            chosen = heapq.heappop(waiting)[2]
+        else:
+            chosen = held.popleft()
+        sent[chosen] = slot
+        tat = (slot if tat is None or tat < slot else tat) + interval
+        clock = slot
+    return [at for at in sent if at is not None]
 
 
 def sending_order(planned: Iterable[Planned]) -> list[Planned]:
-    """``planned`` in the order the dispatcher sends them: by due time, and among those
-    due together urgent first (its claims and slots go by rank, then due time)."""
+    """``planned`` by due time, and among those due together urgent first."""
     return sorted(planned, key=lambda p: (p[0], p[1]))
 
 
@@ -78,19 +114,21 @@ def lateness(
     rank: int,
     limit: RateLimit,
     now: datetime | None = None,
+    horizon: float = CLAIM_HORIZON,
 ) -> float:
-    """Seconds after ``due`` a message of ``rank`` due then would be sent, after the
-    ``planned`` jobs of its destination that go before it (due earlier, or as early and
-    of the same rank or a higher one). An urgent message passes the slots of every
-    other rank (:func:`core.ratelimit.allocate_ahead`): only urgent ones count then.
-    0.0 for an unlimited destination. ``now``: the planned jobs are still waiting
-    then (those due before it are a backlog sent from then on, not in the past)."""
+    """Seconds after ``due`` a message of ``rank`` due then would be sent among the
+    ``planned`` jobs of its destination (:func:`_send_times`): after those due before
+    it still waiting when it falls due, unless it outranks them, and after those of a
+    higher rank falling due while it waits; last of those like it due with it. 0.0 for
+    an unlimited destination. ``now``: the planned jobs are still waiting then (those
+    due before it are a backlog sent from then on, not in the past)."""
     if limit.unlimited:
         return 0.0
-    ahead = [p for p in planned if (p[0], p[1]) <= (due, rank) and (rank > 0 or p[1] == 0)]
-    order = [p[0] for p in sending_order(ahead)]
-    sent = _slots([*order, due], limit, now)
-    return max(0.0, (sent[-1] - due).total_seconds())
+    rows = sorted(planned, key=lambda p: (p[0], p[1]))
+    at = bisect.bisect_right(rows, (due, rank))  # after every equal one
+    rows.insert(at, (due, rank))
+    sent = _send_times(rows, limit, now, horizon)
+    return max(0.0, (sent[at] - due).total_seconds())
 
 
 @dataclass(frozen=True)
@@ -119,18 +157,20 @@ def forecast(
     rank: int,
     limit: RateLimit,
     now: datetime | None = None,
+    horizon: float = CLAIM_HORIZON,
 ) -> Forecast:
     """How late a message of ``rank`` due ``at`` into ``destination`` would be, among
-    the ``planned`` jobs there (read from ``at - LOOKBACK`` up to ``at``; still waiting
-    at ``now``, when given: see :func:`lateness`)."""
-    rows = [p for p in planned if at - LOOKBACK <= p[0] <= at]
-    together = sum(1 for p in rows if abs((p[0] - at).total_seconds()) < 60)
+    the ``planned`` jobs there (those due from ``at - LOOKBACK`` to ``at + LOOKBACK``
+    count; still waiting at ``now``, when given: see :func:`lateness`)."""
+    rows = [p for p in planned if at - LOOKBACK <= p[0] <= at + LOOKBACK]
+    before = [p for p in rows if p[0] <= at]
+    together = sum(1 for p in before if abs((p[0] - at).total_seconds()) < 60)
     return Forecast(
         destination,
         at,
         due_together=together + 1,
-        crowd=len(rows) + 1,
-        late=lateness(rows, at, rank, limit, now),
+        crowd=len(before) + 1,
+        late=lateness(rows, at, rank, limit, now, horizon),
         limit=limit,
     )
 
@@ -191,6 +231,7 @@ def by_minute(
     minutes: int,
     *,
     now: datetime | None = None,
+    horizon: float = CLAIM_HORIZON,
 ) -> list[Minute]:
     """Each minute from ``start`` (``minutes`` of them) in which something is due or a
     backlog is still being sent: its count and the expected lateness of its last
@@ -200,7 +241,7 @@ def by_minute(
     order = sending_order(planned)
     if not order or limit.unlimited:
         return []
-    sent = _slots([p[0] for p in order], limit, now)
+    sent = _send_times(order, limit, now, horizon)
     end = start + timedelta(minutes=minutes)
     out: dict[datetime, tuple[int, float]] = {}
     for (due, _), at in zip(order, sent, strict=True):

@@ -373,11 +373,14 @@ class ChannelViewCases(CaseBase):
             planned = await self.store.planned_into(
                 canonical,
                 start=upcoming[0] - congestion.LOOKBACK,
-                end=upcoming[-1],
+                # higher-ranked jobs falling due while it waits go first
+                end=upcoming[-1] + (congestion.LOOKBACK if rank > 0 else timedelta(0)),
                 exclude=schedule.id,
             )
             for at in upcoming:
-                f = congestion.forecast(canonical, planned, at, rank, limit, now)
+                f = congestion.forecast(
+                    canonical, planned, at, rank, limit, now, self.settings.claim_horizon
+                )
                 if f.worth_saying:
                     when = _short_time(at, schedule.timezone, now)
                     out.append(
@@ -441,7 +444,9 @@ class ChannelViewCases(CaseBase):
             rate = self.limit_of(target)
             if rate.unlimited:
                 continue
-            minutes = congestion.by_minute(rows, rate, now, hours * 60, now=now)
+            minutes = congestion.by_minute(
+                rows, rate, now, hours * 60, now=now, horizon=self.settings.claim_horizon
+            )
             due = sum(1 for due_at, _ in rows if due_at >= now)
             days.append(DestinationDay(str(target), rate, minutes, due))
         days.sort(key=lambda d: (-(d.worst.late if d.worst else 0.0), -d.due, d.destination))

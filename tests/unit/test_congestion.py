@@ -243,3 +243,21 @@ def test_spread_offsets_put_each_a_slot_after_the_one_before() -> None:
     offsets = congestion.spread_offsets(300, SLACK)
     spread = [(at(o), NORMAL) for o in offsets]
     assert all(lateness(spread[:i], spread[i][0], NORMAL, SLACK) == 0.0 for i in range(len(spread)))
+
+
+def test_a_lower_ranked_backlog_holds_a_message_only_as_far_as_its_claims() -> None:
+    # 300 bulk messages (an import) due a minute before: a normal one waits behind the
+    # few a claim holds (what Slack takes in the 10 s horizon: 9), not behind all 300
+    late = lateness(crowd(300, -60, rank=BULK), NINE, NORMAL, SLACK, now=at(-60))
+    assert 0 < late < congestion.SAY_AFTER
+    assert late == pytest.approx(9 * 1.07, abs=1.1)
+    # the same backlog of normal ones: it waits behind every one of them
+    fifo = lateness(crowd(300, -60), NINE, NORMAL, SLACK, now=at(-60))
+    assert fifo == pytest.approx((300 - 3) * 1.07 - 60, abs=1.1)
+
+
+def test_a_higher_ranked_message_falling_due_while_one_waits_goes_first() -> None:
+    waiting = crowd(30)  # 30 normal ones at 09:00: the new one is the 31st
+    alone = lateness(waiting, NINE, NORMAL, SLACK)
+    urgent_later = waiting + crowd(5, 5, rank=URGENT)
+    assert lateness(urgent_later, NINE, NORMAL, SLACK) == pytest.approx(alone + 5 * 1.07)
