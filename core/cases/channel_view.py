@@ -53,7 +53,10 @@ class SaveWarning:
     """Something worth saying about a schedule just saved (or about to be)."""
 
     kind: WarningKind
+    #: In chat's words: the place as Slack and Discord link it (``<#C0123>``).
     text: str
+    #: The same for a terminal or a program: the place as written (``slack:C0123``).
+    plain: str = ""
     #: The duplicate's id (kind ``duplicate``).
     schedule_id: int | None = None
     #: The send it is about.
@@ -62,7 +65,7 @@ class SaveWarning:
     late: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"kind": self.kind, "message": self.text}
+        out: dict[str, Any] = {"kind": self.kind, "message": self.plain or self.text}
         if self.schedule_id is not None:
             out["schedule_id"] = self.schedule_id
         if self.at is not None:
@@ -78,7 +81,7 @@ class Duplicated(Conflict):
 
     def __init__(self, found: Sequence[SaveWarning]) -> None:
         self.found = list(found)
-        super().__init__("; ".join(w.text for w in self.found) + ".")
+        super().__init__("; ".join(w.plain or w.text for w in self.found) + ".")
 
 
 @dataclass(frozen=True)
@@ -135,7 +138,10 @@ class ChannelViewCases(CaseBase):
             return True
         kind, _, user = actor.id.partition(":")
         if kind != destination.kind or not user:
-            return False
+            raise InvalidInput(
+                f"Herald cannot ask {destination.kind.capitalize()} whether {actor.id} "
+                f"sees {destination.redacted()}: ask in the channel, or ask an operator."
+            )
         if not hasattr(self, "_seen"):
             self._seen = {}
         # the tenant too: one Slack user id is a member of several workspaces of an
@@ -208,8 +214,8 @@ class ChannelViewCases(CaseBase):
                     "view.channel",
                     "destination",
                     canonical,
-                    "You can see what is scheduled into a channel you are in: "
-                    f"{where_words(canonical)} is not one of yours.",
+                    "You can see what is scheduled into a channel you can see: "
+                    f"{target.redacted()} is not one of them.",
                 )
             others = True
         if actor.sees_everything and actor.herald_wide:
@@ -263,7 +269,7 @@ class ChannelViewCases(CaseBase):
         # a channel by its name (slack:#general) is looked up once, here
         found = await self.named_channel(actor_id, destination)
         entries = await self.agenda(actor_id, found, seen_in=seen_in, limit=5_000)
-        shown = where_words(str(parse_destination(found))) if entries else destination
+        shown = parse_destination(found).redacted()  # a webhook path may hold a token
         return export([e.schedule for e in entries], now=self.clock.now(), name=f"Herald: {shown}")
 
     # --- duplicates -----------------------------------------------------------------------
@@ -334,6 +340,7 @@ class ChannelViewCases(CaseBase):
                     SaveWarning(
                         "duplicate",
                         duplicates.words(dup, where_words(str(target))),
+                        duplicates.words(dup, target.redacted()),
                         schedule_id=r.id,
                         at=hit[1],
                     )
@@ -387,6 +394,7 @@ class ChannelViewCases(CaseBase):
                         SaveWarning(
                             "congestion",
                             congestion.words(f, where_words(canonical), when),
+                            congestion.words(f, target.redacted(), when),
                             at=at,
                             late=f.late,
                         )

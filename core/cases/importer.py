@@ -42,7 +42,6 @@ from core.models import Schedule, ScheduleState
 from core.preferences import BULK, priority_name, priority_rank
 from core.store import AuditEntry
 from core.tenancy import QuotaExceeded
-from core.until_done import where as where_words
 
 #: A line's fields; its zone is ``timezone``, as the API names it (``tz``, the older
 #: name, is read too; both only when they agree). ``to`` is one destination or a list
@@ -524,7 +523,7 @@ class _Duplicates:
             theirs,
             other.owner == self.actor.id,
         )
-        said = dups.words(dup, where_words(destination))
+        said = dups.words(dup, _plain(destination))
         return line.number, f"line {line.number}: {said}", other.id
 
     @staticmethod
@@ -542,7 +541,7 @@ class _Duplicates:
         return (
             line.number,
             f"line {line.number}: line {other.number} of this import already schedules "
-            f"'{dups.quote(other.row['body'])}' into {where_words(destination)} {when}",
+            f"'{dups.quote(other.row['body'])}' into {_plain(destination)} {when}",
             None,
         )
 
@@ -664,3 +663,9 @@ async def _named(herald: Herald, actor: Actor, to: str, named: dict[str, str | H
 
 def _written(progress: Progress, total: int) -> Callable[[int], None]:
     return lambda written: progress(written, total)
+
+
+def _plain(destination: str) -> str:
+    """A destination as an import's report (the CLI's, the API's) names it: as written,
+    with what may carry a secret hidden (a webhook's path)."""
+    return parse_destination(destination).redacted()

@@ -132,7 +132,7 @@ async def test_a_channels_agenda_is_its_members_and_nobody_elses(
         await client.get("/v1/schedules", params={"to": GENERAL}, headers=carl), 403
     )
     assert refused["detail"] == (
-        "You can see what is scheduled into a channel you are in: <#C0GENERAL> is not one of yours."
+        "You can see what is scheduled into a channel you can see: slack:C0GENERAL is not one of them."
     )
     # another workspace's member: Slack says no (a channel of TA), nothing of TA shown
     await problem(await client.get("/v1/schedules", params={"to": GENERAL}, headers=ben), 403)
@@ -224,7 +224,7 @@ async def test_a_crowded_channel_is_a_congestion_warning(
     made = await create(client, anna, when="tomorrow at 9am", text="me")
     [warning] = made["warnings"]
     assert warning["kind"] == "congestion"
-    assert warning["message"].startswith("41 messages are due into <#C0GENERAL> at 09:00")
+    assert warning["message"].startswith("41 messages are due into slack:C0GENERAL at 09:00")
     assert warning["late_seconds"] > 30
 
 
@@ -320,7 +320,7 @@ async def test_a_channels_agenda_as_a_calendar(
     refused = await problem(
         await client.get("/v1/schedules.ics", params={"to": GENERAL}, headers=carl), 403
     )
-    assert "is not one of yours" in refused["detail"]
+    assert "is not one of them" in refused["detail"]
     await problem(await client.get("/v1/schedules.ics", headers=anna), 422)  # to: required
     await problem(
         await client.get("/v1/schedules.ics", params={"to": "slack:@UBOB"}, headers=anna), 422

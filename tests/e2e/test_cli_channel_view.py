@@ -120,7 +120,7 @@ async def test_list_to_a_channel_is_its_agenda(
     with pytest.raises(PermissionDenied) as refused:
         await cli(herald, settings, "list", "--to", GENERAL, actor=CARL)
     assert str(refused.value) == (
-        "You can see what is scheduled into a channel you are in: <#C0GENERAL> is not one of yours."
+        "You can see what is scheduled into a channel you can see: slack:C0GENERAL is not one of them."
     )
     # the terminal's admin (Herald-wide) sees it without asking Slack, private ones not
     asked = len(slack.asked)
@@ -167,7 +167,7 @@ async def test_warnings_on_stderr_strict_refuses_and_edit_private(
             herald, settings, *SCHEDULE, "every weekday at 9:05am", "--text", ALIKE,
             "--strict", actor=ANNA,
         )  # fmt: skip
-    assert str(refused.value).startswith(f"Bob already scheduled '{STANDUP}' into <#C0GENERAL>")
+    assert str(refused.value).startswith(f"Bob already scheduled '{STANDUP}' into slack:C0GENERAL")
     assert str(refused.value).endswith(f"(id {first}).")
     assert json.loads(await cli(herald, settings, "list", "--json", actor=ANNA)) == []
 
@@ -208,7 +208,7 @@ async def test_a_crowded_channel_is_said_on_stderr(
     capsys.readouterr()
     await cli(herald, settings, *SCHEDULE, "tomorrow at 9am", "--text", "me", actor=ANNA)
     [warning] = stderr(capsys)
-    assert warning.startswith("warning: 41 messages are due into <#C0GENERAL> at 09:00")
+    assert warning.startswith("warning: 41 messages are due into slack:C0GENERAL at 09:00")
     assert "Slack sends about 1 a second there" in warning
 
 
@@ -284,7 +284,7 @@ async def test_import_reports_duplicates_on_stderr(
     assert said.startswith("Imported 4;")
     assert "2 imported with a duplicate" in said
     assert stderr(capsys) == [
-        f"warning: line 1: Bob already scheduled '{STANDUP}' into <#C0GENERAL> every weekday "
+        f"warning: line 1: Bob already scheduled '{STANDUP}' into slack:C0GENERAL every weekday "
         f"at 09:00 (UTC) (id {first})",
         "warning: line 4: line 3 of this import already schedules 'Plants' into log: once, "
         "Tue 3 Mar 2026 08:00 (UTC)",
@@ -343,7 +343,7 @@ def test_strict_as_typed_refuses_in_one_line_and_creates_nothing(
     assert main(["export", "ics", "--to", GENERAL], settings=alice) == 2
     out, err = capsys.readouterr()
     assert out == "" and err.count("\n") == 1
-    assert "<#C0GENERAL> is not one of yours" in err
+    assert "Herald cannot ask Slack whether local:alice sees slack:C0GENERAL" in err
 
 
 # --- through the API (HERALD_API_URL) -----------------------------------------------------
@@ -382,7 +382,7 @@ async def test_the_same_through_the_api(
     assert lines[0].split()[:3] == ["ID", "STATE", "AUTHOR"]
     assert len(lines) == 2 and lines[1].split()[:3] == [first, "active", "Bob"]
     assert await remote(api, carl, "list", "--to", GENERAL) == 2
-    assert "is not one of yours" in capsys.readouterr().err
+    assert "is not one of them" in capsys.readouterr().err
 
     argv = (*SCHEDULE, "every weekday at 9:05am", "--text", STANDUP)
     assert await remote(api, anna, *argv, "--strict") == 2

@@ -239,13 +239,13 @@ async def test_list_another_channel_asks_slack_who_can_see_it(env: SlackEnv) -> 
     seen = text_of(await answer(env, "list <#GPRIV|private-plans>", user="UADMIN"))
     assert ">Plans" in seen  # a member (an admin sees it anyway)
     refused = text_of(await answer(env, "list <#GPRIV|private-plans>", user="U2"))
-    assert "is not one of yours" in refused and "Plans" not in refused
+    assert "is not one of them" in refused and "Plans" not in refused
     by_name = text_of(await answer(env, "list #general", user="U2", channel="C0RANDOM"))
     assert ">Hello all" in by_name  # public: U2 is of the workspace
     guest = text_of(
         await answer(env, "list in <#C0123|general>", user="UGUEST", channel="C0RANDOM")
     )
-    assert "is not one of yours" in guest and "Hello" not in guest
+    assert "is not one of them" in guest and "Hello" not in guest
     here = text_of(await answer(env, "list here", user="UGUEST", channel="C0123"))
     assert ">Hello all" in here  # typed in the channel: the signed request proves it
     dm = text_of(await answer(env, "list here", user="U1", channel="D0000001"))

@@ -107,7 +107,7 @@ async def test_the_form_says_a_duplicate_and_a_crowded_channel(
         [duplicate] = [n for n in said if n.startswith("Already scheduled: ")]
         assert "'Stand-up in 5 minutes'" in duplicate and f"(id {mine.id})" in duplicate
         [crowded] = [n for n in said if n.startswith("Crowded: ")]
-        assert crowded.startswith("Crowded: 42 messages are due into <#C0GENERAL> at 09:00;")
+        assert crowded.startswith("Crowded: 42 messages are due into slack:C0GENERAL at 09:00;")
         assert "Slack sends about 1 a second there: this one ≈ 42 s late" in crowded
         # an edit that moves a message into the crowd is told too
         await goto(pilot, later.id)
@@ -118,4 +118,4 @@ async def test_the_form_says_a_duplicate_and_a_crowded_channel(
         await settle(pilot)
         assert not isinstance(app.screen, ScheduleFormScreen)
         assert f"Done: Saved schedule {later.id} (version 2)." in notes(app)
-        assert notes(app)[-1].startswith("Crowded: 43 messages are due into <#C0GENERAL>")
+        assert notes(app)[-1].startswith("Crowded: 43 messages are due into slack:C0GENERAL")
