@@ -96,6 +96,7 @@ async def test_retry_requests_move_to_approvals_and_back(db_url: str) -> None:
         + ("local:root", _AT, "the hook is gone", True),
     ]
 
+    db.upgrade(db_url)  # the store reads the head schema (later migrations leave these)
     store = await Store.open(db_url)
     try:
         letters = {d.job_id: d for d in await store.dead_letters()}
