@@ -15,15 +15,14 @@ server they asked in, may press them; Create anyway runs the same create with
 
 from __future__ import annotations
 
-import secrets
-import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, cast
 
 import discord
 
 from bot.discord_bot import actions, render
+from bot.waiting import WaitingRequests
 from core.actors import Principal
 from core.cases import Duplicated, SaveWarning
 from core.errors import PermissionDenied
@@ -45,73 +44,19 @@ NOT_YOURS = (
 Create = Callable[[Principal, actions.Saving], Awaitable[actions.Reply]]
 
 
-@dataclass(frozen=True)
-class Waiting:
-    """A create refused for a duplicate, waiting for its author: who asked (in which
-    server), how to run it again, and since when (monotonic seconds)."""
-
-    guild: int | None
-    user: int
-    again: Callable[[Principal], Awaitable[actions.Reply]]
-    since: float
+#: How a waiting create runs again, for whoever pressed Create anyway.
+Again = Callable[[Principal], Awaitable[actions.Reply]]
 
 
-class Requests:
-    """The creates waiting for Create anyway or Cancel, by token."""
+class Requests(WaitingRequests[Again]):
+    """The creates waiting for Create anyway or Cancel (:mod:`bot.waiting`), each
+    owned by (server, member)."""
 
-    def __init__(
-        self,
-        *,
-        expires: float = EXPIRES,
-        kept: int = KEPT,
-        per_member: int = PER_MEMBER,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self.expires = expires
-        self.kept = kept
-        self.per_member = per_member
-        self.clock = clock
-        self._waiting: dict[str, Waiting] = {}
-
-    def __len__(self) -> int:
-        return len(self._waiting)
-
-    def keep(
-        self, guild: int | None, user: int, again: Callable[[Principal], Awaitable[actions.Reply]]
-    ) -> str:
-        """Keep a request; its token (22 URL-safe characters)."""
-        self._forget_expired()
-        theirs = [t for t, w in self._waiting.items() if (w.guild, w.user) == (guild, user)]
-        for old in theirs[: max(0, len(theirs) - self.per_member + 1)]:
-            del self._waiting[old]
-        while len(self._waiting) >= self.kept:
-            self._waiting.pop(next(iter(self._waiting)))
-        token = secrets.token_urlsafe(16)
-        self._waiting[token] = Waiting(guild, user, again, self.clock())
-        return token
-
-    def find(self, token: str) -> Waiting | None:
-        """The request ``token`` names, None once expired (or never kept here)."""
-        self._forget_expired()
-        return self._waiting.get(token)
-
-    def take(self, token: str) -> Waiting | None:
-        """The request, no longer kept (pressed once: a second press finds nothing)."""
-        found = self.find(token)
-        self._waiting.pop(token, None)
-        return found
-
-    def put_back(self, token: str, waiting: Waiting) -> None:
-        """Keep a request taken again (its Create anyway was refused), as it was."""
-        self._waiting[token] = waiting
-        self._waiting = dict(sorted(self._waiting.items(), key=lambda kv: kv[1].since))
-
-    def _forget_expired(self) -> None:
-        now = self.clock()
-        for token, waiting in list(self._waiting.items()):
-            if now - waiting.since < self.expires:
-                break  # kept in order: the rest are younger
-            del self._waiting[token]
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("per_owner", PER_MEMBER)
+        kwargs.setdefault("expires", EXPIRES)
+        kwargs.setdefault("kept", KEPT)
+        super().__init__(**kwargs)
 
 
 class HasRequests:
@@ -144,7 +89,7 @@ async def checked(
         async def again(clicker: Principal) -> actions.Reply:
             return await create(clicker, anyway)
 
-        token = requests_of(interaction).keep(interaction.guild_id, interaction.user.id, again)
+        token = requests_of(interaction).keep((interaction.guild_id, interaction.user.id), again)
         return actions.Reply(render.fit(warning(refused.found)), asked=token)
 
 
@@ -164,13 +109,13 @@ async def press(
     waiting = requests.find(token)
     if waiting is None:
         return actions.Reply(EXPIRED)
-    if (waiting.user, waiting.guild) != (interaction.user.id, interaction.guild_id):
+    if waiting.owner != (interaction.guild_id, interaction.user.id):
         raise PermissionDenied(NOT_YOURS)
     requests.take(token)  # pressed once: a second press finds it gone
     if choice == "cancel":
         return actions.Reply(CANCELLED)
     try:
-        reply = await waiting.again(actor)
+        reply = await waiting.value(actor)
     except Exception:
         requests.put_back(token, waiting)  # refused (told alone): the buttons still work
         raise

@@ -144,7 +144,7 @@ class Actions(Decisions):
             return
         held = self.pending.take(token, tenant, person.user_id)
         try:
-            created = await held.rerun(person)
+            created = await held.value(person)
         except Exception:
             self.pending.put_back(token, held)  # refused (said to them alone): press again
             raise

@@ -18,12 +18,11 @@ still answer it.
 
 from __future__ import annotations
 
-import secrets
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from bot.waiting import Waiting, WaitingRequests
 from core.errors import Conflict, InvalidInput, PermissionDenied
 
 if TYPE_CHECKING:
@@ -48,16 +47,13 @@ NOT_YOURS = "These buttons answer someone else's request: nothing changed."
 Rerun = Callable[["Person"], Awaitable["Reply"]]
 
 
-@dataclass(frozen=True)
-class Held:
-    tenant: str
-    user: str
-    rerun: Rerun
-    at: float
+#: A request held for its asker: ``owner`` is (workspace, user), ``value`` its rerun.
+Held = Waiting[Rerun]
 
 
 class Pending:
-    """The requests waiting for Create anyway or Cancel."""
+    """The requests waiting for Create anyway or Cancel (:mod:`bot.waiting`), as
+    Slack's handlers ask for them: by workspace and user."""
 
     def __init__(
         self,
@@ -67,49 +63,31 @@ class Pending:
         per_person: int = PER_PERSON,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.expires = expires
-        self.kept = kept
-        self.per_person = per_person
-        self.clock = clock
-        self._held: dict[str, Held] = {}
+        self._waiting: WaitingRequests[Rerun] = WaitingRequests(
+            expires=expires, kept=kept, per_owner=per_person, clock=clock
+        )
 
     def __len__(self) -> int:
-        return len(self._held)
+        return len(self._waiting)
 
     def hold(self, tenant: str, user: str, rerun: Rerun) -> str:
         """Keep a request of ``user`` (in ``tenant``); the token its buttons carry."""
-        self._forget_expired()
-        theirs = [t for t, h in self._held.items() if (h.tenant, h.user) == (tenant, user)]
-        for old in theirs[: max(0, len(theirs) - self.per_person + 1)]:
-            del self._held[old]
-        while len(self._held) >= self.kept:
-            self._held.pop(next(iter(self._held)))
-        token = secrets.token_urlsafe(16)
-        self._held[token] = Held(tenant, user, rerun, self.clock())
-        return token
+        return self._waiting.keep((tenant, user), rerun)
 
     def take(self, token: str, tenant: str, user: str) -> Held:
         """The request ``token`` names, no longer held: InvalidInput when it is gone,
         PermissionDenied (and still held) when it is someone else's."""
-        self._forget_expired()
-        held = self._held.get(token)
+        held = self._waiting.find(token)
         if held is None:
             raise InvalidInput(EXPIRED)
-        if (held.tenant, held.user) != (tenant, user):
+        if held.owner != (tenant, user):
             raise PermissionDenied(NOT_YOURS)
-        del self._held[token]
+        self._waiting.take(token)
         return held
 
     def put_back(self, token: str, held: Held) -> None:
-        """Hold a request taken again (its Create anyway was refused), as it was: it
-        expires when it would have."""
-        self._held[token] = held
-        self._held = dict(sorted(self._held.items(), key=lambda kv: kv[1].at))
-
-    def _forget_expired(self) -> None:
-        now = self.clock()
-        for token in [t for t, h in self._held.items() if now - h.at >= self.expires]:
-            del self._held[token]
+        """Hold a request taken again (its Create anyway was refused), as it was."""
+        self._waiting.put_back(token, held)
 
 
 def duplicates_found(error: Exception) -> list[Any] | None:

@@ -190,7 +190,7 @@ def test_requests_are_bounded_and_their_tokens_random() -> None:
         return actions.Reply("")
 
     kept = Requests(kept=3)
-    tokens = [kept.keep(1, 2, nothing) for _ in range(5)]
+    tokens = [kept.keep((1, 2), nothing) for _ in range(5)]
     assert len(set(tokens)) == 5 and len(kept) == 3
     assert kept.find(tokens[0]) is None and kept.find(tokens[4]) is not None
     assert kept.take(tokens[4]) is not None and kept.take(tokens[4]) is None

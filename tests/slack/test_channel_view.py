@@ -386,7 +386,7 @@ def test_a_held_request_expires_and_only_so_many_are_kept() -> None:
     assert len(held) == 2 and len(set(tokens)) == 3
     with pytest.raises(InvalidInput):
         held.take(tokens[0], TENANT, "U1")  # the oldest went first
-    assert held.take(tokens[2], TENANT, "U1").user == "U1"
+    assert held.take(tokens[2], TENANT, "U1").owner == (TENANT, "U1")
 
 
 async def test_unknown_tokens_are_expired_requests(env: SlackEnv) -> None:

@@ -57,8 +57,8 @@ def test_one_person_cannot_push_out_everyone_else_s_requests() -> None:
 
     theirs = held.hold(TENANT, "U1", rerun)
     flood = [held.hold(TENANT, "U2", rerun) for _ in range(200)]
-    assert held.take(theirs, TENANT, "U1").user == "U1"
-    assert held.take(flood[-1], TENANT, "U2").user == "U2"  # their latest still waits
+    assert held.take(theirs, TENANT, "U1").owner == (TENANT, "U1")
+    assert held.take(flood[-1], TENANT, "U2").owner == (TENANT, "U2")  # their latest still waits
     with pytest.raises(InvalidInput):
         held.take(flood[0], TENANT, "U2")  # their oldest went first
 
