@@ -132,7 +132,8 @@ async def test_a_channels_agenda_is_its_members_and_nobody_elses(
         await client.get("/v1/schedules", params={"to": GENERAL}, headers=carl), 403
     )
     assert refused["detail"] == (
-        "You can see what is scheduled into a channel you can see: slack:C0GENERAL is not one of them."
+        "You can see what is scheduled into a channel you can see: "
+        "slack:C0GENERAL is not one of them."
     )
     # another workspace's member: Slack says no (a channel of TA), nothing of TA shown
     await problem(await client.get("/v1/schedules", params={"to": GENERAL}, headers=ben), 403)

@@ -431,7 +431,8 @@ async def test_without_view_channel_in_the_interaction_discord_is_asked(
         channel=resolved(adapter, HIDDEN, nothing),
     )
     assert refused == (
-        f"You can see what is scheduled into a channel you can see: discord:{HIDDEN} is not one of them."
+        "You can see what is scheduled into a channel you can see: "
+        f"discord:{HIDDEN} is not one of them."
     )
     # an admin of Herald sees it without asking
     staff = await run(

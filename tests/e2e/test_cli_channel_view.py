@@ -120,7 +120,8 @@ async def test_list_to_a_channel_is_its_agenda(
     with pytest.raises(PermissionDenied) as refused:
         await cli(herald, settings, "list", "--to", GENERAL, actor=CARL)
     assert str(refused.value) == (
-        "You can see what is scheduled into a channel you can see: slack:C0GENERAL is not one of them."
+        "You can see what is scheduled into a channel you can see: "
+        "slack:C0GENERAL is not one of them."
     )
     # the terminal's admin (Herald-wide) sees it without asking Slack, private ones not
     asked = len(slack.asked)
