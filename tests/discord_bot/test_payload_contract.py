@@ -109,7 +109,7 @@ async def test_messages_and_their_buttons(many: list[Schedule]) -> None:
     content(render.feed_added(feeds[0], "https://example.org/" + "c" * 3000 + ".ics"))
     content(actions.help_reply(x.ZONE).text)
     # issue 41: Create anyway and Cancel under a duplicate, the request's token kept here
-    components(actions.Reply("⚠️ …", asked=Requests().keep(2**63, 2**63, _nothing)))
+    components(actions.Reply("⚠️ …", asked=Requests().keep((2**63, 2**63), _nothing)))
 
 
 async def _nothing(_: Any) -> actions.Reply:
