@@ -218,19 +218,12 @@ class ChannelViewCases(CaseBase):
                     f"{target.redacted()} is not one of them.",
                 )
             others = True
-        if actor.sees_everything and actor.herald_wide:
-            rows = [
-                s
-                for s in await self._into_any_tenant(canonical, limit)
-                if not s.private or s.owner == actor.id
-            ]
-        else:
-            rows = await self.store.into(
-                actor.tenant, canonical, viewer=actor.id, others=others, limit=limit
-            )
-        names = await self._authors(actor, rows)
+        # a Herald-wide operator's: the channel's tenant is whoever's schedules go there
+        tenant = None if actor.herald_wide else actor.tenant
+        rows = await self.store.into(tenant, canonical, viewer=actor.id, others=others, limit=limit)
+        names = await self.author_names(rows)
         entries = [
-            AgendaEntry(s, names.get(s.owner, s.owner), views.describe(s), s.next_run_at)
+            AgendaEntry(s, names[(s.tenant, s.owner)], views.describe(s), s.next_run_at)
             for s in rows
         ]
         theirs = sorted({s.owner for s in rows if s.owner != actor.id})
@@ -247,19 +240,12 @@ class ChannelViewCases(CaseBase):
             )
         return entries
 
-    async def _into_any_tenant(self, destination: str, limit: int) -> list[Schedule]:
-        """A Herald-wide operator's agenda: the destination's tenant is the one whose
-        schedules go there (a channel belongs to one workspace or server)."""
-        found = await self.store.list_schedules(_query(destination=destination, limit=limit))
-        return found
-
-    async def _authors(self, actor: Actor, rows: Sequence[Schedule]) -> dict[str, str]:
-        names: dict[str, str] = {}
-        for owner, tenant in {(s.owner, s.tenant) for s in rows}:
-            member = await self.store.get_member(tenant, owner)
-            if member is not None and member.display_name:
-                names[owner] = member.display_name
-        return names
+    async def author_names(self, rows: Sequence[Schedule]) -> dict[tuple[str, str], str]:
+        """Each schedule's author as people read them, by (tenant, owner): their name
+        in Herald, else their id (one query)."""
+        pairs = sorted({(s.tenant, s.owner) for s in rows})
+        named = await self.store.display_names(pairs)
+        return {pair: named.get(pair, pair[1]) for pair in pairs}
 
     async def agenda_ics(
         self, actor_id: ActorRef, destination: str, *, seen_in: str | None = None
@@ -319,7 +305,7 @@ class ChannelViewCases(CaseBase):
                 for r in await self.store.schedules_by_id(matching)
                 if not (key is not None and r.owner == actor.id and r.idempotency_key == key)
             ]
-            names = await self._authors(actor, same)
+            names = await self.author_names(same)
             for r in same:
                 hit = duplicates.near(mine, schedule_upcoming(r, duplicates.OCCURRENCES)[0])
                 if hit is None or r.id is None:
@@ -328,7 +314,7 @@ class ChannelViewCases(CaseBase):
                 dup = duplicates.Duplicate(
                     r.id,
                     r.owner,
-                    names.get(r.owner, r.owner),
+                    names[(r.tenant, r.owner)],
                     r.body,
                     str(target),
                     views.describe(r),
@@ -426,8 +412,8 @@ class ChannelViewCases(CaseBase):
         self, actor_id: ActorRef, *, hours: int = 24, limit: int = 50
     ) -> list[DestinationDay]:
         """The next ``hours`` of every rate-limited destination with something planned,
-        minute by minute (operators and admins): the most crowded first, at most
-        ``limit`` destinations."""
+        minute by minute (operators and admins; their tenant's destinations unless
+        Herald-wide): the most crowded first, at most ``limit`` destinations."""
         actor = await self.actor(actor_id)
         if not actor.sees_everything:
             raise await self.denied(
@@ -441,7 +427,9 @@ class ChannelViewCases(CaseBase):
             raise InvalidInput("The forecast covers 1 to 168 hours.")
         now = self.clock.now()
         planned = await self.store.planned_between(
-            start=now - congestion.LOOKBACK, end=now + timedelta(hours=hours)
+            start=now - congestion.LOOKBACK,
+            end=now + timedelta(hours=hours),
+            tenant=self.tenant_scope(actor),
         )
         days = []
         for destination, rows in planned.items():
@@ -609,9 +597,3 @@ def _same_channel(seen_in: str, destination: Destination) -> bool:
     return seen.kind == destination.kind and (
         seen.target.split("/", 1)[0] == destination.target.split("/", 1)[0]
     )
-
-
-def _query(**kwargs: Any) -> Any:
-    from core.store import ScheduleQuery
-
-    return ScheduleQuery(states=(ScheduleState.ACTIVE.value,), **kwargs)

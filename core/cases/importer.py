@@ -569,8 +569,7 @@ class _Duplicates:
     async def _author(self, s: Schedule) -> str:
         key = (s.tenant, s.owner)
         if key not in self.names:
-            member = await self.herald.store.get_member(s.tenant, s.owner)
-            self.names[key] = member.display_name if member and member.display_name else s.owner
+            self.names |= await self.herald.author_names([s])
         return self.names[key]
 
 

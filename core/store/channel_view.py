@@ -21,7 +21,7 @@ import sqlalchemy as sa
 from sqlmodel import col, select
 
 from core.models import OPEN_STATE_VALUES, WAITING_SQL, Schedule, ScheduleState
-from core.store.base import JOB, SCHEDULE, AuditEntry, Gateway, new_idempotency_key
+from core.store.base import JOB, MEMBER, SCHEDULE, AuditEntry, Gateway, new_idempotency_key
 
 #: Planned jobs: due time and rank (core.congestion.Planned).
 Planned = tuple[datetime, int]
@@ -43,7 +43,7 @@ class SentNow:
 class ChannelViewQueries(Gateway):
     async def into(
         self,
-        tenant: str,
+        tenant: str | None,
         destination: str,
         *,
         viewer: str,
@@ -51,9 +51,9 @@ class ChannelViewQueries(Gateway):
         states: Sequence[str] = (ScheduleState.ACTIVE.value,),
         limit: int = 200,
     ) -> list[Schedule]:
-        """Schedules of ``tenant`` in ``states`` into ``destination``: the ``viewer``'s
-        own, and with ``others`` everyone else's not marked private; soonest next run
-        first.
+        """Schedules of ``tenant`` (None: every tenant's, for a Herald-wide operator) in
+        ``states`` into ``destination``: the ``viewer``'s own, and with ``others``
+        everyone else's not marked private; soonest next run first.
 
         Into it means its first recipient's first step is ``destination``, or one of
         its waiting jobs goes there (another recipient, a fallback step reached): both
@@ -95,6 +95,18 @@ class ChannelViewQueries(Gateway):
         )
         async with self._read() as conn:
             return [(int(sid), str(body)) for sid, body in await conn.execute(stmt)]
+
+    async def display_names(self, members: Sequence[tuple[str, str]]) -> dict[tuple[str, str], str]:
+        """The names of ``members`` (tenant, member id) that have one, in one query."""
+        if not members:
+            return {}
+        wanted = set(members)
+        stmt = sa.select(MEMBER.c.tenant, MEMBER.c.id, MEMBER.c.display_name).where(
+            MEMBER.c.id.in_(sorted({m for _, m in wanted})), MEMBER.c.display_name != ""
+        )
+        async with self._read() as conn:
+            rows = await conn.execute(stmt)
+            return {(t, m): str(n) for t, m, n in rows if (t, m) in wanted and n}
 
     async def schedules_by_id(self, ids: Sequence[int]) -> list[Schedule]:
         """The schedules of ``ids`` (those that exist), by id."""
@@ -138,18 +150,31 @@ class ChannelViewQueries(Gateway):
             return [(row[0], int(row[1])) for row in await conn.execute(stmt)]
 
     async def planned_between(
-        self, *, start: datetime, end: datetime, limit: int = 500_000
+        self,
+        *,
+        start: datetime,
+        end: datetime,
+        tenant: str | None = None,
+        limit: int = 500_000,
     ) -> dict[str, list[Planned]]:
         """Every job waiting to be sent from ``start`` to ``end``, by destination (the
-        console's forecast of the day: every tenant's, as the limits are)."""
+        console's forecast of the day). With ``tenant``, only the destinations its jobs
+        go to, each with every tenant's jobs there (a destination's limit is theirs
+        together); None: every destination."""
+        where = [
+            JOB.c.state.in_(OPEN_STATE_VALUES),
+            JOB.c.due_at >= start,
+            JOB.c.due_at <= end,
+        ]
+        to = sa.func.coalesce(JOB.c.destination, SCHEDULE.c.destination)
+        joined = JOB.join(SCHEDULE, SCHEDULE.c.id == JOB.c.schedule_id)
+        if tenant is not None:
+            theirs = sa.select(to).select_from(joined).where(*where, SCHEDULE.c.tenant == tenant)
+            where.append(to.in_(theirs))
         stmt = (
-            sa.select(
-                sa.func.coalesce(JOB.c.destination, SCHEDULE.c.destination),
-                JOB.c.due_at,
-                JOB.c.priority,
-            )
-            .select_from(JOB.join(SCHEDULE, SCHEDULE.c.id == JOB.c.schedule_id))
-            .where(JOB.c.state.in_(OPEN_STATE_VALUES), JOB.c.due_at >= start, JOB.c.due_at <= end)
+            sa.select(to, JOB.c.due_at, JOB.c.priority)
+            .select_from(joined)
+            .where(*where)
             .order_by(JOB.c.due_at)
             .limit(limit)
         )
@@ -249,7 +274,7 @@ class ChannelViewQueries(Gateway):
 
 
 def _into(
-    tenant: str, destination: str, viewer: str, others: bool, states: Sequence[str]
+    tenant: str | None, destination: str, viewer: str, others: bool, states: Sequence[str]
 ) -> list[Any]:
     """The conditions of :meth:`ChannelViewQueries.into`."""
     mine = col(Schedule.owner) == viewer
@@ -262,9 +287,7 @@ def _into(
             sa.text("job." + WAITING_SQL),  # as ix_job_waiting_destination says it
         ),
     )
-    return [
-        col(Schedule.id).in_(ids),
-        col(Schedule.tenant) == tenant,
-        col(Schedule.state).in_(list(states)),
-        who,
-    ]
+    where = [col(Schedule.id).in_(ids), col(Schedule.state).in_(list(states)), who]
+    if tenant is not None:
+        where.append(col(Schedule.tenant) == tenant)
+    return where

@@ -173,3 +173,19 @@ async def test_a_channels_calendar_by_its_name(herald: Herald) -> None:
     herald.channels = {"slack": Directory()}  # type: ignore[dict-item]
     ics = await herald.agenda_ics("local:root-admin", "slack:#general")
     assert b"BEGIN:VEVENT" in ics and b"Stand-up" in ics
+
+
+async def test_a_tenants_admin_sees_the_forecast_of_its_own_destinations_only(
+    herald: Herald,
+) -> None:
+    ada = Principal("slack:UADA", A, platform_admin=True)  # an admin of A, not Herald-wide
+    ben = Principal("slack:UBEN", "slack:TB", platform_admin=True)
+    await herald.create_schedule(ada, to=GENERAL, when="tomorrow at 9am", text="ours")
+    for i in range(40):
+        await herald.create_schedule(
+            ben, to="slack:C0THEIRS", when="tomorrow at 9am", text=f"theirs {i}"
+        )
+    seen = {d.destination for d in await herald.forecast_day(ada)}
+    assert seen == {GENERAL}
+    everything = {d.destination for d in await herald.forecast_day("local:root-admin")}
+    assert everything == {GENERAL, "slack:C0THEIRS"}
