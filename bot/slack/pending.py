@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from bot.waiting import Waiting, WaitingRequests
-from core.errors import Conflict, InvalidInput, PermissionDenied
+from core.cases import Duplicated, SaveWarning
+from core.errors import InvalidInput, PermissionDenied
 
 if TYPE_CHECKING:
     from bot.slack.base import Person
@@ -90,10 +91,9 @@ class Pending:
         self._waiting.put_back(token, held)
 
 
-def duplicates_found(error: Exception) -> list[Any] | None:
-    """What a create refused as a duplicate found (core's ``Duplicated``, a Conflict
-    carrying ``found``: the warnings naming each), or None for any other error."""
-    found = getattr(error, "found", None)
-    if isinstance(error, Conflict) and isinstance(found, list) and found:
-        return found
+def duplicates_found(error: Exception) -> list[SaveWarning] | None:
+    """What a create refused as a duplicate found (core's ``Duplicated``: the warnings
+    naming each), or None for any other error."""
+    if isinstance(error, Duplicated) and error.found:
+        return error.found
     return None
