@@ -206,38 +206,32 @@ class Remote:
             return
         from bot.cli.options import priority_marked, table_lines
 
+        def cells(s: dict[str, Any]) -> tuple[str, str, str, str]:
+            """The ID, STATE, NEXT and TEXT columns, as both tables show them."""
+            return (
+                str(s["id"]),
+                priority_marked(s["state"], s.get("priority", "normal")),
+                f"{_local(s['next_run_at'], s['timezone'])} {s['timezone']}"
+                if s["next_run_at"]
+                else "-",
+                " ".join(s["text"].split())[:60],
+            )
+
         if any(s.get("author") for s in rows):  # a channel's agenda: whose each is
-            agenda = [
-                [
-                    str(s["id"]),
-                    priority_marked(s["state"], s.get("priority", "normal")),
-                    str(s["author"]),
-                    s["description"],
-                    f"{_local(s['next_run_at'], s['timezone'])} {s['timezone']}"
-                    if s["next_run_at"]
-                    else "-",
-                    " ".join(s["text"].split())[:60],
-                ]
-                for s in rows
-            ]
+            agenda = []
+            for s in rows:
+                sid, state, next_at, text = cells(s)
+                agenda.append([sid, state, str(s["author"]), s["description"], next_at, text])
             header = ["ID", "STATE", "AUTHOR", "WHEN", "NEXT (in the schedule's zone)", "TEXT"]
             for line in table_lines(header, agenda):
                 self.emit(line)
             return
 
         header = ["ID", "STATE", "NEXT (in the schedule's zone)", "TO", "TEXT"]
-        table = [
-            [
-                str(s["id"]),
-                priority_marked(s["state"], s.get("priority", "normal")),
-                f"{_local(s['next_run_at'], s['timezone'])} {s['timezone']}"
-                if s["next_run_at"]
-                else "-",
-                _first_and_more(s),
-                " ".join(s["text"].split())[:60],
-            ]
-            for s in rows
-        ]
+        table = []
+        for s in rows:
+            sid, state, next_at, text = cells(s)
+            table.append([sid, state, next_at, _first_and_more(s), text])
         if {s["tenant"] for s in rows} != {"local"}:
             header = ["TENANT", *header]
             table = [[s["tenant"], *row] for s, row in zip(rows, table, strict=True)]
