@@ -20,6 +20,7 @@ from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import cast
 
 from core.ratelimit import RateLimit, claim_cap, spacing, tolerance
 
@@ -74,6 +75,7 @@ def _send_times(
     sent: list[datetime | None] = [None] * len(planned)
     waiting: list[tuple[int, datetime, int]] = []
     held: deque[int] = deque()
+    urgent_held = 0  # urgent ones among the held (looked for only when there are)
     tat: datetime | None = None
     clock = now
     i = 0
@@ -88,11 +90,13 @@ def _send_times(
             heapq.heappush(waiting, (planned[i][1], planned[i][0], i))
             i += 1
         while waiting and len(held) < cap:
-            held.append(heapq.heappop(waiting)[2])
-        urgent = next((j for j in held if planned[j][1] <= 0), None)
-        if urgent is not None:
-            held.remove(urgent)
-            chosen = urgent
+            rank, _, j = heapq.heappop(waiting)
+            held.append(j)
+            urgent_held += rank <= 0
+        if urgent_held:
+            chosen = next(j for j in held if planned[j][1] <= 0)
+            held.remove(chosen)
+            urgent_held -= 1
         elif waiting and waiting[0][0] <= 0:
             chosen = heapq.heappop(waiting)[2]
         else:
@@ -100,7 +104,8 @@ def _send_times(
         sent[chosen] = slot
         tat = (slot if tat is None or tat < slot else tat) + interval
         clock = slot
-    return [at for at in sent if at is not None]
+    assert all(at is not None for at in sent)  # every job is sent once
+    return cast(list[datetime], sent)
 
 
 def sending_order(planned: Iterable[Planned]) -> list[Planned]:
@@ -178,7 +183,7 @@ def forecast(
 def rate_words(kind: str, limit: RateLimit) -> str:
     """ "Slack sends about 1 a second there", "the webhook takes about 10 a second"."""
     who = PROVIDERS.get(kind, kind)
-    per_second = limit.rate
+    per_second = limit.rate  # the limit as configured, not its slots' spacing
     if per_second >= 0.95:
         pace = f"about {round(per_second):,} a second"
     elif per_second * 60 >= 0.95:

@@ -19,7 +19,7 @@ from core.store.calendars import (
     CalendarRow,
     FetchRecord,
 )
-from core.store.channel_view import ChannelViewQueries, Planned, SentNow
+from core.store.channel_view import ChannelViewQueries, SentNow
 from core.store.console import (
     RESPONSE_CHARS,
     TEXT_CHARS,
@@ -95,7 +95,6 @@ def _dispatches(store: Store) -> DispatchStore:
 
 __all__ = [
     "ChannelViewQueries",
-    "Planned",
     "SentNow",
     "Moved",
     "TemplateQueries",

@@ -20,11 +20,9 @@ from typing import Any
 import sqlalchemy as sa
 from sqlmodel import col, select
 
+from core.congestion import Planned
 from core.models import OPEN_STATE_VALUES, WAITING_SQL, Schedule, ScheduleState
 from core.store.base import JOB, MEMBER, SCHEDULE, AuditEntry, Gateway, new_idempotency_key
-
-#: Planned jobs: due time and rank (core.congestion.Planned).
-Planned = tuple[datetime, int]
 
 #: The most planned jobs one forecast reads (a destination with more is crowded
 #: beyond any doubt: the forecast says so with these).
