@@ -99,7 +99,7 @@ def limit_words(limit: RateLimit) -> str:
 
 
 def late_words(seconds: float) -> str:
-    """ "≈ 5 min", "≈ 40 s", or "on time" (under a second)."""
+    """ "≈ 5 min", "≈ 40 s", or "on time" (under half a second: what reads ≈ 0 s)."""
     return "on time" if seconds < 0.5 else duration_words(seconds)
 
 
