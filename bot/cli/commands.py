@@ -97,12 +97,11 @@ class Cli:
         s = await verbs.perform(
             herald, chosen, self.actor, self.args.id, expected_version=self.args.version
         )
-        notes = views.save_notes(s)
-        if notes and self.args.json:  # send-now: which occurrence goes now, as the API says
-            self.emit_json({**views.schedule_dict(s), "notes": notes})
-            return
-        if notes:
-            self.emit(f"Schedule {s.id}: {'; '.join(notes)}.")
+        if notes := views.save_notes(s):  # send-now: which occurrence goes now, as the API says
+            if self.args.json:
+                self.emit_json({**views.schedule_dict(s), "notes": notes})
+            else:
+                self.emit(f"Schedule {s.id}: {'; '.join(notes)}.")
             return
         self.changed(s, chosen.past)
 
