@@ -164,6 +164,19 @@ class ChannelViewCases(CaseBase):
         self._seen[key] = (now, seen)
         return seen
 
+    async def sees_others(
+        self, actor: Actor, destination: Destination, *, seen_in: str | None = None
+    ) -> bool:
+        """Whether others' schedules into ``destination`` count for ``actor`` (their
+        duplicates): a chat channel they can see; where the platform cannot say, their
+        own only."""
+        try:
+            return shared_channel(destination) and await self.can_see(
+                actor, destination, seen_in=seen_in
+            )
+        except InvalidInput:
+            return False
+
     # --- the agenda ---------------------------------------------------------------------
 
     async def lists_agenda(self, actor_id: ActorRef, to: str) -> bool:
@@ -283,12 +296,7 @@ class ChannelViewCases(CaseBase):
         seen_ids: set[int] = set()
         for destination in dict.fromkeys(destinations):
             target = parse_destination(destination)
-            try:
-                others = shared_channel(target) and await self.can_see(
-                    actor, target, seen_in=seen_in
-                )
-            except InvalidInput:
-                others = False  # the platform cannot say: the actor's own only
+            others = await self.sees_others(actor, target, seen_in=seen_in)
             texts = await self.store.texts_into(
                 schedule.tenant,
                 str(target),

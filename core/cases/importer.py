@@ -37,7 +37,6 @@ from core.cases.schedules import audit_summary
 from core.channels import parse_destination
 from core.destinations import channel_name
 from core.errors import HeraldError, InvalidInput
-from core.limits import shared_channel
 from core.models import Schedule, ScheduleState
 from core.preferences import BULK, priority_name, priority_rank
 from core.store import AuditEntry
@@ -548,11 +547,7 @@ class _Duplicates:
     async def _read(self, destination: str) -> dict[str, list[Schedule]]:
         """The active schedules into ``destination`` a duplicate is looked for among:
         the importer's own, and in a channel they can see, everyone's not private."""
-        target = parse_destination(destination)
-        try:
-            others = shared_channel(target) and await self.herald.can_see(self.actor, target)
-        except InvalidInput:
-            others = False  # the platform cannot say: the importer's own only
+        others = await self.herald.sees_others(self.actor, parse_destination(destination))
         rows = await self.herald.store.into(
             self.actor.tenant,
             destination,
