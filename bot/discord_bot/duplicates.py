@@ -6,9 +6,9 @@ from as ``seen_in`` (:class:`bot.discord_bot.actions.Saving`); when core finds a
 duplicate (:class:`core.cases.channel_view.Duplicated`) nothing is saved and the member
 is told who already scheduled it, with [Create anyway] and [Cancel]. A button's
 custom_id holds at most 100 characters, so the request itself waits here, in memory,
-under a random token (``herald:dup:create:<token>``) for :data:`EXPIRES` seconds, at
-most :data:`KEPT` at once and :data:`PER_MEMBER` of one member (the oldest go first:
-one member's requests cannot push out everyone else's). Only the member who asked, in the
+under a random token (``herald:dup:create:<token>``) within :mod:`bot.waiting`'s bounds
+(expiring, so many at once and per member, the oldest going first: one member's requests
+cannot push out everyone else's). Only the member who asked, in the
 server they asked in, may press them; Create anyway runs the same create with
 ``duplicates="ignore"``. A press after the request expired (or after a restart) says so.
 """
@@ -27,12 +27,6 @@ from core.actors import Principal
 from core.cases import Duplicated, SaveWarning
 from core.errors import PermissionDenied
 
-#: How long a request waits for Create anyway, in seconds.
-EXPIRES = 15 * 60.0
-#: Requests kept at once.
-KEPT = 1_000
-#: Requests of one member (in one server) kept at once.
-PER_MEMBER = 20
 EXPIRED = "That request expired: schedule it again."
 CANCELLED = "Cancelled: nothing was scheduled."
 NOT_YOURS = (
@@ -50,13 +44,7 @@ Again = Callable[[Principal], Awaitable[actions.Reply]]
 
 class Requests(WaitingRequests[Again]):
     """The creates waiting for Create anyway or Cancel (:mod:`bot.waiting`), each
-    owned by (server, member)."""
-
-    def __init__(self, **kwargs: Any) -> None:
-        kwargs.setdefault("per_owner", PER_MEMBER)
-        kwargs.setdefault("expires", EXPIRES)
-        kwargs.setdefault("kept", KEPT)
-        super().__init__(**kwargs)
+    owned by (server, member), with bot.waiting's bounds."""
 
 
 class HasRequests:

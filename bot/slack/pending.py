@@ -22,7 +22,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
-from bot.waiting import Waiting, WaitingRequests
+from bot.waiting import EXPIRES, KEPT, PER_OWNER, Waiting, WaitingRequests
 from core.cases import Duplicated, SaveWarning
 from core.errors import InvalidInput, PermissionDenied
 
@@ -30,12 +30,8 @@ if TYPE_CHECKING:
     from bot.slack.base import Person
     from bot.slack.blocks import Reply
 
-#: Seconds a held request waits for an answer.
-EXPIRES = 15 * 60
-#: The most requests held at once.
-KEPT = 1_000
 #: The most requests of one person (in one workspace) held at once.
-PER_PERSON = 20
+PER_PERSON = PER_OWNER
 #: The buttons' action ids.
 ANYWAY = "herald_duplicate_anyway"
 CANCEL = "herald_duplicate_cancel"
