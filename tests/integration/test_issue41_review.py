@@ -27,23 +27,26 @@ GENERAL = "slack:C0GENERAL"
 
 def test_normalising_a_hostile_text_is_linear() -> None:
     # every save into a channel normalises the texts of the schedules already there:
-    # 2,000 "<@" (a 4,000-character message) took 0.5 s each, on the event loop
-    for text in ("<@" * 2000, "<#" * 2000, "<@U1|" * 800, "<!" + "a|" * 1999):
-        began = time.perf_counter()
+    # 2,000 "<@" (a 4,000-character message) took 0.5 s each, on the event loop, and
+    # the time grew with the square of the length. 100,000 repetitions take about 0.1 s
+    # of CPU when linear and would take some 20 minutes when quadratic: the bound is the CPU time
+    # of this thread (not the wall clock a busy machine stretches), 20 times the linear.
+    for text in ("<@" * 100_000, "<#" * 100_000, "<@U1|" * 40_000, "<!" + "a|" * 99_999):
+        began = time.thread_time()
         duplicates.normalise(text)
-        assert time.perf_counter() - began < 0.05, text[:10]
+        assert time.thread_time() - began < 2.0, text[:10]
 
 
-async def test_a_save_next_to_a_hostile_text_is_quick(herald: Herald) -> None:
+async def test_a_save_next_to_hostile_texts_finds_them(herald: Herald) -> None:
+    # the texts compared on a save are the hostile ones above (their cost is bounded
+    # there); here: the comparison still finds each of them a duplicate
     for _ in range(3):
         await herald.create_schedule(
             BOB, to=GENERAL, when="tomorrow at 9am", text="<@" * 2000, duplicates="ignore"
         )
-    began = time.perf_counter()
     s, _ = await herald.create_schedule(
         BOB, to=GENERAL, when="tomorrow at 9am", text="<@" * 2000, seen_in=GENERAL
     )
-    assert time.perf_counter() - began < 1.0
     assert [w.kind for w in warnings_of(s)] == ["duplicate"] * 3
 
 
