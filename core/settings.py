@@ -173,6 +173,9 @@ class Settings(ChannelSettings):
     # logs
     log_format: Literal["human", "json"] = Field(default="human", alias="HERALD_LOG_FORMAT")
     log_level: str | None = Field(default=None, alias="HERALD_LOG_LEVEL")
+    #: Traces through OpenTelemetry (the ``otel`` extra; the exporter reads the standard
+    #: OTEL_* variables): a span for each schedule created, claim, send and recording.
+    otel: bool = Field(default=False, alias="HERALD_OTEL")
 
     # dispatcher
     concurrency: int = Field(default=64, ge=1, alias="HERALD_CONCURRENCY")
