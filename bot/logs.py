@@ -3,7 +3,8 @@
 Code logs with ``extra={...}`` fields (job_id, schedule_id, destination kind, attempt,
 outcome, duration_ms, worker); the formatters print them. Message text is never logged
 at INFO, and a scrubber replaces any configured secret or credential-shaped string that
-might slip into a line, a field or a traceback.
+might slip into a line, a field or a traceback. With traces on, a line logged inside a
+span carries its ``trace_id`` and ``span_id``.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any, TextIO
 
 from pythonjsonlogger.json import JsonFormatter
 
+from core import tracing
 from core.scrub import Scrubber
 from core.settings import Settings
 
@@ -95,6 +97,18 @@ class SecretScrubber(logging.Filter):
         return True
 
 
+class TraceIds(logging.Filter):
+    """Adds ``trace_id`` and ``span_id`` to a record logged inside a span (traces on,
+    :mod:`core.tracing`), so a line can be found in its trace and back. Installed only
+    when ``HERALD_OTEL`` is on."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        ids = tracing.current_ids()
+        if ids is not None:
+            record.trace_id, record.span_id = ids
+        return True
+
+
 #: Formats tracebacks for :class:`SecretScrubber` (the stdlib's own layout).
 _TRACEBACKS = logging.Formatter()
 
@@ -120,6 +134,8 @@ def configure_logging(
     else:
         handler.setFormatter(HumanFormatter())
     handler.addFilter(SecretScrubber(Scrubber.from_settings(settings)))
+    if settings.otel:
+        handler.addFilter(TraceIds())
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)

@@ -5,12 +5,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-from collections.abc import Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine
+from contextlib import asynccontextmanager
 from typing import Any, TextIO, TypeVar
 
 from bot.adapters import Adapter, build_adapters
 from bot.http import Readiness, make_http_app, start_http
 from bot.http_guard import HttpLimits
+from core import tracing
 from core.cases import Herald
 from core.channels import build_channels
 from core.clock import Clock, SystemClock
@@ -67,6 +69,19 @@ def loop_name() -> str:
     return type(asyncio.get_running_loop()).__module__.partition(".")[0]
 
 
+@asynccontextmanager
+async def traces(settings: Settings) -> AsyncIterator[None]:
+    """Traces on for the block when ``HERALD_OTEL`` says so (:func:`core.tracing.setup`),
+    their last spans exported and traces off after it (in a thread: the exporter may
+    wait on its collector)."""
+    started = tracing.setup(settings)
+    try:
+        yield
+    finally:
+        if started:
+            await asyncio.to_thread(tracing.shutdown)
+
+
 async def drain(
     settings: Settings,
     *,
@@ -75,13 +90,20 @@ async def drain(
     clock: Clock | None = None,
 ) -> DrainSummary:
     """Deliver everything due, wait for retries within ``retry_window`` s, then stop."""
+    async with traces(settings):
+        return await _drain(settings, retry_window, out, clock or SystemClock())
+
+
+async def _drain(
+    settings: Settings, retry_window: float, out: TextIO | None, clock: Clock
+) -> DrainSummary:
     store = await Store.open(settings.database_url)
     channels = build_channels(settings, log_stream=out)
     try:
         dispatcher = Dispatcher(
             store,
             channels,
-            clock=clock or SystemClock(),
+            clock=clock,
             config=DispatcherConfig.from_settings(settings),
             scrubber=Scrubber.from_settings(settings),
         )
@@ -114,8 +136,19 @@ async def serve(
     serve_http: bool = True,
 ) -> None:
     """Run the dispatcher and the configured chat adapters until SIGINT/SIGTERM (or
-    ``stop``), then shut down gracefully."""
-    stop = stop or asyncio.Event()
+    ``stop``), then shut down gracefully; with traces when ``HERALD_OTEL`` says so."""
+    async with traces(settings):
+        await _serve(settings, out, observer, stop or asyncio.Event(), ready, serve_http)
+
+
+async def _serve(
+    settings: Settings,
+    out: TextIO | None,
+    observer: Callable[[Settled], None] | None,
+    stop: asyncio.Event,
+    ready: Callable[[Herald, Dispatcher], None] | None,
+    serve_http: bool,
+) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         try:

@@ -4,7 +4,9 @@
 :func:`add_api` serves the route table (:data:`bot.api.routes.ROUTES`) through the
 request framework (:class:`bot.api.requests.Api`), the OpenAPI document built from the
 same table (:mod:`bot.api.openapi`) and a page rendering it, and answers any other path
-or method under ``/v1`` with a problem (:mod:`bot.api.problems`)."""
+or method under ``/v1`` with a problem (:mod:`bot.api.problems`). With traces on
+(:mod:`core.tracing`), each route's request is a server span joining the caller's
+``traceparent``, and its answer carries the span's own."""
 
 from __future__ import annotations
 
@@ -12,15 +14,16 @@ import json
 import re
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
 from bot.api.openapi import docs_page, openapi_document
 from bot.api.problems import import_too_large, problem_response
-from bot.api.requests import JSON_BODY, PREFIX, Api, request_id_for
+from bot.api.requests import JSON_BODY, PREFIX, Api, Route, request_id_for
 from bot.api.routes import ROUTES
 from bot.http_guard import HttpLimits, body_limit, refusal_format
+from core import tracing
 from core.cases import Herald
 
 
@@ -36,7 +39,10 @@ def add_api(
     monotonic) paces the request rates."""
     api = Api(herald, limits, clock)
     for route in ROUTES:
-        app.router.add_route(route.method, PREFIX + route.path, api.handler(route))
+        handler = api.handler(route)
+        if tracing.on:
+            handler = traced(route, handler)
+        app.router.add_route(route.method, PREFIX + route.path, handler)
     body_limit(app, PREFIX + "/", JSON_BODY)  # a JSON body; GET routes read none
     body_limit(app, PREFIX + "/imports", herald.settings.import_max_bytes)
     refusal_format(  # before the prefix below: the first that matches answers
@@ -68,6 +74,28 @@ def add_api(
     app.router.add_get(PREFIX + "/openapi.json", openapi)
     app.router.add_get(PREFIX + "/docs", docs)
     app.router.add_route("*", PREFIX + "/{tail:.*}", _unknown)
+
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def traced(route: Route, handler: Handler) -> Handler:
+    """``handler`` answering in a server span (:func:`core.tracing.served`: a child of
+    the request's ``traceparent``), its answer carrying the span's own ``traceparent``
+    so the caller can join the trace; the span names the route, never its values."""
+    path = PREFIX + route.path
+    name = f"{route.method} {path}"
+    attributes = {"http.request.method": route.method, "http.route": path}
+
+    async def answer(request: web.Request) -> web.StreamResponse:
+        with tracing.served(name, request.headers, attributes) as span:
+            response = await handler(request)
+            span.set_attribute("http.response.status_code", response.status)
+            tracing.inject(response.headers)
+            return response
+
+    answer.__name__ = route.operation
+    return answer
 
 
 _PATTERNS = [

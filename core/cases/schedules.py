@@ -17,7 +17,7 @@ from typing import Any, Literal
 import core.cases.consent as consent
 import core.cases.recipient_cap as recipient_cap
 import core.cases.recipients as recipients
-from core import calendars, limits, render, routing, templates, tenancy, timeexpr, views
+from core import calendars, limits, render, routing, templates, tenancy, timeexpr, tracing, views
 from core import until_done as ladders
 from core.actors import Actor, ActorRef
 from core.cases.base import principal_of
@@ -163,6 +163,7 @@ class ScheduleCases(RecipientCases, TemplateCases, HoldCases, LadderCases, Chann
             "updated_at": now,
         }
 
+    @tracing.traced("herald.schedule.create")
     async def create_schedule(
         self,
         actor_id: ActorRef,
@@ -322,6 +323,8 @@ class ScheduleCases(RecipientCases, TemplateCases, HoldCases, LadderCases, Chann
                 details=audit_summary(values),
             ),
         )
+        surface = str(actor.surface or "unknown")
+        tracing.note({"herald.schedule.id": stored.id or 0, "herald.surface": surface})
         if created and held is None:
             self._due(schedule.next_run_at)
             if skip_loaded and stored.id is not None:

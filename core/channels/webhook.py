@@ -10,6 +10,8 @@ receiver can drop duplicates), ``webhook-timestamp`` (unix seconds), ``Idempoten
 and, when the destination has a signing secret, ``webhook-signature``: ``v1,`` followed by
 the base64 HMAC-SHA256 of ``{id}.{timestamp}.{body}``. A secret in the Standard Webhooks
 form ``whsec_<base64>`` is base64-decoded first; any other string is used as UTF-8 bytes.
+With traces on (:mod:`core.tracing`), a delivery carries the W3C ``traceparent`` of its
+send's span, so a receiver can join the trace.
 
 This module also holds the small HTTP helpers the other channels share
 (:func:`reveal`, :func:`parse_retry_after`, :func:`truncate`).
@@ -31,6 +33,7 @@ from urllib.parse import urlsplit
 
 from pydantic import SecretStr
 
+from core import tracing
 from core.channels.base import Channel, Delivery, DeliveryResult
 from core.destinations import (
     Destination,
@@ -209,6 +212,8 @@ class WebhookChannel(Channel):
             "webhook-timestamp": str(timestamp),
             "Idempotency-Key": msg_id,
         }
+        if tracing.on:  # the send's span, for a receiver to join its trace
+            tracing.inject(headers)
         if secret:
             try:
                 headers["webhook-signature"] = sign(secret, msg_id, timestamp, body)

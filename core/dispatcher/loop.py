@@ -25,6 +25,7 @@ from typing import Any
 import core.dispatcher.message as message
 import core.dispatcher.reporting as reporting
 import core.dispatcher.verdicts as verdicts
+from core import tracing
 from core.channels.base import Channel, Delivery, DeliveryResult
 from core.clock import Clock
 from core.dispatcher.alarms import Periodic, alarm_clock, wake_time
@@ -200,13 +201,15 @@ class Dispatcher:
         now = self.clock.now()
         lease_until = now + timedelta(seconds=self.config.lease_seconds)
         started = time.monotonic()
-        jobs = await self.store.claim_due(
-            now=now + timedelta(seconds=lookahead),
-            worker=self.worker_id,
-            lease_until=lease_until,
-            limit=want,
-            caps=self._caps or None,
-        )
+        with tracing.span("herald.claim", root=True) as span:
+            jobs = await self.store.claim_due(
+                now=now + timedelta(seconds=lookahead),
+                worker=self.worker_id,
+                lease_until=lease_until,
+                limit=want,
+                caps=self._caps or None,
+            )
+            span.set_attribute("herald.claimed", len(jobs))
         if len(jobs) * 10 >= self.config.batch_size:
             took = (time.monotonic() - started) / len(jobs)
             self._claim_per_job = max(took, self._claim_per_job * 0.9)
@@ -273,10 +276,8 @@ class Dispatcher:
             return verdicts.dead(job, None, self.scrub(str(exc)), now)
         channel = self.channels.get(destination.kind)
         if channel is None:
-            result = DeliveryResult.retry(
-                f"No {destination.kind} channel is configured on this dispatcher."
-            )
-            return self._judge(job, result, now, now, key)
+            missing = f"No {destination.kind} channel is configured on this dispatcher."
+            return self._judge(job, DeliveryResult.retry(missing), now, now, key)
         wait = (slot - now).total_seconds() if slot is not None else 0.0
         paused = self._pauses.paused_until(key, now) if self._pauses else None
         if paused is not None:
@@ -316,7 +317,7 @@ class Dispatcher:
                     started = clock.now()
                     pace = 0.0 if slot is None else self._pace(key, slot, started, pacing)
                     if pace is not None and pace <= 0:
-                        result = await message.send(channel, delivery)
+                        result = await message.send(channel, delivery, started)
                         break
                 finally:
                     feeder.sending -= 1
@@ -383,10 +384,10 @@ class Dispatcher:
                 await self._feeder.reserving.wait()
             batch, self._done = self._done, []
             try:
-                now = self.clock.now()
-                owned = await self.store.finish(
-                    batch, worker=self.worker_id, now=now, policy=self.policy
-                )
+                with tracing.span("herald.record", {"herald.jobs": len(batch)}, root=True):
+                    owned = await self.store.finish(
+                        batch, worker=self.worker_id, now=self.clock.now(), policy=self.policy
+                    )
             except HeraldError:
                 log.exception("could not record outcomes; retrying", extra={"jobs": len(batch)})
                 self._done[:0] = batch

@@ -7,11 +7,11 @@ import asyncio
 import json
 import logging
 from collections.abc import Mapping
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfoNotFoundError
 
-from core import reminders, render, templates, until_done
+from core import reminders, render, templates, tracing, until_done
 from core.channels.base import Channel, Delivery, DeliveryResult
 from core.destinations import Destination
 from core.dispatcher.config import DispatcherConfig
@@ -126,13 +126,44 @@ def body(job: ClaimedJob) -> str:
         return job.body
 
 
-async def send(channel: Channel, delivery: Delivery) -> DeliveryResult:
-    """The channel's answer; a channel that raises is a retry, not a lost job."""
+async def send(channel: Channel, delivery: Delivery, started: datetime) -> DeliveryResult:
+    """The channel's answer; a channel that raises is a retry, not a lost job. With
+    traces on, the send is a ``herald.send`` span (:func:`traced`)."""
+    if tracing.on:
+        return await traced(channel, delivery, started)
     try:
         return await channel.send(delivery)
     except asyncio.CancelledError:
         raise
     except Exception:  # noqa: BLE001 - a channel bug must not lose the job
-        kind = delivery.destination.kind
-        log.exception("channel raised", extra={"job_id": delivery.job_id, "destination": kind})
-        return DeliveryResult.retry(f"Internal error in the {kind} channel.")
+        return raised(delivery)
+
+
+async def traced(channel: Channel, delivery: Delivery, started: datetime) -> DeliveryResult:
+    """:func:`send` in a ``herald.send`` span of a trace of its own, the parent of the
+    channel's request: the job and schedule ids, the channel's kind, the attempt, how
+    late it started (seconds after it fell due) and the outcome; never the text or
+    the destination's address."""
+    attributes: tracing.Attributes = {
+        "herald.job.id": delivery.job_id,
+        "herald.schedule.id": delivery.schedule_id,
+        "herald.channel.kind": delivery.destination.kind,
+        "herald.attempt": delivery.attempt,
+        "herald.lateness_s": (started - delivery.due_at).total_seconds(),
+    }
+    with tracing.span("herald.send", attributes, root=True, client=True) as span:
+        try:
+            result = await channel.send(delivery)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # noqa: BLE001 - a channel bug must not lose the job
+            result = raised(delivery)
+        span.set_attribute("herald.outcome", result.outcome.value)
+        return result
+
+
+def raised(delivery: Delivery) -> DeliveryResult:
+    """A channel raised: logged with its traceback, and a retry."""
+    kind = delivery.destination.kind
+    log.exception("channel raised", extra={"job_id": delivery.job_id, "destination": kind})
+    return DeliveryResult.retry(f"Internal error in the {kind} channel.")
