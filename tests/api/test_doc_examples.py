@@ -1,9 +1,10 @@
-"""The README's HTTP API examples, run exactly as printed (issue 33): the curl block of
-"## HTTP API" is read from README.md and run by bash with the real ``curl`` and ``jq``
-against a running ``herald run``, whose Slack is a local fake knowing ``#deploys`` and
-``#team``; ``$HERALD``, ``$TOKEN`` and ``$ADMIN_TOKEN`` are filled in (the block's own
-``export`` line holds placeholders), and the files it names (``holidays.ics``,
-``schedules.jsonl``) are in the folder it runs in. Every request must answer 2xx."""
+"""The documentation's HTTP API examples, run exactly as printed (issues 33 and 42):
+the curl block of "## A tour with curl" is read from docs/surfaces/http-api-guide.md and
+run by bash with the real ``curl`` and ``jq`` against a running ``herald run``, whose
+Slack is a local fake knowing ``#deploys`` and ``#team``; ``$HERALD``, ``$TOKEN`` and
+``$ADMIN_TOKEN`` are filled in (the block's own ``export`` line holds placeholders), and
+the files it names (``holidays.ics``, ``schedules.jsonl``) are in the folder it runs in.
+Every request must answer 2xx. The routing page's curl block runs the same way."""
 
 from __future__ import annotations
 
@@ -26,7 +27,9 @@ from core.clock import ManualClock
 from tests.api.conftest import ROOT, Service, start_service, stop_service, wait_for
 from tests.fakes import FakeSlack
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+API_GUIDE = DOCS / "surfaces" / "http-api-guide.md"
+ROUTING = DOCS / "routing.md"
 SLACK_TOKEN = "xoxb-readme-secret-token"
 MEMBER = "local:ci"
 
@@ -63,9 +66,9 @@ curl() {
 """
 
 
-def api_block(readme: str) -> str:
-    """The code block of "## HTTP API" that calls the API with curl."""
-    section = readme.split("\n## HTTP API\n", 1)[1].split("\n## ", 1)[0]
+def api_block(page: str) -> str:
+    """The code block of "## A tour with curl" that calls the API with curl."""
+    section = page.split("\n## A tour with curl\n", 1)[1].split("\n## ", 1)[0]
     blocks = re.findall(r"^```[a-z]*\n(.*?)^```", section, flags=re.S | re.M)
     [block] = [b for b in blocks if "curl " in b and "$HERALD/v1/schedules" in b]
     return str(block)
@@ -117,7 +120,7 @@ def herald_run(slack: FakeSlack, tmp_path: Path) -> Iterator[Service]:
 
 def _a_requested_dead_letter(service: Service, gone_url: str, token: str) -> int:
     """A delivery of the member's that died (a 410 receiver) and that they asked an
-    admin to retry: what the README's reject example decides on."""
+    admin to retry: what the API guide's reject example decides on."""
 
     async def already_due(herald: Herald) -> int:
         made, _ = await herald.create_schedule(
@@ -143,9 +146,9 @@ def _a_requested_dead_letter(service: Service, gone_url: str, token: str) -> int
 
 @pytest.mark.skipif(
     shutil.which("curl") is None or shutil.which("jq") is None or shutil.which("bash") is None,
-    reason="the README's examples need curl, jq and bash",
+    reason="the API guide's examples need curl, jq and bash",
 )
-def test_the_readme_api_examples_answer_as_printed(
+def test_the_api_guide_examples_answer_as_printed(
     herald_run: Service, slack: FakeSlack, gone_url: str, tmp_path: Path
 ) -> None:
     token = herald_run.token(MEMBER)
@@ -156,7 +159,7 @@ def test_the_readme_api_examples_answer_as_printed(
     (work / "codes").write_text("")
     (work / "holidays.ics").write_text(HOLIDAYS)
     (work / "schedules.jsonl").write_text(SCHEDULES + "\n")
-    block = api_block(README.read_text())
+    block = api_block(API_GUIDE.read_text(encoding="utf-8"))
     # the placeholders a person replaces with their own (the tokens, the address)
     lines = block.splitlines()
     assert lines[0].startswith("export HERALD=")
@@ -217,9 +220,9 @@ def test_a_repeated_request_naming_a_channel_answers_the_first_result(
     assert other.status_code == 422 and "different schedule" in other.json()["detail"]
 
 
-def routing_block(readme: str) -> str:
-    """The curl block of the README's "### Routing: several recipients" section."""
-    section = readme.split("\n### Routing: several recipients", 1)[1].split("\n### ", 1)[0]
+def routing_block(page: str) -> str:
+    """The curl block of the routing page's "## Several recipients" section."""
+    section = page.split("\n## Several recipients", 1)[1].split("\n## ", 1)[0]
     blocks = re.findall(r"^```sh\n(.*?)^```", section, flags=re.S | re.M)
     [block] = [b for b in blocks if "curl " in b]
     return str(block)
@@ -227,9 +230,9 @@ def routing_block(readme: str) -> str:
 
 @pytest.mark.skipif(
     shutil.which("curl") is None or shutil.which("bash") is None,
-    reason="the README's examples need curl and bash",
+    reason="the routing page's examples need curl and bash",
 )
-def test_the_readme_routing_examples_answer_as_printed(slack: FakeSlack, tmp_path: Path) -> None:
+def test_the_routing_page_examples_answer_as_printed(slack: FakeSlack, tmp_path: Path) -> None:
     """The routing section's requests, as printed: several recipients and a chain, each
     person's hour, then an edit adding and removing recipients of the first."""
     for channel, name in (("C0123OPS", "ops"), ("C0456DEV", "dev"), ("C0789QA", "qa")):
@@ -260,7 +263,7 @@ def test_the_readme_routing_examples_answer_as_printed(slack: FakeSlack, tmp_pat
             "HERALD": svc.base,
             "TOKEN": svc.token(ROOT, scope="admin"),
         }
-        script = WRAPPER + "ID=1\n" + routing_block(README.read_text())
+        script = WRAPPER + "ID=1\n" + routing_block(ROUTING.read_text(encoding="utf-8"))
         ran = subprocess.run(
             ["bash", "-c", script], cwd=work, env=env, capture_output=True, text=True, timeout=120
         )
@@ -277,7 +280,7 @@ def test_the_readme_routing_examples_answer_as_printed(slack: FakeSlack, tmp_pat
         ["slack:C0456DEV"],
         ["slack:@U0123ABC", "email:alice@example.com"],
     ]
-    # each person's 9am of the next run's day, in UTC (the hours the README prints in
+    # each person's 9am of the next run's day, in UTC (the hours the page prints in
     # winter: 08:00Z and 14:00Z)
     day = datetime.fromisoformat(zoned["next_run_at"]).astimezone(ZoneInfo("UTC")).date()
     utc = [
