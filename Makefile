@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 DEVSTAMP := $(VENV)/.installed-dev
 
-.PHONY: demo test lint typecheck unit bench bench-archive reliability console clean
+.PHONY: demo test lint typecheck unit bench bench-archive reliability console clean docs docs-images
 
 $(BIN)/python:
 	@echo "Creating the virtual environment $(VENV)..."
@@ -39,6 +39,11 @@ TEST_WORKERS ?= 2
 test: lint typecheck
 	$(BIN)/python -m compileall -q -j 0 core bot tui migrations > /dev/null
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --durations=15
+
+# the documentation site (MkDocs, Material) into site/; `$(BIN)/mkdocs serve` to browse it.
+# `make test` builds it too (tests/docs), with --strict: a broken link fails.
+docs: $(DEVSTAMP)
+	$(BIN)/mkdocs build --strict -d site
 
 unit: $(DEVSTAMP)
 	$(BIN)/python -m pytest -q tests/unit
