@@ -77,7 +77,7 @@ async def seed(herald: Herald, actor: str, out: TextIO) -> None:
     for when, to, text in plan:
         s, _ = await herald.create_schedule(actor, to=to, when=when, text=text, tz="UTC")
         said(s, when, to)
-    # a named template, written once and scheduled with data (README: Templates)
+    # a named template, written once and scheduled with data (docs/routing.md: Templates)
     await herald.add_template(
         actor,
         "standup",

@@ -819,7 +819,7 @@ SAID: list[Said] = [
         "every other Monday at 08:00, starting Mon 9 Mar 2026 (Australia/Sydney)",
         "DTSTART;TZID=Australia/Sydney:20260309T080000\nRRULE:FREQ=WEEKLY;INTERVAL=2;BYDAY=MO",
     ),
-    # one day of a month, once (the README's /v1/when example); "every …" is the rule
+    # one day of a month, once (the HTTP API guide's /v1/when example); "every …" is the rule
     said(
         UTC_,
         "last friday of the month at 5pm",
