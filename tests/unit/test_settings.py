@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from core.errors import ConfigError
@@ -107,3 +109,20 @@ def test_reading_the_settings_loads_no_channel_code() -> None:
     heavy = ("core.channels", "aiohttp", "httpx", "aiosmtplib", "slack_sdk", "discord", "apprise")
     assert [m for m in loaded if m.startswith(heavy)] == []
     assert "core.channel_settings.slack" in loaded
+
+
+def test_an_empty_token_variable_is_no_token(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # .env.example lists `SLACK_BOT_TOKEN=`: copied as it is, it must not start the
+    # Slack adapter with an empty token (it logged "adapter is down" forever)
+    env = tmp_path / ".env"
+    env.write_text("SLACK_BOT_TOKEN=\nDISCORD_BOT_TOKEN=\nHERALD_PUBLIC_URL=\n")
+    for name in ("SLACK_BOT_TOKEN", "DISCORD_BOT_TOKEN", "HERALD_PUBLIC_URL"):
+        monkeypatch.delenv(name, raising=False)
+    settings = load_settings(_env_file=env)
+    assert settings.slack_bot_token is None
+    assert settings.discord_bot_token is None
+    assert settings.public_url is None
+    monkeypatch.setenv("SLACK_BOT_TOKEN", "")
+    assert load_settings(_env_file=None).slack_bot_token is None
