@@ -26,7 +26,7 @@ demo: $(STAMP)
 	$(BIN)/herald demo
 
 lint: $(DEVSTAMP)
-	$(BIN)/ruff check core bot tui tests bench migrations
+	$(BIN)/ruff check core bot tui tests bench migrations deploy docs
 	$(BIN)/lint-imports
 
 typecheck: $(DEVSTAMP)
