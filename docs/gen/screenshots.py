@@ -129,6 +129,9 @@ async def take(app: HeraldConsole, before: Callable[[Any], Awaitable[None]] | No
         await settle(pilot)
         if before is not None:
             await before(pilot)
+        for field in [*app.screen.query(Input), *app.screen.query(TextArea)]:
+            field.cursor_blink = False  # a blinking cursor is caught on or off at random
+        await settle(pilot)
         return app.export_screenshot(title="Herald console")
 
 
