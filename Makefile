@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 DEVSTAMP := $(VENV)/.installed-dev
 
-.PHONY: demo test lint typecheck unit bench bench-archive reliability console clean docs docs-images
+.PHONY: demo test lint typecheck unit bench bench-archive reliability console clean docs docs-images docs-gen
 
 $(BIN)/python:
 	@echo "Creating the virtual environment $(VENV)..."
@@ -44,6 +44,14 @@ test: lint typecheck
 # `make test` builds it too (tests/docs), with --strict: a broken link fails.
 docs: $(DEVSTAMP)
 	$(BIN)/mkdocs build --strict -d site
+
+# the console's screenshots in the docs, taken by Textual of the real console over a
+# seeded database at a fixed instant (docs-gen: every generated page and image)
+docs-images: $(DEVSTAMP)
+	$(BIN)/python -m docs.gen screenshots
+
+docs-gen: $(DEVSTAMP)
+	$(BIN)/python -m docs.gen all
 
 unit: $(DEVSTAMP)
 	$(BIN)/python -m pytest -q tests/unit

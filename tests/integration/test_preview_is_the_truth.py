@@ -22,7 +22,7 @@ from core.errors import InvalidInput
 from core.preview import ZoneSource
 from core.settings import Settings, load_settings
 from core.store import Store
-from tests.unit.test_timeexpr_phrases import NOW, SAID, TABLE
+from tests.support.time_phrases import NOW, SAID, TABLE
 
 #: Five zones: west and east of UTC, a southern DST, a half-hour offset without DST
 #: and a half-hour DST change.
