@@ -8,6 +8,7 @@ an attempt anyway is refused with :class:`PermissionDenied` and written to the a
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
@@ -113,6 +114,77 @@ def parse_shift(text: str, now: datetime | None = None) -> timedelta:
     return shift
 
 
+#: The most tries the overview reads for its lateness plot (an hour at about 14 a
+#: second): past it, the hour's older tries are left out, as ``LateHour.capped_at`` says.
+LATE_TRIES = 50_000
+#: The lateness plot's percentiles are of five minutes each: per minute, a quiet hour
+#: has too few tries for a p95 or p99 to mean anything.
+SLOT_MINUTES = 5
+
+
+@dataclass(frozen=True)
+class LateSlot:
+    """How late the tries that started in five minutes of the last hour were, in
+    seconds: each percentile is the nearest rank (the value below which that share of
+    the tries fell, as :func:`core.lateness.quantile` ranks them), exact, not a bucket."""
+
+    #: The slot's last minute (its start, UTC); the slot is the five minutes up to it.
+    minute: datetime
+    tries: int
+    p50: float
+    p95: float
+    p99: float
+
+
+@dataclass(frozen=True)
+class LateHour:
+    """The last hour's lateness, five minutes at a time (slots without a try left out),
+    every try counted (a retry from when its backoff ended, which is when it fell due)."""
+
+    slots: list[LateSlot] = field(default_factory=list)
+    #: How many minutes a slot is.
+    slot_minutes: int = SLOT_MINUTES
+    #: :data:`LATE_TRIES` when only the newest that many tries were read (slots before
+    #: the oldest one read are left out, and its slot may be short of some), else None.
+    capped_at: int | None = None
+
+    @property
+    def tries(self) -> int:
+        return sum(s.tries for s in self.slots)
+
+
+def _nearest_rank(ordered: Sequence[int], q: float) -> float:
+    """The ``q`` quantile of ``ordered`` (ascending milliseconds) by nearest rank, in
+    seconds."""
+    return ordered[max(0, math.ceil(q * len(ordered)) - 1)] / 1000
+
+
+def late_hour(minutes: Sequence[datetime], tries: Sequence[tuple[datetime, int]]) -> LateHour:
+    """The lateness of ``tries`` (start, milliseconds late; newest first, as
+    :meth:`core.store.Store.late_tries` reads them) in slots of :data:`SLOT_MINUTES` of
+    ``minutes`` (the hour's minutes, oldest first, as the per-minute counts have them)."""
+    slot_of = {m: i // SLOT_MINUTES for i, m in enumerate(minutes)}
+    late: dict[int, list[int]] = {}
+    for started, ms in tries:
+        slot = slot_of.get(started.replace(second=0, microsecond=0))
+        if slot is not None:
+            late.setdefault(slot, []).append(ms)
+    slots = []
+    for slot, values in sorted(late.items()):
+        values.sort()
+        last = minutes[min(len(minutes), (slot + 1) * SLOT_MINUTES) - 1]
+        slots.append(
+            LateSlot(
+                last,
+                len(values),
+                _nearest_rank(values, 0.5),
+                _nearest_rank(values, 0.95),
+                _nearest_rank(values, 0.99),
+            )
+        )
+    return LateHour(slots, capped_at=LATE_TRIES if len(tries) >= LATE_TRIES else None)
+
+
 @dataclass(frozen=True)
 class Overview:
     """Counts by job state, with the overview figures."""
@@ -125,6 +197,9 @@ class Overview:
     #: How late first tries started over the last hour and day, of every tenant (the
     #: dispatchers' lateness, as their health is shown), with those delayed.
     lateness: list[LatenessFigures] = field(default_factory=list)
+    #: How late the tries of the last hour started (the actor's tenant's, as the
+    #: figures), five minutes at a time.
+    late_hour: LateHour = field(default_factory=LateHour)
 
     @property
     def first_try_rate(self) -> float | None:
@@ -196,7 +271,12 @@ class ConsoleCases(ApprovalCases, ProviderCases, HeldCases):
             LatenessFigures.of(window, await self.store.lateness_since(now - span))
             for window, span in WINDOWS
         ]
-        return Overview(now, counts, figures, await self.provider_health(actor_id), lateness)
+        minutes = [at for at, _, _ in figures.per_minute]
+        tries = await self.store.late_tries(
+            since=minutes[0], until=now, tenant=actor.scope, limit=LATE_TRIES
+        )
+        providers = await self.provider_health(actor_id)
+        return Overview(now, counts, figures, providers, lateness, late_hour(minutes, tries))
 
     # --- pages ------------------------------------------------------------------------
 

@@ -238,6 +238,39 @@ class ConsoleQueries(HeldQueries):
             workers=workers,
         )
 
+    async def late_tries(
+        self,
+        *,
+        since: datetime,
+        until: datetime,
+        tenant: str | None = None,
+        limit: int,
+    ) -> list[tuple[datetime, int]]:
+        """When each try from ``since`` to ``until`` (both included) started and how many
+        milliseconds after it fell due, newest first: at most the newest ``limit`` (of one
+        tenant's jobs, when given). Tries of an older Herald, which kept no lateness, are
+        left out. Read by ``ix_attempt_started``: a tenant's tries are told by their job's
+        schedule, looked up by primary key for each of the hour's tries (``job_id IN``
+        its jobs would let SQLite walk every job of the tenant instead)."""
+        query = (
+            sa.select(ATTEMPT.c.started_at, ATTEMPT.c.late_ms)
+            .where(
+                ATTEMPT.c.started_at >= since,
+                ATTEMPT.c.started_at <= until,
+                ATTEMPT.c.late_ms.is_not(None),
+            )
+            .order_by(ATTEMPT.c.started_at.desc())
+            .limit(limit)
+        )
+        if tenant is not None:
+            query = query.where(
+                sa.exists()
+                .select_from(JOB.join(SCHEDULE, SCHEDULE.c.id == JOB.c.schedule_id))
+                .where(JOB.c.id == ATTEMPT.c.job_id, SCHEDULE.c.tenant == tenant)
+            )
+        async with self._read() as conn:
+            return [(row[0], int(row[1])) for row in await conn.execute(query)]
+
     def _minute(self, column: Any) -> Any:
         """A timestamp truncated to its minute, as text ``YYYY-MM-DD HH:MM`` (UTC)."""
         if self.backend == "postgresql":

@@ -1,8 +1,12 @@
 """1 · Overview: the queue at a glance, refreshed live, with the system's health: the
-dispatchers and the email and SMS providers."""
+dispatchers and the email and SMS providers. Two plots show the last hour: deliveries
+and failures per minute, and how late tries started (p50, p95 and p99 of each five
+minutes); at 80x24 they keep seven rows, and the dispatchers' table gives up its bottom
+border and both tables their sideways scroll bars for them."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from textual.app import ComposeResult
@@ -13,7 +17,8 @@ from core.cases import Overview
 from core.models import JobState
 from tui.format import ago, stamp
 from tui.screens.base import ConsoleScreen, footer
-from tui.widgets.overview import Figure, Rate
+from tui.widgets.overview import Figure
+from tui.widgets.plots import HourPlot, Point
 
 STATES = [s.value for s in JobState]
 #: Always listed; any other state only when some job is in it.
@@ -22,6 +27,8 @@ ALWAYS = ("pending", "claimed", "retrying", "delivered", "dead")
 
 class OverviewScreen(ConsoleScreen):
     TITLE = "Overview"
+    #: The plots' rows (tui/herald.tcss): seven under 26 rows, nine to 31, then twelve.
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (26, "-medium"), (32, "-tall")]
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -31,9 +38,19 @@ class OverviewScreen(ConsoleScreen):
                 yield Figure("First-try success", id="first-try")
                 yield Figure("Oldest overdue", id="overdue")
                 yield Figure("Dead letters", id="dead")
-            with Horizontal(id="rates"):
-                yield Rate("Deliveries / min", id="delivered")
-                yield Rate("Failures / min", id="failed")
+            with Horizontal(id="plots"):
+                yield HourPlot(
+                    "[$success]Deliveries[/] / [$error]failures[/] per minute",
+                    {"delivered": "success", "failed": "error"},
+                    empty="no deliveries in the last hour",
+                    id="rates",
+                )
+                yield HourPlot(
+                    "Lateness [$success]p50[/] / [$warning]p95[/] / [$error]p99[/] (s)",
+                    {"p50": "success", "p95": "warning", "p99": "error"},
+                    empty="no lateness recorded in the last hour",
+                    id="late",
+                )
             yield Static("", id="lateness")
             with Horizontal(id="bottom"):
                 yield Static("", id="counts")
@@ -70,8 +87,7 @@ class OverviewScreen(ConsoleScreen):
             overdue = f"job {job_id}, {ago(due, o.now).replace(' ago', '')} late"
         self.query_one("#overdue", Figure).set(overdue)
         self.query_one("#dead", Figure).set(f"{f.dead:,} · {f.dead_requested:,} to decide")
-        self.query_one("#delivered", Rate).set([ok for _, ok, _ in f.per_minute])
-        self.query_one("#failed", Rate).set([bad for _, _, bad in f.per_minute])
+        self.show_plots(o)
         self.query_one("#lateness", Static).update("\n".join(x.line() for x in o.lateness))
         shown = [s for s in STATES if s in ALWAYS or o.counts.get(s, 0)]
         shown += sorted(s for s in o.counts if s not in STATES)
@@ -88,6 +104,43 @@ class OverviewScreen(ConsoleScreen):
         self.show_providers(o)
         # who you are stays in the header (the app's subtitle), beside the moment read
         self.sub_title = f"{self.app.sub_title} · as of {stamp(o.now, self.zone)}"
+
+    def show_plots(self, o: Overview) -> None:
+        """The last hour's deliveries and failures per minute, and its lateness per five
+        minutes, each point at its last minute's minutes ago."""
+        last = o.figures.per_minute[-1][0]
+
+        def ago_(minute: datetime) -> int:
+            return round((minute - last).total_seconds() / 60)
+
+        per_minute = o.figures.per_minute
+        ok = sum(n for _, n, _ in per_minute)
+        bad = sum(n for _, _, n in per_minute)
+        peak = max((a + b for _, a, b in per_minute), default=0)
+        rates: dict[str, list[Point]] = {
+            "delivered": [(ago_(m), n) for m, n, _ in per_minute],
+            "failed": [(ago_(m), n) for m, _, n in per_minute],
+        }
+        self.query_one("#rates", HourPlot).show(
+            rates,
+            step=1,
+            blank=ok + bad == 0,
+            whole=True,
+            note=f"{ok:,} ok · {bad:,} failed in 1h · peak {peak:,}/min",
+        )
+        hour = o.late_hour
+        late: dict[str, list[Point]] = {
+            name: [(ago_(s.minute), getattr(s, name)) for s in hour.slots]
+            for name in ("p50", "p95", "p99")
+        }
+        capped = "" if hour.capped_at is None else f" · the newest {hour.capped_at:,}"
+        self.query_one("#late", HourPlot).show(
+            late,
+            step=hour.slot_minutes,
+            blank=not hour.slots,
+            whole=False,
+            note=f"per {hour.slot_minutes} min · {hour.tries:,} tries{capped}",
+        )
 
     def show_providers(self, o: Overview) -> None:
         """Each provider: "SendGrid · down until 09:05 (503 …) · email 1st · 2m ago"."""
