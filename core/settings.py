@@ -70,21 +70,29 @@ class Settings(ChannelSettings):
     #: Unset: one SQLite file per user (:func:`default_database_url`), not the
     #: current folder's, so every folder a command runs in sees the same schedules.
     database_url: str = Field(default_factory=default_database_url, alias="HERALD_DATABASE_URL")
+    #: Admins of every tenant, besides those the database keeps: member ids such as
+    #: ``slack:U0123``, ``discord:456``, ``local:alice``; each process reads it at start.
     admins: frozenset[str] = Field(default=frozenset(), alias="HERALD_ADMINS")
+    #: The time zone (an IANA name such as ``Europe/Berlin``) of members who have set
+    #: none: their times and quiet hours are read in it.
     default_tz: str = Field(default="UTC", alias="HERALD_DEFAULT_TZ")
     #: The time of day of a rule that names none ("every weekday"), in its own zone.
     default_time: time = Field(default=time(9, 0), alias="HERALD_DEFAULT_TIME")
-    #: Per tenant, over ``default_time``: ``slack:T0123=08:30,discord:42=10:00``.
+    #: Per tenant, over HERALD_DEFAULT_TIME: ``slack:T0123=08:30,discord:42=10:00``.
     tenant_default_times: dict[str, time] = Field(
         default_factory=dict, alias="HERALD_TENANT_DEFAULT_TIMES"
     )
     #: Whether messages into shared channels (Slack and Discord channels: not direct
     #: messages, webhooks or email) end with "scheduled by NAME", the owner's name
-    #: as Herald knows it; per tenant over it: ``slack:T0123=off,discord:42=on``.
+    #: as Herald knows it.
     scheduled_by: bool = Field(default=True, alias="HERALD_SCHEDULED_BY")
+    #: Per tenant, over HERALD_SCHEDULED_BY: ``slack:T0123=off,discord:42=on`` (each value
+    #: ``on``/``off``, ``true``/``false``, ``yes``/``no`` or ``1``/``0``).
     tenant_scheduled_by: dict[str, bool] = Field(
         default_factory=dict, alias="HERALD_TENANT_SCHEDULED_BY"
     )
+    #: The login name the terminal (the CLI, the console) acts as, ``local:NAME``;
+    #: empty: the operating system's name of the user running Herald.
     user: str = Field(default="", alias="USER")
 
     #: Which chat adapters this process connects: "auto" (every one with a token),
@@ -92,40 +100,52 @@ class Settings(ChannelSettings):
     adapters: str = Field(default="auto", alias="HERALD_ADAPTERS")
     #: The address people reach `herald run` at (calendar feed links); default host:port.
     public_url: str | None = Field(default=None, alias="HERALD_PUBLIC_URL")
+    #: The address `herald run` serves HTTP on (health, metrics, the HTTP API, calendar
+    #: feeds, delivery receipts, Slack's HTTP mode); ``0.0.0.0``: every interface.
     http_host: str = Field(default="127.0.0.1", alias="HERALD_HTTP_HOST")
+    #: The TCP port of that HTTP server.
     http_port: int = Field(default=8080, alias="HERALD_HTTP_PORT")
-    #: Limits of that port (bot/http_guard.py): seconds a new connection has to send its
-    #: request headers, an idle keep-alive connection is kept, a request body may take;
-    #: connections served at once (one more gets 503); bytes of body a route that takes
-    #: one (POST /slack/events) accepts.
+    #: Seconds a new connection to the HTTP port has to send its request line and
+    #: headers, however it trickles them; then it is closed.
     http_header_timeout: float = Field(default=10.0, gt=0, alias="HERALD_HTTP_HEADER_TIMEOUT")
+    #: Seconds an idle keep-alive connection to the HTTP port is kept open waiting for
+    #: its next request.
     http_idle_timeout: float = Field(default=30.0, gt=0, alias="HERALD_HTTP_IDLE_TIMEOUT")
+    #: Seconds a request body sent to the HTTP port may take to arrive.
     http_body_timeout: float = Field(default=10.0, gt=0, alias="HERALD_HTTP_BODY_TIMEOUT")
+    #: Connections the HTTP port serves at once; one more is answered 503 and closed.
     http_max_connections: int = Field(default=256, ge=1, alias="HERALD_HTTP_MAX_CONNECTIONS")
+    #: The most bytes of body Slack's ``POST /slack/events`` accepts (a larger one gets
+    #: 413 before it is read); the HTTP API and receipts have limits of their own.
     http_max_body: int = Field(default=1024 * 1024, ge=1, alias="HERALD_HTTP_MAX_BODY")
-    #: The HTTP API (/v1): requests per second each member may make on average, and how
-    #: many at once (a token bucket per member, all their tokens together, per process;
-    #: requests with no valid token share one per client address).
+    #: Requests per second each member may make to the HTTP API (/v1) on average, all
+    #: their tokens together, per process; requests with no valid token share one
+    #: allowance per client address. Past it: 429 with Retry-After.
     api_rate: float = Field(default=20.0, gt=0, alias="HERALD_API_RATE")
+    #: How many HTTP API requests a member (or an address without a valid token) may
+    #: send at once before HERALD_API_RATE holds them back.
     api_burst: int = Field(default=40, ge=1, alias="HERALD_API_BURST")
-    #: One bulk import (``herald import``, ``POST /v1/imports``): the most bytes and lines
-    #: it may have (the API refuses a larger body with 413 before reading it), and the
-    #: lines an API token may send a minute, counted per process (0: no limit).
-    #: HERALD_API_MAX_IMPORT is the byte limit's older name.
+    #: The most bytes one bulk import (``herald import``, ``POST /v1/imports``) may have;
+    #: the API refuses a larger body with 413 before reading it
     import_max_bytes: int = Field(
         default=10 * 1024 * 1024,
         ge=1,
         alias="HERALD_IMPORT_MAX_BYTES",
         validation_alias=AliasChoices("HERALD_IMPORT_MAX_BYTES", "HERALD_API_MAX_IMPORT"),
     )
+    #: The most lines one bulk import may have; a longer one is refused whole.
     import_max_lines: int = Field(default=20_000, ge=1, alias="HERALD_IMPORT_MAX_LINES")
+    #: Lines of bulk import each API token may send a minute, counted per process
+    #: (0: no limit); imports at the terminal are not counted.
     import_lines_per_minute: int = Field(
         default=20_000, ge=0, alias="HERALD_IMPORT_LINES_PER_MINUTE"
     )
-    #: The CLI as a client: with both set, `herald schedule`, `list`, `show`, `edit`,
-    #: `pause`, `resume`, `skip` and `cancel` ask the service at this URL (its HTTP API)
-    #: as the token's member instead of opening the database (bot/cli/remote.py).
+    #: The CLI as a client: with this and HERALD_API_TOKEN set, `herald schedule`,
+    #: `list`, `show`, `edit`, `cancel` and the other commands bot/cli/remote.py names
+    #: ask the service at this URL (its HTTP API) instead of opening the database.
     api_url: str | None = Field(default=None, alias="HERALD_API_URL")
+    #: The API token (``hk_…``, from `herald token create`) the CLI sends to
+    #: HERALD_API_URL; its commands act as the token's member.
     api_token: SecretStr | None = Field(default=None, alias="HERALD_API_TOKEN")
 
     # the console
@@ -137,6 +157,8 @@ class Settings(ChannelSettings):
     console_logins_file: str | None = Field(default=None, alias="HERALD_CONSOLE_LOGINS_FILE")
 
     # the HTTP channels and calendars
+    #: Seconds each request to a chat platform or provider may take (Slack, Discord,
+    #: webhooks, email, SMS and push; each SMTP command); the chat adapters connect within it.
     http_timeout: float = Field(default=30.0, gt=0, alias="HERALD_HTTP_TIMEOUT")
     #: The most connections the HTTP channels keep open to one host (0: as many as
     #: HERALD_CONCURRENCY, the size of the shared pool).
@@ -171,32 +193,59 @@ class Settings(ChannelSettings):
     )
 
     # logs
+    #: How log lines on stderr look: ``human`` (readable) or ``json`` (one object a line).
     log_format: Literal["human", "json"] = Field(default="human", alias="HERALD_LOG_FORMAT")
+    #: The lowest level logged (``DEBUG``, ``INFO``, ``WARNING``, ``ERROR``); unset:
+    #: ``INFO`` for `herald run`, ``WARNING`` for the other commands.
     log_level: str | None = Field(default=None, alias="HERALD_LOG_LEVEL")
     #: Traces through OpenTelemetry (the ``otel`` extra; the exporter reads the standard
     #: OTEL_* variables): a span for each schedule created, claim, send and recording.
     otel: bool = Field(default=False, alias="HERALD_OTEL")
 
     # dispatcher
+    #: Deliveries one dispatcher (a `herald run` process) sends at once; also the size of the
+    #: HTTP channels' shared connection pool.
     concurrency: int = Field(default=64, ge=1, alias="HERALD_CONCURRENCY")
     #: The event loop of `herald run`: uvloop where it is installed (auto), or asyncio's
     #: own; ``uvloop`` insists (an error where it is missing).
     event_loop: Literal["auto", "uvloop", "asyncio"] = Field(
         default="auto", alias="HERALD_EVENT_LOOP"
     )
+    #: The most jobs a dispatcher claims in one query; it holds at most twice this (or
+    #: twice HERALD_CONCURRENCY, the larger) claimed and not yet recorded.
     batch_size: int = Field(default=2000, ge=1, le=10_000, alias="HERALD_BATCH_SIZE")
+    #: Seconds a claimed job is leased to its dispatcher (renewed while it lives); a
+    #: job whose lease ran out is handed back at the next sweep and sent again.
     lease_seconds: float = Field(default=60.0, gt=0, alias="HERALD_LEASE_SECONDS")
+    #: Seconds between two sweeps of a dispatcher: it claims whatever is due, reclaims
+    #: dead dispatchers' jobs and expired leases; the chat adapters tell authors of
+    #: their failures as often.
     sweep_seconds: float = Field(default=5.0, gt=0, alias="HERALD_SWEEP_SECONDS")
     #: A dispatcher silent (no heartbeat) for this many sweeps is dead: its jobs are
     #: handed back at once instead of when their leases run out.
     dead_after_sweeps: int = Field(default=3, ge=2, le=1000, alias="HERALD_DEAD_AFTER_SWEEPS")
+    #: Tries a message gets before it becomes a dead letter (a 429 with Retry-After is
+    #: not counted).
     max_attempts: int = Field(default=8, ge=1, alias="HERALD_MAX_ATTEMPTS")
+    #: Seconds: a failed try is retried after a random delay of up to this × 2^(tries − 1),
+    #: at most HERALD_BACKOFF_CAP; a provider's Retry-After wins.
     backoff_base: float = Field(default=5.0, gt=0, alias="HERALD_BACKOFF_BASE")
+    #: Seconds: the longest delay before a retry.
     backoff_cap: float = Field(default=3600.0, gt=0, alias="HERALD_BACKOFF_CAP")
+    #: Seconds a message may start after it was due (after an outage); later, it is
+    #: expired, not sent. A schedule's own limit wins over it.
     max_lateness: float = Field(default=3600.0, gt=0, alias="HERALD_MAX_LATENESS")
+    #: Seconds `herald run` waits, when told to stop, for deliveries in flight to
+    #: finish; the rest are handed back to be sent again.
     shutdown_timeout: float = Field(default=30.0, ge=0, alias="HERALD_SHUTDOWN_TIMEOUT")
+    #: Days a finished job and its attempts stay in the active tables before the
+    #: hourly housekeeping moves them to the archive.
     retention_days: float = Field(default=30.0, gt=0, alias="HERALD_RETENTION_DAYS")
+    #: The most dead letters kept: the hourly housekeeping discards the oldest beyond
+    #: it, audited and logged as a warning.
     dead_letter_max: int = Field(default=100_000, ge=1, alias="HERALD_DEAD_LETTER_MAX")
+    #: Days a dead letter is kept: the hourly housekeeping discards older ones, audited
+    #: and logged as a warning.
     dead_letter_days: float = Field(default=90.0, gt=0, alias="HERALD_DEAD_LETTER_DAYS")
     #: Finished jobs and attempts moved out of the active tables (after
     #: HERALD_RETENTION_DAYS) stay in the archive this many days; 0: kept for ever.
@@ -250,9 +299,13 @@ class Settings(ChannelSettings):
     quota_exempt_tokens: frozenset[str] = Field(
         default=frozenset(), alias="HERALD_QUOTA_EXEMPT_TOKENS"
     )
+    #: The most active or paused schedules one member may have in a tenant (a schedule
+    #: counts once per recipient); exempt tenants and tokens aside.
     quota_schedules_per_member: int = Field(
         default=200, ge=1, alias="HERALD_QUOTA_SCHEDULES_PER_MEMBER"
     )
+    #: The most active or paused schedules one tenant may have, all its members
+    #: together (counted once per recipient); exempt tenants and tokens aside.
     quota_schedules: int = Field(default=10_000, ge=1, alias="HERALD_QUOTA_SCHEDULES_PER_TENANT")
     #: Seconds: the shortest interval of a member's recurring schedule into a shared
     #: chat channel (0: no minimum).

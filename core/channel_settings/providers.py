@@ -44,7 +44,9 @@ class ProviderSettings(BaseModel):
     email_from: str | None = Field(default=None, alias="HERALD_EMAIL_FROM")
 
     # SendGrid (v3 Mail Send; signed Event Webhook)
+    #: The SendGrid API key (Mail Send permission); unset, ``sendgrid`` is not configured.
     sendgrid_api_key: SecretStr | None = Field(default=None, alias="SENDGRID_API_KEY")
+    #: The base URL of SendGrid's API (a local fake in tests).
     sendgrid_api_url: str = Field(
         default="https://api.sendgrid.com", alias="HERALD_SENDGRID_API_URL"
     )
@@ -55,8 +57,12 @@ class ProviderSettings(BaseModel):
     )
 
     # Mailgun (Messages API; HMAC-signed webhooks)
+    #: The Mailgun API key; ``mailgun`` is configured with it and MAILGUN_DOMAIN.
     mailgun_api_key: SecretStr | None = Field(default=None, alias="MAILGUN_API_KEY")
+    #: The Mailgun sending domain (``mg.example.com``) messages go out through.
     mailgun_domain: str | None = Field(default=None, alias="MAILGUN_DOMAIN")
+    #: The base URL of Mailgun's API (``https://api.eu.mailgun.net`` for the EU region;
+    #: a local fake in tests).
     mailgun_api_url: str = Field(default="https://api.mailgun.net", alias="HERALD_MAILGUN_API_URL")
     #: The HTTP webhook signing key (Mailgun's control panel); unset, /receipts/mailgun
     #: refuses every callback.
@@ -65,21 +71,32 @@ class ProviderSettings(BaseModel):
     )
 
     # Twilio (Programmable Messaging; X-Twilio-Signature on status callbacks)
+    #: The Twilio account SID (``AC…``); ``twilio`` is configured with it,
+    #: TWILIO_AUTH_TOKEN and TWILIO_FROM.
     twilio_account_sid: str | None = Field(default=None, alias="TWILIO_ACCOUNT_SID")
+    #: The Twilio auth token: it signs in, and verifies the status callbacks at
+    #: /receipts/twilio.
     twilio_auth_token: SecretStr | None = Field(default=None, alias="TWILIO_AUTH_TOKEN")
     #: The sending number (E.164) or a Messaging Service SID (MG…).
     twilio_from: str | None = Field(default=None, alias="TWILIO_FROM")
+    #: The base URL of Twilio's API (a local fake in tests).
     twilio_api_url: str = Field(default="https://api.twilio.com", alias="HERALD_TWILIO_API_URL")
 
     # Vonage (SMS API)
+    #: The Vonage API key; ``vonage`` is configured with it, VONAGE_API_SECRET and
+    #: VONAGE_FROM.
     vonage_api_key: str | None = Field(default=None, alias="VONAGE_API_KEY")
+    #: The Vonage API secret.
     vonage_api_secret: SecretStr | None = Field(default=None, alias="VONAGE_API_SECRET")
+    #: The sender: a number (E.164; a leading + is dropped) or an alphanumeric sender id.
     vonage_from: str | None = Field(default=None, alias="VONAGE_FROM")
+    #: The base URL of Vonage's SMS API (a local fake in tests).
     vonage_api_url: str = Field(default="https://rest.nexmo.com", alias="HERALD_VONAGE_API_URL")
 
     # Firebase Cloud Messaging (HTTP v1; OAuth2 with a service account)
     #: The service account key file (JSON) Herald signs its token requests with.
     fcm_service_account_file: str | None = Field(default=None, alias="FCM_SERVICE_ACCOUNT_FILE")
+    #: The base URL of FCM's HTTP v1 API (a local fake in tests).
     fcm_api_url: str = Field(default="https://fcm.googleapis.com", alias="HERALD_FCM_API_URL")
     #: Where the OAuth2 token is asked for (default: the key file's token_uri).
     fcm_token_url: str | None = Field(default=None, alias="HERALD_FCM_TOKEN_URL")

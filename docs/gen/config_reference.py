@@ -6,7 +6,9 @@ The page has a section per class that declares settings (the core's, then each
 platform's in core/channel_settings/), split where the class's source has a plain
 ``# heading`` comment between its fields. Secrets never show a default; a default
 made by a function is described in words (:data:`FACTORY_WORDS`), never computed here,
-so the page is the same on every machine.
+so the page is the same on every machine. A setting with no description stops the
+generator (:func:`render` raises :class:`Undescribed` naming them all): the page
+never shows a setting it does not explain.
 """
 
 from __future__ import annotations
@@ -58,6 +60,17 @@ _TYPE_WORDS: dict[Any, str] = {
     time: "time of day (`09:00`, `9am`)",
     SecretStr: "secret text",
 }
+
+
+class Undescribed(ValueError):
+    """Settings have neither a ``#:`` comment nor a ``description``."""
+
+    def __init__(self, variables: list[str]) -> None:
+        self.variables = variables
+        super().__init__(
+            f"No description for {', '.join(variables)}: write a #: comment above each "
+            "field (core/settings.py, core/channel_settings/)."
+        )
 
 
 @dataclass
@@ -258,8 +271,10 @@ def _plain(text: str) -> str:
 
 
 def render() -> str:
-    """The page's Markdown."""
+    """The page's Markdown. Raises :class:`Undescribed` when a setting has no
+    description."""
     found = sections()
+    check_described(found)
     total = sum(len(g.settings) for s in found for g in s.groups)
     lines = [
         "# Configuration reference",
@@ -285,16 +300,27 @@ def render() -> str:
 def _table(settings: list[Setting]) -> list[str]:
     rows = ["| Variable | Type | Default | Description |", "| --- | --- | --- | --- |"]
     for s in settings:
-        cells = [f"`{s.variable}`", s.type, s.default, s.description or "—"]
+        cells = [f"`{s.variable}`", s.type, s.default, s.description]
         rows.append("| " + " | ".join(escape_cell(c) for c in cells) + " |")
     return [*rows, ""]
 
 
+def check_described(found: list[Section]) -> None:
+    """Raise :class:`Undescribed` naming every setting of ``found`` with no description."""
+    missing = _undescribed(found)
+    if missing:
+        raise Undescribed(missing)
+
+
 def undocumented() -> list[str]:
     """The variables with no description (no ``#:`` comment, no ``description``)."""
+    return _undescribed(sections())
+
+
+def _undescribed(found: list[Section]) -> list[str]:
     return [
         s.variable
-        for section in sections()
+        for section in found
         for group in section.groups
         for s in group.settings
         if not s.description
