@@ -198,7 +198,7 @@ class Overview:
     #: dispatchers' lateness, as their health is shown), with those delayed.
     lateness: list[LatenessFigures] = field(default_factory=list)
     #: How late the tries of the last hour started (the actor's tenant's, as the
-    #: figures), five minutes at a time.
+    #: figures), five minutes at a time: read when asked (``with_late_hour``).
     late_hour: LateHour = field(default_factory=LateHour)
 
     @property
@@ -260,9 +260,11 @@ class ConsoleCases(ApprovalCases, ProviderCases, HeldCases):
 
     # --- overview -------------------------------------------------------------------
 
-    async def overview(self, actor_id: ActorRef) -> Overview:
+    async def overview(self, actor_id: ActorRef, *, with_late_hour: bool = False) -> Overview:
         """The state of the queue (counts only: no message content): of the actor's
-        tenant, or the whole queue for Herald-wide actors."""
+        tenant, or the whole queue for Herald-wide actors. ``with_late_hour``: with the
+        last hour's lateness five minutes at a time (the console's plot: up to
+        :data:`LATE_TRIES` rows read), else :attr:`Overview.late_hour` is empty."""
         actor = await self.actor(actor_id)
         now = self.clock.now()
         counts = await self.store.job_counts(tenant=actor.scope)
@@ -271,12 +273,15 @@ class ConsoleCases(ApprovalCases, ProviderCases, HeldCases):
             LatenessFigures.of(window, await self.store.lateness_since(now - span))
             for window, span in WINDOWS
         ]
-        minutes = [at for at, _, _ in figures.per_minute]
-        tries = await self.store.late_tries(
-            since=minutes[0], until=now, tenant=actor.scope, limit=LATE_TRIES
-        )
+        hour = LateHour()
+        if with_late_hour:
+            minutes = [at for at, _, _ in figures.per_minute]
+            tries = await self.store.late_tries(
+                since=minutes[0], until=now, tenant=actor.scope, limit=LATE_TRIES
+            )
+            hour = late_hour(minutes, tries)
         providers = await self.provider_health(actor_id)
-        return Overview(now, counts, figures, providers, lateness, late_hour(minutes, tries))
+        return Overview(now, counts, figures, providers, lateness, hour)
 
     # --- pages ------------------------------------------------------------------------
 

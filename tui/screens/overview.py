@@ -71,7 +71,7 @@ class OverviewScreen(ConsoleScreen):
         super().on_mount()
 
     async def fetch(self) -> Any:
-        return await self.herald.overview(self.principal)
+        return await self.herald.overview(self.principal, with_late_hour=True)
 
     def show(self, data: Any) -> None:
         o: Overview = data
