@@ -159,14 +159,15 @@ def _nearest_rank(ordered: Sequence[int], q: float) -> float:
     return ordered[max(0, math.ceil(q * len(ordered)) - 1)] / 1000
 
 
-def late_hour(minutes: Sequence[datetime], tries: Sequence[tuple[datetime, int]]) -> LateHour:
-    """The lateness of ``tries`` (start, milliseconds late; newest first, as
-    :meth:`core.store.Store.late_tries` reads them) in slots of :data:`SLOT_MINUTES` of
-    ``minutes`` (the hour's minutes, oldest first, as the per-minute counts have them)."""
-    slot_of = {m: i // SLOT_MINUTES for i, m in enumerate(minutes)}
+def late_hour(minutes: Sequence[datetime], tries: Sequence[tuple[str, int]]) -> LateHour:
+    """The lateness of ``tries`` (the minute each started in, ``YYYY-MM-DD HH:MM`` UTC,
+    and how many milliseconds late; newest first, as :meth:`core.store.Store.late_tries`
+    reads them) in slots of :data:`SLOT_MINUTES` of ``minutes`` (the hour's minutes,
+    oldest first, as the per-minute counts have them)."""
+    slot_of = {m.strftime("%Y-%m-%d %H:%M"): i // SLOT_MINUTES for i, m in enumerate(minutes)}
     late: dict[int, list[int]] = {}
-    for started, ms in tries:
-        slot = slot_of.get(started.replace(second=0, microsecond=0))
+    for minute, ms in tries:
+        slot = slot_of.get(minute)
         if slot is not None:
             late.setdefault(slot, []).append(ms)
     slots = []

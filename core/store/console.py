@@ -245,15 +245,17 @@ class ConsoleQueries(HeldQueries):
         until: datetime,
         tenant: str | None = None,
         limit: int,
-    ) -> list[tuple[datetime, int]]:
-        """When each try from ``since`` to ``until`` (both included) started and how many
-        milliseconds after it fell due, newest first: at most the newest ``limit`` (of one
-        tenant's jobs, when given). Tries of an older Herald, which kept no lateness, are
-        left out. Read by ``ix_attempt_started``: a tenant's tries are told by their job's
-        schedule, looked up by primary key for each of the hour's tries (``job_id IN``
-        its jobs would let SQLite walk every job of the tenant instead)."""
+    ) -> list[tuple[str, int]]:
+        """The minute each try from ``since`` to ``until`` (both included) started in, as
+        text (``YYYY-MM-DD HH:MM``, UTC, as :meth:`_minute` writes it: no timestamp is
+        parsed for each row), and how many milliseconds after it fell due; newest first,
+        at most the newest ``limit`` (of one tenant's jobs, when given). Tries of an
+        older Herald, which kept no lateness, are left out. Read by
+        ``ix_attempt_started``: a tenant's tries are told by their job's schedule, looked
+        up by primary key for each of the hour's tries (``job_id IN`` its jobs would let
+        SQLite walk every job of the tenant instead)."""
         query = (
-            sa.select(ATTEMPT.c.started_at, ATTEMPT.c.late_ms)
+            sa.select(self._minute(ATTEMPT.c.started_at), ATTEMPT.c.late_ms)
             .where(
                 ATTEMPT.c.started_at >= since,
                 ATTEMPT.c.started_at <= until,
@@ -269,7 +271,7 @@ class ConsoleQueries(HeldQueries):
                 .where(JOB.c.id == ATTEMPT.c.job_id, SCHEDULE.c.tenant == tenant)
             )
         async with self._read() as conn:
-            return [(row[0], int(row[1])) for row in await conn.execute(query)]
+            return [(str(minute), int(late)) for minute, late in await conn.execute(query)]
 
     def _minute(self, column: Any) -> Any:
         """A timestamp truncated to its minute, as text ``YYYY-MM-DD HH:MM`` (UTC)."""
