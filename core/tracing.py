@@ -197,6 +197,27 @@ def note(attributes: Attributes) -> None:
     trace.get_current_span().set_attributes(attributes)
 
 
+def current_context() -> Any:
+    """The current span's context, to say its ids again later (:func:`resumed`); None
+    when traces are off."""
+    if not on:
+        return None
+    from opentelemetry import trace
+
+    return trace.get_current_span().get_span_context()
+
+
+def resumed(context: Any) -> Any:
+    """A context manager: the span of ``context`` (:func:`current_context`) current
+    again, ended or not, so what is logged inside says its ids; :data:`NOTHING` when
+    off or given None."""
+    if context is None or not on:
+        return NOTHING
+    from opentelemetry import trace
+
+    return trace.use_span(trace.NonRecordingSpan(context))
+
+
 def inject(headers: MutableMapping[str, str]) -> None:
     """Add the current span's ``traceparent`` (and the propagators' other headers,
     ``OTEL_PROPAGATORS``) to an outgoing request's or an answer's ``headers``."""

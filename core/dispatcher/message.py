@@ -159,7 +159,13 @@ async def traced(channel: Channel, delivery: Delivery, started: datetime) -> Del
         except Exception:  # noqa: BLE001 - a channel bug must not lose the job
             result = raised(delivery)
         span.set_attribute("herald.outcome", result.outcome.value)
+        sent_in[delivery.job_id] = tracing.current_context()
         return result
+
+
+#: The span of each job's last send, by job id, while traces are on, until its outcome
+#: is recorded: the outcome's log line says that trace's ids (reporting.record).
+sent_in: dict[int, Any] = {}
 
 
 def raised(delivery: Delivery) -> DeliveryResult:

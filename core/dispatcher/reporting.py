@@ -1,5 +1,6 @@
 """What the dispatcher says of the outcomes it records: metrics, and one structured log
-event per outcome that is not a plain delivery (never the message's text)."""
+event per outcome that is not a plain delivery (never the message's text; with traces
+on, carrying its send's trace)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import logging
 from collections import Counter
 from collections.abc import Mapping
 
+import core.dispatcher.message as message
+from core import tracing
 from core.channels.base import Channel
 from core.channels.failover import FailoverChannel
 from core.dispatcher.verdicts import DELIVERED, RETRYING, SKIPPED
@@ -54,23 +57,25 @@ def record(item: Settled, metrics: Metrics, worker: str, late_after: float) -> N
     level = logging.DEBUG if item.state == DELIVERED else logging.WARNING
     if item.state == SKIPPED or (item.attempt is None and (item.error or "").startswith(HELD)):
         level = logging.INFO  # the recipient's say (core.dispatcher.recipients), no failure
+    sent = message.sent_in.pop(job.id, None) if tracing.on else None
     if log.isEnabledFor(level):
-        log.log(
-            level,
-            f"job {item.state}",
-            extra={
-                "event": f"job.{item.state}",
-                "job_id": job.id,
-                "schedule_id": job.schedule_id,
-                "destination": kind,
-                "attempt": job.attempts,
-                "outcome": attempt.outcome if attempt else None,
-                "status_code": attempt.status_code if attempt else None,
-                "duration_ms": duration_ms,
-                "worker": worker,
-                "error": item.error,
-            },
-        )
+        with tracing.resumed(sent):  # traces on: the line says its send's trace
+            log.log(
+                level,
+                f"job {item.state}",
+                extra={
+                    "event": f"job.{item.state}",
+                    "job_id": job.id,
+                    "schedule_id": job.schedule_id,
+                    "destination": kind,
+                    "attempt": job.attempts,
+                    "outcome": attempt.outcome if attempt else None,
+                    "status_code": attempt.status_code if attempt else None,
+                    "duration_ms": duration_ms,
+                    "worker": worker,
+                    "error": item.error,
+                },
+            )
 
 
 def recorded_batch(counted: Counter[str], worker: str) -> None:
@@ -85,6 +90,8 @@ def recorded_batch(counted: Counter[str], worker: str) -> None:
 def lost_lease(item: Settled, worker: str) -> None:
     """The job's lease expired while it was being sent and another try took over; this
     outcome is kept in the delivery log only."""
+    if tracing.on:
+        message.sent_in.pop(item.job.id, None)
     log.warning(
         "outcome of a job whose lease was lost",
         extra={

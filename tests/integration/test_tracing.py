@@ -20,6 +20,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, format_span_id, format_trace_id
 
+import core.dispatcher.message as message
 from bot.logs import TraceIds, configure_logging
 from bot.service import serve, traces
 from core import tracing
@@ -60,6 +61,14 @@ def values_of(exporter: InMemorySpanExporter) -> list[str]:
     return [str(v) for s in exporter.get_finished_spans() for v in (s.attributes or {}).values()]
 
 
+def ids_of(said: logging.LogRecord | ReadableSpan) -> tuple[str, str]:
+    """The trace and span ids a log record carries (bot.logs.TraceIds), or a span's."""
+    if isinstance(said, logging.LogRecord):
+        return said.__dict__["trace_id"], said.__dict__["span_id"]
+    assert said.context is not None
+    return format_trace_id(said.context.trace_id), format_span_id(said.context.span_id)
+
+
 def joins(header: str, span: ReadableSpan) -> bool:
     """Whether a ``traceparent`` header names ``span`` as the parent (its trace id and
     span id; the flags say whether it was sampled and how its trace id was made)."""
@@ -80,6 +89,7 @@ async def test_a_webhook_send_is_a_span_its_receiver_can_join(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.DEBUG, logger="core.http_client")
+    caplog.set_level(logging.DEBUG, logger="core.dispatcher")
     caplog.handler.addFilter(TraceIds())
     async with WebhookReceiver() as receiver:
         target = f"webhook:{receiver.hook_url}"
@@ -121,14 +131,22 @@ async def test_a_webhook_send_is_a_span_its_receiver_can_join(
     [got] = receiver.received
     assert got.payload["text"] == TEXT
     assert joins(got.request.headers["traceparent"], send)
-    [said] = [r for r in caplog.records if r.getMessage().startswith("HTTP Request: POST")]
-    assert said.trace_id == format_trace_id(send.context.trace_id)  # type: ignore[attr-defined]
-    assert said.span_id == format_span_id(send.context.span_id)  # type: ignore[attr-defined]
+    # the request's line, said inside the send, and the outcome's, said when recorded
+    [request] = [r for r in caplog.records if r.getMessage().startswith("HTTP Request: POST")]
+    [outcome] = [r for r in caplog.records if r.getMessage() == "job delivered"]
+    assert ids_of(request) == ids_of(outcome) == ids_of(send)
+    assert not message.sent_in  # each send's span is let go once its outcome is said
 
 
 async def test_a_channel_that_raises_marks_its_send(
-    herald: Herald, clock: ManualClock, spans: InMemorySpanExporter
+    herald: Herald,
+    clock: ManualClock,
+    spans: InMemorySpanExporter,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
+    caplog.set_level(logging.INFO, logger="core.dispatcher")
+    caplog.handler.addFilter(TraceIds())
+
     class Broken(WebhookChannel):
         async def send(self, delivery: Any) -> Any:
             raise RuntimeError(f"broken while sending {delivery.body}")
@@ -146,6 +164,9 @@ async def test_a_channel_that_raises_marks_its_send(
     assert summary.outcomes["retrying"] == 1
     [send] = named(spans, "herald.send")
     assert send.attributes is not None and send.attributes["herald.outcome"] == "retry"
+    [raised] = [r for r in caplog.records if r.getMessage() == "channel raised"]
+    [retrying] = [r for r in caplog.records if r.getMessage() == "job retrying"]
+    assert ids_of(raised) == ids_of(retrying) == ids_of(send)
     assert not [v for v in values_of(spans) if "tangerine" in v]
 
 
