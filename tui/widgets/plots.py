@@ -46,9 +46,9 @@ class HourPlot(Vertical):
         """Draw ``series``, their points ``step`` minutes apart (a gap where one is left
         out: no line is drawn across it); ``blank``: there is nothing to plot, the
         sentence instead. The y axis is marked in whole numbers when ``whole``; ``note``
-        goes under the plot."""
+        goes under the plot (not under the sentence: it would only repeat it)."""
         self.series = series
-        self.border_subtitle = note
+        self.border_subtitle = "" if blank else note
         plot = self.query_one(PlotextPlot)
         plot.display = not blank
         sentence = self.query_one(".plot-empty", Static)
