@@ -74,11 +74,6 @@ class _Nothing:
 NOTHING = _Nothing()
 
 
-def enabled() -> bool:
-    """Whether traces are on."""
-    return on
-
-
 def setup(settings: Settings, *, exporter: SpanExporter | None = None) -> bool:
     """Turn traces on when ``settings.otel`` holds; True when this call did (its caller
     then calls :func:`shutdown`). Spans go to ``exporter`` as each ends (tests give an

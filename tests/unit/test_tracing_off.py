@@ -72,7 +72,7 @@ def test_herald_with_traces_off_never_imports_opentelemetry(tmp_path: Path) -> N
 
 
 def test_off_every_call_does_nothing() -> None:
-    assert not tracing.on and not tracing.enabled()
+    assert not tracing.on
     assert not tracing.setup(load_settings(_env_file=None))
     with tracing.span("herald.claim", {"herald.claimed": 1}, root=True) as span:
         span.set_attribute("herald.claimed", 2)
@@ -83,7 +83,6 @@ def test_off_every_call_does_nothing() -> None:
     tracing.inject(headers)
     tracing.note({"herald.schedule.id": 1})
     assert headers == {"webhook-id": "k"}
-    assert "opentelemetry.sdk.trace" not in sys.modules or tracing._provider is None
 
 
 async def test_a_traced_coroutine_runs_as_it_is_when_off() -> None:
