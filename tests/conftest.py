@@ -94,8 +94,9 @@ def require_pg() -> None:
 
 
 @pytest.fixture
-def pg_url() -> Iterator[str]:
-    """A URL whose connections use a fresh schema of their own, dropped afterwards."""
+def pg_url(_template_databases: Templates) -> Iterator[str]:
+    """A URL whose connections use a fresh schema of their own, dropped afterwards (or,
+    still in the template's shape, emptied and kept for the next test's clone)."""
     require_pg()
     schema = f"t_{secrets.token_hex(6)}"
     with psycopg.connect(_pg_conninfo(PG_URL), autocommit=True) as conn:
@@ -104,8 +105,9 @@ def pg_url() -> Iterator[str]:
     try:
         yield url.render_as_string(hide_password=False)
     finally:
-        with psycopg.connect(_pg_conninfo(PG_URL), autocommit=True) as conn:
-            conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+        if not _template_databases.recycle(PG_URL, schema):
+            with psycopg.connect(_pg_conninfo(PG_URL), autocommit=True) as conn:
+                conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
 
 
 @pytest.fixture

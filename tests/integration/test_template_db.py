@@ -175,3 +175,41 @@ async def test_two_clones_count_on_their_own(
             await store.close()
     assert _template_databases.cloned == before + 2
     assert ids == {"one": [1, 2, 3], "two": [1]}
+
+
+async def test_a_recycled_schema_is_a_fresh_clone(
+    pg_schemas: list[str], clock: ManualClock, _template_databases: Templates
+) -> None:
+    """A finished test's schema, written to and then recycled (emptied, kept in the
+    pool), is the next clone: the same dump as a migrated schema, rows and every
+    sequence included; a schema whose shape a test changed is not recycled."""
+    templates = _template_databases
+    used, used_url = new_schema(pg_schemas)
+    db.upgrade(used_url)
+    settings = load_settings(HERALD_DATABASE_URL=used_url, HERALD_DEFAULT_TZ="UTC", _env_file=None)
+    store = await Store.open(used_url)
+    try:
+        for _ in range(3):
+            await Herald(store, settings, clock).create_schedule(
+                ANNA, to="slack:C0T", when="in 1 hour", text="x"
+            )
+    finally:
+        await store.close()
+    assert templates.recycle(PG_URL, used)
+    pg_schemas.remove(used)  # renamed into the pool: no longer there to drop
+
+    migrated, migrated_url = new_schema(pg_schemas)
+    templates.real_upgrade(migrated_url)
+    fresh, fresh_url = new_schema(pg_schemas)
+    before = templates.recycled
+    db.upgrade(fresh_url)
+    assert templates.recycled == before + 1, "the pooled schema was not used"
+
+    def dump(schema: str) -> str:
+        return dump_schema(PG_URL, schema, "--inserts").replace(schema, "SCHEMA")
+
+    assert dump(fresh) == dump(migrated)
+
+    with psycopg.connect(_pg_conninfo(PG_URL), autocommit=True) as conn:
+        conn.execute(f'CREATE INDEX ix_extra ON "{fresh}".job (id)')
+    assert not templates.recycle(PG_URL, fresh)  # changed: dropped, not reused

@@ -118,6 +118,11 @@ class Templates:
         self._pg_dump: str | None = None  # its dump, the template's name replaceable
         self._pg_failed = False  # no pg_dump (or it failed): PostgreSQL migrates for real
         self.cloned = 0  # how many upgrades were clones (for the tests of this module)
+        #: Schemas a finished test left in the template's shape, emptied, waiting to be
+        #: the next clone (:meth:`recycle`); and the template's shape, once known.
+        self._pool: list[str] = []
+        self._shape: str | None = None
+        self.recycled = 0  # how many clones were pooled schemas (for the tests)
 
     # --- the stand-in for core.db.upgrade ----------------------------------------
 
@@ -214,6 +219,15 @@ class Templates:
             row = conn.execute(_OBJECTS_IN_SCHEMA, (schema,)).fetchone()
             if row is None or row[0] != 0:  # no such schema, or not empty
                 return False
+            with self._lock:
+                pooled = self._pool.pop() if self._pool else None
+            if pooled is not None:
+                # a schema is its objects' namespace: renamed, everything in it follows
+                # (sequence defaults and foreign keys refer to objects, not names)
+                conn.execute(f'DROP SCHEMA "{schema}"')
+                conn.execute(f'ALTER SCHEMA "{pooled}" RENAME TO "{schema}"')
+                self.recycled += 1
+                return True
             dump = self.pg_template()
             if dump is None:
                 return False
@@ -222,10 +236,66 @@ class Templates:
             conn.execute(dump.replace(self._pg_schema, schema).encode())
         return True
 
+    def recycle(self, server_url: str, schema: str) -> bool:
+        """After a test: if ``schema`` is still exactly the template's shape (tables,
+        columns and their types, indexes, constraints, triggers, functions, types and
+        the migration it is at), empty it back to the template's rows and sequences
+        and keep it for the next clone; False (the caller drops it) otherwise.
+
+        Why: creating a schema from the dump and dropping it costs ~0.3 + ~0.2 s of
+        PostgreSQL's catalog work; emptying ~24 small tables and renaming costs a few
+        milliseconds, and about half of the suite's tests run on PostgreSQL."""
+        if self._pg_schema is None or self._pg_dump is None or not _PLAIN_NAME.fullmatch(schema):
+            return False
+        if pg_server(server_url) != pg_server(self.pg_url):
+            return False
+        try:
+            with psycopg.connect(pg_server(server_url)) as conn:  # one transaction
+                if self._shape is None:
+                    self._shape = _shape(conn, self._pg_schema)
+                if _shape(conn, schema) != self._shape:
+                    return False
+                tables = [
+                    row[0]
+                    for row in conn.execute(
+                        "SELECT tablename FROM pg_tables WHERE schemaname = %s", (schema,)
+                    )
+                ]
+                # foreign keys are triggers: not fired while the rows go (superuser only;
+                # elsewhere this raises and the schema is dropped as before)
+                conn.execute("SET LOCAL session_replication_role = replica")
+                for table in tables:
+                    conn.execute(f'DELETE FROM "{schema}"."{table}"'.encode())
+                conn.execute(self._rows_and_sequences().replace(self._pg_schema, schema).encode())
+                pooled = f"herald_pool_{secrets.token_hex(8)}"
+                conn.execute(f'ALTER SCHEMA "{schema}" RENAME TO "{pooled}"')
+        except psycopg.Error:
+            return False
+        with self._lock:
+            self._pool.append(pooled)
+        return True
+
+    def _rows_and_sequences(self) -> str:
+        """The dump's rows (alembic_version's) and sequence positions, as SQL."""
+        assert self._pg_dump is not None
+        return "".join(
+            line + "\n"
+            for line in self._pg_dump.splitlines()
+            if line.startswith(("INSERT INTO ", "SELECT pg_catalog.setval("))
+        )
+
     # --- the end of the session ---------------------------------------------------
 
     def close(self) -> None:
-        """Drop the PostgreSQL template schema and remove the SQLite template."""
+        """Drop the PostgreSQL template schema and the pooled ones, and remove the
+        SQLite template."""
+        for pooled in self._pool:
+            with (
+                contextlib.suppress(psycopg.Error),
+                psycopg.connect(pg_server(self.pg_url), autocommit=True) as conn,
+            ):
+                conn.execute(f'DROP SCHEMA IF EXISTS "{pooled}" CASCADE')
+        self._pool.clear()
         if self._pg_schema is not None:
             with (
                 contextlib.suppress(psycopg.Error),
@@ -241,6 +311,51 @@ class Templates:
         if self._dir is None:
             self._dir = Path(tempfile.mkdtemp(prefix="herald-tmpl-"))
         return self._dir
+
+
+#: What a schema is made of, as one text: every relation (table, index, sequence, view)
+#: with its kind, every column with its type, nullability and default, every
+#: constraint, trigger, function and type, and the migration recorded in it.
+_SHAPE = """
+    WITH n AS (SELECT oid FROM pg_namespace WHERE nspname = %(schema)s)
+    SELECT string_agg(part, E'\\n' ORDER BY part) FROM (
+        SELECT 'r ' || relname || ' ' || relkind::text FROM pg_class
+         WHERE relnamespace = (SELECT oid FROM n)
+        UNION ALL
+        SELECT 'a ' || c.relname || '.' || a.attname || ' ' || format_type(a.atttypid, a.atttypmod)
+               || ' ' || a.attnotnull::text || ' ' || coalesce(pg_get_expr(d.adbin, d.adrelid), '')
+          FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
+          LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+         WHERE c.relnamespace = (SELECT oid FROM n) AND a.attnum > 0 AND NOT a.attisdropped
+        UNION ALL
+        SELECT 'i ' || indexrelid::regclass::text || ' ' || pg_get_indexdef(indexrelid)
+          FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+         WHERE c.relnamespace = (SELECT oid FROM n)
+        UNION ALL
+        SELECT 'k ' || conname || ' ' || pg_get_constraintdef(oid) FROM pg_constraint
+         WHERE connamespace = (SELECT oid FROM n)
+        UNION ALL
+        SELECT 'g ' || t.tgname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
+         WHERE c.relnamespace = (SELECT oid FROM n) AND NOT t.tgisinternal
+        UNION ALL
+        SELECT 'p ' || proname FROM pg_proc WHERE pronamespace = (SELECT oid FROM n)
+        UNION ALL
+        SELECT 't ' || typname FROM pg_type WHERE typnamespace = (SELECT oid FROM n)
+    ) AS parts(part)
+"""
+
+
+def _shape(conn: psycopg.Connection[tuple[object, ...]], schema: str) -> str:
+    """``schema``'s shape (:data:`_SHAPE`) with its own name taken out, and the
+    migration it is at."""
+    row = conn.execute(_SHAPE, {"schema": schema}).fetchone()
+    shape = str(row[0] if row else "").replace(f"{schema}.", "")
+    try:
+        version = conn.execute(f'SELECT version_num FROM "{schema}".alembic_version').fetchall()
+    except psycopg.Error:
+        conn.rollback()
+        return shape + "\nno alembic_version"
+    return shape + f"\nat {sorted(str(v[0]) for v in version)}"
 
 
 def _sqlite_empty(path: Path) -> bool:
