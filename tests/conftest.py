@@ -21,6 +21,43 @@ from tests.support.template_db import Templates
 
 PG_URL = os.environ.get("HERALD_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+#: `make reliability`: the long scenarios too (the ``full`` mark), and bigger sizes.
+FULL = os.environ.get("HERALD_RELIABILITY", "").lower() == "full"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "full(why, backend=None): a long scenario `make reliability` runs and `make test` "
+        "skips, saying why the default run does without it; with backend='postgres' or "
+        "'sqlite' only that database's run of it",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """`make test` stays under ten minutes: the runs marked ``full`` are skipped, each
+    with its reason (the lighter proof the default run keeps); `make reliability` runs
+    them (``pytest -m full``)."""
+    if FULL:
+        return
+    for item in items:
+        mark = item.get_closest_marker("full")
+        if mark is None:
+            continue
+        backend = mark.kwargs.get("backend")
+        if backend is not None and not _runs_on(item, backend):
+            continue
+        why = mark.args[0] if mark.args else "a long scenario"
+        item.add_marker(pytest.mark.skip(reason=f"make reliability runs it: {why}"))
+
+
+def _runs_on(item: pytest.Item, backend: str) -> bool:
+    """Whether this run of a test is on ``backend``, by its parameters' ids."""
+    ids = item.callspec.id.split("-") if hasattr(item, "callspec") else []
+    names = {"postgres": ("postgres", "pg_url", "pg"), "sqlite": ("sqlite", "sqlite_url")}
+    return any(part in names[backend] for part in ids)
+
+
 START = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
 
 
@@ -175,7 +212,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     table = "\n".join(lines)
     terminalreporter.write_sep("=", "reliability summary")
     terminalreporter.write_line(table)
-    if os.environ.get("HERALD_RELIABILITY", "").lower() == "full":
+    if FULL:
         out = Path(__file__).resolve().parents[1] / "bench" / "RELIABILITY.md"
         out.write_text("# Reliability results (`make reliability`)\n\n" + table + "\n")
 

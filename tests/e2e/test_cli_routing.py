@@ -167,6 +167,10 @@ def test_edit_adds_removes_and_replaces_recipients(url: str) -> None:  # noqa: F
     assert (after["recipients"], after["version"]) == (before["recipients"], before["version"])
 
 
+@pytest.mark.full(
+    "the CLI's recipients' zones on PostgreSQL; the default run reads them on SQLite",
+    backend="postgres",
+)
 def test_member_zone_is_what_their_time_reads(url: str) -> None:  # noqa: F811
     # an admin sets two people's zones; the members need not exist yet
     for member, zone in ((ALICE, ["Berlin"]), ("discord:123456789012345678", ["new", "york"])):

@@ -89,6 +89,11 @@ def test_a_schedule_sent_until_done_read_back_shown_listed_and_made_plain(url: s
     assert_error(run(url, *base, "--escalate", "log:"), "--after DURATION")
 
 
+@pytest.mark.full(
+    "the CLI's done on PostgreSQL; the default run marks it on SQLite (and "
+    "tests/integration/test_until_done.py on both)",
+    backend="postgres",
+)
 def test_done_awaiting_and_who_may_mark_it(url: str) -> None:  # noqa: F811
     schedule_id = _until_done_due(url, "local:alice")
     other = _until_done_due(url, "slack:U0OTHER", tenant="slack:T0OTHER")
@@ -117,6 +122,11 @@ def test_done_awaiting_and_who_may_mark_it(url: str) -> None:  # noqa: F811
     assert after.startswith("No message awaits Done.") and "p50" in after
 
 
+@pytest.mark.full(
+    "the CLI's approvals on PostgreSQL; the default run decides them on SQLite (and "
+    "tests/integration/test_approvals.py on both)",
+    backend="postgres",
+)
 def test_approvals_listed_approved_and_rejected(url: str) -> None:  # noqa: F811
     held = run(url, "schedule", "--to", NEWS, "--when", "tomorrow at 9am", "--text", "News", **HELD)
     assert held.returncode == 0, held.stderr

@@ -9,12 +9,18 @@ from datetime import datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
+import pytest
+
 from tests.e2e.test_cli import run
 from tests.e2e.test_cli import url as url  # noqa: F401 - the database fixture, migrated
 
 BERLIN = ZoneInfo("Europe/Berlin")
 
 
+@pytest.mark.full(
+    "the CLI on PostgreSQL; the default run reads every phrase through it on SQLite",
+    backend="postgres",
+)
 def test_when_reads_in_the_members_zone_as_schedule_saves(url: str) -> None:
     assert run(url, "timezone", "Europe/Berlin").returncode == 0
 

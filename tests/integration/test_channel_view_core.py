@@ -119,6 +119,9 @@ async def test_send_now(herald: Herald) -> None:
         await herald.send_schedule_now(BOB, once.id, expected_version=1)
 
 
+@pytest.mark.full(
+    "a crowded channel on PostgreSQL; the default run crowds it on SQLite", backend="postgres"
+)
 async def test_a_crowded_channel_is_said(herald: Herald) -> None:
     for i in range(300):
         await herald.create_schedule(

@@ -195,6 +195,11 @@ def _close(predicted: float, measured: float) -> bool:
     return abs(predicted - measured) <= WITHIN * measured
 
 
+@pytest.mark.full(
+    "the forecast against the real dispatcher on PostgreSQL; the default run compares them on "
+    "SQLite, the same arithmetic",
+    backend="postgres",
+)
 async def test_the_forecast_is_what_the_dispatcher_does(
     herald: Herald, clock: HoldingClock, slack: FakeSlack
 ) -> None:

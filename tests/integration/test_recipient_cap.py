@@ -54,6 +54,9 @@ async def _to(herald: Herald, destination: str) -> int:
     return len(found)
 
 
+@pytest.mark.full(
+    "thirty reminders on PostgreSQL; the default run caps them on SQLite", backend="postgres"
+)
 @pytest.mark.usefixtures("known")
 async def test_thirty_reminders_to_one_member_within_an_hour_and_no_more(herald: Herald) -> None:
     assert herald.settings.recipient_hourly_cap == 30

@@ -76,7 +76,7 @@ async def test_four_dispatchers_deliver_each_job_exactly_once(db_url: str, tmp_p
     once, except that jobs the killed one held may be sent again (same idempotency key)."""
     db.upgrade(db_url)
     store = await Store.open(db_url)
-    jobs = size(10_000, 50_000)
+    jobs = size(3_000, 50_000)
     fast = {"HERALD_LEASE_SECONDS": "3", "HERALD_SWEEP_SECONDS": "1"}
     outs = [tmp_path / f"d{i}.log" for i in range(4)]
     procs = [start(db_url, out, **fast) for out in outs]

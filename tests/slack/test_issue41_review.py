@@ -63,6 +63,9 @@ def test_one_person_cannot_push_out_everyone_else_s_requests() -> None:
         held.take(flood[0], TENANT, "U2")  # their oldest went first
 
 
+@pytest.mark.full(
+    "a 200+ schedule agenda on PostgreSQL; the default run reads it on SQLite", backend="postgres"
+)
 async def test_an_agenda_longer_than_core_reads_does_not_claim_a_count(env: SlackEnv) -> None:
     from bot.slack import blocks as b
     from tests.slack.support import who

@@ -92,6 +92,10 @@ def test_words_of_a_limit_and_a_wait() -> None:
     assert late_words(319) == "≈ 5 min"
 
 
+@pytest.mark.full(
+    "the console spreading a crowded minute on PostgreSQL; the default run spreads it on SQLite",
+    backend="postgres",
+)
 @pytest.mark.parametrize("db_url", ["sqlite_url", "pg_url"], indirect=True)
 async def test_a_crowded_minute_is_marked_and_spread(
     console: Any, herald: Herald, clock: ManualClock, db_url: str
