@@ -40,6 +40,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     them (``pytest -m full``)."""
     if FULL:
         return
+    _surfaces_on_sqlite(items)
     for item in items:
         mark = item.get_closest_marker("full")
         if mark is None:
@@ -49,6 +50,33 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             continue
         why = mark.args[0] if mark.args else "a long scenario"
         item.add_marker(pytest.mark.skip(reason=f"make reliability runs it: {why}"))
+
+
+#: The surfaces: what they add over the use cases is words, payloads and screens, the
+#: same on either database; tests/integration runs every store path on both.
+_SURFACES = ("api", "calendars", "discord_bot", "e2e", "slack", "tui")
+
+
+def _surfaces_on_sqlite(items: list[pytest.Item]) -> None:
+    """A surface's test that runs on both databases runs on SQLite only in `make test`
+    (its PostgreSQL run in `make reliability`): the use cases and the store beneath
+    them, where the databases differ, run on both in tests/integration. A surface test
+    that runs on PostgreSQL only (Schemathesis, a claim from several processes) stays."""
+    on_sqlite = {
+        (str(item.path), getattr(item, "originalname", item.name))
+        for item in items
+        if _runs_on(item, "sqlite")
+    }
+    for item in items:
+        if item.path.parent.name not in _SURFACES or not _runs_on(item, "postgres"):
+            continue
+        if (str(item.path), getattr(item, "originalname", item.name)) in on_sqlite:
+            item.add_marker(
+                pytest.mark.skip(
+                    reason="make reliability runs it: a surface on PostgreSQL "
+                    "(make test runs it on SQLite; tests/integration runs the store on both)"
+                )
+            )
 
 
 def _runs_on(item: pytest.Item, backend: str) -> bool:
