@@ -34,13 +34,14 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
+@pytest.hookimpl(tryfirst=True)  # before -m selects: the surfaces' marks count too
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """`make test` stays under ten minutes: the runs marked ``full`` are skipped, each
     with its reason (the lighter proof the default run keeps); `make reliability` runs
     them (``pytest -m full``)."""
+    _surfaces_on_sqlite(items)
     if FULL:
         return
-    _surfaces_on_sqlite(items)
     for item in items:
         mark = item.get_closest_marker("full")
         if mark is None:
@@ -59,7 +60,7 @@ _SURFACES = ("api", "calendars", "discord_bot", "e2e", "slack", "tui")
 
 def _surfaces_on_sqlite(items: list[pytest.Item]) -> None:
     """A surface's test that runs on both databases runs on SQLite only in `make test`
-    (its PostgreSQL run in `make reliability`): the use cases and the store beneath
+    (its PostgreSQL run is marked ``full``: `make reliability`): the use cases and the store beneath
     them, where the databases differ, run on both in tests/integration. A surface test
     that runs on PostgreSQL only (Schemathesis, a claim from several processes) stays."""
     on_sqlite = {
@@ -72,9 +73,10 @@ def _surfaces_on_sqlite(items: list[pytest.Item]) -> None:
             continue
         if (str(item.path), getattr(item, "originalname", item.name)) in on_sqlite:
             item.add_marker(
-                pytest.mark.skip(
-                    reason="make reliability runs it: a surface on PostgreSQL "
-                    "(make test runs it on SQLite; tests/integration runs the store on both)"
+                pytest.mark.full(
+                    "a surface on PostgreSQL (make test runs it on SQLite; "
+                    "tests/integration runs the store on both)",
+                    backend="postgres",
                 )
             )
 
