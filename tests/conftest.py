@@ -11,6 +11,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from _pytest.skipping import evaluate_skip_marks
 from sqlalchemy.engine import make_url
 
 from core.cases import Herald
@@ -62,11 +63,11 @@ def _surfaces_on_sqlite(items: list[pytest.Item]) -> None:
     """A surface's test that runs on both databases runs on SQLite only in `make test`
     (its PostgreSQL run is marked ``full``: `make reliability`): the use cases and the store beneath
     them, where the databases differ, run on both in tests/integration. A surface test
-    that runs on PostgreSQL only (Schemathesis, a claim from several processes) stays."""
+    whose SQLite run is skipped in `make test` (Schemathesis) keeps its PostgreSQL run."""
     on_sqlite = {
         (str(item.path), getattr(item, "originalname", item.name))
         for item in items
-        if _runs_on(item, "sqlite")
+        if _runs_on(item, "sqlite") and evaluate_skip_marks(item) is None
     }
     for item in items:
         if item.path.parent.name not in _SURFACES or not _runs_on(item, "postgres"):
