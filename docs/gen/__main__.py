@@ -38,22 +38,12 @@ def main(argv: list[str] | None = None) -> int:
         for page in pages(kind):
             page.write()
             sys.stdout.write(f"wrote {page.path}\n")
-        if kind == "config":
-            _say_undocumented()
     if what in ("all", "screenshots"):
         from docs.gen import screenshots
 
         for path in screenshots.write_all():
             sys.stdout.write(f"wrote {path}\n")
     return 0
-
-
-def _say_undocumented() -> None:
-    from docs.gen.config_reference import undocumented
-
-    missing = undocumented()
-    if missing:
-        sys.stdout.write(f"  {len(missing)} settings have no #: comment: {', '.join(missing)}\n")
 
 
 if __name__ == "__main__":
