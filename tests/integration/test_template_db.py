@@ -213,3 +213,56 @@ async def test_a_recycled_schema_is_a_fresh_clone(
     with psycopg.connect(_pg_conninfo(PG_URL), autocommit=True) as conn:
         conn.execute(f'CREATE INDEX ix_extra ON "{fresh}".job (id)')
     assert not templates.recycle(PG_URL, fresh)  # changed: dropped, not reused
+
+
+def _planner_view(schema: str) -> list[tuple[object, ...]]:
+    """What the planner and the pg_stat views know of ``schema``'s relations besides
+    their definitions: each one's size on disk, a table's page and row counts (an
+    index's differ between a built and a truncated one, to no effect), planner
+    statistics and last vacuum."""
+    with psycopg.connect(_pg_conninfo(PG_URL), autocommit=True) as conn:
+        return conn.execute(
+            """
+            SELECT c.relname, pg_relation_size(c.oid),
+                   CASE WHEN c.relkind = 'r' THEN c.relpages END,
+                   CASE WHEN c.relkind = 'r' THEN c.reltuples END,
+                   (SELECT count(*) FROM pg_statistic WHERE starelid = c.oid),
+                   s.last_vacuum IS NOT NULL
+              FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+              LEFT JOIN pg_stat_all_tables s ON s.relid = c.oid
+             WHERE n.nspname = %s ORDER BY c.relname
+            """,
+            (schema,),
+        ).fetchall()
+
+
+async def test_a_recycled_schema_keeps_nothing_the_planner_reads(
+    pg_schemas: list[str], clock: ManualClock, _template_databases: Templates
+) -> None:
+    """A test's rows, vacuumed and analyzed, leave no trace in the schema the next test
+    is given: not the pages they took (the planner counts a table's pages), not the
+    statistics ANALYZE gathered, not the last vacuum (tests read pg_stat_user_tables)."""
+    templates = _template_databases
+    used, used_url = new_schema(pg_schemas)
+    db.upgrade(used_url)
+    settings = load_settings(HERALD_DATABASE_URL=used_url, HERALD_DEFAULT_TZ="UTC", _env_file=None)
+    store = await Store.open(used_url)
+    try:
+        for _ in range(20):
+            await Herald(store, settings, clock).create_schedule(
+                ANNA, to="slack:C0T", when="in 1 hour", text="x"
+            )
+    finally:
+        await store.close()
+    with psycopg.connect(_pg_conninfo(PG_URL), autocommit=True) as conn:
+        conn.execute(f'VACUUM ANALYZE "{used}".schedule, "{used}".job')
+    assert templates.recycle(PG_URL, used)
+    pg_schemas.remove(used)  # renamed into the pool: no longer there to drop
+
+    migrated, migrated_url = new_schema(pg_schemas)
+    templates.real_upgrade(migrated_url)
+    fresh, fresh_url = new_schema(pg_schemas)
+    before = templates.recycled
+    db.upgrade(fresh_url)
+    assert templates.recycled == before + 1, "the pooled schema was not used"
+    assert _planner_view(fresh) == _planner_view(migrated)

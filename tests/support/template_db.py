@@ -255,17 +255,13 @@ class Templates:
                     self._shape = _shape(conn, self._pg_schema)
                 if _shape(conn, schema) != self._shape:
                     return False
-                tables = [
-                    row[0]
-                    for row in conn.execute(
-                        "SELECT tablename FROM pg_tables WHERE schemaname = %s", (schema,)
-                    )
-                ]
-                # foreign keys are triggers: not fired while the rows go (superuser only;
-                # elsewhere this raises and the schema is dropped as before)
+                # a table never written to has no page, so no row: only the others
+                # need emptying (each TRUNCATE costs new files)
+                tables = [row[0] for row in conn.execute(_WRITTEN_TABLES, (schema,))]
+                # triggers are not fired while the template's rows go back (superuser
+                # only; elsewhere this raises and the schema is dropped as before)
                 conn.execute("SET LOCAL session_replication_role = replica")
-                for table in tables:
-                    conn.execute(f'DELETE FROM "{schema}"."{table}"'.encode())
+                _as_new(conn, schema, tables)
                 conn.execute(self._rows_and_sequences().replace(self._pg_schema, schema).encode())
                 pooled = f"herald_pool_{secrets.token_hex(8)}"
                 conn.execute(f'ALTER SCHEMA "{schema}" RENAME TO "{pooled}"')
@@ -343,6 +339,37 @@ _SHAPE = """
         SELECT 't ' || typname FROM pg_type WHERE typnamespace = (SELECT oid FROM n)
     ) AS parts(part)
 """
+
+
+#: The tables of a schema (``%s``) that have pages on disk: the ones ever written to.
+_WRITTEN_TABLES = """
+    SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+     WHERE n.nspname = %s AND c.relkind = 'r' AND pg_relation_size(c.oid) > 0
+"""
+
+
+def _as_new(conn: psycopg.Connection[tuple[object, ...]], schema: str, tables: list[str]) -> None:
+    """Empty ``tables`` of ``schema`` as a fresh clone has them, not only of their rows:
+    TRUNCATE gives each table and index new, empty files (a DELETE left the pages, which
+    the planner counts) and resets their page and row counts to "never vacuumed" (with
+    CASCADE, the tables whose foreign keys refer to them too, written or not); the
+    planner's statistics an ANALYZE (a test's or autovacuum's) gathered and the tables'
+    activity counters (the last vacuum...) go too. Else the next test's plans and
+    pg_stat_* views would depend on what the test before it wrote."""
+    if tables:
+        names = ", ".join(f'"{schema}"."{table}"' for table in tables)
+        conn.execute(f"TRUNCATE {names} CASCADE".encode())
+    relations = (
+        "SELECT c.oid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+        " WHERE n.nspname = %s"
+    )
+    conn.execute(
+        f"DELETE FROM pg_catalog.pg_statistic WHERE starelid IN ({relations})".encode(), (schema,)
+    )
+    conn.execute(
+        f"SELECT pg_stat_reset_single_table_counters(oid) FROM ({relations}) AS r".encode(),
+        (schema,),
+    )
 
 
 def _shape(conn: psycopg.Connection[tuple[object, ...]], schema: str) -> str:
