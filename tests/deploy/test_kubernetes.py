@@ -291,6 +291,20 @@ def test_grace_period_outlasts_the_drain(name: str) -> None:
         assert spec["terminationGracePeriodSeconds"] >= needed, deployment
 
 
+@pytest.mark.parametrize("name", ["bot", "dispatcher"])
+def test_compose_grace_period_outlasts_the_drain(name: str) -> None:
+    """`docker compose stop` sends SIGKILL after the service's stop_grace_period (10 s
+    when unset): it must cover the drain and the closing, as on Kubernetes."""
+    service = compose()["services"][name]
+    drain = float(
+        service.get("environment", {}).get("HERALD_SHUTDOWN_TIMEOUT")
+        or Settings.model_fields["shutdown_timeout"].default
+    )
+    grace = re.fullmatch(r"(\d+)s", str(service.get("stop_grace_period", "10s")))
+    assert grace is not None, service.get("stop_grace_period")
+    assert int(grace.group(1)) >= drain + CLOSING_SECONDS, name
+
+
 def test_every_pod_is_locked_down() -> None:
     uid = dockerfile_uid()
     for source, objects in everything():
