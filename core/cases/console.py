@@ -196,7 +196,8 @@ class Overview:
     #: The email and SMS providers' health (:meth:`ProviderCases.provider_health`).
     providers: list[ProviderState] = field(default_factory=list)
     #: How late first tries started over the last hour and day, of every tenant (the
-    #: dispatchers' lateness, as their health is shown), with those delayed.
+    #: dispatchers' lateness, as their health is shown), with those delayed: for
+    #: Herald-wide actors only (empty for a tenant's member or admin).
     lateness: list[LatenessFigures] = field(default_factory=list)
     #: How late the tries of the last hour started (the actor's tenant's, as the
     #: figures), five minutes at a time: read when asked (``with_late_hour``).
@@ -270,9 +271,12 @@ class ConsoleCases(ApprovalCases, ProviderCases, HeldCases):
         now = self.clock.now()
         counts = await self.store.job_counts(tenant=actor.scope)
         figures = await self.store.overview_figures(now=now, tenant=actor.scope)
+        # the dispatchers' lateness counts are kept per minute for every tenant together:
+        # Herald-wide actors only (a tenant's own lateness is the plot's, late_hour)
         lateness = [
             LatenessFigures.of(window, await self.store.lateness_since(now - span))
             for window, span in WINDOWS
+            if actor.scope is None
         ]
         hour = LateHour()
         if with_late_hour:

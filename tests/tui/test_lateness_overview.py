@@ -29,12 +29,19 @@ async def test_the_overview_says_how_late_sends_started(
     for _ in range(5):
         counts.add(minute(clock, timedelta(hours=3)), 7200, True)  # earlier: two hours late
     await herald.store.write_lateness("w1", counts.take())
-    app = console(MEMBER)
+    app = console(ADMIN)
     async with run(app, size=(120, 40)) as pilot:
         await settle(pilot)
         text = screen_text(app)
     assert "last hour  p50 ≤ 50 ms  p95 ≤ 5 min  p99 ≤ 5 min  10 of 100 delayed" in text
     assert "last day   p50 ≤ 50 ms  p95 ≤ 5 min  p99 > 1 h  15 of 105 delayed" in text
+    # the counts are every tenant's together: a tenant's member is told whose they are
+    app = console(MEMBER)
+    async with run(app, size=(120, 40)) as pilot:
+        await settle(pilot)
+        text = screen_text(app)
+    assert "10 of 100 delayed" not in text
+    assert "every tenant's together: operators and admins see it" in text
 
 
 async def test_with_nothing_counted_the_overview_says_so(console: Any) -> None:

@@ -169,3 +169,10 @@ def test_past_its_cap_the_hour_says_it_read_the_newest_tries_only() -> None:
     assert hour.capped_at == LATE_TRIES and hour.tries == LATE_TRIES
     assert [(s.minute, s.p50, s.p99) for s in hour.slots] == [(at("13:05"), 0.25, 0.25)]
     assert late_hour(minutes, newest_first[:-1]).capped_at is None
+
+
+async def test_every_tenants_lateness_is_for_herald_wide_actors_only(herald: Herald) -> None:
+    """The dispatchers' lateness counts are every tenant's together: a tenant's member
+    is not shown them (their own tenant's lateness is the plot's); an admin is."""
+    assert (await herald.overview(MEMBER)).lateness == []
+    assert [f.window for f in (await herald.overview(ADMIN)).lateness] == ["last hour", "last day"]

@@ -88,7 +88,10 @@ class OverviewScreen(ConsoleScreen):
         self.query_one("#overdue", Figure).set(overdue)
         self.query_one("#dead", Figure).set(f"{f.dead:,} · {f.dead_requested:,} to decide")
         self.show_plots(o)
-        self.query_one("#lateness", Static).update("\n".join(x.line() for x in o.lateness))
+        self.query_one("#lateness", Static).update(
+            "\n".join(x.line() for x in o.lateness)
+            or "every tenant's together: operators and admins see it (yours is plotted above)"
+        )
         shown = [s for s in STATES if s in ALWAYS or o.counts.get(s, 0)]
         shown += sorted(s for s in o.counts if s not in STATES)
         width = max(len(s) for s in shown)
