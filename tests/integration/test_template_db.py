@@ -177,6 +177,19 @@ async def test_two_clones_count_on_their_own(
     assert ids == {"one": [1, 2, 3], "two": [1]}
 
 
+async def write_schedules(url: str, clock: ManualClock, count: int) -> None:
+    """``count`` schedules saved into ``url``'s (migrated) database."""
+    settings = load_settings(HERALD_DATABASE_URL=url, HERALD_DEFAULT_TZ="UTC", _env_file=None)
+    store = await Store.open(url)
+    try:
+        for _ in range(count):
+            await Herald(store, settings, clock).create_schedule(
+                ANNA, to="slack:C0T", when="in 1 hour", text="x"
+            )
+    finally:
+        await store.close()
+
+
 async def test_a_recycled_schema_is_a_fresh_clone(
     pg_schemas: list[str], clock: ManualClock, _template_databases: Templates
 ) -> None:
@@ -186,15 +199,7 @@ async def test_a_recycled_schema_is_a_fresh_clone(
     templates = _template_databases
     used, used_url = new_schema(pg_schemas)
     db.upgrade(used_url)
-    settings = load_settings(HERALD_DATABASE_URL=used_url, HERALD_DEFAULT_TZ="UTC", _env_file=None)
-    store = await Store.open(used_url)
-    try:
-        for _ in range(3):
-            await Herald(store, settings, clock).create_schedule(
-                ANNA, to="slack:C0T", when="in 1 hour", text="x"
-            )
-    finally:
-        await store.close()
+    await write_schedules(used_url, clock, 3)
     assert templates.recycle(PG_URL, used)
     pg_schemas.remove(used)  # renamed into the pool: no longer there to drop
 
@@ -245,15 +250,7 @@ async def test_a_recycled_schema_keeps_nothing_the_planner_reads(
     templates = _template_databases
     used, used_url = new_schema(pg_schemas)
     db.upgrade(used_url)
-    settings = load_settings(HERALD_DATABASE_URL=used_url, HERALD_DEFAULT_TZ="UTC", _env_file=None)
-    store = await Store.open(used_url)
-    try:
-        for _ in range(20):
-            await Herald(store, settings, clock).create_schedule(
-                ANNA, to="slack:C0T", when="in 1 hour", text="x"
-            )
-    finally:
-        await store.close()
+    await write_schedules(used_url, clock, 20)
     with psycopg.connect(_pg_conninfo(PG_URL), autocommit=True) as conn:
         conn.execute(f'VACUUM ANALYZE "{used}".schedule, "{used}".job')
     assert templates.recycle(PG_URL, used)
