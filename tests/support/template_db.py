@@ -21,6 +21,7 @@ the same to the application (schema, rows, sequences).
 from __future__ import annotations
 
 import contextlib
+import functools
 import re
 import secrets
 import shutil
@@ -262,7 +263,7 @@ class Templates:
                 # only; elsewhere this raises and the schema is dropped as before)
                 conn.execute("SET LOCAL session_replication_role = replica")
                 _as_new(conn, schema, tables)
-                conn.execute(self._rows_and_sequences().replace(self._pg_schema, schema).encode())
+                conn.execute(self._rows_and_sequences.replace(self._pg_schema, schema).encode())
                 pooled = f"herald_pool_{secrets.token_hex(8)}"
                 conn.execute(f'ALTER SCHEMA "{schema}" RENAME TO "{pooled}"')
         except psycopg.Error:
@@ -271,8 +272,10 @@ class Templates:
             self._pool.append(pooled)
         return True
 
+    @functools.cached_property
     def _rows_and_sequences(self) -> str:
-        """The dump's rows (alembic_version's) and sequence positions, as SQL."""
+        """The dump's rows (alembic_version's) and sequence positions, as SQL (read out
+        of the dump once, not on every recycle)."""
         assert self._pg_dump is not None
         return "".join(
             line + "\n"
