@@ -190,6 +190,22 @@ async def write_schedules(url: str, clock: ManualClock, count: int) -> None:
         await store.close()
 
 
+def recycled_and_migrated(
+    templates: Templates, pg_schemas: list[str], used: str
+) -> tuple[str, str]:
+    """Recycle ``used`` into the pool, then make a schema migrated for real and one the
+    next clone gives (the pooled one): their names, (cloned, migrated)."""
+    assert templates.recycle(PG_URL, used)
+    pg_schemas.remove(used)  # renamed into the pool: no longer there to drop
+    migrated, migrated_url = new_schema(pg_schemas)
+    templates.real_upgrade(migrated_url)
+    fresh, fresh_url = new_schema(pg_schemas)
+    before = templates.recycled
+    db.upgrade(fresh_url)
+    assert templates.recycled == before + 1, "the pooled schema was not used"
+    return fresh, migrated
+
+
 async def test_a_recycled_schema_is_a_fresh_clone(
     pg_schemas: list[str], clock: ManualClock, _template_databases: Templates
 ) -> None:
@@ -200,15 +216,7 @@ async def test_a_recycled_schema_is_a_fresh_clone(
     used, used_url = new_schema(pg_schemas)
     db.upgrade(used_url)
     await write_schedules(used_url, clock, 3)
-    assert templates.recycle(PG_URL, used)
-    pg_schemas.remove(used)  # renamed into the pool: no longer there to drop
-
-    migrated, migrated_url = new_schema(pg_schemas)
-    templates.real_upgrade(migrated_url)
-    fresh, fresh_url = new_schema(pg_schemas)
-    before = templates.recycled
-    db.upgrade(fresh_url)
-    assert templates.recycled == before + 1, "the pooled schema was not used"
+    fresh, migrated = recycled_and_migrated(templates, pg_schemas, used)
 
     def dump(schema: str) -> str:
         return dump_schema(PG_URL, schema, "--inserts").replace(schema, "SCHEMA")
@@ -253,13 +261,5 @@ async def test_a_recycled_schema_keeps_nothing_the_planner_reads(
     await write_schedules(used_url, clock, 20)
     with psycopg.connect(_pg_conninfo(PG_URL), autocommit=True) as conn:
         conn.execute(f'VACUUM ANALYZE "{used}".schedule, "{used}".job')
-    assert templates.recycle(PG_URL, used)
-    pg_schemas.remove(used)  # renamed into the pool: no longer there to drop
-
-    migrated, migrated_url = new_schema(pg_schemas)
-    templates.real_upgrade(migrated_url)
-    fresh, fresh_url = new_schema(pg_schemas)
-    before = templates.recycled
-    db.upgrade(fresh_url)
-    assert templates.recycled == before + 1, "the pooled schema was not used"
+    fresh, migrated = recycled_and_migrated(templates, pg_schemas, used)
     assert _planner_view(fresh) == _planner_view(migrated)
