@@ -76,17 +76,17 @@ bench-archive: $(BENCHSTAMP)
 
 # the full reliability suite (minutes): 20 SIGKILLs, 50,000 jobs on 4 dispatchers, fuzz,
 # a random draw for every time zone, every phrase's preview against its save, and the
-# runs `make test` leaves out to stay under ten minutes (marked `full` in tests/)
+# runs `make test` leaves out to stay under ten minutes (marked `full` in tests/: each
+# mark says what `make test` keeps instead), in a second pytest
 reliability: $(DEVSTAMP)
 	HERALD_RELIABILITY=full HERALD_FUZZ_CASES=10000 $(BIN)/python -m pytest -q \
 		tests/reliability tests/unit/test_fuzz_inputs.py tests/unit/test_timeexpr_fuzz.py \
 		tests/unit/test_timeexpr_budget.py tests/unit/test_timeexpr_properties.py \
 		tests/slack/test_grammar_fuzz.py tests/api/test_api_schema.py \
 		tests/integration/test_preview_is_the_truth.py tests/tui/test_large_database.py
-	# the long runs `make test` skips (each test's `full` mark says what it keeps instead)
 	HERALD_RELIABILITY=full $(BIN)/python -m pytest -q -n $(TEST_WORKERS) -m full tests \
 		--ignore=tests/reliability --ignore=tests/tui/test_large_database.py \
 		--ignore=tests/api/test_api_schema.py
 
 clean:
-	rm -rf $(VENV) *.egg-info .pytest_cache .mypy_cache .ruff_cache herald-demo.db* bench/bullmq/node_modules
+	rm -rf $(VENV) *.egg-info .pytest_cache .mypy_cache .ruff_cache site herald-demo.db* bench/bullmq/node_modules
