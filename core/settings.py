@@ -503,17 +503,6 @@ def _read(env_file: str | os.PathLike[str] | None) -> dict[str, str]:
     return values
 
 
-@lru_cache(maxsize=1)
-def _unset_when_empty() -> frozenset[str]:
-    """The settings that are unset by default (tokens, secrets, addresses): an empty
-    variable is one of them not given, not a value ("" is no token, no URL)."""
-    return frozenset(
-        key
-        for key, field in Settings.model_fields.items()
-        if field.default is None and field.default_factory is None
-    )
-
-
 def load_settings(
     _env_file: str | os.PathLike[str] | None = ENV_FILE, **overrides: object
 ) -> Settings:
@@ -534,9 +523,11 @@ def load_settings(
         else:
             for name in names[:-1]:  # a field's own name is not a variable
                 if name.lower() in read:
-                    if read[name.lower()] == "" and names[-1] in _unset_when_empty():
-                        break  # `SLACK_BOT_TOKEN=`, as .env.example has it: no token
-                    data[key] = read[name.lower()]
+                    value = read[name.lower()]
+                    # a setting unset by default (a token, a secret, an address) given
+                    # empty, as `SLACK_BOT_TOKEN=` in .env.example, is not given
+                    if value or Settings.model_fields[names[-1]].default is not None:
+                        data[key] = value
                     break
     try:
         return Settings.model_validate(data)
