@@ -98,13 +98,12 @@ class ChannelViewQueries(Gateway):
         """The names of ``members`` (tenant, member id) that have one, in one query."""
         if not members:
             return {}
-        wanted = set(members)
         stmt = sa.select(MEMBER.c.tenant, MEMBER.c.id, MEMBER.c.display_name).where(
-            MEMBER.c.id.in_(sorted({m for _, m in wanted})), MEMBER.c.display_name != ""
+            sa.tuple_(MEMBER.c.tenant, MEMBER.c.id).in_(sorted(set(members))),
+            MEMBER.c.display_name != "",
         )
         async with self._read() as conn:
-            rows = await conn.execute(stmt)
-            return {(t, m): str(n) for t, m, n in rows if (t, m) in wanted and n}
+            return {(t, m): str(n) for t, m, n in await conn.execute(stmt)}
 
     async def schedules_by_id(self, ids: Sequence[int]) -> list[Schedule]:
         """The schedules of ``ids`` (those that exist), by id."""
