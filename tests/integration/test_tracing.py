@@ -9,7 +9,6 @@ import asyncio
 import io
 import json
 import logging
-import random
 from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
@@ -27,7 +26,7 @@ from core import tracing
 from core.cases import Herald
 from core.channels.webhook import WebhookChannel
 from core.clock import ManualClock, SystemClock
-from core.dispatcher import Dispatcher, DispatcherConfig
+from core.dispatcher import Dispatcher, DrainSummary
 from core.settings import load_settings
 from core.store import Store
 from tests.fakes import WebhookReceiver, unused_port
@@ -82,6 +81,14 @@ def joins(header: str, span: ReadableSpan) -> bool:
     )
 
 
+async def drained(herald: Herald, clock: ManualClock, channel: WebhookChannel) -> DrainSummary:
+    """What a dispatcher sending webhooks through ``channel`` does with what is due."""
+    try:
+        return await Dispatcher(herald.store, {"webhook": channel}, clock=clock).drain()
+    finally:
+        await channel.close()
+
+
 async def test_a_webhook_send_is_a_span_its_receiver_can_join(
     herald: Herald,
     clock: ManualClock,
@@ -95,18 +102,7 @@ async def test_a_webhook_send_is_a_span_its_receiver_can_join(
         target = f"webhook:{receiver.hook_url}"
         schedule, _ = await herald.create_schedule(ALICE, to=target, when="in 5 minutes", text=TEXT)
         clock.advance(timedelta(minutes=5))
-        channel = WebhookChannel(allow_private=True)
-        dispatcher = Dispatcher(
-            herald.store,
-            {"webhook": channel},
-            clock=clock,
-            config=DispatcherConfig(max_lateness=3600),
-            rng=random.Random(7),
-        )
-        try:
-            summary = await dispatcher.drain()
-        finally:
-            await channel.close()
+        summary = await drained(herald, clock, WebhookChannel(allow_private=True))
     assert summary.outcomes["delivered"] == 1
 
     [create] = named(spans, "herald.schedule.create")
@@ -155,12 +151,7 @@ async def test_a_channel_that_raises_marks_its_send(
         ALICE, to="webhook:https://example.com/h", when="in 1 minute", text=TEXT
     )
     clock.advance(60)
-    channel = Broken()
-    dispatcher = Dispatcher(herald.store, {"webhook": channel}, clock=clock)
-    try:
-        summary = await dispatcher.drain()
-    finally:
-        await channel.close()
+    summary = await drained(herald, clock, Broken())
     assert summary.outcomes["retrying"] == 1
     [send] = named(spans, "herald.send")
     assert send.attributes is not None and send.attributes["herald.outcome"] == "retry"
