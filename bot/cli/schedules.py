@@ -186,7 +186,7 @@ def say_warnings(schedule: Schedule) -> None:
     """On stderr, ``warning: …`` for each warning of the save that returned
     ``schedule`` (a duplicate, a crowded destination): it was saved all the same."""
     for warning in views.warnings_of(schedule):
-        print(f"warning: {warning.plain or warning.text}", file=sys.stderr)  # noqa: T201
+        print(f"warning: {warning.plain}", file=sys.stderr)  # noqa: T201 - CLI output
 
 
 def warnings_json(schedule: Schedule) -> dict[str, list[dict[str, object]]]:

@@ -57,7 +57,7 @@ class SaveWarning:
     #: In chat's words: the place as Slack and Discord link it (``<#C0123>``).
     text: str
     #: The same for a terminal or a program: the place as written (``slack:C0123``).
-    plain: str = ""
+    plain: str
     #: The duplicate's id (kind ``duplicate``).
     schedule_id: int | None = None
     #: The send it is about.
@@ -66,7 +66,7 @@ class SaveWarning:
     late: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"kind": self.kind, "message": self.plain or self.text}
+        out: dict[str, Any] = {"kind": self.kind, "message": self.plain}
         if self.schedule_id is not None:
             out["schedule_id"] = self.schedule_id
         if self.at is not None:
@@ -82,7 +82,7 @@ class Duplicated(Conflict):
 
     def __init__(self, found: Sequence[SaveWarning]) -> None:
         self.found = list(found)
-        super().__init__("; ".join(w.plain or w.text for w in self.found) + ".")
+        super().__init__("; ".join(w.plain for w in self.found) + ".")
 
 
 @dataclass(frozen=True)

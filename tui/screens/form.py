@@ -208,7 +208,7 @@ class ScheduleFormScreen(ModalScreen[Schedule | None]):
         message would wait. Each a notification that stays a while (the form closes)."""
         for found in views.warnings_of(saved):
             self.notify(
-                found.plain or found.text,
+                found.plain,
                 title=WARNINGS.get(found.kind, "Warning"),
                 severity="warning",
                 timeout=WARNING_SECONDS,
