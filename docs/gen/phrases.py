@@ -7,22 +7,17 @@ from __future__ import annotations
 
 import html
 from collections.abc import Iterable
-from datetime import UTC, datetime, time
+from datetime import datetime, time
 from typing import TypeVar
 from zoneinfo import ZoneInfo
 
 from core.timeexpr import parse_when
 from docs.gen import escape_cell
-from tests.support.time_phrases import NOW, SAID, TABLE
+from tests.support.time_phrases import NOW, SAID, TABLE, instant
 
 PATH = "docs/time-phrases.md"
 
 R = TypeVar("R", bound=tuple[object, ...])
-
-
-def instant(text: str) -> datetime:
-    """An instant of the tables (``2026-03-06T15:00:00Z``) as an aware UTC datetime."""
-    return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(UTC)
 
 
 def local(when: datetime, zone: str) -> str:

@@ -11,7 +11,6 @@ tests/slack/test_preview_zone.py and tests/tui/test_form_preview.py.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime
 
 import pytest
 
@@ -24,6 +23,7 @@ from core.settings import Settings, load_settings
 from core.store import Store
 from tests.conftest import FULL
 from tests.support.time_phrases import NOW, SAID, TABLE
+from tests.support.time_phrases import instant as at
 
 #: Five zones: west and east of UTC, a southern DST, a half-hour offset without DST
 #: and a half-hour DST change.
@@ -61,10 +61,6 @@ async def store(sqlite_url: str) -> AsyncIterator[Store]:
         yield s
     finally:
         await s.close()
-
-
-def at(text: str) -> datetime:
-    return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(UTC)
 
 
 def test_every_row_of_the_table_is_compared() -> None:

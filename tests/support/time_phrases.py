@@ -20,9 +20,16 @@ Rows with their own "now" sit next to a DST change.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 NOW = "2026-03-06T15:00:00Z"
 NY, BER, SYD, LHI = "America/New_York", "Europe/Berlin", "Australia/Sydney", "Australia/Lord_Howe"
 KOL, TYO, UTC_ = "Asia/Kolkata", "Asia/Tokyo", "UTC"
+
+
+def instant(text: str) -> datetime:
+    """An instant of the tables (``2026-03-06T15:00:00Z``) as an aware UTC datetime."""
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(UTC)
 
 
 # (zone, phrase, expected first occurrences in UTC, now, whole: the list is all there is)

@@ -27,10 +27,7 @@ from tests.support.time_phrases import (
     TYO,
     UTC_,
 )
-
-
-def at(text: str) -> datetime:
-    return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(UTC)
+from tests.support.time_phrases import instant as at
 
 
 def test_the_table_is_big_and_wide() -> None:
