@@ -2,22 +2,20 @@
 p50/p95/p99 of how late tries started, five minutes at a time. Real deliveries are
 recorded at known minutes with known lateness (a fixed clock), on SQLite and
 PostgreSQL (the tries are read by a query of the store), and the series each plot
-received are compared with what those tries make; at 80x24 both plots are on screen."""
+received are compared with what those tries make; at 80x24 both plots are on screen.
+What the overview's use case reads for them (tenants, the cap) is
+tests/integration/test_overview_late_hour.py's, on both databases."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
 from textual_plotext import PlotextPlot
 
-from core.actors import ActorRef, Principal
 from core.cases import Herald
-from core.cases.console import LATE_TRIES, late_hour
 from core.clock import ManualClock
-from core.store import AttemptRecord, Verdict
-from tests.conftest import START
+from tests.support.late_tries import seed_hour
 from tests.tui.conftest import ADMIN, MEMBER, run, screen_text, settle
 from tui.widgets.plots import HourPlot
 
@@ -26,60 +24,6 @@ from tui.widgets.plots import HourPlot
 def db_url(request: pytest.FixtureRequest) -> str:
     name = "sqlite_url" if request.param == "sqlite" else "pg_url"
     return str(request.getfixturevalue(name))
-
-
-def at(hh_mm: str, seconds: float = 0) -> datetime:
-    hours, minutes = (int(x) for x in hh_mm.split(":"))
-    return START.replace(hour=hours, minute=minutes) + timedelta(seconds=seconds)
-
-
-async def tries(
-    herald: Herald,
-    clock: ManualClock,
-    due: str,
-    late_s: list[float],
-    *,
-    fail: int = 0,
-    author: ActorRef = MEMBER,
-) -> None:
-    """Jobs of ``author`` due at ``due`` (one per lateness), each tried ``late_s``
-    seconds after it fell due: the last ``fail`` of them failed for good, the others
-    delivered."""
-    clock.set(at(due) - timedelta(minutes=1))
-    for i in range(len(late_s)):
-        await herald.create_schedule(author, to="log:", when="in 1 minute", text=f"m{i}", tz="UTC")
-    clock.set(at(due) + timedelta(seconds=max(late_s)))
-    now = clock.now()
-    jobs = await herald.store.claim_due(
-        now=now, worker="w1", lease_until=now + timedelta(seconds=60), limit=100
-    )
-    assert [job.due_at for job in jobs] == [at(due)] * len(late_s)
-    results = []
-    for i, (job, late) in enumerate(zip(jobs, late_s, strict=True)):
-        failed = i >= len(late_s) - fail
-        started = job.due_at + timedelta(seconds=late)
-        attempt = AttemptRecord(
-            started_at=started,
-            finished_at=started + timedelta(milliseconds=40),
-            outcome="permanent" if failed else "ok",
-            status_code=410 if failed else 200,
-        )
-        results.append(Verdict(job, "dead" if failed else "delivered", attempt=attempt))
-    await herald.store.finish(results, worker="w1", now=now)
-
-
-#: The console reads at 13:05:30: the hour's minutes are 12:06 … 13:05, its five-minute
-#: slots end at 12:10, 12:15, … 13:05 (-55, -50, … 0 minutes ago).
-NOW = "13:05"
-
-
-async def seed_hour(herald: Herald, clock: ManualClock) -> None:
-    await tries(herald, clock, "12:05", [1.0])  # 12:05:01: before the hour, not counted
-    await tries(herald, clock, "12:10", [0.1, 0.2, 0.3, 2.0])  # slot -55
-    await tries(herald, clock, "12:38", [1.0, 5.0], fail=1)  # started 12:38: slot -25
-    await tries(herald, clock, "12:49", [60.0])  # started 12:50:00: slot -15
-    await tries(herald, clock, "13:05", [0.5])  # this minute: slot 0
-    clock.set(at(NOW, 30))
 
 
 def per_minute(counts: dict[int, int]) -> list[tuple[int, float]]:
@@ -142,37 +86,3 @@ async def test_both_plots_are_on_screen(
     # the rest of the overview stays on the same screen
     for words in ("Due next hour", "Lateness of first tries", "Jobs by state", "Dispatchers"):
         assert words in text
-
-
-async def test_a_tenants_member_sees_their_tenants_tries_only(
-    herald: Herald, clock: ManualClock
-) -> None:
-    """As the overview's figures: a member of a workspace sees its tries, a Herald-wide
-    admin every tenant's."""
-    anna = Principal("slack:UANNA", "slack:TA")
-    await tries(herald, clock, "12:10", [0.1, 0.2, 0.3, 2.0])  # the local tenant's
-    await tries(herald, clock, "12:20", [30.0, 40.0], author=anna)
-    clock.set(at(NOW, 30))
-    theirs = (await herald.overview(anna, with_late_hour=True)).late_hour
-    assert [(s.tries, s.p50, s.p99) for s in theirs.slots] == [(2, 30.0, 40.0)]
-    ours = (await herald.overview(MEMBER, with_late_hour=True)).late_hour
-    assert [(s.tries, s.p50, s.p99) for s in ours.slots] == [(4, 0.2, 2.0)]
-    everyone = (await herald.overview(ADMIN, with_late_hour=True)).late_hour
-    assert [s.tries for s in everyone.slots] == [4, 2] and everyone.capped_at is None
-    assert (await herald.overview(ADMIN)).late_hour.slots == []  # read only when asked
-
-
-def test_past_its_cap_the_hour_says_it_read_the_newest_tries_only() -> None:
-    minutes = [at("12:06") + timedelta(minutes=i) for i in range(60)]
-    newest_first = [("2026-03-02 13:05", 250)] * LATE_TRIES
-    hour = late_hour(minutes, newest_first)
-    assert hour.capped_at == LATE_TRIES and hour.tries == LATE_TRIES
-    assert [(s.minute, s.p50, s.p99) for s in hour.slots] == [(at("13:05"), 0.25, 0.25)]
-    assert late_hour(minutes, newest_first[:-1]).capped_at is None
-
-
-async def test_every_tenants_lateness_is_for_herald_wide_actors_only(herald: Herald) -> None:
-    """The dispatchers' lateness counts are every tenant's together: a tenant's member
-    is not shown them (their own tenant's lateness is the plot's); an admin is."""
-    assert (await herald.overview(MEMBER)).lateness == []
-    assert [f.window for f in (await herald.overview(ADMIN)).lateness] == ["last hour", "last day"]
