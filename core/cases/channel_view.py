@@ -379,23 +379,41 @@ class ChannelViewCases(CaseBase):
                 end=upcoming[-1] + (congestion.LOOKBACK if rank > 0 else timedelta(0)),
                 exclude=schedule.id,
             )
-            for at in upcoming:
-                f = congestion.forecast(
-                    canonical, planned, at, rank, limit, now, self.settings.claim_horizon
-                )
-                if f.worth_saying:
-                    when = _short_time(at, schedule.timezone, now)
-                    out.append(
-                        SaveWarning(
-                            "congestion",
-                            congestion.words(f, where_words(canonical), when),
-                            congestion.words(f, target.redacted(), when),
-                            at=at,
-                            late=f.late,
-                        )
+            # each forecast simulates the sending of up to PLANNED_READ jobs: off the loop
+            f = await asyncio.to_thread(
+                self._first_crowded, canonical, planned, upcoming, rank, limit, now
+            )
+            if f is not None:
+                when = _short_time(f.at, schedule.timezone, now)
+                out.append(
+                    SaveWarning(
+                        "congestion",
+                        congestion.words(f, where_words(canonical), when),
+                        congestion.words(f, target.redacted(), when),
+                        at=f.at,
+                        late=f.late,
                     )
-                    break  # the first crowded send says it; the next ones are alike
+                )
         return out
+
+    def _first_crowded(
+        self,
+        destination: str,
+        planned: list[congestion.Planned],
+        upcoming: Sequence[datetime],
+        rank: int,
+        limit: RateLimit,
+        now: datetime,
+    ) -> congestion.Forecast | None:
+        """The forecast of the first of ``upcoming`` sends into ``destination`` expected
+        to wait long enough to say so (the next ones are alike), or None."""
+        for at in upcoming:
+            f = congestion.forecast(
+                destination, planned, at, rank, limit, now, self.settings.claim_horizon
+            )
+            if f.worth_saying:
+                return f
+        return None
 
     async def save_warnings(
         self,
