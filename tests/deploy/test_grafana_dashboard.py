@@ -261,15 +261,26 @@ async def query(api: httpx.AsyncClient, expr: str) -> list[dict[str, Any]]:
     return result
 
 
-async def until(api: httpx.AsyncClient, expr: str, within: float = 60) -> None:
-    """Poll ``expr`` until it returns something (Prometheus up, scraped, evaluated)."""
+async def ready(api: httpx.AsyncClient, within: float = 60) -> None:
+    """Wait for Prometheus's readiness endpoint: until its storage is open it answers
+    queries 503 "Service Unavailable" (which failed this test once on a busy machine)."""
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
         try:
-            if await query(api, expr):
+            if (await api.get("/-/ready")).status_code == 200:
                 return
         except httpx.TransportError:
-            pass  # Prometheus is still starting
+            pass  # not listening yet
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"Prometheus was not ready within {within} s (see prometheus.log)")
+
+
+async def until(api: httpx.AsyncClient, expr: str, within: float = 60) -> None:
+    """Poll ``expr`` until it returns something (scraped, evaluated)."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if await query(api, expr):  # Prometheus is ready (:func:`ready`)
+            return
         await asyncio.sleep(0.1)
     raise AssertionError(
         f"{expr} returned nothing within {within} s (herald.log and prometheus.log are in "
@@ -314,6 +325,7 @@ async def test_every_panel_query_answers_on_a_real_prometheus(tmp_path: Path) ->
             store = await Store.open(url)
             try:
                 async with httpx.AsyncClient(base_url=base, timeout=10) as api:
+                    await ready(api)
                     await schedule_burst(store, hook, 1, "/first")
                     await until(api, 'herald_deliveries_total{job="herald",outcome="permanent"}')
                     for n, path in ((OK, "/ok"), (GONE, "/gone"), (BUSY, "/busy"), (DOWN, "/down")):
