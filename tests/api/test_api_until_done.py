@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -19,6 +18,7 @@ from core.cases import Herald
 from core.clock import ManualClock
 from tests.api.conftest import ROOT, Service, serving, wait_for
 from tests.api.test_api import problem
+from tests.support.herald_cli import herald as run_herald
 
 NEWS = "webhook:https://hooks.example.com/news"  # an announcement channel here
 CAROL = "local:carol"  # a member who approves (HERALD_APPROVERS)
@@ -229,13 +229,7 @@ def herald(service: Service, token: str, *args: str) -> subprocess.CompletedProc
         "HERALD_DATABASE_URL": "sqlite:////nonexistent/dir/herald.db",
     }
     env.pop("HERALD_HTTP_PORT", None)
-    return subprocess.run(
-        [sys.executable, "-m", "bot.cli", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return run_herald(*args, env=env, timeout=120)
 
 
 def test_the_cli_sends_until_done_and_decides_through_the_api(service: Service) -> None:

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from tests.api.conftest import ROOT, Service, start_service, stop_service
+from tests.support.herald_cli import herald as run_herald
 
 
 @pytest.fixture(scope="module")
@@ -29,13 +29,7 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
 def herald(service: Service, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     full = {**service.env, "USER": ROOT.removeprefix("local:"), **env}
     full.pop("HERALD_HTTP_PORT", None)
-    return subprocess.run(
-        [sys.executable, "-m", "bot.cli", *args],
-        env=full,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return run_herald(*args, env=full, timeout=120)
 
 
 def test_a_token_made_listed_used_and_revoked_from_the_cli(service: Service) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from core import db
+from tests.support.herald_cli import herald
 
 
 def run(url: str, *args: str, stdin: str | None = None, user: str = "alice", **env: str):
@@ -25,26 +26,13 @@ def run(url: str, *args: str, stdin: str | None = None, user: str = "alice", **e
         "HERALD_ADMINS": "local:boss",
         **env,
     }
-    return subprocess.run(
-        [sys.executable, "-m", "bot.cli", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        env=full_env,
-        timeout=60,
-    )
+    return herald(*args, env=full_env, input=stdin)
 
 
 @pytest.fixture
 def url(db_url: str) -> str:
     if db.backend(db_url) == "postgresql":
-        proc = subprocess.run(
-            [sys.executable, "-m", "bot.cli", "db", "upgrade"],
-            env={**os.environ, "HERALD_DATABASE_URL": db_url},
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        proc = herald("db", "upgrade", env={**os.environ, "HERALD_DATABASE_URL": db_url})
         assert proc.returncode == 0, proc.stderr
     return db_url
 

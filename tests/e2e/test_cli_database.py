@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from bot.cli import demo
+from tests.support.herald_cli import herald as run_herald
 
 
 def herald(cwd: Path, *args: str, data: Path, **env: str) -> subprocess.CompletedProcess[str]:
@@ -29,14 +30,7 @@ def herald(cwd: Path, *args: str, data: Path, **env: str) -> subprocess.Complete
         "XDG_DATA_HOME": str(data),
         **env,
     }
-    return subprocess.run(
-        [sys.executable, "-m", "bot.cli", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        env=full_env,
-        timeout=60,
-    )
+    return run_herald(*args, env=full_env, cwd=cwd)
 
 
 @pytest.fixture

@@ -14,8 +14,6 @@ import io
 import json
 import logging
 import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from urllib.parse import quote
@@ -32,6 +30,7 @@ from core.settings import load_settings
 from core.store import Store
 from tests.fakes import FakeSlack, FakeSMTP
 from tests.fakes.http import Scripted
+from tests.support.herald_cli import herald as run_herald
 
 PASSWORD = "hunter2-Sm7p-pass"
 TOKEN = "xoxb-1234567890-0987654321-AbCdEfGhIjKlMnOpQrStUvWx"
@@ -81,13 +80,7 @@ def cli(url: str, *args: str) -> str:
         "HERALD_ADMINS": "local:boss",
         "USER": "boss",
     }
-    proc = subprocess.run(
-        [sys.executable, "-m", "bot.cli", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-    )
+    proc = run_herald(*args, env=env)
     assert proc.returncode == 0, proc.stderr
     assert_clean(proc.stderr, f"the stderr of herald {' '.join(args)}")
     return proc.stdout
