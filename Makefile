@@ -37,10 +37,13 @@ typecheck: $(DEVSTAMP)
 # Three pytest-xdist workers on two cores: each test has its own database file or
 # schema and ports, and a test waits on PostgreSQL, a process or a socket often enough
 # that a third worker keeps both cores busy (tui + slack: 178 s on two, 158 s on four).
+# Work stealing: with xdist's default (load) one worker was left with a queue of console
+# tests for the run's last 114 s while the other two had finished; stolen, the three end
+# together (a run 496 s -> 457 s).
 TEST_WORKERS ?= 3
 test: lint typecheck
 	$(BIN)/python -m compileall -q -j 0 core bot tui migrations > /dev/null
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --durations=15
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist worksteal --durations=15
 
 # the documentation site (MkDocs, Material) into site/; `$(BIN)/mkdocs serve` to browse it.
 # `make test` builds it too (tests/docs), with --strict: a broken link fails.
@@ -84,7 +87,7 @@ reliability: $(DEVSTAMP)
 		tests/unit/test_timeexpr_budget.py tests/unit/test_timeexpr_properties.py \
 		tests/slack/test_grammar_fuzz.py tests/api/test_api_schema.py \
 		tests/integration/test_preview_is_the_truth.py tests/tui/test_large_database.py
-	HERALD_RELIABILITY=full $(BIN)/python -m pytest -q -n $(TEST_WORKERS) -m full tests \
+	HERALD_RELIABILITY=full $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist worksteal -m full tests \
 		--ignore=tests/reliability --ignore=tests/tui/test_large_database.py \
 		--ignore=tests/api/test_api_schema.py
 
