@@ -167,15 +167,13 @@ def pg_url(_template_databases: Templates) -> Iterator[str]:
     still in the template's shape, emptied and kept for the next test's clone)."""
     require_pg()
     schema = f"t_{secrets.token_hex(6)}"
-    with psycopg.connect(_pg_conninfo(PG_URL), autocommit=True) as conn:
-        conn.execute(f'CREATE SCHEMA "{schema}"')
+    _template_databases.create_schema(schema)
     url = make_url(PG_URL).update_query_dict({"options": f"-csearch_path={schema}"})
     try:
         yield url.render_as_string(hide_password=False)
     finally:
         if not _template_databases.recycle(PG_URL, schema):
-            with psycopg.connect(_pg_conninfo(PG_URL), autocommit=True) as conn:
-                conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+            _template_databases.drop_schema(schema)
 
 
 @pytest.fixture
