@@ -86,11 +86,12 @@ async def test_four_claimers_never_hold_more_than_the_cap_and_drain_everything(
 ) -> None:
     """The finding: one of four dispatchers held 2,647 claimed jobs for one URL limited
     to 10/s. Here four stores (four processes) claim 600 at a time, together, from
-    2,000 jobs due now to a URL limited to 10/s and 400 to an unlimited destination;
-    the URL's jobs are sent at its rate (20 every 2 s of a ManualClock). On PostgreSQL
-    the four claims run at once: without the claim's lock each counted the others'
-    jobs as unclaimed and the four held 4 × the cap."""
-    await _fill(store, 2_000, 400)
+    1,000 jobs due now to a URL limited to 10/s (ten times its cap) and 200 to an
+    unlimited destination; the URL's jobs are sent at its rate (20 every 2 s of a
+    ManualClock). On PostgreSQL the four claims run at once: without the claim's lock
+    each counted the others' jobs as unclaimed and the four held 4 × the cap."""
+    limited, other = 1_000, 200
+    await _fill(store, limited, other)
     caps = ClaimCaps.of(RateLimits.parse(f"{LIMITED}=10/s"), {"null": RateLimit(0, 0)}, 10.0)
     assert caps.for_destination(LIMITED) == CAP
     stores = [store] + [await Store.open(db_url) for _ in range(3)]
@@ -105,7 +106,7 @@ async def test_four_claimers_never_hold_more_than_the_cap_and_drain_everything(
                 now=now, worker=worker, lease_until=until, limit=600, caps=caps
             )
 
-        while sum(delivered.values()) < 2_400 and rounds < 400:
+        while sum(delivered.values()) < limited + other and rounds < 400:
             rounds += 1
             got = await asyncio.gather(*(claim(s, w) for s, w in zip(stores, held, strict=True)))
             for worker, jobs in zip(held, got, strict=True):
@@ -114,10 +115,10 @@ async def test_four_claimers_never_hold_more_than_the_cap_and_drain_everything(
             if rounds == 1:
                 # the unlimited destination's jobs came in the same claims, all of them
                 others = [job for jobs in got for job in jobs if job.destination == OTHER]
-                assert len(others) == 400
+                assert len(others) == other
                 assert sum(job.destination == LIMITED for jobs in got for job in jobs) == CAP
                 waiting = await store.job_counts()
-                assert waiting == {"claimed": CAP + 400, "pending": 2_000 - CAP}
+                assert waiting == {"claimed": CAP + other, "pending": limited - CAP}
             # two seconds go by: every OTHER job is sent, and 20 of LIMITED (its rate)
             now += timedelta(seconds=2)
             budget = 20
@@ -139,10 +140,10 @@ async def test_four_claimers_never_hold_more_than_the_cap_and_drain_everything(
         for s in stores[1:]:
             await s.close()
     assert most == CAP  # reached, never passed, by the four together
-    # nothing lost, nothing twice; at the URL's rate (2,000 at 10/s: 100 rounds of 2 s)
-    assert len(delivered) == 2_400 and set(delivered.values()) == {1}
-    assert rounds <= 110
-    assert await store.job_counts() == {"delivered": 2_400}
+    # nothing lost, nothing twice; at the URL's rate (1,000 at 10/s: 50 rounds of 2 s)
+    assert len(delivered) == limited + other and set(delivered.values()) == {1}
+    assert rounds <= 55
+    assert await store.job_counts() == {"delivered": limited + other}
     async with store._engine.connect() as conn:
         attempts = (await conn.execute(sa.select(sa.func.max(JOB.c.attempts)))).scalar_one()
     assert attempts == 1  # being put off is not a try
