@@ -149,7 +149,9 @@ def herald(
             _write_all(stdin_w, input.encode() if input else b"")
             status = json.loads(replies.readline())["status"]
         except TimeoutError:
-            if pid is not None:
+            if pid is None:
+                os.close(stdin_w)  # not reached _write_all
+            else:
                 os.kill(pid, signal.SIGKILL)
             raise subprocess.TimeoutExpired(argv, timeout) from None
     for reader in readers:
