@@ -1,4 +1,7 @@
-"""The real `herald` command, run as a user runs it, against a real database."""
+"""The real `herald` command against a real database: each command a process of its own
+with its arguments, environment, standard input and exit status, forked from an
+interpreter that imported Herald once (tests/support/herald_cli.py, which
+tests/e2e/test_herald_cli_helper.py holds to the same answers as `python -m bot.cli`)."""
 
 from __future__ import annotations
 

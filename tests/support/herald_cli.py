@@ -22,6 +22,8 @@ socket, and exits.
 from __future__ import annotations
 
 import atexit
+import gc
+import importlib
 import json
 import os
 import signal
@@ -29,6 +31,8 @@ import socket
 import subprocess
 import sys
 import threading
+import time
+import traceback
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -240,8 +244,6 @@ def _command(request: dict[str, object], stdin: int, stdout: int, stderr: int) -
         assert isinstance(env, dict)
         os.environ.clear()
         os.environ.update(env)
-        import time
-
         time.tzset()  # a TZ of the command's own
         os.chdir(str(request["cwd"]))
         argv = request["argv"]
@@ -253,8 +255,6 @@ def _command(request: dict[str, object], stdin: int, stdout: int, stderr: int) -
     except SystemExit as exit_:
         code = _exit_code(exit_.code)
     except BaseException:
-        import traceback
-
         traceback.print_exc()
     try:
         sys.stdout.flush()
@@ -274,13 +274,9 @@ def _exit_code(code: object) -> int:
 
 
 def main() -> None:
-    import importlib
-
     control = socket.socket(fileno=int(sys.argv[1]))
     for module in PRELOAD:
         importlib.import_module(module)
-    import gc
-
     gc.collect()
     gc.freeze()  # the commands' copies of these objects stay shared
     _serve(control)
