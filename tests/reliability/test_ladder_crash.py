@@ -8,8 +8,8 @@ Discord's nonce), so Discord, which keeps one message per nonce, shows each step
 
 Slack's ``chat.postMessage`` takes no idempotency key: a step the killed process had
 posted but not yet recorded is posted again (with the same key in its metadata), as
-for any message (at-least-once); the test counts those re-sends, which can be no more
-than the kill found in flight.
+for any message (at-least-once); the test counts those re-sends, each of them a step
+the killed process held (claimed, its outcome not yet recorded).
 
 The default run (`make test`) crashes it on PostgreSQL, as the other crash scenarios
 (tests/reliability/test_routing_crash.py says why); ``HERALD_RELIABILITY=full`` runs it
